@@ -1,0 +1,214 @@
+package backoff
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+)
+
+// Defaults used for zero fields of a [Schedule].
+const (
+	DefaultBase          = 50 * time.Millisecond
+	DefaultThrottledBase = 1 * time.Second
+	DefaultCap           = 20 * time.Second
+)
+
+// Jitter selects how randomness spreads a delay. The zero value is Full.
+type Jitter uint8
+
+const (
+	// Full draws uniformly from [0, temp]. The default.
+	Full Jitter = iota
+	// Equal waits temp/2 plus a uniform draw from [0, temp/2].
+	Equal
+	// Decorrelated draws uniformly from [base, 3*prev], capped, where prev
+	// is the previous delay (base for the first retry).
+	Decorrelated
+	// None waits exactly temp. Retries of clients that failed together stay
+	// together; use it only in tests and demonstrations.
+	None
+)
+
+var jitterNames = [...]string{Full: "full", Equal: "equal", Decorrelated: "decorrelated", None: "none"}
+
+// String returns the jitter's lower-case name, as ParseJitter accepts it.
+func (j Jitter) String() string {
+	if int(j) < len(jitterNames) {
+		return jitterNames[j]
+	}
+	return fmt.Sprintf("Jitter(%d)", uint8(j))
+}
+
+// ErrInvalid is wrapped by every error that Validate and ParseJitter return.
+var ErrInvalid = errors.New("backoff: invalid schedule")
+
+// ParseJitter returns the Jitter named s: "full", "equal", "decorrelated"
+// or "none".
+func ParseJitter(s string) (Jitter, error) {
+	for i, n := range jitterNames {
+		if n == s {
+			return Jitter(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown jitter %q (want full, equal, decorrelated or none)", ErrInvalid, s)
+}
+
+// Schedule is a capped exponential (or constant) delay schedule with
+// jitter. The zero value is full jitter, base 50 ms, throttled base 1 s,
+// cap 20 s. A Schedule is a value without state: it is safe to copy and to
+// use from many goroutines at once.
+type Schedule struct {
+	// Base is the ceiling of the first retry's delay; each later retry
+	// doubles it. Zero means DefaultBase (50 ms).
+	Base time.Duration
+	// ThrottledBase replaces Base after a throttling error (HTTP 429, gRPC
+	// RESOURCE_EXHAUSTED): a server that asks for less traffic should get a
+	// longer pause than one that merely failed. Zero means
+	// DefaultThrottledBase (1 s), or Cap if Cap is smaller.
+	ThrottledBase time.Duration
+	// Cap bounds every delay. Zero means DefaultCap (20 s).
+	Cap time.Duration
+	// Jitter spreads delays; the zero value is Full.
+	Jitter Jitter
+	// Constant, when true, keeps temp at the base instead of doubling it
+	// (jitter still applies; use None for a fixed delay).
+	Constant bool
+	// Immediate, when true, makes every delay zero: retries run back to
+	// back. It exists for tests and benchmarks; never point it at a real
+	// dependency.
+	Immediate bool
+}
+
+// Validate reports a schedule that cannot work as configured: negative
+// durations, a base above the cap, an unknown jitter, or decorrelated
+// jitter on a constant schedule.
+func (s Schedule) Validate() error {
+	switch {
+	case s.Base < 0:
+		return fmt.Errorf("%w: Base %v is negative; use zero for the 50ms default", ErrInvalid, s.Base)
+	case s.ThrottledBase < 0:
+		return fmt.Errorf("%w: ThrottledBase %v is negative; use zero for the 1s default", ErrInvalid, s.ThrottledBase)
+	case s.Cap < 0:
+		return fmt.Errorf("%w: Cap %v is negative; use zero for the 20s default", ErrInvalid, s.Cap)
+	case s.Jitter > None:
+		return fmt.Errorf("%w: unknown Jitter %d", ErrInvalid, s.Jitter)
+	case s.Constant && s.Jitter == Decorrelated:
+		return fmt.Errorf("%w: decorrelated jitter grows from the previous delay and cannot be constant", ErrInvalid)
+	}
+	if c := s.cap(); s.Base > c {
+		return fmt.Errorf("%w: Base %v is above Cap %v", ErrInvalid, s.Base, c)
+	} else if s.ThrottledBase > c {
+		return fmt.Errorf("%w: ThrottledBase %v is above Cap %v; raise Cap or lower ThrottledBase", ErrInvalid, s.ThrottledBase, c)
+	}
+	return nil
+}
+
+// cap and base read fields through a pointer: with a value receiver the
+// compiler copies the whole struct on every inlined call, and the copy's
+// mixed-width stores stall the loads that follow.
+func (s *Schedule) cap() time.Duration {
+	return orDefault(s.Cap, DefaultCap)
+}
+
+func (s *Schedule) base(throttled bool) time.Duration {
+	b := orDefault(s.Base, DefaultBase)
+	if throttled {
+		b = orDefault(s.ThrottledBase, DefaultThrottledBase)
+	}
+	return min(b, s.cap())
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Draw returns a random draw for Delay from the global, concurrency-safe
+// source of math/rand/v2.
+func Draw() uint64 { return rand.Uint64() }
+
+// Delay returns the wait before retry n (zero-based: the first retry is
+// n = 0). prev is the previous delay, used only by decorrelated jitter
+// (zero for the first retry); u is a uniformly random 64-bit draw. Delay is
+// a pure function: the same inputs give the same result. It never
+// overflows, never returns a negative duration and never exceeds the cap.
+func (s Schedule) Delay(n int, prev time.Duration, u uint64) time.Duration {
+	if s.Immediate {
+		return 0
+	}
+	return delay(s.base(false), s.cap(), s.Jitter, s.Constant, n, prev, u)
+}
+
+// ThrottledDelay is Delay after a throttling error: the same schedule grown
+// from ThrottledBase instead of Base.
+func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Duration {
+	if s.Immediate {
+		return 0
+	}
+	return delay(s.base(true), s.cap(), s.Jitter, s.Constant, n, prev, u)
+}
+
+// Temp returns the un-jittered ceiling for retry n: min(cap, base*2^n), or
+// base for a constant schedule.
+func (s Schedule) Temp(n int, throttled bool) time.Duration {
+	if s.Immediate {
+		return 0
+	}
+	return temp(s.base(throttled), s.cap(), s.Constant, n)
+}
+
+// temp is min(c, b*2^n), or b if constant, for 0 < b <= c.
+func temp(b, c time.Duration, constant bool, n int) time.Duration {
+	if constant || n <= 0 {
+		return b
+	}
+	// base<<n would exceed cap exactly when base > cap>>n; checking that
+	// way round never overflows.
+	if n >= 63 || b > c>>uint(n) {
+		return c
+	}
+	return b << uint(n)
+}
+
+// delay applies jitter j to the schedule with base b and cap c. Taking the
+// fields as arguments, not the struct, keeps them in registers.
+func delay(b, c time.Duration, j Jitter, constant bool, n int, prev time.Duration, u uint64) time.Duration {
+	switch j {
+	case Full:
+		return uniform(u, temp(b, c, constant, n))
+	case None:
+		return temp(b, c, constant, n)
+	case Equal:
+		t := temp(b, c, constant, n)
+		half := t / 2
+		return t - half + uniform(u, half)
+	default: // Decorrelated
+		if prev < b {
+			prev = b
+		}
+		if prev > c {
+			prev = c
+		}
+		// prev <= cap <= MaxInt64, so 3*prev could overflow only above
+		// MaxInt64/3; clamp the upper end first.
+		hi := c
+		if prev <= c/3 {
+			hi = 3 * prev
+		}
+		return b + uniform(u, hi-b)
+	}
+}
+
+// uniform maps u onto [0, max] without division: the high word of
+// u*(max+1) is uniform over that range (to within 2^-64).
+func uniform(u uint64, max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	hi, _ := bits.Mul64(u, uint64(max)+1)
+	return time.Duration(hi)
+}

@@ -1,0 +1,230 @@
+package backoff
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestTemp(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name      string
+		s         Schedule
+		n         int
+		throttled bool
+		want      time.Duration
+	}{
+		{"zero value first retry is base", Schedule{}, 0, false, 50 * ms},
+		{"doubles", Schedule{}, 3, false, 400 * ms},
+		{"capped", Schedule{}, 10, false, DefaultCap},
+		{"huge attempt gives cap", Schedule{}, 1000, false, DefaultCap},
+		{"max int attempt gives cap", Schedule{}, math.MaxInt, false, DefaultCap},
+		{"negative attempt is first", Schedule{}, -5, false, 50 * ms},
+		{"throttled base", Schedule{}, 0, true, time.Second},
+		{"throttled doubles", Schedule{}, 2, true, 4 * time.Second},
+		{"constant", Schedule{Constant: true, Base: time.Second}, 40, false, time.Second},
+		{"immediate", Schedule{Immediate: true}, 5, false, 0},
+		{"base above cap clamps", Schedule{Base: time.Hour, Cap: time.Minute}, 0, false, time.Minute},
+		{"max durations", Schedule{Base: math.MaxInt64, Cap: math.MaxInt64}, 62, false, math.MaxInt64},
+		{"1ns base 62 doublings", Schedule{Base: 1, Cap: math.MaxInt64}, 62, false, 1 << 62},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.Temp(tc.n, tc.throttled); got != tc.want {
+				t.Fatalf("Temp(%d) = %v, want %v", tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDelayExactDraws(t *testing.T) {
+	ms := time.Millisecond
+	s := Schedule{Base: 100 * ms, Cap: 10 * time.Second}
+	tests := []struct {
+		name   string
+		jitter Jitter
+		n      int
+		prev   time.Duration
+		u      uint64
+		want   time.Duration
+	}{
+		{"full draw 0 gives 0", Full, 2, 0, 0, 0},
+		{"full max draw gives temp", Full, 2, 0, math.MaxUint64, 400 * ms},
+		{"full half draw gives half", Full, 2, 0, 1 << 63, 200 * ms},
+		{"equal draw 0 gives half", Equal, 2, 0, 0, 200 * ms},
+		{"equal max draw gives temp", Equal, 2, 0, math.MaxUint64, 400 * ms},
+		{"none ignores draw", None, 2, 0, 12345, 400 * ms},
+		{"decorrelated first starts at base", Decorrelated, 0, 0, 0, 100 * ms},
+		{"decorrelated first max is 3 base", Decorrelated, 0, 0, math.MaxUint64, 300 * ms},
+		{"decorrelated grows from prev", Decorrelated, 7, time.Second, math.MaxUint64, 3 * time.Second},
+		{"decorrelated capped", Decorrelated, 7, 9 * time.Second, math.MaxUint64, 10 * time.Second},
+		{"decorrelated prev above cap", Decorrelated, 7, time.Hour, 0, 100 * ms},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := s
+			s.Jitter = tc.jitter
+			if got := s.Delay(tc.n, tc.prev, tc.u); got != tc.want {
+				t.Fatalf("Delay = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJitterStatistics checks each jitter's range and mean over many
+// seeded draws.
+func TestJitterStatistics(t *testing.T) {
+	const draws = 200000
+	s := Schedule{Base: 100 * time.Millisecond, Cap: 10 * time.Second}
+	temp := float64(s.Temp(3, false)) // 800ms
+	tests := []struct {
+		jitter   Jitter
+		lo, hi   float64
+		wantMean float64
+	}{
+		{Full, 0, temp, temp / 2},
+		{Equal, temp / 2, temp, temp * 3 / 4},
+		{None, temp, temp, temp},
+		// Decorrelated from prev = 800ms: uniform [100ms, 2400ms].
+		{Decorrelated, 100e6, 2400e6, 1250e6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.jitter.String(), func(t *testing.T) {
+			s := s
+			s.Jitter = tc.jitter
+			r := rand.New(rand.NewPCG(1, 2))
+			var sum float64
+			for range draws {
+				d := float64(s.Delay(3, 800*time.Millisecond, r.Uint64()))
+				if d < tc.lo || d > tc.hi {
+					t.Fatalf("delay %v outside [%v, %v]", time.Duration(d), time.Duration(tc.lo), time.Duration(tc.hi))
+				}
+				sum += d
+			}
+			mean := sum / draws
+			// Standard error of a uniform mean over 200k draws is well
+			// under 0.5% of the range; allow 1%.
+			if tol := 0.01 * (tc.hi - tc.lo + 1); math.Abs(mean-tc.wantMean) > tol {
+				t.Fatalf("mean %v, want %v ± %v", time.Duration(mean), time.Duration(tc.wantMean), time.Duration(tol))
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Schedule
+		ok   bool
+	}{
+		{"zero", Schedule{}, true},
+		{"negative base", Schedule{Base: -1}, false},
+		{"negative throttled", Schedule{ThrottledBase: -1}, false},
+		{"negative cap", Schedule{Cap: -1}, false},
+		{"base above cap", Schedule{Base: time.Minute, Cap: time.Second}, false},
+		{"throttled above cap", Schedule{Cap: 500 * time.Millisecond, ThrottledBase: time.Second}, false},
+		{"default throttled clamps to small cap", Schedule{Cap: 500 * time.Millisecond}, true},
+		{"small cap with small throttled", Schedule{Cap: 500 * time.Millisecond, ThrottledBase: 100 * time.Millisecond}, true},
+		{"unknown jitter", Schedule{Jitter: 9}, false},
+		{"constant decorrelated", Schedule{Constant: true, Jitter: Decorrelated}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.s.Validate()
+			if (err == nil) != tc.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestParseJitter(t *testing.T) {
+	for _, j := range []Jitter{Full, Equal, Decorrelated, None} {
+		got, err := ParseJitter(j.String())
+		if err != nil || got != j {
+			t.Fatalf("ParseJitter(%q) = %v, %v", j, got, err)
+		}
+	}
+	if _, err := ParseJitter("fuzzy"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ParseJitter(fuzzy) error = %v", err)
+	}
+	if s := Jitter(42).String(); s != "Jitter(42)" {
+		t.Fatalf("String = %q", s)
+	}
+}
+
+func TestDelayAllocs(t *testing.T) {
+	s := Schedule{Jitter: Decorrelated}
+	if n := testing.AllocsPerRun(100, func() { s.Delay(3, time.Second, Draw()) }); n != 0 {
+		t.Fatalf("Delay allocates %v times", n)
+	}
+}
+
+// FuzzDelay checks the arithmetic's invariants for any schedule and input:
+// never negative, never above the cap, and within the jitter's bounds.
+func FuzzDelay(f *testing.F) {
+	f.Add(int64(0), int64(0), int64(0), uint8(0), false, 0, int64(0), uint64(0))
+	f.Add(int64(1), int64(1), int64(math.MaxInt64), uint8(2), false, 1000, int64(math.MaxInt64), uint64(math.MaxUint64))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), uint8(1), true, math.MaxInt, int64(-1), uint64(1<<63))
+	f.Add(int64(5e6), int64(1e9), int64(2e9), uint8(3), false, 62, int64(0), uint64(7))
+	f.Fuzz(func(t *testing.T, base, tbase, capd int64, jitter uint8, constant bool, n int, prev int64, u uint64) {
+		s := Schedule{Base: time.Duration(base), ThrottledBase: time.Duration(tbase), Cap: time.Duration(capd), Jitter: Jitter(jitter % 4), Constant: constant}
+		if s.Validate() != nil {
+			return
+		}
+		for _, throttled := range []bool{false, true} {
+			b, c := s.base(throttled), s.cap()
+			var d time.Duration
+			if throttled {
+				d = s.ThrottledDelay(n, time.Duration(prev), u)
+			} else {
+				d = s.Delay(n, time.Duration(prev), u)
+			}
+			temp := s.Temp(n, throttled)
+			if temp < b || temp > c {
+				t.Fatalf("temp %v outside [base %v, cap %v]", temp, b, c)
+			}
+			if d < 0 || d > c {
+				t.Fatalf("delay %v outside [0, cap %v]", d, c)
+			}
+			switch s.Jitter {
+			case Full:
+				if d > temp {
+					t.Fatalf("full delay %v above temp %v", d, temp)
+				}
+			case Equal:
+				if d < temp/2 || d > temp {
+					t.Fatalf("equal delay %v outside [%v, %v]", d, temp/2, temp)
+				}
+			case None:
+				if d != temp {
+					t.Fatalf("none delay %v != temp %v", d, temp)
+				}
+			case Decorrelated:
+				if d < b {
+					t.Fatalf("decorrelated delay %v below base %v", d, b)
+				}
+			}
+		}
+	})
+}
+
+var sink time.Duration
+
+// BenchmarkBackoffFull measures one full-jitter delay including its random
+// draw from the global source.
+func BenchmarkBackoffFull(b *testing.B) {
+	b.ReportAllocs()
+	s := Schedule{}
+	var d time.Duration
+	for i := 0; b.Loop(); i++ {
+		d += s.Delay(i&15, 0, Draw())
+	}
+	sink = d
+}

@@ -1,0 +1,114 @@
+package retry
+
+import (
+	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/errtree"
+)
+
+// Class is how a failed attempt is treated; see the constants.
+type Class = budget.Class
+
+// Failure classes, as the retry loop and budgets see them.
+const (
+	// Transient failures are retried on the normal schedule.
+	Transient = budget.Transient
+	// Timeout failures (an attempt's own timeout, a net.Error that reports
+	// Timeout) are retried; budgets may charge them more.
+	Timeout = budget.Timeout
+	// Throttled failures are retried on the schedule's throttled base.
+	Throttled = budget.Throttled
+	// Permanent failures stop the loop at once.
+	Permanent = budget.Permanent
+)
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string        { return e.err.Error() }
+func (e *permanentError) Unwrap() error        { return e.err }
+func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
+
+// MarkPermanent marks err as permanent: the default classifier stops at once
+// instead of retrying. errors.Is(MarkPermanent(err), ErrPermanent) is true, and
+// err stays reachable through Unwrap. MarkPermanent(nil) is nil.
+func MarkPermanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type throttledError struct{ err error }
+
+func (e *throttledError) Error() string { return e.err.Error() }
+func (e *throttledError) Unwrap() error { return e.err }
+
+// MarkThrottled marks err as a throttling answer (the dependency asked for
+// less traffic): it is retried from the schedule's throttled base.
+// MarkThrottled(nil) is nil.
+func MarkThrottled(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &throttledError{err}
+}
+
+// ServerDelay is implemented by errors that carry a delay the server asked
+// for (an HTTP Retry-After, a gRPC pushback). The retry loop waits at least
+// that long instead of following its schedule, bounded by
+// Config.MaxServerDelay and by the caller's deadline, with a small jitter
+// added on top. A negative delay means the server asked not to retry: the
+// error is treated as permanent.
+type ServerDelay interface {
+	error
+	RetryAfter() time.Duration
+}
+
+type afterError struct {
+	err error
+	d   time.Duration
+}
+
+func (e *afterError) Error() string             { return e.err.Error() }
+func (e *afterError) Unwrap() error             { return e.err }
+func (e *afterError) RetryAfter() time.Duration { return e.d }
+
+// WithServerDelay returns err annotated with a server-directed delay d; see
+// [ServerDelay]. It also marks err throttled. WithServerDelay(nil, d) is nil.
+func WithServerDelay(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &afterError{&throttledError{err}, d}
+}
+
+// DefaultClassify is the classification used when Config.Classify is nil,
+// and the one a custom classifier can fall back to:
+//
+//   - an error marked with MarkPermanent, or a ServerDelay with a negative
+//     delay, is Permanent;
+//   - an error marked with MarkThrottled or WithServerDelay is Throttled;
+//   - context.DeadlineExceeded, ErrAttemptTimeout, and errors with a
+//     Timeout() bool method that reports true (net.Error) are Timeout;
+//   - everything else is Transient.
+//
+// The caller's own cancellation is decided before classification and is
+// never retried, whatever this returns.
+func DefaultClassify(err error) Class {
+	if _, ok := errtree.Find[*permanentError](err); ok {
+		return Permanent
+	}
+	if sd, ok := errtree.Find[ServerDelay](err); ok && sd.RetryAfter() < 0 {
+		return Permanent
+	}
+	if _, ok := errtree.Find[*throttledError](err); ok {
+		return Throttled
+	}
+	// context.DeadlineExceeded and the loop's own attempt-timeout error
+	// both implement Timeout() bool.
+	if t, ok := errtree.Find[interface{ Timeout() bool }](err); ok && t.Timeout() {
+		return Timeout
+	}
+	return Transient
+}

@@ -1,0 +1,132 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+)
+
+// Defaults applied to zero fields of [Config].
+const (
+	DefaultMaxAttempts    = 3
+	DefaultMaxServerDelay = 30 * time.Second
+	DefaultServerJitter   = 0.1
+	DefaultNestedAttempts = 1
+)
+
+// ErrInvalidConfig is wrapped by every error Validate and New return.
+var ErrInvalidConfig = errors.New("retry: invalid config")
+
+// Config configures a [Policy]. The zero value is safe and is what most
+// callers want: 3 attempts (the first plus 2 retries), full jitter from a
+// 50 ms base (1 s after a throttling error) capped at 20 s, no per-attempt
+// timeout, server-directed delays honoured up to 30 s, and a single
+// attempt when the context says an outer layer already retries.
+type Config struct {
+	// MaxAttempts bounds the attempts of one call, counting the first:
+	// 3 means one attempt and up to two retries; 1 disables retries.
+	// Zero means DefaultMaxAttempts (3).
+	MaxAttempts int
+
+	// Backoff is the delay schedule between attempts. The zero value is
+	// full jitter, base 50 ms, throttled base 1 s, cap 20 s.
+	Backoff backoff.Schedule
+
+	// AttemptTimeout bounds each attempt with a child context. Its expiry
+	// is a retryable Timeout; the caller's own deadline is never retried.
+	// Zero means no per-attempt timeout.
+	AttemptTimeout time.Duration
+
+	// Timeouts, if set, supplies each attempt's timeout at run time (an
+	// adaptive timeout that tracks latency) and overrides AttemptTimeout.
+	Timeouts TimeoutSource
+
+	// MaxServerDelay bounds a delay the server asked for (Retry-After,
+	// gRPC pushback): a longer request is shortened to it. Zero means
+	// DefaultMaxServerDelay (30 s).
+	MaxServerDelay time.Duration
+
+	// ServerJitter is the largest fraction of a server-directed delay added
+	// on top of it, so a thousand clients told "5 s" do not return in one
+	// wall. It is only ever added, never subtracted. Zero means
+	// DefaultServerJitter (0.1, that is up to 10% more); it must be in
+	// [0, 1].
+	ServerJitter float64
+
+	// NestedAttempts replaces MaxAttempts when the context carries the mark
+	// of WithOuterRetry: the call is made while serving a caller that
+	// retries, so retrying here too would multiply attempts. Zero means
+	// DefaultNestedAttempts (1: no retries at this layer).
+	NestedAttempts int
+
+	// Classify decides how a failed attempt is treated. Nil means
+	// DefaultClassify; a custom classifier can call DefaultClassify for
+	// errors it does not recognise.
+	Classify func(error) Class
+
+	// Budget is consulted before every retry and told about every attempt.
+	// Nil means no budget (every retry the other rules allow is made); to
+	// say so explicitly, use budget.Unlimited.
+	Budget budget.Budget
+
+	// OnRetry, if set, is called before each wait, outside any lock, with
+	// the failed attempt and the delay about to be waited.
+	OnRetry func(RetryEvent)
+
+	// Rand supplies the random draws for jitter. Nil means the global
+	// math/rand/v2 source. A Policy used from many goroutines needs a
+	// source that is safe for concurrent use; seeded sources are for tests.
+	Rand rand.Source
+}
+
+// TimeoutSource supplies per-attempt timeouts that change at run time. The
+// retry loop calls AttemptTimeout before each attempt (a value <= 0 means
+// none) and Observe after it, with its latency and whether it succeeded.
+// Implementations must be safe for concurrent use.
+type TimeoutSource interface {
+	AttemptTimeout() time.Duration
+	Observe(latency time.Duration, ok bool)
+}
+
+// RetryEvent describes a retry about to happen.
+type RetryEvent struct {
+	// Attempt is the number of the attempt that failed (1 for the first).
+	Attempt int
+	// Err is that attempt's error.
+	Err error
+	// Class is how it was classified.
+	Class Class
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+}
+
+// Validate reports settings that cannot work, naming the field.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxAttempts < 0:
+		return fmt.Errorf("%w: MaxAttempts %d is negative; use 1 to disable retries or 0 for the default of 3", ErrInvalidConfig, c.MaxAttempts)
+	case c.NestedAttempts < 0:
+		return fmt.Errorf("%w: NestedAttempts %d is negative; use 0 for the default of 1", ErrInvalidConfig, c.NestedAttempts)
+	case c.AttemptTimeout < 0:
+		return fmt.Errorf("%w: AttemptTimeout %v is negative; use 0 for no per-attempt timeout", ErrInvalidConfig, c.AttemptTimeout)
+	case c.MaxServerDelay < 0:
+		return fmt.Errorf("%w: MaxServerDelay %v is negative; use 0 for the default of 30s", ErrInvalidConfig, c.MaxServerDelay)
+	case !(c.ServerJitter >= 0 && c.ServerJitter <= 1): // also rejects NaN
+		return fmt.Errorf("%w: ServerJitter %v is outside [0, 1]", ErrInvalidConfig, c.ServerJitter)
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		return fmt.Errorf("%w: Backoff: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+func orDefault[T int | time.Duration | float64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}

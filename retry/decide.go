@@ -1,0 +1,112 @@
+package retry
+
+import (
+	"math/bits"
+	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/errtree"
+)
+
+// Step is the input to [Policy.Decide]: everything the retry decision
+// depends on, so the decision needs no clock, no context and no sleep.
+type Step struct {
+	// Attempt is the number of attempts made so far, including the one
+	// that just failed (1 after the first attempt).
+	Attempt int
+	// Err is the failed attempt's error; it must not be nil.
+	Err error
+	// CallerDone is the caller's context error (ctx.Err()), or nil while
+	// the caller is still waiting. A done caller always stops the loop.
+	CallerDone error
+	// Nested is true when an outer layer already retries (see
+	// WithOuterRetry): NestedAttempts replaces MaxAttempts.
+	Nested bool
+	// Now is the current time and Deadline the caller's deadline (zero for
+	// none). A wait that would end after Deadline is not started.
+	Now, Deadline time.Time
+	// Prev is the previous delay, for decorrelated jitter; zero before the
+	// first retry.
+	Prev time.Duration
+	// Charged is the class the previous retry was withdrawn as (meaningful
+	// when Attempt > 1); budgets refund by it.
+	Charged Class
+	// Rand is a uniformly random 64-bit draw.
+	Rand uint64
+}
+
+// Decision is the outcome of [Policy.Decide]: stop with Reason, or wait
+// Delay and try again.
+type Decision struct {
+	// Reason is nil to retry, or the sentinel error that ends the call.
+	Reason error
+	// Delay is the wait before the next attempt, when retrying.
+	Delay time.Duration
+	// Class is how the failure was classified.
+	Class Class
+}
+
+// Decide is the retry decision for one failed attempt, in DESIGN order:
+// classify the error (caller cancelled, permanent, throttled, timeout,
+// transient); stop if no attempts are left; take the server-directed delay
+// or the schedule's; stop if the wait would end past the deadline; finally
+// withdraw from the budget, stopping if it is empty. It tells the budget
+// how the attempt ended (unless the caller gave up, which says nothing
+// about the dependency). Do is a loop around Decide; the simulator calls
+// it directly under virtual time.
+func (p *Policy) Decide(s Step) Decision {
+	if s.CallerDone != nil {
+		return Decision{Reason: ErrCancelled, Class: Transient}
+	}
+	c := p.classify(s.Err)
+	if p.budget != nil {
+		p.budget.Record(budget.Attempt{N: s.Attempt, Failed: true, Class: c, Charged: s.Charged})
+	}
+	if c == Permanent {
+		return Decision{Reason: ErrPermanent, Class: c}
+	}
+	max := p.maxAttempts
+	if s.Nested {
+		max = p.nestedAttempts
+	}
+	if s.Attempt >= max {
+		return Decision{Reason: ErrAttemptsExhausted, Class: c}
+	}
+	d, ok := p.serverDelay(s.Err, s.Rand)
+	if !ok {
+		if c == Throttled {
+			d = p.backoff.ThrottledDelay(s.Attempt-1, s.Prev, s.Rand)
+		} else {
+			d = p.backoff.Delay(s.Attempt-1, s.Prev, s.Rand)
+		}
+	}
+	if !s.Deadline.IsZero() && s.Deadline.Sub(s.Now) < d {
+		return Decision{Reason: ErrDeadline, Delay: d, Class: c}
+	}
+	if p.budget != nil && !p.budget.Withdraw(c) {
+		return Decision{Reason: ErrBudgetExhausted, Delay: d, Class: c}
+	}
+	return Decision{Delay: d, Class: c}
+}
+
+func (p *Policy) classify(err error) Class {
+	if p.classifier != nil {
+		return p.classifier(err)
+	}
+	return DefaultClassify(err)
+}
+
+// serverDelay returns the server-directed delay carried by err, bounded by
+// MaxServerDelay, with up to ServerJitter of it added.
+func (p *Policy) serverDelay(err error, u uint64) (time.Duration, bool) {
+	sd, ok := errtree.Find[ServerDelay](err)
+	if !ok {
+		return 0, false
+	}
+	d := min(max(sd.RetryAfter(), 0), p.maxServerDelay)
+	// The schedule may have used u's high bits; take the jitter from its
+	// bits rotated, scaled to [0, ServerJitter*d].
+	j := time.Duration(float64(d) * p.serverJitter)
+	hi, _ := bits.Mul64(bits.RotateLeft64(u, 32), uint64(j)+1)
+	return d + time.Duration(hi), true
+}

@@ -1,0 +1,63 @@
+// Package retry runs an operation again when it fails transiently, safely.
+//
+// Build a [Policy] once per dependency from a [Config] (the zero Config is
+// the safe default) and call [Policy.Do] or [DoValue] around each call:
+//
+//	p := retry.Default() // 3 attempts, full jitter, base 50 ms, cap 20 s
+//	err := p.Do(ctx, func(ctx context.Context) error {
+//		return client.Call(ctx, req)
+//	})
+//
+// # What the loop does
+//
+// Each failed attempt goes through one decision, [Policy.Decide], in a
+// fixed order:
+//
+//  1. If the caller's context is done, stop with [ErrCancelled]: the
+//     caller's cancellation or deadline is never retried.
+//  2. Classify the error ([DefaultClassify] or Config.Classify): Permanent
+//     stops with [ErrPermanent]; Throttled uses the schedule's throttled
+//     base; Timeout and Transient use the normal schedule.
+//  3. If MaxAttempts (counting the first) are used up, stop with
+//     [ErrAttemptsExhausted].
+//  4. The wait is the server-directed delay if the error carries one
+//     ([ServerDelay]: Retry-After, gRPC pushback), bounded by
+//     MaxServerDelay and with a little jitter added on top; otherwise the
+//     schedule's delay.
+//  5. If the wait would end after the caller's deadline, do not start it:
+//     stop now with [ErrDeadline]. No call ever sleeps past its deadline.
+//  6. Withdraw a retry from the budget; an empty budget stops with
+//     [ErrBudgetExhausted].
+//
+// Every stop returns an [*Error] that wraps the reason and the last
+// attempt's error: errors.Is(err, retry.ErrAttemptsExhausted) and
+// errors.Is(err, io.ErrUnexpectedEOF) both work on the same value.
+//
+// Decide needs no clock and no sleep, so the simulator in package sim
+// drives exactly this logic under virtual time.
+//
+// # Timeouts
+//
+// Config.AttemptTimeout bounds each attempt with a child context; its
+// expiry is a retryable Timeout. The caller's context bounds the whole
+// call. Config.Timeouts plugs in an adaptive per-attempt timeout.
+//
+// # Retry at one layer
+//
+// Three services that each retry three times turn one failure at the
+// bottom into 27 attempts. Server middleware marks inbound request
+// contexts with [WithOuterRetry]; a Policy then makes NestedAttempts
+// attempts (one by default) for calls made with that context, so only the
+// edge retries.
+//
+// # Cost
+//
+// A call whose first attempt succeeds allocates nothing, starts no
+// goroutine, arms no timer and reads no clock (BenchmarkDoSuccess). A retry
+// with a zero delay arms no timer (BenchmarkDoRetry2).
+//
+// The algorithm follows Marc Brooker, "Timeouts, retries, and backoff with
+// jitter" (Amazon Builders' Library) and "Exponential Backoff And Jitter"
+// (AWS Architecture Blog, 2015), and the retry chapter of Google's Site
+// Reliability Engineering book ("Handling Overload").
+package retry

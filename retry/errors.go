@@ -1,0 +1,80 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors naming why a call stopped. Every error Do returns after
+// at least one attempt is an [*Error] whose Reason is one of these, so
+// errors.Is(err, ErrBudgetExhausted) and friends work directly.
+var (
+	// ErrAttemptsExhausted: the last allowed attempt failed.
+	ErrAttemptsExhausted = errors.New("retry: attempts exhausted")
+	// ErrDeadline: the next wait would have ended after the caller's
+	// deadline, so it was not started.
+	ErrDeadline = errors.New("retry: next wait would pass the deadline")
+	// ErrBudgetExhausted: the retry budget refused the next retry.
+	ErrBudgetExhausted = errors.New("retry: budget exhausted")
+	// ErrPermanent: the error was classified permanent; repeating the call
+	// cannot fix it.
+	ErrPermanent = errors.New("retry: permanent error")
+	// ErrCancelled: the caller's context was cancelled or reached its
+	// deadline, during an attempt or a wait.
+	ErrCancelled = errors.New("retry: cancelled")
+	// ErrRejected: a guard (circuit breaker, throttle) refused the attempt
+	// locally; a local rejection is never retried.
+	ErrRejected = errors.New("retry: rejected locally")
+)
+
+// ErrAttemptTimeout is the context cause of an attempt whose per-attempt
+// timeout expired. Such an attempt is a retryable timeout.
+var ErrAttemptTimeout = errors.New("retry: attempt timed out")
+
+// Error is the error Do returns when a call fails. It keeps why the loop
+// stopped, how many attempts ran, the last attempt's error and, for a
+// cancelled call, the context's cause. errors.Is and errors.As reach all of
+// them through Unwrap.
+type Error struct {
+	// Reason is one of the Err sentinels of this package.
+	Reason error
+	// Attempts is the number of attempts made.
+	Attempts int
+	// Last is the last attempt's error (nil if no attempt ran).
+	Last error
+	// Cause is context.Cause of the caller's context for ErrCancelled, and
+	// nil otherwise.
+	Cause error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Reason.Error())
+	fmt.Fprintf(&b, " after %d attempt", e.Attempts)
+	if e.Attempts != 1 {
+		b.WriteByte('s')
+	}
+	if e.Cause != nil && e.Cause != e.Last {
+		b.WriteString(" (")
+		b.WriteString(e.Cause.Error())
+		b.WriteByte(')')
+	}
+	if e.Last != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Last.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the reason, the last attempt's error and the cause, leaving
+// out nil ones.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, 3)
+	for _, err := range []error{e.Reason, e.Last, e.Cause} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}

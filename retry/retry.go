@@ -1,0 +1,181 @@
+package retry
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+)
+
+// Policy runs calls with retries as its Config describes. It is immutable
+// after New and safe for concurrent use; build one per dependency and share
+// it. The zero Policy is not usable; call New or Default.
+type Policy struct {
+	maxAttempts    int
+	nestedAttempts int
+	backoff        backoff.Schedule
+	attemptTimeout time.Duration
+	timeouts       TimeoutSource
+	maxServerDelay time.Duration
+	serverJitter   float64
+	classifier     func(error) Class
+	budget         budget.Budget
+	onRetry        func(RetryEvent)
+	rand           func() uint64
+}
+
+// New validates cfg and returns a Policy built from it.
+func New(cfg Config) (*Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Policy{
+		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
+		nestedAttempts: orDefault(cfg.NestedAttempts, DefaultNestedAttempts),
+		backoff:        cfg.Backoff,
+		attemptTimeout: cfg.AttemptTimeout,
+		timeouts:       cfg.Timeouts,
+		maxServerDelay: orDefault(cfg.MaxServerDelay, DefaultMaxServerDelay),
+		serverJitter:   orDefault(cfg.ServerJitter, DefaultServerJitter),
+		classifier:     cfg.Classify,
+		budget:         cfg.Budget,
+		onRetry:        cfg.OnRetry,
+		rand:           rand.Uint64,
+	}
+	if cfg.Rand != nil {
+		p.rand = cfg.Rand.Uint64
+	}
+	return p, nil
+}
+
+// Default returns a Policy with the zero Config's defaults.
+func Default() *Policy {
+	p, err := New(Config{})
+	if err != nil {
+		panic("retry: zero Config is invalid: " + err.Error()) // unreachable: the zero Config is valid
+	}
+	return p
+}
+
+// MaxAttempts returns the attempt limit for a call, counting the first.
+func (p *Policy) MaxAttempts() int { return p.maxAttempts }
+
+// Do calls fn until it succeeds or the policy stops it, and returns nil or
+// an [*Error] that wraps the stop reason and fn's last error. fn receives a
+// context bounded by the per-attempt timeout, if one is set.
+func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
+	_, err := DoValue(ctx, p, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	})
+	return err
+}
+
+// DoValue is Do for an operation that returns a value: it returns the value
+// of the first successful attempt, or the zero T and an [*Error].
+//
+// A first attempt that succeeds costs one call of fn and nothing else: no
+// allocation, no goroutine, no timer, no clock read (unless a
+// TimeoutSource needs the attempt's latency). A retry with a zero delay
+// arms no timer either.
+func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
+	var (
+		zero    T
+		prev    time.Duration
+		charged Class
+	)
+	for attempt := 1; ; attempt++ {
+		v, err := runAttempt(ctx, p, fn)
+		if err == nil {
+			if p.budget != nil {
+				p.budget.Record(budget.Attempt{N: attempt, Charged: charged})
+			}
+			return v, nil
+		}
+		// The clock is read only when a deadline needs it: on this machine
+		// time.Now costs as much as the rest of a retry decision.
+		var now time.Time
+		deadline, ok := ctx.Deadline()
+		if ok {
+			now = time.Now()
+		}
+		d := p.Decide(Step{
+			Attempt:    attempt,
+			Err:        err,
+			CallerDone: ctx.Err(),
+			Nested:     HasOuterRetry(ctx),
+			Now:        now,
+			Deadline:   deadline,
+			Prev:       prev,
+			Charged:    charged,
+			Rand:       p.rand(),
+		})
+		if d.Reason != nil {
+			e := &Error{Reason: d.Reason, Attempts: attempt, Last: err}
+			if d.Reason == ErrCancelled {
+				e.Cause = context.Cause(ctx)
+			}
+			return zero, e
+		}
+		if p.onRetry != nil {
+			p.onRetry(RetryEvent{Attempt: attempt, Err: err, Class: d.Class, Delay: d.Delay})
+		}
+		if d.Delay > 0 && !sleep(ctx, d.Delay) {
+			return zero, &Error{Reason: ErrCancelled, Attempts: attempt, Last: err, Cause: context.Cause(ctx)}
+		}
+		prev, charged = d.Delay, d.Class
+	}
+}
+
+// runAttempt runs fn once, under the per-attempt timeout if there is one.
+// An attempt whose own timeout expired (not the caller's) has its error
+// wrapped with ErrAttemptTimeout, so it classifies as a Timeout.
+func runAttempt[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
+	timeout := p.attemptTimeout
+	if p.timeouts != nil {
+		timeout = p.timeouts.AttemptTimeout()
+	}
+	if timeout <= 0 && p.timeouts == nil {
+		return fn(ctx)
+	}
+	var start time.Time
+	if p.timeouts != nil {
+		start = time.Now()
+	}
+	actx, cancel := ctx, context.CancelFunc(nil)
+	if timeout > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, timeout, ErrAttemptTimeout)
+	}
+	v, err := fn(actx)
+	if err != nil && actx != ctx && ctx.Err() == nil && context.Cause(actx) == ErrAttemptTimeout {
+		err = &timeoutError{err}
+	}
+	if cancel != nil {
+		cancel()
+	}
+	if p.timeouts != nil {
+		p.timeouts.Observe(time.Since(start), err == nil)
+	}
+	return v, err
+}
+
+// timeoutError marks an attempt that its per-attempt timeout ended.
+type timeoutError struct{ err error }
+
+func (e *timeoutError) Error() string   { return ErrAttemptTimeout.Error() + ": " + e.err.Error() }
+func (e *timeoutError) Unwrap() []error { return []error{ErrAttemptTimeout, e.err} }
+func (e *timeoutError) Timeout() bool   { return true }
+
+// sleep waits d or until ctx is done, and reports whether the wait ran to
+// the end.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

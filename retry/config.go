@@ -73,6 +73,11 @@ type Config struct {
 	// say so explicitly, use budget.Unlimited.
 	Budget budget.Budget
 
+	// Guards are consulted before every attempt, in order, and told how it
+	// ended: circuit breakers, client-side throttles. A rejection stops the
+	// call at once with ErrRejected and is never retried. Nil means none.
+	Guards []Guard
+
 	// OnRetry, if set, is called before each wait, outside any lock, with
 	// the failed attempt and the delay about to be waited.
 	OnRetry func(RetryEvent)

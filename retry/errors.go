@@ -41,10 +41,11 @@ type Error struct {
 	Reason error
 	// Attempts is the number of attempts made.
 	Attempts int
-	// Last is the last attempt's error (nil if no attempt ran).
+	// Last is the last attempt's error (nil if no attempt ran: a guard
+	// rejected the first).
 	Last error
-	// Cause is context.Cause of the caller's context for ErrCancelled, and
-	// nil otherwise.
+	// Cause is context.Cause of the caller's context for ErrCancelled, the
+	// guard's rejection for ErrRejected, and nil otherwise.
 	Cause error
 }
 

@@ -23,6 +23,7 @@ type Policy struct {
 	classifier     func(error) Class
 	budget         budget.Budget
 	onRetry        func(RetryEvent)
+	guards         []Guard
 	rand           func() uint64
 }
 
@@ -42,6 +43,7 @@ func New(cfg Config) (*Policy, error) {
 		classifier:     cfg.Classify,
 		budget:         cfg.Budget,
 		onRetry:        cfg.OnRetry,
+		guards:         append([]Guard(nil), cfg.Guards...),
 		rand:           rand.Uint64,
 	}
 	if cfg.Rand != nil {
@@ -85,8 +87,20 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 		prev    time.Duration
 		charged Class
 	)
+	var last error
 	for attempt := 1; ; attempt++ {
-		v, err := runAttempt(ctx, p, fn)
+		var v T
+		var err error
+		if len(p.guards) == 0 {
+			v, err = runAttempt(ctx, p, fn)
+		} else {
+			var rejection error
+			v, err, rejection = guarded(ctx, p, fn)
+			if rejection != nil {
+				return zero, &Error{Reason: ErrRejected, Attempts: attempt - 1, Last: last, Cause: rejection}
+			}
+		}
+		last = err
 		if err == nil {
 			if p.budget != nil {
 				p.budget.Record(budget.Attempt{N: attempt, Charged: charged})

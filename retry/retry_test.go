@@ -533,3 +533,48 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// fakeGuard rejects after allow admissions and logs outcomes.
+type fakeGuard struct {
+	allow    int
+	next     uint64
+	outcomes []string
+}
+
+var errOpen = errors.New("breaker open")
+
+func (g *fakeGuard) Admit(context.Context) (uint64, error) {
+	if g.allow == 0 {
+		return 0, errOpen
+	}
+	g.allow--
+	g.next++
+	return g.next, nil
+}
+
+func (g *fakeGuard) Done(t uint64, o Outcome) {
+	g.outcomes = append(g.outcomes, fmt.Sprintf("%d err=%v class=%v abandoned=%v", t, o.Err, o.Class, o.Abandoned))
+}
+
+func TestGuards(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g1, g2 := &fakeGuard{allow: 9}, &fakeGuard{allow: 1}
+		p := mustNew(t, Config{Guards: []Guard{g1, g2}, MaxAttempts: 5})
+		calls := 0
+		err := p.Do(t.Context(), failing(9, errBoom, &calls))
+		if calls != 1 || !errors.Is(err, ErrRejected) || !errors.Is(err, errOpen) || !errors.Is(err, errBoom) {
+			t.Fatalf("calls = %d, err = %v", calls, err)
+		}
+		var re *Error
+		if !errors.As(err, &re) || re.Attempts != 1 {
+			t.Fatalf("err = %#v", err)
+		}
+		want1 := []string{"1 err=boom class=transient abandoned=false", "2 err=<nil> class=transient abandoned=true"}
+		if diff := cmp.Diff(want1, g1.outcomes); diff != "" {
+			t.Fatal(diff)
+		}
+		if diff := cmp.Diff([]string{"1 err=boom class=transient abandoned=false"}, g2.outcomes); diff != "" {
+			t.Fatal(diff)
+		}
+	})
+}

@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"context"
+	"flag"
+	"sort"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+)
+
+// Scenario is one experiment the simulator runs. Implementations are
+// deterministic: the same Params and Options.Seed give byte-identical
+// results.
+type Scenario interface {
+	// Name is the scenario's command-line name: jitter, outage, ratelimit,
+	// storm, layers, hedge.
+	Name() string
+	// Describe is one sentence on what the scenario shows and its source.
+	Describe() string
+	// Population says whether the clients are a "closed" population (a
+	// fixed set that waits for answers), an "open" stream (new requests
+	// arrive whatever happens), or "closed and open" for scenarios that
+	// run both.
+	Population() string
+	// Params returns a fresh parameter set holding the published defaults.
+	Params() Params
+	// Run runs the scenario. It reports progress through o.Progress, stops
+	// early with ctx's error when ctx is done, and spreads independent runs
+	// over o.Workers goroutines.
+	Run(ctx context.Context, p Params, o Options) (*Result, error)
+}
+
+// Params is a scenario's parameter set.
+type Params interface {
+	// Register defines every parameter as a flag on fs, bound to the set,
+	// with its current value as the default.
+	Register(fs *flag.FlagSet)
+	// Validate reports a parameter that cannot work, naming it as its flag
+	// is named.
+	Validate() error
+	// Values returns the parameters by flag name, for JSON output.
+	Values() map[string]any
+	// Quick shrinks the set to sizes at which the scenario finishes in a
+	// few seconds on two cores (used by the report), keeping its shape.
+	Quick()
+}
+
+// Options controls how a scenario runs, not what it simulates.
+type Options struct {
+	// Seed makes the run reproducible. Zero is a valid seed.
+	Seed uint64
+	// Workers is the number of goroutines that run independent runs of a
+	// sweep; zero means runtime.GOMAXPROCS(0). The result does not depend
+	// on it.
+	Workers int
+	// Progress, if set, is called with the number of runs done and the
+	// total, from any goroutine, serially.
+	Progress func(done, total int)
+}
+
+// Result is what a scenario run produced: a table, the claims it checks,
+// and chart data.
+type Result struct {
+	Scenario   string         `json:"scenario"`
+	Population string         `json:"population"`
+	Params     map[string]any `json:"params"`
+	// Columns lists the row keys in display order.
+	Columns []string `json:"-"`
+	Rows    []Row    `json:"rows"`
+	Claims  []Claim  `json:"claims"`
+	Charts  []Chart  `json:"-"`
+}
+
+// Row is one table row, keyed by column name. Values are strings, ints or
+// float64s.
+type Row map[string]any
+
+// Claim sets what a published source says beside what this run measured.
+type Claim struct {
+	Source   string `json:"source"`
+	Claim    string `json:"claim"`
+	Measured string `json:"measured"`
+	// Holds reports whether the measurement agrees with the claim.
+	Holds bool `json:"holds"`
+}
+
+// Chart is data for one chart: several named series over the same axes.
+type Chart struct {
+	// Name is a file-name-safe identifier, unique within the result.
+	Name   string
+	Title  string
+	XLabel string
+	YLabel string
+	Series []Series
+}
+
+// Series is one line of a chart.
+type Series struct {
+	Name string
+	X, Y []float64
+}
+
+// Policy is a retry policy as a user describes it, for the what-if
+// analysis: the outage and storm scenarios run it beside unherd's
+// defaults.
+type Policy struct {
+	// Name labels the policy in tables.
+	Name string
+	// Attempts counts the first attempt; zero means 3.
+	Attempts int
+	// Backoff is the delay schedule (Base, Cap, Jitter, ...).
+	Backoff backoff.Schedule
+	// Budget is "none", "token" (token bucket, AWS SDK defaults),
+	// "ratio" (a share of requests over a window) or "" for unherd's
+	// default (token).
+	Budget string
+	// BudgetRatio is the ratio budget's share when Budget is "ratio";
+	// zero means 0.1.
+	BudgetRatio float64
+	// AttemptTimeout bounds each attempt; zero means none.
+	AttemptTimeout time.Duration
+}
+
+var registry = map[string]Scenario{}
+
+// register adds s to the set returned by Scenarios; scenario files call it
+// from init.
+func register(s Scenario) { registry[s.Name()] = s }
+
+// Scenarios returns every scenario, sorted by name.
+func Scenarios() []Scenario {
+	out := make([]Scenario, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// Lookup returns the scenario called name.
+func Lookup(name string) (Scenario, bool) {
+	s, ok := registry[name]
+	return s, ok
+}

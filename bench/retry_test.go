@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	avast "github.com/avast/retry-go/v4"
+	cenkalti "github.com/cenkalti/backoff/v5"
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	sethvargo "github.com/sethvargo/go-retry"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
+)
+
+// Settings shared by every library that has them: three attempts (the
+// first and two retries), a 50 ms base doubling to a 20 s cap, jittered.
+// These are unherd's defaults; each peer is set to match where it can.
+const (
+	attempts = 3
+	base     = 50 * time.Millisecond
+	maxDelay = 20 * time.Second
+	want     = 42 // the value every successful operation returns
+)
+
+var errFail = errors.New("transient failure")
+
+// counter is an operation's attempt count; check fails the benchmark
+// unless every call made exactly perCall attempts.
+type counter struct{ n int }
+
+func (c *counter) check(b *testing.B, perCall int) {
+	b.Helper()
+	if c.n != perCall*b.N {
+		b.Fatalf("%d attempts for %d calls, want %d per call", c.n, b.N, perCall)
+	}
+}
+
+// failing returns an attempt function that fails the first fails attempts
+// of every call of calls and then returns want, counting attempts in c.
+// fail is the error each failure returns (a peer may need it wrapped).
+func failing(c *counter, fails int, fail error) func() (int, error) {
+	return func() (int, error) {
+		c.n++
+		if c.n%(fails+1) != 0 {
+			return 0, fail
+		}
+		return want, nil
+	}
+}
+
+func checkResult(b *testing.B, v int, err error) {
+	if err != nil || v != want {
+		b.Fatalf("got (%d, %v), want (%d, nil)", v, err, want)
+	}
+}
+
+// BenchmarkFirstSuccess is a call whose first attempt succeeds: the cost a
+// retry library adds to every healthy call. Every library is configured
+// with three attempts and its jittered exponential backoff from 50 ms; the
+// backoff is never used.
+func BenchmarkFirstSuccess(b *testing.B) {
+	runScenario(b, 0)
+}
+
+// BenchmarkRetry2 is a call that fails twice and then succeeds, with a zero
+// delay between attempts: the cost of the retry machinery itself.
+func BenchmarkRetry2(b *testing.B) {
+	runScenario(b, 2)
+}
+
+// runScenario runs one sub-benchmark per library for a call whose first
+// fails attempts fail. With fails == 0 each library uses its jittered
+// exponential backoff; otherwise each uses its way of saying "no delay".
+// Peers get their cheapest correct usage: policies, executors and option
+// lists are built once outside the loop where the library allows it, and
+// per call only where it keeps state per call.
+func runScenario(b *testing.B, fails int) {
+	ctx := context.Background()
+	immediate := fails > 0
+	perCall := fails + 1
+
+	if fails == 0 { // a direct call cannot recover from a failure
+		b.Run("floor-direct", func(b *testing.B) {
+			b.ReportAllocs()
+			var c counter
+			op := failing(&c, 0, errFail)
+			for b.Loop() {
+				v, err := op()
+				checkResult(b, v, err)
+			}
+			c.check(b, perCall)
+		})
+	}
+
+	b.Run("floor-loop", func(b *testing.B) {
+		b.ReportAllocs()
+		var c counter
+		op := failing(&c, fails, errFail)
+		for b.Loop() {
+			var v int
+			var err error
+			for range attempts {
+				if v, err = op(); err == nil {
+					break
+				}
+			}
+			checkResult(b, v, err)
+		}
+		c.check(b, perCall)
+	})
+
+	b.Run("unherd", func(b *testing.B) {
+		b.ReportAllocs()
+		var cfg retry.Config // the defaults: 3 attempts, full jitter, 50 ms to 20 s
+		if immediate {
+			cfg.Backoff = backoff.Schedule{Immediate: true}
+		}
+		p, err := retry.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var c counter
+		op := failing(&c, fails, errFail)
+		fn := func(context.Context) (int, error) { return op() }
+		for b.Loop() {
+			v, err := retry.DoValue(ctx, p, fn)
+			checkResult(b, v, err)
+		}
+		c.check(b, perCall)
+	})
+
+	b.Run("failsafe-go", func(b *testing.B) {
+		b.ReportAllocs()
+		rb := retrypolicy.NewBuilder[int]().WithMaxAttempts(attempts)
+		if !immediate {
+			rb = rb.WithBackoff(base, maxDelay).WithJitterFactor(1)
+		}
+		exec := failsafe.With[int](rb.Build())
+		var c counter
+		op := failing(&c, fails, errFail)
+		for b.Loop() {
+			v, err := exec.Get(op)
+			checkResult(b, v, err)
+		}
+		c.check(b, perCall)
+	})
+
+	b.Run("cenkalti-backoff", func(b *testing.B) {
+		b.ReportAllocs()
+		// An ExponentialBackOff is not safe for concurrent use; sharing one
+		// across calls is correct here only because the calls are serial.
+		var bo cenkalti.BackOff = &cenkalti.ExponentialBackOff{
+			InitialInterval:     base,
+			RandomizationFactor: 1, // the widest spread it offers: [0, 2*interval]
+			Multiplier:          2,
+			MaxInterval:         maxDelay,
+		}
+		if immediate {
+			bo = &cenkalti.ZeroBackOff{}
+		}
+		opts := []cenkalti.RetryOption{cenkalti.WithBackOff(bo), cenkalti.WithMaxTries(attempts)}
+		var c counter
+		op := failing(&c, fails, errFail)
+		for b.Loop() {
+			v, err := cenkalti.Retry(ctx, op, opts...)
+			checkResult(b, v, err)
+		}
+		c.check(b, perCall)
+	})
+
+	b.Run("retry-go", func(b *testing.B) {
+		b.ReportAllocs()
+		opts := []avast.Option{
+			avast.Context(ctx),
+			avast.Attempts(attempts),
+			avast.Delay(base),
+			avast.MaxDelay(maxDelay),
+			avast.DelayType(avast.FullJitterBackoffDelay),
+		}
+		if immediate {
+			opts = append(opts, avast.Delay(0), avast.DelayType(avast.FixedDelay))
+		}
+		var c counter
+		op := failing(&c, fails, errFail)
+		for b.Loop() {
+			v, err := avast.DoWithData(op, opts...)
+			checkResult(b, v, err)
+		}
+		c.check(b, perCall)
+	})
+
+	b.Run("go-retry", func(b *testing.B) {
+		b.ReportAllocs()
+		// go-retry retries only errors marked retryable; mark once, not
+		// per attempt.
+		var c counter
+		op := failing(&c, fails, sethvargo.RetryableError(errFail))
+		fn := func(context.Context) (int, error) { return op() }
+		zero := sethvargo.BackoffFunc(func() (time.Duration, bool) { return 0, false })
+		for b.Loop() {
+			// A go-retry Backoff counts its retries, so each call needs
+			// its own.
+			var bo sethvargo.Backoff
+			if immediate {
+				bo = sethvargo.WithMaxRetries(attempts-1, zero)
+			} else {
+				bo = sethvargo.WithMaxRetries(attempts-1,
+					sethvargo.WithCappedDuration(maxDelay,
+						sethvargo.WithFullJitter(sethvargo.NewExponential(base))))
+			}
+			v, err := sethvargo.DoValue(ctx, bo, fn)
+			checkResult(b, v, err)
+		}
+		c.check(b, perCall)
+	})
+}

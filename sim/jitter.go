@@ -1,0 +1,277 @@
+package sim
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+)
+
+const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
+
+func init() { register(jitterScenario{}) }
+
+// jitterStrategies are the strategies of Brooker's experiment, in table
+// order. "none" retries at once; the others are backoff.Schedule jitters
+// ("exponential" is backoff.None: capped exponential without jitter).
+var jitterStrategies = []string{"none", "exponential", "full", "equal", "decorrelated"}
+
+// JitterParams are the parameters of the jitter scenario.
+type JitterParams struct {
+	// Clients lists the numbers of contending clients to sweep (--clients).
+	Clients []int
+	// Runs is the number of runs averaged per point (--runs).
+	Runs int
+	// Base and Cap shape every backoff schedule (--base, --cap).
+	Base, Cap time.Duration
+	// Hop is the mean of a network hop and HopSD its standard deviation;
+	// each hop takes |Normal(Hop, HopSD)| (--hop, --hop-sd).
+	Hop, HopSD time.Duration
+}
+
+func defaultJitterParams() *JitterParams {
+	p := &JitterParams{Runs: 100, Base: 5 * time.Millisecond, Cap: 2 * time.Second,
+		Hop: 10 * time.Millisecond, HopSD: 2 * time.Millisecond}
+	for n := 10; n <= 190; n += 10 {
+		p.Clients = append(p.Clients, n)
+	}
+	return p
+}
+
+// Register implements Params.
+func (p *JitterParams) Register(fs *flag.FlagSet) {
+	fs.Var((*intList)(&p.Clients), "clients", "comma-separated numbers of contending clients")
+	fs.IntVar(&p.Runs, "runs", p.Runs, "runs averaged per point")
+	fs.DurationVar(&p.Base, "base", p.Base, "backoff base")
+	fs.DurationVar(&p.Cap, "cap", p.Cap, "backoff cap")
+	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean network hop")
+	fs.DurationVar(&p.HopSD, "hop-sd", p.HopSD, "standard deviation of a network hop")
+}
+
+// Validate implements Params.
+func (p *JitterParams) Validate() error {
+	if len(p.Clients) == 0 {
+		return invalid("clients", "the list is empty")
+	}
+	for _, n := range p.Clients {
+		if err := checkPositive("clients", n); err != nil {
+			return err
+		}
+		if err := checkAtMost("clients", n, 10000); err != nil {
+			return err
+		}
+	}
+	if err := checkPositive("runs", p.Runs); err != nil {
+		return err
+	}
+	if err := checkAtMost("runs", p.Runs, 100000); err != nil {
+		return err
+	}
+	if err := checkPositive("base", p.Base); err != nil {
+		return err
+	}
+	if err := checkPositive("cap", p.Cap); err != nil {
+		return err
+	}
+	if p.Base > p.Cap {
+		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
+	}
+	if err := checkPositive("hop", p.Hop); err != nil {
+		return err
+	}
+	if p.HopSD < 0 {
+		return invalid("hop-sd", "%v is negative", p.HopSD)
+	}
+	return nil
+}
+
+// Values implements Params.
+func (p *JitterParams) Values() map[string]any {
+	return map[string]any{"clients": append([]int(nil), p.Clients...), "runs": p.Runs,
+		"base": p.Base.String(), "cap": p.Cap.String(), "hop": p.Hop.String(), "hop-sd": p.HopSD.String()}
+}
+
+// Quick implements Params: every 30 clients from 10 to 190, 10 runs each.
+func (p *JitterParams) Quick() {
+	p.Clients = []int{10, 40, 70, 100, 130, 160, 190}
+	p.Runs = 10
+}
+
+type jitterScenario struct{}
+
+func (jitterScenario) Name() string { return "jitter" }
+func (jitterScenario) Describe() string {
+	return "N clients race to update one row with optimistic concurrency; compares the work and time of no backoff, exponential without jitter, and full, equal and decorrelated jitter (Brooker 2015)"
+}
+func (jitterScenario) Population() string { return "closed" }
+func (jitterScenario) Params() Params     { return defaultJitterParams() }
+
+type jitterOut struct {
+	calls int64
+	time  time.Duration
+}
+
+func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
+	p, ok := ps.(*JitterParams)
+	if !ok {
+		return nil, fmt.Errorf("%w: jitter got %T", ErrInvalidParams, ps)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	ns, nc, nr := len(jitterStrategies), len(p.Clients), p.Runs
+	outs, err := sweep(ctx, o, ns*nc*nr, func(i int) jitterOut {
+		s, c := i/(nc*nr), (i/nr)%nc
+		return runJitter(o.Seed, uint64(i), p, jitterStrategies[s], p.Clients[c])
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: "jitter", Population: "closed", Params: p.Values(),
+		Columns: []string{"strategy", "clients", "calls", "time_ms"}}
+	calls := make([][]float64, ns) // by strategy, by clients
+	times := make([][]float64, ns)
+	for s := range ns {
+		calls[s], times[s] = make([]float64, nc), make([]float64, nc)
+		for c := range nc {
+			var sc, st float64
+			for r := range nr {
+				out := outs[(s*nc+c)*nr+r]
+				sc += float64(out.calls)
+				st += ms(out.time)
+			}
+			calls[s][c], times[s][c] = round(sc/float64(nr), 1), round(st/float64(nr), 1)
+			res.Rows = append(res.Rows, Row{"strategy": jitterStrategies[s], "clients": p.Clients[c],
+				"calls": calls[s][c], "time_ms": times[s][c]})
+		}
+	}
+	xs := make([]float64, nc)
+	for c, n := range p.Clients {
+		xs[c] = float64(n)
+	}
+	callChart := Chart{Name: "jitter_calls", Title: "Work: calls until every client has written",
+		XLabel: "clients", YLabel: "calls (writes)"}
+	timeChart := Chart{Name: "jitter_time", Title: "Time until the last client has written",
+		XLabel: "clients", YLabel: "completion time (ms)"}
+	for s, name := range jitterStrategies {
+		callChart.Series = append(callChart.Series, Series{Name: name, X: xs, Y: calls[s]})
+		timeChart.Series = append(timeChart.Series, Series{Name: name, X: xs, Y: times[s]})
+	}
+	res.Charts = []Chart{callChart, timeChart}
+	res.Claims = jitterClaims(p.Clients[nc-1], nc-1, calls, times)
+	return res, nil
+}
+
+// jitterClaims compares the strategies at the sweep's last point (the most
+// clients).
+func jitterClaims(n, c int, calls, times [][]float64) []Claim {
+	const none, exp, full, equal, decor = 0, 1, 2, 3, 4
+	ratio := calls[full][c] / calls[exp][c]
+	worstJittered := max(calls[full][c], calls[equal][c], calls[decor][c])
+	noneWorst := true
+	for s := range calls {
+		if calls[s][c] > calls[none][c] {
+			noneWorst = false
+		}
+	}
+	return []Claim{
+		{
+			Source:   brookerJitter,
+			Claim:    "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
+			Measured: fmt.Sprintf("at %d clients: full %.0f calls vs exponential %.0f: ratio %.2f", n, calls[full][c], calls[exp][c], ratio),
+			Holds:    ratio <= 0.6,
+		},
+		{
+			Source:   brookerJitter,
+			Claim:    "exponential backoff without jitter does more work than any jittered strategy",
+			Measured: fmt.Sprintf("at %d clients: exponential %.0f calls; full %.0f, equal %.0f, decorrelated %.0f", n, calls[exp][c], calls[full][c], calls[equal][c], calls[decor][c]),
+			Holds:    calls[exp][c] > worstJittered,
+		},
+		{
+			Source:   brookerJitter,
+			Claim:    "no backoff at all does the most work",
+			Measured: fmt.Sprintf("at %d clients: none %.0f calls, exponential %.0f, full %.0f", n, calls[none][c], calls[exp][c], calls[full][c]),
+			Holds:    noneWorst,
+		},
+		{
+			Source:   brookerJitter,
+			Claim:    "full jitter also finishes sooner than exponential backoff without jitter",
+			Measured: fmt.Sprintf("at %d clients: full %.0f ms vs exponential %.0f ms", n, times[full][c], times[exp][c]),
+			Holds:    times[full][c] < times[exp][c],
+		},
+	}
+}
+
+// Events of the jitter model, all handled at the server.
+const (
+	jitterRead  int32 = iota // a client's read reaches the server
+	jitterWrite              // a client's conditional write reaches the server
+)
+
+// jitterRun is one run of Brooker's model: n clients, one row.
+type jitterRun struct {
+	p        *JitterParams
+	sched    backoff.Schedule
+	none     bool
+	version  int64
+	seen     []int64         // version each client last read
+	retries  []int           // failed writes so far, per client
+	prev     []time.Duration // previous sleep, per client (decorrelated)
+	calls    int64
+	finished time.Duration
+}
+
+func runJitter(seed, stream uint64, p *JitterParams, strategy string, n int) jitterOut {
+	r := &jitterRun{p: p, seen: make([]int64, n), retries: make([]int, n), prev: make([]time.Duration, n)}
+	r.sched = backoff.Schedule{Base: p.Base, Cap: p.Cap}
+	switch strategy {
+	case "none":
+		r.none = true
+	case "exponential":
+		r.sched.Jitter = backoff.None
+	default:
+		j, err := backoff.ParseJitter(strategy)
+		if err != nil {
+			return jitterOut{} // unreachable: jitterStrategies are all valid
+		}
+		r.sched.Jitter = j
+	}
+	e := newEngine(seed, stream)
+	for c := range n {
+		r.prev[c] = p.Base
+		e.after(r.hop(e), jitterRead, int32(c), 0)
+	}
+	e.run(r, -1)
+	return jitterOut{calls: r.calls, time: r.finished}
+}
+
+func (r *jitterRun) hop(e *engine) time.Duration { return e.normal(r.p.Hop, r.p.HopSD) }
+
+func (r *jitterRun) handle(e *engine, ev event) {
+	c := ev.id
+	switch ev.kind {
+	case jitterRead:
+		// The reply carries the version back; the client then sends its
+		// conditional write at once.
+		r.seen[c] = r.version
+		e.after(r.hop(e)+r.hop(e), jitterWrite, c, 0)
+	case jitterWrite:
+		r.calls++
+		if r.seen[c] == r.version {
+			r.version++
+			r.finished = max(r.finished, e.elapsed()+r.hop(e))
+			return
+		}
+		// Rejected: the reply takes a hop, the client sleeps, then reads
+		// again (another hop). The first retry is attempt 1.
+		r.retries[c]++
+		var d time.Duration
+		if !r.none {
+			d = r.sched.Delay(r.retries[c], r.prev[c], e.u64())
+			r.prev[c] = d
+		}
+		e.after(r.hop(e)+d+r.hop(e), jitterRead, c, 0)
+	}
+}

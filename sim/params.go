@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalidParams is wrapped by every error a Params.Validate returns.
+var ErrInvalidParams = errors.New("sim: invalid parameters")
+
+// invalid returns an error naming the flag at fault.
+func invalid(flag, format string, args ...any) error {
+	return fmt.Errorf("%w: --%s: %s", ErrInvalidParams, flag, fmt.Sprintf(format, args...))
+}
+
+// intList is a comma-separated list of integers as a flag.Value.
+type intList []int
+
+func (l *intList) String() string {
+	if l == nil {
+		return ""
+	}
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", f)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return errors.New("empty list")
+	}
+	*l = out
+	return nil
+}
+
+// checkPositive reports a value that must be above zero.
+func checkPositive[T int | float64 | time.Duration](flag string, v T) error {
+	if !(v > 0) {
+		return invalid(flag, "%v must be above zero", v)
+	}
+	return nil
+}
+
+// checkAtMost reports a size too large to simulate in reasonable memory
+// and time.
+func checkAtMost(flag string, v, max int) error {
+	if v > max {
+		return invalid(flag, "%d is above the limit of %d", v, max)
+	}
+	return nil
+}
+
+// checkFraction reports a value outside [0, 1].
+func checkFraction(flag string, v float64) error {
+	if !(v >= 0 && v <= 1) {
+		return invalid(flag, "%v is outside [0, 1]", v)
+	}
+	return nil
+}
+
+// round keeps d decimal places, so tables and golden files stay readable.
+func round(v float64, d int) float64 {
+	p := math.Pow(10, float64(d))
+	return math.Round(v*p) / p
+}
+
+// ms converts a duration to float milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

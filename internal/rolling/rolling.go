@@ -1,0 +1,194 @@
+// Package rolling counts two quantities over a rolling time window without
+// reading the clock on the hot path.
+//
+// A circuit breaker needs calls and failures over the last ten seconds; a
+// client-side throttle needs requests and accepts over the last two
+// minutes. Both see their common event (a success) far more often than the
+// rare one, and on this kind of machine a clock read costs as much as the
+// rest of the bookkeeping. So a [Window] takes common events through
+// [Window.Add]: one atomic add on one of several padded stripes, no clock,
+// no lock. The owner folds the stripes into time buckets when it reads the
+// clock anyway (on a failure, or while it is throttling), with
+// [Window.Fold].
+//
+// Folding cannot know when the striped events happened, only that they
+// happened since the previous fold. It spreads them uniformly over that
+// interval, bucket by bucket, and drops the share that falls before the
+// window. For a steady stream this is exact in expectation; for a burst it
+// errs by at most the gap between two folds.
+//
+// Everything except Add must be serialised by the owner (it holds its own
+// mutex around Fold, AddAt, Sums and Reset).
+package rolling
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// stripes is the number of counter stripes. Two cores picking one of 16
+// stripes at random collide on 1 in 16 adds.
+const stripes = 16
+
+// stripe holds the striped counts. The padding gives every stripe two
+// cache lines of its own: with adjacent-line prefetch, stripes that shared
+// a 128-byte pair would still bounce between cores.
+type stripe struct {
+	a, b atomic.Int64
+	_    [128 - 16]byte
+}
+
+type bucket struct {
+	idx  int64 // which width-long interval of time this slot holds
+	a, b int64
+}
+
+// Window counts two quantities, a and b, over a rolling window split into
+// buckets. The zero Window is not usable; call New.
+type Window struct {
+	stripes [stripes]stripe
+	buckets []bucket
+	width   int64 // bucket width, ns
+	last    int64 // time of the last fold, ns
+	started bool
+}
+
+// New returns a window of length d split into n buckets (n >= 1, d >= n ns).
+func New(d time.Duration, n int) *Window {
+	n = max(n, 1)
+	w := &Window{buckets: make([]bucket, n), width: max(int64(d)/int64(n), 1)}
+	for i := range w.buckets {
+		w.buckets[i].idx = -1 << 62
+	}
+	return w
+}
+
+// Len is the window's length in nanoseconds.
+func (w *Window) Len() int64 { return w.width * int64(len(w.buckets)) }
+
+// Add counts da and db, with no clock and no lock. The counts reach the
+// buckets at the next Fold. Safe for concurrent use with everything.
+func (w *Window) Add(da, db int64) {
+	s := &w.stripes[rand.Uint32()%stripes]
+	if da != 0 {
+		s.a.Add(da)
+	}
+	if db != 0 {
+		s.b.Add(db)
+	}
+}
+
+// Fold moves the striped counts into the buckets, spread uniformly over
+// the time since the previous fold, at time now (ns on the owner's clock;
+// a time before the previous fold counts as the previous fold's time).
+func (w *Window) Fold(now int64) {
+	now = w.advance(now)
+	var ca, cb int64
+	for i := range w.stripes {
+		ca += w.stripes[i].a.Swap(0)
+		cb += w.stripes[i].b.Swap(0)
+	}
+	if ca != 0 || cb != 0 {
+		w.spread(w.last, now, ca, cb)
+	}
+	w.last = now
+}
+
+// advance makes time monotonic for the window.
+func (w *Window) advance(now int64) int64 {
+	if !w.started {
+		w.started, w.last = true, now
+	}
+	return max(now, w.last)
+}
+
+// AddAt counts da and db in the bucket of time now. Call Fold(now) first
+// so the striped counts land before it.
+func (w *Window) AddAt(now, da, db int64) {
+	now = w.advance(now)
+	b := w.slot(w.index(now))
+	b.a += da
+	b.b += db
+}
+
+// Sums returns the totals of a and b over the window ending at now,
+// leaving out striped counts not yet folded. Negative totals (undone
+// counts that outlived their originals) are reported as zero.
+func (w *Window) Sums(now int64) (a, b int64) {
+	now = max(now, w.last)
+	cur := w.index(now)
+	lo := cur - int64(len(w.buckets)) + 1
+	for i := range w.buckets {
+		if bk := &w.buckets[i]; bk.idx >= lo && bk.idx <= cur {
+			a += bk.a
+			b += bk.b
+		}
+	}
+	return max(a, 0), max(b, 0)
+}
+
+// Reset empties the window: buckets and stripes. Counts striped
+// concurrently with Reset may survive it.
+func (w *Window) Reset(now int64) {
+	for i := range w.buckets {
+		w.buckets[i] = bucket{idx: -1 << 62}
+	}
+	for i := range w.stripes {
+		w.stripes[i].a.Store(0)
+		w.stripes[i].b.Store(0)
+	}
+	w.started, w.last = true, now
+}
+
+// index is the bucket number of time t (floor division).
+func (w *Window) index(t int64) int64 {
+	q := t / w.width
+	if t%w.width < 0 {
+		q--
+	}
+	return q
+}
+
+// slot returns the bucket for index i, clearing it if it held an older
+// interval.
+func (w *Window) slot(i int64) *bucket {
+	n := int64(len(w.buckets))
+	b := &w.buckets[((i%n)+n)%n]
+	if b.idx != i {
+		*b = bucket{idx: i}
+	}
+	return b
+}
+
+// spread adds ca and cb over [t0, t1], each bucket getting the share of
+// the interval it covers, rounded to the nearest count; shares before the
+// window ending at t1 are dropped. Cumulative rounding keeps the total
+// exact.
+func (w *Window) spread(t0, t1, ca, cb int64) {
+	if t1 <= t0 {
+		b := w.slot(w.index(t1))
+		b.a += ca
+		b.b += cb
+		return
+	}
+	cur := w.index(t1)
+	start := max(t0, (cur-int64(len(w.buckets))+1)*w.width)
+	span := float64(t1 - t0)
+	share := func(c, x int64) int64 {
+		if x >= t1 {
+			return c
+		}
+		return int64(math.Round(float64(c) * (float64(x-t0) / span)))
+	}
+	pa, pb := share(ca, start), share(cb, start)
+	for k := w.index(start); k <= cur; k++ {
+		hi := min(t1, (k+1)*w.width)
+		na, nb := share(ca, hi), share(cb, hi)
+		b := w.slot(k)
+		b.a += na - pa
+		b.b += nb - pb
+		pa, pb = na, nb
+	}
+}

@@ -1,0 +1,151 @@
+package rolling
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+const sec = int64(time.Second)
+
+func TestWindow(t *testing.T) {
+	type op struct {
+		fold   bool  // Fold(at) instead of Add/AddAt
+		at     int64 // seconds; < 0 means Add (striped)
+		da, db int64
+	}
+	tests := []struct {
+		name   string
+		ops    []op
+		now    int64 // seconds
+		wantA  int64
+		wantB  int64
+		window time.Duration
+		n      int
+	}{
+		{
+			name:  "direct adds inside the window",
+			ops:   []op{{at: 0, da: 1}, {at: 5, da: 2, db: 1}, {at: 9, db: 3}},
+			now:   9,
+			wantA: 3, wantB: 4,
+			window: 10 * time.Second, n: 10,
+		},
+		{
+			name:  "old buckets leave the window",
+			ops:   []op{{at: 0, da: 1}, {at: 5, da: 2, db: 1}, {at: 12, db: 3}},
+			now:   12, // buckets 3..12 remain: 0 is gone
+			wantA: 2, wantB: 4,
+			window: 10 * time.Second, n: 10,
+		},
+		{
+			name: "striped counts spread over the time since the last fold",
+			// 20 adds between t=0 and t=20: half of the interval is
+			// inside the 10 s window ending at 20 (buckets 11..20,
+			// covering [11, 20] plus the part of bucket 20 up to 20).
+			ops:    []op{{fold: true, at: 0}, {at: -1, da: 20}, {fold: true, at: 20}},
+			now:    20,
+			wantA:  9, // [11 s, 20 s] is 9/20 of [0, 20]
+			window: 10 * time.Second, n: 10,
+		},
+		{
+			name:  "a fold at the same instant lands in one bucket",
+			ops:   []op{{fold: true, at: 3}, {at: -1, da: 7, db: 2}, {fold: true, at: 3}},
+			now:   3,
+			wantA: 7, wantB: 2,
+			window: 10 * time.Second, n: 10,
+		},
+		{
+			name:   "a fold far in the future drops everything",
+			ops:    []op{{fold: true, at: 0}, {at: -1, da: 7}, {fold: true, at: 1000}},
+			now:    1000,
+			wantA:  0, // [991, 1000] is 0.9% of 7: rounds to 0
+			window: 10 * time.Second, n: 10,
+		},
+		{
+			name:   "undone counts never make a total negative",
+			ops:    []op{{at: 0, da: 1}, {at: 15, da: -3}},
+			now:    15,
+			wantA:  0,
+			window: 10 * time.Second, n: 10,
+		},
+		{
+			name:   "time going back counts as the last fold",
+			ops:    []op{{fold: true, at: 10}, {at: -1, da: 4}, {fold: true, at: 2}},
+			now:    10,
+			wantA:  4,
+			window: 10 * time.Second, n: 10,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := New(tc.window, tc.n)
+			for _, o := range tc.ops {
+				switch {
+				case o.fold:
+					w.Fold(o.at * sec)
+				case o.at < 0:
+					w.Add(o.da, o.db)
+				default:
+					w.Fold(o.at * sec)
+					w.AddAt(o.at*sec, o.da, o.db)
+				}
+			}
+			a, b := w.Sums(tc.now * sec)
+			if a != tc.wantA || b != tc.wantB {
+				t.Errorf("Sums = %d, %d; want %d, %d", a, b, tc.wantA, tc.wantB)
+			}
+		})
+	}
+}
+
+// TestSpreadKeepsTotal checks that a fold inside the window loses nothing
+// to rounding, for many interval lengths and counts.
+func TestSpreadKeepsTotal(t *testing.T) {
+	for c := int64(1); c < 200; c += 7 {
+		for span := int64(1); span < 10*sec; span += sec/3 + 1 {
+			w := New(10*time.Second, 10)
+			w.Fold(0)
+			w.Add(c, 2*c)
+			w.Fold(span)
+			if a, b := w.Sums(span); a != c || b != 2*c {
+				t.Fatalf("c=%d span=%d: Sums = %d, %d; want %d, %d", c, span, a, b, c, 2*c)
+			}
+		}
+	}
+}
+
+func TestConcurrentAdds(t *testing.T) {
+	w := New(10*time.Second, 10)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	const workers, each = 16, 1000
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				w.Add(1, 1)
+				if i%100 == 0 {
+					mu.Lock()
+					w.Fold(int64(g)) // same bucket: nothing is dropped
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	w.Fold(0)
+	if a, b := w.Sums(16); a != workers*each || b != workers*each {
+		t.Fatalf("Sums = %d, %d; want %d each", a, b, workers*each)
+	}
+}
+
+func BenchmarkAddParallel(b *testing.B) {
+	b.ReportAllocs()
+	w := New(10*time.Second, 10)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			w.Add(1, 0)
+		}
+	})
+}

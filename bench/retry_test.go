@@ -28,27 +28,39 @@ const (
 
 var errFail = errors.New("transient failure")
 
-// counter is an operation's attempt count; check fails the benchmark
-// unless every call made exactly perCall attempts.
-type counter struct{ n int }
-
-func (c *counter) check(b *testing.B, perCall int) {
-	b.Helper()
-	if c.n != perCall*b.N {
-		b.Fatalf("%d attempts for %d calls, want %d per call", c.n, b.N, perCall)
-	}
+// op is an operation that fails its first fails attempts of every call
+// with fail and then returns want. It counts attempts so that each case can
+// check that every call made exactly the attempts the scenario says; a
+// countdown, not a modulo, keeps its own cost to a few instructions.
+type op struct {
+	n     int // attempts made, over all calls
+	k     int // failures returned in the current call
+	fails int
+	fail  error
 }
 
-// failing returns an attempt function that fails the first fails attempts
-// of every call of calls and then returns want, counting attempts in c.
-// fail is the error each failure returns (a peer may need it wrapped).
-func failing(c *counter, fails int, fail error) func() (int, error) {
-	return func() (int, error) {
-		c.n++
-		if c.n%(fails+1) != 0 {
-			return 0, fail
-		}
-		return want, nil
+func newOp(fails int, fail error) *op { return &op{fails: fails, fail: fail} }
+
+// call is the operation in the shape that takes no context.
+func (o *op) call() (int, error) {
+	o.n++
+	if o.k < o.fails {
+		o.k++
+		return 0, o.fail
+	}
+	o.k = 0
+	return want, nil
+}
+
+// callCtx is the operation in the shape that takes a context.
+func (o *op) callCtx(context.Context) (int, error) { return o.call() }
+
+// check fails the benchmark unless every call made exactly fails+1
+// attempts.
+func (o *op) check(b *testing.B) {
+	b.Helper()
+	if o.n != (o.fails+1)*b.N || o.k != 0 {
+		b.Fatalf("%d attempts for %d calls, want %d per call", o.n, b.N, o.fails+1)
 	}
 }
 
@@ -81,36 +93,33 @@ func BenchmarkRetry2(b *testing.B) {
 func runScenario(b *testing.B, fails int) {
 	ctx := context.Background()
 	immediate := fails > 0
-	perCall := fails + 1
 
 	if fails == 0 { // a direct call cannot recover from a failure
 		b.Run("floor-direct", func(b *testing.B) {
 			b.ReportAllocs()
-			var c counter
-			op := failing(&c, 0, errFail)
+			o := newOp(0, errFail)
 			for b.Loop() {
-				v, err := op()
+				v, err := o.call()
 				checkResult(b, v, err)
 			}
-			c.check(b, perCall)
+			o.check(b)
 		})
 	}
 
 	b.Run("floor-loop", func(b *testing.B) {
 		b.ReportAllocs()
-		var c counter
-		op := failing(&c, fails, errFail)
+		o := newOp(fails, errFail)
 		for b.Loop() {
 			var v int
 			var err error
 			for range attempts {
-				if v, err = op(); err == nil {
+				if v, err = o.call(); err == nil {
 					break
 				}
 			}
 			checkResult(b, v, err)
 		}
-		c.check(b, perCall)
+		o.check(b)
 	})
 
 	b.Run("unherd", func(b *testing.B) {
@@ -123,14 +132,12 @@ func runScenario(b *testing.B, fails int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var c counter
-		op := failing(&c, fails, errFail)
-		fn := func(context.Context) (int, error) { return op() }
+		o := newOp(fails, errFail)
 		for b.Loop() {
-			v, err := retry.DoValue(ctx, p, fn)
+			v, err := retry.DoValue(ctx, p, o.callCtx)
 			checkResult(b, v, err)
 		}
-		c.check(b, perCall)
+		o.check(b)
 	})
 
 	b.Run("failsafe-go", func(b *testing.B) {
@@ -140,13 +147,12 @@ func runScenario(b *testing.B, fails int) {
 			rb = rb.WithBackoff(base, maxDelay).WithJitterFactor(1)
 		}
 		exec := failsafe.With[int](rb.Build())
-		var c counter
-		op := failing(&c, fails, errFail)
+		o := newOp(fails, errFail)
 		for b.Loop() {
-			v, err := exec.Get(op)
+			v, err := exec.Get(o.call)
 			checkResult(b, v, err)
 		}
-		c.check(b, perCall)
+		o.check(b)
 	})
 
 	b.Run("cenkalti-backoff", func(b *testing.B) {
@@ -163,13 +169,12 @@ func runScenario(b *testing.B, fails int) {
 			bo = &cenkalti.ZeroBackOff{}
 		}
 		opts := []cenkalti.RetryOption{cenkalti.WithBackOff(bo), cenkalti.WithMaxTries(attempts)}
-		var c counter
-		op := failing(&c, fails, errFail)
+		o := newOp(fails, errFail)
 		for b.Loop() {
-			v, err := cenkalti.Retry(ctx, op, opts...)
+			v, err := cenkalti.Retry(ctx, o.call, opts...)
 			checkResult(b, v, err)
 		}
-		c.check(b, perCall)
+		o.check(b)
 	})
 
 	b.Run("retry-go", func(b *testing.B) {
@@ -184,22 +189,19 @@ func runScenario(b *testing.B, fails int) {
 		if immediate {
 			opts = append(opts, avast.Delay(0), avast.DelayType(avast.FixedDelay))
 		}
-		var c counter
-		op := failing(&c, fails, errFail)
+		o := newOp(fails, errFail)
 		for b.Loop() {
-			v, err := avast.DoWithData(op, opts...)
+			v, err := avast.DoWithData(o.call, opts...)
 			checkResult(b, v, err)
 		}
-		c.check(b, perCall)
+		o.check(b)
 	})
 
 	b.Run("go-retry", func(b *testing.B) {
 		b.ReportAllocs()
 		// go-retry retries only errors marked retryable; mark once, not
 		// per attempt.
-		var c counter
-		op := failing(&c, fails, sethvargo.RetryableError(errFail))
-		fn := func(context.Context) (int, error) { return op() }
+		o := newOp(fails, sethvargo.RetryableError(errFail))
 		zero := sethvargo.BackoffFunc(func() (time.Duration, bool) { return 0, false })
 		for b.Loop() {
 			// A go-retry Backoff counts its retries, so each call needs
@@ -212,9 +214,9 @@ func runScenario(b *testing.B, fails int) {
 					sethvargo.WithCappedDuration(maxDelay,
 						sethvargo.WithFullJitter(sethvargo.NewExponential(base))))
 			}
-			v, err := sethvargo.DoValue(ctx, bo, fn)
+			v, err := sethvargo.DoValue(ctx, bo, o.callCtx)
 			checkResult(b, v, err)
 		}
-		c.check(b, perCall)
+		o.check(b)
 	})
 }

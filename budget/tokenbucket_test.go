@@ -1,0 +1,150 @@
+package budget
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+func TestTokenBucket(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   TokenBucketConfig
+		steps []step
+	}{
+		{"standard mode arithmetic", TokenBucketConfig{}, []step{
+			rec(firstOK, 500),            // full: a success adds nothing
+			rec(fail(Transient), 500),    // a failure costs nothing by itself
+			w(Transient, true, 495),      // its retry costs 5
+			rec(retryOK(Transient), 500), // which the retry's success refunds
+			w(Timeout, true, 490),        // a retry after a timeout costs 10
+			w(Throttled, true, 485),      // after throttling 5
+			rec(retryOK(Timeout), 495),   // refund by the charged class
+			rec(firstOK, 496),            // a first-attempt success adds 1
+			rec(retryOK(Throttled), 500), // capped at capacity (501 -> 500)
+			w(Permanent, false, 500),     // never retried, nothing taken
+			rec(Attempt{N: 3, Failed: true, Class: Timeout, Charged: Transient}, 500),
+		}},
+		{"empty bucket stops retries", TokenBucketConfig{Capacity: 12}, []step{
+			w(Timeout, true, 2),
+			w(Transient, false, 2), // 2 < 5: refused, nothing taken
+			w(Timeout, false, 2),
+			rec(firstOK, 3),
+			rec(firstOK, 4),
+			rec(firstOK, 5),
+			w(Transient, true, 0), // exactly enough
+			w(Throttled, false, 0),
+			rec(retryOK(Transient), 5),
+		}},
+		{"newer SDK costs", TokenBucketConfig{TransientCost: 14, TimeoutCost: 14, ThrottledCost: 5, SuccessIncrement: 2}, []step{
+			w(Transient, true, 486),
+			w(Timeout, true, 472),
+			w(Throttled, true, 467),
+			rec(firstOK, 469),
+			rec(retryOK(Transient), 483),
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := NewTokenBucket(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runSteps(t, b, func() float64 { return float64(b.Tokens()) }, tc.steps)
+		})
+	}
+}
+
+func runSteps(t *testing.T, b Budget, tokens func() float64, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		if s.withdraw {
+			if got := b.Withdraw(s.c); got != s.ok {
+				t.Fatalf("step %d: Withdraw(%v) = %v, want %v", i, s.c, got, s.ok)
+			}
+		} else {
+			b.Record(s.a)
+		}
+		if got := tokens(); got != s.tokens {
+			t.Fatalf("step %d: tokens = %v, want %v", i, got, s.tokens)
+		}
+	}
+}
+
+// refTokenBucket is the token bucket written the obvious way, under a
+// mutex: the model the atomic implementation is checked against, and its
+// rival in BenchmarkTokenBucketMutexParallel.
+type refTokenBucket struct {
+	mu          sync.Mutex
+	tokens, cap int64
+	incr        int64
+	cost        [Permanent]int64
+}
+
+func newRefTokenBucket(cfg TokenBucketConfig) *refTokenBucket {
+	b, _ := NewTokenBucket(cfg)
+	return &refTokenBucket{tokens: b.capacity, cap: b.capacity, incr: b.incr, cost: b.cost}
+}
+
+func (b *refTokenBucket) Withdraw(c Class) bool {
+	if c >= Permanent {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tokens < b.cost[c] {
+		return false
+	}
+	b.tokens -= b.cost[c]
+	return true
+}
+
+func (b *refTokenBucket) Record(a Attempt) {
+	if a.Failed {
+		return
+	}
+	n := b.incr
+	if a.N > 1 {
+		n = b.cost[a.Charged]
+	}
+	b.mu.Lock()
+	b.tokens = min(b.tokens+n, b.cap)
+	b.mu.Unlock()
+}
+
+// randomOp draws a call: mostly successes, some failures and retries.
+func randomOp(r *rand.Rand) step {
+	c := Class(r.IntN(4))
+	switch r.IntN(4) {
+	case 0:
+		return step{withdraw: true, c: c}
+	case 1:
+		return step{a: Attempt{N: 1 + r.IntN(3), Failed: true, Class: c}}
+	case 2:
+		return step{a: Attempt{N: 2 + r.IntN(2), Charged: Class(r.IntN(3))}}
+	default:
+		return step{a: Attempt{N: 1}}
+	}
+}
+
+func TestTokenBucketMatchesModel(t *testing.T) {
+	cfg := TokenBucketConfig{Capacity: 40, TimeoutCost: 13}
+	b, _ := NewTokenBucket(cfg)
+	ref := newRefTokenBucket(cfg)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 100000 {
+		op := randomOp(r)
+		if op.withdraw {
+			got, want := b.Withdraw(op.c), ref.Withdraw(op.c)
+			if got != want {
+				t.Fatalf("op %d: Withdraw(%v) = %v, model says %v", i, op.c, got, want)
+			}
+		} else {
+			b.Record(op.a)
+			ref.Record(op.a)
+		}
+		if b.Tokens() != ref.tokens {
+			t.Fatalf("op %d (%+v): %d tokens, model has %d", i, op, b.Tokens(), ref.tokens)
+		}
+	}
+}

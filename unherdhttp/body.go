@@ -1,0 +1,87 @@
+package unherdhttp
+
+import (
+	"bytes"
+	"context"
+	"io"
+)
+
+// drain reads up to limit bytes of a discarded response body and closes
+// it: net/http reuses a connection only once its body was read to the
+// end, and a small remainder is cheaper to read than a new connection.
+func drain(body io.ReadCloser, limit int64) {
+	if body == nil {
+		return
+	}
+	if limit > 0 {
+		_, _ = io.CopyN(io.Discard, body, limit)
+	}
+	_ = body.Close()
+}
+
+// bufferBody reads a request body without GetBody so that it can be sent
+// again. If it fits in limit bytes, it returns them and closes body. If it
+// is larger, it returns a body that replays what was read and then the
+// rest, to be sent once. A read error closes body and is returned.
+func bufferBody(body io.ReadCloser, limit int64) (buf []byte, once io.ReadCloser, err error) {
+	// Read one byte past the limit to tell "exactly limit" from "more".
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		_ = body.Close()
+		return nil, nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &prefixBody{Reader: io.MultiReader(bytes.NewReader(b), body), body: body}, nil
+	}
+	_ = body.Close()
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil, nil
+}
+
+// prefixBody is a request body of which a prefix was already read.
+type prefixBody struct {
+	io.Reader
+	body io.Closer
+}
+
+func (p *prefixBody) Close() error { return p.body.Close() }
+
+// bytesBody returns a fresh body reading buf.
+func bytesBody(buf []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(buf)) }
+
+// cancelBody is a response body whose attempt context is cancelled when
+// it is closed: the attempt timeout covers time to headers, and the
+// context must live while the caller reads the body.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// cancelRWBody is cancelBody for the body of a 101 Switching Protocols
+// response, which is also the connection's writer.
+type cancelRWBody struct {
+	io.ReadWriteCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelRWBody) Close() error {
+	err := b.ReadWriteCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// wrapBody makes closing body cancel the attempt context.
+func wrapBody(body io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
+	if rw, ok := body.(io.ReadWriteCloser); ok {
+		return &cancelRWBody{rw, cancel}
+	}
+	return &cancelBody{body, cancel}
+}

@@ -1,0 +1,205 @@
+package unherdhttp
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/unherd/unherd/internal/errtree"
+	"github.com/unherd/unherd/retry"
+)
+
+// StatusError is the error of an attempt whose response the Transport
+// treats as a failure: a retryable status such as 503, or a permanent one
+// such as 404. The retry loop sees it, so a Retry.OnRetry hook or a guard
+// can read the status; the caller normally gets the response itself
+// instead.
+type StatusError struct {
+	// StatusCode is the response's status code.
+	StatusCode int
+	resp       *http.Response
+	discarded  bool
+}
+
+func (e *StatusError) Error() string {
+	return "unherdhttp: response status " + e.resp.Status
+}
+
+// discard drains and closes the response body, once.
+func (e *StatusError) discard(limit int64) {
+	if !e.discarded {
+		e.discarded = true
+		drain(e.resp.Body, limit)
+	}
+}
+
+// NotReplayedError is the error of a failed attempt that was not repeated
+// because the request may have reached the server and is not safe to
+// send twice: a POST or PATCH without an Idempotency-Key that failed after
+// it was written, or a request whose body could not be rewound. Err is the
+// attempt's own error.
+type NotReplayedError struct {
+	Method string
+	Err    error
+}
+
+func (e *NotReplayedError) Error() string {
+	return "unherdhttp: " + e.Method + " not retried (not safe to send twice): " + e.Err.Error()
+}
+
+// Unwrap returns the attempt's error.
+func (e *NotReplayedError) Unwrap() error { return e.Err }
+
+// attemptTimeoutError marks an attempt that its own timeout ended, so
+// that retry.DefaultClassify sees a Timeout.
+type attemptTimeoutError struct{ err error }
+
+func (e *attemptTimeoutError) Error() string   { return retry.ErrAttemptTimeout.Error() + ": " + e.err.Error() }
+func (e *attemptTimeoutError) Unwrap() []error { return []error{retry.ErrAttemptTimeout, e.err} }
+func (e *attemptTimeoutError) Timeout() bool   { return true }
+
+// timeoutMark makes a Classify hook's Timeout visible to
+// retry.DefaultClassify.
+type timeoutMark struct{ err error }
+
+func (e *timeoutMark) Error() string { return e.err.Error() }
+func (e *timeoutMark) Unwrap() error { return e.err }
+func (e *timeoutMark) Timeout() bool { return true }
+
+// idempotentMethod reports whether RFC 9110, section 9.2.2 calls method
+// idempotent (CONNECT, POST and PATCH are not). An empty method is GET.
+func idempotentMethod(method string) bool {
+	switch method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// hasIdempotencyKey reports whether h carries an idempotency key, by the
+// same rule as net/http's own replay decision.
+func hasIdempotencyKey(h http.Header) bool {
+	if h == nil {
+		return false
+	}
+	_, a := h[IdempotencyKeyHeader]
+	_, b := h["X-Idempotency-Key"]
+	return a || b
+}
+
+// neverSent reports whether err proves that the request never left: the
+// connection could not be made.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// permanentTransportError reports errors that repeating the request
+// cannot fix: certificates that do not verify, a TLS client talking to a
+// plain HTTP server.
+func permanentTransportError(err error) bool {
+	if errors.Is(err, http.ErrSchemeMismatch) {
+		return true
+	}
+	if _, ok := errtree.Find[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errtree.Find[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errtree.Find[x509.HostnameError](err); ok {
+		return true
+	}
+	if _, ok := errtree.Find[x509.CertificateInvalidError](err); ok {
+		return true
+	}
+	return false
+}
+
+// statusClass is the default classification of a response: failed is
+// false for a response to hand back as it is.
+func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return retry.Throttled, true
+	case http.StatusRequestTimeout, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return retry.Transient, true
+	case http.StatusInternalServerError:
+		if t.retry500 {
+			return retry.Transient, true
+		}
+		return retry.Permanent, true
+	}
+	if code >= 400 {
+		return retry.Permanent, true
+	}
+	return 0, false
+}
+
+// judgeResponse turns a response into the attempt's result for the retry
+// loop: the response itself, or a *StatusError marked with its class and
+// any Retry-After delay.
+func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response, error) {
+	class, failed := t.statusClass(resp.StatusCode)
+	if t.classify != nil {
+		if hc, ok := t.classify(resp, nil); ok {
+			class, failed = hc, true
+		}
+	}
+	if !failed {
+		return resp, nil
+	}
+	se := &StatusError{StatusCode: resp.StatusCode, resp: resp}
+	switch {
+	case class == retry.Permanent:
+		return nil, retry.MarkPermanent(se)
+	case !c.replayable || c.once:
+		// The server has seen the request, or its body is gone.
+		return nil, retry.MarkPermanent(&NotReplayedError{Method: c.method(), Err: se})
+	}
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if d, ok := ParseRetryAfter(v, time.Now()); ok {
+			return nil, retry.WithServerDelay(se, d)
+		}
+	}
+	return nil, mark(se, class)
+}
+
+// judgeError classifies a transport error. timedOut says the attempt's
+// own timeout ended it, and sent whether the request may have been
+// written.
+func (t *Transport) judgeError(c *call, err error, timedOut, sent bool) error {
+	if timedOut {
+		err = &attemptTimeoutError{err}
+	}
+	if c.once || (sent && !c.replayable && !neverSent(err)) {
+		return retry.MarkPermanent(&NotReplayedError{Method: c.method(), Err: err})
+	}
+	if t.classify != nil {
+		if class, ok := t.classify(nil, err); ok {
+			return mark(err, class)
+		}
+	}
+	if permanentTransportError(err) {
+		return retry.MarkPermanent(err)
+	}
+	return err
+}
+
+// mark makes retry.DefaultClassify see err as class c.
+func mark(err error, c retry.Class) error {
+	switch c {
+	case retry.Permanent:
+		return retry.MarkPermanent(err)
+	case retry.Throttled:
+		return retry.MarkThrottled(err)
+	case retry.Timeout:
+		if retry.DefaultClassify(err) != retry.Timeout {
+			return &timeoutMark{err}
+		}
+	}
+	return err
+}

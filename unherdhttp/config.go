@@ -1,0 +1,146 @@
+package unherdhttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/unherd/unherd/retry"
+)
+
+// Defaults applied to zero fields of [Config].
+const (
+	// DefaultConnectTimeout bounds getting a connection (dial and TLS
+	// handshake). Envoy's cluster connect_timeout defaults to the same 5 s.
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultMaxBufferedBody is the largest request body without GetBody
+	// that is buffered so that it can be sent again.
+	DefaultMaxBufferedBody = 64 << 10
+	// DefaultMaxDrainedBody is how much of a discarded response body is
+	// read before it is closed, so that its connection can be reused.
+	DefaultMaxDrainedBody = 4 << 10
+)
+
+// AttemptHeader is the request header that numbers the requests sent for
+// one logical request: "2" on the second (a retry or a hedge), "3" on the
+// third, and so on. The first request carries no such header, so that a
+// request that is never repeated goes out exactly as the caller built it.
+// Servers can count or shed repeated traffic by it.
+const AttemptHeader = "Unherd-Attempt"
+
+// IdempotencyKeyHeader is the request header of the IETF httpapi draft
+// "The Idempotency-Key HTTP Header Field"
+// (https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/).
+// A request that carries it is retried whatever its method.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// ErrInvalidConfig is wrapped by every error Validate and NewTransport
+// return.
+var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
+
+// Config configures a [Transport]. The zero value is the safe default:
+// retry's defaults (3 attempts, full jitter from 50 ms, Retry-After
+// honoured up to 30 s, a single attempt behind [Middleware]), a 5 s
+// connect timeout, no per-attempt timeout, 408, 429, 502, 503 and 504
+// retried for idempotent requests, no hedging, and no automatic
+// idempotency keys.
+type Config struct {
+	// Retry configures the retry loop; the Transport builds one
+	// retry.Policy from it, once. Its AttemptTimeout and Timeouts must be
+	// left zero: the retry loop cancels an attempt's context when the
+	// attempt returns, which would cut off the response body the caller is
+	// still reading. Use AttemptTimeout and Timeouts of this Config
+	// instead. Retry.OnRetry, if set, runs after the discarded response has
+	// been drained and closed.
+	Retry retry.Config
+
+	// ConnectTimeout bounds getting a connection: the TCP dial and, as a
+	// separate bound, the TLS handshake. It applies through the transport
+	// NewTransport builds when its base is nil; with a base of your own,
+	// set your dialer's timeout and TLSHandshakeTimeout yourself. When an
+	// attempt timeout is in force it also bounds the wait for a
+	// connection from the pool. Zero means DefaultConnectTimeout (5 s).
+	//
+	// Choose it from the network, not from the server: a few round trips
+	// plus a TLS handshake on a loaded host. A cold handshake after a
+	// deploy is slow for reasons that say nothing about the server's
+	// health, which is why it is not charged to AttemptTimeout.
+	ConnectTimeout time.Duration
+
+	// AttemptTimeout bounds each attempt from the moment it has a
+	// connection (new or reused) to the arrival of the response headers:
+	// writing the request and the server's time to first byte. Reading
+	// the body is not covered: bound that with the request's context.
+	// Its expiry is a retryable timeout. Zero means none.
+	//
+	// Choose it from the latency distribution: the percentile whose tail
+	// you accept as false timeouts (p99 for 1% of attempts cut off and
+	// repeated), plus headroom. Too tight and healthy but slow attempts
+	// are repeated, adding load exactly when the server is slow.
+	AttemptTimeout time.Duration
+
+	// Timeouts, if set, supplies the attempt timeout at run time (an
+	// adaptive timeout that tracks latency) and overrides AttemptTimeout.
+	// It observes the same interval AttemptTimeout bounds.
+	Timeouts retry.TimeoutSource
+
+	// Retry500 makes 500 Internal Server Error retryable (transient). By
+	// default a 500 is returned at once: it more often reports a bug than
+	// an overload.
+	Retry500 bool
+
+	// AutoIdempotencyKey adds an Idempotency-Key header, a random UUIDv4
+	// drawn once per logical request, to POST and PATCH requests that
+	// carry none, so that they become safe to retry. Only turn it on for
+	// servers that honour the header.
+	AutoIdempotencyKey bool
+
+	// MaxBufferedBody is the largest request body without GetBody that is
+	// read into memory so that it can be sent again. A larger body is sent
+	// once, never retried. Zero means DefaultMaxBufferedBody (64 KiB); a
+	// negative value disables buffering.
+	MaxBufferedBody int64
+
+	// MaxDrainedBody is how much of a discarded response body (one that is
+	// retried, or a hedge that lost) is read before it is closed, so that
+	// its connection goes back to the pool. Zero means
+	// DefaultMaxDrainedBody (4 KiB); a negative value closes without
+	// reading.
+	MaxDrainedBody int64
+
+	// Classify, if set, is asked first about every attempt: resp is the
+	// response (err nil) or err the transport error (resp nil). It returns
+	// ok false to leave the attempt to the default rules. With ok true, a
+	// response is a failure of the returned class (Permanent: stop and
+	// return it to the caller; Transient, Timeout, Throttled: retry it), and
+	// an error is classified as returned. Replay safety still holds: a
+	// request that may have reached the server is repeated only if its
+	// method is idempotent or it carries an Idempotency-Key.
+	Classify func(resp *http.Response, err error) (c retry.Class, ok bool)
+}
+
+// Validate reports settings that cannot work, naming the field.
+func (c *Config) Validate() error {
+	switch {
+	case c.ConnectTimeout < 0:
+		return fmt.Errorf("%w: ConnectTimeout %v is negative; use 0 for the default of 5s", ErrInvalidConfig, c.ConnectTimeout)
+	case c.AttemptTimeout < 0:
+		return fmt.Errorf("%w: AttemptTimeout %v is negative; use 0 for no attempt timeout", ErrInvalidConfig, c.AttemptTimeout)
+	case c.Retry.AttemptTimeout != 0:
+		return fmt.Errorf("%w: Retry.AttemptTimeout would cancel response bodies still being read; set Config.AttemptTimeout instead", ErrInvalidConfig)
+	case c.Retry.Timeouts != nil:
+		return fmt.Errorf("%w: Retry.Timeouts would cancel response bodies still being read; set Config.Timeouts instead", ErrInvalidConfig)
+	}
+	if err := c.Retry.Validate(); err != nil {
+		return fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+func orDefault[T int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,2 @@
+// Package unherdhttp brings the retry policy to net/http.
+package unherdhttp

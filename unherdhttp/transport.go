@@ -1,0 +1,354 @@
+package unherdhttp
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/unherd/unherd/internal/errtree"
+	"github.com/unherd/unherd/retry"
+)
+
+// Transport is an http.RoundTripper that retries failed attempts by a
+// retry.Policy, within the rules of package doc. It keeps the
+// RoundTripper contract: it never modifies the caller's request, it is
+// safe for concurrent use, it returns a nil error whenever it returns a
+// response, and the response body stays readable after RoundTrip returns.
+// Build one per dependency with NewTransport and share it.
+type Transport struct {
+	base           http.RoundTripper
+	policy         *retry.Policy
+	attemptTimeout time.Duration
+	timeouts       retry.TimeoutSource
+	connectTimeout time.Duration
+	retry500       bool
+	autoKey        bool
+	maxBuffered    int64
+	maxDrained     int64
+	classify       func(*http.Response, error) (retry.Class, bool)
+	onRetry        func(retry.RetryEvent)
+	maxAttempts    int
+	nestedAttempts int
+}
+
+// NewTransport validates cfg and returns a Transport that sends attempts
+// through base. A nil base means a clone of http.DefaultTransport whose
+// dial and TLS handshake are bounded by cfg.ConnectTimeout.
+func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Transport{
+		base:           base,
+		attemptTimeout: cfg.AttemptTimeout,
+		timeouts:       cfg.Timeouts,
+		connectTimeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
+		retry500:       cfg.Retry500,
+		autoKey:        cfg.AutoIdempotencyKey,
+		maxBuffered:    orDefault(cfg.MaxBufferedBody, DefaultMaxBufferedBody),
+		maxDrained:     orDefault(cfg.MaxDrainedBody, DefaultMaxDrainedBody),
+		classify:       cfg.Classify,
+		onRetry:        cfg.Retry.OnRetry,
+		nestedAttempts: cfg.Retry.NestedAttempts,
+	}
+	if t.nestedAttempts == 0 {
+		t.nestedAttempts = retry.DefaultNestedAttempts
+	}
+	if base == nil {
+		t.base = newBase(t.connectTimeout)
+	}
+	rc := cfg.Retry
+	rc.OnRetry = t.discardAndNotify
+	p, err := retry.New(rc)
+	if err != nil {
+		return nil, err
+	}
+	t.policy = p
+	t.maxAttempts = p.MaxAttempts()
+	return t, nil
+}
+
+// newBase returns a clone of http.DefaultTransport (or, if a program
+// replaced it, a transport with the same settings) whose dial and TLS
+// handshake are bounded by connect.
+func newBase(connect time.Duration) *http.Transport {
+	var tr *http.Transport
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr = dt.Clone()
+	} else {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	tr.DialContext = d.DialContext
+	tr.TLSHandshakeTimeout = connect
+	return tr
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it has such a method; http.Client.CloseIdleConnections reaches it.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// discardAndNotify runs before every wait: the failed attempt's response,
+// if any, is drained and closed so that its connection is reused during
+// the wait, and then the caller's hook runs.
+func (t *Transport) discardAndNotify(ev retry.RetryEvent) {
+	if se, ok := errtree.Find[*StatusError](ev.Err); ok {
+		se.discard(t.maxDrained)
+	}
+	if t.onRetry != nil {
+		t.onRetry(ev)
+	}
+}
+
+// RoundTrip sends req, repeating it as the policy allows. When the loop
+// stops on a response (a retryable status with no attempts, budget or
+// time left, or a permanent status), that last response is returned with a
+// nil error. When it stops on a transport error, the error is the
+// policy's *retry.Error, through which errors.Is and errors.As reach the
+// last attempt's error.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := call{t: t, req: req}
+	if err := c.prepare(); err != nil {
+		return nil, err
+	}
+	resp, err := retry.DoValue(req.Context(), t.policy, c.attempt)
+	if err == nil {
+		return resp, nil
+	}
+	return c.finish(err)
+}
+
+// call is the state of one logical request across its attempts.
+type call struct {
+	t    *Transport
+	req  *http.Request
+	sent atomic.Int32 // requests sent so far, retries and hedges included
+
+	// replayable: the request may be sent again after it reached the
+	// server (idempotent method or idempotency key).
+	replayable bool
+	// once: the body cannot be rewound; nothing is sent twice.
+	once bool
+	key  string        // an automatic idempotency key, or ""
+	buf  []byte        // the buffered body, when it had no GetBody
+	body io.ReadCloser // a body to send once, of which a prefix was read
+}
+
+func (c *call) method() string {
+	if c.req.Method == "" {
+		return http.MethodGet
+	}
+	return c.req.Method
+}
+
+// prepare decides what may be repeated and makes the body rewindable.
+func (c *call) prepare() error {
+	req, t := c.req, c.t
+	c.replayable = idempotentMethod(req.Method) || hasIdempotencyKey(req.Header)
+	if !c.replayable && t.autoKey && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
+		c.key = newKey()
+		c.replayable = true
+	}
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil || !c.mayRetry() {
+		return nil
+	}
+	if t.maxBuffered < 0 || req.ContentLength > t.maxBuffered {
+		c.once = true
+		return nil
+	}
+	buf, once, err := bufferBody(req.Body, t.maxBuffered)
+	if err != nil {
+		return err
+	}
+	c.buf, c.body = buf, once
+	c.once = once != nil
+	return nil
+}
+
+// mayRetry reports whether the policy may make more than one attempt.
+func (c *call) mayRetry() bool {
+	if retry.HasOuterRetry(c.req.Context()) {
+		return c.t.nestedAttempts > 1
+	}
+	return c.t.maxAttempts > 1
+}
+
+// finish turns the loop's error into RoundTrip's result: the last
+// response, if the loop stopped on one that is still unread, or the error.
+func (c *call) finish(err error) (*http.Response, error) {
+	var re *retry.Error
+	if !errors.As(err, &re) {
+		return nil, err
+	}
+	se, ok := errtree.Find[*StatusError](re.Last)
+	if !ok || se.discarded {
+		return nil, err
+	}
+	if re.Reason == retry.ErrCancelled {
+		se.discard(c.t.maxDrained)
+		return nil, err
+	}
+	return se.resp, nil
+}
+
+// attempt sends the request once and judges the outcome. ctx is the
+// caller's context (the policy has no attempt timeout of its own).
+func (c *call) attempt(ctx context.Context) (*http.Response, error) {
+	n := c.sent.Add(1)
+	areq, err := c.build(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	t := c.t
+	timeout := t.attemptTimeout
+	if t.timeouts != nil {
+		timeout = t.timeouts.AttemptTimeout()
+	}
+	if timeout <= 0 && t.timeouts == nil {
+		resp, err := t.base.RoundTrip(areq)
+		if err != nil {
+			return nil, t.judgeError(c, err, false, true)
+		}
+		return t.judgeResponse(c, resp)
+	}
+	return c.timed(ctx, areq, timeout)
+}
+
+// build returns the request for attempt n: the caller's own request when
+// nothing needs to change, or a clone with a fresh body and the attempt
+// and idempotency-key headers.
+func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
+	if n > 1 && c.once {
+		// Unreachable through the loop: a body that cannot be rewound
+		// makes every failure permanent. Kept so that no path sends a
+		// consumed body.
+		return nil, retry.MarkPermanent(&NotReplayedError{Method: c.method(), Err: errNoRewind})
+	}
+	if n == 1 && c.key == "" && c.buf == nil && c.body == nil {
+		return c.req, nil
+	}
+	areq := c.req.Clone(ctx)
+	if n > 1 {
+		areq.Header.Set(AttemptHeader, strconv.Itoa(int(n)))
+	}
+	if c.key != "" {
+		areq.Header.Set(IdempotencyKeyHeader, c.key)
+	}
+	switch {
+	case c.buf != nil:
+		areq.Body = bytesBody(c.buf)
+		buf := c.buf
+		areq.GetBody = func() (io.ReadCloser, error) { return bytesBody(buf), nil }
+	case c.body != nil:
+		areq.Body = c.body
+	case n > 1 && c.req.GetBody != nil:
+		body, err := c.req.GetBody()
+		if err != nil {
+			return nil, retry.MarkPermanent(err)
+		}
+		areq.Body = body
+	}
+	return areq, nil
+}
+
+var errNoRewind = errors.New("unherdhttp: request body cannot be rewound")
+
+// timed runs an attempt under an attempt timeout that starts when the
+// attempt has a connection; until then ConnectTimeout bounds it. On
+// success the attempt context lives until the response body is closed.
+func (c *call) timed(ctx context.Context, areq *http.Request, timeout time.Duration) (*http.Response, error) {
+	t := c.t
+	actx, cancel := context.WithCancelCause(ctx)
+	a := &attemptClock{timeout: timeout, observe: t.timeouts != nil}
+	a.timer = time.AfterFunc(t.connectTimeout, func() { cancel(retry.ErrAttemptTimeout) })
+	if a.observe {
+		a.start.Store(time.Now().UnixNano())
+	}
+	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: a.gotConn})
+	resp, err := t.base.RoundTrip(areq.WithContext(actx))
+	expired := !a.timer.Stop()
+	var latency time.Duration
+	if a.observe {
+		latency = time.Duration(time.Now().UnixNano() - a.start.Load())
+	}
+	if err == nil && expired && ctx.Err() == nil {
+		// Headers arrived as the timer fired: the context is gone, so
+		// the body would fail mid-read. Count it as the timeout it is.
+		drain(resp.Body, 0)
+		resp, err = nil, context.Cause(actx)
+	}
+	if err != nil {
+		timedOut := ctx.Err() == nil && context.Cause(actx) == retry.ErrAttemptTimeout
+		cancel(nil)
+		if a.observe {
+			t.timeouts.Observe(latency, false)
+		}
+		return nil, t.judgeError(c, err, timedOut, a.connected.Load())
+	}
+	if resp.Body == nil {
+		cancel(nil)
+	} else {
+		resp.Body = wrapBody(resp.Body, cancel)
+	}
+	out, jerr := t.judgeResponse(c, resp)
+	if a.observe {
+		t.timeouts.Observe(latency, jerr == nil)
+	}
+	return out, jerr
+}
+
+// attemptClock moves an attempt's timer from the connect phase to the
+// request phase when the attempt gets its connection.
+type attemptClock struct {
+	timer     *time.Timer
+	timeout   time.Duration
+	observe   bool
+	connected atomic.Bool
+	start     atomic.Int64 // unix ns: attempt start, then connection time
+}
+
+func (a *attemptClock) gotConn(httptrace.GotConnInfo) {
+	if a.connected.CompareAndSwap(false, true) {
+		if a.observe {
+			a.start.Store(time.Now().UnixNano())
+		}
+		a.timer.Reset(a.timeout)
+	}
+}
+
+// newKey returns a random UUID (version 4, RFC 9562) in its text form.
+func newKey() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // never fails; see crypto/rand.Read
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	const hex = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i, x := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[j] = '-'
+			j++
+		}
+		b[j], b[j+1] = hex[x>>4], hex[x&0x0f]
+		j += 2
+	}
+	return string(b[:])
+}

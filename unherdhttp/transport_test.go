@@ -1,0 +1,383 @@
+package unherdhttp_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdhttp"
+)
+
+// failFirst answers status (with body "fail N") to the first n requests
+// and 200 "ok N" after, counting requests and recording the attempt
+// header of each.
+type failFirst struct {
+	n, status int
+	mu        sync.Mutex
+	hits      int
+	attempts  []string
+}
+
+func (f *failFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.hits++
+	hit := f.hits
+	f.attempts = append(f.attempts, r.Header.Get(unherdhttp.AttemptHeader))
+	f.mu.Unlock()
+	if hit <= f.n {
+		w.WriteHeader(f.status)
+		io.WriteString(w, "fail "+strconv.Itoa(hit))
+		return
+	}
+	io.WriteString(w, "ok "+strconv.Itoa(hit))
+}
+
+func (f *failFirst) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits
+}
+
+// get sends a GET through rt and returns the status and the body.
+func get(t *testing.T, rt http.RoundTripper, url string) (int, string, error) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return do(rt, req)
+}
+
+func do(rt http.RoundTripper, req *http.Request) (int, string, error) {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		if resp != nil {
+			return 0, "", errors.New("RoundTrip returned both a response and an error")
+		}
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func TestStatusClassification(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     int
+		retry500   bool
+		wantHits   int
+		wantStatus int
+		wantBody   string
+	}{
+		// Retryable statuses: the first attempt fails, the retry succeeds.
+		{"408 retried", 408, false, 2, 200, "ok 2"},
+		{"429 retried", 429, false, 2, 200, "ok 2"},
+		{"502 retried", 502, false, 2, 200, "ok 2"},
+		{"503 retried", 503, false, 2, 200, "ok 2"},
+		{"504 retried", 504, false, 2, 200, "ok 2"},
+		{"500 retried by opt-in", 500, true, 2, 200, "ok 2"},
+		// Permanent statuses go back at once.
+		{"500 not retried by default", 500, false, 1, 500, "fail 1"},
+		{"501 permanent", 501, false, 1, 501, "fail 1"},
+		{"400 permanent", 400, false, 1, 400, "fail 1"},
+		{"404 permanent", 404, false, 1, 404, "fail 1"},
+		{"409 permanent", 409, false, 1, 409, "fail 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &failFirst{n: 1, status: tc.status}
+			srv := newServer(t, f.ServeHTTP)
+			tr := newTransport(t, unherdhttp.Config{Retry: fast, Retry500: tc.retry500})
+			status, body, err := get(t, tr, srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if status != tc.wantStatus || body != tc.wantBody || f.count() != tc.wantHits {
+				t.Errorf("got %d %q after %d requests, want %d %q after %d", status, body, f.count(), tc.wantStatus, tc.wantBody, tc.wantHits)
+			}
+		})
+	}
+}
+
+// When the loop runs out of attempts on a retryable status, the caller
+// gets the last response, readable, and a nil error; the server saw the
+// attempt header on every repeat.
+func TestLastResponseReturned(t *testing.T) {
+	f := &failFirst{n: 100, status: http.StatusServiceUnavailable}
+	srv := newServer(t, f.ServeHTTP)
+	tr := newTransport(t, unherdhttp.Config{Retry: fast})
+	status, body, err := get(t, tr, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != 503 || body != "fail 3" {
+		t.Errorf("got %d %q, want the third response, 503 %q", status, body, "fail 3")
+	}
+	if diff := cmp.Diff([]string{"", "2", "3"}, f.attempts); diff != "" {
+		t.Errorf("attempt headers (-want +got):\n%s", diff)
+	}
+}
+
+// Discarded responses are drained and closed, so the retry reuses the
+// connection.
+func TestDiscardedResponseReusesConnection(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(unherdhttp.AttemptHeader) == "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, strings.Repeat("x", 1000))
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	tr := newTransport(t, unherdhttp.Config{Retry: fast})
+	var reused []bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) }}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, srv.URL, nil)
+	if status, _, err := do(tr, req); err != nil || status != 200 {
+		t.Fatalf("got %d, %v; want 200", status, err)
+	}
+	if diff := cmp.Diff([]bool{false, true}, reused); diff != "" {
+		t.Errorf("connection reuse per attempt (-want +got):\n%s", diff)
+	}
+}
+
+// resetFirst hijacks the first n requests and resets their connections
+// without answering; later requests get 200. It records the method and
+// Idempotency-Key of every request.
+type resetFirst struct {
+	n    int
+	mu   sync.Mutex
+	hits int
+	keys []string
+}
+
+func (f *resetFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	f.mu.Lock()
+	f.hits++
+	hit := f.hits
+	f.keys = append(f.keys, r.Header.Get("Idempotency-Key"))
+	f.mu.Unlock()
+	if hit > f.n {
+		io.WriteString(w, "ok")
+		return
+	}
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	conn.(*net.TCPConn).SetLinger(0) // close with RST
+	conn.Close()
+}
+
+func (f *resetFirst) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits
+}
+
+func TestConnectionReset(t *testing.T) {
+	tests := []struct {
+		name        string
+		method, key string
+		auto        bool
+		wantHits    int
+		wantOK      bool
+	}{
+		{"GET retried", http.MethodGet, "", false, 2, true},
+		{"PUT retried", http.MethodPut, "", false, 2, true},
+		{"DELETE retried", http.MethodDelete, "", false, 2, true},
+		{"POST without key not retried", http.MethodPost, "", false, 1, false},
+		{"PATCH without key not retried", http.MethodPatch, "", false, 1, false},
+		{"POST with key retried", http.MethodPost, "k-1", false, 2, true},
+		{"POST with automatic key retried", http.MethodPost, "", true, 2, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &resetFirst{n: 1}
+			srv := newServer(t, f.ServeHTTP)
+			tr := newTransport(t, unherdhttp.Config{Retry: fast, AutoIdempotencyKey: tc.auto})
+			req, _ := http.NewRequest(tc.method, srv.URL, strings.NewReader("payload"))
+			if tc.key != "" {
+				req.Header.Set("Idempotency-Key", tc.key)
+			}
+			status, _, err := do(tr, req)
+			if got := f.count(); got != tc.wantHits {
+				t.Errorf("server saw %d requests, want %d", got, tc.wantHits)
+			}
+			if !tc.wantOK {
+				var nr *unherdhttp.NotReplayedError
+				if !errors.As(err, &nr) || !errors.Is(err, retry.ErrPermanent) {
+					t.Fatalf("got %d, %v; want a NotReplayedError", status, err)
+				}
+				return
+			}
+			if err != nil || status != 200 {
+				t.Fatalf("got %d, %v; want 200", status, err)
+			}
+			if f.keys[0] != f.keys[1] {
+				t.Errorf("idempotency keys %q differ between attempts", f.keys)
+			}
+			if tc.auto && len(f.keys[0]) != 36 {
+				t.Errorf("automatic key %q is not a UUID", f.keys[0])
+			}
+		})
+	}
+}
+
+// countingTransport counts the attempts that reach the base transport.
+type countingTransport struct {
+	base http.RoundTripper
+	n    atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.base.RoundTrip(r)
+}
+
+// A POST whose connection was refused never reached a server: it is
+// retried, and the error keeps the cause reachable.
+func TestPostRetriedAfterDialError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	ct := &countingTransport{base: base}
+	tr, err := unherdhttp.NewTransport(ct, unherdhttp.Config{Retry: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr, strings.NewReader("payload"))
+	_, _, err = do(tr, req)
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.Is(err, retry.ErrAttemptsExhausted) {
+		t.Fatalf("got %v, want connection refused after all attempts", err)
+	}
+	if got := ct.n.Load(); got != 3 {
+		t.Errorf("%d attempts, want 3", got)
+	}
+}
+
+// The caller's request comes out of RoundTrip as it went in, even after
+// retries with buffered bodies and automatic keys.
+func TestRequestNotModified(t *testing.T) {
+	f := &failFirst{n: 2, status: http.StatusServiceUnavailable}
+	srv := newServer(t, f.ServeHTTP)
+	tr := newTransport(t, unherdhttp.Config{Retry: fast, AutoIdempotencyKey: true})
+	for _, withGetBody := range []bool{true, false} {
+		var body io.Reader = strings.NewReader("payload")
+		if !withGetBody {
+			body = io.MultiReader(body) // hides the type: no GetBody
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/path?q=1", body)
+		req.Header.Set("X-Custom", "a")
+		type snapshot struct {
+			Method, URL, Host string
+			Header            http.Header
+			ContentLength     int64
+			HasGetBody        bool
+		}
+		snap := func() snapshot {
+			return snapshot{req.Method, req.URL.String(), req.Host, req.Header.Clone(), req.ContentLength, req.GetBody != nil}
+		}
+		before := snap()
+		status, _, err := do(tr, req)
+		if err != nil || status != 200 {
+			t.Fatalf("GetBody %v: got %d, %v; want 200", withGetBody, status, err)
+		}
+		if diff := cmp.Diff(before, snap()); diff != "" {
+			t.Errorf("GetBody %v: request changed (-before +after):\n%s", withGetBody, diff)
+		}
+		f.mu.Lock()
+		f.hits = 0
+		f.mu.Unlock()
+	}
+}
+
+// Many goroutines share one Transport; run under -race.
+func TestConcurrentUse(t *testing.T) {
+	var n atomic.Int64
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%2 == 0 {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{MaxAttempts: 10, Backoff: fast.Backoff}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for range 40 {
+		wg.Go(func() {
+			for range 5 {
+				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+				status, body, err := do(tr, req)
+				if err == nil && (status != 200 || body != "ok") {
+					err = errors.New("got " + strconv.Itoa(status) + " " + body)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// A Classify hook overrides the default rules, within replay safety.
+func TestClassifyHook(t *testing.T) {
+	f := &failFirst{n: 1, status: http.StatusNotFound}
+	srv := newServer(t, f.ServeHTTP)
+	tr := newTransport(t, unherdhttp.Config{Retry: fast, Classify: func(resp *http.Response, err error) (retry.Class, bool) {
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return retry.Transient, true // eventually consistent reads
+		}
+		return 0, false
+	}})
+	status, body, err := get(t, tr, srv.URL)
+	if err != nil || status != 200 || body != "ok 2" {
+		t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, "ok 2")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  unherdhttp.Config
+	}{
+		{"negative connect timeout", unherdhttp.Config{ConnectTimeout: -1}},
+		{"negative attempt timeout", unherdhttp.Config{AttemptTimeout: -1}},
+		{"retry attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 1}}},
+		{"invalid retry config", unherdhttp.Config{Retry: retry.Config{MaxAttempts: -1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := unherdhttp.NewTransport(nil, tc.cfg); !errors.Is(err, unherdhttp.ErrInvalidConfig) {
+				t.Errorf("got %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+}

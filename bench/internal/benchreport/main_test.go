@@ -1,0 +1,94 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/unherd/unherd/bench
+cpu: AMD EPYC
+BenchmarkFirstSuccess/floor-direct-2   	100	 2.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkFirstSuccess/unherd-2         	100	 8.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkFirstSuccess/unherd-2         	100	 9.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkFirstSuccess/unherd-2         	100	 50.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkFirstSuccess/go-retry-2       	100	 100 ns/op	 136 B/op	 5 allocs/op
+BenchmarkFirstSuccess/retry-go-2       	100	 130 ns/op	 224 B/op	 4 allocs/op
+BenchmarkRetry2/unherd-2               	100	 100 ns/op	 0 B/op	 0 allocs/op
+BenchmarkRetry2/go-retry-2             	100	 800 ns/op	 576 B/op	 10 allocs/op
+BenchmarkHTTPGet/bare-2                	100	 40000 ns/op	 5000 B/op	 60 allocs/op
+BenchmarkHTTPGet/unherd-2              	100	 40800 ns/op	 5100 B/op	 62 allocs/op
+BenchmarkHTTPGet/retryablehttp-2       	100	 44000 ns/op	 6000 B/op	 70 allocs/op
+BenchmarkHedge/unherd-2                	100	 2000000 ns/op	 0.05 extra-req/op	 30 allocs/op
+BenchmarkHedge/failsafe-go-2           	100	 3000000 ns/op	 0.5 extra-req/op	 90 allocs/op
+PASS
+`
+
+func TestReading(t *testing.T) {
+	tests := []struct {
+		scenario string
+		want     []string // substrings the reading must contain
+	}{
+		{"FirstSuccess", []string{
+			"unherd 9 ns/op", // median of 8, 9, 50: an outlier does not move it
+			"fastest peer go-retry 100 ns/op: unherd is 11.11x faster",
+			"Target (>= 10x faster than the fastest peer, 0 allocs/op): met.",
+		}},
+		{"Retry2", []string{
+			"unherd is 8.00x faster",
+			"): MISSED.",
+		}},
+		{"HTTPGet", []string{
+			"bare transport 40 µs/op: unherd overhead +2.0%",
+			"fastest peer retryablehttp 44 µs/op",
+			"Target (overhead <= 3%): met.",
+		}},
+		{"Hedge", []string{
+			"unherd 2 ms/op",
+			"extra requests per call: unherd 0.05, failsafe-go 0.5",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			var out strings.Builder
+			if err := run(&out, strings.NewReader(sample), tt.scenario); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("reading %q lacks %q", out.String(), w)
+				}
+			}
+			if tg := targets[tt.scenario]; tg == (target{}) && strings.Contains(out.String(), "Target") {
+				t.Errorf("reading %q states a target the scenario does not have", out.String())
+			}
+		})
+	}
+}
+
+func TestReadingWithoutUnherd(t *testing.T) {
+	var out strings.Builder
+	if err := run(&out, strings.NewReader(sample), "NoSuchScenario"); err == nil {
+		t.Fatalf("got reading %q for a scenario with no unherd case, want an error", out.String())
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []float64
+		want float64
+	}{
+		{"one", []float64{3}, 3},
+		{"odd", []float64{5, 1, 3}, 3},
+		{"even", []float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := median(tt.in); got != tt.want {
+				t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}

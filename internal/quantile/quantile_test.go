@@ -1,0 +1,248 @@
+package quantile
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// distributions are the seeded latency models of the property tests.
+var distributions = []struct {
+	name string
+	draw func(r *rand.Rand) time.Duration
+}{
+	{"lognormal median 10ms sigma 1", func(r *rand.Rand) time.Duration {
+		return time.Duration(float64(10*time.Millisecond) * math.Exp(r.NormFloat64()))
+	}},
+	{"bimodal 99% 10ms 1% 1s", func(r *rand.Rand) time.Duration {
+		if r.IntN(100) == 0 {
+			return time.Duration(float64(time.Second) * (1 + 0.1*r.NormFloat64()))
+		}
+		return time.Duration(float64(10*time.Millisecond) * math.Exp(0.2*r.NormFloat64()))
+	}},
+	{"uniform 1ms to 100ms", func(r *rand.Rand) time.Duration {
+		return time.Millisecond + time.Duration(r.Int64N(int64(99*time.Millisecond)))
+	}},
+	{"uniform 0 to 300ns (exact buckets)", func(r *rand.Rand) time.Duration {
+		return time.Duration(r.Int64N(300))
+	}},
+	{"lognormal median 50us sigma 2", func(r *rand.Rand) time.Duration {
+		return time.Duration(float64(50*time.Microsecond) * math.Exp(2*r.NormFloat64()))
+	}},
+}
+
+var testQuantiles = []float64{0.5, 0.9, 0.95, 0.99, 0.999}
+
+func mustNew(t testing.TB, cfg Config) *Estimator {
+	t.Helper()
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func relErr(got, want time.Duration) float64 {
+	if want == 0 {
+		return math.Abs(float64(got))
+	}
+	return math.Abs(float64(got-want)) / float64(want)
+}
+
+// TestQuantileAccuracy compares estimates with exact sample quantiles, p50
+// to p99.9, for several distributions and seeds: the bound is 2% and the
+// layout guarantees 0.78%.
+func TestQuantileAccuracy(t *testing.T) {
+	const n = 20000
+	for _, dist := range distributions {
+		for seed := uint64(1); seed <= 5; seed++ {
+			r := rand.New(rand.NewPCG(seed, 42))
+			e := mustNew(t, Config{Window: n, Quantiles: testQuantiles})
+			samples := make([]time.Duration, n)
+			for i := range samples {
+				samples[i] = dist.draw(r)
+				e.Record(samples[i])
+			}
+			slices.Sort(samples)
+			e.Refresh()
+			worst := 0.0
+			for i, q := range testQuantiles {
+				want := Exact(samples, q)
+				got, count := e.Quantile(q)
+				if count != n {
+					t.Fatalf("%s seed %d: count %d, want %d", dist.name, seed, count, n)
+				}
+				tracked, _ := e.Tracked(i)
+				if tracked != got {
+					t.Errorf("%s seed %d q %v: Tracked %v, Quantile %v", dist.name, seed, q, tracked, got)
+				}
+				err := relErr(got, want)
+				worst = max(worst, err)
+				if err > 0.02 {
+					t.Errorf("%s seed %d q %v: got %v, exact %v: relative error %.4f > 2%%", dist.name, seed, q, got, want, err)
+				}
+				if err > 1.0/128+1e-9 {
+					t.Errorf("%s seed %d q %v: relative error %.4f above the layout's 0.78%% bound", dist.name, seed, q, err)
+				}
+			}
+			if seed == 1 {
+				t.Logf("%s: worst relative error %.4f%%", dist.name, 100*worst)
+			}
+		}
+	}
+}
+
+// TestBucketBound checks the layout: every value's bucket midpoint is
+// within 1/128 of it, buckets are monotone, and huge values clamp.
+func TestBucketBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := 0; i < 200000; i++ {
+		d := time.Duration(r.Int64N(1 << uint(r.IntN(maxBits))))
+		if err := relErr(value(bucket(d)), d); err > 1.0/128 {
+			t.Fatalf("value(bucket(%d)) = %d: relative error %v", d, value(bucket(d)), err)
+		}
+	}
+	prev := 0
+	for d := time.Duration(0); d < 1<<20; d++ {
+		b := bucket(d)
+		if b < prev || b > prev+1 {
+			t.Fatalf("bucket(%d) = %d after %d", d, b, prev)
+		}
+		prev = b
+	}
+	tests := []struct {
+		name string
+		d    time.Duration
+		want int
+	}{
+		{"negative counts as zero", -5, 0},
+		{"zero", 0, 0},
+		{"last exact", exactTop - 1, exactTop - 1},
+		{"first shared", exactTop, exactTop},
+		{"largest distinct", 1<<maxBits - 1, nBuckets - 1},
+		{"clamped", 1 << maxBits, nBuckets - 1},
+		{"max duration", math.MaxInt64, nBuckets - 1},
+	}
+	for _, tc := range tests {
+		if got := bucket(tc.d); got != tc.want {
+			t.Errorf("%s: bucket(%d) = %d, want %d", tc.name, tc.d, got, tc.want)
+		}
+	}
+}
+
+func FuzzBucket(f *testing.F) {
+	for _, d := range []int64{-1, 0, 1, 127, 128, 129, 1e6, 1 << 42, 1 << 43, math.MaxInt64, math.MinInt64} {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, d int64) {
+		b := bucket(time.Duration(d))
+		if b < 0 || b >= nBuckets {
+			t.Fatalf("bucket(%d) = %d out of range", d, b)
+		}
+		if d > 0 && d < 1<<maxBits {
+			if err := relErr(value(b), time.Duration(d)); err > 1.0/128 {
+				t.Fatalf("value(bucket(%d)) = %d: relative error %v", d, value(b), err)
+			}
+		}
+	})
+}
+
+// TestWindowFollowsChange records a shift from 10 ms to 100 ms; after two
+// half-windows of the new latency the old one is gone.
+func TestWindowFollowsChange(t *testing.T) {
+	e := mustNew(t, Config{Window: 1000, Quantiles: []float64{0.5}}) // rounds to 1024
+	if e.Window() != 1024 {
+		t.Fatalf("Window() = %d, want 1024", e.Window())
+	}
+	for i := 0; i < 5000; i++ {
+		e.Record(10 * time.Millisecond)
+	}
+	if got, _ := e.Tracked(0); relErr(got, 10*time.Millisecond) > 0.01 {
+		t.Fatalf("p50 before the change = %v, want about 10ms", got)
+	}
+	for i := 0; i < 3*1024; i++ {
+		e.Record(100 * time.Millisecond)
+	}
+	got, n := e.Quantile(0.01)
+	if relErr(got, 100*time.Millisecond) > 0.01 {
+		t.Errorf("p1 after the change = %v, want about 100ms", got)
+	}
+	if n < 1024 || n > 2048 {
+		t.Errorf("window holds %d samples, want between 1024 and 2048", n)
+	}
+}
+
+// TestTrackedWarmUp checks when tracked values appear: at every power of
+// two until Window/4, then every Window/4 samples.
+func TestTrackedWarmUp(t *testing.T) {
+	e := mustNew(t, Config{Window: 4096, Quantiles: []float64{0.5}})
+	tests := []struct {
+		name    string
+		records int // total recorded so far
+		wantN   int // samples at the last refresh
+	}{
+		{"nothing yet", 0, 0},
+		{"first sample", 1, 1},
+		{"three samples: refreshed at two", 3, 2},
+		{"five hundred: refreshed at 256", 500, 256},
+		{"a thousand: refreshed at 512", 1000, 512},
+		{"1024 = Window/4", 1024, 1024},
+		{"2047", 2047, 1024},
+		{"2048", 2048, 2048},
+		{"5000: after a rotation at 4096, refreshed at 4096", 5000, 4096},
+	}
+	done := 0
+	for _, tc := range tests {
+		for ; done < tc.records; done++ {
+			e.Record(time.Millisecond)
+		}
+		if _, n := e.Tracked(0); n != tc.wantN {
+			t.Errorf("%s: Tracked count %d, want %d", tc.name, n, tc.wantN)
+		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"zero", Config{}, true},
+		{"negative window", Config{Window: -1}, false},
+		{"huge window", Config{Window: maxWindow + 1}, false},
+		{"quantile 1", Config{Quantiles: []float64{1}}, false},
+		{"quantile 0", Config{Quantiles: []float64{0}}, false},
+		{"NaN", Config{Quantiles: []float64{math.NaN()}}, false},
+		{"p99.9", Config{Quantiles: []float64{0.999}}, true},
+	}
+	for _, tc := range tests {
+		_, err := New(tc.cfg)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: New error %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestConcurrentRecord records from several goroutines (run it with
+// -race) and checks that no sample is lost without a rotation.
+func TestConcurrentRecord(t *testing.T) {
+	e := mustNew(t, Config{Window: 1 << 16, Quantiles: []float64{0.5, 0.99}})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5000; i++ {
+				e.Record(time.Duration(i) * time.Microsecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if _, n := e.Quantile(0.5); n != 20000 {
+		t.Errorf("count %d, want 20000", n)
+	}
+}

@@ -18,9 +18,9 @@ import (
 // last bucket.
 const (
 	subBits   = 6
-	subCount  = 1 << subBits     // buckets per power of two
-	exactTop  = 2 * subCount     // values below this have exact buckets
-	maxBits   = 43               // bit length of the largest distinct value
+	subCount  = 1 << subBits // buckets per power of two
+	exactTop  = 2 * subCount // values below this have exact buckets
+	maxBits   = 43           // bit length of the largest distinct value
 	maxShift  = maxBits - subBits - 1
 	nBuckets  = exactTop + maxShift*subCount
 	maxWindow = 1 << 30

@@ -226,7 +226,8 @@ func (r *Ratio) slot(p int64) *ratioSlot {
 }
 
 // sum adds up the slots whose period is within the window ending in
-// period p.
+// period p. A retry undone just after its slot was reset can leave -1
+// behind; totals are reported as at least zero.
 func (r *Ratio) sum(p int64) (requests, retries int64) {
 	for i := range r.slots {
 		s := &r.slots[i]
@@ -235,5 +236,5 @@ func (r *Ratio) sum(p int64) (requests, retries int64) {
 			retries += s.retries.Load()
 		}
 	}
-	return requests, retries
+	return max(requests, 0), max(retries, 0)
 }

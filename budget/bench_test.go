@@ -1,0 +1,75 @@
+package budget
+
+import (
+	"testing"
+)
+
+// Every parallel benchmark runs the same traffic: nine calls in ten succeed
+// at once; the tenth fails, withdraws a retry and, if allowed, succeeds on
+// it. One op is one call.
+func runTraffic(b *testing.B, bud Budget) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			if i%10 != 0 {
+				bud.Record(Attempt{N: 1})
+				continue
+			}
+			bud.Record(Attempt{N: 1, Failed: true, Class: Transient})
+			if bud.Withdraw(Transient) {
+				bud.Record(Attempt{N: 2, Charged: Transient})
+			}
+		}
+	})
+}
+
+func BenchmarkTokenBucketParallel(b *testing.B) {
+	tb, err := NewTokenBucket(TokenBucketConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runTraffic(b, tb)
+}
+
+// BenchmarkTokenBucketMutexParallel is the same bucket under a mutex, the
+// alternative the atomic implementation was chosen over.
+func BenchmarkTokenBucketMutexParallel(b *testing.B) {
+	runTraffic(b, newRefTokenBucket(TokenBucketConfig{}))
+}
+
+// BenchmarkTokenBucketOutageParallel is the worst case for contention:
+// every call fails and withdraws, and every retry succeeds and refunds.
+func BenchmarkTokenBucketOutageParallel(b *testing.B) {
+	tb, err := NewTokenBucket(TokenBucketConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if tb.Withdraw(Transient) {
+				tb.Record(Attempt{N: 2, Charged: Transient})
+			}
+		}
+	})
+}
+
+func BenchmarkGRPCParallel(b *testing.B) {
+	g, err := NewGRPC(GRPCConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runTraffic(b, g)
+}
+
+// BenchmarkRatioParallel reads the real clock (time.Now) on every first
+// attempt and withdrawal, as a production Ratio does.
+func BenchmarkRatioParallel(b *testing.B) {
+	r, err := NewRatio(RatioConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runTraffic(b, r)
+}

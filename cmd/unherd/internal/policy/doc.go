@@ -1,0 +1,38 @@
+// Package policy reads a user's retry policy from a YAML or JSON file into
+// a [sim.Policy], for `unherd whatif`.
+//
+// A policy file is one mapping. Every field is optional; an omitted field
+// takes unherd's default (the defaults of the retry and backoff packages):
+//
+//	name: checkout-client   # label in tables; default: the file's name
+//	attempts: 4             # counting the first attempt; default 3
+//	base: 50ms              # first retry's delay ceiling; default 50ms
+//	cap: 2s                 # largest delay; default 20s
+//	jitter: full            # none, full, equal or decorrelated; default full
+//	budget: token           # none, token or ratio; default token
+//	timeouts:
+//	  attempt: 500ms        # per-attempt timeout; default none
+//
+// The budget may also be a mapping, to set the ratio budget's share:
+//
+//	budget:
+//	  kind: ratio
+//	  ratio: 0.1            # retries as a share of requests; default 0.1
+//
+// Durations are Go duration strings ("50ms", "2s", "1m30s": see
+// time.ParseDuration). JSON files use the same names, with durations as
+// strings. Unknown fields, duplicate fields, values of the wrong type and
+// values out of range are errors.
+//
+// The format follows the file's extension (.yaml, .yml or .json); any
+// other name is sniffed: a file whose first non-blank character is '{' is
+// JSON, anything else YAML. Both formats are first read into one small
+// tree that remembers each value's line, so every error, whether a syntax
+// error or a bad value, is an [*Error] that names the file, the line and,
+// where there is one, the field, in the form compilers use:
+//
+//	policy.yaml:4: cap: "2 seconds" is not a duration (want e.g. 2s)
+//
+// The backoff schedule is checked with backoff.Schedule.Validate after
+// the field checks, so a policy that parses is one the simulator accepts.
+package policy

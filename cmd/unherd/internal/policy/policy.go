@@ -1,0 +1,319 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/sim"
+)
+
+// MaxAttempts is the largest attempts value a policy file may set. More
+// attempts than this are a mistake, not a policy, and would make the
+// simulated storm grow without meaning.
+const MaxAttempts = 100
+
+// ErrInvalid is wrapped by every error Parse returns.
+var ErrInvalid = errors.New("policy: invalid policy file")
+
+// Error is a problem in a policy file, located by line and, once the
+// value is known, by field.
+type Error struct {
+	// File is the file's name as given to Parse.
+	File string
+	// Line is the 1-based line of the problem; always set.
+	Line int
+	// Field is the dotted path of the field at fault ("cap",
+	// "budget.ratio"), or empty for a syntax error.
+	Field string
+	// Msg says what is wrong and, where it helps, what would be right.
+	Msg string
+}
+
+// Error formats the problem as file:line: field: message.
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteByte(':')
+	}
+	b.WriteString(strconv.Itoa(e.Line))
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Unwrap returns ErrInvalid.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// Parse reads a policy file's contents. name is the file's name: it
+// chooses the format by extension, prefixes every error, and its base name
+// without extension is the policy's default Name. Every error is an
+// [*Error] wrapping [ErrInvalid].
+func Parse(name string, data []byte) (sim.Policy, error) {
+	ext := strings.ToLower(filepath.Ext(name))
+	var (
+		root *node
+		err  *Error
+	)
+	if isJSON(ext, data) {
+		root, err = fromJSON(data)
+	} else {
+		root, err = fromYAML(data)
+	}
+	if err == nil {
+		var p sim.Policy
+		p, err = decode(root, strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)))
+		if err == nil {
+			return p, nil
+		}
+	}
+	err.File = name
+	return sim.Policy{}, err
+}
+
+// fields lists the top-level fields, in the order the doc gives them.
+var fields = []string{"name", "attempts", "base", "cap", "jitter", "budget", "timeouts"}
+
+func decode(root *node, defaultName string) (sim.Policy, *Error) {
+	p := sim.Policy{Name: defaultName}
+	if root == nil {
+		return p, syntaxError(1, "the file is empty; want a mapping with some of: %s", strings.Join(fields, ", "))
+	}
+	if root.kind != mapping {
+		return p, syntaxError(root.line, "want a mapping with some of: %s; got %s", strings.Join(fields, ", "), root.describe())
+	}
+	set, err := byKey(root, "", fields)
+	if err != nil {
+		return p, err
+	}
+	if n := set["name"]; n != nil {
+		if p.Name, err = text(n, "name"); err != nil {
+			return p, err
+		}
+		if strings.TrimSpace(p.Name) == "" {
+			return p, fieldError(n, "name", "is empty")
+		}
+	}
+	if n := set["attempts"]; n != nil {
+		if p.Attempts, err = attempts(n); err != nil {
+			return p, err
+		}
+	}
+	if n := set["base"]; n != nil {
+		if p.Backoff.Base, err = duration(n, "base", "50ms"); err != nil {
+			return p, err
+		}
+	}
+	if n := set["cap"]; n != nil {
+		if p.Backoff.Cap, err = duration(n, "cap", "2s"); err != nil {
+			return p, err
+		}
+	}
+	if n := set["jitter"]; n != nil {
+		if p.Backoff.Jitter, err = jitter(n); err != nil {
+			return p, err
+		}
+	}
+	if n := set["budget"]; n != nil {
+		if p.Budget, p.BudgetRatio, err = budgetOf(n); err != nil {
+			return p, err
+		}
+	}
+	if n := set["timeouts"]; n != nil {
+		if p.AttemptTimeout, err = timeouts(n); err != nil {
+			return p, err
+		}
+	}
+	if err := checkSchedule(p.Backoff, set); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// byKey indexes a mapping's values by key, rejecting unknown and
+// duplicate keys. prefix is the mapping's own dotted path.
+func byKey(m *node, prefix string, known []string) (map[string]*node, *Error) {
+	set := make(map[string]*node, len(m.pairs))
+	for _, kv := range m.pairs {
+		path := prefix + kv.key
+		if !contains(known, kv.key) {
+			return nil, &Error{Line: kv.line, Field: path, Msg: "unknown field (known: " + strings.Join(known, ", ") + ")"}
+		}
+		if set[kv.key] != nil {
+			return nil, &Error{Line: kv.line, Field: path, Msg: fmt.Sprintf("set twice (first on line %d)", set[kv.key].line)}
+		}
+		set[kv.key] = kv.val
+	}
+	return set, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func fieldError(n *node, field, format string, args ...any) *Error {
+	return &Error{Line: n.line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// text returns a string scalar's value.
+func text(n *node, field string) (string, *Error) {
+	if n.kind != scalar || n.typ != str {
+		return "", fieldError(n, field, "want a string, got %s", n.describe())
+	}
+	return n.text, nil
+}
+
+func attempts(n *node) (int, *Error) {
+	if n.kind != scalar || n.typ != number {
+		return 0, fieldError(n, "attempts", "want a whole number from 1 to %d, got %s", MaxAttempts, n.describe())
+	}
+	v, err := strconv.ParseInt(n.text, 10, 64)
+	if err != nil || v < 1 || v > MaxAttempts {
+		return 0, fieldError(n, "attempts", "%s is not a whole number from 1 to %d (it counts the first attempt: 3 means 2 retries)", n.text, MaxAttempts)
+	}
+	return int(v), nil
+}
+
+// duration reads a positive Go duration string; example is a sensible
+// value for the field, shown when the value is not a duration.
+func duration(n *node, field, example string) (time.Duration, *Error) {
+	if n.kind != scalar || n.typ != str {
+		return 0, fieldError(n, field, "%s is not a duration (want e.g. %s)", n.describe(), example)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(n.text))
+	if err != nil {
+		return 0, fieldError(n, field, "%s is not a duration (want e.g. %s)", n.describe(), example)
+	}
+	if d <= 0 {
+		return 0, fieldError(n, field, "%s must be positive (want e.g. %s; omit the field for the default)", d, example)
+	}
+	return d, nil
+}
+
+func jitter(n *node) (backoff.Jitter, *Error) {
+	const want = "want none, full, equal or decorrelated"
+	s, err := text(n, "jitter")
+	if err != nil {
+		err.Msg = want + "; got " + n.describe()
+		return 0, err
+	}
+	j, perr := backoff.ParseJitter(strings.ToLower(strings.TrimSpace(s)))
+	if perr != nil {
+		return 0, fieldError(n, "jitter", "unknown jitter %s (%s)", n.describe(), want)
+	}
+	return j, nil
+}
+
+// budgetKinds are the budgets sim.Policy accepts.
+var budgetKinds = []string{"none", "token", "ratio"}
+
+// budgetOf reads a budget given as a kind ("token") or as a mapping with
+// kind and ratio.
+func budgetOf(n *node) (kind string, ratio float64, e *Error) {
+	if n.kind == scalar {
+		kind, err := budgetKind(n, "budget")
+		return kind, 0, err
+	}
+	if n.kind != mapping {
+		return "", 0, fieldError(n, "budget", "want one of %s, or a mapping with kind and ratio; got %s", strings.Join(budgetKinds, ", "), n.describe())
+	}
+	set, err := byKey(n, "budget.", []string{"kind", "ratio"})
+	if err != nil {
+		return "", 0, err
+	}
+	k := set["kind"]
+	if k == nil {
+		return "", 0, fieldError(n, "budget.kind", "missing (want one of %s)", strings.Join(budgetKinds, ", "))
+	}
+	if kind, err = budgetKind(k, "budget.kind"); err != nil {
+		return "", 0, err
+	}
+	if r := set["ratio"]; r != nil {
+		if kind != "ratio" {
+			return "", 0, fieldError(r, "budget.ratio", "applies only to kind ratio, not %s", kind)
+		}
+		if ratio, err = share(r); err != nil {
+			return "", 0, err
+		}
+	}
+	return kind, ratio, nil
+}
+
+func budgetKind(n *node, field string) (string, *Error) {
+	s, err := text(n, field)
+	if err == nil && !contains(budgetKinds, s) {
+		err = fieldError(n, field, "")
+	}
+	if err != nil {
+		err.Msg = fmt.Sprintf("want one of %s; got %s", strings.Join(budgetKinds, ", "), n.describe())
+	}
+	return s, err
+}
+
+// share reads the ratio budget's share: a number in (0, 1].
+func share(n *node) (float64, *Error) {
+	const want = "want a share of requests above 0 and at most 1, e.g. 0.1"
+	if n.kind != scalar || n.typ != number {
+		return 0, fieldError(n, "budget.ratio", "%s; got %s", want, n.describe())
+	}
+	v, err := strconv.ParseFloat(n.text, 64)
+	if err != nil || !(v > 0 && v <= 1) {
+		return 0, fieldError(n, "budget.ratio", "%s; got %s", want, n.text)
+	}
+	return v, nil
+}
+
+func timeouts(n *node) (time.Duration, *Error) {
+	if n.kind != mapping {
+		return 0, fieldError(n, "timeouts", "want a mapping such as {attempt: 500ms}; got %s", n.describe())
+	}
+	set, err := byKey(n, "timeouts.", []string{"attempt"})
+	if err != nil {
+		return 0, err
+	}
+	if a := set["attempt"]; a != nil {
+		return duration(a, "timeouts.attempt", "500ms")
+	}
+	return 0, nil
+}
+
+// checkSchedule checks the fields together: base within cap, then
+// whatever else backoff.Schedule.Validate finds, naming the field most
+// likely at fault.
+func checkSchedule(s backoff.Schedule, set map[string]*node) *Error {
+	base, capd := s.Base, s.Cap
+	capName := "cap " + capd.String()
+	if capd == 0 {
+		capd, capName = backoff.DefaultCap, "the default cap "+backoff.DefaultCap.String()
+	}
+	if base > capd {
+		if n := set["base"]; n != nil {
+			return fieldError(n, "base", "%s is above %s", base, capName)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		field, n := "cap", set["cap"]
+		if n == nil {
+			field, n = "base", set["base"]
+		}
+		if n == nil {
+			return syntaxError(1, "%v", err)
+		}
+		return fieldError(n, field, "%v", err)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package breaker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/unherd/unherd/retry"
+)
+
+// BenchmarkBreakerAllowParallel measures Admit and Done of a success on a
+// closed breaker from many goroutines: the path every healthy call takes.
+func BenchmarkBreakerAllowParallel(b *testing.B) {
+	b.ReportAllocs()
+	br, err := New(Settings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t, err := br.Admit(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			br.Done(t, retry.Outcome{})
+		}
+	})
+}
+
+// BenchmarkBreakerAllowFuncParallel is the same through Allow's done
+// function, which is cached per generation.
+func BenchmarkBreakerAllowFuncParallel(b *testing.B) {
+	b.ReportAllocs()
+	br, err := New(Settings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			done, err := br.Allow()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			done(nil)
+		}
+	})
+}
+
+// BenchmarkBreakerFailure measures a closed-state failure that does not
+// trip the breaker: lock, clock read, window fold.
+func BenchmarkBreakerFailure(b *testing.B) {
+	b.ReportAllocs()
+	br, err := New(Settings{ConsecutiveFailures: -1, FailureRate: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	fail := retry.Outcome{Err: context.DeadlineExceeded, Class: retry.Timeout}
+	for i := 0; b.Loop(); i++ {
+		t, err := br.Admit(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i%2 == 0 {
+			br.Done(t, fail)
+		} else {
+			br.Done(t, retry.Outcome{})
+		}
+	}
+}

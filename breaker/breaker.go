@@ -1,0 +1,339 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/unherd/unherd/internal/rolling"
+	"github.com/unherd/unherd/retry"
+)
+
+// State is a breaker's state.
+type State uint8
+
+const (
+	// Closed lets every call through and counts failures.
+	Closed State = iota
+	// Open rejects every call with ErrOpen until the open period ends.
+	Open
+	// HalfOpen lets a limited number of probes through; their results
+	// close the breaker or open it again.
+	HalfOpen
+)
+
+var stateNames = [...]string{Closed: "closed", Open: "open", HalfOpen: "half-open"}
+
+// String returns "closed", "open" or "half-open".
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Rejections. The retry loop wraps them in retry.ErrRejected and never
+// retries them.
+var (
+	// ErrOpen: the breaker is open; the call was not made.
+	ErrOpen = errors.New("breaker: open")
+	// ErrTooManyProbes: the breaker is half-open and the allowed probes
+	// are already in flight; the call was not made.
+	ErrTooManyProbes = errors.New("breaker: half-open, probes in flight")
+)
+
+// Breaker is a circuit breaker. It implements retry.Guard, so a retry
+// Policy consults it before every attempt, and offers Allow for
+// middleware. The zero Breaker is not usable; call New. A Breaker is safe
+// for concurrent use.
+//
+// Tickets (from Admit, AdmitAt, and inside Allow's done function) carry the
+// breaker's generation, which changes on every state change: a result
+// reported with a ticket from an earlier generation is ignored.
+type Breaker struct {
+	// state is generation<<2 | State. It is read on every call and
+	// written only on state changes.
+	state atomic.Uint64
+	// consec counts consecutive failures while closed; a success stores
+	// zero only if it is not zero already, so the line stays shared.
+	consec atomic.Int64
+	// openUntil is the end of the current open period, ns since epoch.
+	openUntil atomic.Int64
+	doneCache atomic.Pointer[cachedDone]
+
+	_ [64]byte // keep the lock's writes off the lines read on every call
+
+	mu        sync.Mutex
+	probes    int // half-open probes in flight
+	successes int // consecutive probe successes
+	win       *rolling.Window
+
+	maxConsec    int64 // <= 0: off
+	rate         float64
+	minCalls     int64
+	openDuration time.Duration
+	openJitter   float64
+	maxProbes    int
+	needSuccess  int
+	isFailure    func(retry.Outcome) bool
+	classify     func(error) retry.Class
+	onChange     func(from, to State)
+	clock        func() time.Time
+	rand         func() uint64
+	epoch        time.Time
+}
+
+type cachedDone struct {
+	ticket uint64
+	fn     func(error)
+}
+
+// New validates s and returns a closed Breaker built from it.
+func New(s Settings) (*Breaker, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Breaker{
+		maxConsec:    int64(orDefault(s.ConsecutiveFailures, DefaultConsecutiveFailures)),
+		rate:         orDefault(s.FailureRate, DefaultFailureRate),
+		minCalls:     int64(orDefault(s.MinCalls, DefaultMinCalls)),
+		openDuration: orDefault(s.OpenDuration, DefaultOpenDuration),
+		openJitter:   max(orDefault(s.OpenJitter, DefaultOpenJitter), 0),
+		maxProbes:    orDefault(s.HalfOpenProbes, DefaultHalfOpenProbes),
+		needSuccess:  orDefault(s.SuccessThreshold, DefaultSuccessThreshold),
+		isFailure:    s.IsFailure,
+		classify:     s.Classify,
+		onChange:     s.OnStateChange,
+		clock:        s.Now,
+		rand:         rand.Uint64,
+	}
+	b.win = rolling.New(orDefault(s.Window, DefaultWindow), orDefault(s.WindowBuckets, DefaultWindowBuckets))
+	if b.isFailure == nil {
+		b.isFailure = DefaultIsFailure
+	}
+	if b.classify == nil {
+		b.classify = retry.DefaultClassify
+	}
+	if b.clock == nil {
+		b.clock = time.Now
+	}
+	if s.Rand != nil {
+		b.rand = s.Rand.Uint64
+	}
+	b.epoch = b.clock()
+	b.win.Reset(0)
+	b.state.Store(1<<2 | uint64(Closed)) // generation 1: a ticket is never 0
+	return b, nil
+}
+
+// State returns the breaker's state. An open breaker whose open period has
+// ended reports Open until the next call moves it to half-open.
+func (b *Breaker) State() State { return State(b.state.Load() & 3) }
+
+// Generation returns the breaker's generation: 1 at New, one more after
+// every state change.
+func (b *Breaker) Generation() uint64 { return b.state.Load() >> 2 }
+
+// Admit asks to make a call, implementing retry.Guard. It returns a ticket
+// to pass to Done, or ErrOpen or ErrTooManyProbes. In the closed state it
+// is one atomic load: no lock, no clock read, no allocation. It does not
+// wait, so ctx is not used.
+func (b *Breaker) Admit(ctx context.Context) (ticket uint64, err error) {
+	s := b.state.Load()
+	if State(s&3) == Closed {
+		return s, nil
+	}
+	return b.admitSlow(s, instant{})
+}
+
+// AdmitAt is Admit at an explicit time instead of the clock's.
+func (b *Breaker) AdmitAt(now time.Time) (ticket uint64, err error) {
+	s := b.state.Load()
+	if State(s&3) == Closed {
+		return s, nil
+	}
+	return b.admitSlow(s, instant{ns: b.ns(now), set: true})
+}
+
+// Done reports how an admitted call ended, implementing retry.Guard. Call
+// it exactly once per ticket. A closed-state success is lock-free and
+// reads no clock; a failure takes the lock and reads the clock once.
+func (b *Breaker) Done(ticket uint64, o retry.Outcome) { b.done(ticket, o, instant{}) }
+
+// DoneAt is Done at an explicit time instead of the clock's.
+func (b *Breaker) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
+	b.done(ticket, o, instant{ns: b.ns(now), set: true})
+}
+
+// Allow is the two-step form for middleware: it admits a call and returns
+// the function to report its error with (nil for success), or a rejection.
+// The done function classifies its error with Settings.Classify; an error
+// that is or wraps context.Canceled counts as abandoned (neither success
+// nor failure, but it frees a half-open probe slot). Call done exactly
+// once.
+//
+// The done function is cached per generation: Allow allocates one closure
+// on its first call after each state change and none after that.
+func (b *Breaker) Allow() (done func(error), err error) {
+	t, err := b.Admit(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	if c := b.doneCache.Load(); c != nil && c.ticket == t {
+		return c.fn, nil
+	}
+	c := &cachedDone{ticket: t, fn: func(err error) { b.Done(t, b.outcome(err)) }}
+	b.doneCache.Store(c)
+	return c.fn, nil
+}
+
+func (b *Breaker) outcome(err error) retry.Outcome {
+	switch {
+	case err == nil:
+		return retry.Outcome{}
+	case errors.Is(err, context.Canceled):
+		return retry.Outcome{Err: err, Abandoned: true}
+	}
+	return retry.Outcome{Err: err, Class: b.classify(err)}
+}
+
+// instant is a time that is read from the clock only when needed.
+type instant struct {
+	ns  int64
+	set bool
+}
+
+func (b *Breaker) now(t *instant) int64 {
+	if !t.set {
+		t.ns, t.set = b.ns(b.clock()), true
+	}
+	return t.ns
+}
+
+func (b *Breaker) ns(t time.Time) int64 { return int64(t.Sub(b.epoch)) }
+
+// change is a state change to report after the lock is released.
+type change struct{ from, to State }
+
+func (b *Breaker) admitSlow(s uint64, now instant) (uint64, error) {
+	if State(s&3) == Open && b.now(&now) < b.openUntil.Load() {
+		return 0, ErrOpen
+	}
+	var ch change
+	b.mu.Lock()
+	s = b.state.Load()
+	switch State(s & 3) {
+	case Closed:
+		b.mu.Unlock()
+		return s, nil
+	case Open:
+		if b.now(&now) < b.openUntil.Load() {
+			b.mu.Unlock()
+			return 0, ErrOpen
+		}
+		s = b.transition(s, HalfOpen, now.ns)
+		ch = change{Open, HalfOpen}
+	}
+	var err error
+	if b.probes >= b.maxProbes {
+		s, err = 0, ErrTooManyProbes
+	} else {
+		b.probes++
+	}
+	b.mu.Unlock()
+	b.report(ch)
+	return s, err
+}
+
+func (b *Breaker) done(ticket uint64, o retry.Outcome, now instant) {
+	if ticket != b.state.Load() {
+		return // stale: from before a state change, or no ticket at all
+	}
+	if State(ticket&3) == Closed {
+		if o.Abandoned {
+			return
+		}
+		if !b.isFailure(o) {
+			b.win.Add(1, 0)
+			if b.consec.Load() != 0 {
+				b.consec.Store(0)
+			}
+			return
+		}
+	}
+	var ch change
+	b.mu.Lock()
+	if ticket != b.state.Load() {
+		b.mu.Unlock()
+		return
+	}
+	switch State(ticket & 3) {
+	case Closed:
+		ch = b.closedFailure(ticket, b.now(&now))
+	case HalfOpen:
+		b.probes--
+		switch {
+		case o.Abandoned:
+		case b.isFailure(o):
+			b.transition(ticket, Open, b.now(&now))
+			ch = change{HalfOpen, Open}
+		default:
+			b.successes++
+			if b.successes >= b.needSuccess {
+				b.transition(ticket, Closed, b.now(&now))
+				ch = change{HalfOpen, Closed}
+			}
+		}
+	}
+	b.mu.Unlock()
+	b.report(ch)
+}
+
+// closedFailure counts a failure in the closed state and trips the breaker
+// if a threshold is reached. The caller holds b.mu.
+func (b *Breaker) closedFailure(s uint64, now int64) change {
+	b.win.Fold(now)
+	b.win.AddAt(now, 1, 1)
+	n := b.consec.Add(1)
+	trip := b.maxConsec > 0 && n >= b.maxConsec
+	if !trip && b.rate > 0 {
+		calls, failures := b.win.Sums(now)
+		trip = calls >= b.minCalls && float64(failures) >= b.rate*float64(calls)
+	}
+	if !trip {
+		return change{}
+	}
+	b.transition(s, Open, now)
+	return change{Closed, Open}
+}
+
+// transition moves from state s to state to at time now, starting a new
+// generation, and returns the new state word. The caller holds b.mu.
+func (b *Breaker) transition(s uint64, to State, now int64) uint64 {
+	switch to {
+	case Open:
+		d := b.openDuration
+		if b.openJitter > 0 {
+			frac := float64(b.rand()>>11) / (1 << 53)
+			d += time.Duration(float64(d) * b.openJitter * frac)
+		}
+		b.openUntil.Store(now + int64(d))
+	case HalfOpen:
+		b.probes, b.successes = 0, 0
+	case Closed:
+		b.win.Reset(now)
+		b.consec.Store(0)
+	}
+	next := (s>>2+1)<<2 | uint64(to)
+	b.state.Store(next)
+	return next
+}
+
+func (b *Breaker) report(ch change) {
+	if ch != (change{}) && b.onChange != nil {
+		b.onChange(ch.from, ch.to)
+	}
+}

@@ -1,0 +1,203 @@
+package sim
+
+import (
+	"errors"
+	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+)
+
+// callModel is the model behind outage, storm and what-if: callers make
+// calls to one dependency through a retry.Policy, and the dependency fails
+// while it is down and sheds what exceeds its capacity. The callers are
+// either a closed population (clients that loop: call, wait for the
+// answer, think) or an open stream (calls arrive at a fixed rate whatever
+// happens to earlier ones).
+type callModel struct {
+	closed   bool
+	clients  int           // closed: population size
+	think    time.Duration // closed: mean think time between calls (exponential)
+	rate     float64       // open: arrivals per second
+	hop      time.Duration // mean one-way network delay
+	hopSD    time.Duration
+	capacity float64       // requests per second the dependency serves; 0 means unlimited
+	downFrom time.Duration // the dependency fails every request in [downFrom, downTo)
+	downTo   time.Duration
+	end      time.Duration // the run stops here
+	bucket   time.Duration // width of the load time series' buckets
+}
+
+// callStats is what one run of a callModel measured.
+type callStats struct {
+	load      []int64 // attempts sent, per bucket
+	good      []int64 // calls that succeeded, per bucket of their end
+	attempts  int64
+	calls     int64 // calls that ended (succeeded or failed)
+	succeeded int64
+	budgetOut int64 // calls the budget stopped
+	// attempts sent while the dependency was down, and how many of them
+	// were first attempts
+	attemptsInOutage, firstInOutage int64
+}
+
+// Errors the dependency answers with. Both are transient: the retry
+// policy's default classifier retries them.
+var (
+	errDown       = errors.New("sim: dependency unavailable")
+	errOverloaded = errors.New("sim: dependency overloaded")
+)
+
+const (
+	callStart   int32 = iota // a call starts in slot id
+	callSend                 // slot id sends an attempt
+	callArrive               // slot id's attempt reaches the dependency
+	callReply                // slot id's answer arrives; arg is 1 for success
+	callArrival              // open stream: the next call arrives
+)
+
+// callSlot is one call in flight.
+type callSlot struct {
+	attempt int
+	prev    time.Duration
+	charged retry.Class
+}
+
+type callRun struct {
+	m      *callModel
+	policy *retry.Policy
+	budget budget.Budget
+	slots  []callSlot
+	free   []int32 // open stream: unused slots
+	tokens float64 // the dependency's capacity bucket
+	refill time.Duration
+	stats  callStats
+}
+
+// runCalls runs one seeded run of m with policy spec s.
+func runCalls(seed, stream uint64, m *callModel, s *policySpec) (*callStats, error) {
+	e := newEngine(seed, stream)
+	p, b, err := s.build(e.Now)
+	if err != nil {
+		return nil, err
+	}
+	nb := int(m.end/m.bucket) + 1
+	r := &callRun{m: m, policy: p, budget: b, tokens: m.capacity / 10,
+		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}
+	if m.closed {
+		r.slots = make([]callSlot, m.clients)
+		for c := range m.clients {
+			// Start the population spread over one think time, as if it
+			// had been running for a while.
+			e.after(time.Duration(e.float()*float64(m.think)), callStart, int32(c), 0)
+		}
+	} else {
+		e.after(0, callArrival, 0, 0)
+	}
+	e.run(r, m.end)
+	return &r.stats, nil
+}
+
+func (r *callRun) handle(e *engine, ev event) {
+	m := r.m
+	switch ev.kind {
+	case callArrival:
+		id := r.alloc()
+		r.start(e, id)
+		e.after(time.Duration(float64(time.Second)/m.rate), callArrival, 0, 0)
+	case callStart:
+		r.start(e, ev.id)
+	case callSend:
+		r.stats.attempts++
+		r.stats.load[e.elapsed()/m.bucket]++
+		if t := e.elapsed(); t >= m.downFrom && t < m.downTo {
+			r.stats.attemptsInOutage++
+			if r.slots[ev.id].attempt == 1 {
+				r.stats.firstInOutage++
+			}
+		}
+		e.after(e.normal(m.hop, m.hopSD), callArrive, ev.id, 0)
+	case callArrive:
+		ok := int64(0)
+		if r.serve(e.elapsed()) {
+			ok = 1
+		}
+		e.after(e.normal(m.hop, m.hopSD), callReply, ev.id, ok)
+	case callReply:
+		r.reply(e, ev.id, ev.arg == 1)
+	}
+}
+
+func (r *callRun) alloc() int32 {
+	if n := len(r.free); n > 0 {
+		id := r.free[n-1]
+		r.free = r.free[:n-1]
+		return id
+	}
+	r.slots = append(r.slots, callSlot{})
+	return int32(len(r.slots) - 1)
+}
+
+func (r *callRun) start(e *engine, id int32) {
+	r.slots[id] = callSlot{attempt: 1}
+	e.after(0, callSend, id, 0)
+}
+
+// serve reports whether the dependency answers a request arriving at t
+// with success: it is up and has capacity left.
+func (r *callRun) serve(t time.Duration) bool {
+	m := r.m
+	if t >= m.downFrom && t < m.downTo {
+		return false
+	}
+	if m.capacity <= 0 {
+		return true
+	}
+	// A token bucket holding a tenth of a second's capacity.
+	burst := m.capacity / 10
+	r.tokens = min(burst, r.tokens+m.capacity*(t-r.refill).Seconds())
+	r.refill = t
+	if r.tokens < 1 {
+		return false
+	}
+	r.tokens--
+	return true
+}
+
+func (r *callRun) reply(e *engine, id int32, ok bool) {
+	s := &r.slots[id]
+	if ok {
+		r.budget.Record(budget.Attempt{N: s.attempt, Charged: s.charged})
+		r.stats.succeeded++
+		r.stats.good[e.elapsed()/r.m.bucket]++
+		r.end(e, id)
+		return
+	}
+	err := errDown
+	if t := e.elapsed(); t < r.m.downFrom || t >= r.m.downTo {
+		err = errOverloaded
+	}
+	d := r.policy.Decide(retry.Step{Attempt: s.attempt, Err: err, Now: e.Now(), Prev: s.prev,
+		Charged: s.charged, Rand: e.u64()})
+	if d.Reason != nil {
+		if d.Reason == retry.ErrBudgetExhausted {
+			r.stats.budgetOut++
+		}
+		r.end(e, id)
+		return
+	}
+	s.attempt++
+	s.prev, s.charged = d.Delay, d.Class
+	e.after(d.Delay, callSend, id, 0)
+}
+
+// end finishes slot id's call: a closed client thinks and calls again; an
+// open stream's slot is freed.
+func (r *callRun) end(e *engine, id int32) {
+	r.stats.calls++
+	if r.m.closed {
+		e.after(e.exp(r.m.think), callStart, id, 0)
+		return
+	}
+	r.free = append(r.free, id)
+}

@@ -1,0 +1,307 @@
+package sim
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+)
+
+const (
+	brookerBackoffFor = `Brooker, "What is Backoff For?", 2022, https://brooker.co.za/blog/2022/08/11/backoff.html`
+	builders          = `Brooker, "Timeouts, retries, and backoff with jitter", Amazon Builders' Library, 2019, https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/`
+)
+
+func init() { register(outageScenario{}) }
+
+// OutageParams are the parameters of the outage scenario.
+type OutageParams struct {
+	// Clients is the closed population's size (--clients).
+	Clients int
+	// Think is a closed client's mean pause between calls (--think).
+	Think time.Duration
+	// Rate is the open stream's arrivals per second (--rate).
+	Rate float64
+	// Capacity is the requests per second the dependency serves when up;
+	// it sheds the rest (--capacity).
+	Capacity float64
+	// Before, Down and After are the healthy time before the outage, the
+	// outage, and the time observed after it (--before, --down, --after).
+	Before, Down, After time.Duration
+	// Attempts, Base and Cap shape the retry policies compared
+	// (--attempts, --base, --cap); the fixed policy waits FixedDelay
+	// (--fixed).
+	Attempts   int
+	Base, Cap  time.Duration
+	FixedDelay time.Duration
+	// Hop is the mean one-way network delay (--hop).
+	Hop time.Duration
+}
+
+func defaultOutageParams() *OutageParams {
+	return &OutageParams{Clients: 1000, Think: 50 * time.Millisecond, Rate: 10000, Capacity: 20000,
+		Before: 10 * time.Second, Down: 30 * time.Second, After: 60 * time.Second,
+		Attempts: 8, Base: 100 * time.Millisecond, Cap: 10 * time.Second, FixedDelay: time.Second,
+		Hop: 10 * time.Millisecond}
+}
+
+// Register implements Params.
+func (p *OutageParams) Register(fs *flag.FlagSet) {
+	fs.IntVar(&p.Clients, "clients", p.Clients, "closed population: number of clients")
+	fs.DurationVar(&p.Think, "think", p.Think, "closed population: mean think time between calls")
+	fs.Float64Var(&p.Rate, "rate", p.Rate, "open stream: calls arriving per second")
+	fs.Float64Var(&p.Capacity, "capacity", p.Capacity, "requests per second the dependency serves when up")
+	fs.DurationVar(&p.Before, "before", p.Before, "healthy time before the outage")
+	fs.DurationVar(&p.Down, "down", p.Down, "length of the outage")
+	fs.DurationVar(&p.After, "after", p.After, "time observed after the outage")
+	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per call, counting the first")
+	fs.DurationVar(&p.Base, "base", p.Base, "backoff base")
+	fs.DurationVar(&p.Cap, "cap", p.Cap, "backoff cap")
+	fs.DurationVar(&p.FixedDelay, "fixed", p.FixedDelay, "delay of the fixed policy")
+	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean one-way network delay")
+}
+
+// Validate implements Params.
+func (p *OutageParams) Validate() error {
+	checks := []error{
+		checkPositive("clients", p.Clients), checkAtMost("clients", p.Clients, 1000000),
+		checkPositive("think", p.Think), checkPositive("rate", p.Rate),
+		checkPositive("capacity", p.Capacity), checkPositive("before", p.Before),
+		checkPositive("down", p.Down), checkPositive("after", p.After),
+		checkPositive("attempts", p.Attempts), checkPositive("base", p.Base),
+		checkPositive("cap", p.Cap), checkPositive("fixed", p.FixedDelay), checkPositive("hop", p.Hop),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case p.Rate > 1e6:
+		return invalid("rate", "%v is above the limit of 1000000", p.Rate)
+	case p.Base > p.Cap:
+		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
+	case p.Before < time.Second:
+		return invalid("before", "%v is under 1s: the baseline needs a second of healthy load", p.Before)
+	case p.Before+p.Down+p.After > time.Hour:
+		return invalid("after", "--before, --down and --after add up to more than an hour")
+	}
+	return nil
+}
+
+// Values implements Params.
+func (p *OutageParams) Values() map[string]any {
+	return map[string]any{"clients": p.Clients, "think": p.Think.String(), "rate": p.Rate,
+		"capacity": p.Capacity, "before": p.Before.String(), "down": p.Down.String(),
+		"after": p.After.String(), "attempts": p.Attempts, "base": p.Base.String(),
+		"cap": p.Cap.String(), "fixed": p.FixedDelay.String(), "hop": p.Hop.String()}
+}
+
+// Quick implements Params: a fifth of the clients, arrivals and capacity
+// (the same ratios), observed for 30 s after the outage.
+func (p *OutageParams) Quick() {
+	p.Clients, p.Rate, p.Capacity = p.Clients/5, p.Rate/5, p.Capacity/5
+	p.After = 30 * time.Second
+}
+
+func (p *OutageParams) model(closed bool) *callModel {
+	return &callModel{closed: closed, clients: p.Clients, think: p.Think, rate: p.Rate,
+		hop: p.Hop, hopSD: p.Hop / 5, capacity: p.Capacity,
+		downFrom: p.Before, downTo: p.Before + p.Down, end: p.Before + p.Down + p.After,
+		bucket: 100 * time.Millisecond}
+}
+
+// policies are the strategies compared, in table order.
+func (p *OutageParams) policies() []policySpec {
+	return []policySpec{
+		{name: "no backoff", attempts: p.Attempts, sched: immediate(), budget: budgetNone},
+		{name: "fixed " + p.FixedDelay.String(), attempts: p.Attempts, sched: fixed(p.FixedDelay), budget: budgetNone},
+		{name: "exponential", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.None), budget: budgetNone},
+		{name: "full jitter", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone},
+		{name: "full jitter + budget", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetToken},
+	}
+}
+
+type outageScenario struct{}
+
+func (outageScenario) Name() string { return "outage" }
+func (outageScenario) Describe() string {
+	return "1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, for a closed population and an open stream (Brooker 2019, 2022)"
+}
+func (outageScenario) Population() string { return "closed and open" }
+func (outageScenario) Params() Params     { return defaultOutageParams() }
+
+func (outageScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
+	p, ok := ps.(*OutageParams)
+	if !ok {
+		return nil, fmt.Errorf("%w: outage got %T", ErrInvalidParams, ps)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	res, _, err := runOutage(ctx, p, p.policies(), o)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// outageRow is what one (population, policy) run measured.
+type outageRow struct {
+	population string
+	policy     string
+	baseline   float64 // offered load before the outage, per second
+	peak       float64 // highest offered load in a 100 ms bucket, per second
+	during     float64 // mean offered load during the outage, per second
+	pulse      float64 // peak over mean offered load during the outage
+	amp        float64 // attempts per call during the outage
+	recover    float64 // seconds after the return until goodput is back; -1 if never
+	failed     int64
+	success    float64 // share of ended calls that succeeded
+	load       []float64
+}
+
+// runOutage runs every policy against both populations and builds the
+// outage table; it returns the rows too, for what-if.
+func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options) (*Result, []outageRow, error) {
+	pops := []bool{true, false}
+	type out struct {
+		st  *callStats
+		err error
+	}
+	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
+		m := p.model(pops[i/len(specs)])
+		st, err := runCalls(o.Seed, uint64(i), m, &specs[i%len(specs)])
+		return out{st, err}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &Result{Scenario: "outage", Population: "closed and open", Params: p.Values(),
+		Columns: []string{"population", "policy", "baseline_rps", "outage_rps", "peak_rps", "peak_x", "pulse",
+			"amplification", "recover_s", "failed", "success_pct"}}
+	var rows []outageRow
+	charts := []Chart{
+		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second"},
+		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second"},
+	}
+	for i, ot := range outs {
+		if ot.err != nil {
+			return nil, nil, ot.err
+		}
+		pop := "closed"
+		if !pops[i/len(specs)] {
+			pop = "open"
+		}
+		r := measureOutage(p, pop, specs[i%len(specs)].name, ot.st)
+		rows = append(rows, r)
+		res.Rows = append(res.Rows, Row{"population": pop, "policy": r.policy,
+			"baseline_rps": round(r.baseline, 0), "outage_rps": round(r.during, 0), "peak_rps": round(r.peak, 0), "peak_x": round(r.peak/r.baseline, 2),
+			"pulse": round(r.pulse, 2), "amplification": round(r.amp, 2), "recover_s": round(r.recover, 1),
+			"failed": r.failed, "success_pct": round(100*r.success, 2)})
+		xs := make([]float64, len(r.load))
+		for b := range xs {
+			xs[b] = round(float64(b)*0.1, 1)
+		}
+		c := &charts[i/len(specs)]
+		c.Series = append(c.Series, Series{Name: r.policy, X: xs, Y: r.load})
+	}
+	res.Charts = charts
+	res.Claims = outageClaims(rows, len(specs))
+	return res, rows, nil
+}
+
+// measureOutage reduces a run's statistics to a row. Buckets are 100 ms.
+func measureOutage(p *OutageParams, pop, policy string, st *callStats) outageRow {
+	const perSec = 10 // buckets per second
+	b0 := int(time.Second / (100 * time.Millisecond))
+	down, up := int(p.Before/(100*time.Millisecond)), int((p.Before+p.Down)/(100*time.Millisecond))
+	n := int((p.Before + p.Down + p.After) / (100 * time.Millisecond))
+	r := outageRow{population: pop, policy: policy, failed: st.calls - st.succeeded, recover: -1}
+	var baseLoad, baseGood int64
+	for b := b0; b < down; b++ {
+		baseLoad += st.load[b]
+		baseGood += st.good[b]
+	}
+	secs := float64(down-b0) / perSec
+	r.baseline = float64(baseLoad) / secs
+	goodPerSec := float64(baseGood) / secs
+	r.load = make([]float64, n)
+	// Pulses: the highest bucket over the mean, in the outage after its
+	// first two seconds (every policy answers the onset with one wave of
+	// first retries).
+	var outLoad, settled int64
+	from := min(down+2*perSec, up-1)
+	for b := range n {
+		r.load[b] = float64(st.load[b] * perSec)
+		r.peak = max(r.peak, r.load[b])
+		if b >= down && b < up {
+			outLoad += st.load[b]
+		}
+		if b >= from && b < up {
+			settled += st.load[b]
+			r.pulse = max(r.pulse, float64(st.load[b]))
+		}
+	}
+	r.during = float64(outLoad) / (float64(up-down) / perSec)
+	if settled > 0 {
+		r.pulse /= float64(settled) / float64(up-from)
+	}
+	if st.firstInOutage > 0 {
+		r.amp = float64(st.attemptsInOutage) / float64(st.firstInOutage)
+	}
+	// Recovered: the first second after the return in which as many calls
+	// succeed as in an average healthy second (95% of it).
+	for b := up; b+perSec <= n; b++ {
+		var g int64
+		for k := b; k < b+perSec; k++ {
+			g += st.good[k]
+		}
+		if float64(g) >= 0.95*goodPerSec {
+			r.recover = float64(b-up) / perSec
+			break
+		}
+	}
+	if st.calls > 0 {
+		r.success = float64(st.succeeded) / float64(st.calls)
+	}
+	return r
+}
+
+// outageClaims checks the published claims against rows laid out as
+// closed policies then open policies, each in p.policies() order.
+func outageClaims(rows []outageRow, n int) []Claim {
+	if n != 5 || len(rows) != 10 {
+		return nil // a what-if table: its own claims
+	}
+	const none, fixd, exp, full, budg = 0, 1, 2, 3, 4
+	c, op := rows[:n], rows[n:]
+	return []Claim{
+		{
+			Source:   brookerBackoffFor,
+			Claim:    "backoff protects a dependency from a closed population: full jitter offers far less load during the outage than no backoff",
+			Measured: fmt.Sprintf("closed: mean load during the outage %.0f/s with full jitter vs %.0f/s without backoff (%.0f/s before it)", c[full].during, c[none].during, c[none].baseline),
+			Holds:    c[full].during < c[none].during/2,
+		},
+		{
+			Source:   builders,
+			Claim:    "fixed or un-jittered delays turn an outage into pulses; jitter spreads them out",
+			Measured: fmt.Sprintf("closed, peak over mean load in the outage after its first 2 s: fixed %.1f, exponential %.1f, full jitter %.1f", c[fixd].pulse, c[exp].pulse, c[full].pulse),
+			Holds:    c[fixd].pulse > 2*c[full].pulse && c[exp].pulse > 2*c[full].pulse,
+		},
+		{
+			Source:   brookerBackoffFor,
+			Claim:    "an open stream is not protected by backoff: with full jitter it still offers about as many attempts per call as with no backoff",
+			Measured: fmt.Sprintf("open: attempts per call during the outage %.2f with full jitter vs %.2f without backoff", op[full].amp, op[none].amp),
+			Holds:    op[full].amp > 0.8*op[none].amp,
+		},
+		{
+			Source:   brookerBackoffFor,
+			Claim:    "a retry budget bounds an open stream's load where backoff cannot",
+			Measured: fmt.Sprintf("open: attempts per call during the outage %.2f with a token-bucket budget vs %.2f without; peak %.0f/s vs %.0f/s", op[budg].amp, op[full].amp, op[budg].peak, op[full].peak),
+			Holds:    op[budg].amp < 1.2 && op[budg].amp < op[full].amp/2,
+		},
+	}
+}

@@ -1,0 +1,105 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+)
+
+// Budget kinds of a policySpec and of Policy.Budget.
+const (
+	budgetNone  = "none"
+	budgetToken = "token"
+	budgetRatio = "ratio"
+)
+
+// policySpec is a retry policy as a scenario runs it: what to build, not
+// the built objects, because every run builds its own policy and budget
+// on its own virtual clock.
+type policySpec struct {
+	name     string
+	attempts int
+	sched    backoff.Schedule
+	budget   string  // budgetNone, budgetToken or budgetRatio
+	ratio    float64 // share of requests for budgetRatio
+	noFloor  bool    // budgetRatio without its floor of retries per second
+	timeout  time.Duration
+}
+
+// specOf turns a user's Policy into a spec, applying its documented
+// defaults.
+func specOf(p Policy) (policySpec, error) {
+	s := policySpec{name: p.Name, attempts: p.Attempts, sched: p.Backoff, budget: p.Budget,
+		ratio: p.BudgetRatio, timeout: p.AttemptTimeout}
+	if s.name == "" {
+		s.name = "yours"
+	}
+	if s.attempts == 0 {
+		s.attempts = retry.DefaultMaxAttempts
+	}
+	if s.budget == "" {
+		s.budget = budgetToken
+	}
+	if s.ratio == 0 {
+		s.ratio = 0.1
+	}
+	switch {
+	case s.attempts < 0:
+		return s, fmt.Errorf("%w: policy %q: Attempts %d is negative", ErrInvalidParams, s.name, p.Attempts)
+	case s.budget != budgetNone && s.budget != budgetToken && s.budget != budgetRatio:
+		return s, fmt.Errorf("%w: policy %q: Budget %q is not none, token or ratio", ErrInvalidParams, s.name, p.Budget)
+	case !(s.ratio > 0 && s.ratio <= 1):
+		return s, fmt.Errorf("%w: policy %q: BudgetRatio %v is outside (0, 1]", ErrInvalidParams, s.name, p.BudgetRatio)
+	case p.AttemptTimeout < 0:
+		return s, fmt.Errorf("%w: policy %q: AttemptTimeout %v is negative", ErrInvalidParams, s.name, p.AttemptTimeout)
+	}
+	if err := s.sched.Validate(); err != nil {
+		return s, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.name, err)
+	}
+	return s, nil
+}
+
+// build returns the run's own retry.Policy and the budget inside it, which
+// the model tells about successes (retry.Policy.Decide tells it about
+// failures). now is the run's virtual clock.
+func (s *policySpec) build(now func() time.Time) (*retry.Policy, budget.Budget, error) {
+	b, err := s.newBudget(now)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := retry.New(retry.Config{MaxAttempts: s.attempts, Backoff: s.sched, Budget: b,
+		AttemptTimeout: s.timeout})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.name, err)
+	}
+	return p, b, nil
+}
+
+func (s *policySpec) newBudget(now func() time.Time) (budget.Budget, error) {
+	switch s.budget {
+	case budgetToken:
+		return budget.NewTokenBucket(budget.TokenBucketConfig{})
+	case budgetRatio:
+		return budget.NewRatio(budget.RatioConfig{Ratio: s.ratio, NoFloor: s.noFloor, Now: now})
+	default:
+		return budget.Unlimited, nil
+	}
+}
+
+// Standard schedules of the scenarios.
+
+// immediate retries back to back: no backoff at all.
+func immediate() backoff.Schedule { return backoff.Schedule{Immediate: true} }
+
+// fixed waits exactly d before every retry.
+func fixed(d time.Duration) backoff.Schedule {
+	return backoff.Schedule{Base: d, ThrottledBase: d, Cap: d, Constant: true, Jitter: backoff.None}
+}
+
+// exponential is capped exponential backoff with jitter j.
+func exponential(base, cap time.Duration, j backoff.Jitter) backoff.Schedule {
+	return backoff.Schedule{Base: base, ThrottledBase: base, Cap: cap, Jitter: j}
+}

@@ -1,0 +1,288 @@
+package sim
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+)
+
+const (
+	sreCascading = `Google SRE book, ch. 22 "Addressing Cascading Failures", https://sre.google/sre-book/addressing-cascading-failures/`
+	sreOverload  = `Google SRE book, ch. 21 "Handling Overload", https://sre.google/sre-book/handling-overload/`
+	awsRetry     = `AWS SDKs and Tools Reference Guide, "Retry behavior" (standard mode), https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html`
+)
+
+func init() { register(stormScenario{}) }
+
+// StormParams are the parameters of the storm scenario.
+type StormParams struct {
+	// Rate is the open stream's calls per second (--rate).
+	Rate float64
+	// Clients and Think are the closed population's size and mean think
+	// time (--clients, --think).
+	Clients int
+	Think   time.Duration
+	// Attempts lists the attempt limits swept without a budget
+	// (--attempts); the budgeted rows use the largest.
+	Attempts []int
+	// Ratio is the ratio budget's share (--ratio).
+	Ratio float64
+	// Duration is the length of each run (--duration); load is measured
+	// over its second half, when the budgets' windows are full.
+	Duration time.Duration
+	// Hop is the mean one-way network delay (--hop).
+	Hop time.Duration
+}
+
+func defaultStormParams() *StormParams {
+	return &StormParams{Rate: 100, Clients: 100, Think: time.Second, Attempts: []int{1, 2, 3, 4, 5},
+		Ratio: 0.1, Duration: 60 * time.Second, Hop: 10 * time.Millisecond}
+}
+
+// Register implements Params.
+func (p *StormParams) Register(fs *flag.FlagSet) {
+	fs.Float64Var(&p.Rate, "rate", p.Rate, "open stream: calls arriving per second")
+	fs.IntVar(&p.Clients, "clients", p.Clients, "closed population: number of clients")
+	fs.DurationVar(&p.Think, "think", p.Think, "closed population: mean think time between calls")
+	fs.Var((*intList)(&p.Attempts), "attempts", "comma-separated attempt limits to sweep")
+	fs.Float64Var(&p.Ratio, "ratio", p.Ratio, "ratio budget: share of requests that may be retried")
+	fs.DurationVar(&p.Duration, "duration", p.Duration, "length of each run")
+	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean one-way network delay")
+}
+
+// Validate implements Params.
+func (p *StormParams) Validate() error {
+	for _, err := range []error{
+		checkPositive("rate", p.Rate), checkPositive("clients", p.Clients),
+		checkAtMost("clients", p.Clients, 1000000), checkPositive("think", p.Think),
+		checkPositive("ratio", p.Ratio), checkFraction("ratio", p.Ratio),
+		checkPositive("duration", p.Duration), checkPositive("hop", p.Hop),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if len(p.Attempts) == 0 {
+		return invalid("attempts", "the list is empty")
+	}
+	for _, a := range p.Attempts {
+		if err := checkPositive("attempts", a); err != nil {
+			return err
+		}
+		if err := checkAtMost("attempts", a, 100); err != nil {
+			return err
+		}
+	}
+	switch {
+	case p.Rate > 1e5:
+		return invalid("rate", "%v is above the limit of 100000", p.Rate)
+	case p.Duration < 2*time.Second:
+		return invalid("duration", "%v is under 2s", p.Duration)
+	case p.Duration > time.Hour:
+		return invalid("duration", "%v is over an hour", p.Duration)
+	}
+	return nil
+}
+
+// Values implements Params.
+func (p *StormParams) Values() map[string]any {
+	return map[string]any{"rate": p.Rate, "clients": p.Clients, "think": p.Think.String(),
+		"attempts": append([]int(nil), p.Attempts...), "ratio": p.Ratio,
+		"duration": p.Duration.String(), "hop": p.Hop.String()}
+}
+
+// Quick implements Params: the runs are already small; it shortens them to
+// 40 s.
+func (p *StormParams) Quick() { p.Duration = 40 * time.Second }
+
+func (p *StormParams) model(closed bool) *callModel {
+	return &callModel{closed: closed, clients: p.Clients, think: p.Think, rate: p.Rate,
+		hop: p.Hop, hopSD: p.Hop / 5, downFrom: 0, downTo: p.Duration, end: p.Duration,
+		bucket: 100 * time.Millisecond}
+}
+
+// policies: the attempt sweep without a budget, then the largest attempt
+// limit with a ratio budget and with a token bucket. Every policy uses the
+// default schedule (full jitter, 50 ms base).
+func (p *StormParams) policies() []policySpec {
+	var specs []policySpec
+	for _, a := range p.Attempts {
+		specs = append(specs, policySpec{name: fmt.Sprintf("%d attempts", a), attempts: a, budget: budgetNone})
+	}
+	top := slices.Max(p.Attempts)
+	specs = append(specs,
+		policySpec{name: fmt.Sprintf("%d attempts + ratio %g", top, p.Ratio), attempts: top,
+			budget: budgetRatio, ratio: p.Ratio, noFloor: true},
+		policySpec{name: fmt.Sprintf("%d attempts + token bucket", top), attempts: top, budget: budgetToken})
+	for i := range specs {
+		specs[i].sched = backoff.Schedule{}
+	}
+	return specs
+}
+
+type stormScenario struct{}
+
+func (stormScenario) Name() string { return "storm" }
+func (stormScenario) Describe() string {
+	return "100 calls/s against a failing backend: each retry adds the whole stream again, a 10% ratio budget holds the load near 110/s and a token bucket near 100/s once empty (Google SRE book, ch. 21-22)"
+}
+func (stormScenario) Population() string { return "closed and open" }
+func (stormScenario) Params() Params     { return defaultStormParams() }
+
+// stormRow is what one (population, policy) run measured.
+type stormRow struct {
+	population string
+	policy     string
+	attempts   int
+	budget     string
+	load       float64 // attempts per second over the second half
+	early      float64 // attempts per second over the first second
+	amp        float64 // attempts per call
+	success    float64
+}
+
+func (stormScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
+	p, ok := ps.(*StormParams)
+	if !ok {
+		return nil, fmt.Errorf("%w: storm got %T", ErrInvalidParams, ps)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	res, _, err := runStorm(ctx, p, p.policies(), o)
+	return res, err
+}
+
+// runStorm runs every policy against both populations; it returns the
+// rows too, for what-if.
+func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options) (*Result, []stormRow, error) {
+	pops := []bool{false, true}
+	type out struct {
+		st  *callStats
+		err error
+	}
+	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
+		st, err := runCalls(o.Seed, uint64(i), p.model(pops[i/len(specs)]), &specs[i%len(specs)])
+		return out{st, err}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &Result{Scenario: "storm", Population: "closed and open", Params: p.Values(),
+		Columns: []string{"population", "policy", "attempts", "budget", "load_rps", "first_s_rps", "amplification", "success_pct"}}
+	var rows []stormRow
+	half := int(p.Duration/(100*time.Millisecond)) / 2
+	for i, ot := range outs {
+		if ot.err != nil {
+			return nil, nil, ot.err
+		}
+		st, spec := ot.st, specs[i%len(specs)]
+		r := stormRow{population: "open", policy: spec.name, attempts: spec.attempts, budget: spec.budget}
+		if pops[i/len(specs)] {
+			r.population = "closed"
+		}
+		var late, early int64
+		for b, n := range st.load {
+			if b >= half && b < 2*half {
+				late += n
+			}
+			if b < 10 {
+				early += n
+			}
+		}
+		r.load = float64(late) / (float64(half) / 10)
+		r.early = float64(early)
+		if st.calls > 0 {
+			r.amp = float64(st.attempts) / float64(st.calls)
+			r.success = float64(st.succeeded) / float64(st.calls)
+		}
+		rows = append(rows, r)
+		res.Rows = append(res.Rows, Row{"population": r.population, "policy": r.policy,
+			"attempts": r.attempts, "budget": r.budget, "load_rps": round(r.load, 1),
+			"first_s_rps": round(r.early, 1), "amplification": round(r.amp, 2),
+			"success_pct": round(100*r.success, 2)})
+	}
+	chart := Chart{Name: "storm_load", Title: "Load on a failing backend by attempt limit",
+		XLabel: "attempts per call", YLabel: "attempts per second"}
+	for _, pop := range []string{"open", "closed"} {
+		s := Series{Name: pop}
+		for _, r := range rows {
+			if r.population == pop && r.budget == budgetNone {
+				s.X = append(s.X, float64(r.attempts))
+				s.Y = append(s.Y, round(r.load, 1))
+			}
+		}
+		chart.Series = append(chart.Series, s)
+	}
+	res.Charts = []Chart{chart}
+	res.Claims = stormClaims(p, rows, len(specs))
+	return res, rows, nil
+}
+
+// stormClaims checks rows laid out as open policies then closed policies,
+// each in p.policies() order.
+func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
+	na := len(p.Attempts)
+	if n != na+2 {
+		return nil
+	}
+	open, closed := rows[:n], rows[n:]
+	var claims []Claim
+	if i := slices.Index(p.Attempts, 2); i >= 0 {
+		claims = append(claims, Claim{
+			Source:   sreCascading,
+			Claim:    fmt.Sprintf("one retry doubles the load on a failing backend: %.0f/s becomes %.0f/s", p.Rate, 2*p.Rate),
+			Measured: fmt.Sprintf("open stream, 2 attempts: %.1f/s", open[i].load),
+			Holds:    within(open[i].load, 2*p.Rate, 0.05),
+		})
+	}
+	growing := true
+	var loads []string
+	for i := range na {
+		loads = append(loads, fmt.Sprintf("%d: %.0f/s", open[i].attempts, open[i].load))
+		if i > 0 && (open[i].attempts > open[i-1].attempts) != (open[i].load > open[i-1].load) {
+			growing = false
+		}
+	}
+	top := slices.Max(p.Attempts)
+	claims = append(claims,
+		Claim{
+			Source:   sreCascading,
+			Claim:    "the load grows with every attempt allowed: attempts times the stream",
+			Measured: "open stream by attempts, " + fmt.Sprint(loads),
+			Holds:    growing && within(open[slices.Index(p.Attempts, top)].load, float64(top)*p.Rate, 0.05),
+		},
+		Claim{
+			Source:   sreOverload,
+			Claim:    fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
+			Measured: fmt.Sprintf("open stream, %d attempts with the ratio budget: %.1f/s", top, open[na].load),
+			Holds:    within(open[na].load, (1+p.Ratio)*p.Rate, 0.05),
+		},
+		Claim{
+			Source:   awsRetry,
+			Claim:    fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
+			Measured: fmt.Sprintf("open stream, %d attempts with the token bucket: %.1f/s (first second %.0f/s)", top, open[na+1].load, open[na+1].early),
+			Holds:    within(open[na+1].load, p.Rate, 0.03),
+		},
+	)
+	if i1 := slices.Index(p.Attempts, 1); i1 >= 0 && top > 1 {
+		it := slices.Index(p.Attempts, top)
+		grow := closed[it].load / closed[i1].load
+		claims = append(claims, Claim{
+			Source:   brookerBackoffFor,
+			Claim:    "a closed population limits itself: its load grows less than the attempts allowed, because retrying clients wait",
+			Measured: fmt.Sprintf("closed, %d attempts vs 1: load x%.2f (open stream x%.2f)", top, grow, open[it].load/open[i1].load),
+			Holds:    grow < 0.9*float64(top),
+		})
+	}
+	return claims
+}
+
+// within reports whether v is within frac of want.
+func within(v, want, frac float64) bool {
+	return v >= want*(1-frac) && v <= want*(1+frac)
+}

@@ -24,8 +24,9 @@ var ErrInvalidConfig = errors.New("retry: invalid config")
 // Config configures a [Policy]. The zero value is safe and is what most
 // callers want: 3 attempts (the first plus 2 retries), full jitter from a
 // 50 ms base (1 s after a throttling error) capped at 20 s, no per-attempt
-// timeout, server-directed delays honoured up to 30 s, and a single
-// attempt when the context says an outer layer already retries.
+// timeout, server-directed delays honoured up to 30 s, a single attempt
+// when the context says an outer layer already retries, and a retry
+// budget (a token bucket) of the Policy's own.
 type Config struct {
 	// MaxAttempts bounds the attempts of one call, counting the first:
 	// 3 means one attempt and up to two retries; 1 disables retries.
@@ -69,8 +70,12 @@ type Config struct {
 	Classify func(error) Class
 
 	// Budget is consulted before every retry and told about every attempt.
-	// Nil means no budget (every retry the other rules allow is made); to
-	// say so explicitly, use budget.Unlimited.
+	// Nil means a token bucket of its own with the AWS SDK standard-mode
+	// defaults (budget.TokenBucketConfig{}: 500 tokens, a retry costs 5, 10
+	// after a timeout, a first-attempt success puts 1 back), built by New,
+	// so each Policy, that is each dependency, has its own. Share one
+	// budget among Policies to pool them; use budget.Unlimited to opt out
+	// (every retry the other rules allow is made).
 	Budget budget.Budget
 
 	// Guards are consulted before every attempt, in order, and told how it

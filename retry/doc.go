@@ -29,6 +29,18 @@
 //  6. Withdraw a retry from the budget; an empty budget stops with
 //     [ErrBudgetExhausted].
 //
+// # Retry budget
+//
+// Backoff spreads retries out; a budget bounds how many there are. Config.
+// Budget nil means a token bucket of its own (budget.TokenBucket with the
+// AWS SDK standard-mode quota: 500 tokens, 5 per retry, 10 after a
+// timeout, 1 back per first-attempt success), so a Policy, built once per
+// dependency, stops retrying soon after that dependency starts failing
+// everything: against 100 calls per second that all fail, 3 attempts make
+// 300 attempts per second without a budget and about 100 with it
+// (TestStorm). Pass budget.Unlimited to opt out, or a budget.Ratio or
+// budget.GRPC for the other policies described in package budget.
+//
 // Every stop returns an [*Error] that wraps the reason and the last
 // attempt's error: errors.Is(err, retry.ErrAttemptsExhausted) and
 // errors.Is(err, io.ErrUnexpectedEOF) both work on the same value.

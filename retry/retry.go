@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -32,6 +33,16 @@ func New(cfg Config) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	b := cfg.Budget
+	if b == nil {
+		// A bucket of its own: one Policy per dependency, so one budget
+		// per dependency.
+		tb, err := budget.NewTokenBucket(budget.TokenBucketConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("%w: default budget: %w", ErrInvalidConfig, err)
+		}
+		b = tb
+	}
 	p := &Policy{
 		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
 		nestedAttempts: orDefault(cfg.NestedAttempts, DefaultNestedAttempts),
@@ -41,7 +52,7 @@ func New(cfg Config) (*Policy, error) {
 		maxServerDelay: orDefault(cfg.MaxServerDelay, DefaultMaxServerDelay),
 		serverJitter:   orDefault(cfg.ServerJitter, DefaultServerJitter),
 		classifier:     cfg.Classify,
-		budget:         cfg.Budget,
+		budget:         b,
 		onRetry:        cfg.OnRetry,
 		guards:         append([]Guard(nil), cfg.Guards...),
 		rand:           rand.Uint64,

@@ -141,6 +141,7 @@ type stormRow struct {
 	budget     string
 	load       float64 // attempts per second over the second half
 	early      float64 // attempts per second over the first second
+	peak       float64 // highest attempts per second in a 100 ms bucket
 	amp        float64 // attempts per call
 	success    float64
 }
@@ -193,6 +194,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 			if b < 10 {
 				early += n
 			}
+			r.peak = max(r.peak, float64(10*n))
 		}
 		r.load = float64(late) / (float64(half) / 10)
 		r.early = float64(early)

@@ -1,0 +1,329 @@
+package sim
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+)
+
+func init() { register(layersScenario{}) }
+
+// LayersParams are the parameters of the layers scenario.
+type LayersParams struct {
+	// Layers is the number of services in the chain that each call the
+	// next through a retry policy; the last calls the dependency
+	// (--layers).
+	Layers int
+	// Attempts is each layer's attempt limit (--attempts).
+	Attempts int
+	// Fail is the share of the dependency's answers that fail (--fail).
+	Fail float64
+	// Rate is the edge's requests per second and Duration how long they
+	// arrive (--rate, --duration).
+	Rate     float64
+	Duration time.Duration
+	// Ratio is the share of each layer's ratio budget (--ratio).
+	Ratio float64
+	// Hop is the one-way delay between layers (--hop).
+	Hop time.Duration
+}
+
+func defaultLayersParams() *LayersParams {
+	return &LayersParams{Layers: 3, Attempts: 4, Fail: 1, Rate: 100, Duration: 30 * time.Second,
+		Ratio: 0.1, Hop: time.Millisecond}
+}
+
+// Register implements Params.
+func (p *LayersParams) Register(fs *flag.FlagSet) {
+	fs.IntVar(&p.Layers, "layers", p.Layers, "services in the chain, each retrying its call to the next")
+	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per call at each layer, counting the first")
+	fs.Float64Var(&p.Fail, "fail", p.Fail, "share of the dependency's answers that fail")
+	fs.Float64Var(&p.Rate, "rate", p.Rate, "requests per second at the edge")
+	fs.DurationVar(&p.Duration, "duration", p.Duration, "how long requests arrive")
+	fs.Float64Var(&p.Ratio, "ratio", p.Ratio, "share of each layer's ratio budget")
+	fs.DurationVar(&p.Hop, "hop", p.Hop, "one-way delay between layers")
+}
+
+// Validate implements Params.
+func (p *LayersParams) Validate() error {
+	for _, err := range []error{
+		checkPositive("layers", p.Layers), checkAtMost("layers", p.Layers, 6),
+		checkPositive("attempts", p.Attempts), checkAtMost("attempts", p.Attempts, 10),
+		checkFraction("fail", p.Fail), checkPositive("rate", p.Rate),
+		checkPositive("duration", p.Duration), checkPositive("ratio", p.Ratio),
+		checkFraction("ratio", p.Ratio), checkPositive("hop", p.Hop),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case math.Pow(float64(p.Attempts), float64(p.Layers)) > 1e5:
+		return invalid("attempts", "%d attempts over %d layers is more than 100000 attempts per request", p.Attempts, p.Layers)
+	case p.Rate*p.Duration.Seconds() > 1e5:
+		return invalid("rate", "--rate times --duration is more than 100000 requests")
+	case p.Duration < 2*time.Second:
+		return invalid("duration", "%v is under 2s", p.Duration)
+	}
+	return nil
+}
+
+// Values implements Params.
+func (p *LayersParams) Values() map[string]any {
+	return map[string]any{"layers": p.Layers, "attempts": p.Attempts, "fail": p.Fail, "rate": p.Rate,
+		"duration": p.Duration.String(), "ratio": p.Ratio, "hop": p.Hop.String()}
+}
+
+// Quick implements Params: 20 s of requests instead of 30 s.
+func (p *LayersParams) Quick() { p.Duration = 20 * time.Second }
+
+// layerModes are the configurations compared, in table order.
+var layerModes = []string{"every layer retries", "edge only", "every layer + ratio budget", "every layer + token bucket"}
+
+type layersScenario struct{}
+
+func (layersScenario) Name() string { return "layers" }
+func (layersScenario) Describe() string {
+	return "3 layers of 4 attempts send 64 attempts per request to a failing dependency; retrying at the edge only sends 4, and a budget per layer caps the product (Google SRE book, ch. 22)"
+}
+func (layersScenario) Population() string { return "open" }
+func (layersScenario) Params() Params     { return defaultLayersParams() }
+
+type layersOut struct {
+	requests, bottom, ok int64
+	load                 []int64 // dependency attempts per 100 ms
+	err                  error
+}
+
+func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
+	p, ok := ps.(*LayersParams)
+	if !ok {
+		return nil, fmt.Errorf("%w: layers got %T", ErrInvalidParams, ps)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	outs, err := sweep(ctx, o, len(layerModes), func(i int) layersOut {
+		return runLayers(o.Seed, uint64(i), p, i)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: "layers", Population: "open", Params: p.Values(),
+		Columns: []string{"mode", "requests", "dependency_attempts", "amplification", "late_amplification", "success_pct"}}
+	amp := make([]float64, len(outs))
+	late := make([]float64, len(outs))
+	chart := Chart{Name: "layers_load", Title: "Attempts reaching the dependency", XLabel: "time (s)", YLabel: "attempts per second"}
+	half := int(p.Duration/(100*time.Millisecond)) / 2
+	for i, out := range outs {
+		if out.err != nil {
+			return nil, out.err
+		}
+		amp[i] = float64(out.bottom) / float64(out.requests)
+		var n int64
+		for b := half; b < 2*half; b++ {
+			n += out.load[b]
+		}
+		late[i] = float64(n) / (float64(half) / 10) / p.Rate
+		res.Rows = append(res.Rows, Row{"mode": layerModes[i], "requests": out.requests,
+			"dependency_attempts": out.bottom, "amplification": round(amp[i], 2),
+			"late_amplification": round(late[i], 2), "success_pct": round(100*float64(out.ok)/float64(out.requests), 2)})
+		s := Series{Name: layerModes[i]}
+		for b := 0; b < 2*half; b++ {
+			s.X = append(s.X, round(float64(b)/10, 1))
+			s.Y = append(s.Y, float64(10*out.load[b]))
+		}
+		chart.Series = append(chart.Series, s)
+	}
+	res.Charts = []Chart{chart}
+	every, edge := expectedAttempts(p, false), expectedAttempts(p, true)
+	budgeted := math.Pow(1+p.Ratio, float64(p.Layers))
+	res.Claims = []Claim{
+		{
+			Source:   sreCascading,
+			Claim:    fmt.Sprintf("retries multiply across layers: %d layers of %d attempts send %.4g attempts per request to the dependency", p.Layers, p.Attempts, every),
+			Measured: fmt.Sprintf("%.2f attempts per request", amp[0]),
+			Holds:    within(amp[0], every, 0.05),
+		},
+		{
+			Source:   sreCascading,
+			Claim:    fmt.Sprintf("retrying at the edge only sends %.4g", edge),
+			Measured: fmt.Sprintf("%.2f attempts per request (inner layers decide with retry.Step.Nested)", amp[1]),
+			Holds:    within(amp[1], edge, 0.05),
+		},
+		{
+			Source:   sreOverload,
+			Claim:    fmt.Sprintf("a %g%% ratio budget at each layer caps the product near (1+%g)^%d = %.2f", 100*p.Ratio, p.Ratio, p.Layers, budgeted),
+			Measured: fmt.Sprintf("%.2f attempts per request over the run's second half", late[2]),
+			Holds:    p.Fail < 1 || within(late[2], budgeted, 0.1),
+		},
+		{
+			Source:   awsRetry,
+			Claim:    "a token bucket at each layer stops retries once empty: one attempt per request reaches the dependency",
+			Measured: fmt.Sprintf("%.2f attempts per request over the run's second half (%.2f over the whole run)", late[3], amp[3]),
+			Holds:    p.Fail < 1 || within(late[3], 1, 0.05),
+		},
+	}
+	return res, nil
+}
+
+// expectedAttempts is the expected number of dependency attempts per edge
+// request when every attempt fails independently with probability Fail:
+// a layer making up to a attempts of a call that succeeds with
+// probability s and costs c makes c*(1-(1-s)^a)/s, and succeeds with
+// probability 1-(1-s)^a.
+func expectedAttempts(p *LayersParams, edgeOnly bool) float64 {
+	s, c := 1-p.Fail, 1.0
+	for l := p.Layers - 1; l >= 0; l-- {
+		a := p.Attempts
+		if edgeOnly && l > 0 {
+			a = retry.DefaultNestedAttempts
+		}
+		f := 1 - s
+		n := float64(a)
+		if s > 0 {
+			n = (1 - math.Pow(f, float64(a))) / s
+		}
+		c *= n
+		s = 1 - math.Pow(f, float64(a))
+	}
+	return c
+}
+
+// Events of the layers model.
+const (
+	layArrival int32 = iota // the next request reaches the edge
+	layAttempt              // call id starts an attempt
+	layDone                 // call id's attempt ended; arg is 1 for success
+)
+
+// layCall is one call at one layer: the edge's call to the second layer,
+// or a layer's call to the next, or the last layer's call to the
+// dependency.
+type layCall struct {
+	layer   int
+	parent  int32 // -1 for the edge
+	attempt int
+	prev    time.Duration
+	charged retry.Class
+}
+
+type layersRun struct {
+	p        *LayersParams
+	mode     int
+	policies []*retry.Policy
+	budgets  []budget.Budget
+	calls    []layCall
+	free     []int32
+	out      layersOut
+}
+
+func runLayers(seed, stream uint64, p *LayersParams, mode int) layersOut {
+	e := newEngine(seed, stream)
+	r := &layersRun{p: p, mode: mode}
+	for range p.Layers {
+		var b budget.Budget = budget.Unlimited
+		var err error
+		switch mode {
+		case 2:
+			b, err = budget.NewRatio(budget.RatioConfig{Ratio: p.Ratio, NoFloor: true, Now: e.Now})
+		case 3:
+			b, err = budget.NewTokenBucket(budget.TokenBucketConfig{})
+		}
+		if err != nil {
+			return layersOut{err: err}
+		}
+		pol, err := retry.New(retry.Config{MaxAttempts: p.Attempts, Backoff: backoff.Schedule{}, Budget: b})
+		if err != nil {
+			return layersOut{err: err}
+		}
+		r.policies, r.budgets = append(r.policies, pol), append(r.budgets, b)
+	}
+	r.out.load = make([]int64, int(p.Duration/(100*time.Millisecond))+1)
+	e.after(0, layArrival, 0, 0)
+	e.run(r, -1)
+	return r.out
+}
+
+func (r *layersRun) newCall(layer int, parent int32) int32 {
+	c := layCall{layer: layer, parent: parent, attempt: 1}
+	if n := len(r.free); n > 0 {
+		id := r.free[n-1]
+		r.free = r.free[:n-1]
+		r.calls[id] = c
+		return id
+	}
+	r.calls = append(r.calls, c)
+	return int32(len(r.calls) - 1)
+}
+
+func (r *layersRun) handle(e *engine, ev event) {
+	switch ev.kind {
+	case layArrival:
+		r.out.requests++
+		e.after(0, layAttempt, r.newCall(0, -1), 0)
+		if next := e.elapsed() + time.Duration(float64(time.Second)/r.p.Rate); next < r.p.Duration {
+			e.at(next, layArrival, 0, 0)
+		}
+	case layAttempt:
+		c := r.calls[ev.id]
+		if c.layer < r.p.Layers-1 {
+			e.after(r.p.Hop, layAttempt, r.newCall(c.layer+1, ev.id), 0)
+			return
+		}
+		r.out.bottom++
+		if b := int(e.elapsed() / (100 * time.Millisecond)); b < len(r.out.load) {
+			r.out.load[b]++
+		}
+		ok := int64(0)
+		if e.float() >= r.p.Fail {
+			ok = 1
+		}
+		e.after(2*r.p.Hop, layDone, ev.id, ok)
+	case layDone:
+		r.done(e, ev.id, ev.arg == 1)
+	}
+}
+
+// done handles the end of call id's attempt: retry, or end the call and
+// report to the layer above.
+func (r *layersRun) done(e *engine, id int32, ok bool) {
+	c := &r.calls[id]
+	l := c.layer
+	if ok {
+		r.budgets[l].Record(budget.Attempt{N: c.attempt, Charged: c.charged})
+		r.finish(e, id, true)
+		return
+	}
+	d := r.policies[l].Decide(retry.Step{Attempt: c.attempt, Err: errDown, Nested: r.mode == 1 && l > 0,
+		Now: e.Now(), Prev: c.prev, Charged: c.charged, Rand: e.u64()})
+	if d.Reason != nil {
+		r.finish(e, id, false)
+		return
+	}
+	c.attempt++
+	c.prev, c.charged = d.Delay, d.Class
+	e.after(d.Delay, layAttempt, id, 0)
+}
+
+func (r *layersRun) finish(e *engine, id int32, ok bool) {
+	parent := r.calls[id].parent
+	r.free = append(r.free, id)
+	if parent < 0 {
+		if ok {
+			r.out.ok++
+		}
+		return
+	}
+	arg := int64(0)
+	if ok {
+		arg = 1
+	}
+	e.after(r.p.Hop, layDone, parent, arg)
+}

@@ -1,0 +1,241 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/unherd/unherd/internal/rolling"
+	"github.com/unherd/unherd/retry"
+)
+
+// Defaults applied to zero fields of [AdaptiveSettings], from the Google
+// SRE book, chapter 21 "Handling Overload", section "Client-Side
+// Throttling".
+const (
+	DefaultK             = 2.0
+	DefaultWindow        = 2 * time.Minute
+	DefaultWindowBuckets = 24 // 5 s each
+)
+
+// ErrThrottled is the local rejection of [Adaptive]: the call was not made
+// because the dependency has been accepting too few requests. The retry
+// loop wraps it in retry.ErrRejected and never retries it.
+var ErrThrottled = errors.New("throttle: rejected locally, dependency overloaded")
+
+// ErrInvalidSettings is wrapped by every error the constructors and
+// Validate methods return.
+var ErrInvalidSettings = errors.New("throttle: invalid settings")
+
+// AdaptiveSettings configures an [Adaptive] throttle. The zero value is the
+// SRE book's: K = 2 over a two-minute window.
+type AdaptiveSettings struct {
+	// K is the multiplier on accepts: calls are rejected locally with
+	// probability max(0, (requests - K*accepts) / (requests + 1)), so the
+	// client starts shedding once fewer than 1/K of its requests are
+	// accepted. Lower is more aggressive. Zero means DefaultK (2); it must
+	// be at least 1.
+	K float64
+
+	// Window is the rolling window over which requests and accepts are
+	// counted, split into WindowBuckets buckets that expire one at a
+	// time. Zero means DefaultWindow (2 minutes) and DefaultWindowBuckets
+	// (24).
+	Window        time.Duration
+	WindowBuckets int
+
+	// Accepted decides whether the dependency accepted an attempt. Nil
+	// means DefaultAccepted. Abandoned attempts never reach it: they count
+	// as neither a request nor an accept.
+	Accepted func(retry.Outcome) bool
+
+	// Now is the clock. Nil means time.Now. It is read only while
+	// rejecting and after attempts that were not accepted.
+	Now func() time.Time
+
+	// Rand supplies the draws for local rejections. Nil means
+	// math/rand/v2's global source. Draws happen under the throttle's
+	// lock, so a seeded source that is not safe for concurrent use is
+	// fine.
+	Rand rand.Source
+}
+
+// DefaultAccepted is the classifier used when AdaptiveSettings.Accepted is
+// nil. A success is accepted, and so is a Permanent error: the dependency
+// took the request and answered it (not found, invalid argument).
+// Throttled errors (the dependency asked for less traffic) and Timeouts
+// (it did not answer in time) are not. Transient errors are not accepted
+// either: in retry's classification they are 502s, 503s without pushback,
+// refused and reset connections, all answers of a dependency that could
+// not take the request. A caller whose transient errors are processed
+// requests (a 500 from a handler bug) can count them as accepted with a
+// custom classifier.
+func DefaultAccepted(o retry.Outcome) bool {
+	return o.Err == nil || o.Class == retry.Permanent
+}
+
+// Validate reports settings that cannot work, naming the field.
+func (s *AdaptiveSettings) Validate() error {
+	switch {
+	case s.K != 0 && !(s.K >= 1): // also rejects NaN
+		return fmt.Errorf("%w: K %v is below 1; use 0 for the default of %v", ErrInvalidSettings, s.K, DefaultK)
+	case s.Window < 0:
+		return fmt.Errorf("%w: Window %v is negative; use 0 for the default of %v", ErrInvalidSettings, s.Window, DefaultWindow)
+	case s.WindowBuckets < 0 || s.WindowBuckets > 1000:
+		return fmt.Errorf("%w: WindowBuckets %d is outside [0, 1000]", ErrInvalidSettings, s.WindowBuckets)
+	}
+	window := orDefault(s.Window, DefaultWindow)
+	if buckets := orDefault(s.WindowBuckets, DefaultWindowBuckets); window < time.Duration(buckets) {
+		return fmt.Errorf("%w: Window %v is shorter than %d ns (one per bucket)", ErrInvalidSettings, window, buckets)
+	}
+	return nil
+}
+
+// Adaptive is the client-side adaptive throttle of the Google SRE book: it
+// counts the requests it sees and the ones the dependency accepted over a
+// rolling window, and rejects calls locally with probability
+// max(0, (requests - K*accepts) / (requests + 1)). Locally rejected calls
+// count as requests, so as long as the dependency keeps refusing, the
+// rejection rate keeps rising; once it accepts again, the rate falls.
+//
+// It implements retry.Guard. The zero Adaptive is not usable; call
+// NewAdaptive. An Adaptive is safe for concurrent use.
+type Adaptive struct {
+	// threshold is the rejection probability scaled to 2^53; zero (the
+	// healthy case) means "admit without a draw, a lock or a clock read".
+	threshold atomic.Uint64
+	_         [64]byte // the lock's writes stay off the line read per call
+
+	mu       sync.Mutex
+	win      *rolling.Window // a = requests, b = accepts
+	k        float64
+	accepted func(retry.Outcome) bool
+	clock    func() time.Time
+	rand     func() uint64
+	epoch    time.Time
+}
+
+// NewAdaptive validates s and returns an Adaptive built from it.
+func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Adaptive{
+		win:      rolling.New(orDefault(s.Window, DefaultWindow), orDefault(s.WindowBuckets, DefaultWindowBuckets)),
+		k:        orDefault(s.K, DefaultK),
+		accepted: s.Accepted,
+		clock:    s.Now,
+		rand:     rand.Uint64,
+	}
+	if a.accepted == nil {
+		a.accepted = DefaultAccepted
+	}
+	if a.clock == nil {
+		a.clock = time.Now
+	}
+	if s.Rand != nil {
+		a.rand = s.Rand.Uint64
+	}
+	a.epoch = a.clock()
+	a.win.Reset(0)
+	return a, nil
+}
+
+// Admit asks to make a call, implementing retry.Guard; it returns
+// ErrThrottled to reject it locally. While the rejection probability is
+// zero it is one atomic load and one striped atomic add: no lock, no clock
+// read, no allocation. It never waits, so ctx is not used. The ticket is
+// always 0.
+func (a *Adaptive) Admit(ctx context.Context) (ticket uint64, err error) {
+	if a.threshold.Load() == 0 {
+		a.win.Add(1, 0)
+		return 0, nil
+	}
+	return 0, a.admitSlow(a.ns(a.clock()))
+}
+
+// AdmitAt is Admit at an explicit time instead of the clock's.
+func (a *Adaptive) AdmitAt(now time.Time) (ticket uint64, err error) {
+	if a.threshold.Load() == 0 {
+		a.win.Add(1, 0)
+		return 0, nil
+	}
+	return 0, a.admitSlow(a.ns(now))
+}
+
+func (a *Adaptive) admitSlow(now int64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	th := a.update(now)
+	a.win.AddAt(now, 1, 0) // a local rejection is a request too
+	if th != 0 && a.rand()>>11 < th {
+		return ErrThrottled
+	}
+	return nil
+}
+
+// Done reports how an admitted call ended, implementing retry.Guard. An
+// accepted call is one striped atomic add; one that was not accepted takes
+// the lock and reads the clock to update the rejection probability.
+func (a *Adaptive) Done(ticket uint64, o retry.Outcome) { a.done(o, false, time.Time{}) }
+
+// DoneAt is Done at an explicit time instead of the clock's.
+func (a *Adaptive) DoneAt(now time.Time, ticket uint64, o retry.Outcome) { a.done(o, true, now) }
+
+func (a *Adaptive) done(o retry.Outcome, haveNow bool, now time.Time) {
+	switch {
+	case o.Abandoned:
+		a.win.Add(-1, 0) // it said nothing about the dependency: not a request
+		return
+	case a.accepted(o):
+		a.win.Add(0, 1)
+		return
+	}
+	if !haveNow {
+		now = a.clock()
+	}
+	a.mu.Lock()
+	a.update(a.ns(now))
+	a.mu.Unlock()
+}
+
+// Probability returns the current local rejection probability, as of the
+// last time it was computed (after a call that was not accepted, and on
+// every call while it is above zero).
+func (a *Adaptive) Probability() float64 {
+	return float64(a.threshold.Load()) / (1 << 53)
+}
+
+// update folds the striped counts in, recomputes the rejection probability
+// at now and stores it. The caller holds a.mu.
+func (a *Adaptive) update(now int64) uint64 {
+	a.win.Fold(now)
+	req, acc := a.win.Sums(now)
+	th := threshold(req, acc, a.k)
+	a.threshold.Store(th)
+	return th
+}
+
+// threshold is the SRE book's rejection probability
+// max(0, (requests - K*accepts) / (requests + 1)), scaled to 2^53 so a
+// 53-bit uniform draw below it rejects. It is at most 2^53.
+func threshold(requests, accepts int64, k float64) uint64 {
+	p := (float64(requests) - k*float64(accepts)) / (float64(requests) + 1)
+	if !(p > 0) {
+		return 0
+	}
+	return uint64(p * (1 << 53))
+}
+
+func (a *Adaptive) ns(t time.Time) int64 { return int64(t.Sub(a.epoch)) }
+
+func orDefault[T int | time.Duration | float64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}

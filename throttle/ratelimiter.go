@@ -1,0 +1,142 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/unherd/unherd/retry"
+)
+
+// ErrRateLimited is the rejection of [RateLimiter] when waiting for a
+// send token would end after the caller's deadline: the call is not made
+// and the wait is not started.
+var ErrRateLimited = errors.New("throttle: send rate limit wait would pass the deadline")
+
+// RateLimiterSettings configures a [RateLimiter]. The zero value follows
+// the AWS SDKs' adaptive retry mode; the algorithm's constants are fixed
+// (see CubicScale and the others).
+type RateLimiterSettings struct {
+	// IsThrottle decides whether an outcome is a throttling response. Nil
+	// means an error classified Throttled (HTTP 429, gRPC
+	// RESOURCE_EXHAUSTED, anything marked with retry.MarkThrottled or
+	// retry.WithServerDelay).
+	IsThrottle func(retry.Outcome) bool
+
+	// Now is the clock. Nil means time.Now. It is read on every Admit once
+	// the limiter is enabled, and on every Done.
+	Now func() time.Time
+}
+
+// RateLimiter is the client-side rate limiter of the AWS SDKs' "adaptive"
+// retry mode: a token bucket, one token per attempt, whose fill rate
+// follows CUBIC. A throttling response cuts the rate to 0.7 times what the
+// client was sending; successes let it grow back along a cubic curve,
+// never above twice the measured send rate and never below 0.5 tokens per
+// second. The bucket does nothing until the first throttling response, so
+// a client that is never throttled is never delayed.
+//
+// Unlike the other guards it delays calls instead of failing them: Admit
+// waits for a token, honouring ctx, and rejects only if the wait would end
+// after ctx's deadline (ErrRateLimited) or ctx ends during it (the
+// context's cause). Nothing enables it by default; add it to
+// retry.Config.Guards.
+//
+// It implements retry.Guard. The zero RateLimiter is not usable; call
+// NewRateLimiter. A RateLimiter is safe for concurrent use. Every Done
+// takes its lock and reads the clock: it costs more than Adaptive, in
+// exchange for pacing.
+type RateLimiter struct {
+	enabled    atomic.Bool // mirrors l.enabled, read without the lock
+	mu         sync.Mutex
+	l          limiter
+	isThrottle func(retry.Outcome) bool
+	clock      func() time.Time
+	epoch      time.Time
+}
+
+// NewRateLimiter returns a RateLimiter built from s. It returns an error
+// only for symmetry with the other constructors; every Settings is valid.
+func NewRateLimiter(s RateLimiterSettings) (*RateLimiter, error) {
+	r := &RateLimiter{isThrottle: s.IsThrottle, clock: s.Now}
+	if r.isThrottle == nil {
+		r.isThrottle = defaultIsThrottle
+	}
+	if r.clock == nil {
+		r.clock = time.Now
+	}
+	r.epoch = r.clock()
+	r.l = newLimiter(0)
+	return r, nil
+}
+
+func defaultIsThrottle(o retry.Outcome) bool { return o.Err != nil && o.Class == retry.Throttled }
+
+// Admit takes a send token, implementing retry.Guard, waiting for one if
+// the bucket is empty. Before the first throttling response it returns at
+// once: no lock, no clock read. The ticket is always 0.
+func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
+	if !r.enabled.Load() {
+		return 0, nil
+	}
+	now := r.clock()
+	r.mu.Lock()
+	wait := time.Duration(r.l.acquire(r.seconds(now)) * float64(time.Second))
+	if deadline, ok := ctx.Deadline(); ok && wait > 0 && now.Add(wait).After(deadline) {
+		r.l.release()
+		r.mu.Unlock()
+		return 0, ErrRateLimited
+	}
+	r.mu.Unlock()
+	if wait <= 0 {
+		return 0, nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0, nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		r.l.release()
+		r.mu.Unlock()
+		return 0, context.Cause(ctx)
+	}
+}
+
+// Done reports how an admitted attempt ended, implementing retry.Guard: a
+// throttling response lowers the fill rate, anything else lets it grow.
+// Abandoned attempts are not counted.
+func (r *RateLimiter) Done(ticket uint64, o retry.Outcome) {
+	if o.Abandoned {
+		return
+	}
+	throttled := r.isThrottle(o)
+	now := r.clock()
+	r.mu.Lock()
+	r.l.update(r.seconds(now), throttled)
+	if r.l.enabled && !r.enabled.Load() {
+		r.enabled.Store(true)
+	}
+	r.mu.Unlock()
+}
+
+// FillRate returns the current token fill rate in tokens per second, and
+// whether the limiter is enabled (it is from the first throttling response
+// on; before that it admits everything at once).
+func (r *RateLimiter) FillRate() (rate float64, enabled bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.l.fillRate, r.l.enabled
+}
+
+// MeasuredRate returns the smoothed send rate, in requests per second.
+func (r *RateLimiter) MeasuredRate() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.l.measuredTxRate
+}
+
+func (r *RateLimiter) seconds(t time.Time) float64 { return t.Sub(r.epoch).Seconds() }

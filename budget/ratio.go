@@ -48,9 +48,11 @@ type RatioConfig struct {
 	Ratio float64
 	// MinPerSecond is a floor of retries per second that the budget
 	// allows whatever the traffic: the window allows MinPerSecond *
-	// Window seconds retries more than the ratio gives. It must not be
-	// negative. Zero means DefaultMinPerSecond (10); to have no floor,
-	// set NoFloor.
+	// Window seconds retries more than the ratio gives (100 by default).
+	// As in Finagle, that is a reserve per window, not a rate: it can be
+	// spent in one burst, and comes back in one when those retries leave
+	// the window. It must not be negative. Zero means
+	// DefaultMinPerSecond (10); to have no floor, set NoFloor.
 	MinPerSecond float64
 	// NoFloor removes the floor: retries are at most Ratio times the
 	// requests in the window, and a client that has made no requests may

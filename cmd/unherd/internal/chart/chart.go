@@ -1,0 +1,108 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/unherd/unherd/sim"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Size of every chart: 16 cm by 10 cm, about 640 by 400 pixels in PNG.
+const (
+	Width  = 16 * vg.Centimeter
+	Height = 10 * vg.Centimeter
+)
+
+// MarkPoints is the most points a series may have for each point to be
+// marked as well as joined.
+const MarkPoints = 30
+
+// Formats lists the formats Write draws, as file extensions.
+var Formats = []string{"png", "svg"}
+
+// ErrNoData is returned for a chart without a single finite point.
+var ErrNoData = errors.New("chart: no finite data to draw")
+
+// Write draws c to w in format "png" or "svg".
+func Write(w io.Writer, c sim.Chart, format string) error {
+	p, err := build(c)
+	if err != nil {
+		return err
+	}
+	wt, err := p.WriterTo(Width, Height, format)
+	if err != nil {
+		return fmt.Errorf("chart %s: %w", c.Name, err)
+	}
+	_, err = wt.WriteTo(w)
+	return err
+}
+
+// build lays c out as a plot: title, axis labels, a grid, one line per
+// series and a legend.
+func build(c sim.Chart) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = c.Title
+	p.X.Label.Text = c.XLabel
+	p.Y.Label.Text = c.YLabel
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	drawn := 0
+	for i, s := range c.Series {
+		xys := finite(s)
+		if len(xys) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s, series %s: %w", c.Name, s.Name, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Dashes = plotutil.Dashes(i)
+		line.Width = vg.Points(1.5)
+		p.Add(line)
+		thumb := []plot.Thumbnailer{line}
+		if len(xys) <= MarkPoints {
+			pts, err := plotter.NewScatter(xys)
+			if err != nil {
+				return nil, fmt.Errorf("chart %s, series %s: %w", c.Name, s.Name, err)
+			}
+			pts.Color = line.Color
+			pts.Shape = plotutil.Shape(i)
+			pts.Radius = vg.Points(2.5)
+			p.Add(pts)
+			thumb = append(thumb, pts)
+		}
+		p.Legend.Add(s.Name, thumb...)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("chart %s: %w", c.Name, ErrNoData)
+	}
+	// Keep zero in view when all values are positive: a chart of load or
+	// latency read against a truncated axis exaggerates differences.
+	if p.Y.Min > 0 {
+		p.Y.Min = 0
+	}
+	return p, nil
+}
+
+// finite returns s's points whose coordinates are both finite, up to the
+// shorter of X and Y.
+func finite(s sim.Series) plotter.XYs {
+	n := min(len(s.X), len(s.Y))
+	xys := make(plotter.XYs, 0, n)
+	for i := range n {
+		x, y := s.X[i], s.Y[i]
+		if math.IsNaN(x) || math.IsInf(x, 0) || math.IsNaN(y) || math.IsInf(y, 0) {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: x, Y: y})
+	}
+	return xys
+}

@@ -1,0 +1,273 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+)
+
+const brookerRateLimit = `Brooker, AWS re:Invent material on backoff and jitter: 3000 workers behind a rate-limited API reach about 35% of the limit without jitter and about 85% with full jitter`
+
+func init() { register(ratelimitScenario{}) }
+
+// errTooMany is the rate limiter's answer, an HTTP 429: a throttling
+// error, which the retry policy backs off from its throttled base.
+var errTooMany = retry.MarkThrottled(errors.New("sim: 429 too many requests"))
+
+// RatelimitParams are the parameters of the ratelimit scenario.
+type RatelimitParams struct {
+	// Workers is the number of workers (--workers); each has Jobs
+	// requests to get through, one after another (--jobs).
+	Workers, Jobs int
+	// Limit is the API's rate limit in requests per second and Burst the
+	// seconds of it the limiter lets through at once (--limit, --burst).
+	Limit float64
+	Burst time.Duration
+	// Base, Cap and Attempts shape the workers' retry policy (--base,
+	// --cap, --attempts). A call that runs out of attempts is started
+	// again: the job still has to be done.
+	Base, Cap time.Duration
+	Attempts  int
+	// Hop is the mean one-way network delay (--hop).
+	Hop time.Duration
+}
+
+func defaultRatelimitParams() *RatelimitParams {
+	return &RatelimitParams{Workers: 3000, Jobs: 10, Limit: 1000, Burst: 100 * time.Millisecond,
+		Base: 100 * time.Millisecond, Cap: 10 * time.Second, Attempts: 10, Hop: 10 * time.Millisecond}
+}
+
+// Register implements Params.
+func (p *RatelimitParams) Register(fs *flag.FlagSet) {
+	fs.IntVar(&p.Workers, "workers", p.Workers, "number of workers")
+	fs.IntVar(&p.Jobs, "jobs", p.Jobs, "requests each worker must get through")
+	fs.Float64Var(&p.Limit, "limit", p.Limit, "the API's rate limit, requests per second")
+	fs.DurationVar(&p.Burst, "burst", p.Burst, "how much of the limit passes at once, in time")
+	fs.DurationVar(&p.Base, "base", p.Base, "backoff base (after a 429)")
+	fs.DurationVar(&p.Cap, "cap", p.Cap, "backoff cap")
+	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per call, counting the first")
+	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean one-way network delay")
+}
+
+// Validate implements Params.
+func (p *RatelimitParams) Validate() error {
+	for _, err := range []error{
+		checkPositive("workers", p.Workers), checkAtMost("workers", p.Workers, 1000000),
+		checkPositive("jobs", p.Jobs), checkPositive("limit", p.Limit), checkPositive("burst", p.Burst),
+		checkPositive("base", p.Base), checkPositive("cap", p.Cap), checkPositive("attempts", p.Attempts),
+		checkPositive("hop", p.Hop),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case p.Base > p.Cap:
+		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
+	case float64(p.Workers)*float64(p.Jobs) > 1e7:
+		return invalid("jobs", "--workers times --jobs is more than 10000000 requests")
+	case float64(p.Workers)*float64(p.Jobs)/p.Limit > 3600:
+		return invalid("limit", "the work would take more than an hour at --limit %v", p.Limit)
+	}
+	return nil
+}
+
+// Values implements Params.
+func (p *RatelimitParams) Values() map[string]any {
+	return map[string]any{"workers": p.Workers, "jobs": p.Jobs, "limit": p.Limit, "burst": p.Burst.String(),
+		"base": p.Base.String(), "cap": p.Cap.String(), "attempts": p.Attempts, "hop": p.Hop.String()}
+}
+
+// Quick implements Params: 4 requests per worker instead of 10.
+func (p *RatelimitParams) Quick() { p.Jobs = 4 }
+
+var ratelimitStrategies = []string{"exponential", "full jitter"}
+
+type ratelimitScenario struct{}
+
+func (ratelimitScenario) Name() string { return "ratelimit" }
+func (ratelimitScenario) Describe() string {
+	return "3000 workers share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter"
+}
+func (ratelimitScenario) Population() string { return "closed" }
+func (ratelimitScenario) Params() Params     { return defaultRatelimitParams() }
+
+type ratelimitOut struct {
+	attempts, throttled int64
+	done                time.Duration
+	good                []int64 // successes per second
+	err                 error
+}
+
+func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
+	p, ok := ps.(*RatelimitParams)
+	if !ok {
+		return nil, fmt.Errorf("%w: ratelimit got %T", ErrInvalidParams, ps)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	outs, err := sweep(ctx, o, len(ratelimitStrategies), func(i int) ratelimitOut {
+		j := backoff.None
+		if i == 1 {
+			j = backoff.Full
+		}
+		return runRatelimit(o.Seed, uint64(i), p, j)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: "ratelimit", Population: "closed", Params: p.Values(),
+		Columns: []string{"strategy", "utilisation_pct", "completion_s", "ideal_s", "attempts_per_job", "throttled_pct"}}
+	jobs := float64(p.Workers) * float64(p.Jobs)
+	ideal := jobs / p.Limit
+	util := make([]float64, len(outs))
+	chart := Chart{Name: "ratelimit_goodput", Title: "Useful requests per second against the limit",
+		XLabel: "time (s)", YLabel: "successful requests per second"}
+	for i, out := range outs {
+		if out.err != nil {
+			return nil, out.err
+		}
+		util[i] = jobs / (p.Limit * out.done.Seconds())
+		res.Rows = append(res.Rows, Row{"strategy": ratelimitStrategies[i],
+			"utilisation_pct": round(100*util[i], 1), "completion_s": round(out.done.Seconds(), 1),
+			"ideal_s": round(ideal, 1), "attempts_per_job": round(float64(out.attempts)/jobs, 2),
+			"throttled_pct": round(100*float64(out.throttled)/float64(out.attempts), 1)})
+		s := Series{Name: ratelimitStrategies[i]}
+		for b, n := range out.good {
+			s.X = append(s.X, float64(b))
+			s.Y = append(s.Y, float64(n))
+		}
+		chart.Series = append(chart.Series, s)
+	}
+	res.Charts = []Chart{chart}
+	res.Claims = []Claim{
+		{
+			Source:   brookerRateLimit,
+			Claim:    "without jitter the workers use about 35% of the limit",
+			Measured: fmt.Sprintf("%.0f%% (finished in %.1f s; ideal %.1f s)", 100*util[0], outs[0].done.Seconds(), ideal),
+			Holds:    util[0] >= 0.25 && util[0] <= 0.45,
+		},
+		{
+			Source:   brookerRateLimit,
+			Claim:    "with full jitter they use about 85% of it",
+			Measured: fmt.Sprintf("%.0f%% (finished in %.1f s)", 100*util[1], outs[1].done.Seconds()),
+			Holds:    util[1] >= 0.75 && util[1] <= 0.95,
+		},
+		{
+			Source:   brookerRateLimit,
+			Claim:    "full jitter gets the same work done sooner",
+			Measured: fmt.Sprintf("%.1f s with full jitter vs %.1f s without", outs[1].done.Seconds(), outs[0].done.Seconds()),
+			Holds:    outs[1].done < outs[0].done,
+		},
+	}
+	return res, nil
+}
+
+// Events of the ratelimit model.
+const (
+	rlSend   int32 = iota // worker id sends an attempt
+	rlArrive              // worker id's attempt reaches the limiter
+	rlReply               // worker id's answer arrives; arg is 1 for success
+)
+
+type rlWorker struct {
+	jobs    int // left to do
+	attempt int
+	prev    time.Duration
+	charged retry.Class
+}
+
+type ratelimitRun struct {
+	p       *RatelimitParams
+	policy  *retry.Policy
+	workers []rlWorker
+	tokens  float64
+	refill  time.Duration
+	left    int // workers not finished
+	out     ratelimitOut
+}
+
+func runRatelimit(seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
+	e := newEngine(seed, stream)
+	pol, err := retry.New(retry.Config{MaxAttempts: p.Attempts, Budget: budget.Unlimited,
+		Backoff: backoff.Schedule{Base: p.Base, ThrottledBase: p.Base, Cap: p.Cap, Jitter: j}})
+	if err != nil {
+		return ratelimitOut{err: fmt.Errorf("%w: %w", ErrInvalidParams, err)}
+	}
+	r := &ratelimitRun{p: p, policy: pol, workers: make([]rlWorker, p.Workers), left: p.Workers,
+		tokens: p.Limit * p.Burst.Seconds()}
+	for w := range r.workers {
+		r.workers[w] = rlWorker{jobs: p.Jobs, attempt: 1}
+		e.after(0, rlSend, int32(w), 0)
+	}
+	e.run(r, -1)
+	return r.out
+}
+
+func (r *ratelimitRun) hop(e *engine) time.Duration { return e.normal(r.p.Hop, r.p.Hop/5) }
+
+func (r *ratelimitRun) handle(e *engine, ev event) {
+	w := &r.workers[ev.id]
+	switch ev.kind {
+	case rlSend:
+		r.out.attempts++
+		e.after(r.hop(e), rlArrive, ev.id, 0)
+	case rlArrive:
+		ok := int64(0)
+		if r.admit(e.elapsed()) {
+			ok = 1
+		}
+		e.after(r.hop(e), rlReply, ev.id, ok)
+	case rlReply:
+		if ev.arg == 1 {
+			s := int(e.elapsed() / time.Second)
+			for len(r.out.good) <= s {
+				r.out.good = append(r.out.good, 0)
+			}
+			r.out.good[s]++
+			w.jobs--
+			w.attempt, w.prev = 1, 0
+			if w.jobs == 0 {
+				r.left--
+				if r.left == 0 {
+					r.out.done = e.elapsed()
+				}
+				return
+			}
+			e.after(0, rlSend, ev.id, 0)
+			return
+		}
+		r.out.throttled++
+		d := r.policy.Decide(retry.Step{Attempt: w.attempt, Err: errTooMany, Now: e.Now(),
+			Prev: w.prev, Charged: w.charged, Rand: e.u64()})
+		if d.Reason != nil {
+			// Out of attempts: the job is still to do; start it over.
+			w.attempt, w.prev = 1, 0
+			e.after(0, rlSend, ev.id, 0)
+			return
+		}
+		w.attempt++
+		w.prev, w.charged = d.Delay, d.Class
+		e.after(d.Delay, rlSend, ev.id, 0)
+	}
+}
+
+// admit is the API's rate limiter: a token bucket of Limit per second
+// holding Burst's worth.
+func (r *ratelimitRun) admit(t time.Duration) bool {
+	burst := r.p.Limit * r.p.Burst.Seconds()
+	r.tokens = min(max(burst, 1), r.tokens+r.p.Limit*(t-r.refill).Seconds())
+	r.refill = t
+	if r.tokens < 1 {
+		return false
+	}
+	r.tokens--
+	return true
+}

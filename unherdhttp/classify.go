@@ -57,7 +57,9 @@ func (e *NotReplayedError) Unwrap() error { return e.Err }
 // that retry.DefaultClassify sees a Timeout.
 type attemptTimeoutError struct{ err error }
 
-func (e *attemptTimeoutError) Error() string   { return retry.ErrAttemptTimeout.Error() + ": " + e.err.Error() }
+func (e *attemptTimeoutError) Error() string {
+	return retry.ErrAttemptTimeout.Error() + ": " + e.err.Error()
+}
 func (e *attemptTimeoutError) Unwrap() []error { return []error{retry.ErrAttemptTimeout, e.err} }
 func (e *attemptTimeoutError) Timeout() bool   { return true }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -322,7 +323,9 @@ func TestConcurrentUse(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{MaxAttempts: 10, Backoff: fast.Backoff}})
+	// An unlimited budget: this test is about sharing, and half of all
+	// attempts fail.
+	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{MaxAttempts: 10, Backoff: fast.Backoff, Budget: budget.Unlimited}})
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
 	for range 40 {

@@ -1,0 +1,91 @@
+package unherdhttp_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/unherd/unherd/unherdhttp"
+)
+
+// benchTransports returns the round trippers compared side by side: a
+// plain http.Transport, the same under a Transport with the default
+// Config, and with an attempt timeout (which costs a timer, a context and
+// a trace per attempt).
+func benchTransports(b *testing.B) []struct {
+	name string
+	rt   http.RoundTripper
+} {
+	bare := &http.Transport{MaxIdleConnsPerHost: 64}
+	wrapped := func(cfg unherdhttp.Config) http.RoundTripper {
+		base := &http.Transport{MaxIdleConnsPerHost: 64}
+		b.Cleanup(base.CloseIdleConnections)
+		tr, err := unherdhttp.NewTransport(base, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tr
+	}
+	b.Cleanup(bare.CloseIdleConnections)
+	return []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", bare},
+		{"unherd", wrapped(unherdhttp.Config{})},
+		{"unherd-attempt-timeout", wrapped(unherdhttp.Config{AttemptTimeout: time.Second})},
+	}
+}
+
+func benchServer(b *testing.B) *httptest.Server {
+	body := []byte("ok")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+func roundTrip(b *testing.B, rt http.RoundTripper, req *http.Request) {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// BenchmarkTransportGet measures one GET over a kept-alive loopback
+// connection, its first attempt succeeding.
+func BenchmarkTransportGet(b *testing.B) {
+	srv := benchServer(b)
+	for _, tc := range benchTransports(b) {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			for b.Loop() {
+				roundTrip(b, tc.rt, req)
+			}
+		})
+	}
+}
+
+// BenchmarkTransportGetParallel is BenchmarkTransportGet from
+// GOMAXPROCS goroutines sharing one round tripper.
+func BenchmarkTransportGetParallel(b *testing.B) {
+	srv := benchServer(b)
+	for _, tc := range benchTransports(b) {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+				for pb.Next() {
+					roundTrip(b, tc.rt, req)
+				}
+			})
+		})
+	}
+}

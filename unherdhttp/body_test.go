@@ -1,0 +1,88 @@
+package unherdhttp_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/unherd/unherd/unherdhttp"
+)
+
+// bodyServer answers 503 to the first fails requests and 200 after, and
+// records whether each request's body matched want in length and digest.
+type bodyServer struct {
+	want  [sha256.Size]byte
+	size  int
+	fails int
+	mu    sync.Mutex
+	seen  []bool
+}
+
+func (s *bodyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.seen = append(s.seen, err == nil && len(b) == s.size && sha256.Sum256(b) == s.want)
+	hit := len(s.seen)
+	s.mu.Unlock()
+	if hit <= s.fails {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "ok")
+}
+
+// opaque hides a reader's type, so http.NewRequest sets no GetBody.
+type opaque struct{ io.Reader }
+
+func TestRequestBodies(t *testing.T) {
+	const MiB = 1 << 20
+	tests := []struct {
+		name       string
+		size       int
+		getBody    bool
+		maxBuffer  int64
+		wantHits   int
+		wantStatus int
+	}{
+		{"1 MiB with GetBody is retried whole", MiB, true, 0, 3, 200},
+		{"1 MiB without GetBody is sent once", MiB, false, 0, 1, 503},
+		{"10 KiB without GetBody is buffered and retried", 10 << 10, false, 0, 3, 200},
+		{"64 KiB exactly is buffered", 64 << 10, false, 0, 3, 200},
+		{"64 KiB and one byte is sent once", 64<<10 + 1, false, 0, 1, 503},
+		{"buffering disabled", 10, false, -1, 1, 503},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := make([]byte, tc.size)
+			for i := range payload {
+				payload[i] = byte(rand.N(256))
+			}
+			bs := &bodyServer{want: sha256.Sum256(payload), size: tc.size, fails: 2}
+			srv := newServer(t, bs.ServeHTTP)
+			tr := newTransport(t, unherdhttp.Config{Retry: fast, MaxBufferedBody: tc.maxBuffer})
+			var body io.Reader = bytes.NewReader(payload)
+			if !tc.getBody {
+				body = opaque{body}
+			}
+			req, _ := http.NewRequest(http.MethodPut, srv.URL, body)
+			status, _, err := do(tr, req)
+			if err != nil || status != tc.wantStatus {
+				t.Fatalf("got %d, %v; want %d", status, err, tc.wantStatus)
+			}
+			bs.mu.Lock()
+			defer bs.mu.Unlock()
+			if len(bs.seen) != tc.wantHits {
+				t.Errorf("server saw %d requests, want %d", len(bs.seen), tc.wantHits)
+			}
+			for i, ok := range bs.seen {
+				if !ok {
+					t.Errorf("request %d did not carry the full body", i+1)
+				}
+			}
+		})
+	}
+}

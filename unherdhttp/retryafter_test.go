@@ -1,0 +1,173 @@
+package unherdhttp_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdhttp"
+)
+
+var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestParseRetryAfter(t *testing.T) {
+	tests := []struct {
+		name  string
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{"seconds", "120", 120 * time.Second, true},
+		{"zero seconds", "0", 0, true},
+		{"leading zeros", "007", 7 * time.Second, true},
+		{"surrounding whitespace", " 5\t", 5 * time.Second, true},
+		{"seconds saturate", "99999999999999999999999", time.Duration(math.MaxInt64), true},
+		{"IMF-fixdate", "Sun, 01 Mar 2026 12:00:30 GMT", 30 * time.Second, true},
+		{"RFC 850 date", "Sunday, 01-Mar-26 12:01:00 GMT", time.Minute, true},
+		{"asctime date", "Sun Mar  1 12:00:10 2026", 10 * time.Second, true},
+		{"date in the past", "Sun, 01 Mar 2026 11:00:00 GMT", 0, true},
+		{"empty", "", 0, false},
+		{"negative", "-1", 0, false},
+		{"plus sign", "+1", 0, false},
+		{"fraction", "1.5", 0, false},
+		{"garbage", "soon", 0, false},
+		{"date without zone", "Sun, 01 Mar 2026 12:00:30", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := unherdhttp.ParseRetryAfter(tc.value, epoch)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tc.value, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"0", "120", "Sun, 01 Mar 2026 12:00:30 GMT", "Sunday, 01-Mar-26 12:01:00 GMT", "Sun Mar  1 12:00:10 2026", "-1", "1e3", "99999999999999999999"} {
+		f.Add(s, uint32(5), int64(0))
+	}
+	f.Fuzz(func(t *testing.T, value string, secs uint32, nowUnix int64) {
+		now := time.Unix(nowUnix%(1<<40), 0).UTC() // years 0 to ~36812: formattable
+		d, ok := unherdhttp.ParseRetryAfter(value, now)
+		if d < 0 {
+			t.Fatalf("ParseRetryAfter(%q) = %v, negative", value, d)
+		}
+		if !ok && d != 0 {
+			t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when not ok", value, d)
+		}
+		// Round trips: delay-seconds, and the IMF-fixdate that many
+		// seconds after now, give back the same delay.
+		want := time.Duration(secs) * time.Second
+		if got, ok := unherdhttp.ParseRetryAfter(strconv.FormatUint(uint64(secs), 10), now); !ok || got != want {
+			t.Fatalf("seconds %d: got %v, %v; want %v", secs, got, ok, want)
+		}
+		date := now.Add(want)
+		if date.Year() > 9999 {
+			return // outside the four-digit years of HTTP-date
+		}
+		if got, ok := unherdhttp.ParseRetryAfter(date.Format(http.TimeFormat), now); !ok || got != want {
+			t.Fatalf("date %s: got %v, %v; want %v", date.Format(http.TimeFormat), got, ok, want)
+		}
+	})
+}
+
+// retryAfterServer answers 503 (or status) with Retry-After: value to
+// the first request, and 200 after.
+func retryAfterServer(t *testing.T, status int, value func() string) (string, *atomic.Int32) {
+	var hits atomic.Int32
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", value())
+			w.WriteHeader(status)
+			io.WriteString(w, "busy")
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	return srv.URL, &hits
+}
+
+// Retry-After sets the wait, as a floor with a little jitter on top. The
+// hook cancels the request once it has seen the wait, so nothing sleeps.
+func TestRetryAfterIsFloor(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		value    func() string
+		min, max time.Duration
+	}{
+		{"503 seconds", 503, func() string { return "2" }, 2 * time.Second, 2200 * time.Millisecond},
+		{"429 seconds", 429, func() string { return "3" }, 3 * time.Second, 3300 * time.Millisecond},
+		// An HTTP-date has whole seconds, so "now+3s" is 2 to 3 s away.
+		{"503 HTTP-date", 503, func() string { return time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat) }, 2 * time.Second, 3300 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url, _ := retryAfterServer(t, tc.status, tc.value)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var ev retry.RetryEvent
+			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{OnRetry: func(e retry.RetryEvent) {
+				ev = e
+				cancel()
+			}}})
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			_, _, err := do(tr, req)
+			if !errors.Is(err, retry.ErrCancelled) {
+				t.Fatalf("got %v, want the cancellation from the hook", err)
+			}
+			if ev.Delay < tc.min || ev.Delay > tc.max || ev.Class != retry.Throttled {
+				t.Errorf("waited %v as %v, want [%v, %v] as throttled", ev.Delay, ev.Class, tc.min, tc.max)
+			}
+			var se *unherdhttp.StatusError
+			if !errors.As(ev.Err, &se) || se.StatusCode != tc.status {
+				t.Errorf("attempt error %v, want a StatusError %d", ev.Err, tc.status)
+			}
+		})
+	}
+}
+
+// A Retry-After longer than MaxServerDelay is cut to it.
+func TestRetryAfterBounded(t *testing.T) {
+	url, hits := retryAfterServer(t, 503, func() string { return "3600" })
+	var delay time.Duration
+	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{
+		MaxServerDelay: 10 * time.Millisecond,
+		OnRetry:        func(e retry.RetryEvent) { delay = e.Delay },
+	}})
+	status, body, err := get(t, tr, url)
+	if err != nil || status != 200 || body != "ok" || hits.Load() != 2 {
+		t.Fatalf("got %d %q, %v after %d requests; want 200 ok after 2", status, body, err, hits.Load())
+	}
+	if delay < 10*time.Millisecond || delay > 11*time.Millisecond {
+		t.Errorf("waited %v, want 10ms plus up to 10%%", delay)
+	}
+}
+
+// A wait that would pass the caller's deadline is not started: the last
+// response goes back at once.
+func TestRetryAfterPastDeadline(t *testing.T) {
+	url, hits := retryAfterServer(t, 503, func() string { return "20" })
+	tr := newTransport(t, unherdhttp.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	status, body, err := do(tr, req)
+	if err != nil || status != 503 || body != "busy" {
+		t.Fatalf("got %d %q, %v; want the 503 response", status, body, err)
+	}
+	if hits.Load() != 1 {
+		t.Errorf("server saw %d requests, want 1", hits.Load())
+	}
+	if ctx.Err() != nil {
+		t.Error("RoundTrip waited until the deadline")
+	}
+}

@@ -1,0 +1,205 @@
+package unherdhttp_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdhttp"
+)
+
+// These tests run on real sockets, outside synctest's bubble, so their
+// timeouts are real: short, and assertions are about behaviour (what was
+// retried, what came back), never about how long anything took.
+const shortTimeout = 50 * time.Millisecond
+
+// hangingServerURL starts a server that never answers a request whose
+// attempt header is in hang (until the client gives up), and answers 200
+// "body" to the others. It returns the server's URL and its request count.
+func hangingServerURL(t *testing.T, hang ...string) (string, *atomic.Int32) {
+	var hits atomic.Int32
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.Copy(io.Discard, r.Body)
+		for _, h := range hang {
+			if r.Header.Get(unherdhttp.AttemptHeader) == h {
+				<-r.Context().Done() // the client closed the connection
+				return
+			}
+		}
+		io.WriteString(w, "body")
+	})
+	return srv.URL, &hits
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	tests := []struct {
+		name       string
+		method     string
+		hang       []string // attempt headers the server never answers
+		wantHits   int32
+		wantStatus int
+		wantErr    []error
+	}{
+		{"server never answers", http.MethodGet, []string{"", "2", "3"}, 3, 0, []error{retry.ErrAttemptTimeout, retry.ErrAttemptsExhausted}},
+		{"retry answers", http.MethodGet, []string{""}, 2, 200, nil},
+		{"POST timed out after it was sent is not retried", http.MethodPost, []string{""}, 1, 0, []error{retry.ErrAttemptTimeout, retry.ErrPermanent}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, hits := hangingServerURL(t, tc.hang...)
+			var classes []retry.Class
+			tr := newTransport(t, unherdhttp.Config{
+				AttemptTimeout: shortTimeout,
+				Retry: retry.Config{Backoff: fast.Backoff, OnRetry: func(ev retry.RetryEvent) {
+					classes = append(classes, ev.Class)
+				}},
+			})
+			req, _ := http.NewRequest(tc.method, srv, strings.NewReader("x"))
+			status, body, err := do(tr, req)
+			for _, want := range tc.wantErr {
+				if !errors.Is(err, want) {
+					t.Errorf("error %v does not wrap %v", err, want)
+				}
+			}
+			if tc.wantErr == nil && (err != nil || status != tc.wantStatus || body != "body") {
+				t.Errorf("got %d %q, %v; want %d %q", status, body, err, tc.wantStatus, "body")
+			}
+			if got := hits.Load(); got != tc.wantHits {
+				t.Errorf("server saw %d requests, want %d", got, tc.wantHits)
+			}
+			for _, c := range classes {
+				if c != retry.Timeout {
+					t.Errorf("retried as %v, want timeout", c)
+				}
+			}
+		})
+	}
+}
+
+// The attempt timeout covers time to headers only: a body that arrives
+// after it would have expired is still read in full.
+func TestBodyOutlivesAttemptTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow-body":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-release
+			io.WriteString(w, "late body")
+		case "/hang":
+			<-r.Context().Done()
+		}
+	})
+	tr := newTransport(t, unherdhttp.Config{AttemptTimeout: shortTimeout, Retry: retry.Config{MaxAttempts: 1}})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/slow-body", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// An attempt that times out proves that more than the attempt timeout
+	// has passed since the first response's headers arrived.
+	hang, _ := http.NewRequest(http.MethodGet, srv.URL+"/hang", nil)
+	if _, _, err := do(tr, hang); !errors.Is(err, retry.ErrAttemptTimeout) {
+		t.Fatalf("hanging request: got %v, want an attempt timeout", err)
+	}
+	close(release)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != "late body" {
+		t.Errorf("body %q, %v; want %q", b, err, "late body")
+	}
+}
+
+// stallFirst is a base transport that never gets a connection for its
+// first request (it waits for the attempt's context) and answers the
+// others itself. It reports no httptrace events, as a custom transport
+// may not, so the attempt stays in its connect phase.
+type stallFirst struct{ n atomic.Int32 }
+
+func (s *stallFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if s.n.Add(1) == 1 {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	}
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+}
+
+// An attempt that times out before it has a connection never reached the
+// server, so even a POST is retried.
+func TestConnectPhaseTimeoutRetriesPost(t *testing.T) {
+	base := &stallFirst{}
+	tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{ConnectTimeout: shortTimeout, AttemptTimeout: time.Hour, Retry: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://example.invalid/", strings.NewReader("x"))
+	status, body, err := do(tr, req)
+	if err != nil || status != 200 || body != "ok" {
+		t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, "ok")
+	}
+	if got := base.n.Load(); got != 2 {
+		t.Errorf("%d attempts, want 2", got)
+	}
+}
+
+// fixedTimeouts is a TimeoutSource with a fixed timeout that records what
+// it observes.
+type fixedTimeouts struct {
+	d   time.Duration
+	mu  sync.Mutex
+	oks []bool
+}
+
+func (f *fixedTimeouts) AttemptTimeout() time.Duration { return f.d }
+func (f *fixedTimeouts) Observe(latency time.Duration, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if latency < 0 {
+		panic("negative latency")
+	}
+	f.oks = append(f.oks, ok)
+}
+
+func TestTimeoutSource(t *testing.T) {
+	url, hits := hangingServerURL(t, "")
+	src := &fixedTimeouts{d: shortTimeout}
+	tr := newTransport(t, unherdhttp.Config{Timeouts: src, Retry: fast})
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if status, _, err := do(tr, req); err != nil || status != 200 {
+		t.Fatalf("got %d, %v; want 200", status, err)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("server saw %d requests, want 2", hits.Load())
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.oks) != 2 || src.oks[0] || !src.oks[1] {
+		t.Errorf("observed %v, want a timeout then a success", src.oks)
+	}
+}
+
+// The caller's own deadline is never retried, even with an attempt
+// timeout in force.
+func TestCallerDeadlineNotRetried(t *testing.T) {
+	url, hits := hangingServerURL(t, "", "2", "3")
+	tr := newTransport(t, unherdhttp.Config{AttemptTimeout: time.Hour, Retry: fast})
+	ctx, cancel := context.WithTimeout(context.Background(), shortTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	_, _, err := do(tr, req)
+	if !errors.Is(err, retry.ErrCancelled) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got %v, want cancelled by the deadline", err)
+	}
+	if hits.Load() != 1 {
+		t.Errorf("server saw %d requests, want 1", hits.Load())
+	}
+}

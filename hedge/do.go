@@ -1,0 +1,286 @@
+package hedge
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Do runs fn as a hedged call and returns the first successful result.
+//
+// The primary (attempt 0) runs on the caller's goroutine. If it has not
+// answered after the hedge delay and the Hedger admits a hedge, fn runs
+// again as attempt 1 on a timer's goroutine, and so on up to MaxHedges
+// extra attempts, one delay apart; fn uses its attempt number to pick a
+// different replica. The first attempt to succeed settles the call: the
+// others' contexts are cancelled with cause [ErrLost], and any of them
+// that still succeeds hands its result to cleanup (if not nil) instead,
+// so that, say, an HTTP body gets closed. cleanup runs on the goroutine of
+// the attempt that produced the result.
+//
+// Errors: a fatal error (every error unless Config.NonFatal says
+// otherwise) also settles the call at once, and Do returns it unchanged,
+// so an outer retry loop classifies it as it would an unhedged call. A
+// non-fatal error starts the next hedge at once, if one is left and
+// admitted; when every attempt has failed, Do returns the last error to
+// arrive. If the caller's context ends first, Do returns its cause
+// (context.Cause(ctx)).
+//
+// Lifetimes: Do returns only once the attempts it runs on the caller's
+// goroutine have returned (the primary, and any attempt that a non-fatal
+// primary error starts at once), so fn must honour cancellation for a
+// winning hedge to cut the call short (network clients do). Do cancels the winning attempt's context too, with cause
+// context.Canceled, as it returns, so that no context outlives the call:
+// read what you need from the result (a response body, say) inside fn.
+// Losing hedges may still be running when Do returns; they end when fn
+// returns, which their cancelled context asks for.
+//
+// Cost: when the primary answers before the delay, Do starts no
+// goroutine, allocates only the primary's cancellable context, and arms
+// and stops one timer, reused across calls (BenchmarkHedgePrimaryWins).
+// A request that may not hedge (see [Hedger.Begin]) runs fn(ctx, 0)
+// directly.
+func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
+	delay, hedge := h.Begin()
+	var start time.Time
+	if h.est != nil {
+		start = time.Now()
+	}
+	if !hedge {
+		v, err := fn(ctx, 0)
+		if err == nil && h.est != nil {
+			h.Observe(time.Since(start))
+		}
+		return v, err
+	}
+
+	c := getCall[T](h)
+	c.parent, c.fn, c.cleanup, c.delay, c.start = ctx, fn, cleanup, delay, start
+	actx, cancel := context.WithCancelCause(ctx)
+	c.cancels = append(c.cancels, cancel)
+	c.started, c.running = 1, 1
+	c.arm()
+
+	v, err := fn(actx, 0)
+	if c.timer.Stop() && !c.fired.Load() && (err == nil || !c.open(err)) {
+		// The timer never fired, so no other goroutine has seen c: the
+		// primary settles the call alone, and c goes back to the pool.
+		// (A stopped timer alone does not prove it: fire re-arms it for
+		// the next hedge.)
+		cancel(nil)
+		if err == nil && h.est != nil {
+			h.Observe(time.Since(start))
+		}
+		c.reset()
+		h.calls.Put(c)
+		return v, err
+	}
+	return c.finish(v, err)
+}
+
+// call is the shared state of one hedged call.
+type call[T any] struct {
+	h       *Hedger
+	parent  context.Context
+	fn      func(context.Context, int) (T, error)
+	cleanup func(T)
+	delay   time.Duration
+	start   time.Time
+	timer   *time.Timer // runs c.fire; reused while c is pooled
+	fired   atomic.Bool // the timer fired since c left the pool
+
+	mu      sync.Mutex
+	started int  // attempts started, the primary included
+	running int  // attempts started and not yet delivered
+	closed  bool // the budget refused a hedge: start no more
+	settled bool
+	winner  int // attempt that settled the call, -1 if none did
+	v       T
+	err     error
+	cancels []context.CancelCauseFunc // by attempt
+	done    chan struct{}             // closed on settling; made with the first hedge
+}
+
+// getCall returns a pooled call for T, or a new one. A Hedger used with
+// several result types keeps only the last one's calls.
+func getCall[T any](h *Hedger) *call[T] {
+	if c, ok := h.calls.Get().(*call[T]); ok {
+		return c
+	}
+	c := &call[T]{h: h, cancels: make([]context.CancelCauseFunc, 0, 1+h.maxHedges)}
+	// The timer exists before anything arms it, so that the arming Reset
+	// orders every field written before it before fire reads them.
+	c.timer = time.AfterFunc(math.MaxInt64, c.fire)
+	return c
+}
+
+// arm starts the hedge timer for the next hedge.
+func (c *call[T]) arm() { c.timer.Reset(c.delay) }
+
+// reset clears c for the pool (only when its timer never fired).
+func (c *call[T]) reset() {
+	var zero T
+	clear(c.cancels)
+	c.parent, c.fn, c.cleanup, c.v, c.err = nil, nil, nil, zero, nil
+	c.cancels = c.cancels[:0]
+	c.started, c.running, c.closed, c.settled, c.winner, c.done = 0, 0, false, false, 0, nil
+}
+
+// open reports whether err leaves the call open (it is non-fatal and the
+// caller is still waiting).
+func (c *call[T]) open(err error) bool {
+	return c.h.isNonFatal(err) && c.parent.Err() == nil
+}
+
+// fire runs on the timer's goroutine when a delay passes with no answer:
+// it starts the next hedge and runs it there.
+func (c *call[T]) fire() {
+	c.fired.Store(true)
+	if ctx, i, ok := c.startNext(); ok {
+		c.run(ctx, i)
+	}
+}
+
+// run runs attempt i and whatever attempts its non-fatal failures start at
+// once, on the calling goroutine.
+func (c *call[T]) run(ctx context.Context, i int) {
+	for {
+		v, err := c.fn(ctx, i)
+		var ok bool
+		if ctx, i, ok = c.deliver(i, v, err); !ok {
+			return
+		}
+	}
+}
+
+// startNext asks the Hedger to admit the next hedge and, if it may start,
+// registers it and arms the timer for the one after. The budget is asked
+// outside the lock.
+func (c *call[T]) startNext() (context.Context, int, bool) {
+	c.mu.Lock()
+	open := !c.settled && !c.closed && c.started <= c.h.maxHedges
+	c.mu.Unlock()
+	if !open {
+		return nil, 0, false
+	}
+	admitted := c.h.Admit()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !admitted {
+		c.closed = true
+		return nil, 0, false
+	}
+	if c.settled || c.started > c.h.maxHedges {
+		return nil, 0, false // lost a race with another start or the end
+	}
+	i := c.started
+	c.started++
+	c.running++
+	ctx, cancel := context.WithCancelCause(c.parent)
+	c.cancels = append(c.cancels, cancel)
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	if c.started <= c.h.maxHedges {
+		c.timer.Reset(c.delay)
+	}
+	return ctx, i, true
+}
+
+// deliver hands in attempt i's outcome. A success or a fatal error
+// settles the call; a non-fatal error starts the next attempt at once,
+// which deliver returns for the calling goroutine to run, or fails the
+// call if nothing else is left running. A result that arrives after the
+// call settled goes to cleanup.
+func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
+	c.mu.Lock()
+	c.running--
+	if c.settled {
+		c.mu.Unlock()
+		if err == nil && c.cleanup != nil {
+			c.cleanup(v)
+		}
+		return nil, 0, false
+	}
+	if err == nil || !c.open(err) {
+		c.settle(i, v, err)
+		return nil, 0, false
+	}
+	c.mu.Unlock()
+	if ctx, j, ok := c.startNext(); ok {
+		return ctx, j, true
+	}
+	c.mu.Lock()
+	if !c.settled && c.running == 0 {
+		var zero T
+		c.settle(-1, zero, err)
+		return nil, 0, false
+	}
+	c.mu.Unlock()
+	return nil, 0, false
+}
+
+// settle ends the call with attempt i's outcome (i = -1: no attempt's).
+// It is called with c.mu held and releases it. Then, outside the lock, it
+// stops the timer, cancels every other attempt with ErrLost and reports
+// a success's latency and whether a hedge won.
+func (c *call[T]) settle(i int, v T, err error) {
+	c.settled, c.winner, c.v, c.err = true, i, v, err
+	hedged := c.started > 1
+	if c.done != nil {
+		close(c.done)
+	}
+	c.mu.Unlock()
+	// No attempt starts after settling, so c.cancels is stable now.
+	c.timer.Stop()
+	for j, cancel := range c.cancels {
+		if j != i {
+			cancel(ErrLost)
+		}
+	}
+	if err == nil {
+		if c.h.est != nil {
+			c.h.Observe(time.Since(c.start))
+		}
+		if hedged {
+			c.h.Result(i > 0)
+		}
+	}
+}
+
+// finish is the caller's side of a call whose timer fired or whose
+// primary failed with a non-fatal error: it hands in the primary's
+// outcome, runs any attempt that starts at once, then waits for the call
+// to settle or the caller to give up.
+func (c *call[T]) finish(v T, err error) (T, error) {
+	ctx, i, more := c.deliver(0, v, err)
+	for more {
+		v, err = c.fn(ctx, i)
+		ctx, i, more = c.deliver(i, v, err)
+	}
+	c.mu.Lock()
+	if !c.settled {
+		done := c.done // not nil: a hedge is running
+		c.mu.Unlock()
+		select {
+		case <-done:
+		case <-c.parent.Done():
+			c.mu.Lock()
+			if !c.settled {
+				var zero T
+				c.settle(-1, zero, context.Cause(c.parent))
+			} else {
+				c.mu.Unlock()
+			}
+		}
+		c.mu.Lock()
+	}
+	v, err, w := c.v, c.err, c.winner
+	c.mu.Unlock()
+	if w >= 0 {
+		c.cancels[w](nil)
+	}
+	return v, err
+}

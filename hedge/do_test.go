@@ -1,0 +1,303 @@
+package hedge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var (
+	errBoom = errors.New("boom")
+	errA    = errors.New("first failure")
+	errB    = errors.New("second failure")
+)
+
+const ms = time.Millisecond
+
+func TestDo(t *testing.T) {
+	nonFatal := func(error) bool { return true }
+	tests := []struct {
+		name      string
+		cfg       Config // Delay is 10ms unless set
+		allow     int    // budget withdrawals allowed; -1 for all
+		outcomes  []outcome
+		want      int
+		wantErr   error
+		wantAt    time.Duration         // when Do returns
+		started   map[int]time.Duration // attempt -> start time
+		lost      []int                 // attempts that must see ErrLost
+		withdrawn int
+	}{
+		{
+			name: "primary answers before the delay", allow: -1,
+			outcomes: []outcome{{after: 5 * ms, value: 1}, {after: 5 * ms, value: 2}},
+			want:     1, wantAt: 5 * ms, started: map[int]time.Duration{0: 0},
+		},
+		{
+			name: "hedge wins and the primary is cancelled", allow: -1,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 5 * ms, value: 2}},
+			want:     2, wantAt: 15 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms},
+			lost: []int{0}, withdrawn: 1,
+		},
+		{
+			name: "primary wins after the hedge started", allow: -1,
+			outcomes: []outcome{{after: 12 * ms, value: 1}, {after: 50 * ms, value: 2}},
+			want:     1, wantAt: 12 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms},
+			lost: []int{1}, withdrawn: 1,
+		},
+		{
+			name: "budget refuses the hedge", allow: 0,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 5 * ms, value: 2}},
+			want:     1, wantAt: 100 * ms, started: map[int]time.Duration{0: 0},
+		},
+		{
+			name: "two hedges one delay apart", cfg: Config{MaxHedges: 2}, allow: -1,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 100 * ms, value: 2}, {after: 5 * ms, value: 3}},
+			want:     3, wantAt: 25 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 20 * ms},
+			lost: []int{0, 1}, withdrawn: 2,
+		},
+		{
+			name: "fatal error settles the call at once", allow: -1,
+			outcomes: []outcome{{after: 15 * ms, err: errBoom}, {after: 50 * ms, value: 2}},
+			wantErr:  errBoom, wantAt: 15 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms},
+			lost: []int{1}, withdrawn: 1,
+		},
+		{
+			name: "fatal primary error before the delay starts nothing", allow: -1,
+			outcomes: []outcome{{after: 3 * ms, err: errBoom}, {after: 5 * ms, value: 2}},
+			wantErr:  errBoom, wantAt: 3 * ms, started: map[int]time.Duration{0: 0},
+		},
+		{
+			name: "non-fatal error starts the hedge at once", cfg: Config{NonFatal: nonFatal}, allow: -1,
+			outcomes: []outcome{{after: 3 * ms, err: errA}, {after: 5 * ms, value: 2}},
+			want:     2, wantAt: 8 * ms, started: map[int]time.Duration{0: 0, 1: 3 * ms}, withdrawn: 1,
+		},
+		{
+			name: "all attempts fail non-fatally: the last error", cfg: Config{NonFatal: nonFatal}, allow: -1,
+			outcomes: []outcome{{after: 3 * ms, err: errA}, {after: 4 * ms, err: errB}},
+			wantErr:  errB, wantAt: 7 * ms, started: map[int]time.Duration{0: 0, 1: 3 * ms}, withdrawn: 1,
+		},
+		{
+			name: "non-fatal primary error waits for the running hedge", cfg: Config{NonFatal: nonFatal}, allow: -1,
+			outcomes: []outcome{{after: 15 * ms, err: errA}, {after: 10 * ms, err: errB}},
+			wantErr:  errB, wantAt: 20 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms}, withdrawn: 1,
+		},
+		{
+			name: "non-fatal error with the budget empty fails at once", cfg: Config{NonFatal: nonFatal}, allow: 0,
+			outcomes: []outcome{{after: 3 * ms, err: errA}, {after: 5 * ms, value: 2}},
+			wantErr:  errA, wantAt: 3 * ms, started: map[int]time.Duration{0: 0},
+		},
+		{
+			name: "non-fatal hedge error runs the next hedge on its goroutine", cfg: Config{NonFatal: nonFatal, MaxHedges: 2}, allow: -1,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 2 * ms, err: errA}, {after: 5 * ms, value: 3}},
+			want:     3, wantAt: 17 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 12 * ms},
+			lost: []int{0}, withdrawn: 2,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := &fakeBudget{allow: tc.allow}
+				cfg := tc.cfg
+				if cfg.Delay == 0 {
+					cfg.Delay = 10 * ms
+				}
+				cfg.Budget = b
+				h := mustNew(t, cfg)
+				s := newScript(tc.outcomes...)
+				v, err := Do(context.Background(), h, s.fn, nil)
+				at := time.Since(s.t0)
+				if v != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+					t.Errorf("Do = %v, %v; want %v, %v", v, err, tc.want, tc.wantErr)
+				}
+				if at != tc.wantAt {
+					t.Errorf("Do returned at %v, want %v", at, tc.wantAt)
+				}
+				drain() // losers finish
+				if diff := cmp.Diff(tc.started, s.startedAt()); diff != "" {
+					t.Errorf("attempt start times (-want +got):\n%s", diff)
+				}
+				for _, i := range tc.lost {
+					if c := s.causeOf(i); c != ErrLost {
+						t.Errorf("attempt %d ended with cause %v, want ErrLost", i, c)
+					}
+				}
+				records, withdrawn, _ := b.counts()
+				if records != 1 || withdrawn != tc.withdrawn {
+					t.Errorf("budget: %d records, %d withdrawals; want 1, %d", records, withdrawn, tc.withdrawn)
+				}
+			})
+		})
+	}
+}
+
+// TestDoCleanup checks that late successful results go to cleanup, on
+// either side: a primary that answers after the hedge won, and a hedge
+// that answers after Do returned.
+func TestDoCleanup(t *testing.T) {
+	tests := []struct {
+		name        string
+		outcomes    []outcome
+		want        int
+		wantAt      time.Duration
+		wantCleaned []int
+	}{
+		{"late primary", []outcome{{after: 30 * ms, value: 1}, {after: 5 * ms, value: 2}}, 2, 30 * ms, []int{1}},
+		{"late hedge", []outcome{{after: 12 * ms, value: 1}, {after: 50 * ms, value: 2}}, 1, 12 * ms, []int{2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := mustNew(t, Config{Delay: 10 * ms, Budget: &fakeBudget{allow: -1}})
+				s := newScript(tc.outcomes...)
+				s.ignore = always
+				var mu sync.Mutex
+				var cleaned []int
+				v, err := Do(context.Background(), h, s.fn, func(v int) {
+					mu.Lock()
+					defer mu.Unlock()
+					cleaned = append(cleaned, v)
+				})
+				if at := time.Since(s.t0); v != tc.want || err != nil || at != tc.wantAt {
+					t.Errorf("Do = %v, %v at %v; want %v, nil at %v", v, err, at, tc.want, tc.wantAt)
+				}
+				drain()
+				mu.Lock()
+				defer mu.Unlock()
+				if diff := cmp.Diff(tc.wantCleaned, cleaned); diff != "" {
+					t.Errorf("cleaned (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
+
+// TestDoCancelsWinnerOnReturn checks that no attempt context outlives Do.
+func TestDoCancelsWinnerOnReturn(t *testing.T) {
+	for _, primaryWins := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			h := mustNew(t, Config{Delay: 10 * ms, Budget: &fakeBudget{allow: -1}})
+			var ctxs [2]context.Context
+			var mu sync.Mutex
+			_, err := Do(context.Background(), h, func(ctx context.Context, attempt int) (int, error) {
+				mu.Lock()
+				ctxs[attempt] = ctx
+				mu.Unlock()
+				d := 5 * ms
+				if primaryWins != (attempt == 0) {
+					d = 100 * ms
+				}
+				select {
+				case <-time.After(d):
+					return attempt, nil
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				}
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, ctx := range ctxs {
+				if ctx != nil && ctx.Err() == nil {
+					t.Errorf("primaryWins=%v: attempt %d's context is still live after Do returned", primaryWins, i)
+				}
+			}
+			drain()
+		})
+	}
+}
+
+// TestDoCallerCancels cancels the caller's context while the primary and
+// a hedge run: Do returns at once and every attempt that honours its
+// context sees the caller's cause; synctest.Test fails if any goroutine is
+// left behind.
+func TestDoCallerCancels(t *testing.T) {
+	causeStop := errors.New("caller gave up")
+	nonFatal := func(error) bool { return true }
+	tests := []struct {
+		name     string
+		cfg      Config
+		outcomes []outcome
+		ignore   func(int) bool
+		wantErr  error
+		honour   []int // attempts that must see the caller's cause
+	}{
+		{
+			name:     "both attempts honour cancellation: the primary's error",
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 100 * ms, value: 2}},
+			wantErr:  context.Canceled, honour: []int{0, 1},
+		},
+		{
+			name:     "a hedge that ignores it runs on after Do returns",
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 100 * ms, value: 2}},
+			ignore:   func(i int) bool { return i == 1 },
+			wantErr:  context.Canceled, honour: []int{0},
+		},
+		{
+			name:     "waiting on hedges alone: the caller's cause",
+			cfg:      Config{NonFatal: nonFatal},
+			outcomes: []outcome{{after: 12 * ms, err: errA}, {after: 100 * ms, value: 2}},
+			ignore:   func(i int) bool { return i == 1 },
+			wantErr:  causeStop,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := tc.cfg
+				cfg.Delay, cfg.Budget = 10*ms, &fakeBudget{allow: -1}
+				h := mustNew(t, cfg)
+				ctx, cancel := context.WithCancelCause(context.Background())
+				s := newScript(tc.outcomes...)
+				s.ignore = tc.ignore
+				time.AfterFunc(15*ms, func() { cancel(causeStop) })
+				v, err := Do(ctx, h, s.fn, nil)
+				if at := time.Since(s.t0); v != 0 || !errors.Is(err, tc.wantErr) || at != 15*ms {
+					t.Errorf("Do = %v, %v at %v; want 0, %v at 15ms", v, err, at, tc.wantErr)
+				}
+				drain()
+				for _, i := range tc.honour {
+					if c := s.causeOf(i); c != causeStop {
+						t.Errorf("attempt %d saw cause %v, want the caller's", i, c)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestDoConcurrent runs many hedged calls at once on one Hedger, with
+// every kind of outcome, for the race detector.
+func TestDoConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := mustNew(t, Config{MaxHedges: 2, NonFatal: func(err error) bool { return err == errA }, MaxDelay: 20 * ms})
+		var wg sync.WaitGroup
+		for g := range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 40 {
+					k := g*40 + i
+					s := newScript(
+						outcome{after: time.Duration(k%7) * 4 * ms, value: 1, err: []error{nil, errA, errBoom}[k%3]},
+						outcome{after: time.Duration(k%5) * 3 * ms, value: 2, err: []error{nil, errA}[k%2]},
+						outcome{after: time.Duration(k%3) * 5 * ms, value: 3},
+					)
+					if k%4 == 0 {
+						s.ignore = always
+					}
+					Do(context.Background(), h, s.fn, func(int) {})
+				}
+			}()
+		}
+		wg.Wait()
+		drain()
+	})
+}

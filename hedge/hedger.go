@@ -1,0 +1,180 @@
+package hedge
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/quantile"
+)
+
+// Hedger holds a hedging policy and its run-time state: the latency
+// estimator behind the adaptive delay, the budget and the win share. It is
+// safe for concurrent use; build one per dependency (per replica set) and
+// share it. The zero Hedger is not usable; call New.
+//
+// The decision methods Begin, Delay, Admit, Observe and Result are the
+// whole of the hedging logic. [Do] calls them around real attempts; a
+// simulator running under its own clock calls them directly, in this
+// order, for each request:
+//
+//  1. Begin at the start: it counts the request and says whether the
+//     request may hedge and after what delay.
+//  2. When the delay passes with no answer (or an attempt fails with a
+//     non-fatal error), Admit before each hedge; start it only if Admit
+//     says so (it has withdrawn the hedge's cost from the budget).
+//  3. Observe with the request's latency when it succeeds (from its start
+//     to the first successful answer).
+//  4. Result once, when a request that started at least one hedge
+//     succeeds: whether a hedge won.
+type Hedger struct {
+	fixed       time.Duration
+	minDelay    time.Duration
+	maxDelay    time.Duration
+	minSamples  int
+	maxHedges   int
+	budget      budget.Budget
+	nonFatal    func(error) bool
+	minWinShare float64
+	probeEvery  uint64
+	est         *quantile.Estimator // nil for a fixed delay
+
+	winShare atomic.Uint64 // float64 bits, exponentially decaying
+	probes   atomic.Uint64 // requests seen while suspended
+
+	calls sync.Pool // *call[T] of the last T used, with their timers
+}
+
+// New validates cfg and returns a Hedger built from it.
+func New(cfg Config) (*Hedger, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h := &Hedger{
+		fixed:       cfg.Delay,
+		minDelay:    cfg.MinDelay,
+		maxDelay:    cfg.MaxDelay,
+		maxHedges:   cfg.MaxHedges,
+		budget:      cfg.Budget,
+		nonFatal:    cfg.NonFatal,
+		minWinShare: cfg.MinWinShare,
+		probeEvery:  uint64(cfg.ProbeEvery),
+	}
+	if h.maxHedges == 0 {
+		h.maxHedges = DefaultMaxHedges
+	}
+	if h.minWinShare == 0 {
+		h.minWinShare = DefaultMinWinShare
+	}
+	if h.probeEvery == 0 {
+		h.probeEvery = DefaultProbeEvery
+	}
+	if h.budget == nil {
+		h.budget = newRatio(DefaultBudgetRatio)
+	}
+	if h.fixed == 0 {
+		q := cfg.Quantile
+		if q == 0 {
+			q = DefaultQuantile
+		}
+		est, err := quantile.New(quantile.Config{Window: cfg.Window, Quantiles: []float64{q}})
+		if err != nil {
+			return nil, fmt.Errorf("%w: Window: %w", ErrInvalidConfig, err)
+		}
+		h.est = est
+		// Ten latencies beyond the quantile before trusting it, and no
+		// more than the estimator keeps.
+		h.minSamples = min(int(math.Ceil(10/(1-q))), 2*est.Window())
+	}
+	h.winShare.Store(math.Float64bits(1)) // hedging starts on
+	return h, nil
+}
+
+// MaxHedges returns the number of hedges a call may start after its
+// primary.
+func (h *Hedger) MaxHedges() int { return h.maxHedges }
+
+// Delay returns the current hedge delay: the fixed Config.Delay, or the
+// tracked latency quantile bounded by MinDelay and MaxDelay. While the
+// estimator has too few latencies it returns MaxDelay, or false if there
+// is no MaxDelay: do not hedge yet. It is a few atomic loads.
+func (h *Hedger) Delay() (time.Duration, bool) {
+	if h.est == nil {
+		return h.fixed, true
+	}
+	d, n := h.est.Tracked(0)
+	if n < h.minSamples {
+		return h.maxDelay, h.maxDelay > 0
+	}
+	d = max(d, h.minDelay)
+	if h.maxDelay > 0 {
+		d = min(d, h.maxDelay)
+	}
+	return d, true
+}
+
+// Begin starts a request: it records the request with the budget
+// (budget.Attempt{N: 1}) and returns the hedge delay and whether this
+// request may hedge at all. It may not while the delay is unknown (see
+// Delay), or while hedging is suspended, except for one request in
+// ProbeEvery.
+func (h *Hedger) Begin() (time.Duration, bool) {
+	h.budget.Record(budget.Attempt{N: 1})
+	d, ok := h.Delay()
+	if !ok {
+		return 0, false
+	}
+	if h.Suspended() && (h.probes.Add(1)-1)%h.probeEvery != 0 {
+		return 0, false
+	}
+	return d, true
+}
+
+// Admit asks the budget to pay for one hedge (it withdraws
+// budget.Transient) and reports whether the hedge may start. Call it only
+// for a hedge about to start: a true answer has been paid for.
+func (h *Hedger) Admit() bool {
+	return h.budget.Withdraw(budget.Transient)
+}
+
+// Observe records the latency of a request that succeeded, from its start
+// to its first successful answer, for the adaptive delay. Failed requests
+// are not observed: a fast failure says nothing about how long an answer
+// takes. With a fixed delay Observe does nothing.
+func (h *Hedger) Observe(latency time.Duration) {
+	if h.est != nil {
+		h.est.Record(latency)
+	}
+}
+
+// Result records the outcome of a request that started at least one
+// hedge and succeeded: hedgeWon is true when the answer came from a hedge
+// rather than the primary. The win share decays by 1/32 per call toward 1
+// (won) or 0 (lost); hedging is suspended while it is below MinWinShare.
+func (h *Hedger) Result(hedgeWon bool) {
+	x := 0.0
+	if hedgeWon {
+		x = 1
+	}
+	for {
+		old := h.winShare.Load()
+		s := math.Float64frombits(old)
+		if h.winShare.CompareAndSwap(old, math.Float64bits(s+winShareWeight*(x-s))) {
+			return
+		}
+	}
+}
+
+// WinShare returns the exponentially decaying share of hedged requests
+// that a hedge won. It starts at 1.
+func (h *Hedger) WinShare() float64 { return math.Float64frombits(h.winShare.Load()) }
+
+// Suspended reports whether hedging is suspended because hedges stopped
+// winning (WinShare below MinWinShare).
+func (h *Hedger) Suspended() bool { return h.WinShare() < h.minWinShare }
+
+// isNonFatal reports whether err leaves the call open.
+func (h *Hedger) isNonFatal(err error) bool { return h.nonFatal != nil && h.nonFatal(err) }

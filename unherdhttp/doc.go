@@ -1,2 +1,131 @@
-// Package unherdhttp brings the retry policy to net/http.
+// Package unherdhttp brings the retry policy to net/http: a
+// [http.RoundTripper] that retries what is safe to retry, and server
+// [Middleware] that keeps retries at one layer of a call chain.
+//
+// # Transport or Middleware
+//
+// Use a [Transport] on the client side, one per dependency, shared by all
+// goroutines:
+//
+//	tr, err := unherdhttp.NewTransport(nil, unherdhttp.Config{})
+//	client := &http.Client{Transport: tr}
+//
+// Wrap the handler of every service that is itself called by clients
+// that retry in [Middleware]. Calls a handler makes with its request's
+// context then make a single attempt (retry.Config.NestedAttempts) and
+// return failures promptly, so only the edge of the chain retries. Use
+// both in a service that is called and calls others.
+//
+// # What is retried, and why
+//
+// A request may be sent again only if sending it twice does no harm:
+//
+//   - GET, HEAD, OPTIONS, TRACE, PUT and DELETE, the methods RFC 9110,
+//     section 9.2.2 defines as idempotent
+//     (https://www.rfc-editor.org/rfc/rfc9110#section-9.2.2);
+//   - any request carrying an Idempotency-Key (or X-Idempotency-Key)
+//     header, by which the server promises to apply it at most once: IETF
+//     draft-ietf-httpapi-idempotency-key-header
+//     (https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/).
+//     This is also net/http's own rule for replaying a request on a
+//     kept-alive connection that the server closed (Request.isReplayable).
+//     Config.AutoIdempotencyKey adds a random key (a UUIDv4, the same on
+//     every attempt and hedge of one logical request) to POST and PATCH;
+//   - POST, PATCH and other requests without a key only when the failure
+//     proves the request never left: the connection could not be made (a
+//     dial error, such as connection refused), or the attempt timed out
+//     before it had a connection. A reset after the request was written
+//     might follow a server that acted on it; such a failure comes back as
+//     a [NotReplayedError].
+//
+// Of the outcomes of a request that may be repeated:
+//
+//   - 408, 429, 502, 503 and 504 are retried; 500 only with
+//     Config.Retry500. 429 and 503 are throttling answers: they wait from
+//     the schedule's throttled base. Other 4xx, 501 and the remaining 5xx
+//     are permanent and go back at once.
+//   - Transport errors (connection refused or reset, an unexpected EOF on
+//     a reused connection, an attempt timeout) are retried; certificate
+//     verification failures and a TLS client talking to a plain HTTP
+//     server are permanent. The caller's own cancellation or deadline is
+//     never retried.
+//   - Config.Classify can override any of this, except replay safety.
+//
+// Every failed attempt reaches the retry loop of package retry as an
+// error marked for its class (a [*StatusError] for a response), so that
+// the order of the decision, the deadline rule, budgets and guards are
+// retry's, unchanged. When the loop stops on a response, the caller gets
+// that last response with a nil error, its body unread; when it stops on a
+// transport error, the caller gets the loop's *retry.Error, through which
+// errors.Is reaches the cause. Every response that is not handed back is
+// drained (up to Config.MaxDrainedBody) and closed before the wait, so its
+// connection is reused. Breakers and throttles see the attempts the loop
+// stops at once (permanent statuses, unsafe repeats) with class Permanent.
+//
+// # Retry-After
+//
+// A Retry-After header (RFC 9110, section 10.2.3; delay-seconds or an
+// HTTP-date, see [ParseRetryAfter]) on a retryable response replaces the
+// schedule's wait: it is a floor, bounded by retry.Config.MaxServerDelay
+// (30 s by default) with up to retry.Config.ServerJitter (10%) added on
+// top, so a thousand clients told "5" do not return in one wall. A wait
+// that would end after the request context's deadline is not started: the
+// last response goes back at once.
+//
+// # Bodies
+//
+// The caller's request is never modified. The first attempt sends it as
+// it is, when nothing about it needs to change; every later attempt is a
+// Request.Clone with a body from GetBody. A body without GetBody is read
+// into memory, up to Config.MaxBufferedBody (64 KiB), so that it can be
+// sent again; a larger one is sent once and never retried.
+//
+// # The attempt header
+//
+// Every request after the first for one logical request, whether a retry
+// or a hedge, carries the header Unherd-Attempt with its number: "2",
+// "3", and so on ([AttemptHeader]). The first carries none, so a request
+// that is never repeated goes out exactly as the caller built it. Servers
+// can use the header to see, count or shed repeated traffic.
+//
+// # Timeouts
+//
+// There are two, because they answer different questions:
+//
+//   - Config.ConnectTimeout (5 s by default) bounds getting a connection:
+//     the dial and the TLS handshake. Set it from the network: a few round
+//     trips plus a TLS handshake on a loaded host. After a deploy every
+//     connection is cold; a slow handshake then says nothing about how
+//     the server handles requests.
+//   - Config.AttemptTimeout (none by default) bounds each attempt from
+//     the moment it has a connection to the arrival of the response
+//     headers. Set it from the latency distribution: the percentile whose
+//     tail you accept as false timeouts (p99 cuts off and repeats 1% of
+//     healthy attempts), plus headroom. Config.Timeouts plugs in an
+//     adaptive timeout that follows a latency quantile instead.
+//
+// The attempt timeout does not cover reading the body: the response body
+// stays readable after RoundTrip returns, until it is closed, and the
+// request's context bounds the whole exchange. An attempt timeout is a
+// retryable Timeout; the caller's deadline never is. Do not set
+// retry.Config.AttemptTimeout: the retry loop ends an attempt's context
+// when the attempt returns, which would cut off the body; NewTransport
+// rejects it.
+//
+// # Retry at one layer
+//
+// Three services that each retry three times send 27 requests to the
+// bottom one for every request at the top, at exactly the moment it is
+// failing (Google SRE book, chapter 22, "Addressing Cascading Failures",
+// https://sre.google/sre-book/addressing-cascading-failures/). With
+// [Middleware] on each service and a Transport for each call, the bottom
+// service receives 3: the edge's attempts (TestRetryAtOneLayer).
+//
+// # Cost
+//
+// A request whose first attempt succeeds, without an attempt timeout, is
+// sent as the caller built it: no clone, no allocation and no goroutine
+// beyond what the base transport does (BenchmarkTransportGet). An
+// attempt timeout costs a context, a timer and an httptrace hook per
+// attempt.
 package unherdhttp

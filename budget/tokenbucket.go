@@ -166,7 +166,11 @@ func (b *TokenBucket) deposit(n int64) {
 		if t >= b.capacity {
 			return
 		}
-		if b.tokens.CompareAndSwap(t, min(t+n, b.capacity)) {
+		next := b.capacity
+		if n < b.capacity-t { // not t+n, which could overflow
+			next = t + n
+		}
+		if b.tokens.CompareAndSwap(t, next) {
 			return
 		}
 	}

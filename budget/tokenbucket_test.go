@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -108,7 +109,11 @@ func (b *refTokenBucket) Record(a Attempt) {
 		n = b.cost[a.Charged]
 	}
 	b.mu.Lock()
-	b.tokens = min(b.tokens+n, b.cap)
+	if n >= b.cap-b.tokens {
+		b.tokens = b.cap
+	} else {
+		b.tokens += n
+	}
 	b.mu.Unlock()
 }
 
@@ -147,4 +152,45 @@ func TestTokenBucketMatchesModel(t *testing.T) {
 			t.Fatalf("op %d (%+v): %d tokens, model has %d", i, op, b.Tokens(), ref.tokens)
 		}
 	}
+}
+
+// FuzzTokenBucket drives a bucket of any valid configuration, including
+// ones near the int64 limits, with a sequence of calls, and checks it
+// against the model and the bounds after each.
+func FuzzTokenBucket(f *testing.F) {
+	f.Add(int64(0), int64(0), int64(0), int64(0), []byte{0, 1, 2, 3, 4, 5, 6, 7})
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(1), int64(math.MaxInt64), []byte{0, 4, 8, 12, 3, 3, 3})
+	f.Add(int64(10), int64(10), int64(3), int64(2), []byte{0, 0, 0, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, capacity, transient, timeout, incr int64, ops []byte) {
+		cfg := TokenBucketConfig{Capacity: capacity, TransientCost: transient, TimeoutCost: timeout, ThrottledCost: transient, SuccessIncrement: incr}
+		b, err := NewTokenBucket(cfg)
+		if err != nil {
+			return
+		}
+		ref := newRefTokenBucket(cfg)
+		for i, op := range ops {
+			c := Class(op & 3)
+			switch op >> 2 & 3 {
+			case 0:
+				if got, want := b.Withdraw(c), ref.Withdraw(c); got != want {
+					t.Fatalf("op %d: Withdraw(%v) = %v, model says %v", i, c, got, want)
+				}
+			case 1:
+				a := Attempt{N: 1}
+				b.Record(a)
+				ref.Record(a)
+			case 2:
+				a := Attempt{N: 2, Charged: min(c, Throttled)}
+				b.Record(a)
+				ref.Record(a)
+			default:
+				a := Attempt{N: 1, Failed: true, Class: c}
+				b.Record(a)
+				ref.Record(a)
+			}
+			if got := b.Tokens(); got != ref.tokens || got < 0 || got > b.Capacity() {
+				t.Fatalf("op %d: %d tokens, model has %d, capacity %d", i, got, ref.tokens, b.Capacity())
+			}
+		}
+	})
 }

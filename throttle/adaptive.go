@@ -147,12 +147,14 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 
 // Admit asks to make a call, implementing retry.Guard; it returns
 // ErrThrottled to reject it locally. While the rejection probability is
-// zero it is one atomic load and one striped atomic add: no lock, no clock
-// read, no allocation. It never waits, so ctx is not used. The ticket is
-// always 0.
+// zero it is one atomic load: no lock, no clock read, no allocation. It
+// never waits, so ctx is not used. The ticket is always 0.
+//
+// A call is counted as a request once: when it is rejected here, or, if
+// admitted, when Done reports it (so a call in flight is not yet counted,
+// and an abandoned one never is).
 func (a *Adaptive) Admit(ctx context.Context) (ticket uint64, err error) {
 	if a.threshold.Load() == 0 {
-		a.win.Add(1, 0)
 		return 0, nil
 	}
 	return 0, a.admitSlow(a.ns(a.clock()))
@@ -161,7 +163,6 @@ func (a *Adaptive) Admit(ctx context.Context) (ticket uint64, err error) {
 // AdmitAt is Admit at an explicit time instead of the clock's.
 func (a *Adaptive) AdmitAt(now time.Time) (ticket uint64, err error) {
 	if a.threshold.Load() == 0 {
-		a.win.Add(1, 0)
 		return 0, nil
 	}
 	return 0, a.admitSlow(a.ns(now))
@@ -170,17 +171,20 @@ func (a *Adaptive) AdmitAt(now time.Time) (ticket uint64, err error) {
 func (a *Adaptive) admitSlow(now int64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	th := a.update(now)
-	a.win.AddAt(now, 1, 0) // a local rejection is a request too
-	if th != 0 && a.rand()>>11 < th {
-		return ErrThrottled
+	a.win.Fold(now)
+	th := a.recompute(now)
+	if th == 0 || a.rand()>>11 >= th {
+		return nil
 	}
-	return nil
+	a.win.AddAt(now, 1, 0) // a local rejection is a request too
+	a.recompute(now)
+	return ErrThrottled
 }
 
 // Done reports how an admitted call ended, implementing retry.Guard. An
-// accepted call is one striped atomic add; one that was not accepted takes
-// the lock and reads the clock to update the rejection probability.
+// accepted call is two atomic adds on one striped counter line; one that
+// was not accepted takes the lock and reads the clock to update the
+// rejection probability. An abandoned call is not counted at all.
 func (a *Adaptive) Done(ticket uint64, o retry.Outcome) { a.done(o, false, time.Time{}) }
 
 // DoneAt is Done at an explicit time instead of the clock's.
@@ -189,17 +193,19 @@ func (a *Adaptive) DoneAt(now time.Time, ticket uint64, o retry.Outcome) { a.don
 func (a *Adaptive) done(o retry.Outcome, haveNow bool, now time.Time) {
 	switch {
 	case o.Abandoned:
-		a.win.Add(-1, 0) // it said nothing about the dependency: not a request
-		return
+		return // it said nothing about the dependency: not a request
 	case a.accepted(o):
-		a.win.Add(0, 1)
+		a.win.Add(1, 1)
 		return
 	}
 	if !haveNow {
 		now = a.clock()
 	}
+	ns := a.ns(now)
 	a.mu.Lock()
-	a.update(a.ns(now))
+	a.win.Fold(ns)
+	a.win.AddAt(ns, 1, 0)
+	a.recompute(ns)
 	a.mu.Unlock()
 }
 
@@ -210,10 +216,9 @@ func (a *Adaptive) Probability() float64 {
 	return float64(a.threshold.Load()) / (1 << 53)
 }
 
-// update folds the striped counts in, recomputes the rejection probability
-// at now and stores it. The caller holds a.mu.
-func (a *Adaptive) update(now int64) uint64 {
-	a.win.Fold(now)
+// recompute computes the rejection probability from the window at now
+// and stores it. The caller holds a.mu and has folded the stripes.
+func (a *Adaptive) recompute(now int64) uint64 {
 	req, acc := a.win.Sums(now)
 	th := threshold(req, acc, a.k)
 	a.threshold.Store(th)

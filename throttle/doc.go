@@ -1,0 +1,70 @@
+// Package throttle keeps a client from sending more than its dependency
+// can take: [Adaptive], the client-side adaptive throttling of Google's SRE
+// book, which rejects calls locally; and [RateLimiter], the client rate
+// limiter of the AWS SDKs' adaptive retry mode, which delays them.
+//
+// Both implement retry.Guard: put them in retry.Config.Guards and the
+// retry loop consults them before every attempt, retries included, and
+// reports every attempt's outcome to them. A local rejection stops the
+// loop at once with retry.ErrRejected wrapping ErrThrottled (or
+// ErrRateLimited) and is never retried: retrying a call the client itself
+// refused would defeat the point.
+//
+// # Adaptive (on by choice, cheap when healthy)
+//
+// Google SRE book, chapter 21 "Handling Overload", section "Client-Side
+// Throttling" (https://sre.google/sre-book/handling-overload/): each client
+// counts, over the last two minutes, its requests and the ones the backend
+// accepted, and rejects a new request locally with probability
+//
+//	max(0, (requests - K*accepts) / (requests + 1))
+//
+// With K = 2 (the book's default), nothing is rejected while at least half
+// of the requests are accepted; beyond that the client sheds a growing
+// share itself, so a backend that is refusing work does not also pay to
+// refuse it. Locally rejected requests still count as requests, which is
+// what makes the throttle tighten while the backend keeps refusing and
+// relax once it accepts again. What "accepted" means is
+// AdaptiveSettings.Accepted; by default a success or a Permanent error is
+// accepted (the backend answered), and Throttled, Timeout and Transient
+// errors are not (see DefaultAccepted for why Transient is not).
+//
+// Cost: while the probability is zero, Admit is one atomic load and the
+// Done of an accepted call two atomic adds on one of several padded
+// counter stripes: no lock, no clock read (BenchmarkThrottleParallel). The
+// clock is read, and a lock taken, after calls that were not accepted and
+// on every call while shedding. Striped counts reach the rolling window
+// when it is next updated, spread evenly over the time since the previous
+// update (internal/rolling).
+//
+// # RateLimiter (off unless added)
+//
+// AWS SDKs' "adaptive" retry mode
+// (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html;
+// botocore/retries/adaptive.py, aws-sdk-go-v2 aws/retry): a token bucket
+// whose fill rate follows CUBIC congestion control (RFC 9438): a throttling
+// response cuts the rate to 0.7 times the current send rate; successes
+// grow it back along C*(t-K)^3 + Wmax with C = 0.4. The send rate is
+// measured in 0.5 s buckets with smoothing 0.8; the fill rate never drops
+// below 0.5 tokens/s and never exceeds twice the measured send rate.
+// Nothing happens until the first throttling response.
+//
+// # Which one
+//
+//   - A circuit breaker (package breaker) for hard outages: the dependency
+//     is down, fail fast and probe now and then (Michael Nygard, "Release
+//     It!").
+//   - Adaptive for overload: the dependency is up but refusing a share of
+//     the work; shed roughly that share locally, fail fast, and let callers
+//     degrade. The right default for request/response traffic with a
+//     user waiting.
+//   - RateLimiter for workloads that are throttled a lot and should pace
+//     themselves rather than fail: batch jobs, queue consumers, bulk
+//     uploads against an API with a quota, where finishing later is fine and
+//     a failed call only has to be made again. It can delay calls, the
+//     first one after a throttle included, which is why it is off by
+//     default.
+//
+// They compose: one Guards list can hold a breaker, an Adaptive throttle and
+// a RateLimiter, and each sees every attempt.
+package throttle

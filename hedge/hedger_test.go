@@ -1,0 +1,173 @@
+package hedge
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/budget"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"zero", Config{}, true},
+		{"fixed delay", Config{Delay: time.Millisecond}, true},
+		{"negative delay", Config{Delay: -1}, false},
+		{"quantile 1", Config{Quantile: 1}, false},
+		{"quantile NaN", Config{Quantile: math.NaN()}, false},
+		{"quantile p99", Config{Quantile: 0.99}, true},
+		{"negative MinDelay", Config{MinDelay: -1}, false},
+		{"negative MaxDelay", Config{MaxDelay: -1}, false},
+		{"MinDelay above MaxDelay", Config{MinDelay: 2 * time.Second, MaxDelay: time.Second}, false},
+		{"MinDelay with no ceiling", Config{MinDelay: 2 * time.Second}, true},
+		{"negative Window", Config{Window: -1}, false},
+		{"huge Window", Config{Window: 1 << 31}, false},
+		{"MaxHedges 4", Config{MaxHedges: 4}, true},
+		{"MaxHedges 5", Config{MaxHedges: 5}, false},
+		{"negative MaxHedges", Config{MaxHedges: -1}, false},
+		{"MinWinShare 1", Config{MinWinShare: 1}, false},
+		{"MinWinShare NaN", Config{MinWinShare: math.NaN()}, false},
+		{"MinWinShare negative turns the rule off", Config{MinWinShare: -1}, true},
+		{"negative ProbeEvery", Config{ProbeEvery: -1}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			if (err == nil) != tc.ok {
+				t.Fatalf("New: %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+// TestDelay covers the delay as the simulator reads it: fixed, warming
+// up, tracking p95 and bounded.
+func TestDelay(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		samples int // 10 ms latencies observed
+		want    time.Duration
+		wantOK  bool
+	}{
+		{"fixed", Config{Delay: 7 * time.Millisecond}, 0, 7 * time.Millisecond, true},
+		{"adaptive, no samples, no ceiling: no hedging", Config{}, 0, 0, false},
+		{"adaptive, too few samples: no hedging", Config{}, 100, 0, false},
+		{"adaptive, too few samples: the ceiling", Config{MaxDelay: 50 * time.Millisecond}, 100, 50 * time.Millisecond, true},
+		{"adaptive, enough samples (200 for p95)", Config{}, 256, 10 * time.Millisecond, true},
+		{"bounded below", Config{MinDelay: 20 * time.Millisecond}, 256, 20 * time.Millisecond, true},
+		{"bounded above", Config{MaxDelay: 5 * time.Millisecond}, 256, 5 * time.Millisecond, true},
+		{"p99 needs 1000 samples", Config{Quantile: 0.99}, 512, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := mustNew(t, tc.cfg)
+			for range tc.samples {
+				h.Observe(10 * time.Millisecond)
+			}
+			got, ok := h.Delay()
+			if ok != tc.wantOK || math.Abs(float64(got-tc.want)) > 0.01*float64(tc.want) {
+				t.Errorf("Delay() = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+// TestDelayTracksQuantile checks the delay against the exact p95 of a
+// mixed latency stream.
+func TestDelayTracksQuantile(t *testing.T) {
+	h := mustNew(t, Config{})
+	for i := range 4096 {
+		h.Observe(time.Duration(1+i%100) * time.Millisecond) // uniform 1..100 ms: p95 = 95 ms
+	}
+	if d, ok := h.Delay(); !ok || math.Abs(float64(d-95*time.Millisecond)) > 0.01*float64(95*time.Millisecond) {
+		t.Errorf("Delay() = %v, %v; want about 95ms", d, ok)
+	}
+}
+
+// TestSuspendAndProbe walks the back-off rule: losing hedges suspend
+// hedging, one request in ProbeEvery still may hedge, and winning probes
+// resume it. The win share decays by 1/32 per hedged request.
+func TestSuspendAndProbe(t *testing.T) {
+	b := &fakeBudget{allow: -1}
+	h := mustNew(t, Config{Delay: time.Millisecond, Budget: b, ProbeEvery: 4})
+	if h.Suspended() || h.WinShare() != 1 {
+		t.Fatalf("new hedger: suspended %v, win share %v; want on, 1", h.Suspended(), h.WinShare())
+	}
+	losses := 0
+	for !h.Suspended() {
+		h.Result(false)
+		losses++
+	}
+	// (31/32)^n < 0.05 first at n = 95.
+	if losses != 95 {
+		t.Errorf("suspended after %d lost hedges, want 95", losses)
+	}
+	var may []bool
+	for range 8 {
+		_, ok := h.Begin()
+		may = append(may, ok)
+	}
+	if diff := cmp.Diff([]bool{true, false, false, false, true, false, false, false}, may); diff != "" {
+		t.Errorf("requests that may hedge while suspended (-want +got):\n%s", diff)
+	}
+	wins := 0
+	for h.Suspended() {
+		h.Result(true)
+		wins++
+	}
+	if wins != 1 {
+		t.Errorf("resumed after %d winning probes, want 1", wins)
+	}
+	if _, ok := h.Begin(); !ok {
+		t.Error("request may not hedge after resuming")
+	}
+	if records, _, _ := b.counts(); records != 9 {
+		t.Errorf("budget saw %d requests, want 9", records)
+	}
+}
+
+func TestSuspendRuleOff(t *testing.T) {
+	h := mustNew(t, Config{Delay: time.Millisecond, MinWinShare: -1})
+	for range 1000 {
+		h.Result(false)
+	}
+	if h.Suspended() {
+		t.Error("suspended with the rule turned off")
+	}
+}
+
+// TestDefaultBudget checks the default: 5% of requests, plus a burst of
+// 10 hedges it starts with.
+func TestDefaultBudget(t *testing.T) {
+	h := mustNew(t, Config{Delay: time.Millisecond})
+	admitted := 0
+	for range 1000 {
+		h.Begin()
+		if h.Admit() {
+			admitted++
+		}
+	}
+	// 10 to start with, then one per 20 requests once spent.
+	if admitted < 55 || admitted > 60 {
+		t.Errorf("admitted %d hedges for 1000 requests, want 10 + about 50", admitted)
+	}
+	r := newRatio(0.05)
+	r.Record(budget.Attempt{N: 2}) // retries earn nothing
+	for range 10 {
+		r.Withdraw(budget.Transient)
+	}
+	if r.Withdraw(budget.Transient) {
+		t.Error("withdrew an 11th hedge from a burst of 10 with no requests")
+	}
+}

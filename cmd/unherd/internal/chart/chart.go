@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 
 	"github.com/unherd/unherd/sim"
 	"gonum.org/v1/plot"
@@ -23,11 +24,14 @@ const (
 // marked as well as joined.
 const MarkPoints = 30
 
+// legendLine is one legend entry's height as a share of the plot area's.
+const legendLine = 0.055
+
 // Formats lists the formats Write draws, as file extensions.
 var Formats = []string{"png", "svg"}
 
 // ErrNoData is returned for a chart without a single finite point.
-var ErrNoData = errors.New("chart: no finite data to draw")
+var ErrNoData = errors.New("chart: no finite data")
 
 // Write draws c to w in format "png" or "svg".
 func Write(w io.Writer, c sim.Chart, format string) error {
@@ -51,6 +55,8 @@ func build(c sim.Chart) (*plot.Plot, error) {
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
 	p.Legend.Top = true
+	p.X.Tick.Marker = plainTicks{}
+	p.Y.Tick.Marker = plainTicks{}
 	p.Add(plotter.NewGrid())
 	drawn := 0
 	for i, s := range c.Series {
@@ -63,8 +69,12 @@ func build(c sim.Chart) (*plot.Plot, error) {
 			return nil, fmt.Errorf("chart %s, series %s: %w", c.Name, s.Name, err)
 		}
 		line.Color = plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i)
 		line.Width = vg.Points(1.5)
+		if len(xys) <= MarkPoints {
+			// Dashes tell short series apart in grey; on long, noisy
+			// series they only blur the line.
+			line.Dashes = plotutil.Dashes(i)
+		}
 		p.Add(line)
 		thumb := []plot.Thumbnailer{line}
 		if len(xys) <= MarkPoints {
@@ -82,14 +92,35 @@ func build(c sim.Chart) (*plot.Plot, error) {
 		drawn++
 	}
 	if drawn == 0 {
-		return nil, fmt.Errorf("chart %s: %w", c.Name, ErrNoData)
+		return nil, fmt.Errorf("%w in %s", ErrNoData, c.Name)
 	}
 	// Keep zero in view when all values are positive: a chart of load or
 	// latency read against a truncated axis exaggerates differences.
 	if p.Y.Min > 0 {
 		p.Y.Min = 0
 	}
+	// Leave room above the data for the legend, about one line of text
+	// per entry, so it does not cover the lines.
+	if span := p.Y.Max - p.Y.Min; span > 0 {
+		frac := legendLine * float64(drawn+1)
+		p.Y.Max += span * frac / (1 - frac)
+	}
 	return p, nil
+}
+
+// plainTicks places ticks as gonum/plot does by default but labels them
+// without trailing zeros: 25, not 25.00.
+type plainTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
 }
 
 // finite returns s's points whose coordinates are both finite, up to the

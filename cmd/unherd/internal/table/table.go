@@ -231,14 +231,31 @@ func escapeMarkdown(s string) string {
 // Text writes r's rows as an aligned text table.
 func Text(w io.Writer, r *sim.Result) error { return resultGrid(r).writeText(w) }
 
-// ClaimsText writes claims as an aligned text table; nothing when there
-// are none.
+// ClaimsText writes claims as a list: whether each holds, the claim, what
+// was measured and the source. Sources are long (titles and URLs), so a
+// list reads better on a terminal than a table. Nothing is written when
+// there are no claims.
 func ClaimsText(w io.Writer, claims []sim.Claim) error {
 	if len(claims) == 0 {
 		return nil
 	}
-	return claimGrid(claims).writeText(w)
+	var b strings.Builder
+	b.WriteString("Claims:\n")
+	for _, c := range claims {
+		verdict := "holds  "
+		if !c.Holds {
+			verdict = "DIFFERS"
+		}
+		fmt.Fprintf(&b, "  %s  %s\n", verdict, oneLine(c.Claim))
+		fmt.Fprintf(&b, "           measured: %s\n", oneLine(c.Measured))
+		fmt.Fprintf(&b, "           source:   %s\n", oneLine(c.Source))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
+
+// oneLine keeps a claim's field on its line.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 // Markdown writes r's rows as a Markdown table.
 func Markdown(w io.Writer, r *sim.Result) error { return resultGrid(r).writeMarkdown(w) }

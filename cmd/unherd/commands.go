@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/unherd/unherd/cmd/unherd/internal/policy"
+	"github.com/unherd/unherd/cmd/unherd/internal/progress"
+	"github.com/unherd/unherd/cmd/unherd/internal/report"
+	"github.com/unherd/unherd/cmd/unherd/internal/table"
+	"github.com/unherd/unherd/sim"
+)
+
+// defaultSeed is the seed every command uses unless --seed says otherwise.
+const defaultSeed = 1
+
+// runFlags are the flags that control how scenarios run, shared by every
+// command.
+type runFlags struct {
+	seed    uint64
+	workers int
+}
+
+func (r *runFlags) register(fs *flag.FlagSet) {
+	fs.Uint64Var(&r.seed, "seed", defaultSeed, "random `seed`; the same seed gives the same results")
+	fs.IntVar(&r.workers, "workers", 0, "goroutines running independent runs (0: one per core); results do not depend on it")
+}
+
+func (r *runFlags) options() sim.Options {
+	return sim.Options{Seed: r.seed, Workers: r.workers}
+}
+
+// parse parses args into fs. Help goes to stdout; mistakes become usage
+// errors that name the flag.
+func (e *env) parse(fs *flag.FlagSet, args []string, synopsis string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(e.stdout, "Usage: %s\n\nFlags:\n", synopsis)
+		fs.SetOutput(e.stdout)
+		fs.PrintDefaults()
+		return errHelp
+	}
+	if err != nil {
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	if f := fs.Lookup("workers"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if n, ok := g.Get().(int); ok && n < 0 {
+				return usagef("%s: -workers %d is negative", fs.Name(), n)
+			}
+		}
+	}
+	return nil
+}
+
+// runScenario runs s, with a progress bar on a terminal, and fills in
+// what the result leaves out.
+func (e *env) runScenario(ctx context.Context, s sim.Scenario, p sim.Params, o sim.Options) (*sim.Result, error) {
+	if e.bars {
+		bar := progress.New(e.stderr, s.Name(), e.now)
+		o.Progress = bar.Update
+		defer bar.Finish()
+	}
+	r, err := s.Run(ctx, p, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name(), err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%s: no result", s.Name())
+	}
+	if r.Scenario == "" {
+		r.Scenario = s.Name()
+	}
+	if r.Params == nil {
+		r.Params = p.Values()
+	}
+	return r, nil
+}
+
+// printResult writes a result for a terminal: a heading, the table and
+// the claims.
+func printResult(w io.Writer, desc string, r *sim.Result) error {
+	fmt.Fprintf(w, "== %s (%s)\n", r.Scenario, r.Population)
+	if desc != "" {
+		fmt.Fprintf(w, "%s\n", desc)
+	}
+	fmt.Fprintln(w)
+	if err := table.Text(w, r); err != nil {
+		return err
+	}
+	if len(r.Claims) > 0 {
+		fmt.Fprintln(w)
+		if err := table.ClaimsText(w, r.Claims); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+func (e *env) report(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	out := fs.String("out", "report", "`directory` to write report.md, charts and CSV files into")
+	var rf runFlags
+	rf.register(fs)
+	if err := e.parse(fs, args, "unherd report [--out DIR] [--seed N] [--workers N]"); err != nil {
+		return err
+	}
+	start := e.now()
+	var entries []report.Entry
+	var failed []string
+	for _, s := range e.scenarios() {
+		entry := report.Entry{Name: s.Name(), Description: s.Describe()}
+		p := s.Params()
+		p.Quick()
+		t0 := e.now()
+		if err := p.Validate(); err != nil {
+			entry.Err = fmt.Errorf("report parameters: %w", err)
+		} else {
+			entry.Result, entry.Err = e.runScenario(ctx, s, p, rf.options())
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if entry.Err != nil {
+			failed = append(failed, s.Name())
+			fmt.Fprintf(e.stderr, "unherd: %v\n", entry.Err)
+		} else {
+			if err := printResult(e.stdout, s.Describe(), entry.Result); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "(%s: %s)\n\n", s.Name(), e.now().Sub(t0).Round(time.Millisecond))
+		}
+		entries = append(entries, entry)
+	}
+	if len(entries) == 0 {
+		return errors.New("report: no scenarios are registered")
+	}
+	files, err := report.Write(*out, report.Header{Seed: rf.seed, Command: fmt.Sprintf("go run ./cmd/unherd report --seed %d", rf.seed)}, entries)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "Wrote %s and %d more files.\n", files[0], len(files)-1)
+	fmt.Fprintf(e.stdout, "Total wall time: %s for %d scenarios.\n", e.now().Sub(start).Round(time.Millisecond), len(entries))
+	if len(failed) > 0 {
+		return fmt.Errorf("report: %d of %d scenarios failed: %s", len(failed), len(entries), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// reserved are the flags unherd sim defines itself; a scenario parameter
+// may not take one of these names.
+var reserved = []string{"json", "seed", "workers", "h", "help"}
+
+func (e *env) sim(ctx context.Context, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprintf(e.stdout, "Usage: unherd sim NAME [flags] [--json] [--seed N]\n\nScenarios: %s\n", strings.TrimPrefix(e.known(), "known: "))
+			return errHelp
+		}
+		return usagef("sim: want a scenario name first: unherd sim NAME [flags] (%s)", e.known())
+	}
+	name := args[0]
+	s, ok := e.lookup(name)
+	if !ok {
+		return usagef("sim: unknown scenario %q (%s)", name, e.known())
+	}
+	p := s.Params()
+	fs := flag.NewFlagSet("sim "+name, flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object (scenario, population, params, rows, claims) and nothing else")
+	var rf runFlags
+	rf.register(fs)
+	own := flag.NewFlagSet(name, flag.ContinueOnError)
+	p.Register(own)
+	var clash error
+	own.VisitAll(func(f *flag.Flag) {
+		if fs.Lookup(f.Name) != nil || contains(reserved, f.Name) {
+			clash = fmt.Errorf("sim %s: the scenario defines flag -%s, which unherd sim uses itself", name, f.Name)
+			return
+		}
+		fs.Var(f.Value, f.Name, f.Usage)
+	})
+	if clash != nil {
+		return clash
+	}
+	synopsis := fmt.Sprintf("unherd sim %s [flags] [--json] [--seed N]\n\n%s\nPopulation: %s.", name, s.Describe(), s.Population())
+	err := e.parse(fs, args[1:], synopsis)
+	if err == nil {
+		if verr := p.Validate(); verr != nil {
+			err = usagef("sim %s: %v", name, verr)
+		}
+	}
+	var u *usageError
+	if errors.As(err, &u) {
+		u.help = "unherd sim " + name + " -h"
+	}
+	if err != nil {
+		return err
+	}
+	r, err := e.runScenario(ctx, s, p, rf.options())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, r)
+	}
+	return printResult(e.stdout, s.Describe(), r)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSON writes v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding JSON: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func (e *env) whatif(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
+	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget, timeouts)")
+	asJSON := fs.Bool("json", false, "print one JSON object (policy, results) and nothing else")
+	var rf runFlags
+	rf.register(fs)
+	if err := e.parse(fs, args, "unherd whatif --policy FILE [--json] [--seed N]"); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("whatif: --policy FILE is required (a YAML or JSON file with attempts, base, cap, jitter, budget, timeouts)")
+	}
+	data, err := os.ReadFile(*file)
+	if err != nil {
+		return fmt.Errorf("whatif: %w", err)
+	}
+	pol, err := policy.Parse(*file, data)
+	if err != nil {
+		return err // already file:line: field: message
+	}
+	o := rf.options()
+	if e.bars {
+		bar := progress.New(e.stderr, "whatif", e.now)
+		o.Progress = bar.Update
+		defer bar.Finish()
+	}
+	results, err := e.whatIf(ctx, pol, o)
+	if err != nil {
+		return fmt.Errorf("whatif: %w", err)
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, struct {
+			Policy  map[string]any `json:"policy"`
+			Results []*sim.Result  `json:"results"`
+		}{describePolicy(pol), results})
+	}
+	fmt.Fprintf(e.stdout, "Policy %s\n\n", summary(pol))
+	for _, r := range results {
+		if err := printResult(e.stdout, "", r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describePolicy gives a policy's fields as the file names them, with
+// unherd's defaults filled in where the file left a field out.
+func describePolicy(p sim.Policy) map[string]any {
+	attempts := p.Attempts
+	if attempts == 0 {
+		attempts = 3
+	}
+	budget := p.Budget
+	if budget == "" {
+		budget = "token"
+	}
+	m := map[string]any{
+		"name":     p.Name,
+		"attempts": attempts,
+		"base":     p.Backoff.Temp(0, false).String(),
+		"cap":      p.Backoff.Temp(1<<20, false).String(),
+		"jitter":   p.Backoff.Jitter.String(),
+		"budget":   budget,
+	}
+	if budget == "ratio" {
+		ratio := p.BudgetRatio
+		if ratio == 0 {
+			ratio = 0.1
+		}
+		m["ratio"] = ratio
+	}
+	if p.AttemptTimeout > 0 {
+		m["attempt_timeout"] = p.AttemptTimeout.String()
+	}
+	return m
+}
+
+// summary is describePolicy as one line of text.
+func summary(p sim.Policy) string {
+	d := describePolicy(p)
+	jitter := fmt.Sprint(d["jitter"], " jitter")
+	if d["jitter"] == "none" {
+		jitter = "no jitter"
+	}
+	budget := map[string]string{"none": "no budget", "token": "a token-bucket budget", "ratio": "a ratio budget"}[d["budget"].(string)]
+	if r, ok := d["ratio"]; ok {
+		budget += fmt.Sprintf(" (retries up to %v of requests)", r)
+	}
+	s := fmt.Sprintf("%s: %d attempts, %s from %s capped at %s, %s", d["name"], d["attempts"], jitter, d["base"], d["cap"], budget)
+	if t, ok := d["attempt_timeout"]; ok {
+		s += fmt.Sprintf(", attempt timeout %s", t)
+	}
+	return s
+}

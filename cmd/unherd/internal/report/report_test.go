@@ -1,0 +1,91 @@
+package report
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func entries() []Entry {
+	return []Entry{
+		{
+			Name:        "fake",
+			Description: "A fake scenario for tests.",
+			Result: &sim.Result{
+				Scenario:   "fake",
+				Population: "closed",
+				Params:     map[string]any{"clients": []int{10, 20}, "runs": 3, "policy": map[string]any{"name": "x|y"}},
+				Columns:    []string{"strategy", "clients", "calls"},
+				Rows: []sim.Row{
+					{"strategy": "none", "clients": 10, "calls": 4.5},
+					{"strategy": "full", "clients": 20, "calls": 2.125},
+				},
+				Claims: []sim.Claim{{Source: "Paper 2015", Claim: "full halves calls", Measured: "0.47x", Holds: true}},
+				Charts: []sim.Chart{
+					{Name: "calls", Title: "Calls", XLabel: "clients", YLabel: "calls",
+						Series: []sim.Series{{Name: "none", X: []float64{10, 20}, Y: []float64{4.5, 9}}}},
+					{Name: "empty", Title: "Nothing"},
+				},
+			},
+		},
+		{Name: "broken", Description: "A scenario that fails.", Err: errors.New("boom")},
+	}
+}
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	files, err := Write(dir, Header{Seed: 7, Command: "unherd report --seed 7"}, entries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel []string
+	for _, f := range files {
+		r, _ := filepath.Rel(dir, f)
+		rel = append(rel, r)
+	}
+	want := []string{"report.md", "fake.csv", "fake-calls.png", "fake-calls.svg"}
+	if diff := cmp.Diff(want, rel); diff != "" {
+		t.Fatalf("files (-want +got):\n%s", diff)
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v, empty or missing", f, err)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "report.md.golden")
+	if *update {
+		if err := os.WriteFile(golden, md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want2, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want2), string(md)); diff != "" {
+		t.Fatalf("report.md (-want +got):\n%s", diff)
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{"calls": "calls", "a/b c": "a-b-c", "": "unnamed", "../x": "---x"} {
+		if got := safeName(in); got != want {
+			t.Errorf("safeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if strings.ContainsAny(safeName("é\\:"), "\\:é") {
+		t.Error("unsafe characters kept")
+	}
+}

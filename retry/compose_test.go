@@ -1,0 +1,291 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/unherd/breaker"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/throttle"
+)
+
+// dependency is a fake remote service: it fails with err while down (or
+// while downNow reports true, if set).
+type dependency struct {
+	mu      sync.Mutex
+	down    bool
+	downNow func() bool
+	err     error
+	calls   int
+}
+
+func (d *dependency) call(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls++
+	if d.down || (d.downNow != nil && d.downNow()) {
+		return d.err
+	}
+	return nil
+}
+
+func (d *dependency) set(down bool) {
+	d.mu.Lock()
+	d.down = down
+	d.mu.Unlock()
+}
+
+// counting wraps a guard and counts what the retry loop tells it.
+type counting struct {
+	g                            retry.Guard
+	mu                           sync.Mutex
+	admitted, rejected           int
+	succeeded, failed, abandoned int
+}
+
+func (c *counting) Admit(ctx context.Context) (uint64, error) {
+	t, err := c.g.Admit(ctx)
+	c.mu.Lock()
+	if err != nil {
+		c.rejected++
+	} else {
+		c.admitted++
+	}
+	c.mu.Unlock()
+	return t, err
+}
+
+func (c *counting) Done(t uint64, o retry.Outcome) {
+	c.mu.Lock()
+	switch {
+	case o.Abandoned:
+		c.abandoned++
+	case o.Err != nil:
+		c.failed++
+	default:
+		c.succeeded++
+	}
+	c.mu.Unlock()
+	c.g.Done(t, o)
+}
+
+func (c *counting) dones() int { return c.succeeded + c.failed + c.abandoned }
+
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.PCG
+}
+
+func (l *lockedRand) Uint64() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Uint64()
+}
+
+var errUnavailableDep = errors.New("503 service unavailable")
+
+// TestComposeBreaker: the breaker opens after failures and the loop then
+// stops at once with ErrRejected, without retrying the rejection; while
+// open, calls never reach the dependency; after the open period a probe
+// closes it again once the dependency has recovered.
+func TestComposeBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dep := &dependency{down: true, err: errUnavailableDep}
+		b, err := breaker.New(breaker.Settings{ConsecutiveFailures: 4, OpenDuration: 10 * time.Second, OpenJitter: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		guard := &counting{g: b}
+		p, err := retry.New(retry.Config{
+			MaxAttempts: 3,
+			Budget:      budget.Unlimited,
+			Guards:      []retry.Guard{guard},
+			Rand:        &lockedRand{r: rand.NewPCG(1, 2)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+
+		// Call 1: three failed attempts, three consecutive failures.
+		err = p.Do(ctx, dep.call)
+		if !errors.Is(err, retry.ErrAttemptsExhausted) || attempts(err) != 3 {
+			t.Fatalf("call 1: %v, want attempts exhausted after 3", err)
+		}
+		// Call 2: the first attempt is the fourth failure and trips the
+		// breaker; the second is rejected, and the loop stops there.
+		err = p.Do(ctx, dep.call)
+		if !errors.Is(err, retry.ErrRejected) || !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, errUnavailableDep) {
+			t.Fatalf("call 2: %v, want rejected by the open breaker, keeping the last error", err)
+		}
+		if attempts(err) != 1 || dep.calls != 4 {
+			t.Fatalf("call 2: %d attempts, %d dependency calls in all; want 1 and 4", attempts(err), dep.calls)
+		}
+		// Call 3, while open: rejected before any attempt.
+		start := time.Now()
+		err = p.Do(ctx, dep.call)
+		if !errors.Is(err, breaker.ErrOpen) || attempts(err) != 0 || dep.calls != 4 || time.Since(start) != 0 {
+			t.Fatalf("call 3: %v after %d attempts and %v, %d dependency calls; want an immediate rejection", err, attempts(err), time.Since(start), dep.calls)
+		}
+
+		// The dependency recovers; after the open period a probe closes
+		// the breaker.
+		dep.set(false)
+		time.Sleep(10 * time.Second)
+		if err := p.Do(ctx, dep.call); err != nil {
+			t.Fatalf("call 4 after recovery: %v", err)
+		}
+		if b.State() != breaker.Closed {
+			t.Fatalf("breaker %v after a successful probe, want closed", b.State())
+		}
+		if err := p.Do(ctx, dep.call); err != nil {
+			t.Fatalf("call 5: %v", err)
+		}
+
+		// The breaker saw every attempt, retries included.
+		if guard.admitted != dep.calls || guard.dones() != dep.calls || guard.rejected != 2 {
+			t.Fatalf("breaker: %d admitted, %d done, %d rejected; dependency saw %d calls, want equal and 2 rejections",
+				guard.admitted, guard.dones(), guard.rejected, dep.calls)
+		}
+		if guard.failed != 4 || guard.succeeded != 2 {
+			t.Fatalf("breaker: %d failures %d successes reported, want 4 and 2", guard.failed, guard.succeeded)
+		}
+	})
+}
+
+// TestComposeThrottle: as the dependency stops accepting, the adaptive
+// throttle starts rejecting locally; the rejections are never retried and
+// never reach the dependency.
+func TestComposeThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dep := &dependency{err: retry.MarkThrottled(errors.New("429 too many requests"))}
+		th, err := throttle.NewAdaptive(throttle.AdaptiveSettings{Rand: rand.NewPCG(3, 4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		guard := &counting{g: th}
+		p, err := retry.New(retry.Config{
+			MaxAttempts: 3,
+			Budget:      budget.Unlimited,
+			Guards:      []retry.Guard{guard},
+			Rand:        &lockedRand{r: rand.NewPCG(5, 6)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for range 20 {
+			if err := p.Do(ctx, dep.call); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dep.set(true)
+		var rejectedCalls, firstRejection, attemptsSum int
+		for i := range 50 {
+			err := p.Do(ctx, dep.call)
+			attemptsSum += attempts(err)
+			switch {
+			case errors.Is(err, retry.ErrRejected):
+				if !errors.Is(err, throttle.ErrThrottled) {
+					t.Fatalf("call %d rejected by %v, want ErrThrottled", i, err)
+				}
+				if rejectedCalls == 0 {
+					firstRejection = i
+				}
+				rejectedCalls++
+			case !errors.Is(err, retry.ErrAttemptsExhausted):
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		// 20 accepts allow 40 requests before any rejection (K = 2): the
+		// 20 accepted ones and 20 failed attempts. The first 7 failing
+		// calls (21 attempts; the probability turns positive only after
+		// the last of them) are never rejected.
+		if rejectedCalls == 0 || firstRejection < 7 {
+			t.Fatalf("%d calls rejected, the first at call %d; want some, none before call 7", rejectedCalls, firstRejection)
+		}
+		failedAttempts := dep.calls - 20
+		if attemptsSum != failedAttempts || failedAttempts >= 150 {
+			t.Fatalf("errors report %d attempts, the dependency saw %d failing calls (of at most 150)", attemptsSum, failedAttempts)
+		}
+		// The throttle saw every attempt, and each rejection ended a call.
+		if guard.admitted != dep.calls || guard.dones() != dep.calls || guard.rejected != rejectedCalls {
+			t.Fatalf("throttle: %d admitted, %d done, %d rejected; dependency %d calls, %d calls rejected",
+				guard.admitted, guard.dones(), guard.rejected, dep.calls, rejectedCalls)
+		}
+		if p := th.Probability(); p <= 0 {
+			t.Fatalf("rejection probability %v after 50 throttled calls, want > 0", p)
+		}
+	})
+}
+
+// TestComposeBreakerAndThrottle: both guards in one policy see every
+// attempt. The throttle comes first, so an attempt the breaker rejects
+// reaches the throttle as abandoned and does not count against the
+// dependency twice.
+func TestComposeBreakerAndThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Up for the first 2 s of every 4 s, down for the rest.
+		start := time.Now()
+		dep := &dependency{err: errUnavailableDep, downNow: func() bool { return time.Since(start)%(4*time.Second) >= 2*time.Second }}
+		b, err := breaker.New(breaker.Settings{ConsecutiveFailures: 5, OpenDuration: time.Second, Rand: rand.NewPCG(7, 8)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		th, err := throttle.NewAdaptive(throttle.AdaptiveSettings{Rand: rand.NewPCG(9, 10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, bg := &counting{g: th}, &counting{g: b}
+		p, err := retry.New(retry.Config{
+			MaxAttempts: 4,
+			Budget:      budget.Unlimited,
+			Guards:      []retry.Guard{tg, bg},
+			Rand:        &lockedRand{r: rand.NewPCG(11, 12)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 40 {
+					_ = p.Do(ctx, dep.call)
+					time.Sleep(200 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+
+		if bg.admitted != dep.calls || bg.dones() != dep.calls || bg.abandoned != 0 {
+			t.Fatalf("breaker: %d admitted, %d done (%d abandoned); dependency saw %d calls",
+				bg.admitted, bg.dones(), bg.abandoned, dep.calls)
+		}
+		if tg.admitted != dep.calls+bg.rejected || tg.dones() != tg.admitted || tg.abandoned != bg.rejected {
+			t.Fatalf("throttle: %d admitted, %d done, %d abandoned; dependency %d calls, breaker rejected %d",
+				tg.admitted, tg.dones(), tg.abandoned, dep.calls, bg.rejected)
+		}
+		t.Logf("dependency %d calls; throttle %d admitted %d rejected; breaker %d admitted %d rejected, generation %d",
+			dep.calls, tg.admitted, tg.rejected, bg.admitted, bg.rejected, b.Generation())
+		if bg.rejected == 0 || b.Generation() < 3 {
+			t.Fatalf("breaker rejected %d attempts, generation %d: the scenario never tripped it", bg.rejected, b.Generation())
+		}
+	})
+}
+
+func attempts(err error) int {
+	var re *retry.Error
+	if errors.As(err, &re) {
+		return re.Attempts
+	}
+	return 0
+}

@@ -44,7 +44,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 # Scenarios in a fixed order, then any others in the order they ran.
 mapfile -t scenarios < <(
 	{
-		printf '%s\n' FirstSuccess Retry2 JitterDelay HTTPGet HTTPGetParallel Hedge
+		printf '%s\n' FirstSuccess Retry2 JitterDelay HTTPGet HTTPGetParallel Hedge HedgePrimaryWins
 		sed -n 's/^Benchmark\([^/]*\)\/.*/\1/p' "$work/raw.txt"
 	} | awk '!seen[$0]++' | while read -r s; do
 		grep -q "^Benchmark$s/" "$work/raw.txt" && echo "$s"
@@ -58,7 +58,8 @@ describe() {
 	JitterDelay) echo "One jittered delay for retries 0 to 7 in turn (base 50 ms, cap 20 s), or the closest each library offers. failsafe-go has no case: it computes delays only inside an execution and exports nothing that returns one." ;;
 	HTTPGet) echo "One GET to a loopback httptest server, serially: a bare http.Transport against each library's HTTP integration on the same transport." ;;
 	HTTPGetParallel) echo "The same GET from GOMAXPROCS goroutines at once (b.RunParallel)." ;;
-	Hedge*) echo "A call whose primary replica is slow, hedged after a fixed delay: latency per call and extra requests per call." ;;
+	Hedge) echo "One call in 25 has a slow primary (5 ms, in-process, cut short when cancelled); every other attempt answers at once. Both libraries hedge once after a fixed 1 ms, with no hedge budget. ns/op is the mean latency per call, slow-call-µs the mean latency of the slow calls, extra-req/op the hedges per call; floor-nohedge makes the same calls unhedged." ;;
+	HedgePrimaryWins) echo "Every primary answers at once, hedge delay 1 ms: what hedging costs the calls that do not need it." ;;
 	*) echo "" ;;
 	esac
 }

@@ -86,7 +86,9 @@ type Config struct {
 
 	// Budget pays for hedges: Do withdraws budget.Transient before each
 	// hedge and records budget.Attempt{N: 1} for each request. Nil means
-	// a budget of DefaultBudgetRatio (5%) of requests; budget.Unlimited
+	// budget.NewRatio(budget.RatioConfig{Ratio: DefaultBudgetRatio,
+	// NoFloor: true}): hedges at most 5% of the requests of the last
+	// 10 s, with no floor, so an idle client cannot hedge. budget.Unlimited
 	// turns the budget off. A budget shared with a retry policy makes
 	// retries and hedges draw on one allowance.
 	Budget budget.Budget

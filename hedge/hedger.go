@@ -73,7 +73,11 @@ func New(cfg Config) (*Hedger, error) {
 		h.probeEvery = DefaultProbeEvery
 	}
 	if h.budget == nil {
-		h.budget = newRatio(DefaultBudgetRatio)
+		b, err := budget.NewRatio(budget.RatioConfig{Ratio: DefaultBudgetRatio, NoFloor: true})
+		if err != nil {
+			return nil, fmt.Errorf("%w: default budget: %w", ErrInvalidConfig, err)
+		}
+		h.budget = b
 	}
 	if h.fixed == 0 {
 		q := cfg.Quantile

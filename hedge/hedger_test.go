@@ -4,11 +4,10 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/unherd/unherd/budget"
 )
 
 func TestValidate(t *testing.T) {
@@ -147,27 +146,24 @@ func TestSuspendRuleOff(t *testing.T) {
 	}
 }
 
-// TestDefaultBudget checks the default: 5% of requests, plus a burst of
-// 10 hedges it starts with.
+// TestDefaultBudget checks the default: hedges at most 5% of the requests
+// in the window, and none before any request.
 func TestDefaultBudget(t *testing.T) {
-	h := mustNew(t, Config{Delay: time.Millisecond})
-	admitted := 0
-	for range 1000 {
-		h.Begin()
+	synctest.Test(t, func(t *testing.T) {
+		h := mustNew(t, Config{Delay: time.Millisecond})
 		if h.Admit() {
-			admitted++
+			t.Error("admitted a hedge before any request")
 		}
-	}
-	// 10 to start with, then one per 20 requests once spent.
-	if admitted < 55 || admitted > 60 {
-		t.Errorf("admitted %d hedges for 1000 requests, want 10 + about 50", admitted)
-	}
-	r := newRatio(0.05)
-	r.Record(budget.Attempt{N: 2}) // retries earn nothing
-	for range 10 {
-		r.Withdraw(budget.Transient)
-	}
-	if r.Withdraw(budget.Transient) {
-		t.Error("withdrew an 11th hedge from a burst of 10 with no requests")
-	}
+		admitted := 0
+		for range 1000 {
+			h.Begin()
+			if h.Admit() {
+				admitted++
+			}
+			time.Sleep(time.Millisecond) // all within one 10 s window
+		}
+		if admitted != 50 {
+			t.Errorf("admitted %d hedges for 1000 requests, want 50", admitted)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -32,12 +33,16 @@ func uniformSlowModel(r *rand.Rand) time.Duration {
 	return time.Duration(float64(100*time.Millisecond) * (1 + 0.02*(2*r.Float64()-1)))
 }
 
-// load runs requests one after another through h (sequentially, so the
-// run is deterministic) and measures them.
+// load runs requests through h from concurrent clients, each making its
+// requests one after another, and measures them. Request k's latencies
+// depend only on (seed, k, attempt); which client runs it and the order in
+// which the hedger sees outcomes depend on scheduling, so figures vary
+// slightly from run to run.
 type load struct {
 	h        *Hedger
 	seed     uint64
-	next     uint64 // request number
+	clients  int
+	next     uint64 // first request number of the next run
 	attempts atomic.Int64
 }
 
@@ -51,27 +56,36 @@ func (l *load) run(t *testing.T, m model, n int) stats {
 	t.Helper()
 	lat := make([]time.Duration, n)
 	before := l.attempts.Load()
-	for i := range lat {
-		k := l.next
-		l.next++
-		fn := func(ctx context.Context, attempt int) (int, error) {
-			l.attempts.Add(1)
-			d := m(rand.New(rand.NewPCG(l.seed, k<<3|uint64(attempt))))
-			timer := time.NewTimer(d)
-			defer timer.Stop()
-			select {
-			case <-timer.C:
-				return attempt, nil
-			case <-ctx.Done():
-				return 0, context.Cause(ctx)
+	first := l.next
+	l.next += uint64(n)
+	var wg sync.WaitGroup
+	for c := range l.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < n; i += l.clients {
+				k := first + uint64(i)
+				fn := func(ctx context.Context, attempt int) (int, error) {
+					l.attempts.Add(1)
+					d := m(rand.New(rand.NewPCG(l.seed, k<<3|uint64(attempt))))
+					timer := time.NewTimer(d)
+					defer timer.Stop()
+					select {
+					case <-timer.C:
+						return attempt, nil
+					case <-ctx.Done():
+						return 0, context.Cause(ctx)
+					}
+				}
+				start := time.Now()
+				if _, err := Do(context.Background(), l.h, fn, nil); err != nil {
+					t.Errorf("request %d: %v", k, err)
+				}
+				lat[i] = time.Since(start)
 			}
-		}
-		start := time.Now()
-		if _, err := Do(context.Background(), l.h, fn, nil); err != nil {
-			t.Fatalf("request %d: %v", k, err)
-		}
-		lat[i] = time.Since(start)
+		}()
 	}
+	wg.Wait()
 	slices.Sort(lat)
 	return stats{
 		requests: n,
@@ -87,17 +101,22 @@ func (s stats) String() string {
 	return fmt.Sprintf("p50 %v, p99 %v, p99.9 %v, extra requests %.2f%%", r(s.p50), r(s.p99), r(s.p999), 100*s.extra)
 }
 
+// clients is the number of concurrent clients of the scenarios: 50
+// clients of a 10 ms dependency make 5,000 requests per second, so the
+// default budget's 10 s window holds about 50,000 requests.
+const clients = 50
+
 // TestTailAtScale: with 1% of calls taking 1 s and the rest about 10 ms,
 // the default hedger (p95 delay, 5% budget) brings p99.9 from about 1 s
 // down to about the delay plus a normal call, for about 5% more requests.
 func TestTailAtScale(t *testing.T) {
 	const n = 40000
 	synctest.Test(t, func(t *testing.T) {
-		base := &load{h: mustNew(t, Config{Budget: &fakeBudget{allow: 0}}), seed: 1}
+		base := &load{h: mustNew(t, Config{Budget: &fakeBudget{allow: 0}}), seed: 1, clients: clients}
 		unhedged := base.run(t, tailModel, n)
 
 		h := mustNew(t, Config{})
-		l := &load{h: h, seed: 1}
+		l := &load{h: h, seed: 1, clients: clients}
 		l.run(t, tailModel, 4000) // warm-up: the estimator fills
 		hedged := l.run(t, tailModel, n)
 		delay, _ := h.Delay()
@@ -130,7 +149,7 @@ func TestTailAtScale(t *testing.T) {
 func TestBackOffUnderUniformSlowness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mustNew(t, Config{})
-		l := &load{h: h, seed: 2}
+		l := &load{h: h, seed: 2, clients: clients}
 		healthy := l.run(t, tailModel, 5000)
 		t.Logf("tail, hedging:         %v, win share %.2f", healthy, h.WinShare())
 

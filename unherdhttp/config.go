@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -84,6 +85,21 @@ type Config struct {
 	// adaptive timeout that tracks latency) and overrides AttemptTimeout.
 	// It observes the same interval AttemptTimeout bounds.
 	Timeouts retry.TimeoutSource
+
+	// Hedge, if set, hedges requests within each attempt of the retry
+	// loop: when the request has had no answer for the hedger's delay, the
+	// same request is sent again (with the attempt header) and the first
+	// response wins; the others are cancelled and their responses, if any,
+	// drained and closed. Only requests that may be repeated (see the
+	// package doc) and whose method is in HedgeMethods are hedged; their
+	// GetBody must be safe to call from several goroutines at once, as
+	// http.NewRequest's is. One Hedger may serve several Transports. Nil
+	// means no hedging.
+	Hedge *hedge.Hedger
+
+	// HedgeMethods lists the methods that are hedged when Hedge is set.
+	// Nil means GET and HEAD.
+	HedgeMethods []string
 
 	// Retry500 makes 500 Internal Server Error retryable (transient). By
 	// default a 500 is returned at once: it more often reports a bug than

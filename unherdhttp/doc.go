@@ -80,6 +80,20 @@
 // into memory, up to Config.MaxBufferedBody (64 KiB), so that it can be
 // sent again; a larger one is sent once and never retried.
 //
+// # Hedging
+//
+// With Config.Hedge set, each attempt of a GET or HEAD (Config.HedgeMethods
+// to change the list; only requests that may be repeated qualify) is a
+// hedged call of package hedge: if the request has had no answer after
+// the hedger's delay (fixed, or a latency quantile), the same request is
+// sent again, and the first response wins, whatever its status; the retry
+// loop then judges it as usual. The other requests are cancelled, and a
+// response that still arrives for one of them is drained and closed. A
+// hedge draws on the hedger's budget, not the retry budget, and hedging
+// backs off on its own when hedges stop winning (Dean and Barroso, "The
+// Tail at Scale", CACM 2013,
+// https://research.google/pubs/the-tail-at-scale/).
+//
 // # The attempt header
 //
 // Every request after the first for one logical request, whether a retry

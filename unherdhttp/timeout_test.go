@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -119,35 +120,31 @@ func TestBodyOutlivesAttemptTimeout(t *testing.T) {
 	}
 }
 
-// stallFirst is a base transport that never gets a connection for its
-// first request (it waits for the attempt's context) and answers the
-// others itself. It reports no httptrace events, as a custom transport
-// may not, so the attempt stays in its connect phase.
-type stallFirst struct{ n atomic.Int32 }
-
-func (s *stallFirst) RoundTrip(r *http.Request) (*http.Response, error) {
-	if s.n.Add(1) == 1 {
-		<-r.Context().Done()
-		return nil, r.Context().Err()
-	}
-	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
-}
-
 // An attempt that times out before it has a connection never reached the
 // server, so even a POST is retried.
 func TestConnectPhaseTimeoutRetriesPost(t *testing.T) {
-	base := &stallFirst{}
+	url, hits := hangingServerURL(t)
+	var dials atomic.Int32
+	base := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			<-ctx.Done() // a connect that hangs, as to a host whose SYNs are dropped
+			return nil, ctx.Err()
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(base.CloseIdleConnections)
 	tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{ConnectTimeout: shortTimeout, AttemptTimeout: time.Hour, Retry: fast})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://example.invalid/", strings.NewReader("x"))
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("x"))
 	status, body, err := do(tr, req)
-	if err != nil || status != 200 || body != "ok" {
-		t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, "ok")
+	if err != nil || status != 200 || body != "body" {
+		t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, "body")
 	}
-	if got := base.n.Load(); got != 2 {
-		t.Errorf("%d attempts, want 2", got)
+	if dials.Load() != 2 || hits.Load() != 1 {
+		t.Errorf("%d dials and %d requests at the server, want 2 and 1", dials.Load(), hits.Load())
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/retry"
 )
@@ -36,6 +38,9 @@ type Transport struct {
 	onRetry        func(retry.RetryEvent)
 	maxAttempts    int
 	nestedAttempts int
+	traced         bool // base is an *http.Transport, which reports GotConn
+	hedger         *hedge.Hedger
+	hedgeMethods   []string
 }
 
 // NewTransport validates cfg and returns a Transport that sends attempts
@@ -63,6 +68,14 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	}
 	if base == nil {
 		t.base = newBase(t.connectTimeout)
+	}
+	_, t.traced = t.base.(*http.Transport)
+	if cfg.Hedge != nil {
+		t.hedger = cfg.Hedge
+		t.hedgeMethods = []string{http.MethodGet, http.MethodHead}
+		if cfg.HedgeMethods != nil {
+			t.hedgeMethods = append([]string(nil), cfg.HedgeMethods...)
+		}
 	}
 	rc := cfg.Retry
 	rc.OnRetry = t.discardAndNotify
@@ -146,9 +159,11 @@ type call struct {
 	replayable bool
 	// once: the body cannot be rewound; nothing is sent twice.
 	once bool
-	key  string        // an automatic idempotency key, or ""
-	buf  []byte        // the buffered body, when it had no GetBody
-	body io.ReadCloser // a body to send once, of which a prefix was read
+	// hedged: attempts are hedged.
+	hedged bool
+	key    string        // an automatic idempotency key, or ""
+	buf    []byte        // the buffered body, when it had no GetBody
+	body   io.ReadCloser // a body to send once, of which a prefix was read
 }
 
 func (c *call) method() string {
@@ -166,11 +181,12 @@ func (c *call) prepare() error {
 		c.key = newKey()
 		c.replayable = true
 	}
-	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil || !c.mayRetry() {
+	c.hedged = c.replayable && t.hedger != nil && slices.Contains(t.hedgeMethods, c.method())
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil || !c.mayRetry() && !c.hedged {
 		return nil
 	}
 	if t.maxBuffered < 0 || req.ContentLength > t.maxBuffered {
-		c.once = true
+		c.once, c.hedged = true, false
 		return nil
 	}
 	buf, once, err := bufferBody(req.Body, t.maxBuffered)
@@ -178,7 +194,9 @@ func (c *call) prepare() error {
 		return err
 	}
 	c.buf, c.body = buf, once
-	c.once = once != nil
+	if once != nil {
+		c.once, c.hedged = true, false
+	}
 	return nil
 }
 
@@ -208,9 +226,35 @@ func (c *call) finish(err error) (*http.Response, error) {
 	return se.resp, nil
 }
 
-// attempt sends the request once and judges the outcome. ctx is the
-// caller's context (the policy has no attempt timeout of its own).
+// attempt makes one attempt of the retry loop, hedged if the request may
+// be, and judges its outcome. ctx is the request's context: the policy
+// has no attempt timeout of its own.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
+	var resp *http.Response
+	var err error
+	if c.hedged {
+		resp, err = hedge.Do(ctx, c.t.hedger, c.hedge, c.t.discardResponse)
+	} else {
+		resp, err = c.send(ctx, ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.t.judgeResponse(c, resp)
+}
+
+// hedge is one hedged request within an attempt.
+func (c *call) hedge(hctx context.Context, _ int) (*http.Response, error) {
+	return c.send(c.req.Context(), hctx)
+}
+
+// discardResponse closes a hedge's response that lost.
+func (t *Transport) discardResponse(resp *http.Response) { drain(resp.Body, t.maxDrained) }
+
+// send sends one request: the response, whatever its status, or the
+// judged transport error. hctx is the hedge's context (ctx itself when
+// not hedging); its end, when another hedge won, ends this request too.
+func (c *call) send(ctx, hctx context.Context) (*http.Response, error) {
 	n := c.sent.Add(1)
 	areq, err := c.build(ctx, n)
 	if err != nil {
@@ -221,14 +265,14 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if t.timeouts != nil {
 		timeout = t.timeouts.AttemptTimeout()
 	}
-	if timeout <= 0 && t.timeouts == nil {
+	if timeout <= 0 && t.timeouts == nil && hctx == ctx {
 		resp, err := t.base.RoundTrip(areq)
 		if err != nil {
 			return nil, t.judgeError(c, err, false, true)
 		}
-		return t.judgeResponse(c, resp)
+		return resp, nil
 	}
-	return c.timed(ctx, areq, timeout)
+	return c.sendBounded(ctx, hctx, areq, timeout)
 }
 
 // build returns the request for attempt n: the caller's own request when
@@ -270,20 +314,30 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 
 var errNoRewind = errors.New("unherdhttp: request body cannot be rewound")
 
-// timed runs an attempt under an attempt timeout that starts when the
-// attempt has a connection; until then ConnectTimeout bounds it. On
-// success the attempt context lives until the response body is closed.
-func (c *call) timed(ctx context.Context, areq *http.Request, timeout time.Duration) (*http.Response, error) {
+// sendBounded sends areq under a context of its own, which lives until
+// the response body is closed. That context ends when the attempt
+// timeout (if any) expires, the timeout starting when the attempt has a
+// connection, ConnectTimeout bounding the wait for one; and when hctx
+// ends, because another hedge won.
+func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeout time.Duration) (*http.Response, error) {
 	t := c.t
 	actx, cancel := context.WithCancelCause(ctx)
+	if hctx != ctx {
+		stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
+		defer stop()
+	}
 	a := &attemptClock{timeout: timeout, observe: t.timeouts != nil}
-	a.timer = time.AfterFunc(t.connectTimeout, func() { cancel(retry.ErrAttemptTimeout) })
 	if a.observe {
 		a.start.Store(time.Now().UnixNano())
 	}
-	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: a.gotConn})
+	if timeout > 0 {
+		a.timer = time.AfterFunc(t.connectTimeout, func() { cancel(retry.ErrAttemptTimeout) })
+	}
+	if a.timer != nil || a.observe {
+		actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: a.gotConn})
+	}
 	resp, err := t.base.RoundTrip(areq.WithContext(actx))
-	expired := !a.timer.Stop()
+	expired := a.timer != nil && !a.timer.Stop()
 	var latency time.Duration
 	if a.observe {
 		latency = time.Duration(time.Now().UnixNano() - a.start.Load())
@@ -294,24 +348,24 @@ func (c *call) timed(ctx context.Context, areq *http.Request, timeout time.Durat
 		drain(resp.Body, 0)
 		resp, err = nil, context.Cause(actx)
 	}
+	if a.observe {
+		t.timeouts.Observe(latency, err == nil)
+	}
 	if err != nil {
 		timedOut := ctx.Err() == nil && context.Cause(actx) == retry.ErrAttemptTimeout
+		// Only a connection reported through httptrace proves that
+		// nothing was sent before it; net/http's Transport reports it,
+		// other base transports may not.
+		sent := a.connected.Load() || !t.traced || a.timer == nil && !a.observe
 		cancel(nil)
-		if a.observe {
-			t.timeouts.Observe(latency, false)
-		}
-		return nil, t.judgeError(c, err, timedOut, a.connected.Load())
+		return nil, t.judgeError(c, err, timedOut, sent)
 	}
 	if resp.Body == nil {
 		cancel(nil)
 	} else {
 		resp.Body = wrapBody(resp.Body, cancel)
 	}
-	out, jerr := t.judgeResponse(c, resp)
-	if a.observe {
-		t.timeouts.Observe(latency, jerr == nil)
-	}
-	return out, jerr
+	return resp, nil
 }
 
 // attemptClock moves an attempt's timer from the connect phase to the
@@ -329,7 +383,9 @@ func (a *attemptClock) gotConn(httptrace.GotConnInfo) {
 		if a.observe {
 			a.start.Store(time.Now().UnixNano())
 		}
-		a.timer.Reset(a.timeout)
+		if a.timer != nil {
+			a.timer.Reset(a.timeout)
+		}
 	}
 }
 

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/retry"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
 	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

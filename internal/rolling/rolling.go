@@ -106,8 +106,13 @@ func take(c *atomic.Int64) int64 {
 	return v
 }
 
-// advance makes time monotonic for the window.
+// maxTime bounds the times a window works with (about 146 years from the
+// owner's epoch), so that no bucket boundary computation overflows.
+const maxTime = 1 << 62
+
+// advance makes time monotonic for the window and keeps it in range.
 func (w *Window) advance(now int64) int64 {
+	now = min(max(now, -maxTime), maxTime)
 	if !w.started {
 		w.started, w.last = true, now
 	}
@@ -127,7 +132,7 @@ func (w *Window) AddAt(now, da, db int64) {
 // leaving out striped counts not yet folded. Negative totals (undone
 // counts that outlived their originals) are reported as zero.
 func (w *Window) Sums(now int64) (a, b int64) {
-	now = max(now, w.last)
+	now = min(max(now, w.last), maxTime)
 	cur := w.index(now)
 	lo := cur - int64(len(w.buckets)) + 1
 	for i := range w.buckets {
@@ -149,7 +154,7 @@ func (w *Window) Reset(now int64) {
 		w.stripes[i].a.Store(0)
 		w.stripes[i].b.Store(0)
 	}
-	w.started, w.last = true, now
+	w.started, w.last = true, min(max(now, -maxTime), maxTime)
 }
 
 // index is the bucket number of time t (floor division).

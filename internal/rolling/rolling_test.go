@@ -149,3 +149,52 @@ func BenchmarkAddParallel(b *testing.B) {
 		}
 	})
 }
+
+// FuzzWindow applies random adds, folds and time steps, and checks that
+// totals never go negative, never exceed what was added, and equal it
+// while everything added is younger than the window.
+func FuzzWindow(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, int64(0))
+	f.Add([]byte{0, 0, 255, 255, 9, 200}, int64(1<<62))
+	f.Add([]byte{3, 3, 3, 130, 3, 3, 3}, int64(-1<<63))
+	f.Fuzz(func(t *testing.T, ops []byte, start int64) {
+		w := New(10*time.Second, 10)
+		w.Reset(start)
+		now := start
+		var added int64
+		oldest := int64(0) // time of the oldest count since the last full expiry
+		haveOldest := false
+		for _, op := range ops {
+			switch op % 4 {
+			case 0:
+				w.Add(int64(op>>2), 1)
+				added += int64(op >> 2)
+			case 1:
+				w.Fold(now)
+			case 2:
+				if now < 1<<62 { // stay where Window works
+					now += int64(op>>2) * (sec / 8)
+				}
+			case 3:
+				w.Fold(now)
+				w.AddAt(now, int64(op>>2), 0)
+				added += int64(op >> 2)
+				if !haveOldest {
+					oldest, haveOldest = now, true
+				}
+			}
+			if op%4 == 0 && !haveOldest {
+				oldest, haveOldest = w.last, true
+			}
+			a, b := w.Sums(now)
+			if a < 0 || b < 0 || a > added {
+				t.Fatalf("Sums = %d, %d with %d added", a, b, added)
+			}
+		}
+		w.Fold(now)
+		a, _ := w.Sums(now)
+		if haveOldest && now-oldest < w.Len()-w.width && a != added && now < 1<<62 {
+			t.Fatalf("everything is %d ns old, inside the window, but Sums = %d of %d", now-oldest, a, added)
+		}
+	})
+}

@@ -1,0 +1,251 @@
+package timeout
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/internal/quantile"
+	"github.com/unherd/unherd/retry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func mustNew(t testing.TB, cfg Config) *Adaptive {
+	t.Helper()
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func lognormal(r *rand.Rand, median time.Duration, sigma float64) time.Duration {
+	return time.Duration(float64(median) * math.Exp(sigma*r.NormFloat64()))
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"zero", Config{}, true},
+		{"p99", Config{FalseTimeoutRate: 0.01}, true},
+		{"rate above one half", Config{FalseTimeoutRate: 0.6}, false},
+		{"negative rate", Config{FalseTimeoutRate: -0.1}, false},
+		{"NaN rate", Config{FalseTimeoutRate: math.NaN()}, false},
+		{"margin below 1", Config{Margin: 0.9}, false},
+		{"margin 1", Config{Margin: 1}, true},
+		{"NaN margin", Config{Margin: math.NaN()}, false},
+		{"negative floor", Config{Floor: -1}, false},
+		{"negative ceiling", Config{Ceiling: -1}, false},
+		{"negative initial", Config{Initial: -1}, false},
+		{"negative window", Config{Window: -1}, false},
+		{"huge window", Config{Window: 1 << 31}, false},
+		{"floor above default ceiling", Config{Floor: time.Minute}, false},
+		{"floor above ceiling", Config{Floor: time.Second, Ceiling: time.Millisecond}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			if (err == nil) != tc.ok {
+				t.Fatalf("New: %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+// TestAttemptTimeout walks the defaults: the ceiling while warming up,
+// then 1.5 x p99.9, bounded.
+func TestAttemptTimeout(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		samples int
+		latency time.Duration // every sample
+		want    time.Duration
+	}{
+		{"no samples: the ceiling", Config{}, 0, 0, DefaultCeiling},
+		{"warming up: Initial", Config{Initial: time.Second}, 2048, 20 * time.Millisecond, time.Second},
+		{"4096 samples: 1.5 x p99.9", Config{}, 4096, 20 * time.Millisecond, 30 * time.Millisecond},
+		{"floor", Config{}, 4096, time.Millisecond, DefaultFloor},
+		{"ceiling", Config{}, 4096, 9 * time.Second, DefaultCeiling},
+		{"p99 needs 400 samples", Config{FalseTimeoutRate: 0.01, Margin: 2}, 512, 20 * time.Millisecond, 40 * time.Millisecond},
+		{"failures are not observed", Config{}, 0, 0, DefaultCeiling},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := mustNew(t, tc.cfg)
+			for range tc.samples {
+				a.Observe(tc.latency, true)
+			}
+			for range 5000 {
+				a.Observe(time.Millisecond, false)
+			}
+			got := a.AttemptTimeout()
+			if math.Abs(float64(got-tc.want)) > 0.01*float64(tc.want) {
+				t.Errorf("AttemptTimeout() = %v, want %v (within 1%%)", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFalseTimeoutRate checks the method: with margin 1 the timeout is the
+// p99.9 of recent latencies, so about 0.1% of fresh attempts from the same
+// distribution exceed it; with the default margin, far fewer do.
+func TestFalseTimeoutRate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		margin   float64
+		min, max float64 // bounds on the share of fresh attempts over the timeout
+	}{
+		{"margin 1", 1, 0.0003, 0.003},
+		{"default margin 1.5", 0, 0, 0.0003},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 4))
+			a := mustNew(t, Config{Margin: tc.margin})
+			var samples []time.Duration
+			for range 12288 { // one refresh point; all still in the window
+				d := lognormal(r, 20*time.Millisecond, 0.5)
+				samples = append(samples, d)
+				a.Observe(d, true)
+			}
+			slices.Sort(samples)
+			exact := quantile.Exact(samples, 0.999)
+			q, n := a.Quantile()
+			if math.Abs(float64(q-exact)) > 0.02*float64(exact) {
+				t.Errorf("p99.9 estimate %v from %d latencies, exact %v", q, n, exact)
+			}
+			timeout := a.AttemptTimeout()
+			over := 0
+			const fresh = 200000
+			for range fresh {
+				if lognormal(r, 20*time.Millisecond, 0.5) > timeout {
+					over++
+				}
+			}
+			share := float64(over) / fresh
+			t.Logf("timeout %v (p99.9 %v): %.3f%% of fresh attempts exceed it", timeout.Round(time.Microsecond), q.Round(time.Microsecond), 100*share)
+			if share < tc.min || share > tc.max {
+				t.Errorf("%.4f%% of fresh attempts time out, want in [%.2f%%, %.2f%%]", 100*share, 100*tc.min, 100*tc.max)
+			}
+		})
+	}
+}
+
+// TestFollowsSlowdown doubles latency. Attempts over the timeout fail and
+// are not observed, yet the survivors just under it lift the estimate, so
+// the timeout climbs by up to the margin per refresh until it covers the
+// new p99.9 again.
+func TestFollowsSlowdown(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	a := mustNew(t, Config{})
+	attempt := func(median time.Duration) bool {
+		d := lognormal(r, median, 0.5)
+		ok := d <= a.AttemptTimeout()
+		a.Observe(min(d, a.AttemptTimeout()), ok)
+		return ok
+	}
+	for range 20000 {
+		attempt(20 * time.Millisecond)
+	}
+	before := a.AttemptTimeout()
+	for range 60000 {
+		attempt(40 * time.Millisecond)
+	}
+	after := a.AttemptTimeout()
+	failed := 0
+	for range 20000 {
+		if !attempt(40 * time.Millisecond) {
+			failed++
+		}
+	}
+	t.Logf("timeout %v before, %v after latency doubled; %.3f%% of attempts then time out", before.Round(time.Millisecond), after.Round(time.Millisecond), 100*float64(failed)/20000)
+	// p99.9 of lognormal(40ms, 0.5) is 40ms * e^(0.5*3.09) = 187ms.
+	if after < 187*time.Millisecond {
+		t.Errorf("timeout %v after the slowdown, want above the new p99.9 of 187ms", after)
+	}
+	if failed > 20 {
+		t.Errorf("%d of 20000 attempts timed out after adapting, want at most 0.1%%", failed)
+	}
+}
+
+func TestConcurrentObserve(t *testing.T) {
+	a := mustNew(t, Config{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3000 {
+				a.Observe(time.Duration(g*3000+i)*time.Microsecond, true)
+				a.AttemptTimeout()
+			}
+		}()
+	}
+	wg.Wait()
+	if got := a.AttemptTimeout(); got < DefaultFloor || got > DefaultCeiling {
+		t.Errorf("AttemptTimeout() = %v out of bounds", got)
+	}
+}
+
+// TestWithRetry plugs the timeout into retry.Config.Timeouts: once it has
+// learnt that calls take about 20 ms, an attempt that hangs is cut off at
+// about 1.5 x p99.9 and retried, well before the 10 s ceiling.
+func TestWithRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := mustNew(t, Config{})
+		p, err := retry.New(retry.Config{Timeouts: a, Backoff: backoff.Schedule{Immediate: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(7, 8))
+		call := func(d time.Duration) func(ctx context.Context) error {
+			return func(ctx context.Context) error {
+				select {
+				case <-time.After(d):
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		for range 5000 {
+			if err := p.Do(context.Background(), call(lognormal(r, 20*time.Millisecond, 0.3))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		timeout := a.AttemptTimeout()
+		attempts := 0
+		start := time.Now()
+		err = p.Do(context.Background(), func(ctx context.Context) error {
+			attempts++
+			if attempts == 1 {
+				return call(time.Hour)(ctx) // hangs
+			}
+			return call(20 * time.Millisecond)(ctx)
+		})
+		took := time.Since(start)
+		t.Logf("adaptive timeout %v; a hung first attempt cost %v in all", timeout, took)
+		if err != nil || attempts != 2 {
+			t.Fatalf("Do = %v after %d attempts, want success on the second", err, attempts)
+		}
+		if timeout > 100*time.Millisecond || took != timeout+20*time.Millisecond {
+			t.Errorf("hung attempt cut after %v (timeout %v), want the learnt timeout, well under 100ms", took-20*time.Millisecond, timeout)
+		}
+	})
+}

@@ -141,18 +141,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.prepare(); err != nil {
 		return nil, err
 	}
-	resp, err := retry.DoValue(req.Context(), t.policy, c.attempt)
-	if err == nil {
-		return resp, nil
+	if c.hedged {
+		return roundTripHedged(&c)
 	}
-	return c.finish(err)
+	// c stays on the stack: nothing keeps a pointer to it beyond the call.
+	resp, err := retry.DoValue(req.Context(), t.policy, c.attempt)
+	return c.finish(resp, err)
+}
+
+// roundTripHedged is RoundTrip for a hedged request, whose state hedges
+// on other goroutines share, and which therefore lives on the heap.
+func roundTripHedged(c0 *call) (*http.Response, error) {
+	c := new(call)
+	*c = *c0
+	resp, err := retry.DoValue(c.req.Context(), c.t.policy, c.attemptHedged)
+	return c.finish(resp, err)
 }
 
 // call is the state of one logical request across its attempts.
 type call struct {
 	t    *Transport
 	req  *http.Request
-	sent atomic.Int32 // requests sent so far, retries and hedges included
+	sent int32 // requests sent so far, retries and hedges included; atomic
 
 	// replayable: the request may be sent again after it reached the
 	// server (idempotent method or idempotency key).
@@ -208,9 +218,22 @@ func (c *call) mayRetry() bool {
 	return c.t.maxAttempts > 1
 }
 
-// finish turns the loop's error into RoundTrip's result: the last
-// response, if the loop stopped on one that is still unread, or the error.
-func (c *call) finish(err error) (*http.Response, error) {
+// finish turns the loop's result into RoundTrip's: the response; or the
+// last response, if the loop stopped on one that is still unread; or the
+// error.
+func (c *call) finish(resp *http.Response, err error) (*http.Response, error) {
+	if err == nil {
+		return resp, nil
+	}
+	if atomic.LoadInt32(&c.sent) == 0 {
+		// A guard rejected the first attempt: the body was never sent,
+		// and RoundTrip must close it all the same.
+		if c.body != nil {
+			_ = c.body.Close()
+		} else if c.req.Body != nil && c.buf == nil {
+			_ = c.req.Body.Close()
+		}
+	}
 	var re *retry.Error
 	if !errors.As(err, &re) {
 		return nil, err
@@ -226,17 +249,19 @@ func (c *call) finish(err error) (*http.Response, error) {
 	return se.resp, nil
 }
 
-// attempt makes one attempt of the retry loop, hedged if the request may
-// be, and judges its outcome. ctx is the request's context: the policy
-// has no attempt timeout of its own.
+// attempt makes one attempt of the retry loop and judges its outcome. ctx
+// is the request's context: the policy has no attempt timeout of its own.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
-	var resp *http.Response
-	var err error
-	if c.hedged {
-		resp, err = hedge.Do(ctx, c.t.hedger, c.hedge, c.t.discardResponse)
-	} else {
-		resp, err = c.send(ctx, ctx)
+	resp, err := c.send(ctx, ctx)
+	if err != nil {
+		return nil, err
 	}
+	return c.t.judgeResponse(c, resp)
+}
+
+// attemptHedged is attempt as a hedged call.
+func (c *call) attemptHedged(ctx context.Context) (*http.Response, error) {
+	resp, err := hedge.Do(ctx, c.t.hedger, c.hedge, c.t.discardResponse)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +280,7 @@ func (t *Transport) discardResponse(resp *http.Response) { drain(resp.Body, t.ma
 // judged transport error. hctx is the hedge's context (ctx itself when
 // not hedging); its end, when another hedge won, ends this request too.
 func (c *call) send(ctx, hctx context.Context) (*http.Response, error) {
-	n := c.sent.Add(1)
+	n := atomic.AddInt32(&c.sent, 1)
 	areq, err := c.build(ctx, n)
 	if err != nil {
 		return nil, err

@@ -384,3 +384,49 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// rejectAll is a guard that refuses every attempt.
+type rejectAll struct{}
+
+var errOpen = errors.New("breaker open")
+
+func (rejectAll) Admit(context.Context) (uint64, error) { return 0, errOpen }
+func (rejectAll) Done(uint64, retry.Outcome)            {}
+
+// closeCounter is a request body that counts its closes.
+type closeCounter struct {
+	io.Reader
+	n atomic.Int32
+}
+
+func (c *closeCounter) Close() error { c.n.Add(1); return nil }
+
+// A request a guard rejects is never sent, and its body is still closed,
+// as the RoundTripper contract requires.
+func TestGuardRejectionClosesBody(t *testing.T) {
+	tests := []struct {
+		name      string
+		maxBuffer int64
+	}{
+		{"buffered body", 0},
+		{"unbuffered body", -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ct := &countingTransport{base: http.DefaultTransport}
+			tr, err := unherdhttp.NewTransport(ct, unherdhttp.Config{MaxBufferedBody: tc.maxBuffer, Retry: retry.Config{Guards: []retry.Guard{rejectAll{}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := &closeCounter{Reader: strings.NewReader("payload")}
+			req, _ := http.NewRequest(http.MethodPut, "http://example.invalid/", body)
+			_, _, err = do(tr, req)
+			if !errors.Is(err, retry.ErrRejected) || !errors.Is(err, errOpen) {
+				t.Errorf("got %v, want the guard's rejection", err)
+			}
+			if ct.n.Load() != 0 || body.n.Load() != 1 {
+				t.Errorf("%d requests sent and body closed %d times, want 0 and 1", ct.n.Load(), body.n.Load())
+			}
+		})
+	}
+}

@@ -27,6 +27,11 @@ var whatIfColumns = []string{"population", "policy", "peak_rps", "amplification"
 // The results carry no claims: they compare two policies, not a source.
 // The simulated dependency fails fast, so p.AttemptTimeout never fires.
 func WhatIf(ctx context.Context, p Policy, o Options) ([]*Result, error) {
+	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams())
+}
+
+// whatIf is WhatIf at the given sizes.
+func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams) ([]*Result, error) {
 	user, err := specOf(p)
 	if err != nil {
 		return nil, err
@@ -35,7 +40,6 @@ func WhatIf(ctx context.Context, p Policy, o Options) ([]*Result, error) {
 	policy := map[string]any{"name": user.name, "attempts": user.attempts, "base": user.sched.Base.String(),
 		"cap": user.sched.Cap.String(), "jitter": user.sched.Jitter.String(), "budget": user.budget}
 
-	op := defaultOutageParams()
 	ores, orows, err := runOutage(ctx, op, specs, o)
 	if err != nil {
 		return nil, err
@@ -51,7 +55,6 @@ func WhatIf(ctx context.Context, p Policy, o Options) ([]*Result, error) {
 			"recover_s": round(r.recover, 1), "failed": r.failed})
 	}
 
-	sp := defaultStormParams()
 	_, srows, err := runStorm(ctx, sp, specs, o)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+)
+
+// The claims are computed from the measurements: the same code that says
+// "holds" on one set of numbers says "does not hold" on another.
+func TestJitterClaimsFollowMeasurements(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls []float64 // none, exponential, full, equal, decorrelated
+		times []float64
+		holds []bool
+	}{
+		{"as published", []float64{9000, 5000, 1800, 1800, 2400}, []float64{3000, 90000, 7000, 9000, 6000}, []bool{true, true, true, true}},
+		{"jitter does not help", []float64{9000, 2000, 1900, 2100, 2400}, []float64{3000, 5000, 7000, 9000, 6000}, []bool{false, false, true, false}},
+		{"none is not worst", []float64{100, 5000, 1800, 1800, 2400}, []float64{3000, 90000, 7000, 9000, 6000}, []bool{true, true, false, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls, times := make([][]float64, 5), make([][]float64, 5)
+			for s := range 5 {
+				calls[s], times[s] = []float64{tt.calls[s]}, []float64{tt.times[s]}
+			}
+			claims := jitterClaims(190, 0, calls, times)
+			for i, c := range claims {
+				if c.Holds != tt.holds[i] {
+					t.Errorf("claim %d (%s): Holds = %v, want %v; measured %s", i, c.Claim, c.Holds, tt.holds[i], c.Measured)
+				}
+			}
+		})
+	}
+}
+
+func TestExpectedAttempts(t *testing.T) {
+	tests := []struct {
+		name     string
+		layers   int
+		attempts int
+		fail     float64
+		edgeOnly bool
+		want     float64
+	}{
+		{"SRE book: 3 layers of 4, all failing", 3, 4, 1, false, 64},
+		{"edge only", 3, 4, 1, true, 4},
+		{"nothing fails", 3, 4, 0, false, 1},
+		{"one layer, half failing", 1, 3, 0.5, false, 1.75},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &LayersParams{Layers: tt.layers, Attempts: tt.attempts, Fail: tt.fail}
+			if got := expectedAttempts(p, tt.edgeOnly); !within(got, tt.want, 1e-9) {
+				t.Errorf("expectedAttempts = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWithin(t *testing.T) {
+	tests := []struct {
+		v, want, frac float64
+		ok            bool
+	}{
+		{200, 200, 0.05, true}, {209, 200, 0.05, true}, {211, 200, 0.05, false}, {189, 200, 0.05, false},
+	}
+	for _, tt := range tests {
+		if got := within(tt.v, tt.want, tt.frac); got != tt.ok {
+			t.Errorf("within(%v, %v, %v) = %v, want %v", tt.v, tt.want, tt.frac, got, tt.ok)
+		}
+	}
+}
+
+func TestPolicySpec(t *testing.T) {
+	tests := []struct {
+		name    string
+		p       Policy
+		wantErr bool
+	}{
+		{"zero policy: defaults", Policy{}, false},
+		{"ratio budget", Policy{Budget: "ratio", BudgetRatio: 0.2}, false},
+		{"no budget, fixed delay", Policy{Budget: "none", Attempts: 5, Backoff: fixed(time.Second)}, false},
+		{"negative attempts", Policy{Attempts: -1}, true},
+		{"unknown budget", Policy{Budget: "lots"}, true},
+		{"ratio above 1", Policy{Budget: "ratio", BudgetRatio: 1.5}, true},
+		{"negative timeout", Policy{AttemptTimeout: -time.Second}, true},
+		{"bad schedule", Policy{Backoff: backoff.Schedule{Base: time.Minute, Cap: time.Second}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := specOf(tt.p)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("specOf: err = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if !errors.Is(err, ErrInvalidParams) {
+					t.Errorf("err = %v, want an ErrInvalidParams", err)
+				}
+				return
+			}
+			if _, _, err := s.build(func() time.Time { return Epoch }); err != nil {
+				t.Errorf("build: %v", err)
+			}
+		})
+	}
+}
+
+func TestWhatIf(t *testing.T) {
+	op, sp := defaultOutageParams(), defaultStormParams()
+	op.Clients, op.Rate, op.Capacity = 40, 400, 800
+	op.Before, op.Down, op.After = 2*time.Second, 3*time.Second, 3*time.Second
+	sp.Clients, sp.Duration = 20, 10*time.Second
+	rs, err := whatIf(context.Background(), Policy{Name: "mine", Attempts: 5, Budget: "none"}, Options{Seed: 1}, op, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Scenario != "outage" || rs[1].Scenario != "storm" {
+		t.Fatalf("WhatIf returned %d results", len(rs))
+	}
+	for _, r := range rs {
+		if len(r.Rows) != 4 {
+			t.Fatalf("%s: %d rows, want 4 (2 policies x 2 populations)", r.Scenario, len(r.Rows))
+		}
+		for _, row := range r.Rows {
+			for _, c := range r.Columns {
+				if _, ok := row[c]; !ok {
+					t.Errorf("%s: row lacks %q", r.Scenario, c)
+				}
+			}
+		}
+		// On the open stream, five attempts without a budget amplify
+		// more than the default three with a token bucket.
+		var mine, def float64
+		for _, row := range r.Rows {
+			if row["population"] == "open" {
+				if row["policy"] == "mine" {
+					mine = row["amplification"].(float64)
+				} else {
+					def = row["amplification"].(float64)
+				}
+			}
+		}
+		if !(mine > def) {
+			t.Errorf("%s: open-stream amplification %v for 5 attempts without budget, %v for the default", r.Scenario, mine, def)
+		}
+	}
+	if _, err := WhatIf(context.Background(), Policy{Budget: "lots"}, Options{}); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("WhatIf with a bad budget: err = %v", err)
+	}
+}

@@ -1,0 +1,388 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/sim"
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fake is a scenario for tests: it squares 1..size.
+type fake struct {
+	name string
+	err  error // returned by Run when set
+}
+
+type fakeParams struct{ size int }
+
+func (p *fakeParams) Register(fs *flag.FlagSet) {
+	fs.IntVar(&p.size, "size", p.size, "numbers to square")
+}
+
+func (p *fakeParams) Validate() error {
+	if p.size <= 0 {
+		return fmt.Errorf("--size: %d must be above zero", p.size)
+	}
+	return nil
+}
+
+func (p *fakeParams) Values() map[string]any { return map[string]any{"size": p.size} }
+func (p *fakeParams) Quick()                 { p.size = 3 }
+
+func (f fake) Name() string       { return f.name }
+func (f fake) Describe() string   { return "Squares small numbers, for tests." }
+func (f fake) Population() string { return "closed" }
+func (f fake) Params() sim.Params { return &fakeParams{size: 4} }
+
+func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	fp := p.(*fakeParams)
+	r := &sim.Result{Scenario: f.name, Population: "closed", Params: p.Values(), Columns: []string{"n", "square"}}
+	var xs, ys []float64
+	for i := 1; i <= fp.size; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.Rows = append(r.Rows, sim.Row{"n": i, "square": float64(i*i) + 0.5})
+		xs, ys = append(xs, float64(i)), append(ys, float64(i*i))
+		if o.Progress != nil {
+			o.Progress(i, fp.size)
+		}
+	}
+	r.Claims = []sim.Claim{{Source: "Arithmetic", Claim: "squares grow", Measured: fmt.Sprintf("%d rows", fp.size), Holds: true}}
+	r.Charts = []sim.Chart{{Name: f.name + "_squares", Title: "Squares", XLabel: "n", YLabel: "n²",
+		Series: []sim.Series{{Name: "square", X: xs, Y: ys}}}}
+	return r, nil
+}
+
+// fakeEnv returns an env whose scenarios are fakes and whose what-if
+// echoes the policy it was given.
+func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
+	e := newEnv(stdout, stderr)
+	e.scenarios = func() []sim.Scenario { return scenarios }
+	e.whatIf = func(_ context.Context, p sim.Policy, _ sim.Options) ([]*sim.Result, error) {
+		return []*sim.Result{{Scenario: "outage", Population: "closed", Columns: []string{"policy", "attempts"},
+			Rows: []sim.Row{{"policy": p.Name, "attempts": p.Attempts}}}}, nil
+	}
+	e.now = func() time.Time { return time.Unix(0, 0) }
+	return e
+}
+
+// runFake runs args against the fake scenarios.
+func runFake(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := fakeEnv(&out, &errb, fake{name: "fake"}, fake{name: "broken", err: errors.New("engine on fire")})
+	code = runContext(context.Background(), e, args)
+	return code, out.String(), errb.String()
+}
+
+func TestExitCodesAndMessages(t *testing.T) {
+	dir := t.TempDir()
+	badPolicy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(badPolicy, []byte("name: mine\nattempts: 4\nbase: 50ms\ncap: 2 seconds\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badJSON := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(badJSON, []byte("{\n  \"attempts\": 4,\n  \"jitter\": \"fuzzy\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stderr     []string // substrings stderr must hold
+		stdoutSays string   // a substring stdout must hold; "" means stdout stays empty
+	}{
+		{"no arguments", nil, exitUsage, []string{"Usage:"}, ""},
+		{"help", []string{"help"}, exitOK, nil, "Usage:"},
+		{"-h", []string{"-h"}, exitOK, nil, "unherd report"},
+		{"--help", []string{"--help"}, exitOK, nil, "fake"},
+		{"unknown command", []string{"frob"}, exitUsage, []string{`unknown command "frob"`, "unherd help"}, ""},
+		{"sim without name", []string{"sim"}, exitUsage, []string{"want a scenario name", "known: broken, fake"}, ""},
+		{"sim flag before name", []string{"sim", "--json", "fake"}, exitUsage, []string{"want a scenario name"}, ""},
+		{"sim help", []string{"sim", "-h"}, exitOK, nil, "broken, fake"},
+		{"unknown scenario", []string{"sim", "nope"}, exitUsage, []string{`unknown scenario "nope"`, "known: broken, fake"}, ""},
+		{"unknown flag", []string{"sim", "fake", "--bogus"}, exitUsage, []string{"-bogus", "unherd sim fake -h"}, ""},
+		{"bad flag value", []string{"sim", "fake", "--size", "many"}, exitUsage, []string{`invalid value "many" for flag -size`}, ""},
+		{"invalid parameter", []string{"sim", "fake", "--size", "0"}, exitUsage, []string{"--size: 0 must be above zero"}, ""},
+		{"negative workers", []string{"sim", "fake", "--workers", "-2"}, exitUsage, []string{"-workers -2 is negative"}, ""},
+		{"stray argument", []string{"sim", "fake", "extra"}, exitUsage, []string{`unexpected argument "extra"`}, ""},
+		{"scenario help", []string{"sim", "fake", "-h"}, exitOK, nil, "-size"},
+		{"scenario fails", []string{"sim", "broken"}, exitFailure, []string{"broken: engine on fire"}, ""},
+		{"whatif without policy", []string{"whatif"}, exitUsage, []string{"--policy FILE is required"}, ""},
+		{"whatif missing file", []string{"whatif", "--policy", filepath.Join(dir, "none.yaml")}, exitFailure, []string{"none.yaml", "no such file"}, ""},
+		{"whatif bad yaml", []string{"whatif", "--policy", badPolicy}, exitFailure, []string{badPolicy + `:4: cap: "2 seconds" is not a duration (want e.g. 2s)`}, ""},
+		{"whatif bad json", []string{"whatif", "--policy", badJSON}, exitFailure, []string{badJSON + `:3: jitter: unknown jitter "fuzzy"`}, ""},
+		{"report bad flag", []string{"report", "--outdir", dir}, exitUsage, []string{"-outdir"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runFake(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\nstderr: %s", code, tc.code, stderr)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			if tc.stdoutSays == "" && stdout != "" {
+				t.Errorf("stdout not empty:\n%s", stdout)
+			}
+			if !strings.Contains(stdout, tc.stdoutSays) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdoutSays, stdout)
+			}
+		})
+	}
+}
+
+func TestSimJSON(t *testing.T) {
+	code, stdout, stderr := runFake(t, "sim", "fake", "--size", "2", "--json", "--seed", "9")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var got struct {
+		Scenario string           `json:"scenario"`
+		Params   map[string]any   `json:"params"`
+		Rows     []map[string]any `json:"rows"`
+	}
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one JSON value:\n%s", stdout)
+	}
+	want := []map[string]any{{"n": 1.0, "square": 1.5}, {"n": 2.0, "square": 4.5}}
+	if got.Scenario != "fake" || got.Params["size"] != 2.0 || !cmp.Equal(want, got.Rows) {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestSimText(t *testing.T) {
+	code, stdout, stderr := runFake(t, "sim", "fake", "--size", "3")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	golden(t, "sim_fake.golden", stdout)
+}
+
+func TestWhatIfJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(path, []byte(`{"attempts": 4, "budget": {"kind": "ratio", "ratio": 0.2}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runFake(t, "whatif", "--policy", path, "--json")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var got struct {
+		Policy  map[string]any `json:"policy"`
+		Results []sim.Result   `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	wantPolicy := map[string]any{"name": "mine", "attempts": 4.0, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "ratio", "ratio": 0.2}
+	if diff := cmp.Diff(wantPolicy, got.Policy); diff != "" {
+		t.Fatalf("policy (-want +got):\n%s", diff)
+	}
+	if len(got.Results) != 1 || got.Results[0].Rows[0]["attempts"] != 4.0 {
+		t.Fatalf("results %+v", got.Results)
+	}
+}
+
+func TestWhatIfText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(path, []byte("attempts: 2\njitter: none\nbudget: none\ntimeouts: {attempt: 300ms}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runFake(t, "whatif", "--policy", path)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	want := "Policy mine: 2 attempts, no jitter from 50ms capped at 20s, no budget, attempt timeout 300ms"
+	if !strings.Contains(stdout, want) || !strings.Contains(stdout, "== outage") {
+		t.Fatalf("stdout lacks %q or the table:\n%s", want, stdout)
+	}
+}
+
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	e := fakeEnv(&out, &errb, fake{name: "fake"}, fake{name: "other"})
+	if code := runContext(context.Background(), e, []string{"report", "--out", dir, "--seed", "3"}); code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb.String())
+	}
+	for _, want := range []string{"report.md", "fake.csv", "other.csv", "fake_squares.png", "fake_squares.svg", "other_squares.png"} {
+		if st, err := os.Stat(filepath.Join(dir, want)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", want, err)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"seed 3", "## fake", "| n | square |", "![Squares](fake_squares.png)", "`size` | `3`"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	for _, want := range []string{"== fake (closed)", "Claims:", "Total wall time: 0s for 2 scenarios."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestReportScenarioFails(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runFake(t, "report", "--out", dir)
+	if code != exitFailure || !strings.Contains(stderr, "1 of 2 scenarios failed: broken") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	// The scenarios that ran still make a report.
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil || !strings.Contains(string(md), "**This scenario failed:** broken: engine on fire") {
+		t.Fatalf("report.md: %v\n%s", err, md)
+	}
+	if !strings.Contains(stdout, "== fake") {
+		t.Fatalf("stdout lacks the fake scenario:\n%s", stdout)
+	}
+}
+
+func TestReportNoScenarios(t *testing.T) {
+	var out, errb bytes.Buffer
+	e := fakeEnv(&out, &errb)
+	if code := runContext(context.Background(), e, []string{"report", "--out", t.TempDir()}); code != exitFailure {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+func TestCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	e := fakeEnv(&out, &errb, fake{name: "fake"})
+	if code := runContext(ctx, e, []string{"sim", "fake"}); code != exitFailure || !strings.Contains(errb.String(), "context canceled") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// clash is a scenario whose parameters take a flag name unherd sim uses.
+type clash struct{ fake }
+
+type clashParams struct{ fakeParams }
+
+func (p *clashParams) Register(fs *flag.FlagSet) { fs.Bool("json", false, "clash") }
+func (clash) Params() sim.Params                 { return &clashParams{} }
+
+func TestFlagClash(t *testing.T) {
+	var out, errb bytes.Buffer
+	e := fakeEnv(&out, &errb, clash{fake{name: "clash"}})
+	if code := runContext(context.Background(), e, []string{"sim", "clash"}); code != exitFailure || !strings.Contains(errb.String(), "defines flag -json") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestRegisteredScenarios runs every scenario sim registers through the
+// real command, at sizes chosen for speed.
+func TestRegisteredScenarios(t *testing.T) {
+	if len(sim.Scenarios()) == 0 {
+		t.Skip("sim registers no scenarios")
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"help"}, &out, &errb); code != exitOK {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, s := range sim.Scenarios() {
+		if !strings.Contains(out.String(), s.Name()) {
+			t.Errorf("help does not list %s", s.Name())
+		}
+	}
+	if _, ok := sim.Lookup("jitter"); ok {
+		out.Reset()
+		code := run([]string{"sim", "jitter", "--clients", "10,20", "--runs", "2", "--json"}, &out, &errb)
+		if code != exitOK {
+			t.Fatalf("sim jitter: exit %d, stderr %s", code, errb.String())
+		}
+		var got struct {
+			Scenario string           `json:"scenario"`
+			Params   map[string]any   `json:"params"`
+			Rows     []map[string]any `json:"rows"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out.String())
+		}
+		if got.Scenario != "jitter" || got.Params == nil || len(got.Rows) == 0 {
+			t.Fatalf("got %+v", got)
+		}
+		for _, k := range []string{"strategy", "clients", "calls", "time_ms"} {
+			if _, ok := got.Rows[0][k]; !ok {
+				t.Errorf("jitter row lacks %q: %v", k, got.Rows[0])
+			}
+		}
+	}
+	// The report's sizes target a normal build; under the race detector
+	// the whole report takes about a minute, so it runs only without it
+	// (go test ./cmd/unherd). TestReport covers the same code with fakes.
+	if testing.Short() || raceEnabled {
+		t.Log("skipping the full report: -short or -race")
+		return
+	}
+	dir := t.TempDir()
+	out.Reset()
+	if code := run([]string{"report", "--out", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("report: exit %d, stderr %s", code, errb.String())
+	}
+	for _, ext := range []string{"md", "png", "svg", "csv"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, "*."+ext)); len(m) == 0 {
+			t.Errorf("report wrote no .%s file", ext)
+		}
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Fatalf("%s differs (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	got := wrap("aaa bbb ccc ddd", 7, "  ")
+	if want := "aaa bbb\n  ccc ddd"; got != want {
+		t.Fatalf("wrap = %q, want %q", got, want)
+	}
+}

@@ -106,6 +106,19 @@ func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
 	}
 }
 
+// ReserveAt takes a send token at an explicit time without waiting, and
+// returns how long the caller must wait before sending (zero if a token
+// was available, or while the limiter is not enabled). It is the
+// non-blocking core of Admit, for simulations that run their own clock.
+func (r *RateLimiter) ReserveAt(now time.Time) (wait time.Duration) {
+	if !r.enabled.Load() {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Duration(r.l.acquire(r.seconds(now)) * float64(time.Second))
+}
+
 // Done reports how an admitted attempt ended, implementing retry.Guard: a
 // throttling response lowers the fill rate, anything else lets it grow.
 // Abandoned attempts are not counted.
@@ -113,8 +126,15 @@ func (r *RateLimiter) Done(ticket uint64, o retry.Outcome) {
 	if o.Abandoned {
 		return
 	}
+	r.DoneAt(r.clock(), ticket, o)
+}
+
+// DoneAt is Done at an explicit time instead of the clock's.
+func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
+	if o.Abandoned {
+		return
+	}
 	throttled := r.isThrottle(o)
-	now := r.clock()
 	r.mu.Lock()
 	r.l.update(r.seconds(now), throttled)
 	if r.l.enabled && !r.enabled.Load() {

@@ -164,3 +164,32 @@ func TestRateLimiterRecovers(t *testing.T) {
 		}
 	})
 }
+
+// TestRateLimiterReserveAt drives the limiter with explicit times: after a
+// throttle at t0 the fill rate is 0.5/s and the bucket empty, so two
+// reservations at t0 wait 2 s and 4 s; 10 s later the bucket has refilled
+// to its capacity of 1 token and the next reservation waits nothing.
+func TestRateLimiterReserveAt(t *testing.T) {
+	r, err := NewRateLimiter(RateLimiterSettings{Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := r.ReserveAt(t0); w != 0 {
+		t.Fatalf("before any throttle: wait %v, want 0", w)
+	}
+	r.DoneAt(t0, 0, throttled)
+	tests := []struct {
+		at   time.Duration
+		want time.Duration
+	}{
+		{0, 2 * time.Second},
+		{0, 4 * time.Second},
+		{10 * time.Second, 0},
+		{10 * time.Second, 2 * time.Second},
+	}
+	for i, tc := range tests {
+		if w := r.ReserveAt(t0.Add(tc.at)); w != tc.want {
+			t.Fatalf("reservation %d at %v: wait %v, want %v", i, tc.at, w, tc.want)
+		}
+	}
+}

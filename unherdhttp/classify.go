@@ -141,16 +141,22 @@ func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
 	return 0, false
 }
 
+// responseClass classifies a response by the Classify hook, then the
+// default rules; failed is false for a response to hand back as it is.
+func (t *Transport) responseClass(resp *http.Response) (c retry.Class, failed bool) {
+	if t.classify != nil {
+		if hc, ok := t.classify(resp, nil); ok {
+			return hc, true
+		}
+	}
+	return t.statusClass(resp.StatusCode)
+}
+
 // judgeResponse turns a response into the attempt's result for the retry
 // loop: the response itself, or a *StatusError marked with its class and
 // any Retry-After delay.
 func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response, error) {
-	class, failed := t.statusClass(resp.StatusCode)
-	if t.classify != nil {
-		if hc, ok := t.classify(resp, nil); ok {
-			class, failed = hc, true
-		}
-	}
+	class, failed := t.responseClass(resp)
 	if !failed {
 		return resp, nil
 	}

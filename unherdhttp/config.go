@@ -83,7 +83,9 @@ type Config struct {
 
 	// Timeouts, if set, supplies the attempt timeout at run time (an
 	// adaptive timeout that tracks latency) and overrides AttemptTimeout.
-	// It observes the same interval AttemptTimeout bounds.
+	// It observes the interval AttemptTimeout bounds, with ok true for a
+	// response that is not a failure (a 503 or a timeout is not). A
+	// *timeout.Adaptive fits.
 	Timeouts retry.TimeoutSource
 
 	// Hedge, if set, hedges requests within each attempt of the retry

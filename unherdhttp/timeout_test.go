@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/timeout"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -198,5 +199,20 @@ func TestCallerDeadlineNotRetried(t *testing.T) {
 	}
 	if hits.Load() != 1 {
 		t.Errorf("server saw %d requests, want 1", hits.Load())
+	}
+}
+
+// The adaptive timeout of package timeout plugs in as Config.Timeouts and
+// bounds every attempt (here by its initial timeout).
+func TestAdaptiveTimeout(t *testing.T) {
+	url, hits := hangingServerURL(t, "")
+	a, err := timeout.New(timeout.Config{FalseTimeoutRate: 0.5, Initial: shortTimeout, Window: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTransport(t, unherdhttp.Config{Timeouts: a, Retry: fast})
+	status, body, err := get(t, tr, url)
+	if err != nil || status != 200 || body != "body" || hits.Load() != 2 {
+		t.Fatalf("got %d %q, %v after %d requests; want 200 body after 2", status, body, err, hits.Load())
 	}
 }

@@ -374,7 +374,14 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		resp, err = nil, context.Cause(actx)
 	}
 	if a.observe {
-		t.timeouts.Observe(latency, err == nil)
+		// Only answers that are not failures are latency samples: a fast
+		// 503 says nothing about how long an answer takes.
+		ok := err == nil
+		if ok {
+			_, failed := t.responseClass(resp)
+			ok = !failed
+		}
+		t.timeouts.Observe(latency, ok)
 	}
 	if err != nil {
 		timedOut := ctx.Err() == nil && context.Cause(actx) == retry.ErrAttemptTimeout

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/budget"
 )
 
 var (
@@ -130,6 +132,11 @@ func TestDo(t *testing.T) {
 				records, withdrawn, _ := b.counts()
 				if records != 1 || withdrawn != tc.withdrawn {
 					t.Errorf("budget: %d records, %d withdrawals; want 1, %d", records, withdrawn, tc.withdrawn)
+				}
+				for _, c := range b.classes {
+					if c != budget.Transient {
+						t.Errorf("hedge withdrew class %v, want Transient", c)
+					}
 				}
 			})
 		})

@@ -1,0 +1,112 @@
+// Package hedge sends a second request when the first is slow, and takes
+// whichever answers first.
+//
+// Most slow calls are not slow because the work is large but because one
+// replica was busy at that moment: a garbage-collection pause, a noisy
+// neighbour, a queue behind a large request. Another replica is very
+// likely not busy at the same moment, so a copy of the request sent there
+// after a short wait turns a slow call into a fast one for a few percent
+// more load. Dean and Barroso ("The Tail at Scale", Communications of the
+// ACM 56(2), 2013, https://research.google/pubs/the-tail-at-scale/)
+// report that hedging after 10 ms cut the 99.9th-percentile latency of a
+// 1,000-key fan-out from 1,800 ms to 74 ms for 2% more requests, and
+// recommend waiting for the 95th-percentile latency, which bounds the
+// extra load near 5%.
+//
+// # When to hedge
+//
+// Hedge idempotent calls (reads, or writes carrying an idempotency key),
+// sent to independent replicas, whose tail comes from interference on
+// one replica at a time. Do not hedge non-idempotent writes, calls to a
+// single backend (the copy queues behind the original), or a fleet that
+// is uniformly overloaded: there the second replica is as slow as the
+// first, and hedging only adds load. The Hedger detects that last case by
+// itself (see Back-off below), and its budget bounds the damage until it
+// does.
+//
+// # How a call runs
+//
+// [Do] runs the primary (attempt 0) on the caller's goroutine. If it has
+// not answered after the hedge delay, a hedge (attempt 1) starts on a
+// timer's goroutine, and so on up to Config.MaxHedges (default 1), one
+// delay apart; fn learns the attempt number and picks a replica by it.
+// The first success wins; the other attempts' contexts are cancelled with
+// cause [ErrLost], and a success that arrives later goes to the cleanup
+// function. A fatal error settles the call too (gRPC's rule: every error
+// is fatal unless Config.NonFatal says otherwise, like the
+// nonFatalStatusCodes of gRPC's hedging policy in proposal A6,
+// https://github.com/grpc/proposal/blob/master/A6-client-retries.md); a
+// non-fatal one starts the next hedge at once. Do returns the winner's
+// value, or the settling error unchanged (the last one when every attempt
+// failed), so an outer retry loop classifies it as usual.
+//
+// The delay is Config.Delay if set, otherwise the Config.Quantile (p95)
+// of the latencies of recent successful calls, from a windowed quantile
+// estimator (last 4,096 to 8,192 calls), bounded by MinDelay and MaxDelay.
+// Until 10/(1-Quantile) latencies are known (200 for p95) the delay is
+// MaxDelay, or there is no hedging if MaxDelay is zero.
+//
+// # Budget
+//
+// Each hedge withdraws budget.Transient from Config.Budget, and each
+// request records budget.Attempt{N: 1}. The default budget is
+// budget.NewRatio with Ratio 0.05 and NoFloor: hedges at most 5% of the
+// requests of the last 10 s, the p95 rule's own share, so the budget only
+// binds when the rule misbehaves (a latency shift the estimator has not
+// caught up with). Share a budget with a retry policy to make hedges and
+// retries draw on one allowance.
+//
+// # Back-off
+//
+// Every request that started a hedge and succeeded reports whether a hedge
+// won. The win share is an exponentially decaying average of those
+// reports, weight 1/32, starting at 1. While it is below
+// Config.MinWinShare (default 0.05: fewer than one hedge in twenty wins)
+// hedging is suspended, except that one request in Config.ProbeEvery
+// (default 16) may still hedge; when such probes win again, the share
+// climbs back over the threshold and hedging resumes. With the p95 rule a
+// healthy tail gives a share near 0.2: among requests slow enough to
+// hedge, the truly stuck ones are won by their hedge and the merely slow
+// ones by their primary. Under uniform slowness the share falls toward 0
+// within about a hundred hedges, and the extra load falls from about 5% to
+// about 0.1% (TestBackOffUnderUniformSlowness).
+//
+// # For simulators
+//
+// The whole decision logic is in exported methods that take no clock, so
+// a discrete-event simulator can drive the same Hedger under virtual time
+// with no goroutines:
+//
+//	delay, ok := h.Begin()   // per request: counts it; may it hedge, after what delay?
+//	ok = h.Admit()           // per hedge about to start: pays for it from the budget
+//	h.Observe(latency)       // per successful request: start to first success
+//	h.Result(hedgeWon)       // per successful request that started a hedge
+//
+// plus [Hedger.Delay], [Hedger.WinShare] and [Hedger.Suspended] to read
+// the state. Do calls exactly these. A simulator that wants the budget on
+// its virtual clock passes a budget built with that clock
+// (budget.RatioConfig.Now).
+//
+// # Composition
+//
+// Hedging runs inside one retry attempt: retry.Policy.Do(ctx, func(ctx)
+// error { _, err := hedge.Do(ctx, h, fn, cleanup); return err }). Hedges
+// are not retries: they draw on the hedge budget, not on the retry
+// policy's attempts or budget; a hedged attempt that fails as a whole
+// (or whose attempt timeout, which bounds the primary and its hedges
+// together, expires) is retried by the outer loop. See package timeout for
+// an attempt timeout that tracks latency the same way.
+//
+// # Cost
+//
+// When the primary answers before the delay, Do starts no goroutine,
+// allocates only the primary's cancellable context (2 allocations) and
+// arms and stops one timer, which the Hedger reuses across calls
+// (BenchmarkHedgePrimaryWins). With the adaptive delay it also reads the
+// clock twice to measure the latency. A request that may not hedge
+// (warming up, or suspended and not a probe) runs fn with the caller's
+// context and nothing else.
+//
+// Because of that reuse, a Hedger used under testing/synctest must be
+// created and used inside one bubble.
+package hedge

@@ -1,0 +1,89 @@
+package hedge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/retry"
+)
+
+var replicas = []string{"replica-a", "replica-b", "replica-c"}
+
+// The primary is stuck; after the delay a hedge goes to another replica
+// and wins, and the primary's context is cancelled with ErrLost.
+func Example() {
+	h, err := hedge.New(hedge.Config{Delay: time.Millisecond, Budget: budget.Unlimited})
+	if err != nil {
+		panic(err)
+	}
+	v, err := hedge.Do(context.Background(), h, func(ctx context.Context, attempt int) (string, error) {
+		if attempt == 0 {
+			<-ctx.Done() // a GC pause on replica-a
+			fmt.Println("primary:", context.Cause(ctx))
+			return "", ctx.Err()
+		}
+		return "answer from " + replicas[attempt], nil
+	}, nil)
+	fmt.Println(v, err)
+	// Output:
+	// primary: hedge: another attempt settled the call
+	// answer from replica-b <nil>
+}
+
+type response struct{ from string }
+
+func (r *response) Close() { fmt.Println("closed the late response from", r.from) }
+
+// A result that arrives after the call was settled goes to the cleanup
+// function, so that nothing it holds (an HTTP body) leaks.
+func ExampleDo_cleanup() {
+	h, _ := hedge.New(hedge.Config{Delay: time.Millisecond, Budget: budget.Unlimited})
+	v, err := hedge.Do(context.Background(), h, func(ctx context.Context, attempt int) (*response, error) {
+		if attempt == 0 {
+			<-ctx.Done()
+			return &response{from: replicas[0]}, nil // answered as it was cancelled
+		}
+		return &response{from: replicas[attempt]}, nil
+	}, (*response).Close)
+	fmt.Println(v.from, err)
+	// Output:
+	// closed the late response from replica-a
+	// replica-b <nil>
+}
+
+var errUnavailable = errors.New("unavailable")
+
+// Hedging runs inside one retry attempt. Hedges are not retries: they
+// draw on the hedger's budget, not the retry policy's. When a hedged
+// attempt fails as a whole, the retry loop may try again.
+func Example_retry() {
+	p, _ := retry.New(retry.Config{Backoff: backoff.Schedule{Immediate: true}})
+	h, _ := hedge.New(hedge.Config{Delay: time.Millisecond, Budget: budget.Unlimited})
+	tries := 0
+	err := p.Do(context.Background(), func(ctx context.Context) error {
+		tries++
+		v, err := hedge.Do(ctx, h, func(ctx context.Context, attempt int) (string, error) {
+			switch {
+			case tries == 1 && attempt == 0:
+				<-ctx.Done() // slow; cancelled when the hedge fails
+				return "", ctx.Err()
+			case tries == 1:
+				return "", errUnavailable // a fatal error settles the attempt
+			default:
+				return "ok from " + replicas[attempt], nil
+			}
+		}, nil)
+		fmt.Printf("retry attempt %d: %q %v\n", tries, v, err)
+		return err
+	})
+	fmt.Println(err)
+	// Output:
+	// retry attempt 1: "" unavailable
+	// retry attempt 2: "ok from replica-a" <nil>
+	// <nil>
+}

@@ -53,10 +53,13 @@ func (r *replicas) attempt(ctx context.Context, attempt int) (int, error) {
 // isSlow reports whether call i (from 0) has the slow primary.
 func isSlow(i int) bool { return i%slowEvery == 0 }
 
-// check fails the benchmark unless every call made one primary and every
-// slow call was hedged, with at most one hedge per call; hedged says
-// whether the case hedges at all. It reports the extra requests per call
-// (hedges) and the mean latency of the slow calls.
+// check fails the benchmark unless every call made one primary, at most
+// one hedge was made per call, and (when hedged says the case hedges) the
+// slow calls were hedged. It allows up to half of the slow calls to go
+// unhedged: on a loaded machine the process can be descheduled past the
+// 4 ms between the hedge delay and the slow primary's answer, and a
+// library that does not hedge at all still fails. It reports the extra
+// requests per call (hedges) and the mean latency of the slow calls.
 func (r *replicas) check(b *testing.B, hedged bool, slowTotal time.Duration) {
 	b.Helper()
 	n, h := r.primaries.Load(), r.hedges.Load()
@@ -64,8 +67,8 @@ func (r *replicas) check(b *testing.B, hedged bool, slowTotal time.Duration) {
 	if n != int64(b.N) {
 		b.Fatalf("%d primaries for %d calls, want one each", n, b.N)
 	}
-	if hedged && (h < slow || h > n) {
-		b.Fatalf("%d hedges for %d calls of which %d slow, want one per slow call and at most one per call", h, b.N, slow)
+	if hedged && (2*h < slow || h > n) {
+		b.Fatalf("%d hedges for %d calls of which %d slow, want about one per slow call and at most one per call", h, b.N, slow)
 	}
 	if !hedged && h != 0 {
 		b.Fatalf("%d hedges without hedging", h)

@@ -218,51 +218,60 @@ func (b *Breaker) ns(t time.Time) int64 { return int64(t.Sub(b.epoch)) }
 // change is a state change to report after the lock is released.
 type change struct{ from, to State }
 
+// admitSlow admits or rejects a call while the breaker is not closed. The
+// clock is read before the lock is taken, never under it; if the state
+// changed in between, it starts over.
 func (b *Breaker) admitSlow(s uint64, now instant) (uint64, error) {
-	if State(s&3) == Open && b.now(&now) < b.openUntil.Load() {
-		return 0, ErrOpen
-	}
-	var ch change
-	b.mu.Lock()
-	s = b.state.Load()
-	switch State(s & 3) {
-	case Closed:
-		b.mu.Unlock()
-		return s, nil
-	case Open:
-		if b.now(&now) < b.openUntil.Load() {
-			b.mu.Unlock()
+	for {
+		if State(s&3) == Open && b.now(&now) < b.openUntil.Load() {
 			return 0, ErrOpen
 		}
-		s = b.transition(s, HalfOpen, now.ns)
-		ch = change{Open, HalfOpen}
+		b.mu.Lock()
+		if cur := b.state.Load(); cur != s {
+			b.mu.Unlock()
+			if State(cur&3) == Closed {
+				return cur, nil
+			}
+			s = cur
+			continue
+		}
+		var ch change
+		if State(s&3) == Open {
+			s = b.transition(s, HalfOpen, now.ns)
+			ch = change{Open, HalfOpen}
+		}
+		var err error
+		if b.probes >= b.maxProbes {
+			s, err = 0, ErrTooManyProbes
+		} else {
+			b.probes++
+		}
+		b.mu.Unlock()
+		b.report(ch)
+		return s, err
 	}
-	var err error
-	if b.probes >= b.maxProbes {
-		s, err = 0, ErrTooManyProbes
-	} else {
-		b.probes++
-	}
-	b.mu.Unlock()
-	b.report(ch)
-	return s, err
 }
 
 func (b *Breaker) done(ticket uint64, o retry.Outcome, now instant) {
 	if ticket != b.state.Load() {
 		return // stale: from before a state change, or no ticket at all
 	}
+	// Hooks and the clock are called before the lock is taken.
+	failed := !o.Abandoned && b.isFailure(o)
 	if State(ticket&3) == Closed {
 		if o.Abandoned {
 			return
 		}
-		if !b.isFailure(o) {
+		if !failed {
 			b.win.Add(1, 0)
 			if b.consec.Load() != 0 {
 				b.consec.Store(0)
 			}
 			return
 		}
+	}
+	if !o.Abandoned {
+		b.now(&now)
 	}
 	var ch change
 	b.mu.Lock()
@@ -272,18 +281,18 @@ func (b *Breaker) done(ticket uint64, o retry.Outcome, now instant) {
 	}
 	switch State(ticket & 3) {
 	case Closed:
-		ch = b.closedFailure(ticket, b.now(&now))
+		ch = b.closedFailure(ticket, now.ns)
 	case HalfOpen:
 		b.probes--
 		switch {
 		case o.Abandoned:
-		case b.isFailure(o):
-			b.transition(ticket, Open, b.now(&now))
+		case failed:
+			b.transition(ticket, Open, now.ns)
 			ch = change{HalfOpen, Open}
 		default:
 			b.successes++
 			if b.successes >= b.needSuccess {
-				b.transition(ticket, Closed, b.now(&now))
+				b.transition(ticket, Closed, now.ns)
 				ch = change{HalfOpen, Closed}
 			}
 		}

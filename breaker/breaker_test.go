@@ -429,3 +429,36 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("generation %d: the test never exercised the state machine", b.Generation())
 	}
 }
+
+// TestHooksOutsideLock: IsFailure and Now are called without the lock held,
+// in every state.
+func TestHooksOutsideLock(t *testing.T) {
+	var b *Breaker
+	check := func(what string) {
+		if b == nil {
+			return // New reads the clock before b exists
+		}
+		if !b.mu.TryLock() {
+			t.Errorf("%s called with the lock held", what)
+			return
+		}
+		b.mu.Unlock()
+	}
+	now := t0
+	b = mustNew(t, Settings{
+		ConsecutiveFailures: 1, OpenJitter: -1,
+		IsFailure: func(o retry.Outcome) bool { check("IsFailure"); return DefaultIsFailure(o) },
+		Now:       func() time.Time { check("Now"); return now },
+	})
+	ctx := context.Background()
+	for _, o := range []retry.Outcome{success, transient, success, transient, abandoned, success} {
+		tk, err := b.Admit(ctx)
+		if err == nil {
+			b.Done(tk, o)
+		}
+		now = now.Add(3 * time.Second)
+	}
+	if b.Generation() < 4 {
+		t.Fatalf("generation %d: the test did not go through the states", b.Generation())
+	}
+}

@@ -1,13 +1,17 @@
 module github.com/unherd/unherd/cmd/unherd
 
-go 1.25.0
+go 1.25
 
 replace github.com/unherd/unherd => ../..
 
 require (
 	github.com/google/go-cmp v0.7.0
+	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/term v0.36.0
+	gonum.org/v1/plot v0.17.0
 )
 
 require (
@@ -19,11 +23,7 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/schollz/progressbar/v3 v3.19.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/term v0.45.0 // indirect
+	golang.org/x/sys v0.37.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 )

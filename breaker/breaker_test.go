@@ -462,3 +462,28 @@ func TestHooksOutsideLock(t *testing.T) {
 		t.Fatalf("generation %d: the test did not go through the states", b.Generation())
 	}
 }
+
+// TestFailureRateWithFoldedSuccesses: 100 successes a second for 60 s, on
+// the lock-free path, reach the window only when the first failure folds
+// them in, spread over the 60 s. The window ending at 60 s holds buckets
+// 51..60, that is 9 s of that interval (900 successes), so the breaker
+// trips at the 900th failure and not before.
+func TestFailureRateWithFoldedSuccesses(t *testing.T) {
+	b := mustNew(t, Settings{ConsecutiveFailures: -1})
+	for i := range 6000 {
+		at := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		tk, _ := b.AdmitAt(at)
+		b.DoneAt(at, tk, success)
+	}
+	at := t0.Add(60 * time.Second)
+	for i := 1; i <= 900; i++ {
+		tk, err := b.AdmitAt(at)
+		if err != nil {
+			t.Fatalf("failure %d rejected: %v", i, err)
+		}
+		b.DoneAt(at, tk, transient)
+		if want := map[bool]State{true: Open, false: Closed}[i == 900]; b.State() != want {
+			t.Fatalf("after %d failures: %v, want %v", i, b.State(), want)
+		}
+	}
+}

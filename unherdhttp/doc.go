@@ -59,8 +59,14 @@
 // transport error, the caller gets the loop's *retry.Error, through which
 // errors.Is reaches the cause. Every response that is not handed back is
 // drained (up to Config.MaxDrainedBody) and closed before the wait, so its
-// connection is reused. Breakers and throttles see the attempts the loop
-// stops at once (permanent statuses, unsafe repeats) with class Permanent.
+// connection is reused.
+//
+// Guards (breakers, throttles) see every attempt. Those the loop must stop
+// at once reach them with class Permanent, because that is how package
+// retry stops a loop: permanent statuses, which is right, but also a 500
+// without Retry500 and the failures of requests that are not safe to
+// repeat, which a breaker then does not count. Set Retry500 (or a Classify
+// hook) where a breaker must open on 500s.
 //
 // # Retry-After
 //
@@ -137,9 +143,11 @@
 //
 // # Cost
 //
-// A request whose first attempt succeeds, without an attempt timeout, is
-// sent as the caller built it: no clone, no allocation and no goroutine
-// beyond what the base transport does (BenchmarkTransportGet). An
-// attempt timeout costs a context, a timer and an httptrace hook per
-// attempt.
+// A request whose first attempt succeeds, without an attempt timeout or
+// hedging, is sent as the caller built it: no clone, no allocation, no
+// goroutine and no clock read beyond what the base transport does, about
+// 60 ns in all (BenchmarkTransportOverhead; BenchmarkTransportGet
+// compares with a bare http.Transport over loopback). An attempt timeout
+// costs a context, a timer and an httptrace hook per attempt, 13
+// allocations.
 package unherdhttp

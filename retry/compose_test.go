@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
@@ -288,4 +289,76 @@ func attempts(err error) int {
 		return re.Attempts
 	}
 	return 0
+}
+
+// TestComposeRateLimiter: with the AWS adaptive rate limiter as a guard,
+// throttled attempts are paced rather than failed: the retries wait for
+// send tokens (the schedule here waits nothing), and a wait that would
+// pass the caller's deadline ends the call at once with ErrRejected.
+//
+// Attempt 1 at 0 s is throttled: the limiter is enabled at its floor of
+// 0.5 tokens/s with an empty bucket. Attempt 2 waits 2 s and is throttled
+// again (the measured rate, 0.8/s, cut by 0.7 is below the floor, so the
+// rate stays 0.5/s). Attempt 3 waits another 2 s.
+func TestComposeRateLimiter(t *testing.T) {
+	tests := []struct {
+		name         string
+		timeout      time.Duration // 0: none
+		wantErr      error         // nil: success
+		wantAttempts int
+		wantElapsed  time.Duration
+	}{
+		{"paced retries succeed", 0, nil, 3, 4 * time.Second},
+		{"a wait past the deadline is refused", 3 * time.Second, throttle.ErrRateLimited, 2, 2 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				throttledErr := retry.MarkThrottled(errors.New("429 too many requests"))
+				calls := 0
+				op := func(context.Context) error {
+					calls++
+					if calls <= 2 {
+						return throttledErr
+					}
+					return nil
+				}
+				rl, err := throttle.NewRateLimiter(throttle.RateLimiterSettings{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				guard := &counting{g: rl}
+				p, err := retry.New(retry.Config{
+					MaxAttempts: 3,
+					Backoff:     backoff.Schedule{Immediate: true},
+					Budget:      budget.Unlimited,
+					Guards:      []retry.Guard{guard},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				if tc.timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+					defer cancel()
+				}
+				start := time.Now()
+				err = p.Do(ctx, op)
+				elapsed := time.Since(start)
+				switch {
+				case tc.wantErr == nil && err != nil:
+					t.Fatalf("Do: %v", err)
+				case tc.wantErr != nil && (!errors.Is(err, retry.ErrRejected) || !errors.Is(err, tc.wantErr)):
+					t.Fatalf("Do: %v, want ErrRejected wrapping %v", err, tc.wantErr)
+				}
+				if calls != tc.wantAttempts || elapsed != tc.wantElapsed {
+					t.Fatalf("%d attempts in %v, want %d in %v", calls, elapsed, tc.wantAttempts, tc.wantElapsed)
+				}
+				if guard.admitted != calls || guard.dones() != calls {
+					t.Fatalf("limiter: %d admitted, %d done; %d attempts", guard.admitted, guard.dones(), calls)
+				}
+			})
+		})
+	}
 }

@@ -43,11 +43,11 @@ import (
 // A request that may not hedge (see [Hedger.Begin]) runs fn(ctx, 0)
 // directly.
 func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
-	delay, hedge := h.Begin()
 	var start time.Time
-	if h.est != nil {
-		start = time.Now()
+	if h.est != nil || h.ratio != nil {
+		start = time.Now() // for the latency and the default budget
 	}
+	delay, hedge := h.begin(start)
 	if !hedge {
 		v, err := fn(ctx, 0)
 		if err == nil && h.est != nil {

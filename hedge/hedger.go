@@ -37,6 +37,7 @@ type Hedger struct {
 	minSamples  int
 	maxHedges   int
 	budget      budget.Budget
+	ratio       *budget.Ratio // the default budget, on the real clock; nil if Config.Budget was set
 	nonFatal    func(error) bool
 	minWinShare float64
 	probeEvery  uint64
@@ -77,7 +78,7 @@ func New(cfg Config) (*Hedger, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: default budget: %w", ErrInvalidConfig, err)
 		}
-		h.budget = b
+		h.budget, h.ratio = b, b
 	}
 	if h.fixed == 0 {
 		q := cfg.Quantile
@@ -125,8 +126,17 @@ func (h *Hedger) Delay() (time.Duration, bool) {
 // request may hedge at all. It may not while the delay is unknown (see
 // Delay), or while hedging is suspended, except for one request in
 // ProbeEvery.
-func (h *Hedger) Begin() (time.Duration, bool) {
-	h.budget.Record(budget.Attempt{N: 1})
+func (h *Hedger) Begin() (time.Duration, bool) { return h.begin(time.Time{}) }
+
+// begin is Begin for a caller that has just read the clock anyway: the
+// default budget, which runs on the real clock, takes that reading instead
+// of reading the clock again.
+func (h *Hedger) begin(now time.Time) (time.Duration, bool) {
+	if h.ratio != nil && !now.IsZero() {
+		h.ratio.RecordAt(now, budget.Attempt{N: 1})
+	} else {
+		h.budget.Record(budget.Attempt{N: 1})
+	}
 	d, ok := h.Delay()
 	if !ok {
 		return 0, false

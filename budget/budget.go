@@ -49,6 +49,9 @@ type Attempt struct {
 // concurrent use; both methods are on every call's path, so they should
 // not take a global lock. A Budget reads time from its own clock, so that
 // the happy path pays for no clock read it does not need.
+//
+// This package implements it with [TokenBucket], [Ratio], [GRPC] and
+// [Unlimited]; one value serves all the goroutines calling one dependency.
 type Budget interface {
 	// Withdraw asks to pay for one retry after an attempt that failed with
 	// class c. It reports whether the retry may go ahead; false means the

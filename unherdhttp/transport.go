@@ -314,6 +314,9 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 		return c.req, nil
 	}
 	areq := c.req.Clone(ctx)
+	if areq.Header == nil {
+		areq.Header = make(http.Header, 2)
+	}
 	if n > 1 {
 		areq.Header.Set(AttemptHeader, strconv.Itoa(int(n)))
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -428,5 +429,55 @@ func TestGuardRejectionClosesBody(t *testing.T) {
 				t.Errorf("%d requests sent and body closed %d times, want 0 and 1", ct.n.Load(), body.n.Load())
 			}
 		})
+	}
+}
+
+// A request built without a Header map is retried all the same: the clone
+// gets a map of its own for the attempt header.
+func TestRequestWithoutHeader(t *testing.T) {
+	f := &failFirst{n: 1, status: http.StatusBadGateway}
+	srv := newServer(t, f.ServeHTTP)
+	tr := newTransport(t, unherdhttp.Config{Retry: fast})
+	u, _ := url.Parse(srv.URL)
+	req := &http.Request{Method: http.MethodGet, URL: u}
+	status, body, err := do(tr, req)
+	if err != nil || status != 200 || body != "ok 2" || req.Header != nil {
+		t.Fatalf("got %d %q, %v, request header %v; want 200 %q and the request untouched", status, body, err, req.Header, "ok 2")
+	}
+}
+
+// A server that closes a kept-alive connection after reading a request,
+// without answering, gives the client an EOF on a reused connection.
+// net/http replays only GET, HEAD, OPTIONS and TRACE itself; a PUT is
+// retried here.
+func TestEOFOnReusedConnection(t *testing.T) {
+	var hits atomic.Int32
+	var third atomic.Value
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := hits.Add(1)
+		if n == 3 {
+			third.Store(r.Header.Get(unherdhttp.AttemptHeader))
+		}
+		if n == 2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	tr := newTransport(t, unherdhttp.Config{Retry: fast})
+	var reused []bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) }}
+	ctx := httptrace.WithClientTrace(context.Background(), trace)
+	for i := range 2 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL, strings.NewReader("x"))
+		if status, _, err := do(tr, req); err != nil || status != 200 {
+			t.Fatalf("request %d: got %d, %v; want 200", i+1, status, err)
+		}
+	}
+	if hits.Load() != 3 || len(reused) != 3 || !reused[1] || third.Load() != "2" {
+		t.Errorf("%d requests at the server, connection reuse %v, third request's attempt header %q; want 3, the second on a reused connection, the third this layer's retry (2)",
+			hits.Load(), reused, third.Load())
 	}
 }

@@ -25,17 +25,20 @@ import (
 // so an outer retry loop classifies it as it would an unhedged call. A
 // non-fatal error starts the next hedge at once, if one is left and
 // admitted; when every attempt has failed, Do returns the last error to
-// arrive. If the caller's context ends first, Do returns its cause
-// (context.Cause(ctx)).
+// arrive. If the caller's context ends, every attempt's context ends with
+// it and no error counts as non-fatal any more: the first attempt to fail
+// settles the call with its own error (usually ctx.Err()), and if Do is
+// waiting on hedges alone it returns context.Cause(ctx) at once.
 //
 // Lifetimes: Do returns only once the attempts it runs on the caller's
 // goroutine have returned (the primary, and any attempt that a non-fatal
 // primary error starts at once), so fn must honour cancellation for a
-// winning hedge to cut the call short (network clients do). Do cancels the winning attempt's context too, with cause
-// context.Canceled, as it returns, so that no context outlives the call:
-// read what you need from the result (a response body, say) inside fn.
-// Losing hedges may still be running when Do returns; they end when fn
-// returns, which their cancelled context asks for.
+// winning hedge to cut the call short (network clients do). Do cancels
+// the winning attempt's context too, with cause context.Canceled, as it
+// returns, so that no context outlives the call: read what you need from
+// the result (a response body, say) inside fn. Losing hedges may still be
+// running when Do returns; they end when fn returns, which their
+// cancelled context asks for.
 //
 // Cost: when the primary answers before the delay, Do starts no
 // goroutine, allocates only the primary's cancellable context, and arms

@@ -1,0 +1,154 @@
+// Package sim is unherd's discrete-event simulator: it runs the library's
+// own retry, backoff, budget and hedging objects under virtual time
+// against modelled clients and dependencies, and checks what published
+// sources claim about retries against what the run measures.
+//
+// # What it is for
+//
+// Retry policies are easy to write and hard to reason about: the same
+// three attempts that smooth over a dropped packet triple the load on a
+// dependency that is already failing. The simulator answers "what would
+// this policy do during a 30 s outage?" with numbers, before the policy
+// meets production. Each [Scenario] reproduces one published experiment
+// with parameters that default to the published setup, and reports, as
+// [Claim] values, the source's claim beside the measurement and whether
+// they agree. Holds is always computed from the run; a claim that does not
+// hold is reported as such. [WhatIf] runs a user's [Policy] through the
+// outage and storm scenarios beside unherd's defaults.
+//
+// # One implementation
+//
+// Scenarios never copy the library's logic. Each run builds its own
+// objects and calls them under the run's virtual clock:
+//
+//   - backoff.Schedule.Delay for Brooker's contention experiment;
+//   - retry.Policy.Decide, the retry loop's own step function (built with
+//     retry.New, fed the virtual Now and a draw from the run's random
+//     source), which also consults the policy's budget;
+//   - budget.NewTokenBucket (AWS SDK standard mode) and budget.NewRatio
+//     (the SRE book's per-client ratio, with Now set to the virtual
+//     clock); budget.Unlimited where a row has no budget;
+//   - hedge.Hedger's decision methods Begin, Admit, Observe and Result,
+//     which hedge.Do itself calls around real attempts.
+//
+// The models around them (networks, servers, rate limiters, queues) are
+// the simulator's own and are described with each scenario.
+//
+// # Closed populations and open streams
+//
+// A closed population is a fixed set of clients, each waiting for its
+// answer (and retries) before making its next call; an open stream
+// brings new calls at a rate that does not depend on how earlier calls
+// fared. Backoff protects a dependency from a closed population, because
+// a client that waits is a client that is not calling; an open stream is
+// bounded only by budgets and throttling, because backing off one call
+// does not slow the arrival of the next (Brooker, "What is Backoff For?",
+// 2022, https://brooker.co.za/blog/2022/08/11/backoff.html). Every
+// scenario says which it models (Scenario.Population); outage and storm
+// run both, and label each row.
+//
+// # Scenarios
+//
+// jitter (closed): Brooker, "Exponential Backoff And Jitter", AWS
+// Architecture Blog, 2015
+// (https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/).
+// N clients each update one row once with optimistic concurrency: read the
+// version, write it back conditionally; the server rejects a stale write.
+// Every network hop takes |Normal(10 ms, 2 ms)|. After a rejected write a
+// client waits one hop for the answer plus its backoff, then reads again.
+// Strategies: none, exponential without jitter, full, equal and
+// decorrelated jitter, base 5 ms, cap 2 s; the first retry is attempt 1
+// (backoff's n = 1); decorrelated jitter keeps each client's previous
+// sleep, starting at the base. N = 10 to 190 by 10, 100 runs each. Rows:
+// mean calls (writes by all clients until all have written) and mean
+// completion time (the last successful write's reply).
+//
+// outage (closed and open): Brooker, "Timeouts, retries, and backoff with
+// jitter", Amazon Builders' Library, and "What is Backoff For?". 1000
+// clients calling a dependency that fails fast for 30 s after 10 s of
+// health and serves 20000 requests per second when up (it sheds the
+// rest). Closed: each client calls, waits, thinks for an exponential
+// 50 ms on average, calls again; open: 10000 calls per second arrive at
+// fixed intervals. Policies, each of 8 attempts: no backoff, a fixed 1 s,
+// exponential without jitter and full jitter (base 100 ms, cap 10 s), and
+// full jitter with a token-bucket budget. The thinking time is short so
+// that most clients are waiting on the dependency when it fails: that
+// shared moment is what un-jittered delays keep in step. Rows: offered
+// load before and during the outage, peak (highest 100 ms bucket, per
+// second), pulse (peak over mean load in the outage after its first 2 s),
+// amplification (attempts per call during the outage), recovery (seconds
+// after the return until a whole second's successful calls reach 95% of
+// the healthy rate; -1 if not within the run), failed calls and success
+// rate. A single policy and budget object is shared by all the clients,
+// as one process shares one retry.Policy per dependency.
+//
+// ratelimit (closed): Brooker's AWS re:Invent material on backoff and
+// jitter. 3000 workers each make 10 requests, one after another, to an
+// API limited to 1000 requests per second (a token bucket holding 100 ms
+// of it) that answers 429 beyond the limit; a 429 is a throttling error,
+// so the policy backs off from its throttled base (100 ms, cap 10 s,
+// 10 attempts, a call out of attempts starts over). Rows: utilisation
+// (requests done over the limit times the completion time), completion
+// time, attempts per request, share throttled; exponential without jitter
+// against full jitter. The published figures are about 35% and 85%.
+//
+// storm (closed and open): Google SRE book, chapters 21 "Handling
+// Overload" and 22 "Addressing Cascading Failures"
+// (https://sre.google/sre-book/handling-overload/,
+// https://sre.google/sre-book/addressing-cascading-failures/), and the
+// AWS SDKs' standard retry mode. 100 calls per second (open) or 100
+// clients thinking 1 s (closed) against a backend that fails every
+// request, with the default schedule: attempt limits 1 to 5 without a
+// budget, then the largest limit with a 10% ratio budget (without the
+// library's default floor of retries per second, as the book states it)
+// and with a token bucket. Load is measured over each run's second half.
+//
+// layers (open): the SRE book's retry multiplication. Requests arrive at
+// an edge service that calls a second, which calls a third, which calls a
+// failing dependency; each layer makes up to 4 attempts: 4^3 = 64
+// attempts per request reach the dependency. Retrying at the edge only
+// (inner layers decide with retry.Step.Nested, as a context marked by
+// retry.WithOuterRetry makes them do) sends 4; a 10% ratio budget per
+// layer caps the product near 1.1^3; a token bucket per layer, once empty,
+// lets one attempt through. The expected counts for any failure rate are
+// computed in closed form and compared with the run.
+//
+// hedge (open): Dean and Barroso, "The Tail at Scale", CACM 2013
+// (https://doi.org/10.1145/2408776.2408794): reading 1000 keys spread over
+// 100 servers, a hedge after 10 ms cut the 99.9th-percentile latency from
+// 1800 ms to 74 ms for 2% more requests. Each request reads 1000 keys,
+// each from a random server with 8 worker threads and log-normal service
+// times (median 1 ms, sigma 1); a hedge or tied twin goes to another
+// random server. Servers stall now and then (0.0005 stalls per second
+// each, 500 ms on average, calibrated so that the unhedged p99.9 is of
+// the published order): a stalled server starts no work. Strategies: no
+// hedge; a fixed 10 ms hedge with no budget; the adaptive hedger with its
+// defaults (p95 delay, 5% budget, suspension when hedges stop winning);
+// tied requests, whose twin follows after two network delays and is
+// cancelled when the other copy starts. A finished read's other copy is
+// dropped from its server's queue (cancellation), but a copy already
+// running runs to the end. The same strategies then run on a fleet
+// without stalls, uniformly loaded to 97% of its capacity, where a
+// second server is about as slow as the first and every hedge that runs
+// adds to queues that are already long. (At 95% a fixed hedge still
+// shortens a short run's tail: the queues it overloads take time to
+// grow; --saturated-load shows the sensitivity.) All strategies on a fleet
+// see the same stalls and key placement (common random numbers).
+//
+// # Engine and determinism
+//
+// Each run is one goroutine's loop over a binary heap of events keyed by
+// (time, sequence): events due at the same instant run in the order they
+// were scheduled, so ties never depend on the heap's layout. Events are
+// plain values in a typed slice (no closure, no allocation per event once
+// the queue has grown); BenchmarkEngine measures the loop. Virtual time
+// is a time.Duration since [Epoch]; objects that read a clock are given
+// the run's virtual Now. Every random draw comes from the run's PCG
+// source, seeded with Options.Seed and the run's index in its sweep, so a
+// run's result depends on nothing else. A sweep spreads its runs over
+// Options.Workers goroutines and places each result by index: the same
+// Params and Seed give byte-identical results whatever the number of
+// workers or the machine. Results do change when the library's objects
+// change behaviour: that is the point, and the golden files in testdata
+// (go test ./sim -update) record it.
+package sim

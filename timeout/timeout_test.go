@@ -249,3 +249,24 @@ func TestWithRetry(t *testing.T) {
 		}
 	})
 }
+
+// FuzzAttemptTimeout checks that no configuration and latency, however
+// large, gives a timeout outside [Floor, Ceiling].
+func FuzzAttemptTimeout(f *testing.F) {
+	f.Add(int64(20*time.Millisecond), 1.5, int64(0), int64(0))
+	f.Add(int64(math.MaxInt64), 1e6, int64(time.Millisecond), int64(math.MaxInt64))
+	f.Add(int64(-1), 1.0, int64(0), int64(1))
+	f.Fuzz(func(t *testing.T, latency int64, margin float64, floor, ceiling int64) {
+		a, err := New(Config{Margin: margin, Floor: time.Duration(floor), Ceiling: time.Duration(ceiling), FalseTimeoutRate: 0.5})
+		if err != nil {
+			return
+		}
+		for range 8 {
+			a.Observe(time.Duration(latency), true)
+		}
+		got := a.AttemptTimeout()
+		if got < a.floor || got > a.ceiling {
+			t.Fatalf("AttemptTimeout() = %v outside [%v, %v]", got, a.floor, a.ceiling)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,5 +215,54 @@ func TestAdaptiveTimeout(t *testing.T) {
 	status, body, err := get(t, tr, url)
 	if err != nil || status != 200 || body != "body" || hits.Load() != 2 {
 		t.Fatalf("got %d %q, %v after %d requests; want 200 body after 2", status, body, err, hits.Load())
+	}
+}
+
+// Over HTTP/2 and TLS the attempt timeout starts at the connection too:
+// a timed-out GET is retried on the same multiplexed connection, and a
+// POST that timed out after it had a connection is not.
+func TestAttemptTimeoutHTTP2(t *testing.T) {
+	tests := []struct {
+		method   string
+		wantHits int32
+		wantBody string
+	}{
+		{http.MethodGet, 2, "HTTP/2.0"},
+		{http.MethodPost, 1, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method, func(t *testing.T) {
+			var hits atomic.Int32
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				if r.Header.Get(unherdhttp.AttemptHeader) == "" {
+					<-r.Context().Done()
+					return
+				}
+				io.WriteString(w, r.Proto)
+			}))
+			srv.EnableHTTP2 = true
+			srv.StartTLS()
+			t.Cleanup(srv.Close)
+			base := srv.Client().Transport.(*http.Transport)
+			t.Cleanup(base.CloseIdleConnections)
+			tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{AttemptTimeout: shortTimeout, Retry: fast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(tc.method, srv.URL, strings.NewReader("x"))
+			status, body, err := do(tr, req)
+			if tc.wantBody == "" {
+				var nr *unherdhttp.NotReplayedError
+				if !errors.As(err, &nr) || !errors.Is(err, retry.ErrAttemptTimeout) {
+					t.Errorf("got %d, %v; want a timed-out NotReplayedError", status, err)
+				}
+			} else if err != nil || status != 200 || body != tc.wantBody {
+				t.Errorf("got %d %q, %v; want 200 %q", status, body, err, tc.wantBody)
+			}
+			if hits.Load() != tc.wantHits {
+				t.Errorf("server saw %d requests, want %d", hits.Load(), tc.wantHits)
+			}
+		})
 	}
 }

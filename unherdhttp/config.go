@@ -41,8 +41,9 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 
 // Config configures a [Transport]. The zero value is the safe default:
-// retry's defaults (3 attempts, full jitter from 50 ms, Retry-After
-// honoured up to 30 s, a single attempt behind [Middleware]), a 5 s
+// retry's defaults (3 attempts, full jitter from 50 ms, a token-bucket
+// retry budget per Transport, Retry-After honoured up to 30 s, a single
+// attempt behind [Middleware]), a 5 s
 // connect timeout, no per-attempt timeout, 408, 429, 502, 503 and 504
 // retried for idempotent requests, no hedging, and no automatic
 // idempotency keys.

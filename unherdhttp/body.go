@@ -77,11 +77,3 @@ func (b *cancelRWBody) Close() error {
 	b.cancel(nil)
 	return err
 }
-
-// wrapBody makes closing body cancel the attempt context.
-func wrapBody(body io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
-	if rw, ok := body.(io.ReadWriteCloser); ok {
-		return &cancelRWBody{rw, cancel}
-	}
-	return &cancelBody{body, cancel}
-}

@@ -148,6 +148,6 @@
 // goroutine and no clock read beyond what the base transport does, about
 // 60 ns in all (BenchmarkTransportOverhead; BenchmarkTransportGet
 // compares with a bare http.Transport over loopback). An attempt timeout
-// costs a context, a timer and an httptrace hook per attempt, 13
-// allocations.
+// costs a context, a timer and an httptrace hook per attempt: 11
+// allocations and about 1.1 KiB.
 package unherdhttp

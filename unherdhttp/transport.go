@@ -354,15 +354,18 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
 		defer stop()
 	}
+	// One allocation holds the clock, the trace and the body wrapper.
 	a := &attemptClock{timeout: timeout, observe: t.timeouts != nil}
+	a.body.cancel = cancel
 	if a.observe {
 		a.start.Store(time.Now().UnixNano())
 	}
 	if timeout > 0 {
-		a.timer = time.AfterFunc(t.connectTimeout, func() { cancel(retry.ErrAttemptTimeout) })
+		a.timer = time.AfterFunc(t.connectTimeout, a.expire)
 	}
 	if a.timer != nil || a.observe {
-		actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: a.gotConn})
+		a.trace.GotConn = a.gotConn
+		actx = httptrace.WithClientTrace(actx, &a.trace)
 	}
 	resp, err := t.base.RoundTrip(areq.WithContext(actx))
 	expired := a.timer != nil && !a.timer.Stop()
@@ -395,23 +398,33 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		cancel(nil)
 		return nil, t.judgeError(c, err, timedOut, sent)
 	}
-	if resp.Body == nil {
+	switch body := resp.Body.(type) {
+	case nil:
 		cancel(nil)
-	} else {
-		resp.Body = wrapBody(resp.Body, cancel)
+	case io.ReadWriteCloser: // a 101 Switching Protocols connection
+		resp.Body = &cancelRWBody{body, cancel}
+	default:
+		a.body.ReadCloser = body
+		resp.Body = &a.body
 	}
 	return resp, nil
 }
 
-// attemptClock moves an attempt's timer from the connect phase to the
-// request phase when the attempt gets its connection.
+// attemptClock is the state of a bounded attempt: its timer, which moves
+// from the connect phase to the request phase when the attempt gets its
+// connection (net/http reports it through httptrace, before it writes the
+// request and before RoundTrip returns), and its response body wrapper.
 type attemptClock struct {
 	timer     *time.Timer
 	timeout   time.Duration
 	observe   bool
 	connected atomic.Bool
 	start     atomic.Int64 // unix ns: attempt start, then connection time
+	trace     httptrace.ClientTrace
+	body      cancelBody
 }
+
+func (a *attemptClock) expire() { a.body.cancel(retry.ErrAttemptTimeout) }
 
 func (a *attemptClock) gotConn(httptrace.GotConnInfo) {
 	if a.connected.CompareAndSwap(false, true) {

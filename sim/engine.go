@@ -29,6 +29,10 @@ func (e *event) before(o *event) bool {
 	return e.at < o.at || (e.at == o.at && e.seq < o.seq)
 }
 
+// arity is the heap's fan-out: a binary heap. (A 4-ary heap, half as
+// deep, measured no faster here, even with 200,000 events pending.)
+const arity = 2
+
 // handler receives a run's events in time order.
 type handler interface {
 	handle(e *engine, ev event)
@@ -81,7 +85,7 @@ func (e *engine) at(t time.Duration, kind, id int32, arg int64) {
 	i := len(q) - 1
 	ev := q[i]
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / arity
 		if !ev.before(&q[p]) {
 			break
 		}
@@ -107,18 +111,22 @@ func (e *engine) pop() event {
 	// sift down
 	i := 0
 	for {
-		c := 2*i + 1
+		c := arity*i + 1
 		if c >= n {
 			break
 		}
-		if r := c + 1; r < n && q[r].before(&q[c]) {
-			c = r
+		// the earliest of up to arity children
+		m := c
+		for k := c + 1; k < c+arity && k < n; k++ {
+			if q[k].before(&q[m]) {
+				m = k
+			}
 		}
-		if !q[c].before(&last) {
+		if !q[m].before(&last) {
 			break
 		}
-		q[i] = q[c]
-		i = c
+		q[i] = q[m]
+		i = m
 	}
 	if n > 0 {
 		q[i] = last

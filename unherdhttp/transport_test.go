@@ -318,15 +318,16 @@ func TestRequestNotModified(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	var n atomic.Int64
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1)%2 == 0 {
-			w.WriteHeader(http.StatusBadGateway)
+		n.Add(1)
+		if r.Header.Get(unherdhttp.AttemptHeader) == "" {
+			w.WriteHeader(http.StatusBadGateway) // every first attempt fails
 			return
 		}
 		io.WriteString(w, "ok")
 	})
 	// An unlimited budget: this test is about sharing, and half of all
 	// attempts fail.
-	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{MaxAttempts: 10, Backoff: fast.Backoff, Budget: budget.Unlimited}})
+	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{Backoff: fast.Backoff, Budget: budget.Unlimited}})
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
 	for range 40 {
@@ -348,6 +349,9 @@ func TestConcurrentUse(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if got := n.Load(); got != 2*40*5 {
+		t.Errorf("server saw %d requests, want two for each of 200", got)
 	}
 }
 

@@ -75,8 +75,9 @@ type callRun struct {
 }
 
 // runCalls runs one seeded run of m with policy spec s.
-func runCalls(seed, stream uint64, m *callModel, s *policySpec) (*callStats, error) {
+func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policySpec) (*callStats, error) {
 	e := newEngine(seed, stream)
+	e.done = done
 	p, b, err := s.build(e.Now)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,9 @@ type engine struct {
 	q      []event
 	rng    *rand.Rand
 	events uint64 // events handled so far
+	// done, if set, stops the run early when closed; the sweep then
+	// discards its result.
+	done <-chan struct{}
 }
 
 // newEngine returns an engine at virtual time zero whose random source is
@@ -143,6 +146,13 @@ func (e *engine) run(h handler, until time.Duration) {
 		if until >= 0 && e.q[0].at > until {
 			e.now = until
 			return
+		}
+		if e.events&(1<<16-1) == 0 && e.done != nil {
+			select {
+			case <-e.done:
+				return
+			default:
+			}
 		}
 		ev := e.pop()
 		e.now = ev.at

@@ -78,3 +78,16 @@ func BenchmarkEngine(b *testing.B) {
 	e.run(c, -1)
 	b.ReportMetric(float64(e.events)/time.Since(start).Seconds(), "events/s")
 }
+
+// A closed done channel stops a run that would otherwise go on forever.
+func TestEngineStops(t *testing.T) {
+	e := newEngine(1, 0)
+	done := make(chan struct{})
+	close(done)
+	e.done = done
+	e.after(0, 0, 0, 0)
+	e.run(&chain{limit: ^uint64(0)}, -1)
+	if e.events > 1<<16 {
+		t.Errorf("ran %d events after done was closed, want at most %d", e.events, 1<<16)
+	}
+}

@@ -153,7 +153,7 @@ func (hedgeScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 	}
 	ns := len(hedgeStrategies)
 	outs, err := sweep(ctx, o, len(hedgeFleets)*ns, func(i int) hedgeOut {
-		return runHedge(o.Seed, uint64(i), p, i/ns == 1, i%ns)
+		return runHedge(ctx.Done(), o.Seed, uint64(i), p, i/ns == 1, i%ns)
 	})
 	if err != nil {
 		return nil, err
@@ -300,8 +300,9 @@ type hedgeRun struct {
 	out       hedgeOut
 }
 
-func runHedge(seed, stream uint64, p *HedgeParams, saturated bool, strategy int) hedgeOut {
+func runHedge(done <-chan struct{}, seed, stream uint64, p *HedgeParams, saturated bool, strategy int) hedgeOut {
 	e := newEngine(seed, stream)
+	e.done = done
 	r := &hedgeRun{p: p, strategy: strategy, servers: make([]hServer, p.Servers), rate: p.Rate,
 		remaining: make([]int32, p.Requests), started: make([]time.Duration, p.Requests)}
 	// Every strategy on a fleet sees the same stalls and the same key

@@ -124,7 +124,7 @@ func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 	ns, nc, nr := len(jitterStrategies), len(p.Clients), p.Runs
 	outs, err := sweep(ctx, o, ns*nc*nr, func(i int) jitterOut {
 		s, c := i/(nc*nr), (i/nr)%nc
-		return runJitter(o.Seed, uint64(i), p, jitterStrategies[s], p.Clients[c])
+		return runJitter(ctx.Done(), o.Seed, uint64(i), p, jitterStrategies[s], p.Clients[c])
 	})
 	if err != nil {
 		return nil, err
@@ -223,7 +223,7 @@ type jitterRun struct {
 	finished time.Duration
 }
 
-func runJitter(seed, stream uint64, p *JitterParams, strategy string, n int) jitterOut {
+func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strategy string, n int) jitterOut {
 	r := &jitterRun{p: p, seen: make([]int64, n), retries: make([]int, n), prev: make([]time.Duration, n)}
 	r.sched = backoff.Schedule{Base: p.Base, Cap: p.Cap}
 	switch strategy {
@@ -239,6 +239,7 @@ func runJitter(seed, stream uint64, p *JitterParams, strategy string, n int) jit
 		r.sched.Jitter = j
 	}
 	e := newEngine(seed, stream)
+	e.done = done
 	for c := range n {
 		r.prev[c] = p.Base
 		e.after(r.hop(e), jitterRead, int32(c), 0)

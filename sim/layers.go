@@ -110,7 +110,7 @@ func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 		return nil, err
 	}
 	outs, err := sweep(ctx, o, len(layerModes), func(i int) layersOut {
-		return runLayers(o.Seed, uint64(i), p, i)
+		return runLayers(ctx.Done(), o.Seed, uint64(i), p, i)
 	})
 	if err != nil {
 		return nil, err
@@ -224,8 +224,9 @@ type layersRun struct {
 	out      layersOut
 }
 
-func runLayers(seed, stream uint64, p *LayersParams, mode int) layersOut {
+func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode int) layersOut {
 	e := newEngine(seed, stream)
+	e.done = done
 	r := &layersRun{p: p, mode: mode}
 	for range p.Layers {
 		var b budget.Budget = budget.Unlimited

@@ -173,7 +173,7 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 	}
 	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
 		m := p.model(pops[i/len(specs)])
-		st, err := runCalls(o.Seed, uint64(i), m, &specs[i%len(specs)])
+		st, err := runCalls(ctx.Done(), o.Seed, uint64(i), m, &specs[i%len(specs)])
 		return out{st, err}
 	})
 	if err != nil {

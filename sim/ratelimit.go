@@ -118,7 +118,7 @@ func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result
 		if i == 1 {
 			j = backoff.Full
 		}
-		return runRatelimit(o.Seed, uint64(i), p, j)
+		return runRatelimit(ctx.Done(), o.Seed, uint64(i), p, j)
 	})
 	if err != nil {
 		return nil, err
@@ -194,8 +194,9 @@ type ratelimitRun struct {
 	out     ratelimitOut
 }
 
-func runRatelimit(seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
+func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
 	e := newEngine(seed, stream)
+	e.done = done
 	pol, err := retry.New(retry.Config{MaxAttempts: p.Attempts, Budget: budget.Unlimited,
 		Backoff: backoff.Schedule{Base: p.Base, ThrottledBase: p.Base, Cap: p.Cap, Jitter: j}})
 	if err != nil {

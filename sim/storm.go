@@ -167,7 +167,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 		err error
 	}
 	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
-		st, err := runCalls(o.Seed, uint64(i), p.model(pops[i/len(specs)]), &specs[i%len(specs)])
+		st, err := runCalls(ctx.Done(), o.Seed, uint64(i), p.model(pops[i/len(specs)]), &specs[i%len(specs)])
 		return out{st, err}
 	})
 	if err != nil {

@@ -51,6 +51,17 @@ mapfile -t scenarios < <(
 	done
 )
 
+# commit names the checkout measured, and says so when tracked files
+# differ from it.
+commit() {
+	local c
+	c=$(git rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+	if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+		c="$c, with uncommitted changes"
+	fi
+	echo "$c"
+}
+
 describe() {
 	case "$1" in
 	FirstSuccess) echo "A call whose first attempt succeeds: what a retry library adds to every healthy call. Three attempts, jittered exponential backoff from 50 ms (never used)." ;;
@@ -80,7 +91,7 @@ describe() {
 	echo "| cores | $(nproc) |"
 	echo "| Go | $(go version | cut -d' ' -f3-) |"
 	echo "| date | $started |"
-	echo "| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown) |"
+	echo "| commit | $(commit) |"
 	echo "| runs | $COUNT rounds of every benchmark, -benchtime=$BENCHTIME |"
 	echo "| load average (1, 5, 15 min) | before: $load_before; after: $load_after |"
 	echo

@@ -20,8 +20,10 @@ import (
 
 // These tests run on real sockets, outside synctest's bubble, so their
 // timeouts are real: short, and assertions are about behaviour (what was
-// retried, what came back), never about how long anything took.
-const shortTimeout = 50 * time.Millisecond
+// retried, what came back), never about how long anything took. The
+// timeout must still let a healthy loopback request through on a
+// loaded machine running the race detector.
+const shortTimeout = 200 * time.Millisecond
 
 // hangingServerURL starts a server that never answers a request whose
 // attempt header is in hang (until the client gives up), and answers 200

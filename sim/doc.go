@@ -124,7 +124,9 @@
 // the published order): a stalled server starts no work. Strategies: no
 // hedge; a fixed 10 ms hedge with no budget; the adaptive hedger with its
 // defaults (p95 delay, 5% budget, suspension when hedges stop winning);
-// tied requests, whose twin follows after two network delays and is
+// the same hedger with a 10% ratio budget, which shows what the default
+// budget, equal to the share the p95 rule spends in steady state, leaves
+// for a burst of slow reads; tied requests, whose twin follows after two network delays and is
 // cancelled when the other copy starts. A finished read's other copy is
 // dropped from its server's queue (cancellation), but a copy already
 // running runs to the end. The same strategies then run on a fleet

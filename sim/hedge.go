@@ -129,8 +129,17 @@ func (p *HedgeParams) load(rate float64) float64 {
 // busy.
 func (p *HedgeParams) saturatedRate() float64 { return p.Rate * p.SaturatedLoad / p.load(p.Rate) }
 
+// Strategies of the hedge scenario, as indices into hedgeStrategies.
+const (
+	hedgeNone = iota
+	hedgeFixed
+	hedgeAdaptive
+	hedgeAdaptive10
+	hedgeTied
+)
+
 var (
-	hedgeStrategies = []string{"no hedge", "fixed hedge", "adaptive p95 hedge", "tied requests"}
+	hedgeStrategies = []string{"no hedge", "fixed hedge", "adaptive p95 hedge", "adaptive p95, 10% budget", "tied requests"}
 	hedgeFleets     = []string{"interference", "saturated"}
 )
 
@@ -183,7 +192,7 @@ func (hedgeScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 		}
 		res.Charts = append(res.Charts, c)
 	}
-	res.Claims = hedgeClaims(p, rows, outs)
+	res.Claims = hedgeClaims(p, rows, outs, ns)
 	return res, nil
 }
 
@@ -204,9 +213,9 @@ func measureHedge(out hedgeOut) hedgeRow {
 		sent: 100 * float64(out.sent-out.keys) / keys, executed: 100 * float64(out.executed-out.keys) / keys}
 }
 
-func hedgeClaims(p *HedgeParams, rows []hedgeRow, outs []hedgeOut) []Claim {
-	const none, fixd, adapt, tied = 0, 1, 2, 3
-	i, s := rows[:4], rows[4:]
+func hedgeClaims(p *HedgeParams, rows []hedgeRow, outs []hedgeOut, ns int) []Claim {
+	const none, fixd, adapt, adapt10, tied = hedgeNone, hedgeFixed, hedgeAdaptive, hedgeAdaptive10, hedgeTied
+	i, s := rows[:ns], rows[ns:]
 	return []Claim{
 		{
 			Source: deanBarroso,
@@ -218,14 +227,14 @@ func hedgeClaims(p *HedgeParams, rows []hedgeRow, outs []hedgeOut) []Claim {
 		{
 			Source:   deanBarroso,
 			Claim:    "hedging after the 95th-percentile latency cuts the tail while keeping extra requests near 5%",
-			Measured: fmt.Sprintf("p99.9 %.0f ms to %.0f ms for %.1f%% more requests (delay settled at %.1f ms)", i[none].p999, i[adapt].p999, i[adapt].sent, ms(outs[adapt].delay)),
+			Measured: fmt.Sprintf("p99.9 %.0f ms to %.0f ms for %.1f%% more requests (delay settled at %.1f ms); with a 10%% budget instead of the default 5%%: %.0f ms for %.1f%% more", i[none].p999, i[adapt].p999, i[adapt].sent, ms(outs[adapt].delay), i[adapt10].p999, i[adapt10].sent),
 			Holds:    i[adapt].p999 <= i[none].p999/5 && i[adapt].sent <= 6,
 		},
 		{
 			Source:   deanBarroso,
-			Claim:    "tied requests, which cancel their twin when one starts, cut the tail with few duplicate executions",
+			Claim:    "tied requests (the twin follows after two network delays; whichever starts first cancels the other) cut the p99.9 by a third or more for little extra work (98 to 51 ms and 159 to 108 ms, under 1% more disk work, in the paper)",
 			Measured: fmt.Sprintf("p99.9 %.0f ms to %.0f ms; %.1f%% more executions (%.0f%% more sent)", i[none].p999, i[tied].p999, i[tied].executed, i[tied].sent),
-			Holds:    i[tied].p999 <= i[none].p999/5 && i[tied].executed <= 10,
+			Holds:    i[tied].p999 <= 0.67*i[none].p999 && i[tied].executed <= 5,
 		},
 		{
 			Source:   deanBarroso,
@@ -236,8 +245,8 @@ func hedgeClaims(p *HedgeParams, rows []hedgeRow, outs []hedgeOut) []Claim {
 		{
 			Source:   deanBarroso,
 			Claim:    "the adaptive hedger backs off on the saturated fleet: its delay rises with the latencies and its extra requests stay within its 5% budget, where a fixed delay's grow",
-			Measured: fmt.Sprintf("adaptive delay %.1f ms saturated vs %.1f ms with interference; %.1f%% more requests vs %.1f%% for the fixed hedge; hedging suspended at the end: %v", ms(outs[4+adapt].delay), ms(outs[adapt].delay), s[adapt].sent, s[fixd].sent, outs[4+adapt].suspended),
-			Holds:    outs[4+adapt].delay > outs[adapt].delay && s[adapt].sent <= 6 && s[adapt].sent < s[fixd].sent/2,
+			Measured: fmt.Sprintf("adaptive delay %.1f ms saturated vs %.1f ms with interference; %.1f%% more requests vs %.1f%% for the fixed hedge; hedging suspended at the end: %v", ms(outs[ns+adapt].delay), ms(outs[adapt].delay), s[adapt].sent, s[fixd].sent, outs[ns+adapt].suspended),
+			Holds:    outs[ns+adapt].delay > outs[adapt].delay && s[adapt].sent <= 6 && s[adapt].sent < s[fixd].sent/2,
 		},
 	}
 }
@@ -315,10 +324,18 @@ func runHedge(done <-chan struct{}, seed, stream uint64, p *HedgeParams, saturat
 	r.env = rand.New(rand.NewPCG(seed, mix(1<<40+fleet)))
 	var err error
 	switch strategy {
-	case 1:
+	case hedgeFixed:
 		r.hedger, err = hedge.New(hedge.Config{Delay: p.Delay, Budget: budget.Unlimited, MinWinShare: -1})
-	case 2:
+	case hedgeAdaptive:
 		r.hedger, err = hedge.New(hedge.Config{})
+	case hedgeAdaptive10:
+		// The same hedger with more budget than its quantile spends in
+		// steady state, to show what the default 5% leaves for bursts.
+		var b budget.Budget
+		b, err = budget.NewRatio(budget.RatioConfig{Ratio: 0.1, NoFloor: true, Now: e.Now})
+		if err == nil {
+			r.hedger, err = hedge.New(hedge.Config{Budget: b})
+		}
 	}
 	if err != nil {
 		return hedgeOut{err: err}
@@ -418,7 +435,7 @@ func (r *hedgeRun) arrive(e *engine) {
 		r.out.keys++
 		r.send(e, 2*id)
 		switch {
-		case r.strategy == 3:
+		case r.strategy == hedgeTied:
 			// Dean and Barroso's tied requests: the twin follows after
 			// twice the mean network delay, so that the first copy can
 			// start and cancel it.
@@ -476,7 +493,7 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 		sv.busy++
 		r.out.executed++
 		e.after(e.lognormal(r.p.Service, r.p.Sigma), hDone, c, pack(gen, s))
-		if r.strategy == 3 {
+		if r.strategy == hedgeTied {
 			// Tell the twin's server, even if the twin has not reached
 			// it yet: it drops the twin on arrival.
 			twin := c/2*2 + (1 - c%2)

@@ -36,6 +36,7 @@ type callStats struct {
 	calls     int64 // calls that ended (succeeded or failed)
 	succeeded int64
 	budgetOut int64 // calls the budget stopped
+	rejected  int64 // calls a guard rejected locally
 	// attempts sent while the dependency was down, and how many of them
 	// were first attempts
 	attemptsInOutage, firstInOutage int64
@@ -61,12 +62,14 @@ type callSlot struct {
 	attempt int
 	prev    time.Duration
 	charged retry.Class
+	ticket  uint64 // the guard's ticket for the attempt in flight
 }
 
 type callRun struct {
 	m      *callModel
 	policy *retry.Policy
 	budget budget.Budget
+	guard  guard // nil for none
 	slots  []callSlot
 	free   []int32 // open stream: unused slots
 	tokens float64 // the dependency's capacity bucket
@@ -82,8 +85,14 @@ func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policy
 	if err != nil {
 		return nil, err
 	}
+	var g guard
+	if s.guard != guardNone {
+		if g, err = s.newGuard(e.Now, e.u64()); err != nil {
+			return nil, err
+		}
+	}
 	nb := int(m.end/m.bucket) + 1
-	r := &callRun{m: m, policy: p, budget: b, tokens: m.capacity / 10,
+	r := &callRun{m: m, policy: p, budget: b, guard: g, tokens: m.capacity / 10,
 		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}
 	if m.closed {
 		r.slots = make([]callSlot, m.clients)
@@ -109,6 +118,17 @@ func (r *callRun) handle(e *engine, ev event) {
 	case callStart:
 		r.start(e, ev.id)
 	case callSend:
+		if r.guard != nil {
+			t, err := r.guard.AdmitAt(e.Now())
+			if err != nil {
+				// A local rejection ends the call at once and is never
+				// retried.
+				r.stats.rejected++
+				r.end(e, ev.id)
+				return
+			}
+			r.slots[ev.id].ticket = t
+		}
 		r.stats.attempts++
 		r.stats.load[e.elapsed()/m.bucket]++
 		if t := e.elapsed(); t >= m.downFrom && t < m.downTo {
@@ -167,16 +187,23 @@ func (r *callRun) serve(t time.Duration) bool {
 
 func (r *callRun) reply(e *engine, id int32, ok bool) {
 	s := &r.slots[id]
+	err := errDown
+	if t := e.elapsed(); t < r.m.downFrom || t >= r.m.downTo {
+		err = errOverloaded
+	}
+	if r.guard != nil {
+		o := retry.Outcome{}
+		if !ok {
+			o = retry.Outcome{Err: err, Class: retry.DefaultClassify(err)}
+		}
+		r.guard.DoneAt(e.Now(), s.ticket, o)
+	}
 	if ok {
 		r.budget.Record(budget.Attempt{N: s.attempt, Charged: s.charged})
 		r.stats.succeeded++
 		r.stats.good[e.elapsed()/r.m.bucket]++
 		r.end(e, id)
 		return
-	}
-	err := errDown
-	if t := e.elapsed(); t < r.m.downFrom || t >= r.m.downTo {
-		err = errOverloaded
 	}
 	d := r.policy.Decide(retry.Step{Attempt: s.attempt, Err: err, Now: e.Now(), Prev: s.prev,
 		Charged: s.charged, Rand: e.u64()})

@@ -28,6 +28,8 @@
 //   - budget.NewTokenBucket (AWS SDK standard mode) and budget.NewRatio
 //     (the SRE book's per-client ratio, with Now set to the virtual
 //     clock); budget.Unlimited where a row has no budget;
+//   - breaker.Breaker and throttle.Adaptive, through AdmitAt and DoneAt,
+//     the explicit-time forms of their retry.Guard methods;
 //   - hedge.Hedger's decision methods Begin, Admit, Observe and Result,
 //     which hedge.Do itself calls around real attempts.
 //
@@ -71,7 +73,11 @@
 // 50 ms on average, calls again; open: 10000 calls per second arrive at
 // fixed intervals. Policies, each of 8 attempts: no backoff, a fixed 1 s,
 // exponential without jitter and full jitter (base 100 ms, cap 10 s), and
-// full jitter with a token-bucket budget. The thinking time is short so
+// full jitter with a token-bucket budget, with a circuit breaker
+// (breaker.Breaker, its defaults) and with the SRE book's client-side
+// adaptive throttle (throttle.Adaptive, K = 2 over 2 minutes); the guards
+// are called through their explicit-time AdmitAt and DoneAt before and
+// after every attempt, and a local rejection ends the call. The thinking time is short so
 // that most clients are waiting on the dependency when it fails: that
 // shared moment is what un-jittered delays keep in step. Rows: offered
 // load before and during the outage, peak (highest 100 ms bucket, per

@@ -11,6 +11,7 @@ import (
 
 const (
 	brookerBackoffFor = `Brooker, "What is Backoff For?", 2022, https://brooker.co.za/blog/2022/08/11/backoff.html`
+	fowlerBreaker     = `Nygard, "Release It!", 2007, the Circuit Breaker pattern; Fowler, "CircuitBreaker", 2014, https://martinfowler.com/bliki/CircuitBreaker.html`
 	builders          = `Brooker, "Timeouts, retries, and backoff with jitter", Amazon Builders' Library, 2019, https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/`
 )
 
@@ -121,6 +122,8 @@ func (p *OutageParams) policies() []policySpec {
 		{name: "exponential", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.None), budget: budgetNone},
 		{name: "full jitter", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone},
 		{name: "full jitter + budget", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetToken},
+		{name: "full jitter + breaker", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone, guard: guardBreaker},
+		{name: "full jitter + throttle", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone, guard: guardThrottle},
 	}
 }
 
@@ -128,7 +131,7 @@ type outageScenario struct{}
 
 func (outageScenario) Name() string { return "outage" }
 func (outageScenario) Describe() string {
-	return "1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, for a closed population and an open stream (Brooker 2019, 2022)"
+	return "1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)"
 }
 func (outageScenario) Population() string { return "closed and open" }
 func (outageScenario) Params() Params     { return defaultOutageParams() }
@@ -273,10 +276,10 @@ func measureOutage(p *OutageParams, pop, policy string, st *callStats) outageRow
 // outageClaims checks the published claims against rows laid out as
 // closed policies then open policies, each in p.policies() order.
 func outageClaims(rows []outageRow, n int) []Claim {
-	if n != 5 || len(rows) != 10 {
+	if n != 7 || len(rows) != 14 {
 		return nil // a what-if table: its own claims
 	}
-	const none, fixd, exp, full, budg = 0, 1, 2, 3, 4
+	const none, fixd, exp, full, budg, brk, thr = 0, 1, 2, 3, 4, 5, 6
 	c, op := rows[:n], rows[n:]
 	return []Claim{
 		{
@@ -302,6 +305,18 @@ func outageClaims(rows []outageRow, n int) []Claim {
 			Claim:    "a retry budget bounds an open stream's load where backoff cannot",
 			Measured: fmt.Sprintf("open: attempts per call during the outage %.2f with a token-bucket budget vs %.2f without; peak %.0f/s vs %.0f/s", op[budg].amp, op[full].amp, op[budg].peak, op[full].peak),
 			Holds:    op[budg].amp < 1.2 && op[budg].amp < op[full].amp/2,
+		},
+		{
+			Source:   fowlerBreaker,
+			Claim:    "a circuit breaker stops calling a dependency that is down: once open, only its probes get through",
+			Measured: fmt.Sprintf("open stream: mean load during the outage %.0f/s with a breaker vs %.0f/s without (%.0f/s before it); recovered %.1f s after the return", op[brk].during, op[full].during, op[brk].baseline, op[brk].recover),
+			Holds:    op[brk].during < 0.05*op[brk].baseline,
+		},
+		{
+			Source:   sreOverload,
+			Claim:    "client-side adaptive throttling rejects requests locally, so a failing backend sees less load",
+			Measured: fmt.Sprintf("open stream: mean load during the outage %.0f/s with the throttle vs %.0f/s without; recovery %.1f s after the return (-1: not within the run)", op[thr].during, op[full].during, op[thr].recover),
+			Holds:    op[thr].during < op[full].during/2,
 		},
 	}
 }

@@ -2,11 +2,14 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/throttle"
 )
 
 // Budget kinds of a policySpec and of Policy.Budget.
@@ -27,6 +30,35 @@ type policySpec struct {
 	ratio    float64 // share of requests for budgetRatio
 	noFloor  bool    // budgetRatio without its floor of retries per second
 	timeout  time.Duration
+	guard    string // guardNone, guardBreaker or guardThrottle
+}
+
+// Guards of a policySpec: consulted before every attempt, told how it
+// ended, as retry.Policy's Guards are.
+const (
+	guardNone     = ""
+	guardBreaker  = "breaker"
+	guardThrottle = "throttle"
+)
+
+// guard is the explicit-time form of retry.Guard that breaker.Breaker and
+// throttle.Adaptive provide for callers with their own clock.
+type guard interface {
+	AdmitAt(now time.Time) (ticket uint64, err error)
+	DoneAt(now time.Time, ticket uint64, o retry.Outcome)
+}
+
+// newGuard builds the spec's guard on the run's clock, with jitter drawn
+// from a source seeded by the run.
+func (s *policySpec) newGuard(now func() time.Time, seed uint64) (guard, error) {
+	src := rand.NewPCG(seed, mix(seed))
+	switch s.guard {
+	case guardBreaker:
+		return breaker.New(breaker.Settings{Now: now, Rand: src})
+	case guardThrottle:
+		return throttle.NewAdaptive(throttle.AdaptiveSettings{Now: now, Rand: src})
+	}
+	return nil, fmt.Errorf("%w: unknown guard %q", ErrInvalidParams, s.guard)
 }
 
 // specOf turns a user's Policy into a spec, applying its documented

@@ -46,15 +46,20 @@ import (
 // A request that may not hedge (see [Hedger.Begin]) runs fn(ctx, 0)
 // directly.
 func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
-	var start time.Time
+	// The clock is read for the latency and the default budget only, and
+	// then as a monotonic reading alone: time.Since(epoch) costs one
+	// clock read where time.Now costs two (wall and monotonic).
+	var start time.Duration
+	var now time.Time
 	if h.est != nil || h.ratio != nil {
-		start = time.Now() // for the latency and the default budget
+		start = time.Since(epoch)
+		now = epoch.Add(start)
 	}
-	delay, hedge := h.begin(start)
+	delay, hedge := h.begin(now)
 	if !hedge {
 		v, err := fn(ctx, 0)
 		if err == nil && h.est != nil {
-			h.Observe(time.Since(start))
+			h.Observe(time.Since(epoch) - start)
 		}
 		return v, err
 	}
@@ -74,7 +79,7 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 		// the next hedge.)
 		cancel(nil)
 		if err == nil && h.est != nil {
-			h.Observe(time.Since(start))
+			h.Observe(time.Since(epoch) - start)
 		}
 		c.reset()
 		h.calls.Put(c)
@@ -83,6 +88,9 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 	return c.finish(v, err)
 }
 
+// epoch is the origin of the monotonic clock readings Do takes.
+var epoch = time.Now()
+
 // call is the shared state of one hedged call.
 type call[T any] struct {
 	h       *Hedger
@@ -90,7 +98,7 @@ type call[T any] struct {
 	fn      func(context.Context, int) (T, error)
 	cleanup func(T)
 	delay   time.Duration
-	start   time.Time
+	start   time.Duration // since epoch
 	timer   *time.Timer // runs c.fire; reused while c is pooled
 	fired   atomic.Bool // the timer fired since c left the pool
 
@@ -245,7 +253,7 @@ func (c *call[T]) settle(i int, v T, err error) {
 	}
 	if err == nil {
 		if c.h.est != nil {
-			c.h.Observe(time.Since(c.start))
+			c.h.Observe(time.Since(epoch) - c.start)
 		}
 		if hedged {
 			c.h.Result(i > 0)

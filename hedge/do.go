@@ -99,8 +99,8 @@ type call[T any] struct {
 	cleanup func(T)
 	delay   time.Duration
 	start   time.Duration // since epoch
-	timer   *time.Timer // runs c.fire; reused while c is pooled
-	fired   atomic.Bool // the timer fired since c left the pool
+	timer   *time.Timer   // runs c.fire; reused while c is pooled
+	fired   atomic.Bool   // the timer fired since c left the pool
 
 	mu      sync.Mutex
 	started int  // attempts started, the primary included

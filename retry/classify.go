@@ -39,6 +39,25 @@ func MarkPermanent(err error) error {
 	return &permanentError{err}
 }
 
+type finalError struct{ err error }
+
+func (e *finalError) Error() string        { return e.err.Error() }
+func (e *finalError) Unwrap() error        { return e.err }
+func (e *finalError) Is(target error) bool { return target == ErrFinal }
+
+// MarkFinal marks err as the end of the call without changing its class:
+// the loop stops after this attempt with ErrFinal, but budgets and guards
+// still count the failure as what it is. Use it for a failure that is not
+// safe to repeat (a POST the server may have seen) or that a caller chose
+// not to retry (a 500), where MarkPermanent would hide a server failure
+// from a circuit breaker. MarkFinal(nil) is nil.
+func MarkFinal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &finalError{err}
+}
+
 type throttledError struct{ err error }
 
 func (e *throttledError) Error() string { return e.err.Error() }

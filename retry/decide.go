@@ -48,7 +48,8 @@ type Decision struct {
 
 // Decide is the retry decision for one failed attempt, in DESIGN order:
 // classify the error (caller cancelled, permanent, throttled, timeout,
-// transient); stop if no attempts are left; take the server-directed delay
+// transient); stop if it is permanent or marked final; stop if no attempts
+// are left; take the server-directed delay
 // or the schedule's; stop if the wait would end past the deadline; finally
 // withdraw from the budget, stopping if it is empty. It tells the budget
 // how the attempt ended (unless the caller gave up, which says nothing
@@ -64,6 +65,9 @@ func (p *Policy) Decide(s Step) Decision {
 	}
 	if c == Permanent {
 		return Decision{Reason: ErrPermanent, Class: c}
+	}
+	if _, final := errtree.Find[*finalError](s.Err); final {
+		return Decision{Reason: ErrFinal, Class: c}
 	}
 	max := p.maxAttempts
 	if s.Nested {

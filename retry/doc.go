@@ -16,8 +16,10 @@
 //  1. If the caller's context is done, stop with [ErrCancelled]: the
 //     caller's cancellation or deadline is never retried.
 //  2. Classify the error ([DefaultClassify] or Config.Classify): Permanent
-//     stops with [ErrPermanent]; Throttled uses the schedule's throttled
-//     base; Timeout and Transient use the normal schedule.
+//     stops with [ErrPermanent]; an error marked with [MarkFinal] stops
+//     with [ErrFinal] but keeps its class for budgets and guards; Throttled
+//     uses the schedule's throttled base; Timeout and Transient use the
+//     normal schedule.
 //  3. If MaxAttempts (counting the first) are used up, stop with
 //     [ErrAttemptsExhausted].
 //  4. The wait is the server-directed delay if the error carries one

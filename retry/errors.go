@@ -20,6 +20,9 @@ var (
 	// ErrPermanent: the error was classified permanent; repeating the call
 	// cannot fix it.
 	ErrPermanent = errors.New("retry: permanent error")
+	// ErrFinal: the error was marked with MarkFinal: not to be repeated,
+	// whatever its class.
+	ErrFinal = errors.New("retry: not retried (marked final)")
 	// ErrCancelled: the caller's context was cancelled or reached its
 	// deadline, during an attempt or a wait.
 	ErrCancelled = errors.New("retry: cancelled")

@@ -580,3 +580,26 @@ func TestGuards(t *testing.T) {
 		}
 	})
 }
+
+func TestMarkFinal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBudget{allow: 9}
+		g := &fakeGuard{allow: 9}
+		p := mustNew(t, Config{Budget: b, Guards: []Guard{g}})
+		calls := 0
+		err := p.Do(t.Context(), failing(9, MarkFinal(MarkThrottled(errBoom)), &calls))
+		if calls != 1 || !errors.Is(err, ErrFinal) || !errors.Is(err, errBoom) || errors.Is(err, ErrPermanent) {
+			t.Fatalf("calls = %d, err = %v", calls, err)
+		}
+		// The budget and the guard still see the failure's own class.
+		if diff := cmp.Diff([]string{"record n=1 failed=true class=throttled charged=transient"}, b.log); diff != "" {
+			t.Fatal(diff)
+		}
+		if diff := cmp.Diff([]string{"1 err=boom class=throttled abandoned=false"}, g.outcomes); diff != "" {
+			t.Fatal(diff)
+		}
+		if MarkFinal(nil) != nil {
+			t.Fatal("MarkFinal(nil) != nil")
+		}
+	})
+}

@@ -122,18 +122,14 @@ func permanentTransportError(err error) bool {
 }
 
 // statusClass is the default classification of a response: failed is
-// false for a response to hand back as it is.
+// false for a response to hand back as it is. A 500 is a server failure
+// (Transient, so breakers count it) but is retried only with Retry500.
 func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
 	switch code {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return retry.Throttled, true
-	case http.StatusRequestTimeout, http.StatusBadGateway, http.StatusGatewayTimeout:
+	case http.StatusRequestTimeout, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusInternalServerError:
 		return retry.Transient, true
-	case http.StatusInternalServerError:
-		if t.retry500 {
-			return retry.Transient, true
-		}
-		return retry.Permanent, true
 	}
 	if code >= 400 {
 		return retry.Permanent, true
@@ -165,8 +161,11 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 	case class == retry.Permanent:
 		return nil, retry.MarkPermanent(se)
 	case !c.replayable || c.once:
-		// The server has seen the request, or its body is gone.
-		return nil, retry.MarkPermanent(&NotReplayedError{Method: c.method(), Err: se})
+		// The server has seen the request, or its body is gone: stop, but
+		// let budgets and guards count the failure as what it is.
+		return nil, retry.MarkFinal(mark(&NotReplayedError{Method: c.method(), Err: se}, class))
+	case resp.StatusCode == http.StatusInternalServerError && !t.retry500 && t.classify == nil:
+		return nil, retry.MarkFinal(se)
 	}
 	if v := resp.Header.Get("Retry-After"); v != "" {
 		if d, ok := ParseRetryAfter(v, time.Now()); ok {
@@ -184,7 +183,7 @@ func (t *Transport) judgeError(c *call, err error, timedOut, sent bool) error {
 		err = &attemptTimeoutError{err}
 	}
 	if c.once || (sent && !c.replayable && !neverSent(err)) {
-		return retry.MarkPermanent(&NotReplayedError{Method: c.method(), Err: err})
+		return retry.MarkFinal(&NotReplayedError{Method: c.method(), Err: err})
 	}
 	if t.classify != nil {
 		if class, ok := t.classify(nil, err); ok {

@@ -61,12 +61,12 @@
 // drained (up to Config.MaxDrainedBody) and closed before the wait, so its
 // connection is reused.
 //
-// Guards (breakers, throttles) see every attempt. Those the loop must stop
-// at once reach them with class Permanent, because that is how package
-// retry stops a loop: permanent statuses, which is right, but also a 500
-// without Retry500 and the failures of requests that are not safe to
-// repeat, which a breaker then does not count. Set Retry500 (or a Classify
-// hook) where a breaker must open on 500s.
+// Guards (breakers, throttles) and budgets see every attempt with its own
+// class. A failure the loop must not repeat (a 500 without Retry500, a
+// POST the server may have seen, a body that cannot be rewound) is marked
+// with retry.MarkFinal: the loop stops with retry.ErrFinal, and a breaker
+// still counts a 500 or a 503 as the server failure it is. Only permanent
+// statuses (other 4xx, 501) are class Permanent.
 //
 // # Retry-After
 //

@@ -55,7 +55,7 @@ func TestAttemptTimeout(t *testing.T) {
 	}{
 		{"server never answers", http.MethodGet, []string{"", "2", "3"}, 3, 0, []error{retry.ErrAttemptTimeout, retry.ErrAttemptsExhausted}},
 		{"retry answers", http.MethodGet, []string{""}, 2, 200, nil},
-		{"POST timed out after it was sent is not retried", http.MethodPost, []string{""}, 1, 0, []error{retry.ErrAttemptTimeout, retry.ErrPermanent}},
+		{"POST timed out after it was sent is not retried", http.MethodPost, []string{""}, 1, 0, []error{retry.ErrAttemptTimeout, retry.ErrFinal}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -222,7 +222,7 @@ func TestConnectionReset(t *testing.T) {
 			}
 			if !tc.wantOK {
 				var nr *unherdhttp.NotReplayedError
-				if !errors.As(err, &nr) || !errors.Is(err, retry.ErrPermanent) {
+				if !errors.As(err, &nr) || !errors.Is(err, retry.ErrFinal) {
 					t.Fatalf("got %d, %v; want a NotReplayedError", status, err)
 				}
 				return
@@ -483,5 +483,58 @@ func TestEOFOnReusedConnection(t *testing.T) {
 	if hits.Load() != 3 || len(reused) != 3 || !reused[1] || third.Load() != "2" {
 		t.Errorf("%d requests at the server, connection reuse %v, third request's attempt header %q; want 3, the second on a reused connection, the third this layer's retry (2)",
 			hits.Load(), reused, third.Load())
+	}
+}
+
+// classGuard records the class of every failed attempt it is told about.
+type classGuard struct {
+	mu      sync.Mutex
+	classes []string
+}
+
+func (g *classGuard) Admit(context.Context) (uint64, error) { return 0, nil }
+func (g *classGuard) Done(_ uint64, o retry.Outcome) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if o.Err == nil {
+		g.classes = append(g.classes, "ok")
+		return
+	}
+	g.classes = append(g.classes, o.Class.String())
+}
+
+// A failure the transport does not repeat still reaches guards with its own
+// class, so a circuit breaker counts 500s and 503s to a POST.
+func TestGuardsSeeServerFailures(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		status int
+		want   []string
+	}{
+		{"500 not retried is transient", http.MethodGet, 500, []string{"transient"}},
+		{"503 to a POST is throttled", http.MethodPost, 503, []string{"throttled"}},
+		{"404 is permanent", http.MethodGet, 404, []string{"permanent"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &failFirst{n: 9, status: tc.status}
+			srv := newServer(t, f.ServeHTTP)
+			g := &classGuard{}
+			cfg := fast
+			cfg.Guards = []retry.Guard{g}
+			tr := newTransport(t, unherdhttp.Config{Retry: cfg})
+			req, err := http.NewRequest(tc.method, srv.URL, strings.NewReader("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			status, _, err := do(tr, req)
+			if err != nil || status != tc.status || f.count() != 1 {
+				t.Fatalf("got %d, %v after %d requests", status, err, f.count())
+			}
+			if diff := cmp.Diff(tc.want, g.classes); diff != "" {
+				t.Fatal(diff)
+			}
+		})
 	}
 }

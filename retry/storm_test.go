@@ -116,6 +116,23 @@ func TestStorm(t *testing.T) {
 			minRate: 6100.0 / stormSeconds, maxRate: 6100.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
 		},
 		{
+			// gRPC retry throttling with A6's example (10 tokens, 0.1
+			// per success): every failed attempt costs a token and
+			// retries stop at half, so the first call makes 3 attempts
+			// (10 -> 7 tokens), the second 2 (7 -> 5), and no call
+			// retries after that: exactly 6000 + 3 attempts.
+			name: "gRPC retry throttling",
+			newBudget: func() budget.Budget {
+				b, err := budget.NewGRPC(budget.GRPCConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			},
+			from:    1,
+			minRate: 6003.0 / stormSeconds, maxRate: 6003.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
+		},
+		{
 			// Without the floor, retries in each 10 s window are at most
 			// 10% of its 1000 requests, and the 60 s run is six such
 			// windows (the ring's slots start at the run's start), so at

@@ -34,7 +34,8 @@ type Scenario interface {
 // Params is a scenario's parameter set.
 type Params interface {
 	// Register defines every parameter as a flag on fs, bound to the set,
-	// with its current value as the default.
+	// with its current value as the default. The names seed, workers,
+	// json, out and policy belong to the command line and are not used.
 	Register(fs *flag.FlagSet)
 	// Validate reports a parameter that cannot work, naming it as its flag
 	// is named.

@@ -22,8 +22,9 @@ var errTooMany = retry.MarkThrottled(errors.New("sim: 429 too many requests"))
 
 // RatelimitParams are the parameters of the ratelimit scenario.
 type RatelimitParams struct {
-	// Workers is the number of workers (--workers); each has Jobs
-	// requests to get through, one after another (--jobs).
+	// Workers is the number of workers (--clients: --workers is the
+	// command line's own); each has Jobs requests to get through, one
+	// after another (--jobs).
 	Workers, Jobs int
 	// Limit is the API's rate limit in requests per second and Burst the
 	// seconds of it the limiter lets through at once (--limit, --burst).
@@ -45,7 +46,7 @@ func defaultRatelimitParams() *RatelimitParams {
 
 // Register implements Params.
 func (p *RatelimitParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Workers, "workers", p.Workers, "number of workers")
+	fs.IntVar(&p.Workers, "clients", p.Workers, "number of workers consuming the API")
 	fs.IntVar(&p.Jobs, "jobs", p.Jobs, "requests each worker must get through")
 	fs.Float64Var(&p.Limit, "limit", p.Limit, "the API's rate limit, requests per second")
 	fs.DurationVar(&p.Burst, "burst", p.Burst, "how much of the limit passes at once, in time")
@@ -58,7 +59,7 @@ func (p *RatelimitParams) Register(fs *flag.FlagSet) {
 // Validate implements Params.
 func (p *RatelimitParams) Validate() error {
 	for _, err := range []error{
-		checkPositive("workers", p.Workers), checkAtMost("workers", p.Workers, 1000000),
+		checkPositive("clients", p.Workers), checkAtMost("clients", p.Workers, 1000000),
 		checkPositive("jobs", p.Jobs), checkPositive("limit", p.Limit), checkPositive("burst", p.Burst),
 		checkPositive("base", p.Base), checkPositive("cap", p.Cap), checkPositive("attempts", p.Attempts),
 		checkPositive("hop", p.Hop),
@@ -71,7 +72,7 @@ func (p *RatelimitParams) Validate() error {
 	case p.Base > p.Cap:
 		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
 	case float64(p.Workers)*float64(p.Jobs) > 1e7:
-		return invalid("jobs", "--workers times --jobs is more than 10000000 requests")
+		return invalid("jobs", "--clients times --jobs is more than 10000000 requests")
 	case float64(p.Workers)*float64(p.Jobs)/p.Limit > 3600:
 		return invalid("limit", "the work would take more than an hour at --limit %v", p.Limit)
 	}
@@ -80,7 +81,7 @@ func (p *RatelimitParams) Validate() error {
 
 // Values implements Params.
 func (p *RatelimitParams) Values() map[string]any {
-	return map[string]any{"workers": p.Workers, "jobs": p.Jobs, "limit": p.Limit, "burst": p.Burst.String(),
+	return map[string]any{"clients": p.Workers, "jobs": p.Jobs, "limit": p.Limit, "burst": p.Burst.String(),
 		"base": p.Base.String(), "cap": p.Cap.String(), "attempts": p.Attempts, "hop": p.Hop.String()}
 }
 

@@ -214,6 +214,9 @@ func TestParamsDefaultsAndFlags(t *testing.T) {
 			if _, ok := p.Values()[f.Name]; !ok {
 				t.Errorf("%s: flag --%s is missing from Values", s.Name(), f.Name)
 			}
+			if reservedFlags[f.Name] {
+				t.Errorf("%s: flag --%s is one the command line defines itself", s.Name(), f.Name)
+			}
 		})
 	}
 	p := defaultJitterParams()
@@ -230,6 +233,10 @@ func TestParamsDefaultsAndFlags(t *testing.T) {
 		t.Error("--clients 10,x parsed")
 	}
 }
+
+// reservedFlags are the flags of unherd's own commands, which a
+// scenario's parameters must not redefine.
+var reservedFlags = map[string]bool{"seed": true, "workers": true, "json": true, "out": true, "policy": true}
 
 func TestParamsValidate(t *testing.T) {
 	tests := []struct {
@@ -259,7 +266,7 @@ func TestParamsValidate(t *testing.T) {
 		{"layers too many attempts", func() Params { p := defaultLayersParams(); p.Attempts, p.Layers = 10, 6; return p }, "attempts"},
 		{"layers fail above 1", func() Params { p := defaultLayersParams(); p.Fail = 1.5; return p }, "fail"},
 		{"ratelimit defaults", func() Params { return defaultRatelimitParams() }, ""},
-		{"ratelimit zero workers", func() Params { p := defaultRatelimitParams(); p.Workers = 0; return p }, "workers"},
+		{"ratelimit zero workers", func() Params { p := defaultRatelimitParams(); p.Workers = 0; return p }, "clients"},
 		{"ratelimit too slow", func() Params { p := defaultRatelimitParams(); p.Limit = 1; return p }, "limit"},
 		{"hedge defaults", func() Params { return defaultHedgeParams() }, ""},
 		{"hedge one server", func() Params { p := defaultHedgeParams(); p.Servers = 1; return p }, "servers"},

@@ -16,15 +16,16 @@ const (
 	DefaultTokenRatio = 0.1
 )
 
-// Bounds of [GRPCConfig], from proposal A6: maxTokens must be in (0, 1000]
-// and tokenRatio is kept to three decimal places.
-const (
-	MaxMaxTokens = 1000
-	// milli is the fixed-point scale: tokens are counted in thousandths,
-	// as grpc-java's RetriableStream.Throttle does, so that a tokenRatio
-	// of 0.1 adds exactly 100 and the count is one integer word.
-	milli = 1000
-)
+// MaxGRPCTokens is the largest GRPCConfig.MaxTokens: proposal A6 requires
+// maxTokens in (0, 1000]. TokenRatio has the same upper bound here, since a
+// success cannot add more than the largest bucket holds.
+const MaxGRPCTokens = 1000
+
+// milli is the fixed-point scale: tokens are counted in thousandths, as
+// grpc-java's RetriableStream.Throttle does, so that A6's three decimal
+// places are exact (a tokenRatio of 0.1 adds exactly 100) and the count is
+// one integer word.
+const milli = 1000
 
 // GRPCConfig configures a [GRPC] budget, with the names of the
 // retryThrottling section of a gRPC service config. The zero value is
@@ -47,9 +48,9 @@ func (c *GRPCConfig) Validate() error {
 	mt := orDefault(c.MaxTokens, DefaultMaxTokens)
 	tr := orDefault(c.TokenRatio, DefaultTokenRatio)
 	switch {
-	case !(mt > 0 && mt <= MaxMaxTokens): // also rejects NaN
+	case !(mt > 0 && mt <= MaxGRPCTokens): // also rejects NaN
 		return fmt.Errorf("%w: GRPCConfig.MaxTokens %v is outside (0, 1000]", ErrInvalidConfig, c.MaxTokens)
-	case !(tr > 0 && tr <= MaxMaxTokens):
+	case !(tr > 0 && tr <= MaxGRPCTokens):
 		return fmt.Errorf("%w: GRPCConfig.TokenRatio %v is outside (0, 1000]", ErrInvalidConfig, c.TokenRatio)
 	case toMilli(mt) == 0:
 		return fmt.Errorf("%w: GRPCConfig.MaxTokens %v is 0 at three decimal places", ErrInvalidConfig, c.MaxTokens)

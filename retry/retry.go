@@ -63,7 +63,10 @@ func New(cfg Config) (*Policy, error) {
 	return p, nil
 }
 
-// Default returns a Policy with the zero Config's defaults.
+// Default returns a Policy with the zero Config's defaults. Each call
+// returns a new Policy with a retry budget of its own, so call it once per
+// dependency and keep the result: a Policy made per call would start every
+// call with a full budget, and the budget would never stop a storm.
 func Default() *Policy {
 	p, err := New(Config{})
 	if err != nil {

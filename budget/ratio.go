@@ -121,7 +121,15 @@ type Ratio struct {
 	now     func() time.Time // nil: time.Since(origin)
 
 	mu sync.Mutex // serialises slot resets only
-	_  [cacheLine]byte
+
+	// periods[i] is the index of the period slots[i] counts. They are
+	// apart from the counters: read by every call, written once per
+	// period, they stay in every core's cache while the current slot's
+	// counters move between cores (BenchmarkRatioParallel: 55 ns/op
+	// against 70 with the period beside its counters, when the two cores
+	// do not share a cache; the same 35 when they do).
+	periods [ratioSlots]atomic.Int64
+	_       [cacheLine]byte
 
 	slots [ratioSlots]ratioSlot
 }
@@ -129,10 +137,9 @@ type Ratio struct {
 // ratioSlot counts one period. Each slot has its own cache line: the
 // current slot is written by every request, its neighbours are not.
 type ratioSlot struct {
-	period   atomic.Int64 // index of the period counted here
 	requests atomic.Int64
 	retries  atomic.Int64
-	_        [cacheLine - 24]byte
+	_        [cacheLine - 16]byte
 }
 
 // NewRatio validates cfg and returns an empty budget. It reads the clock
@@ -159,7 +166,7 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 		r.origin = time.Now()
 	}
 	for i := range r.slots {
-		r.slots[i].period.Store(int64(i - ratioSlots)) // all out of the window
+		r.periods[i].Store(int64(i - ratioSlots)) // all out of the window
 	}
 	return r, nil
 }
@@ -232,15 +239,16 @@ func (r *Ratio) index(d time.Duration) int64 {
 // older period. A slot already holding a newer period (an injected clock
 // that stepped back) is used as it is.
 func (r *Ratio) slot(p int64) *ratioSlot {
-	s := &r.slots[p%ratioSlots]
-	if s.period.Load() < p {
+	i := p % ratioSlots
+	s, period := &r.slots[i], &r.periods[i]
+	if period.Load() < p {
 		r.mu.Lock()
-		if s.period.Load() < p {
+		if period.Load() < p {
 			// Zero before publishing the period: a caller that sees the
 			// new period adds to zeroed counters.
 			s.requests.Store(0)
 			s.retries.Store(0)
-			s.period.Store(p)
+			period.Store(p)
 		}
 		r.mu.Unlock()
 	}
@@ -253,7 +261,7 @@ func (r *Ratio) slot(p int64) *ratioSlot {
 func (r *Ratio) sum(p int64) (requests, retries int64) {
 	for i := range r.slots {
 		s := &r.slots[i]
-		if e := s.period.Load(); e > p-ratioSlots && e <= p {
+		if e := r.periods[i].Load(); e > p-ratioSlots && e <= p {
 			requests += s.requests.Load()
 			retries += s.retries.Load()
 		}

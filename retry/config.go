@@ -47,8 +47,9 @@ type Config struct {
 	Timeouts TimeoutSource
 
 	// MaxServerDelay bounds a delay the server asked for (Retry-After,
-	// gRPC pushback): a longer request is shortened to it. Zero means
-	// DefaultMaxServerDelay (30 s).
+	// gRPC pushback): when the server asks for longer, the loop stops with
+	// ErrServerDelayTooLong instead of coming back before it allowed. Zero
+	// means DefaultMaxServerDelay (30 s).
 	MaxServerDelay time.Duration
 
 	// ServerJitter is the largest fraction of a server-directed delay added
@@ -127,6 +128,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxServerDelay %v is negative; use 0 for the default of 30s", ErrInvalidConfig, c.MaxServerDelay)
 	case !(c.ServerJitter >= 0 && c.ServerJitter <= 1): // also rejects NaN
 		return fmt.Errorf("%w: ServerJitter %v is outside [0, 1]", ErrInvalidConfig, c.ServerJitter)
+	}
+	for i, g := range c.Guards {
+		if g == nil {
+			return fmt.Errorf("%w: Guards[%d] is nil", ErrInvalidConfig, i)
+		}
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		return fmt.Errorf("%w: Backoff: %w", ErrInvalidConfig, err)

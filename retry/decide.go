@@ -1,6 +1,8 @@
 package retry
 
 import (
+	"errors"
+	"math"
 	"math/bits"
 	"time"
 
@@ -59,6 +61,11 @@ func (p *Policy) Decide(s Step) Decision {
 	if s.CallerDone != nil {
 		return Decision{Reason: ErrCancelled, Class: Transient}
 	}
+	if errors.Is(s.Err, ErrRejected) {
+		// A local rejection says nothing about the dependency: no budget
+		// record, no retry.
+		return Decision{Reason: ErrRejected, Class: Permanent}
+	}
 	c := p.classify(s.Err)
 	if p.budget != nil {
 		p.budget.Record(budget.Attempt{N: s.Attempt, Failed: true, Class: c, Charged: s.Charged})
@@ -76,7 +83,10 @@ func (p *Policy) Decide(s Step) Decision {
 	if s.Attempt >= max {
 		return Decision{Reason: ErrAttemptsExhausted, Class: c}
 	}
-	d, ok := p.serverDelay(s.Err, s.Rand)
+	d, ok, tooLong := p.serverDelay(s.Err, s.Rand)
+	if tooLong {
+		return Decision{Reason: ErrServerDelayTooLong, Delay: d, Class: c}
+	}
 	if !ok {
 		if c == Throttled {
 			d = p.backoff.ThrottledDelay(s.Attempt-1, s.Prev, s.Rand)
@@ -84,7 +94,9 @@ func (p *Policy) Decide(s Step) Decision {
 			d = p.backoff.Delay(s.Attempt-1, s.Prev, s.Rand)
 		}
 	}
-	if !s.Deadline.IsZero() && s.Deadline.Sub(s.Now) < d {
+	// A wait that ends exactly at the deadline is not started either: the
+	// attempt after it would have no time at all.
+	if !s.Deadline.IsZero() && s.Deadline.Sub(s.Now) <= d {
 		return Decision{Reason: ErrDeadline, Delay: d, Class: c}
 	}
 	if p.budget != nil && !p.budget.Withdraw(c) {
@@ -100,17 +112,28 @@ func (p *Policy) classify(err error) Class {
 	return DefaultClassify(err)
 }
 
-// serverDelay returns the server-directed delay carried by err, bounded by
-// MaxServerDelay, with up to ServerJitter of it added.
-func (p *Policy) serverDelay(err error, u uint64) (time.Duration, bool) {
-	sd, ok := errtree.Find[ServerDelay](err)
-	if !ok {
-		return 0, false
+// serverDelay returns the server-directed delay carried by err, with up
+// to ServerJitter of it added on top (saturating, never negative). tooLong
+// reports a request above MaxServerDelay: the loop stops rather than come
+// back before the server allowed.
+func (p *Policy) serverDelay(err error, u uint64) (d time.Duration, ok, tooLong bool) {
+	sd, found := errtree.Find[ServerDelay](err)
+	if !found {
+		return 0, false, false
 	}
-	d := min(max(sd.RetryAfter(), 0), p.maxServerDelay)
+	d = max(sd.RetryAfter(), 0)
+	if d > p.maxServerDelay {
+		return d, true, true
+	}
 	// The schedule may have used u's high bits; take the jitter from its
 	// bits rotated, scaled to [0, ServerJitter*d].
-	j := time.Duration(float64(d) * p.serverJitter)
+	var j time.Duration = math.MaxInt64
+	if jf := float64(d) * p.serverJitter; jf < math.MaxInt64 {
+		j = time.Duration(jf)
+	}
 	hi, _ := bits.Mul64(bits.RotateLeft64(u, 32), uint64(j)+1)
-	return d + time.Duration(hi), true
+	if time.Duration(hi) > math.MaxInt64-d {
+		return math.MaxInt64, true, false
+	}
+	return d + time.Duration(hi), true, false
 }

@@ -27,9 +27,29 @@ var (
 	// deadline, during an attempt or a wait.
 	ErrCancelled = errors.New("retry: cancelled")
 	// ErrRejected: a guard (circuit breaker, throttle) refused the attempt
-	// locally; a local rejection is never retried.
+	// locally; a local rejection is never retried, whether a guard in
+	// Config.Guards made it or the operation returned it (see
+	// NewRejection).
 	ErrRejected = errors.New("retry: rejected locally")
+	// ErrServerDelayTooLong: the server asked for a longer wait than
+	// Config.MaxServerDelay. Retrying sooner than the server allowed would
+	// only be refused again, so the loop stops.
+	ErrServerDelayTooLong = errors.New("retry: server asked to wait longer than MaxServerDelay")
 )
+
+// rejection is a local-rejection sentinel that matches ErrRejected.
+type rejection struct{ msg string }
+
+func (e *rejection) Error() string        { return e.msg }
+func (e *rejection) Is(target error) bool { return target == ErrRejected }
+
+// NewRejection returns a new sentinel error with the given message that
+// errors.Is matches to ErrRejected. Guards (breaker.ErrOpen,
+// throttle.ErrThrottled) define their rejections with it, so that the
+// retry loop never retries a local rejection, even when it reaches the
+// loop as the operation's own error (a breaker used through its Allow
+// method inside the operation, or an inner Policy's *Error).
+func NewRejection(msg string) error { return &rejection{msg} }
 
 // ErrAttemptTimeout is the context cause of an attempt whose per-attempt
 // timeout expired. Such an attempt is a retryable timeout.
@@ -52,9 +72,15 @@ type Error struct {
 	Cause error
 }
 
+// Error says why the loop stopped, after how many attempts, and the last
+// attempt's error.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Reason.Error())
+	if e.Reason != nil {
+		b.WriteString(e.Reason.Error())
+	} else {
+		b.WriteString("retry: stopped")
+	}
 	fmt.Fprintf(&b, " after %d attempt", e.Attempts)
 	if e.Attempts != 1 {
 		b.WriteByte('s')

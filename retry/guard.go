@@ -1,6 +1,9 @@
 package retry
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Guard is consulted before every attempt and told how it ended: a circuit
 // breaker, a client-side throttle, a rate limiter. Guards run inside the
@@ -53,15 +56,30 @@ func guarded[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 		}
 		tickets = append(tickets, t)
 	}
+	// If fn panics and a caller up the stack recovers, the guards must
+	// still hear of the attempt, or a half-open breaker would keep its
+	// probe slot forever.
+	reported := false
+	defer func() {
+		if !reported {
+			for i, g := range p.guards {
+				g.Done(tickets[i], Outcome{Abandoned: true})
+			}
+		}
+	}()
 	v, err = runAttempt(ctx, p, fn)
 	o := Outcome{Err: err}
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil, errors.Is(err, ErrRejected):
+			// The caller gave up, or something further down rejected the
+			// call locally: neither says anything about the dependency.
 			o.Abandoned = true
-		} else {
+		default:
 			o.Class = p.classify(err)
 		}
 	}
+	reported = true
 	for i, g := range p.guards {
 		g.Done(tickets[i], o)
 	}

@@ -111,6 +111,11 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			var rejection error
 			v, err, rejection = guarded(ctx, p, fn)
 			if rejection != nil {
+				if ctx.Err() != nil {
+					// A guard that waits (a rate limiter) gave up because
+					// the caller did.
+					return zero, &Error{Reason: ErrCancelled, Attempts: attempt - 1, Last: last, Cause: context.Cause(ctx)}
+				}
 				return zero, &Error{Reason: ErrRejected, Attempts: attempt - 1, Last: last, Cause: rejection}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -259,7 +260,7 @@ func TestServerDelay(t *testing.T) {
 		lo, hi time.Duration
 	}{
 		{"honoured with jitter on top", Config{}, 5 * time.Second, 5 * time.Second, 5500 * time.Millisecond},
-		{"bounded by MaxServerDelay", Config{MaxServerDelay: 2 * time.Second}, time.Hour, 2 * time.Second, 2200 * time.Millisecond},
+		{"up to MaxServerDelay", Config{MaxServerDelay: 2 * time.Second}, 2 * time.Second, 2 * time.Second, 2200 * time.Millisecond},
 		{"beats a longer schedule", Config{Backoff: backoff.Schedule{Base: 10 * time.Second, Jitter: backoff.None}}, time.Second, time.Second, 1100 * time.Millisecond},
 		{"zero jitter setting uses default", Config{ServerJitter: 0}, time.Second, time.Second, 1100 * time.Millisecond},
 		{"full jitter setting", Config{ServerJitter: 1}, time.Second, time.Second, 2 * time.Second},
@@ -480,6 +481,7 @@ func TestValidate(t *testing.T) {
 		{"negative nested", Config{NestedAttempts: -1}, false},
 		{"negative attempt timeout", Config{AttemptTimeout: -time.Second}, false},
 		{"negative server delay", Config{MaxServerDelay: -1}, false},
+		{"nil guard", Config{Guards: []Guard{nil}}, false},
 		{"jitter above one", Config{ServerJitter: 1.5}, false},
 		{"bad backoff", Config{Backoff: backoff.Schedule{Base: -1}}, false},
 	}
@@ -602,4 +604,137 @@ func TestMarkFinal(t *testing.T) {
 			t.Fatal("MarkFinal(nil) != nil")
 		}
 	})
+}
+
+// A server that asks for longer than MaxServerDelay is not called back
+// early: the loop stops at once.
+func TestServerDelayTooLong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{MaxServerDelay: 2 * time.Second})
+		start := time.Now()
+		calls := 0
+		err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, time.Hour), &calls))
+		if calls != 1 || !errors.Is(err, ErrServerDelayTooLong) || !errors.Is(err, errBoom) || time.Since(start) != 0 {
+			t.Fatalf("calls = %d, waited %v, err = %v", calls, time.Since(start), err)
+		}
+	})
+}
+
+// FuzzServerDelay checks that any requested delay, maximum and draw give a
+// wait that is never negative and never below the request.
+func FuzzServerDelay(f *testing.F) {
+	f.Add(int64(time.Second), int64(0), 0.1, uint64(0))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), 1.0, uint64(math.MaxUint64))
+	f.Add(int64(-5), int64(time.Minute), 0.5, uint64(1<<63))
+	f.Fuzz(func(t *testing.T, asked, maxDelay int64, jitter float64, u uint64) {
+		p, err := New(Config{MaxServerDelay: time.Duration(maxDelay), ServerJitter: jitter})
+		if err != nil {
+			return
+		}
+		d, ok, tooLong := p.serverDelay(WithServerDelay(errBoom, time.Duration(asked)), u)
+		if !ok {
+			t.Fatal("server delay not found")
+		}
+		if d < 0 || d < time.Duration(max(asked, 0)) {
+			t.Fatalf("asked %v, got %v", time.Duration(asked), d)
+		}
+		if tooLong != (time.Duration(asked) > p.maxServerDelay) {
+			t.Fatalf("asked %v, max %v, tooLong %v", time.Duration(asked), p.maxServerDelay, tooLong)
+		}
+	})
+}
+
+// A wait that would end exactly at the deadline is not started.
+func TestDeadlineBoundary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{Backoff: backoff.Schedule{Base: time.Second, Jitter: backoff.None}})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		calls := 0
+		err := p.Do(ctx, failing(9, errBoom, &calls))
+		if calls != 1 || !errors.Is(err, ErrDeadline) {
+			t.Fatalf("calls = %d, err = %v", calls, err)
+		}
+	})
+}
+
+var errLocal = NewRejection("test: rejected locally")
+
+// A local rejection that reaches the loop as the operation's error is
+// never retried and not charged to the budget.
+func TestRejectionFromOperation(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"sentinel", errLocal},
+		{"wrapped", fmt.Errorf("call: %w", errLocal)},
+		{"inner policy's error", &Error{Reason: ErrRejected, Cause: errBoom}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := &fakeBudget{allow: 9}
+				g := &fakeGuard{allow: 9}
+				p := mustNew(t, Config{Budget: b, Guards: []Guard{g}})
+				calls := 0
+				err := p.Do(t.Context(), failing(9, tc.err, &calls))
+				if calls != 1 || !errors.Is(err, ErrRejected) {
+					t.Fatalf("calls = %d, err = %v", calls, err)
+				}
+				if len(b.log) != 0 {
+					t.Fatalf("budget saw %v", b.log)
+				}
+				if diff := cmp.Diff([]string{fmt.Sprintf("1 err=%v class=transient abandoned=true", tc.err)}, g.outcomes); diff != "" {
+					t.Fatal(diff)
+				}
+			})
+		})
+	}
+}
+
+// An attempt that panics still reports to the guards, as abandoned.
+func TestGuardsHearOfPanics(t *testing.T) {
+	g := &fakeGuard{allow: 9}
+	p := mustNew(t, Config{Guards: []Guard{g}})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("panic not propagated")
+			}
+		}()
+		p.Do(t.Context(), func(context.Context) error { panic("boom") })
+	}()
+	if diff := cmp.Diff([]string{"1 err=<nil> class=transient abandoned=true"}, g.outcomes); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+// waitingGuard blocks in Admit until the caller gives up.
+type waitingGuard struct{}
+
+func (waitingGuard) Admit(ctx context.Context) (uint64, error) {
+	<-ctx.Done()
+	return 0, NewRejection("test: gave up waiting")
+}
+func (waitingGuard) Done(uint64, Outcome) {}
+
+// A guard that gives up because the caller did reports cancellation, not a
+// rejection.
+func TestGuardWaitCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{Guards: []Guard{waitingGuard{}}})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		err := p.Do(ctx, func(context.Context) error { return nil })
+		if !errors.Is(err, ErrCancelled) || errors.Is(err, ErrRejected) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestErrorWithoutReason(t *testing.T) {
+	if got := (&Error{}).Error(); got != "retry: stopped after 0 attempts" {
+		t.Fatalf("got %q", got)
+	}
 }

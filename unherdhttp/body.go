@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 )
 
 // drain reads up to limit bytes of a discarded response body and closes
@@ -25,7 +26,14 @@ func drain(body io.ReadCloser, limit int64) {
 // rest, to be sent once. A read error closes body and is returned.
 func bufferBody(body io.ReadCloser, limit int64) (buf []byte, once io.ReadCloser, err error) {
 	// Read one byte past the limit to tell "exactly limit" from "more".
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	// No body holds more than math.MaxInt64 bytes, so that limit needs no
+	// extra byte, and limit+1 would overflow to a negative limit, which
+	// reads nothing.
+	n := limit
+	if n < math.MaxInt64 {
+		n++
+	}
+	b, err := io.ReadAll(io.LimitReader(body, n))
 	if err != nil {
 		_ = body.Close()
 		return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -54,6 +55,9 @@ func TestRequestBodies(t *testing.T) {
 		{"64 KiB exactly is buffered", 64 << 10, false, 0, 3, 200},
 		{"64 KiB and one byte is sent once", 64<<10 + 1, false, 0, 1, 503},
 		{"buffering disabled", 10, false, -1, 1, 503},
+		// limit+1 must not overflow into a limit that reads nothing.
+		{"MaxBufferedBody MaxInt64 buffers and retries", 10 << 10, false, math.MaxInt64, 3, 200},
+		{"MaxBufferedBody MaxInt64-1 buffers and retries", 10 << 10, false, math.MaxInt64 - 1, 3, 200},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -138,21 +138,23 @@ func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
 }
 
 // responseClass classifies a response by the Classify hook, then the
-// default rules; failed is false for a response to hand back as it is.
-func (t *Transport) responseClass(resp *http.Response) (c retry.Class, failed bool) {
+// default rules; failed is false for a response to hand back as it is,
+// and hooked is true when the hook decided.
+func (t *Transport) responseClass(resp *http.Response) (c retry.Class, failed, hooked bool) {
 	if t.classify != nil {
 		if hc, ok := t.classify(resp, nil); ok {
-			return hc, true
+			return hc, true, true
 		}
 	}
-	return t.statusClass(resp.StatusCode)
+	c, failed = t.statusClass(resp.StatusCode)
+	return c, failed, false
 }
 
 // judgeResponse turns a response into the attempt's result for the retry
 // loop: the response itself, or a *StatusError marked with its class and
 // any Retry-After delay.
 func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response, error) {
-	class, failed := t.responseClass(resp)
+	class, failed, hooked := t.responseClass(resp)
 	if !failed {
 		return resp, nil
 	}
@@ -164,7 +166,9 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 		// The server has seen the request, or its body is gone: stop, but
 		// let budgets and guards count the failure as what it is.
 		return nil, retry.MarkFinal(mark(&NotReplayedError{Method: c.method(), Err: se}, class))
-	case resp.StatusCode == http.StatusInternalServerError && !t.retry500 && t.classify == nil:
+	case resp.StatusCode == http.StatusInternalServerError && !t.retry500 && !hooked:
+		// The default rule: a server failure, retried only with Retry500.
+		// A hook that classified the 500 itself has overridden it.
 		return nil, retry.MarkFinal(se)
 	}
 	if v := resp.Header.Get("Retry-After"); v != "" {

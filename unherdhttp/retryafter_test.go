@@ -136,20 +136,31 @@ func TestRetryAfterIsFloor(t *testing.T) {
 	}
 }
 
-// A Retry-After longer than MaxServerDelay is cut to it.
-func TestRetryAfterBounded(t *testing.T) {
-	url, hits := retryAfterServer(t, 503, func() string { return "3600" })
-	var delay time.Duration
-	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{
-		MaxServerDelay: 10 * time.Millisecond,
-		OnRetry:        func(e retry.RetryEvent) { delay = e.Delay },
-	}})
-	status, body, err := get(t, tr, url)
-	if err != nil || status != 200 || body != "ok" || hits.Load() != 2 {
-		t.Fatalf("got %d %q, %v after %d requests; want 200 ok after 2", status, body, err, hits.Load())
+// A Retry-After longer than MaxServerDelay (30 s by default) ends the
+// retries: the 503 goes back at once, after one request, with a nil error,
+// instead of a retry the server asked not to receive.
+func TestRetryAfterTooLong(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  retry.Config
+	}{
+		{"default MaxServerDelay", retry.Config{}},
+		{"MaxServerDelay 10ms", retry.Config{MaxServerDelay: 10 * time.Millisecond}},
 	}
-	if delay < 10*time.Millisecond || delay > 11*time.Millisecond {
-		t.Errorf("waited %v, want 10ms plus up to 10%%", delay)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url, hits := retryAfterServer(t, 503, func() string { return "3600" })
+			retried := false
+			tc.cfg.OnRetry = func(retry.RetryEvent) { retried = true }
+			tr := newTransport(t, unherdhttp.Config{Retry: tc.cfg})
+			status, body, err := get(t, tr, url)
+			if err != nil || status != 503 || body != "busy" {
+				t.Fatalf("got %d %q, %v; want the 503 response with a nil error", status, body, err)
+			}
+			if hits.Load() != 1 || retried {
+				t.Errorf("server saw %d requests (retried: %v), want 1 and no retry", hits.Load(), retried)
+			}
+		})
 	}
 }
 

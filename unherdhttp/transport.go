@@ -384,7 +384,7 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		// 503 says nothing about how long an answer takes.
 		ok := err == nil
 		if ok {
-			_, failed := t.responseClass(resp)
+			_, failed, _ := t.responseClass(resp)
 			ok = !failed
 		}
 		t.timeouts.Observe(latency, ok)

@@ -371,6 +371,41 @@ func TestClassifyHook(t *testing.T) {
 	}
 }
 
+// A Classify hook that leaves a 500 to the default rules (ok false)
+// leaves the default 500 rule in force: not retried without Retry500.
+// Only a hook that classifies the 500 itself makes it retryable.
+func TestClassifyHookKeeps500Rule(t *testing.T) {
+	defaults := func(*http.Response, error) (retry.Class, bool) { return 0, false }
+	transient500 := func(resp *http.Response, _ error) (retry.Class, bool) {
+		if resp != nil && resp.StatusCode == http.StatusInternalServerError {
+			return retry.Transient, true
+		}
+		return 0, false
+	}
+	tests := []struct {
+		name       string
+		classify   func(*http.Response, error) (retry.Class, bool)
+		retry500   bool
+		wantHits   int
+		wantStatus int
+	}{
+		{"hook defers: 500 not retried", defaults, false, 1, 500},
+		{"hook defers, Retry500: 500 retried", defaults, true, 2, 200},
+		{"hook classifies 500 as transient: retried", transient500, false, 2, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &failFirst{n: 1, status: http.StatusInternalServerError}
+			srv := newServer(t, f.ServeHTTP)
+			tr := newTransport(t, unherdhttp.Config{Retry: fast, Retry500: tc.retry500, Classify: tc.classify})
+			status, _, err := get(t, tr, srv.URL)
+			if err != nil || status != tc.wantStatus || f.count() != tc.wantHits {
+				t.Errorf("got %d, %v after %d requests; want %d after %d", status, err, f.count(), tc.wantStatus, tc.wantHits)
+			}
+		})
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string

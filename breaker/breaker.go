@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -35,14 +36,17 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// Rejections. The retry loop wraps them in retry.ErrRejected and never
-// retries them.
+// Rejections. They are local rejections made with retry.NewRejection, so
+// errors.Is matches them to retry.ErrRejected, and the retry loop never
+// retries them: not when the breaker is one of its Guards, and not when
+// the operation returns them itself (a breaker used through Allow inside
+// the operation).
 var (
 	// ErrOpen: the breaker is open; the call was not made.
-	ErrOpen = errors.New("breaker: open")
+	ErrOpen = retry.NewRejection("breaker: open")
 	// ErrTooManyProbes: the breaker is half-open and the allowed probes
 	// are already in flight; the call was not made.
-	ErrTooManyProbes = errors.New("breaker: half-open, probes in flight")
+	ErrTooManyProbes = retry.NewRejection("breaker: half-open, probes in flight")
 )
 
 // Breaker is a circuit breaker. It implements retry.Guard, so a retry
@@ -324,12 +328,7 @@ func (b *Breaker) closedFailure(s uint64, now int64) change {
 func (b *Breaker) transition(s uint64, to State, now int64) uint64 {
 	switch to {
 	case Open:
-		d := b.openDuration
-		if b.openJitter > 0 {
-			frac := float64(b.rand()>>11) / (1 << 53)
-			d += time.Duration(float64(d) * b.openJitter * frac)
-		}
-		b.openUntil.Store(now + int64(d))
+		b.openUntil.Store(addSat(now, b.openPeriod()))
 	case HalfOpen:
 		b.probes, b.successes = 0, 0
 	case Closed:
@@ -339,6 +338,34 @@ func (b *Breaker) transition(s uint64, to State, now int64) uint64 {
 	next := (s>>2+1)<<2 | uint64(to)
 	b.state.Store(next)
 	return next
+}
+
+// openPeriod draws the length of a new open period: OpenDuration plus up
+// to OpenJitter of it, saturating at the largest Duration (OpenDuration
+// may be as large as math.MaxInt64). The caller holds b.mu.
+func (b *Breaker) openPeriod() time.Duration {
+	d := b.openDuration
+	if b.openJitter > 0 {
+		frac := float64(b.rand()>>11) / (1 << 53)
+		// Clamp the product before converting it: a float64 at or above
+		// 2^63 has no int64 value. A float below float64(room) truncates
+		// to at most room.
+		extra := float64(d) * b.openJitter * frac
+		if room := math.MaxInt64 - d; extra >= float64(room) {
+			return math.MaxInt64
+		}
+		d += time.Duration(extra)
+	}
+	return d
+}
+
+// addSat returns now + d (d >= 0), saturating at math.MaxInt64: a period
+// too long to represent never ends.
+func addSat(now int64, d time.Duration) int64 {
+	if now > 0 && int64(d) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(d)
 }
 
 func (b *Breaker) report(ch change) {

@@ -18,7 +18,10 @@
 // before every attempt, retries included, and tells it how each attempt
 // ended. A rejection stops the loop at once with retry.ErrRejected
 // wrapping ErrOpen; it is never retried. For middleware, [Breaker.Allow]
-// returns a done function to report the call's error with.
+// returns a done function to report the call's error with. ErrOpen and
+// ErrTooManyProbes are made with retry.NewRejection and match
+// retry.ErrRejected themselves, so a retry loop around an operation that
+// consults the breaker through Allow stops at the first rejection too.
 //
 // What counts as a failure: by default Transient, Timeout and Throttled
 // errors do, Permanent ones (not found, invalid argument: the dependency

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ func (b *Breaker) snapshot(now int64) snapshot {
 //     count equals the half-open tickets of the current generation still
 //     held;
 //   - an open breaker rejects with ErrOpen until its open period ends, and
-//     the period lasts between OpenDuration and OpenDuration*(1+OpenJitter);
+//     the period lasts between OpenDuration and OpenDuration*(1+OpenJitter),
+//     saturating at the largest time the breaker can represent: durations
+//     up to math.MaxInt64, with and without jitter, never wrap around;
 //   - a result with a stale ticket changes nothing;
 //   - state changes follow only the legal edges, one generation each;
 //   - no count is ever negative.
@@ -39,11 +42,17 @@ func FuzzBreaker(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3, 3, 3, 3, 3, 3, 2, 2, 2, 0, 3})
 	f.Add([]byte{1, 2, 5, 0, 0, 0, 11, 19, 27, 2, 250, 0, 1, 3, 4, 5, 0, 3})
 	f.Add([]byte{2, 7, 8, 0, 8, 16, 24, 3, 11, 19, 2, 2, 2, 2, 0, 0, 0, 35, 43, 3})
+	// Huge open durations tripped after a clock step (254) by one failure
+	// (19): math.MaxInt64 without jitter, with full jitter, and
+	// math.MaxInt64/2 with full jitter; then admissions while open.
+	f.Add([]byte{0x20, 0x00, 0, 254, 0, 19, 0, 254, 0})
+	f.Add([]byte{0x20, 0x20, 0, 254, 0, 19, 0, 254, 0})
+	f.Add([]byte{0x10, 0x20, 0, 254, 0, 19, 0, 254, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 3 {
 			return
 		}
-		const open = time.Second
+		open := []time.Duration{time.Second, math.MaxInt64 / 2, math.MaxInt64}[data[0]>>4%3]
 		s := Settings{
 			ConsecutiveFailures: int(data[0]%4) + 1,
 			FailureRate:         []float64{-1, 0.25, 0.5, 1}[data[0]>>2%4],
@@ -124,9 +133,18 @@ func FuzzBreaker(f *testing.F) {
 					t.Fatalf("generation %d -> %d in one operation", prev>>2, after.state>>2)
 				}
 				if State(after.state&3) == Open {
-					d := time.Duration(b.openUntil.Load() - b.ns(now))
-					if d < open || d > time.Duration(float64(open)*(1+jitter)) {
-						t.Fatalf("open for %v, want [%v, %v]", d, open, time.Duration(float64(open)*(1+jitter)))
+					n := b.ns(now) // >= 0: the clock only moves forward from the epoch
+					d := time.Duration(b.openUntil.Load() - n)
+					// The longest period, with a little slack for float64
+					// rounding of huge durations, saturated like the breaker.
+					hi := time.Duration(math.MaxInt64)
+					if f := float64(open) * (1 + jitter) * (1 + 1e-12); f < math.MaxInt64 {
+						hi = time.Duration(f)
+					}
+					lo := min(open, time.Duration(math.MaxInt64-n))
+					hi = min(hi, time.Duration(math.MaxInt64-n))
+					if d < lo || d > hi {
+						t.Fatalf("open for %v, want [%v, %v]", d, lo, hi)
 					}
 				}
 				prev = after.state

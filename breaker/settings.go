@@ -56,6 +56,8 @@ type Settings struct {
 
 	// OpenDuration is how long the breaker stays open before letting
 	// probes through, before jitter. Zero means DefaultOpenDuration (5 s).
+	// Any positive value up to math.MaxInt64 works: an open period too
+	// long to represent saturates and never ends.
 	OpenDuration time.Duration
 
 	// OpenJitter is the largest fraction of OpenDuration added at random

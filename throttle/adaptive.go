@@ -23,9 +23,11 @@ const (
 )
 
 // ErrThrottled is the local rejection of [Adaptive]: the call was not made
-// because the dependency has been accepting too few requests. The retry
-// loop wraps it in retry.ErrRejected and never retries it.
-var ErrThrottled = errors.New("throttle: rejected locally, dependency overloaded")
+// because the dependency has been accepting too few requests. It is made
+// with retry.NewRejection, so errors.Is matches it to retry.ErrRejected
+// and the retry loop never retries it, whether the throttle is one of its
+// Guards or the operation returns the rejection itself.
+var ErrThrottled = retry.NewRejection("throttle: rejected locally, dependency overloaded")
 
 // ErrInvalidSettings is wrapped by every error the constructors and
 // Validate methods return.

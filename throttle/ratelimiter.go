@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,8 +11,10 @@ import (
 
 // ErrRateLimited is the rejection of [RateLimiter] when waiting for a
 // send token would end after the caller's deadline: the call is not made
-// and the wait is not started.
-var ErrRateLimited = errors.New("throttle: send rate limit wait would pass the deadline")
+// and the wait is not started. It is a local rejection made with
+// retry.NewRejection: errors.Is matches it to retry.ErrRejected, and the
+// retry loop never retries it.
+var ErrRateLimited = retry.NewRejection("throttle: send rate limit wait would pass the deadline")
 
 // RateLimiterSettings configures a [RateLimiter]. The zero value follows
 // the AWS SDKs' adaptive retry mode; the algorithm's constants are fixed

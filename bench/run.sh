@@ -4,19 +4,19 @@
 # table per scenario and a one-line reading of each, computed from the
 # medians by internal/benchreport.
 #
-# The whole suite runs COUNT times (default 8), one round after another, so
+# The whole suite runs COUNT times (default 10), one round after another, so
 # that a burst of load from elsewhere on the machine hits every library of a
 # round alike instead of all the runs of one. Each benchmark runs for
-# BENCHTIME (default 500ms) per round. benchstat is installed into ./.bin at
+# BENCHTIME (default 1s) per round. benchstat is installed into ./.bin at
 # a pinned version.
 #
-#	./run.sh                      # about 5 minutes on 2 cores
+#	./run.sh                      # about 7 minutes on 2 cores
 #	COUNT=3 BENCHTIME=100ms ./run.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 
-COUNT=${COUNT:-8}
-BENCHTIME=${BENCHTIME:-500ms}
+COUNT=${COUNT:-10}
+BENCHTIME=${BENCHTIME:-1s}
 OUT=${OUT:-BENCHMARKS.md}
 BENCHSTAT_VERSION=v0.0.0-20260908200009-22c9c6c9d4da
 
@@ -40,6 +40,7 @@ for i in $(seq "$COUNT"); do
 	"$work/bench.test" -test.run '^$' -test.bench . -test.benchtime "$BENCHTIME" -test.count 1 >>"$work/raw.txt"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+cp "$work/raw.txt" "$GOBIN/last-run.txt" # the raw runs, for benchstat or benchreport by hand
 
 # Scenarios in a fixed order, then any others in the order they ran.
 mapfile -t scenarios < <(

@@ -66,7 +66,7 @@ func medians(results []result, scenario string) table {
 			runs[r.lib][unit] = append(runs[r.lib][unit], v)
 		}
 	}
-	t := table{libs: order, median: map[string]map[string]float64{}}
+	t := table{libs: order, median: map[string]map[string]float64{}, runs: runs}
 	for lib, units := range runs {
 		t.median[lib] = map[string]float64{}
 		for unit, vs := range units {
@@ -76,10 +76,29 @@ func medians(results []result, scenario string) table {
 	return t
 }
 
-// table is one scenario's medians: median[lib][unit].
+// table is one scenario's medians, median[lib][unit], and the runs they
+// come from, runs[lib][unit], in the order they ran.
 type table struct {
 	libs   []string
 	median map[string]map[string]float64
+	runs   map[string]map[string][]float64
+}
+
+// pairedRatio returns the median over rounds of a's value of unit divided
+// by b's in the same round (the k-th run of a with the k-th run of b), and
+// false if the two have no runs or a different number of them. Load that
+// changes between rounds moves both runs of a round alike, so this is
+// steadier than the ratio of the medians.
+func (t table) pairedRatio(a, b, unit string) (float64, bool) {
+	ra, rb := t.runs[a][unit], t.runs[b][unit]
+	if len(ra) == 0 || len(ra) != len(rb) {
+		return 0, false
+	}
+	r := make([]float64, len(ra))
+	for i := range ra {
+		r[i] = ra[i] / rb[i]
+	}
+	return median(r), true
 }
 
 func median(vs []float64) float64 {

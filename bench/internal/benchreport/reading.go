@@ -59,7 +59,11 @@ func reading(t table, scenario string) (string, error) {
 	var want []string
 	if b, ok := t.median[bare]; ok {
 		over := u["ns/op"]/b["ns/op"] - 1
-		parts = append(parts, fmt.Sprintf("bare transport %s: unherd overhead %+.1f%%", duration(b["ns/op"]), 100*over))
+		part := fmt.Sprintf("bare transport %s: unherd overhead %+.1f%%", duration(b["ns/op"]), 100*over)
+		if r, ok := t.pairedRatio(unherd, bare, "ns/op"); ok {
+			part += fmt.Sprintf(" (median of the per-round ratios: %+.1f%%)", 100*(r-1))
+		}
+		parts = append(parts, part)
 		if tg.overhead > 0 {
 			want = append(want, fmt.Sprintf("overhead <= %g%%", 100*tg.overhead))
 			met = append(met, over <= tg.overhead)

@@ -24,6 +24,8 @@ type StatusError struct {
 	discarded  bool
 }
 
+// Error returns "unherdhttp: response status " and the response's status
+// line, such as "503 Service Unavailable".
 func (e *StatusError) Error() string {
 	return "unherdhttp: response status " + e.resp.Status
 }
@@ -39,13 +41,17 @@ func (e *StatusError) discard(limit int64) {
 // NotReplayedError is the error of a failed attempt that was not repeated
 // because the request may have reached the server and is not safe to
 // send twice: a POST or PATCH without an Idempotency-Key that failed after
-// it was written, or a request whose body could not be rewound. Err is the
-// attempt's own error.
+// it was written, or a request whose body could not be rewound.
 type NotReplayedError struct {
+	// Method is the request's method ("GET" for an empty one).
 	Method string
-	Err    error
+	// Err is the attempt's own error: a transport error, or a
+	// *StatusError for a response.
+	Err error
 }
 
+// Error names the method and why it was not sent again, followed by the
+// attempt's error.
 func (e *NotReplayedError) Error() string {
 	return "unherdhttp: " + e.Method + " not retried (not safe to send twice): " + e.Err.Error()
 }

@@ -42,8 +42,8 @@ var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 
 // Config configures a [Transport]. The zero value is the safe default:
 // retry's defaults (3 attempts, full jitter from 50 ms, a token-bucket
-// retry budget per Transport, Retry-After honoured up to 30 s, a single
-// attempt behind [Middleware]), a 5 s
+// retry budget per Transport, Retry-After honoured up to 30 s and a longer
+// one ending the retries, a single attempt behind [Middleware]), a 5 s
 // connect timeout, no per-attempt timeout, 408, 429, 502, 503 and 504
 // retried for idempotent requests, no hedging, and no automatic
 // idempotency keys.
@@ -62,7 +62,10 @@ type Config struct {
 	// NewTransport builds when its base is nil; with a base of your own,
 	// set your dialer's timeout and TLSHandshakeTimeout yourself. When an
 	// attempt timeout is in force it also bounds the wait for a
-	// connection from the pool. Zero means DefaultConnectTimeout (5 s).
+	// connection from the pool. With a base that is not an
+	// *http.Transport, which reports no connection, it plays no part in
+	// the attempt timeout (see AttemptTimeout). Zero means
+	// DefaultConnectTimeout (5 s).
 	//
 	// Choose it from the network, not from the server: a few round trips
 	// plus a TLS handshake on a loaded host. A cold handshake after a
@@ -74,7 +77,10 @@ type Config struct {
 	// connection (new or reused) to the arrival of the response headers:
 	// writing the request and the server's time to first byte. Reading
 	// the body is not covered: bound that with the request's context.
-	// Its expiry is a retryable timeout. Zero means none.
+	// With a base RoundTripper that is not an *http.Transport (a wrapper
+	// of one included), the start of the connection cannot be seen, and
+	// AttemptTimeout bounds the whole attempt from its start, connection
+	// included. Its expiry is a retryable timeout. Zero means none.
 	//
 	// Choose it from the latency distribution: the percentile whose tail
 	// you accept as false timeouts (p99 for 1% of attempts cut off and
@@ -118,7 +124,8 @@ type Config struct {
 	// MaxBufferedBody is the largest request body without GetBody that is
 	// read into memory so that it can be sent again. A larger body is sent
 	// once, never retried. Zero means DefaultMaxBufferedBody (64 KiB); a
-	// negative value disables buffering.
+	// negative value disables buffering. Any positive value works, up to
+	// math.MaxInt64 (buffer every body, however large: mind the memory).
 	MaxBufferedBody int64
 
 	// MaxDrainedBody is how much of a discarded response body (one that is

@@ -72,11 +72,15 @@
 //
 // A Retry-After header (RFC 9110, section 10.2.3; delay-seconds or an
 // HTTP-date, see [ParseRetryAfter]) on a retryable response replaces the
-// schedule's wait: it is a floor, bounded by retry.Config.MaxServerDelay
-// (30 s by default) with up to retry.Config.ServerJitter (10%) added on
-// top, so a thousand clients told "5" do not return in one wall. A wait
-// that would end after the request context's deadline is not started: the
-// last response goes back at once.
+// schedule's wait: it is a floor, with up to retry.Config.ServerJitter
+// (10%) added on top, so a thousand clients told "5" do not return in one
+// wall. A Retry-After longer than retry.Config.MaxServerDelay (30 s by
+// default) ends the retries: coming back sooner than the server allowed
+// would only add load, so the last response goes back at once, with a nil
+// error (the loop stops with retry.ErrServerDelayTooLong, and no
+// Retry.OnRetry hook runs). Likewise, a wait that would end after
+// the request context's deadline is not started: the last response goes
+// back at once.
 //
 // # Bodies
 //
@@ -123,6 +127,12 @@
 //     tail you accept as false timeouts (p99 cuts off and repeats 1% of
 //     healthy attempts), plus headroom. Config.Timeouts plugs in an
 //     adaptive timeout that follows a latency quantile instead.
+//
+// Only net/http's own *http.Transport reports when an attempt has its
+// connection (through httptrace). With any other base RoundTripper (a
+// wrapper of http.Transport included), the attempt timeout bounds the
+// whole attempt from its start, connection included: ConnectTimeout then
+// plays no part, and the base's own dialer bounds the connect phase.
 //
 // The attempt timeout does not cover reading the body: the response body
 // stays readable after RoundTrip returns, until it is closed, and the

@@ -123,7 +123,7 @@ func TestHedgeOnlyIdempotent(t *testing.T) {
 			tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{
 				Hedge: newHedger(t, time.Millisecond), HedgeMethods: tc.methods,
 				// Ends an unhedged primary, which waits for cancellation.
-				ConnectTimeout: 20 * time.Millisecond, AttemptTimeout: time.Hour, Retry: retry.Config{MaxAttempts: 1},
+				AttemptTimeout: 20 * time.Millisecond, Retry: retry.Config{MaxAttempts: 1},
 			})
 			if err != nil {
 				t.Fatal(err)

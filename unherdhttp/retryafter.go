@@ -8,8 +8,8 @@ import (
 )
 
 // maxRetryAfter is the largest delay ParseRetryAfter returns; longer ones
-// saturate to it instead of overflowing. The retry loop bounds it much
-// further (retry.Config.MaxServerDelay).
+// saturate to it instead of overflowing. The retry loop stops rather than
+// wait longer than retry.Config.MaxServerDelay.
 const maxRetryAfter = time.Duration(math.MaxInt64)
 
 // ParseRetryAfter parses the value of a Retry-After header as RFC 9110,

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/unherd/unherd/retry"
@@ -265,6 +266,59 @@ func TestAttemptTimeoutHTTP2(t *testing.T) {
 			if hits.Load() != tc.wantHits {
 				t.Errorf("server saw %d requests, want %d", hits.Load(), tc.wantHits)
 			}
+		})
+	}
+}
+
+// slowBase is a base transport that is not an *http.Transport, so it
+// reports no connection through httptrace: it answers 200 "ok" after
+// delay, or fails when the request's context ends first.
+type slowBase struct{ delay time.Duration }
+
+func (b *slowBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	tm := time.NewTimer(b.delay)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return &http.Response{StatusCode: 200, Request: r, Body: io.NopCloser(strings.NewReader("ok"))}, nil
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+}
+
+// With a base that reports no connection, AttemptTimeout bounds the whole
+// attempt from its start: not ConnectTimeout (5 s), which only a reported
+// connection would switch to AttemptTimeout.
+func TestAttemptTimeoutUntracedBase(t *testing.T) {
+	tests := []struct {
+		name        string
+		attempt     time.Duration
+		answer      time.Duration
+		wantStatus  int
+		wantErr     error
+		wantElapsed time.Duration
+	}{
+		{"100ms timeout, answer after 3s", 100 * time.Millisecond, 3 * time.Second, 0, retry.ErrAttemptTimeout, 100 * time.Millisecond},
+		{"30s timeout, answer after 10s", 30 * time.Second, 10 * time.Second, 200, nil, 10 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, err := unherdhttp.NewTransport(&slowBase{delay: tc.answer}, unherdhttp.Config{
+					AttemptTimeout: tc.attempt, Retry: retry.Config{MaxAttempts: 1},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				status, _, err := get(t, tr, "http://example.invalid/")
+				if elapsed := time.Since(start); elapsed != tc.wantElapsed {
+					t.Errorf("attempt took %v, want %v", elapsed, tc.wantElapsed)
+				}
+				if status != tc.wantStatus || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+					t.Errorf("got %d, %v; want %d, %v", status, err, tc.wantStatus, tc.wantErr)
+				}
+			})
 		})
 	}
 }

@@ -38,7 +38,7 @@ type Transport struct {
 	onRetry        func(retry.RetryEvent)
 	maxAttempts    int
 	nestedAttempts int
-	traced         bool // base is an *http.Transport, which reports GotConn
+	traced         bool // base is an *http.Transport, which reports GotConn; else AttemptTimeout bounds the whole attempt
 	hedger         *hedge.Hedger
 	hedgeMethods   []string
 }
@@ -132,7 +132,8 @@ func (t *Transport) discardAndNotify(ev retry.RetryEvent) {
 
 // RoundTrip sends req, repeating it as the policy allows. When the loop
 // stops on a response (a retryable status with no attempts, budget or
-// time left, or a permanent status), that last response is returned with a
+// time left, a Retry-After longer than retry.Config.MaxServerDelay, or a
+// permanent status), that last response is returned with a
 // nil error. When it stops on a transport error, the error is the
 // policy's *retry.Error, through which errors.Is and errors.As reach the
 // last attempt's error.
@@ -345,8 +346,9 @@ var errNoRewind = errors.New("unherdhttp: request body cannot be rewound")
 // sendBounded sends areq under a context of its own, which lives until
 // the response body is closed. That context ends when the attempt
 // timeout (if any) expires, the timeout starting when the attempt has a
-// connection, ConnectTimeout bounding the wait for one; and when hctx
-// ends, because another hedge won.
+// connection, ConnectTimeout bounding the wait for one (with a base that
+// reports no connection, the timeout starting with the attempt); and
+// when hctx ends, because another hedge won.
 func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeout time.Duration) (*http.Response, error) {
 	t := c.t
 	actx, cancel := context.WithCancelCause(ctx)
@@ -360,10 +362,16 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 	if a.observe {
 		a.start.Store(time.Now().UnixNano())
 	}
-	if timeout > 0 {
+	switch {
+	case timeout > 0 && t.traced:
 		a.timer = time.AfterFunc(t.connectTimeout, a.expire)
+	case timeout > 0:
+		// No connection will be reported to switch the timer from the
+		// connect phase to the request phase: the attempt timeout bounds
+		// the whole attempt.
+		a.timer = time.AfterFunc(timeout, a.expire)
 	}
-	if a.timer != nil || a.observe {
+	if t.traced && (a.timer != nil || a.observe) {
 		a.trace.GotConn = a.gotConn
 		actx = httptrace.WithClientTrace(actx, &a.trace)
 	}

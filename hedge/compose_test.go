@@ -8,7 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -73,6 +76,13 @@ func TestInsideRetry(t *testing.T) {
 		}
 		if r, w, _ := hedgeBudget.counts(); r != 3 || w != 3 {
 			t.Errorf("hedge budget: %d records, %d withdrawals; want 3 requests, 3 hedges", r, w)
+		}
+		// Each hedged request's real outcome: both copies failed; the
+		// attempt timed out (a Timeout, not a caller who gave up); a
+		// hedge won.
+		want := []budget.Attempt{{N: 1, Failed: true, Class: budget.Transient}, {N: 1, Failed: true, Class: budget.Timeout}, {N: 1}}
+		if diff := cmp.Diff(want, hedgeBudget.records); diff != "" {
+			t.Errorf("hedge budget records (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -85,13 +85,29 @@ type Config struct {
 	MaxHedges int
 
 	// Budget pays for hedges: Do withdraws budget.Transient before each
-	// hedge and records budget.Attempt{N: 1} for each request. Nil means
-	// budget.NewRatio(budget.RatioConfig{Ratio: DefaultBudgetRatio,
-	// NoFloor: true}): hedges at most 5% of the requests of the last
-	// 10 s, with no floor, so an idle client cannot hedge. budget.Unlimited
-	// turns the budget off. A budget shared with a retry policy makes
-	// retries and hedges draw on one allowance.
+	// hedge and, when the request ends, records its outcome once as a
+	// first attempt (budget.Attempt{N: 1, Failed, Class}; see
+	// Hedger.End). Nil means budget.NewRatio(budget.RatioConfig{Ratio:
+	// DefaultBudgetRatio, NoFloor: true}): hedges at most 5% of the
+	// requests of the last 10 s, with no floor, so an idle client cannot
+	// hedge. budget.Unlimited turns the budget off. To make retries and
+	// hedges draw on one allowance, pass the retry policy's budget and set
+	// SharedWithRetry.
 	Budget budget.Budget
+
+	// SharedWithRetry says that Budget is also the budget of the
+	// retry.Policy whose attempts make the hedged requests
+	// (retry.Config.Budget). That policy records every attempt, a hedged
+	// one included, so the Hedger records nothing and only withdraws for
+	// hedges: each request is counted once. Without it, a shared budget
+	// would hear of every hedged request twice. It needs a Budget.
+	SharedWithRetry bool
+
+	// Classify classifies the error a request ends with, for the outcome
+	// End records with the budget (a TokenBucket or a GRPC budget charges
+	// by class). Nil means retry.DefaultClassify; pass the retry policy's
+	// classifier if it has its own.
+	Classify func(error) budget.Class
 
 	// NonFatal, if set, reports whether an attempt's error leaves the
 	// call open: the next hedge starts at once instead of after the delay
@@ -132,6 +148,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxHedges %d is outside [0, %d]", ErrInvalidConfig, c.MaxHedges, MaxHedgesLimit)
 	case c.MinWinShare >= 1 || c.MinWinShare != c.MinWinShare:
 		return fmt.Errorf("%w: MinWinShare %v is not below 1", ErrInvalidConfig, c.MinWinShare)
+	case c.SharedWithRetry && c.Budget == nil:
+		return fmt.Errorf("%w: SharedWithRetry needs a Budget (the retry policy's); the default budget is the Hedger's own", ErrInvalidConfig)
 	case c.ProbeEvery < 0:
 		return fmt.Errorf("%w: ProbeEvery %d is negative; use 0 for the default of %d", ErrInvalidConfig, c.ProbeEvery, DefaultProbeEvery)
 	}

@@ -2,10 +2,14 @@ package hedge
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
 )
 
 // Do runs fn as a hedged call and returns the first successful result.
@@ -50,17 +54,13 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 	// then as a monotonic reading alone: time.Since(epoch) costs one
 	// clock read where time.Now costs two (wall and monotonic).
 	var start time.Duration
-	var now time.Time
-	if h.est != nil || h.ratio != nil {
+	if h.est != nil {
 		start = time.Since(epoch)
-		now = epoch.Add(start)
 	}
-	delay, hedge := h.begin(now)
+	delay, hedge := h.Begin()
 	if !hedge {
 		v, err := fn(ctx, 0)
-		if err == nil && h.est != nil {
-			h.Observe(time.Since(epoch) - start)
-		}
+		h.ended(ctx, start, err, false, false)
 		return v, err
 	}
 
@@ -78,9 +78,7 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 		// (A stopped timer alone does not prove it: fire re-arms it for
 		// the next hedge.)
 		cancel(nil)
-		if err == nil && h.est != nil {
-			h.Observe(time.Since(epoch) - start)
-		}
+		h.ended(ctx, start, err, false, false)
 		c.reset()
 		h.calls.Put(c)
 		return v, err
@@ -90,6 +88,40 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 
 // epoch is the origin of the monotonic clock readings Do takes.
 var epoch = time.Now()
+
+// ended reports a request that started at start (since epoch) and ended
+// with err, for Do: Observe for a success, Result for a success of a
+// request that started a hedge (hedgeWon: a hedge answered first), and
+// End. A failure after parent ended is recorded only if a retry attempt
+// timeout ended it, and then as a Timeout: the dependency was too slow;
+// otherwise the caller gave up, which says nothing about the dependency.
+// The clock is read once, and only if the latency or the default budget
+// needs it.
+func (h *Hedger) ended(parent context.Context, start time.Duration, err error, hedged, hedgeWon bool) {
+	observe := err == nil && h.est != nil
+	record, timedOut := h.record, false
+	if err != nil && parent.Err() != nil {
+		timedOut = errors.Is(context.Cause(parent), retry.ErrAttemptTimeout)
+		record = record && timedOut
+	}
+	var now time.Duration
+	if observe || record && h.ratio != nil {
+		now = time.Since(epoch)
+	}
+	if observe {
+		h.Observe(now - start)
+	}
+	if err == nil && hedged {
+		h.Result(hedgeWon)
+	}
+	switch {
+	case !record:
+	case timedOut:
+		h.recordAt(epoch.Add(now), budget.Attempt{N: 1, Failed: true, Class: budget.Timeout})
+	default:
+		h.end(err, epoch.Add(now))
+	}
+}
 
 // call is the shared state of one hedged call.
 type call[T any] struct {
@@ -235,8 +267,8 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 
 // settle ends the call with attempt i's outcome (i = -1: no attempt's).
 // It is called with c.mu held and releases it. Then, outside the lock, it
-// stops the timer, cancels every other attempt with ErrLost and reports
-// a success's latency and whether a hedge won.
+// stops the timer, cancels every other attempt with ErrLost, and reports
+// the outcome to the Hedger (see Hedger.ended).
 func (c *call[T]) settle(i int, v T, err error) {
 	c.settled, c.winner, c.v, c.err = true, i, v, err
 	hedged := c.started > 1
@@ -251,14 +283,7 @@ func (c *call[T]) settle(i int, v T, err error) {
 			cancel(ErrLost)
 		}
 	}
-	if err == nil {
-		if c.h.est != nil {
-			c.h.Observe(time.Since(epoch) - c.start)
-		}
-		if hedged {
-			c.h.Result(i > 0)
-		}
-	}
+	c.h.ended(c.parent, c.start, err, hedged, i > 0)
 }
 
 // finish is the caller's side of a call whose timer fired or whose

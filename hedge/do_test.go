@@ -133,6 +133,14 @@ func TestDo(t *testing.T) {
 				if records != 1 || withdrawn != tc.withdrawn {
 					t.Errorf("budget: %d records, %d withdrawals; want 1, %d", records, withdrawn, tc.withdrawn)
 				}
+				// The request is recorded once, with its real outcome.
+				want := []budget.Attempt{{N: 1}}
+				if tc.wantErr != nil {
+					want = []budget.Attempt{{N: 1, Failed: true, Class: budget.Transient}}
+				}
+				if diff := cmp.Diff(want, b.records); diff != "" {
+					t.Errorf("budget records (-want +got):\n%s", diff)
+				}
 				for _, c := range b.classes {
 					if c != budget.Transient {
 						t.Errorf("hedge withdrew class %v, want Transient", c)

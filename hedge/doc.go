@@ -48,17 +48,54 @@
 //
 // # Budget
 //
-// Each hedge withdraws budget.Transient from Config.Budget, and each
-// request records budget.Attempt{N: 1}. The default budget is
-// budget.NewRatio with Ratio 0.05 and NoFloor: hedges at most 5% of the
-// requests of the last 10 s, the p95 rule's own share. The rule asks for
-// about that much, so the budget binds when the rule overshoots (a
-// latency shift the estimator has not caught up with) and, at low request
-// rates, on chance: with 100 requests per second a 10 s window allows 50
-// hedges, and about one hedge in ten the rule asks for is refused, enough
-// to leave some stuck calls unhedged. At 5,000 requests per second that
-// share is negligible (TestTailAtScale). Share a budget with a retry
-// policy to make hedges and retries draw on one allowance.
+// Each hedge withdraws budget.Transient from Config.Budget before it
+// starts. Each request is recorded once, when it ends, as a call's first
+// attempt with its real outcome: budget.Attempt{N: 1} for a success,
+// {N: 1, Failed: true, Class: c} for the error that settled it, classified
+// by Config.Classify (retry.DefaultClassify by default). So a dependency
+// that keeps failing earns no hedges: a TokenBucket refills and a GRPC
+// budget recovers only from successes. As in the retry loop, a local
+// rejection (retry.ErrRejected) and a failure after the caller gave up
+// are not recorded; a retry attempt timeout that ends the request is
+// recorded as a Timeout.
+//
+// The default budget is budget.NewRatio with Ratio 0.05 and NoFloor:
+// hedges at most 5% of the requests of the last 10 s, the p95 rule's own
+// share. The rule asks for about that much, so the budget binds when the
+// rule overshoots (a latency shift the estimator has not caught up with)
+// and, at low request rates, on chance: with 100 requests per second a
+// 10 s window allows 50 hedges, and about one hedge in ten the rule asks
+// for is refused, enough to leave some stuck calls unhedged. At 5,000
+// requests per second that share is negligible (TestTailAtScale). A
+// request counts once it has ended, so a new Hedger hedges only after
+// twenty requests have ended.
+//
+// Why a budget of its own by default: hedges and retries answer
+// different failures. Hedges are for a healthy fleet with a slow tail and
+// cost a steady few percent; retries are for failures and should be
+// scarce during an outage. A separate budget keeps a latency spike from
+// spending the retries an outage will need, and an outage from starving
+// the hedges that cut the tail once it is over, and each can be sized for
+// its job (the SRE book's 10% for retries, the p95 rule's 5% for hedges).
+//
+// To make retries and hedges draw on one allowance instead, when the
+// Hedger runs inside a retry.Policy's attempts, pass that policy's budget
+// and set Config.SharedWithRetry (and the policy's classifier as
+// Config.Classify, if it has one):
+//
+//	b, _ := budget.NewRatio(budget.RatioConfig{}) // 10% of requests, floor 10/s
+//	p, _ := retry.New(retry.Config{Budget: b})
+//	h, _ := hedge.New(hedge.Config{Budget: b, SharedWithRetry: true})
+//
+// The retry loop records every attempt, a hedged one included, so the
+// Hedger records nothing and only withdraws for its hedges: each request
+// is counted once, and retries and hedges together stay within the
+// budget (with a Ratio, 10% of requests for both; with a TokenBucket, a
+// hedge costs what a transient retry does; with a GRPC budget, hedges,
+// like retries, stop when failures pass its threshold). Without
+// SharedWithRetry a shared budget would hear of every hedged request
+// twice, once from the loop and once from the Hedger, and allow twice
+// the share it was given.
 //
 // # Back-off
 //
@@ -81,10 +118,11 @@
 // a discrete-event simulator can drive the same Hedger under virtual time
 // with no goroutines:
 //
-//	delay, ok := h.Begin()   // per request: counts it; may it hedge, after what delay?
+//	delay, ok := h.Begin()   // per request: may it hedge, after what delay?
 //	ok = h.Admit()           // per hedge about to start: pays for it from the budget
 //	h.Observe(latency)       // per successful request: start to first success
 //	h.Result(hedgeWon)       // per successful request that started a hedge
+//	h.End(err)               // per request, once it has ended: records its outcome with the budget
 //
 // plus [Hedger.Delay], [Hedger.WinShare] and [Hedger.Suspended] to read
 // the state. Do calls exactly these. A simulator that wants the budget on
@@ -96,7 +134,8 @@
 // Hedging runs inside one retry attempt: retry.Policy.Do(ctx, func(ctx)
 // error { _, err := hedge.Do(ctx, h, fn, cleanup); return err }). Hedges
 // are not retries: they draw on the hedge budget, not on the retry
-// policy's attempts or budget; a hedged attempt that fails as a whole
+// policy's attempts or, unless the two share one (see Budget), its
+// budget; a hedged attempt that fails as a whole
 // (or whose attempt timeout, which bounds the primary and its hedges
 // together, expires) is retried by the outer loop. See package timeout for
 // an attempt timeout that tracks latency the same way.
@@ -107,7 +146,9 @@
 // allocates only the primary's cancellable context (2 allocations) and
 // arms and stops one timer, which the Hedger reuses across calls
 // (BenchmarkHedgePrimaryWins). With the adaptive delay it also reads the
-// clock twice to measure the latency. A request that may not hedge
+// clock twice to measure the latency, and the default budget records the
+// request at the second reading; with a fixed delay the default budget
+// reads the clock once, when the request ends. A request that may not hedge
 // (warming up, or suspended and not a probe) runs fn with the caller's
 // context and nothing else.
 //

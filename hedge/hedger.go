@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/quantile"
+	"github.com/unherd/unherd/retry"
 )
 
 // Hedger holds a hedging policy and its run-time state: the latency
@@ -16,13 +18,13 @@ import (
 // safe for concurrent use; build one per dependency (per replica set) and
 // share it. The zero Hedger is not usable; call New.
 //
-// The decision methods Begin, Delay, Admit, Observe and Result are the
-// whole of the hedging logic. [Do] calls them around real attempts; a
+// The decision methods Begin, Delay, Admit, Observe, Result and End are
+// the whole of the hedging logic. [Do] calls them around real attempts; a
 // simulator running under its own clock calls them directly, in this
 // order, for each request:
 //
-//  1. Begin at the start: it counts the request and says whether the
-//     request may hedge and after what delay.
+//  1. Begin at the start: it says whether the request may hedge and
+//     after what delay.
 //  2. When the delay passes with no answer (or an attempt fails with a
 //     non-fatal error), Admit before each hedge; start it only if Admit
 //     says so (it has withdrawn the hedge's cost from the budget).
@@ -30,6 +32,9 @@ import (
 //     to the first successful answer).
 //  4. Result once, when a request that started at least one hedge
 //     succeeds: whether a hedge won.
+//  5. End once, when the request's outcome is known (success or the
+//     error that settled it): the budget hears of the request then, with
+//     its real outcome, and only then.
 type Hedger struct {
 	fixed       time.Duration
 	minDelay    time.Duration
@@ -38,6 +43,8 @@ type Hedger struct {
 	maxHedges   int
 	budget      budget.Budget
 	ratio       *budget.Ratio // the default budget, on the real clock; nil if Config.Budget was set
+	record      bool          // End records requests with the budget (not SharedWithRetry)
+	classify    func(error) budget.Class
 	nonFatal    func(error) bool
 	minWinShare float64
 	probeEvery  uint64
@@ -60,9 +67,14 @@ func New(cfg Config) (*Hedger, error) {
 		maxDelay:    cfg.MaxDelay,
 		maxHedges:   cfg.MaxHedges,
 		budget:      cfg.Budget,
+		record:      !cfg.SharedWithRetry,
+		classify:    cfg.Classify,
 		nonFatal:    cfg.NonFatal,
 		minWinShare: cfg.MinWinShare,
 		probeEvery:  uint64(cfg.ProbeEvery),
+	}
+	if h.classify == nil {
+		h.classify = retry.DefaultClassify
 	}
 	if h.maxHedges == 0 {
 		h.maxHedges = DefaultMaxHedges
@@ -121,22 +133,12 @@ func (h *Hedger) Delay() (time.Duration, bool) {
 	return d, true
 }
 
-// Begin starts a request: it records the request with the budget
-// (budget.Attempt{N: 1}) and returns the hedge delay and whether this
+// Begin starts a request: it returns the hedge delay and whether this
 // request may hedge at all. It may not while the delay is unknown (see
 // Delay), or while hedging is suspended, except for one request in
-// ProbeEvery.
-func (h *Hedger) Begin() (time.Duration, bool) { return h.begin(time.Time{}) }
-
-// begin is Begin for a caller that has just read the clock anyway: the
-// default budget, which runs on the real clock, takes that reading instead
-// of reading the clock again.
-func (h *Hedger) begin(now time.Time) (time.Duration, bool) {
-	if h.ratio != nil && !now.IsZero() {
-		h.ratio.RecordAt(now, budget.Attempt{N: 1})
-	} else {
-		h.budget.Record(budget.Attempt{N: 1})
-	}
+// ProbeEvery. Begin tells the budget nothing: the request is recorded by
+// End, once its outcome is known.
+func (h *Hedger) Begin() (time.Duration, bool) {
 	d, ok := h.Delay()
 	if !ok {
 		return 0, false
@@ -180,6 +182,49 @@ func (h *Hedger) Result(hedgeWon bool) {
 			return
 		}
 	}
+}
+
+// End records, once per request, how it ended: err is nil for a success,
+// or the error that settled it. The budget hears of the request here, as
+// a call's first attempt with its real outcome (budget.Attempt{N: 1,
+// Failed: err != nil, Class: Config.Classify(err)}), so a failing
+// dependency earns no budget: a TokenBucket refills and a GRPC budget
+// recovers only from successes, and a Ratio counts the request whatever
+// its outcome. A local rejection (an error matching retry.ErrRejected, say
+// from a circuit breaker inside the request) is not recorded, as the
+// retry loop does not record it: it says nothing about the dependency.
+// Neither, in Do, is a failure after the caller gave up, unless what
+// ended the request's context was a retry attempt timeout
+// (retry.ErrAttemptTimeout), which Do records as a Timeout. With
+// Config.SharedWithRetry, End records nothing: the retry policy records
+// the attempt that made the request.
+func (h *Hedger) End(err error) { h.end(err, time.Time{}) }
+
+// end is End for a caller that has just read the clock anyway: the
+// default budget, which runs on the real clock, takes that reading
+// instead of reading the clock again.
+func (h *Hedger) end(err error, now time.Time) {
+	if !h.record {
+		return
+	}
+	a := budget.Attempt{N: 1}
+	if err != nil {
+		if errors.Is(err, retry.ErrRejected) {
+			return
+		}
+		a.Failed, a.Class = true, h.classify(err)
+	}
+	h.recordAt(now, a)
+}
+
+// recordAt records a with the budget, at now if it is known and the
+// budget is the default one.
+func (h *Hedger) recordAt(now time.Time, a budget.Attempt) {
+	if h.ratio != nil && !now.IsZero() {
+		h.ratio.RecordAt(now, a)
+		return
+	}
+	h.budget.Record(a)
 }
 
 // WinShare returns the exponentially decaying share of hedged requests

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/budget"
 )
 
 func TestValidate(t *testing.T) {
@@ -35,6 +37,8 @@ func TestValidate(t *testing.T) {
 		{"MinWinShare NaN", Config{MinWinShare: math.NaN()}, false},
 		{"MinWinShare negative turns the rule off", Config{MinWinShare: -1}, true},
 		{"negative ProbeEvery", Config{ProbeEvery: -1}, false},
+		{"SharedWithRetry needs a Budget", Config{SharedWithRetry: true}, false},
+		{"SharedWithRetry with a Budget", Config{SharedWithRetry: true, Budget: budget.Unlimited}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,8 +135,8 @@ func TestSuspendAndProbe(t *testing.T) {
 	if _, ok := h.Begin(); !ok {
 		t.Error("request may not hedge after resuming")
 	}
-	if records, _, _ := b.counts(); records != 9 {
-		t.Errorf("budget saw %d requests, want 9", records)
+	if records, _, _ := b.counts(); records != 0 {
+		t.Errorf("Begin recorded %d requests with the budget, want none (End does)", records)
 	}
 }
 
@@ -147,20 +151,33 @@ func TestSuspendRuleOff(t *testing.T) {
 }
 
 // TestDefaultBudget checks the default: hedges at most 5% of the requests
-// in the window, and none before any request.
+// in the window, failed ones included, and none before any request has
+// ended.
 func TestDefaultBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mustNew(t, Config{Delay: time.Millisecond})
 		if h.Admit() {
 			t.Error("admitted a hedge before any request")
 		}
+		h.Begin()
+		if h.Admit() {
+			t.Error("admitted a hedge for a request that has begun and not ended")
+		}
 		admitted := 0
-		for range 1000 {
+		for i := range 1000 {
 			h.Begin()
 			if h.Admit() {
 				admitted++
 			}
+			if i%2 == 0 {
+				h.End(nil)
+			} else {
+				h.End(errBoom)
+			}
 			time.Sleep(time.Millisecond) // all within one 10 s window
+		}
+		for h.Admit() {
+			admitted++
 		}
 		if admitted != 50 {
 			t.Errorf("admitted %d hedges for 1000 requests, want 50", admitted)

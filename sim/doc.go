@@ -30,8 +30,9 @@
 //     clock); budget.Unlimited where a row has no budget;
 //   - breaker.Breaker and throttle.Adaptive, through AdmitAt and DoneAt,
 //     the explicit-time forms of their retry.Guard methods;
-//   - hedge.Hedger's decision methods Begin, Admit, Observe and Result,
-//     which hedge.Do itself calls around real attempts.
+//   - hedge.Hedger's decision methods Begin, Admit, Observe, Result and
+//     End, which hedge.Do itself calls around real attempts, with its
+//     budget, a budget.NewRatio like its default, on the virtual clock.
 //
 // The models around them (networks, servers, rate limiters, queues) are
 // the simulator's own and are described with each scenario.

@@ -323,21 +323,7 @@ func runHedge(done <-chan struct{}, seed, stream uint64, p *HedgeParams, saturat
 	}
 	r.env = rand.New(rand.NewPCG(seed, mix(1<<40+fleet)))
 	var err error
-	switch strategy {
-	case hedgeFixed:
-		r.hedger, err = hedge.New(hedge.Config{Delay: p.Delay, Budget: budget.Unlimited, MinWinShare: -1})
-	case hedgeAdaptive:
-		r.hedger, err = hedge.New(hedge.Config{})
-	case hedgeAdaptive10:
-		// The same hedger with more budget than its quantile spends in
-		// steady state, to show what the default 5% leaves for bursts.
-		var b budget.Budget
-		b, err = budget.NewRatio(budget.RatioConfig{Ratio: 0.1, NoFloor: true, Now: e.Now})
-		if err == nil {
-			r.hedger, err = hedge.New(hedge.Config{Budget: b})
-		}
-	}
-	if err != nil {
+	if r.hedger, err = newHedger(strategy, p, e.Now); err != nil {
 		return hedgeOut{err: err}
 	}
 	if saturated {
@@ -361,6 +347,31 @@ func runHedge(done <-chan struct{}, seed, stream uint64, p *HedgeParams, saturat
 		r.out.suspended = r.hedger.Suspended()
 	}
 	return r.out
+}
+
+// newHedger builds the strategy's hedger (nil for no hedge and tied) on
+// the run's virtual clock: the adaptive hedgers' budget is built as
+// hedge.New builds its default, a ratio with no floor, but with now as
+// its clock, so that its 10 s window is virtual time and a run's result
+// does not depend on how long it takes on the machine. The adaptive
+// hedger with a 10% budget has more than its quantile spends in steady
+// state, to show what the default 5% leaves for bursts.
+func newHedger(strategy int, p *HedgeParams, now func() time.Time) (*hedge.Hedger, error) {
+	ratio := hedge.DefaultBudgetRatio
+	switch strategy {
+	case hedgeFixed:
+		return hedge.New(hedge.Config{Delay: p.Delay, Budget: budget.Unlimited, MinWinShare: -1})
+	case hedgeAdaptive:
+	case hedgeAdaptive10:
+		ratio = 0.1
+	default:
+		return nil, nil
+	}
+	b, err := budget.NewRatio(budget.RatioConfig{Ratio: ratio, NoFloor: true, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	return hedge.New(hedge.Config{Budget: b})
 }
 
 // stallGap draws the time to a server's next stall.
@@ -517,6 +528,7 @@ func (r *hedgeRun) finish(e *engine, c int32) {
 		if leaf.sent[1] {
 			r.hedger.Result(c%2 == 1)
 		}
+		r.hedger.End(nil) // reads do not fail in this model
 	}
 	q := leaf.req
 	r.remaining[q]--

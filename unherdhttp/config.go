@@ -98,8 +98,12 @@ type Config struct {
 	// Hedge, if set, hedges requests within each attempt of the retry
 	// loop: when the request has had no answer for the hedger's delay, the
 	// same request is sent again (with the attempt header) and the first
-	// response wins; the others are cancelled and their responses, if any,
-	// drained and closed. Only requests that may be repeated (see the
+	// success wins; a failed request (a failure status or a transport
+	// error) waits for the others, and only when all have failed does the
+	// last failure go to the retry loop. The losers are cancelled and their
+	// responses, if any, drained and closed. The hedger's Config.NonFatal
+	// applies only to that last failure: if it says non-fatal, the next
+	// hedge starts at once. Only requests that may be repeated (see the
 	// package doc) and whose method is in HedgeMethods are hedged; their
 	// GetBody must be safe to call from several goroutines at once, as
 	// http.NewRequest's is. One Hedger may serve several Transports. Nil

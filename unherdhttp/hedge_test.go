@@ -2,12 +2,16 @@ package unherdhttp_test
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -135,4 +139,168 @@ func TestHedgeOnlyIdempotent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// step is what raceBase does with one request: after a delay, it answers
+// with status (body "primary" or "hedge") or fails with err.
+type step struct {
+	after  time.Duration
+	status int
+	err    error
+}
+
+// raceBase is an in-process base transport for hedging races under
+// synctest: the primary (no attempt header) follows primary, every hedge
+// follows hedge. A request whose context ends first fails with the
+// context's error. It counts the requests, and the response bodies it
+// hands out and that get closed.
+type raceBase struct {
+	primary, hedge step
+	calls          atomic.Int32
+	opened, closed atomic.Int32
+}
+
+func (b *raceBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.calls.Add(1)
+	s, name := b.hedge, "hedge"
+	if r.Header.Get(unherdhttp.AttemptHeader) == "" {
+		s, name = b.primary, "primary"
+	}
+	tm := time.NewTimer(s.after)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	b.opened.Add(1)
+	return &http.Response{StatusCode: s.status, Request: r, Header: http.Header{},
+		Body: &countedBody{Reader: strings.NewReader(name), closed: &b.closed}}, nil
+}
+
+// countedBody is a response body that counts its closes in closed.
+type countedBody struct {
+	io.Reader
+	closed *atomic.Int32
+}
+
+func (c *countedBody) Close() error { c.closed.Add(1); return nil }
+
+// refused is the error of a dial to a closed port.
+var refused = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+// Within a hedged attempt only a response the Transport would hand back
+// wins: a fast 503 or a refused connection from the hedge does not cancel
+// a primary about to answer 200, and a failure waits for the request
+// still running. When every request fails, the last failure goes back
+// (here as the response, the policy having a single attempt). Every body
+// that does not go back to the caller is closed.
+func TestHedgeFailureDoesNotWin(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name           string
+		primary, hedge step
+		wantCalls      int32
+		wantStatus     int
+		wantBody       string
+		wantErr        error
+		wantElapsed    time.Duration
+	}{
+		{"hedge 503 at once, primary 200 at 50ms", step{after: 50 * ms, status: 200}, step{status: 503}, 2, 200, "primary", nil, 50 * ms},
+		{"hedge 429 at once, primary 200 at 50ms", step{after: 50 * ms, status: 200}, step{status: 429}, 2, 200, "primary", nil, 50 * ms},
+		{"hedge 500 at once, primary 200 at 50ms", step{after: 50 * ms, status: 200}, step{status: 500}, 2, 200, "primary", nil, 50 * ms},
+		{"hedge refused, primary 200 at 50ms", step{after: 50 * ms, status: 200}, step{err: refused}, 2, 200, "primary", nil, 50 * ms},
+		{"primary 503 at 20ms waits for hedge 200 at 40ms", step{after: 20 * ms, status: 503}, step{after: 30 * ms, status: 200}, 2, 200, "hedge", nil, 40 * ms},
+		{"hedge refused, primary 503 at 50ms: the 503 goes back", step{after: 50 * ms, status: 503}, step{err: refused}, 2, 503, "primary", nil, 50 * ms},
+		{"hedge 503 at 30ms, primary refused at 50ms: the error goes back", step{after: 50 * ms, err: refused}, step{after: 20 * ms, status: 503}, 2, 0, "", syscall.ECONNREFUSED, 50 * ms},
+		{"primary 503 before the hedge delay: no hedge", step{after: 5 * ms, status: 503}, step{status: 200}, 1, 503, "primary", nil, 5 * ms},
+		{"hedge 200 wins over a hanging primary", step{after: time.Hour, status: 200}, step{status: 200}, 2, 200, "hedge", nil, 10 * ms},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &raceBase{primary: tc.primary, hedge: tc.hedge}
+				tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{
+					Hedge: newHedger(t, 10*ms), Retry: retry.Config{MaxAttempts: 1},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				status, body, err := get(t, tr, "http://example.invalid/")
+				if elapsed := time.Since(start); elapsed != tc.wantElapsed {
+					t.Errorf("took %v, want %v", elapsed, tc.wantElapsed)
+				}
+				if status != tc.wantStatus || body != tc.wantBody || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+					t.Errorf("got %d %q, %v; want %d %q, %v", status, body, err, tc.wantStatus, tc.wantBody, tc.wantErr)
+				}
+				synctest.Wait() // losing requests have returned
+				if got := base.calls.Load(); got != tc.wantCalls {
+					t.Errorf("%d requests sent, want %d", got, tc.wantCalls)
+				}
+				if opened, closed := base.opened.Load(), base.closed.Load(); opened != closed {
+					t.Errorf("%d response bodies handed out, %d closed", opened, closed)
+				}
+			})
+		})
+	}
+}
+
+// Over loopback, through net/http's Transport: a hedge answered 503
+// before the primary answers at all, and the caller gets the primary's
+// 200. Which answer the client reads first is up to the scheduler here;
+// TestHedgeFailureDoesNotWin pins the order under synctest.
+func TestHedgeLoopback503ThenPrimary200(t *testing.T) {
+	hedgeAnswered := make(chan struct{})
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(unherdhttp.AttemptHeader) != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "hedge")
+			w.(http.Flusher).Flush()
+			close(hedgeAnswered)
+			return
+		}
+		select {
+		case <-hedgeAnswered:
+			io.WriteString(w, "primary")
+		case <-r.Context().Done():
+		}
+	})
+	tr := newTransport(t, unherdhttp.Config{
+		Hedge: newHedger(t, time.Millisecond), Retry: retry.Config{MaxAttempts: 1},
+	})
+	status, body, err := get(t, tr, srv.URL)
+	if err != nil || status != 200 || body != "primary" {
+		t.Fatalf("got %d %q, %v; want 200 primary", status, body, err)
+	}
+}
+
+// With a hedger whose NonFatal calls every error non-fatal, the attempt's
+// last failure starts the next hedge at once, as package hedge does; the
+// failed response is closed all the same.
+func TestHedgeNonFatalStartsNextHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := hedge.New(hedge.Config{Delay: 10 * time.Millisecond, Budget: budget.Unlimited, MinWinShare: -1,
+			NonFatal: func(error) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := &raceBase{primary: step{after: 5 * time.Millisecond, status: 503}, hedge: step{after: time.Millisecond, status: 200}}
+		tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{Hedge: h, Retry: retry.Config{MaxAttempts: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		status, body, err := get(t, tr, "http://example.invalid/")
+		if err != nil || status != 200 || body != "hedge" || time.Since(start) != 6*time.Millisecond {
+			t.Errorf("got %d %q, %v after %v; want 200 hedge after 6ms", status, body, err, time.Since(start))
+		}
+		synctest.Wait()
+		if opened, closed := base.opened.Load(), base.closed.Load(); opened != 2 || closed != 2 {
+			t.Errorf("%d response bodies handed out, %d closed; want 2 and 2", opened, closed)
+		}
+	})
 }

@@ -260,20 +260,6 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return c.t.judgeResponse(c, resp)
 }
 
-// attemptHedged is attempt as a hedged call.
-func (c *call) attemptHedged(ctx context.Context) (*http.Response, error) {
-	resp, err := hedge.Do(ctx, c.t.hedger, c.hedge, c.t.discardResponse)
-	if err != nil {
-		return nil, err
-	}
-	return c.t.judgeResponse(c, resp)
-}
-
-// hedge is one hedged request within an attempt.
-func (c *call) hedge(hctx context.Context, _ int) (*http.Response, error) {
-	return c.send(c.req.Context(), hctx)
-}
-
 // discardResponse closes a hedge's response that lost.
 func (t *Transport) discardResponse(resp *http.Response) { drain(resp.Body, t.maxDrained) }
 

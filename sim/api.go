@@ -63,14 +63,25 @@ type Options struct {
 // Result is what a scenario run produced: a table, the claims it checks,
 // and chart data.
 type Result struct {
-	Scenario   string         `json:"scenario"`
-	Population string         `json:"population"`
-	Params     map[string]any `json:"params"`
+	// Scenario is the name of the scenario that ran (Scenario.Name).
+	Scenario string `json:"scenario"`
+	// Population is the scenario's Population: "closed", "open" or
+	// "closed and open".
+	Population string `json:"population"`
+	// Params holds the parameters the run used, by flag name
+	// (Params.Values), so that a result says how to reproduce it.
+	Params map[string]any `json:"params"`
 	// Columns lists the row keys in display order.
 	Columns []string `json:"-"`
-	Rows    []Row    `json:"rows"`
-	Claims  []Claim  `json:"claims"`
-	Charts  []Chart  `json:"-"`
+	// Rows is the result table, one row per configuration measured
+	// (strategy, policy, client count...), in display order.
+	Rows []Row `json:"rows"`
+	// Claims are the published claims the scenario checks, each with what
+	// this run measured and whether it holds.
+	Claims []Claim `json:"claims"`
+	// Charts is the data for the scenario's charts; the command line draws
+	// them. It is left out of the JSON output.
+	Charts []Chart `json:"-"`
 }
 
 // Row is one table row, keyed by column name. Values are strings, ints or
@@ -79,8 +90,13 @@ type Row map[string]any
 
 // Claim sets what a published source says beside what this run measured.
 type Claim struct {
-	Source   string `json:"source"`
-	Claim    string `json:"claim"`
+	// Source names the publication the claim comes from, with its
+	// authors, year and address.
+	Source string `json:"source"`
+	// Claim is what the source says, in one sentence, with its figures.
+	Claim string `json:"claim"`
+	// Measured is what this run measured for the same quantities, in
+	// words and numbers.
 	Measured string `json:"measured"`
 	// Holds reports whether the measurement agrees with the claim.
 	Holds bool `json:"holds"`
@@ -89,16 +105,23 @@ type Claim struct {
 // Chart is data for one chart: several named series over the same axes.
 type Chart struct {
 	// Name is a file-name-safe identifier, unique within the result.
-	Name   string
-	Title  string
+	Name string
+	// Title is the chart's heading.
+	Title string
+	// XLabel labels the horizontal axis, with its unit if it has one.
 	XLabel string
+	// YLabel labels the vertical axis, with its unit if it has one.
 	YLabel string
+	// Series are the lines drawn, in legend order.
 	Series []Series
 }
 
 // Series is one line of a chart.
 type Series struct {
+	// Name labels the line in the legend: a strategy or policy.
 	Name string
+	// X and Y are the points' coordinates, X[i] with Y[i], in the units
+	// of the chart's axis labels; they have the same length.
 	X, Y []float64
 }
 

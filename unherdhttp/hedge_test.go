@@ -213,6 +213,8 @@ func TestHedgeFailureDoesNotWin(t *testing.T) {
 		{"hedge 429 at once, primary 200 at 50ms", step{after: 50 * ms, status: 200}, step{status: 429}, 2, 200, "primary", nil, 50 * ms},
 		{"hedge 500 at once, primary 200 at 50ms", step{after: 50 * ms, status: 200}, step{status: 500}, 2, 200, "primary", nil, 50 * ms},
 		{"hedge refused, primary 200 at 50ms", step{after: 50 * ms, status: 200}, step{err: refused}, 2, 200, "primary", nil, 50 * ms},
+		{"primary 200 and hedge 503 at the same instant", step{after: 50 * ms, status: 200}, step{after: 40 * ms, status: 503}, 2, 200, "primary", nil, 50 * ms},
+		{"hedge 200 and primary 503 at the same instant", step{after: 50 * ms, status: 503}, step{after: 40 * ms, status: 200}, 2, 200, "hedge", nil, 50 * ms},
 		{"primary 503 at 20ms waits for hedge 200 at 40ms", step{after: 20 * ms, status: 503}, step{after: 30 * ms, status: 200}, 2, 200, "hedge", nil, 40 * ms},
 		{"hedge refused, primary 503 at 50ms: the 503 goes back", step{after: 50 * ms, status: 503}, step{err: refused}, 2, 503, "primary", nil, 50 * ms},
 		{"hedge 503 at 30ms, primary refused at 50ms: the error goes back", step{after: 50 * ms, err: refused}, step{after: 20 * ms, status: 503}, 2, 0, "", syscall.ECONNREFUSED, 50 * ms},

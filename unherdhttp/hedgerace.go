@@ -27,8 +27,9 @@ type hedgeRace struct {
 
 	mu      sync.Mutex
 	running int            // requests sent and not yet judged
-	decided chan struct{}  // closed by the first success or the last failure
-	done    bool           // decided is closed
+	won     bool           // a request succeeded and went to hedge.Do
+	lost    bool           // the last request failed: decided is closed
+	decided chan struct{}  // closed by the last failure
 	ended   bool           // hedge.Do returned: a late failure discards its own response
 	failed  []*StatusError // failed responses, to discard unless one goes back
 }
@@ -56,7 +57,7 @@ func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
 	r.mu.Lock()
 	r.running--
 	if err == nil {
-		r.decide()
+		r.won = true
 		r.mu.Unlock()
 		return resp, nil
 	}
@@ -71,27 +72,27 @@ func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
 	if hasResp {
 		r.failed = append(r.failed, se)
 	}
-	if r.done || r.running == 0 {
-		// The race is decided, or this is its last failure.
-		r.decide()
+	switch {
+	case r.won:
+		// hedge.Do takes the success and then cancels this request: the
+		// failure must not reach it first and settle the call.
 		r.mu.Unlock()
-		return nil, err
-	}
-	decided := r.decided
-	r.mu.Unlock()
-	select {
-	case <-decided:
-	case <-hctx.Done(): // another request won, or the caller gave up
+		<-hctx.Done()
+	case r.running == 0:
+		// The last failure: it is the attempt's.
+		if !r.lost {
+			r.lost = true
+			close(r.decided)
+		}
+		r.mu.Unlock()
+	default:
+		r.mu.Unlock()
+		select {
+		case <-r.decided: // every other request failed too
+		case <-hctx.Done(): // another request won, or the caller gave up
+		}
 	}
 	return nil, err
-}
-
-// decide marks the race decided, once. It is called with r.mu held.
-func (r *hedgeRace) decide() {
-	if !r.done {
-		r.done = true
-		close(r.decided)
-	}
 }
 
 // end runs when hedge.Do has returned err: every failed response but the

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -121,4 +123,38 @@ func BenchmarkTransportOverhead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkTransportHedgedOverhead is BenchmarkTransportOverhead for a
+// hedged GET whose primary answers before the hedge delay: the cost of
+// the hedged attempt (hedge.Do, the race between its requests, and the
+// context that lets a winning hedge cancel the primary).
+func BenchmarkTransportHedgedOverhead(b *testing.B) {
+	base := freshTransport{}
+	h, err := hedge.New(hedge.Config{Delay: time.Hour, Budget: budget.Unlimited})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{Hedge: h})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://example.invalid/", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := tr.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatal(resp, err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// freshTransport answers every request with a new 200 response, without
+// a network: a hedged attempt wraps the response's body, so the
+// response cannot be shared as staticTransport's is.
+type freshTransport struct{}
+
+func (freshTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
 }

@@ -169,5 +169,9 @@
 // 60 ns in all (BenchmarkTransportOverhead; BenchmarkTransportGet
 // compares with a bare http.Transport over loopback). An attempt timeout
 // costs a context, a timer and an httptrace hook per attempt: 11
-// allocations and about 1.1 KiB.
+// allocations and about 1.1 KiB. A hedged request whose primary answers
+// before the hedge delay costs about 1.2 µs and 16 allocations (1.4 KiB)
+// over its base transport (BenchmarkTransportHedgedOverhead): hedge.Do,
+// the race between the attempt's requests, and the context through which
+// a winning hedge would cancel the primary.
 package unherdhttp

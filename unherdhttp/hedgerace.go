@@ -28,15 +28,15 @@ type hedgeRace struct {
 	mu      sync.Mutex
 	running int            // requests sent and not yet judged
 	won     bool           // a request succeeded and went to hedge.Do
-	lost    bool           // the last request failed: decided is closed
-	decided chan struct{}  // closed by the last failure
+	lost    bool           // the last request failed
+	decided chan struct{}  // made by the first request to wait; closed by the last failure
 	ended   bool           // hedge.Do returned: a late failure discards its own response
 	failed  []*StatusError // failed responses, to discard unless one goes back
 }
 
 // attemptHedged is attempt as a hedged call.
 func (c *call) attemptHedged(ctx context.Context) (*http.Response, error) {
-	r := &hedgeRace{c: c, decided: make(chan struct{})}
+	r := &hedgeRace{c: c}
 	resp, err := hedge.Do(ctx, c.t.hedger, r.send, c.t.discardResponse)
 	r.end(err)
 	return resp, err
@@ -78,17 +78,24 @@ func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
 		// failure must not reach it first and settle the call.
 		r.mu.Unlock()
 		<-hctx.Done()
-	case r.running == 0:
-		// The last failure: it is the attempt's.
+	case r.running == 0 || r.lost:
+		// The last failure, which is the attempt's; or one after it, of a
+		// hedge that a non-fatal last failure started.
 		if !r.lost {
 			r.lost = true
-			close(r.decided)
+			if r.decided != nil {
+				close(r.decided)
+			}
 		}
 		r.mu.Unlock()
 	default:
+		if r.decided == nil {
+			r.decided = make(chan struct{})
+		}
+		decided := r.decided
 		r.mu.Unlock()
 		select {
-		case <-r.decided: // every other request failed too
+		case <-decided: // every other request failed too
 		case <-hctx.Done(): // another request won, or the caller gave up
 		}
 	}

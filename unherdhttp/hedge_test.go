@@ -306,3 +306,29 @@ func TestHedgeNonFatalStartsNextHedge(t *testing.T) {
 		}
 	})
 }
+
+// A failed response is not a latency sample for the hedger's adaptive
+// delay: after many fast 503s the hedger still knows no latency and
+// hedges after its MaxDelay, not after the 503s' near-zero latency.
+func TestHedgeFailuresNotObserved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxDelay = 50 * time.Millisecond
+		h, err := hedge.New(hedge.Config{MaxDelay: maxDelay, Budget: budget.Unlimited, MinWinShare: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := &raceBase{primary: step{after: time.Millisecond, status: 503}}
+		tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{Hedge: h, Retry: retry.Config{MaxAttempts: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 500 { // more than the 200 latencies a p95 needs
+			if status, _, err := get(t, tr, "http://example.invalid/"); err != nil || status != 503 {
+				t.Fatalf("got %d, %v; want 503", status, err)
+			}
+		}
+		if d, ok := h.Delay(); !ok || d != maxDelay {
+			t.Errorf("hedge delay %v, %v; want MaxDelay %v: no latency known", d, ok, maxDelay)
+		}
+	})
+}

@@ -101,18 +101,19 @@
 // failure, such as 503, 429, 500 or 404, or a transport error such as a
 // refused connection) does not: a fast 503 from an overloaded replica
 // must not cancel a request about to succeed elsewhere. A request that
-// fails while another is still running waits for it; when every request
-// of the attempt has failed, the last failure is the attempt's, and the
-// retry loop judges it as usual. A primary that fails before its hedge
-// delay so ends the attempt at once, and the retry loop's backoff, not a
-// hedge, follows. The hedger's Config.NonFatal only matters for that last
-// failure: one it calls non-fatal starts the next hedge at once, as in
-// package hedge. Failures are never fed to the hedger's latency
-// estimator. The losing requests are cancelled, and
-// every response that does not go back is drained and closed. A hedge
-// draws on the hedger's budget, not the retry budget, and hedging backs
-// off on its own when hedges stop winning (Dean and Barroso, "The Tail at
-// Scale", CACM 2013, https://research.google/pubs/the-tail-at-scale/).
+// fails while another is still running waits for it (for as long as the
+// other's attempt timeout allows); when every request of the attempt has
+// failed, the last failure is the attempt's, and the retry loop judges it
+// as usual. A primary that fails before its hedge delay so ends the
+// attempt at once, and the retry loop's backoff, not a hedge, follows.
+// The hedger's Config.NonFatal only matters for that last failure: one it
+// calls non-fatal starts the next hedge at once, as in package hedge.
+// Failures are never fed to the hedger's latency estimator. The losing
+// requests are cancelled, and every response that does not go back is
+// drained and closed. A hedge draws on the hedger's budget, not the retry
+// budget, and hedging backs off on its own when hedges stop winning (Dean
+// and Barroso, "The Tail at Scale", CACM 2013,
+// https://research.google/pubs/the-tail-at-scale/).
 //
 // # The attempt header
 //

@@ -71,7 +71,12 @@
 // with a zero delay arms no timer (BenchmarkDoRetry2).
 //
 // The algorithm follows Marc Brooker, "Timeouts, retries, and backoff with
-// jitter" (Amazon Builders' Library) and "Exponential Backoff And Jitter"
-// (AWS Architecture Blog, 2015), and the retry chapter of Google's Site
-// Reliability Engineering book ("Handling Overload").
+// jitter", Amazon Builders' Library,
+// https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/
+// and "Exponential Backoff And Jitter", AWS Architecture Blog, 2015,
+// https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/;
+// and Google's Site Reliability Engineering book, chapters 21 "Handling
+// Overload", https://sre.google/sre-book/handling-overload/, and 22
+// "Addressing Cascading Failures",
+// https://sre.google/sre-book/addressing-cascading-failures/.
 package retry

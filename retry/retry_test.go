@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -252,69 +251,6 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	})
 }
 
-func TestServerDelay(t *testing.T) {
-	tests := []struct {
-		name   string
-		cfg    Config
-		asked  time.Duration
-		lo, hi time.Duration
-	}{
-		{"honoured with jitter on top", Config{}, 5 * time.Second, 5 * time.Second, 5500 * time.Millisecond},
-		{"up to MaxServerDelay", Config{MaxServerDelay: 2 * time.Second}, 2 * time.Second, 2 * time.Second, 2200 * time.Millisecond},
-		{"beats a longer schedule", Config{Backoff: backoff.Schedule{Base: 10 * time.Second, Jitter: backoff.None}}, time.Second, time.Second, 1100 * time.Millisecond},
-		{"zero jitter setting uses default", Config{ServerJitter: 0}, time.Second, time.Second, 1100 * time.Millisecond},
-		{"full jitter setting", Config{ServerJitter: 1}, time.Second, time.Second, 2 * time.Second},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				for seed := range uint64(50) {
-					cfg := tc.cfg
-					cfg.Rand = rand.NewPCG(seed, 1)
-					p := mustNew(t, cfg)
-					start := time.Now()
-					calls := 0
-					err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, tc.asked), &calls))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if el := time.Since(start); el < tc.lo || el > tc.hi {
-						t.Fatalf("waited %v, want [%v, %v]", el, tc.lo, tc.hi)
-					}
-				}
-			})
-		})
-	}
-}
-
-func TestServerDelayPastDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := mustNew(t, Config{})
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-		defer cancel()
-		calls := 0
-		err := p.Do(ctx, failing(1, WithServerDelay(errBoom, 5*time.Second), &calls))
-		if !errors.Is(err, ErrDeadline) || calls != 1 {
-			t.Fatalf("calls = %d, err = %v", calls, err)
-		}
-	})
-}
-
-func TestThrottledUsesThrottledBase(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := mustNew(t, Config{Backoff: backoff.Schedule{Jitter: backoff.None}})
-		start := time.Now()
-		calls := 0
-		if err := p.Do(t.Context(), failing(2, MarkThrottled(errBoom), &calls)); err != nil {
-			t.Fatal(err)
-		}
-		// 1s then 2s: the throttled base doubling.
-		if el := time.Since(start); el != 3*time.Second {
-			t.Fatalf("elapsed %v, want 3s", el)
-		}
-	})
-}
-
 func TestOuterRetryMakesOneAttempt(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -341,12 +277,6 @@ func TestOuterRetryMakesOneAttempt(t *testing.T) {
 	}
 }
 
-// fakeBudget allows a fixed number of withdrawals and logs every call.
-type fakeBudget struct {
-	allow int
-	log   []string
-}
-
 func (b *fakeBudget) Withdraw(c budget.Class) bool {
 	b.log = append(b.log, "withdraw "+c.String())
 	if b.allow == 0 {
@@ -358,42 +288,6 @@ func (b *fakeBudget) Withdraw(c budget.Class) bool {
 
 func (b *fakeBudget) Record(a budget.Attempt) {
 	b.log = append(b.log, fmt.Sprintf("record n=%d failed=%v class=%v charged=%v", a.N, a.Failed, a.Class, a.Charged))
-}
-
-func TestBudget(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := &fakeBudget{allow: 1}
-		p := mustNew(t, Config{Budget: b, MaxAttempts: 5})
-		calls := 0
-		err := p.Do(t.Context(), failing(9, errBoom, &calls))
-		if !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) || calls != 2 {
-			t.Fatalf("calls = %d, err = %v", calls, err)
-		}
-		want := []string{
-			"record n=1 failed=true class=transient charged=transient",
-			"withdraw transient",
-			"record n=2 failed=true class=transient charged=transient",
-			"withdraw transient",
-		}
-		if diff := cmp.Diff(want, b.log); diff != "" {
-			t.Fatal(diff)
-		}
-
-		b = &fakeBudget{allow: 9}
-		p = mustNew(t, Config{Budget: b})
-		calls = 0
-		if err := p.Do(t.Context(), failing(1, MarkThrottled(errBoom), &calls)); err != nil {
-			t.Fatal(err)
-		}
-		want = []string{
-			"record n=1 failed=true class=throttled charged=transient",
-			"withdraw throttled",
-			"record n=2 failed=false class=transient charged=throttled",
-		}
-		if diff := cmp.Diff(want, b.log); diff != "" {
-			t.Fatal(diff)
-		}
-	})
 }
 
 func TestDoValue(t *testing.T) {
@@ -423,6 +317,7 @@ type fakeTimeouts struct {
 }
 
 func (f *fakeTimeouts) AttemptTimeout() time.Duration { return f.timeout }
+
 func (f *fakeTimeouts) Observe(d time.Duration, ok bool) {
 	f.seen = append(f.seen, d)
 	f.oks = append(f.oks, ok)
@@ -498,55 +393,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestErrorMessage(t *testing.T) {
-	e := &Error{Reason: ErrAttemptsExhausted, Attempts: 3, Last: errBoom}
-	if got, want := e.Error(), "retry: attempts exhausted after 3 attempts: boom"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-	e = &Error{Reason: ErrCancelled, Attempts: 1, Last: errBoom, Cause: context.Canceled}
-	if got, want := e.Error(), "retry: cancelled after 1 attempt (context canceled): boom"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-}
-
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want Class
-	}{
-		{"plain", errBoom, Transient},
-		{"permanent", fmt.Errorf("x: %w", MarkPermanent(errBoom)), Permanent},
-		{"throttled", MarkThrottled(errBoom), Throttled},
-		{"server delay", WithServerDelay(errBoom, time.Second), Throttled},
-		{"deadline exceeded", context.DeadlineExceeded, Timeout},
-		{"attempt timeout", &timeoutError{errBoom}, Timeout},
-		{"nil markers", MarkPermanent(nil), Transient},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.err == nil {
-				if MarkThrottled(nil) != nil || WithServerDelay(nil, 1) != nil {
-					t.Fatal("markers of nil must be nil")
-				}
-				return
-			}
-			if got := DefaultClassify(tc.err); got != tc.want {
-				t.Fatalf("DefaultClassify = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-// fakeGuard rejects after allow admissions and logs outcomes.
-type fakeGuard struct {
-	allow    int
-	next     uint64
-	outcomes []string
-}
-
-var errOpen = errors.New("breaker open")
-
 func (g *fakeGuard) Admit(context.Context) (uint64, error) {
 	if g.allow == 0 {
 		return 0, errOpen
@@ -558,90 +404,6 @@ func (g *fakeGuard) Admit(context.Context) (uint64, error) {
 
 func (g *fakeGuard) Done(t uint64, o Outcome) {
 	g.outcomes = append(g.outcomes, fmt.Sprintf("%d err=%v class=%v abandoned=%v", t, o.Err, o.Class, o.Abandoned))
-}
-
-func TestGuards(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g1, g2 := &fakeGuard{allow: 9}, &fakeGuard{allow: 1}
-		p := mustNew(t, Config{Guards: []Guard{g1, g2}, MaxAttempts: 5})
-		calls := 0
-		err := p.Do(t.Context(), failing(9, errBoom, &calls))
-		if calls != 1 || !errors.Is(err, ErrRejected) || !errors.Is(err, errOpen) || !errors.Is(err, errBoom) {
-			t.Fatalf("calls = %d, err = %v", calls, err)
-		}
-		var re *Error
-		if !errors.As(err, &re) || re.Attempts != 1 {
-			t.Fatalf("err = %#v", err)
-		}
-		want1 := []string{"1 err=boom class=transient abandoned=false", "2 err=<nil> class=transient abandoned=true"}
-		if diff := cmp.Diff(want1, g1.outcomes); diff != "" {
-			t.Fatal(diff)
-		}
-		if diff := cmp.Diff([]string{"1 err=boom class=transient abandoned=false"}, g2.outcomes); diff != "" {
-			t.Fatal(diff)
-		}
-	})
-}
-
-func TestMarkFinal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := &fakeBudget{allow: 9}
-		g := &fakeGuard{allow: 9}
-		p := mustNew(t, Config{Budget: b, Guards: []Guard{g}})
-		calls := 0
-		err := p.Do(t.Context(), failing(9, MarkFinal(MarkThrottled(errBoom)), &calls))
-		if calls != 1 || !errors.Is(err, ErrFinal) || !errors.Is(err, errBoom) || errors.Is(err, ErrPermanent) {
-			t.Fatalf("calls = %d, err = %v", calls, err)
-		}
-		// The budget and the guard still see the failure's own class.
-		if diff := cmp.Diff([]string{"record n=1 failed=true class=throttled charged=transient"}, b.log); diff != "" {
-			t.Fatal(diff)
-		}
-		if diff := cmp.Diff([]string{"1 err=boom class=throttled abandoned=false"}, g.outcomes); diff != "" {
-			t.Fatal(diff)
-		}
-		if MarkFinal(nil) != nil {
-			t.Fatal("MarkFinal(nil) != nil")
-		}
-	})
-}
-
-// A server that asks for longer than MaxServerDelay is not called back
-// early: the loop stops at once.
-func TestServerDelayTooLong(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := mustNew(t, Config{MaxServerDelay: 2 * time.Second})
-		start := time.Now()
-		calls := 0
-		err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, time.Hour), &calls))
-		if calls != 1 || !errors.Is(err, ErrServerDelayTooLong) || !errors.Is(err, errBoom) || time.Since(start) != 0 {
-			t.Fatalf("calls = %d, waited %v, err = %v", calls, time.Since(start), err)
-		}
-	})
-}
-
-// FuzzServerDelay checks that any requested delay, maximum and draw give a
-// wait that is never negative and never below the request.
-func FuzzServerDelay(f *testing.F) {
-	f.Add(int64(time.Second), int64(0), 0.1, uint64(0))
-	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), 1.0, uint64(math.MaxUint64))
-	f.Add(int64(-5), int64(time.Minute), 0.5, uint64(1<<63))
-	f.Fuzz(func(t *testing.T, asked, maxDelay int64, jitter float64, u uint64) {
-		p, err := New(Config{MaxServerDelay: time.Duration(maxDelay), ServerJitter: jitter})
-		if err != nil {
-			return
-		}
-		d, ok, tooLong := p.serverDelay(WithServerDelay(errBoom, time.Duration(asked)), u)
-		if !ok {
-			t.Fatal("server delay not found")
-		}
-		if d < 0 || d < time.Duration(max(asked, 0)) {
-			t.Fatalf("asked %v, got %v", time.Duration(asked), d)
-		}
-		if tooLong != (time.Duration(asked) > p.maxServerDelay) {
-			t.Fatalf("asked %v, max %v, tooLong %v", time.Duration(asked), p.maxServerDelay, tooLong)
-		}
-	})
 }
 
 // A wait that would end exactly at the deadline is not started.
@@ -658,83 +420,9 @@ func TestDeadlineBoundary(t *testing.T) {
 	})
 }
 
-var errLocal = NewRejection("test: rejected locally")
-
-// A local rejection that reaches the loop as the operation's error is
-// never retried and not charged to the budget.
-func TestRejectionFromOperation(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-	}{
-		{"sentinel", errLocal},
-		{"wrapped", fmt.Errorf("call: %w", errLocal)},
-		{"inner policy's error", &Error{Reason: ErrRejected, Cause: errBoom}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := &fakeBudget{allow: 9}
-				g := &fakeGuard{allow: 9}
-				p := mustNew(t, Config{Budget: b, Guards: []Guard{g}})
-				calls := 0
-				err := p.Do(t.Context(), failing(9, tc.err, &calls))
-				if calls != 1 || !errors.Is(err, ErrRejected) {
-					t.Fatalf("calls = %d, err = %v", calls, err)
-				}
-				if len(b.log) != 0 {
-					t.Fatalf("budget saw %v", b.log)
-				}
-				if diff := cmp.Diff([]string{fmt.Sprintf("1 err=%v class=transient abandoned=true", tc.err)}, g.outcomes); diff != "" {
-					t.Fatal(diff)
-				}
-			})
-		})
-	}
-}
-
-// An attempt that panics still reports to the guards, as abandoned.
-func TestGuardsHearOfPanics(t *testing.T) {
-	g := &fakeGuard{allow: 9}
-	p := mustNew(t, Config{Guards: []Guard{g}})
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("panic not propagated")
-			}
-		}()
-		p.Do(t.Context(), func(context.Context) error { panic("boom") })
-	}()
-	if diff := cmp.Diff([]string{"1 err=<nil> class=transient abandoned=true"}, g.outcomes); diff != "" {
-		t.Fatal(diff)
-	}
-}
-
-// waitingGuard blocks in Admit until the caller gives up.
-type waitingGuard struct{}
-
 func (waitingGuard) Admit(ctx context.Context) (uint64, error) {
 	<-ctx.Done()
 	return 0, NewRejection("test: gave up waiting")
 }
+
 func (waitingGuard) Done(uint64, Outcome) {}
-
-// A guard that gives up because the caller did reports cancellation, not a
-// rejection.
-func TestGuardWaitCancelled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := mustNew(t, Config{Guards: []Guard{waitingGuard{}}})
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		err := p.Do(ctx, func(context.Context) error { return nil })
-		if !errors.Is(err, ErrCancelled) || errors.Is(err, ErrRejected) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v", err)
-		}
-	})
-}
-
-func TestErrorWithoutReason(t *testing.T) {
-	if got := (&Error{}).Error(); got != "retry: stopped after 0 attempts" {
-		t.Fatalf("got %q", got)
-	}
-}

@@ -1,0 +1,161 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+)
+
+func TestServerDelay(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    Config
+		asked  time.Duration
+		lo, hi time.Duration
+	}{
+		{"honoured with jitter on top", Config{}, 5 * time.Second, 5 * time.Second, 5500 * time.Millisecond},
+		{"up to MaxServerDelay", Config{MaxServerDelay: 2 * time.Second}, 2 * time.Second, 2 * time.Second, 2200 * time.Millisecond},
+		{"beats a longer schedule", Config{Backoff: backoff.Schedule{Base: 10 * time.Second, Jitter: backoff.None}}, time.Second, time.Second, 1100 * time.Millisecond},
+		{"zero jitter setting uses default", Config{ServerJitter: 0}, time.Second, time.Second, 1100 * time.Millisecond},
+		{"full jitter setting", Config{ServerJitter: 1}, time.Second, time.Second, 2 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				for seed := range uint64(50) {
+					cfg := tc.cfg
+					cfg.Rand = rand.NewPCG(seed, 1)
+					p := mustNew(t, cfg)
+					start := time.Now()
+					calls := 0
+					err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, tc.asked), &calls))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if el := time.Since(start); el < tc.lo || el > tc.hi {
+						t.Fatalf("waited %v, want [%v, %v]", el, tc.lo, tc.hi)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestServerDelayPastDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{})
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		calls := 0
+		err := p.Do(ctx, failing(1, WithServerDelay(errBoom, 5*time.Second), &calls))
+		if !errors.Is(err, ErrDeadline) || calls != 1 {
+			t.Fatalf("calls = %d, err = %v", calls, err)
+		}
+	})
+}
+
+func TestThrottledUsesThrottledBase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{Backoff: backoff.Schedule{Jitter: backoff.None}})
+		start := time.Now()
+		calls := 0
+		if err := p.Do(t.Context(), failing(2, MarkThrottled(errBoom), &calls)); err != nil {
+			t.Fatal(err)
+		}
+		// 1s then 2s: the throttled base doubling.
+		if el := time.Since(start); el != 3*time.Second {
+			t.Fatalf("elapsed %v, want 3s", el)
+		}
+	})
+}
+
+func TestErrorMessage(t *testing.T) {
+	e := &Error{Reason: ErrAttemptsExhausted, Attempts: 3, Last: errBoom}
+	if got, want := e.Error(), "retry: attempts exhausted after 3 attempts: boom"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	e = &Error{Reason: ErrCancelled, Attempts: 1, Last: errBoom, Cause: context.Canceled}
+	if got, want := e.Error(), "retry: cancelled after 1 attempt (context canceled): boom"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want Class
+	}{
+		{"plain", errBoom, Transient},
+		{"permanent", fmt.Errorf("x: %w", MarkPermanent(errBoom)), Permanent},
+		{"throttled", MarkThrottled(errBoom), Throttled},
+		{"server delay", WithServerDelay(errBoom, time.Second), Throttled},
+		{"deadline exceeded", context.DeadlineExceeded, Timeout},
+		{"attempt timeout", &timeoutError{errBoom}, Timeout},
+		{"nil markers", MarkPermanent(nil), Transient},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.err == nil {
+				if MarkThrottled(nil) != nil || WithServerDelay(nil, 1) != nil {
+					t.Fatal("markers of nil must be nil")
+				}
+				return
+			}
+			if got := DefaultClassify(tc.err); got != tc.want {
+				t.Fatalf("DefaultClassify = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A server that asks for longer than MaxServerDelay is not called back
+// early: the loop stops at once.
+func TestServerDelayTooLong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{MaxServerDelay: 2 * time.Second})
+		start := time.Now()
+		calls := 0
+		err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, time.Hour), &calls))
+		if calls != 1 || !errors.Is(err, ErrServerDelayTooLong) || !errors.Is(err, errBoom) || time.Since(start) != 0 {
+			t.Fatalf("calls = %d, waited %v, err = %v", calls, time.Since(start), err)
+		}
+	})
+}
+
+// FuzzServerDelay checks that any requested delay, maximum and draw give a
+// wait that is never negative and never below the request.
+func FuzzServerDelay(f *testing.F) {
+	f.Add(int64(time.Second), int64(0), 0.1, uint64(0))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), 1.0, uint64(math.MaxUint64))
+	f.Add(int64(-5), int64(time.Minute), 0.5, uint64(1<<63))
+	f.Fuzz(func(t *testing.T, asked, maxDelay int64, jitter float64, u uint64) {
+		p, err := New(Config{MaxServerDelay: time.Duration(maxDelay), ServerJitter: jitter})
+		if err != nil {
+			return
+		}
+		d, ok, tooLong := p.serverDelay(WithServerDelay(errBoom, time.Duration(asked)), u)
+		if !ok {
+			t.Fatal("server delay not found")
+		}
+		if d < 0 || d < time.Duration(max(asked, 0)) {
+			t.Fatalf("asked %v, got %v", time.Duration(asked), d)
+		}
+		if tooLong != (time.Duration(asked) > p.maxServerDelay) {
+			t.Fatalf("asked %v, max %v, tooLong %v", time.Duration(asked), p.maxServerDelay, tooLong)
+		}
+	})
+}
+
+func TestErrorWithoutReason(t *testing.T) {
+	if got := (&Error{}).Error(); got != "retry: stopped after 0 attempts" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -62,8 +62,9 @@ func TestRequestBodies(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			payload := make([]byte, tc.size)
+			rng := rand.New(rand.NewPCG(1, 2))
 			for i := range payload {
-				payload[i] = byte(rand.N(256))
+				payload[i] = byte(rng.UintN(256))
 			}
 			bs := &bodyServer{want: sha256.Sum256(payload), size: tc.size, fails: 2}
 			srv := newServer(t, bs.ServeHTTP)

@@ -332,3 +332,107 @@ func TestHedgeFailuresNotObserved(t *testing.T) {
 		}
 	})
 }
+
+// seenRequest is what keyBase recorded of one request.
+type seenRequest struct {
+	Attempt, Key, XKey, Body string
+}
+
+// keyBase is an in-process base transport that records the attempt
+// header, the idempotency-key headers and the body of every request, and
+// answers by the attempt header: the first request (none) with 503 after
+// 50ms, the second (the hedge) with 503 at once, and any later one with
+// 200 at once.
+type keyBase struct {
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+func (b *keyBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	a := r.Header.Get(unherdhttp.AttemptHeader)
+	b.mu.Lock()
+	b.seen = append(b.seen, seenRequest{a, r.Header.Get(unherdhttp.IdempotencyKeyHeader), r.Header.Get("X-Idempotency-Key"), string(body)})
+	b.mu.Unlock()
+	status := http.StatusOK
+	switch a {
+	case "":
+		tm := time.NewTimer(50 * time.Millisecond)
+		defer tm.Stop()
+		select {
+		case <-tm.C:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+		status = http.StatusServiceUnavailable
+	case "2":
+		status = http.StatusServiceUnavailable
+	}
+	return &http.Response{StatusCode: status, Request: r, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(a))}, nil
+}
+
+// With AutoIdempotencyKey and POST or PATCH among the hedged methods, a
+// request whose hedge fires carries one idempotency key on the primary, on
+// the hedge, and on the retry that follows when both fail: the server sees
+// three copies of one logical request, and can apply it once. A key the
+// caller set, in either header, is sent as it is and no other is added.
+func TestHedgeSharesIdempotencyKey(t *testing.T) {
+	tests := []struct {
+		name        string
+		method      string
+		header, key string // a key the caller sets, if any
+	}{
+		{"POST gets one automatic key", http.MethodPost, "", ""},
+		{"PATCH gets one automatic key", http.MethodPatch, "", ""},
+		{"POST keeps the caller's Idempotency-Key", http.MethodPost, unherdhttp.IdempotencyKeyHeader, "k-1"},
+		{"POST keeps the caller's X-Idempotency-Key", http.MethodPost, "X-Idempotency-Key", "x-1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &keyBase{}
+				tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{
+					Hedge: newHedger(t, 10*time.Millisecond), HedgeMethods: []string{http.MethodPost, http.MethodPatch},
+					AutoIdempotencyKey: true, Retry: fast,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				req, _ := http.NewRequest(tc.method, "http://example.invalid/", strings.NewReader("payload"))
+				if tc.header != "" {
+					req.Header.Set(tc.header, tc.key)
+				}
+				status, body, err := do(tr, req)
+				if err != nil || status != 200 || body != "3" {
+					t.Fatalf("got %d %q, %v; want 200 from the third request", status, body, err)
+				}
+				synctest.Wait()
+				base.mu.Lock()
+				defer base.mu.Unlock()
+				if len(base.seen) != 3 {
+					t.Fatalf("server saw %+v, want the primary, its hedge and a retry", base.seen)
+				}
+				var key, xkey string
+				switch tc.header {
+				case "":
+					key = base.seen[0].Key
+					if len(key) != 36 {
+						t.Errorf("automatic key %q is not a UUID", key)
+					}
+				case unherdhttp.IdempotencyKeyHeader:
+					key = tc.key
+				default:
+					xkey = tc.key
+				}
+				want := []seenRequest{{"", key, xkey, "payload"}, {"2", key, xkey, "payload"}, {"3", key, xkey, "payload"}}
+				if diff := cmp.Diff(want, base.seen); diff != "" {
+					t.Errorf("requests (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}

@@ -95,20 +95,56 @@ func retryAfterServer(t *testing.T, status int, value func() string) (string, *a
 	return srv.URL, &hits
 }
 
+// withJitter returns the bounds of a wait with floor d: d, plus up to
+// retry.DefaultServerJitter of it.
+func withJitter(d time.Duration) (lo, hi time.Duration) {
+	return d, d + time.Duration(float64(d)*retry.DefaultServerJitter)
+}
+
+// retryAfterDate returns a Retry-After value that is an HTTP-date ahead
+// of the server's clock at the moment it answers, and the bounds of the
+// wait the transport may derive from it, given read, a clock reading
+// taken after the transport parsed the header.
+//
+// An HTTP-date has whole seconds: the server writes date, its clock at
+// the moment written plus ahead, truncated, between ahead-1s and ahead
+// after written. The transport's floor is date minus its own clock when it
+// parses the header, some moment between written and read; the wait is
+// that floor plus up to 10%. So the wait lies in [date-read,
+// (date-written)*1.1], however long the response took to reach the
+// client: these are the bounds the rule guarantees. A fixed lower bound
+// (such as 1.5 s for ahead = 3 s) would instead depend on how quickly a
+// loaded machine delivers the response.
+func retryAfterDate(ahead time.Duration) (value func() string, bounds func(read time.Time) (lo, hi time.Duration)) {
+	var date, written time.Time
+	value = func() string {
+		written = time.Now()
+		date = written.Add(ahead).UTC().Truncate(time.Second)
+		return date.Format(http.TimeFormat)
+	}
+	bounds = func(read time.Time) (lo, hi time.Duration) {
+		_, hi = withJitter(date.Sub(written))
+		return date.Sub(read), hi
+	}
+	return value, bounds
+}
+
 // Retry-After sets the wait, as a floor with a little jitter on top. The
 // hook cancels the request once it has seen the wait, so nothing sleeps.
 func TestRetryAfterIsFloor(t *testing.T) {
+	seconds := func(d time.Duration) func(time.Time) (time.Duration, time.Duration) {
+		return func(time.Time) (time.Duration, time.Duration) { return withJitter(d) }
+	}
+	dateValue, dateBounds := retryAfterDate(3 * time.Second)
 	tests := []struct {
-		name     string
-		status   int
-		value    func() string
-		min, max time.Duration
+		name   string
+		status int
+		value  func() string
+		bounds func(read time.Time) (lo, hi time.Duration)
 	}{
-		{"503 seconds", 503, func() string { return "2" }, 2 * time.Second, 2200 * time.Millisecond},
-		{"429 seconds", 429, func() string { return "3" }, 3 * time.Second, 3300 * time.Millisecond},
-		// An HTTP-date has whole seconds, so "now+3s" is 2 to 3 s away
-		// when the server writes it, and a little less when it is read.
-		{"503 HTTP-date", 503, func() string { return time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat) }, 1500 * time.Millisecond, 3300 * time.Millisecond},
+		{"503 seconds", 503, func() string { return "2" }, seconds(2 * time.Second)},
+		{"429 seconds", 429, func() string { return "3" }, seconds(3 * time.Second)},
+		{"503 HTTP-date", 503, dateValue, dateBounds},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,7 +152,9 @@ func TestRetryAfterIsFloor(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var ev retry.RetryEvent
+			var read time.Time
 			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{OnRetry: func(e retry.RetryEvent) {
+				read = time.Now() // after the transport parsed Retry-After
 				ev = e
 				cancel()
 			}}})
@@ -125,8 +163,9 @@ func TestRetryAfterIsFloor(t *testing.T) {
 			if !errors.Is(err, retry.ErrCancelled) {
 				t.Fatalf("got %v, want the cancellation from the hook", err)
 			}
-			if ev.Delay < tc.min || ev.Delay > tc.max || ev.Class != retry.Throttled {
-				t.Errorf("waited %v as %v, want [%v, %v] as throttled", ev.Delay, ev.Class, tc.min, tc.max)
+			lo, hi := tc.bounds(read)
+			if ev.Delay < lo || ev.Delay > hi || ev.Class != retry.Throttled {
+				t.Errorf("waited %v as %v, want [%v, %v] as throttled", ev.Delay, ev.Class, lo, hi)
 			}
 			var se *unherdhttp.StatusError
 			if !errors.As(ev.Err, &se) || se.StatusCode != tc.status {

@@ -46,7 +46,7 @@ func TestReading(t *testing.T) {
 		{"HTTPGet", []string{
 			// Rounds of 40, 80 and 20 µs: the ratio of the medians is
 			// 1.02; the ratios per round 1.02, 1.005 and 1.005.
-			"bare transport 40 µs/op: unherd overhead +2.0% (median of the per-round ratios: +0.5%)",
+			"bare transport 40 µs/op: unherd overhead +0.5% as the median of the per-round ratios (+2.0% as the ratio of the medians)",
 			"fastest peer retryablehttp 44 µs/op",
 			"Target (overhead <= 3%): met.",
 		}},

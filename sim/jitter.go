@@ -42,7 +42,7 @@ func defaultJitterParams() *JitterParams {
 
 // Register implements Params.
 func (p *JitterParams) Register(fs *flag.FlagSet) {
-	fs.Var((*intList)(&p.Clients), "clients", "comma-separated numbers of contending clients")
+	fs.Var(&intList{flag: "clients", v: &p.Clients}, "clients", "comma-separated numbers of contending clients")
 	fs.IntVar(&p.Runs, "runs", p.Runs, "runs averaged per point")
 	fs.DurationVar(&p.Base, "base", p.Base, "backoff base")
 	fs.DurationVar(&p.Cap, "cap", p.Cap, "backoff cap")

@@ -17,20 +17,29 @@ func invalid(flag, format string, args ...any) error {
 	return fmt.Errorf("%w: --%s: %s", ErrInvalidParams, flag, fmt.Sprintf(format, args...))
 }
 
-// intList is a comma-separated list of integers as a flag.Value.
-type intList []int
+// intList is a comma-separated list of integers as a flag.Value, bound to
+// the list at v and to the flag it is registered as, which its errors
+// name.
+type intList struct {
+	flag string
+	v    *[]int
+}
 
 func (l *intList) String() string {
-	if l == nil {
+	if l == nil || l.v == nil {
 		return ""
 	}
-	s := make([]string, len(*l))
-	for i, v := range *l {
+	s := make([]string, len(*l.v))
+	for i, v := range *l.v {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ",")
 }
 
+// Set replaces the list with the integers in s. Spaces around an integer
+// and empty items are ignored; anything else that is not an integer, or a
+// list with no integer at all, is an error wrapping ErrInvalidParams. The
+// list is left as it was on error.
 func (l *intList) Set(s string) error {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -40,14 +49,14 @@ func (l *intList) Set(s string) error {
 		}
 		v, err := strconv.Atoi(f)
 		if err != nil {
-			return fmt.Errorf("%q is not an integer", f)
+			return invalid(l.flag, "%q is not an integer", f)
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return errors.New("empty list")
+		return invalid(l.flag, "the list %q holds no integer", s)
 	}
-	*l = out
+	*l.v = out
 	return nil
 }
 

@@ -48,7 +48,7 @@ func (p *StormParams) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.Rate, "rate", p.Rate, "open stream: calls arriving per second")
 	fs.IntVar(&p.Clients, "clients", p.Clients, "closed population: number of clients")
 	fs.DurationVar(&p.Think, "think", p.Think, "closed population: mean think time between calls")
-	fs.Var((*intList)(&p.Attempts), "attempts", "comma-separated attempt limits to sweep")
+	fs.Var(&intList{flag: "attempts", v: &p.Attempts}, "attempts", "comma-separated attempt limits to sweep")
 	fs.Float64Var(&p.Ratio, "ratio", p.Ratio, "ratio budget: share of requests that may be retried")
 	fs.DurationVar(&p.Duration, "duration", p.Duration, "length of each run")
 	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean one-way network delay")

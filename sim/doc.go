@@ -90,7 +90,7 @@
 // as one process shares one retry.Policy per dependency.
 //
 // ratelimit (closed): Brooker's AWS re:Invent material on backoff and
-// jitter. 3000 workers each make 10 requests, one after another, to an
+// jitter. 3000 workers (--clients) each make 10 requests, one after another, to an
 // API limited to 1000 requests per second (a token bucket holding 100 ms
 // of it) that answers 429 beyond the limit; a 429 is a throttling error,
 // so the policy backs off from its throttled base (100 ms, cap 10 s,

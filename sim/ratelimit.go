@@ -46,7 +46,7 @@ func defaultRatelimitParams() *RatelimitParams {
 
 // Register implements Params.
 func (p *RatelimitParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Workers, "clients", p.Workers, "number of workers consuming the API")
+	fs.IntVar(&p.Workers, "clients", p.Workers, "number of simulated workers (clients) consuming the API, each with --jobs requests; not --workers, which sets the goroutines running the simulation")
 	fs.IntVar(&p.Jobs, "jobs", p.Jobs, "requests each worker must get through")
 	fs.Float64Var(&p.Limit, "limit", p.Limit, "the API's rate limit, requests per second")
 	fs.DurationVar(&p.Burst, "burst", p.Burst, "how much of the limit passes at once, in time")
@@ -96,7 +96,7 @@ type ratelimitScenario struct{}
 
 func (ratelimitScenario) Name() string { return "ratelimit" }
 func (ratelimitScenario) Describe() string {
-	return "3000 workers share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter"
+	return "N workers (--clients, 3000 by default) share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter"
 }
 func (ratelimitScenario) Population() string { return "closed" }
 func (ratelimitScenario) Params() Params     { return defaultRatelimitParams() }

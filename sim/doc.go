@@ -87,7 +87,16 @@
 // after the return until a whole second's successful calls reach 95% of
 // the healthy rate; -1 if not within the run), failed calls and success
 // rate. A single policy and budget object is shared by all the clients,
-// as one process shares one retry.Policy per dependency.
+// as one process shares one retry.Policy per dependency. The open stream's
+// throttle row does not recover within the run (recover_s -1): the
+// throttle counts requests and accepts over two minutes, and after the
+// return that window still holds the outage's failures, so it goes on
+// rejecting most calls locally although the dependency could serve them
+// all; its own rejections count as requests and keep the rejection
+// probability up. With --after 4m it recovers 115 s after the return, as
+// the outage's counts leave the window. The closed population's throttle
+// recovers within seconds: its clients, waiting out their backoff, made
+// few requests during the outage.
 //
 // ratelimit (closed): Brooker's AWS re:Invent material on backoff and
 // jitter. 3000 workers (--clients) each make 10 requests, one after another, to an

@@ -105,20 +105,20 @@ func (s Schedule) Validate() error {
 	return nil
 }
 
-// cap and base read fields through a pointer: with a value receiver the
-// compiler copies the whole struct on every inlined call, and the copy's
-// mixed-width stores stall the loads that follow.
-func (s *Schedule) cap() time.Duration {
-	return orDefault(s.Cap, DefaultCap)
+// bounds returns the effective base and cap. It takes the fields, not
+// the struct: taking a Schedule's address (or copying it) on the hot path
+// spills it to the stack, and the spill's mixed-width stores stall the
+// loads that follow.
+func bounds(base, throttledBase, capd time.Duration, throttled bool) (b, c time.Duration) {
+	c = orDefault(capd, DefaultCap)
+	b = orDefault(base, DefaultBase)
+	if throttled {
+		b = orDefault(throttledBase, DefaultThrottledBase)
+	}
+	return min(b, c), c
 }
 
-func (s *Schedule) base(throttled bool) time.Duration {
-	b := orDefault(s.Base, DefaultBase)
-	if throttled {
-		b = orDefault(s.ThrottledBase, DefaultThrottledBase)
-	}
-	return min(b, s.cap())
-}
+func (s Schedule) cap() time.Duration { return orDefault(s.Cap, DefaultCap) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -140,7 +140,8 @@ func (s Schedule) Delay(n int, prev time.Duration, u uint64) time.Duration {
 	if s.Immediate {
 		return 0
 	}
-	return delay(s.base(false), s.cap(), s.Jitter, s.Constant, n, prev, u)
+	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, false)
+	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
 }
 
 // ThrottledDelay is Delay after a throttling error: the same schedule grown
@@ -149,7 +150,8 @@ func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Durat
 	if s.Immediate {
 		return 0
 	}
-	return delay(s.base(true), s.cap(), s.Jitter, s.Constant, n, prev, u)
+	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, true)
+	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
 }
 
 // Temp returns the un-jittered ceiling for retry n: min(cap, base*2^n), or
@@ -158,7 +160,8 @@ func (s Schedule) Temp(n int, throttled bool) time.Duration {
 	if s.Immediate {
 		return 0
 	}
-	return temp(s.base(throttled), s.cap(), s.Constant, n)
+	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
+	return temp(b, c, s.Constant, n)
 }
 
 // temp is min(c, b*2^n), or b if constant, for 0 < b <= c.

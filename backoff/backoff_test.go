@@ -179,7 +179,7 @@ func FuzzDelay(f *testing.F) {
 			return
 		}
 		for _, throttled := range []bool{false, true} {
-			b, c := s.base(throttled), s.cap()
+			b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
 			var d time.Duration
 			if throttled {
 				d = s.ThrottledDelay(n, time.Duration(prev), u)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/internal/errtree"
 )
 
 // Class is how a failed attempt is treated; see the constants.
@@ -115,19 +114,6 @@ func WithServerDelay(err error, d time.Duration) error {
 // The caller's own cancellation is decided before classification and is
 // never retried, whatever this returns.
 func DefaultClassify(err error) Class {
-	if _, ok := errtree.Find[*permanentError](err); ok {
-		return Permanent
-	}
-	if sd, ok := errtree.Find[ServerDelay](err); ok && sd.RetryAfter() < 0 {
-		return Permanent
-	}
-	if _, ok := errtree.Find[*throttledError](err); ok {
-		return Throttled
-	}
-	// context.DeadlineExceeded and the loop's own attempt-timeout error
-	// both implement Timeout() bool.
-	if t, ok := errtree.Find[interface{ Timeout() bool }](err); ok && t.Timeout() {
-		return Timeout
-	}
-	return Transient
+	m := inspect(err)
+	return m.class()
 }

@@ -141,7 +141,7 @@ func FuzzServerDelay(f *testing.F) {
 		if err != nil {
 			return
 		}
-		d, ok, tooLong := p.serverDelay(WithServerDelay(errBoom, time.Duration(asked)), u)
+		d, ok, tooLong := p.serverDelay(inspect(WithServerDelay(errBoom, time.Duration(asked))).serverDelay, u)
 		if !ok {
 			t.Fatal("server delay not found")
 		}

@@ -1,13 +1,11 @@
 package retry
 
 import (
-	"errors"
 	"math"
 	"math/bits"
 	"time"
 
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/internal/errtree"
 )
 
 // Step is the input to [Policy.Decide]: everything the retry decision
@@ -57,23 +55,31 @@ type Decision struct {
 // how the attempt ended (unless the caller gave up, which says nothing
 // about the dependency). Do is a loop around Decide; the simulator calls
 // it directly under virtual time.
-func (p *Policy) Decide(s Step) Decision {
+func (p *Policy) Decide(s Step) Decision { return p.decide(&s) }
+
+// decide is Decide on a pointer: the retry loop builds its Step in place
+// rather than copying a dozen words per failed attempt.
+func (p *Policy) decide(s *Step) Decision {
 	if s.CallerDone != nil {
 		return Decision{Reason: ErrCancelled, Class: Transient}
 	}
-	if errors.Is(s.Err, ErrRejected) {
+	m := inspect(s.Err)
+	if m.rejected {
 		// A local rejection says nothing about the dependency: no budget
 		// record, no retry.
 		return Decision{Reason: ErrRejected, Class: Permanent}
 	}
-	c := p.classify(s.Err)
+	c := m.class()
+	if p.classifier != nil {
+		c = p.classifier(s.Err)
+	}
 	if p.budget != nil {
 		p.budget.Record(budget.Attempt{N: s.Attempt, Failed: true, Class: c, Charged: s.Charged})
 	}
 	if c == Permanent {
 		return Decision{Reason: ErrPermanent, Class: c}
 	}
-	if _, final := errtree.Find[*finalError](s.Err); final {
+	if m.final {
 		return Decision{Reason: ErrFinal, Class: c}
 	}
 	max := p.maxAttempts
@@ -83,7 +89,7 @@ func (p *Policy) Decide(s Step) Decision {
 	if s.Attempt >= max {
 		return Decision{Reason: ErrAttemptsExhausted, Class: c}
 	}
-	d, ok, tooLong := p.serverDelay(s.Err, s.Rand)
+	d, ok, tooLong := p.serverDelay(m.serverDelay, s.Rand)
 	if tooLong {
 		return Decision{Reason: ErrServerDelayTooLong, Delay: d, Class: c}
 	}
@@ -112,13 +118,12 @@ func (p *Policy) classify(err error) Class {
 	return DefaultClassify(err)
 }
 
-// serverDelay returns the server-directed delay carried by err, with up
+// serverDelay returns the server-directed delay sd carries, with up
 // to ServerJitter of it added on top (saturating, never negative). tooLong
 // reports a request above MaxServerDelay: the loop stops rather than come
 // back before the server allowed.
-func (p *Policy) serverDelay(err error, u uint64) (d time.Duration, ok, tooLong bool) {
-	sd, found := errtree.Find[ServerDelay](err)
-	if !found {
+func (p *Policy) serverDelay(sd ServerDelay, u uint64) (d time.Duration, ok, tooLong bool) {
+	if sd == nil {
 		return 0, false, false
 	}
 	d = max(sd.RetryAfter(), 0)

@@ -126,39 +126,52 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			}
 			return v, nil
 		}
-		// The clock is read only when a deadline needs it: on this machine
-		// time.Now costs as much as the rest of a retry decision.
-		var now time.Time
-		deadline, ok := ctx.Deadline()
-		if ok {
-			now = time.Now()
+		var stop error
+		if prev, charged, stop = p.afterFailure(ctx, attempt, err, prev, charged); stop != nil {
+			return zero, stop
 		}
-		d := p.Decide(Step{
-			Attempt:    attempt,
-			Err:        err,
-			CallerDone: ctx.Err(),
-			Nested:     HasOuterRetry(ctx),
-			Now:        now,
-			Deadline:   deadline,
-			Prev:       prev,
-			Charged:    charged,
-			Rand:       p.rand(),
-		})
-		if d.Reason != nil {
-			e := &Error{Reason: d.Reason, Attempts: attempt, Last: err}
-			if d.Reason == ErrCancelled {
-				e.Cause = context.Cause(ctx)
-			}
-			return zero, e
-		}
-		if p.onRetry != nil {
-			p.onRetry(RetryEvent{Attempt: attempt, Err: err, Class: d.Class, Delay: d.Delay})
-		}
-		if d.Delay > 0 && !sleep(ctx, d.Delay) {
-			return zero, &Error{Reason: ErrCancelled, Attempts: attempt, Last: err, Cause: context.Cause(ctx)}
-		}
-		prev, charged = d.Delay, d.Class
 	}
+}
+
+// afterFailure decides what follows a failed attempt and waits for the
+// next one; a non-nil stop ends the call. It is not generic and not
+// inlined, so its state stays out of DoValue's frame and the first-attempt
+// path stays small.
+//
+//go:noinline
+func (p *Policy) afterFailure(ctx context.Context, attempt int, err error, prev time.Duration, charged Class) (time.Duration, Class, error) {
+	// The clock is read only when a deadline needs it: on this machine
+	// time.Now costs as much as the rest of a retry decision.
+	var now time.Time
+	deadline, ok := ctx.Deadline()
+	if ok {
+		now = time.Now()
+	}
+	d := p.decide(&Step{
+		Attempt:    attempt,
+		Err:        err,
+		CallerDone: ctx.Err(),
+		Nested:     HasOuterRetry(ctx),
+		Now:        now,
+		Deadline:   deadline,
+		Prev:       prev,
+		Charged:    charged,
+		Rand:       p.rand(),
+	})
+	if d.Reason != nil {
+		e := &Error{Reason: d.Reason, Attempts: attempt, Last: err}
+		if d.Reason == ErrCancelled {
+			e.Cause = context.Cause(ctx)
+		}
+		return 0, 0, e
+	}
+	if p.onRetry != nil {
+		p.onRetry(RetryEvent{Attempt: attempt, Err: err, Class: d.Class, Delay: d.Delay})
+	}
+	if d.Delay > 0 && !sleep(ctx, d.Delay) {
+		return 0, 0, &Error{Reason: ErrCancelled, Attempts: attempt, Last: err, Cause: context.Cause(ctx)}
+	}
+	return d.Delay, d.Class, nil
 }
 
 // runAttempt runs fn once, under the per-attempt timeout if there is one.

@@ -12,6 +12,7 @@
 #
 #	./run.sh                      # about 7 minutes on 2 cores
 #	COUNT=3 BENCHTIME=100ms ./run.sh
+#	REPORT_ONLY=1 ./run.sh        # the report again, from the last run
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -26,32 +27,6 @@ if ! go version -m "$GOBIN/benchstat" 2>/dev/null | grep -q "golang.org/x/perf[[
 	go install "golang.org/x/perf/cmd/benchstat@$BENCHSTAT_VERSION"
 fi
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-echo "==> building" >&2
-go test -c -o "$work/bench.test" .
-go build -o "$work/benchreport" ./internal/benchreport
-
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-started=$(date -u '+%Y-%m-%d %H:%M UTC')
-for i in $(seq "$COUNT"); do
-	echo "==> round $i of $COUNT" >&2
-	"$work/bench.test" -test.run '^$' -test.bench . -test.benchtime "$BENCHTIME" -test.count 1 >>"$work/raw.txt"
-done
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-cp "$work/raw.txt" "$GOBIN/last-run.txt" # the raw runs, for benchstat or benchreport by hand
-
-# Scenarios in a fixed order, then any others in the order they ran.
-mapfile -t scenarios < <(
-	{
-		printf '%s\n' FirstSuccess Retry2 JitterDelay HTTPGet HTTPGetParallel Hedge HedgePrimaryWins
-		sed -n 's/^Benchmark\([^/]*\)\/.*/\1/p' "$work/raw.txt"
-	} | awk '!seen[$0]++' | while read -r s; do
-		grep -q "^Benchmark$s/" "$work/raw.txt" && echo "$s"
-	done
-)
-
 # commit names the checkout measured, and says so when tracked files
 # differ from it.
 commit() {
@@ -62,6 +37,50 @@ commit() {
 	fi
 	echo "$c"
 }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "==> building" >&2
+go build -o "$work/benchreport" ./internal/benchreport
+
+if [[ ${REPORT_ONLY:-} == 1 ]]; then
+	# Write the report again from the last run (after editing NOTES.md, say)
+	# without running anything.
+	echo "==> reporting on the last run" >&2
+	cp "$GOBIN/last-run.txt" "$work/raw.txt"
+	# shellcheck source=/dev/null
+	source "$GOBIN/last-run.env"
+else
+	go test -c -o "$work/bench.test" .
+	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+	started=$(date -u '+%Y-%m-%d %H:%M UTC')
+	measured=$(commit)
+	cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+	cores=$(nproc)
+	goversion=$(go version | cut -d' ' -f3-)
+	for i in $(seq "$COUNT"); do
+		echo "==> round $i of $COUNT" >&2
+		"$work/bench.test" -test.run '^$' -test.bench . -test.benchtime "$BENCHTIME" -test.count 1 >>"$work/raw.txt"
+	done
+	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+	# The raw runs and what the report says about them, for benchstat by
+	# hand and for REPORT_ONLY=1.
+	cp "$work/raw.txt" "$GOBIN/last-run.txt"
+	for v in COUNT BENCHTIME load_before load_after started measured cpu cores goversion; do
+		printf '%s=%q\n' "$v" "${!v}"
+	done >"$GOBIN/last-run.env"
+fi
+
+# Scenarios in a fixed order, then any others in the order they ran.
+mapfile -t scenarios < <(
+	{
+		printf '%s\n' FirstSuccess Retry2 JitterDelay HTTPGet HTTPGetParallel Hedge HedgePrimaryWins
+		sed -n 's/^Benchmark\([^/]*\)\/.*/\1/p' "$work/raw.txt"
+	} | awk '!seen[$0]++' | while read -r s; do
+		grep -q "^Benchmark$s/" "$work/raw.txt" && echo "$s"
+	done
+)
 
 describe() {
 	case "$1" in
@@ -88,11 +107,11 @@ describe() {
 	echo
 	echo "| | |"
 	echo "| --- | --- |"
-	echo "| CPU | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') |"
-	echo "| cores | $(nproc) |"
-	echo "| Go | $(go version | cut -d' ' -f3-) |"
+	echo "| CPU | $cpu |"
+	echo "| cores | $cores |"
+	echo "| Go | $goversion |"
 	echo "| date | $started |"
-	echo "| commit | $(commit) |"
+	echo "| commit | $measured |"
 	echo "| runs | $COUNT rounds of every benchmark, -benchtime=$BENCHTIME |"
 	echo "| load average (1, 5, 15 min) | before: $load_before; after: $load_after |"
 	echo

@@ -3,6 +3,7 @@ package unherdhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/timeout"
 	"github.com/unherd/unherd/unherdhttp"
@@ -317,6 +320,44 @@ func TestAttemptTimeoutUntracedBase(t *testing.T) {
 				}
 				if status != tc.wantStatus || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 					t.Errorf("got %d, %v; want %d, %v", status, err, tc.wantStatus, tc.wantErr)
+				}
+			})
+		})
+	}
+}
+
+// deafBase answers 200 after delay whatever the request context says.
+type deafBase struct{ delay time.Duration }
+
+func (b *deafBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	time.Sleep(b.delay) // virtual time: the tests run it under synctest
+	return &http.Response{StatusCode: 200, Request: r, Body: io.NopCloser(strings.NewReader("ok"))}, nil
+}
+
+// A response that arrives at the instant the attempt timeout fires counts
+// as the timeout (its context is gone, the body would fail mid-read), even
+// when the timer's callback has not yet cancelled that context.
+func TestAttemptTimeoutSameInstant(t *testing.T) {
+	for _, hedged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hedged=%v", hedged), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := unherdhttp.Config{AttemptTimeout: 10 * time.Millisecond, Retry: retry.Config{MaxAttempts: 1}}
+				if hedged {
+					h, err := hedge.New(hedge.Config{Delay: 5 * time.Millisecond, Budget: budget.Unlimited})
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg.Hedge = h
+				}
+				tr, err := unherdhttp.NewTransport(&deafBase{delay: 10 * time.Millisecond}, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 20 {
+					status, _, err := get(t, tr, "http://example.invalid/")
+					if err != nil && !errors.Is(err, retry.ErrAttemptTimeout) {
+						t.Fatalf("got %d, %v; want 200 or an attempt timeout", status, err)
+					}
 				}
 			})
 		})

@@ -370,8 +370,10 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 	if err == nil && expired && ctx.Err() == nil {
 		// Headers arrived as the timer fired: the context is gone, so
 		// the body would fail mid-read. Count it as the timeout it is.
+		// The timer's callback may not have cancelled actx yet, so its
+		// cause may still be nil: name the timeout here.
 		drain(resp.Body, 0)
-		resp, err = nil, context.Cause(actx)
+		resp, err = nil, retry.ErrAttemptTimeout
 	}
 	if a.observe {
 		// Only answers that are not failures are latency samples: a fast
@@ -384,7 +386,7 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		t.timeouts.Observe(latency, ok)
 	}
 	if err != nil {
-		timedOut := ctx.Err() == nil && context.Cause(actx) == retry.ErrAttemptTimeout
+		timedOut := ctx.Err() == nil && (expired || context.Cause(actx) == retry.ErrAttemptTimeout)
 		// Only a connection reported through httptrace proves that
 		// nothing was sent before it; net/http's Transport reports it,
 		// other base transports may not.

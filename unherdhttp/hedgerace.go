@@ -30,6 +30,7 @@ type hedgeRace struct {
 	won     bool           // a request succeeded and went to hedge.Do
 	lost    bool           // the last request failed
 	decided chan struct{}  // made by the first request to wait; closed by the last failure
+	lastErr error          // the last failure's error, set before decided is closed
 	ended   bool           // hedge.Do returned: a late failure discards its own response
 	failed  []*StatusError // failed responses, to discard unless one goes back
 }
@@ -83,6 +84,7 @@ func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
 		// hedge that a non-fatal last failure started.
 		if !r.lost {
 			r.lost = true
+			r.lastErr = err
 			if r.decided != nil {
 				close(r.decided)
 			}
@@ -95,7 +97,13 @@ func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
 		decided := r.decided
 		r.mu.Unlock()
 		select {
-		case <-decided: // every other request failed too
+		case <-decided:
+			// Every other request failed too. The waiting requests and the
+			// last failure race into hedge.Do; all of them return the last
+			// failure's error, so whichever arrives first, the attempt's
+			// error is that one (this request's own response, kept in
+			// failed, is discarded by end).
+			return nil, r.lastErr
 		case <-hctx.Done(): // another request won, or the caller gave up
 		}
 	}

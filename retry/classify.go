@@ -107,8 +107,10 @@ func WithServerDelay(err error, d time.Duration) error {
 //   - an error marked with MarkPermanent, or a ServerDelay with a negative
 //     delay, is Permanent;
 //   - an error marked with MarkThrottled or WithServerDelay is Throttled;
-//   - context.DeadlineExceeded, ErrAttemptTimeout, and errors with a
-//     Timeout() bool method that reports true (net.Error) are Timeout;
+//   - an error whose tree holds an error with a Timeout() bool method is
+//     Timeout if the first such error (depth first, as errors.As finds
+//     it) reports true: context.DeadlineExceeded, a net.Error that timed
+//     out, and the loop's own expired attempt timeouts;
 //   - everything else is Transient.
 //
 // The caller's own cancellation is decided before classification and is

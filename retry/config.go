@@ -67,7 +67,9 @@ type Config struct {
 
 	// Classify decides how a failed attempt is treated. Nil means
 	// DefaultClassify; a custom classifier can call DefaultClassify for
-	// errors it does not recognise.
+	// errors it does not recognise. It may be called more than once for
+	// the same error (once for the guards, once for the decision), so it
+	// must be a pure function of the error.
 	Classify func(error) Class
 
 	// Budget is consulted before every retry and told about every attempt.

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -101,20 +102,20 @@ func New(s Settings) (*Breaker, error) {
 		return nil, err
 	}
 	b := &Breaker{
-		maxConsec:    int64(orDefault(s.ConsecutiveFailures, DefaultConsecutiveFailures)),
-		rate:         orDefault(s.FailureRate, DefaultFailureRate),
-		minCalls:     int64(orDefault(s.MinCalls, DefaultMinCalls)),
-		openDuration: orDefault(s.OpenDuration, DefaultOpenDuration),
-		openJitter:   max(orDefault(s.OpenJitter, DefaultOpenJitter), 0),
-		maxProbes:    orDefault(s.HalfOpenProbes, DefaultHalfOpenProbes),
-		needSuccess:  orDefault(s.SuccessThreshold, DefaultSuccessThreshold),
+		maxConsec:    int64(cmp.Or(s.ConsecutiveFailures, DefaultConsecutiveFailures)),
+		rate:         cmp.Or(s.FailureRate, DefaultFailureRate),
+		minCalls:     int64(cmp.Or(s.MinCalls, DefaultMinCalls)),
+		openDuration: cmp.Or(s.OpenDuration, DefaultOpenDuration),
+		openJitter:   max(cmp.Or(s.OpenJitter, DefaultOpenJitter), 0),
+		maxProbes:    cmp.Or(s.HalfOpenProbes, DefaultHalfOpenProbes),
+		needSuccess:  cmp.Or(s.SuccessThreshold, DefaultSuccessThreshold),
 		isFailure:    s.IsFailure,
 		classify:     s.Classify,
 		onChange:     s.OnStateChange,
 		clock:        s.Now,
 		rand:         rand.Uint64,
 	}
-	b.win = rolling.New(orDefault(s.Window, DefaultWindow), orDefault(s.WindowBuckets, DefaultWindowBuckets))
+	b.win = rolling.New(cmp.Or(s.Window, DefaultWindow), cmp.Or(s.WindowBuckets, DefaultWindowBuckets))
 	if b.isFailure == nil {
 		b.isFailure = DefaultIsFailure
 	}

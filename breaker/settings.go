@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -131,16 +132,9 @@ func (s *Settings) Validate() error {
 	case s.SuccessThreshold < 0:
 		return fmt.Errorf("%w: SuccessThreshold %d is negative; use 0 for the default of %d", ErrInvalidSettings, s.SuccessThreshold, DefaultSuccessThreshold)
 	}
-	window := orDefault(s.Window, DefaultWindow)
-	if buckets := orDefault(s.WindowBuckets, DefaultWindowBuckets); window < time.Duration(buckets) {
+	window := cmp.Or(s.Window, DefaultWindow)
+	if buckets := cmp.Or(s.WindowBuckets, DefaultWindowBuckets); window < time.Duration(buckets) {
 		return fmt.Errorf("%w: Window %v is shorter than %d ns (one per bucket)", ErrInvalidSettings, window, buckets)
 	}
 	return nil
-}
-
-func orDefault[T int | time.Duration | float64](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -45,8 +46,8 @@ type GRPCConfig struct {
 
 // Validate reports settings that cannot work, naming the field.
 func (c *GRPCConfig) Validate() error {
-	mt := orDefault(c.MaxTokens, DefaultMaxTokens)
-	tr := orDefault(c.TokenRatio, DefaultTokenRatio)
+	mt := cmp.Or(c.MaxTokens, DefaultMaxTokens)
+	tr := cmp.Or(c.TokenRatio, DefaultTokenRatio)
 	switch {
 	case !(mt > 0 && mt <= MaxGRPCTokens): // also rejects NaN
 		return fmt.Errorf("%w: GRPCConfig.MaxTokens %v is outside (0, 1000]", ErrInvalidConfig, c.MaxTokens)
@@ -101,8 +102,8 @@ func NewGRPC(cfg GRPCConfig) (*GRPC, error) {
 		return nil, err
 	}
 	g := &GRPC{
-		max:   toMilli(orDefault(cfg.MaxTokens, DefaultMaxTokens)),
-		ratio: toMilli(orDefault(cfg.TokenRatio, DefaultTokenRatio)),
+		max:   toMilli(cmp.Or(cfg.MaxTokens, DefaultMaxTokens)),
+		ratio: toMilli(cmp.Or(cfg.TokenRatio, DefaultTokenRatio)),
 	}
 	g.tokens.Store(g.max)
 	return g, nil

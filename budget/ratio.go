@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sync"
@@ -153,12 +154,12 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 		window = DefaultWindow
 	}
 	r := &Ratio{
-		ratio:  orDefault(cfg.Ratio, DefaultRatio),
+		ratio:  cmp.Or(cfg.Ratio, DefaultRatio),
 		period: int64(window / ratioSlots),
 		now:    cfg.Now,
 	}
 	if !cfg.NoFloor {
-		r.reserve = orDefault(cfg.MinPerSecond, DefaultMinPerSecond) * window.Seconds()
+		r.reserve = cmp.Or(cfg.MinPerSecond, DefaultMinPerSecond) * window.Seconds()
 	}
 	if r.now != nil {
 		r.origin = r.now()

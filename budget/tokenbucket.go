@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 )
@@ -48,7 +49,7 @@ type TokenBucketConfig struct {
 
 // Validate reports settings that cannot work, naming the field.
 func (c *TokenBucketConfig) Validate() error {
-	capacity := orDefault(c.Capacity, DefaultCapacity)
+	capacity := cmp.Or(c.Capacity, DefaultCapacity)
 	fields := [...]struct {
 		name string
 		v    int64
@@ -66,7 +67,7 @@ func (c *TokenBucketConfig) Validate() error {
 	}
 	defaults := [...]int64{DefaultTransientCost, DefaultTimeoutCost, DefaultThrottledCost}
 	for i, f := range fields[1:4] {
-		if cost := orDefault(f.v, defaults[i]); cost > capacity {
+		if cost := cmp.Or(f.v, defaults[i]); cost > capacity {
 			return fmt.Errorf("%w: TokenBucketConfig.%s %d exceeds Capacity %d, so no such retry could ever be paid for", ErrInvalidConfig, f.name, cost, capacity)
 		}
 	}
@@ -116,12 +117,12 @@ func NewTokenBucket(cfg TokenBucketConfig) (*TokenBucket, error) {
 		return nil, err
 	}
 	b := &TokenBucket{
-		capacity: orDefault(cfg.Capacity, DefaultCapacity),
-		incr:     orDefault(cfg.SuccessIncrement, DefaultSuccessIncrement),
+		capacity: cmp.Or(cfg.Capacity, DefaultCapacity),
+		incr:     cmp.Or(cfg.SuccessIncrement, DefaultSuccessIncrement),
 	}
-	b.cost[Transient] = orDefault(cfg.TransientCost, DefaultTransientCost)
-	b.cost[Timeout] = orDefault(cfg.TimeoutCost, DefaultTimeoutCost)
-	b.cost[Throttled] = orDefault(cfg.ThrottledCost, DefaultThrottledCost)
+	b.cost[Transient] = cmp.Or(cfg.TransientCost, DefaultTransientCost)
+	b.cost[Timeout] = cmp.Or(cfg.TimeoutCost, DefaultTimeoutCost)
+	b.cost[Throttled] = cmp.Or(cfg.ThrottledCost, DefaultThrottledCost)
 	b.tokens.Store(b.capacity)
 	return b, nil
 }
@@ -183,10 +184,3 @@ func (b *TokenBucket) Tokens() int64 { return b.tokens.Load() }
 
 // Capacity returns the most tokens the bucket holds.
 func (b *TokenBucket) Capacity() int64 { return b.capacity }
-
-func orDefault[T int64 | float64](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}

@@ -141,10 +141,3 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
-
-func orDefault[T int | time.Duration | float64](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -44,13 +45,13 @@ func New(cfg Config) (*Policy, error) {
 		b = tb
 	}
 	p := &Policy{
-		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
-		nestedAttempts: orDefault(cfg.NestedAttempts, DefaultNestedAttempts),
+		maxAttempts:    cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts),
+		nestedAttempts: cmp.Or(cfg.NestedAttempts, DefaultNestedAttempts),
 		backoff:        cfg.Backoff,
 		attemptTimeout: cfg.AttemptTimeout,
 		timeouts:       cfg.Timeouts,
-		maxServerDelay: orDefault(cfg.MaxServerDelay, DefaultMaxServerDelay),
-		serverJitter:   orDefault(cfg.ServerJitter, DefaultServerJitter),
+		maxServerDelay: cmp.Or(cfg.MaxServerDelay, DefaultMaxServerDelay),
+		serverJitter:   cmp.Or(cfg.ServerJitter, DefaultServerJitter),
 		classifier:     cfg.Classify,
 		budget:         b,
 		onRetry:        cfg.OnRetry,

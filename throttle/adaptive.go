@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,8 +91,8 @@ func (s *AdaptiveSettings) Validate() error {
 	case s.WindowBuckets < 0 || s.WindowBuckets > 1000:
 		return fmt.Errorf("%w: WindowBuckets %d is outside [0, 1000]", ErrInvalidSettings, s.WindowBuckets)
 	}
-	window := orDefault(s.Window, DefaultWindow)
-	if buckets := orDefault(s.WindowBuckets, DefaultWindowBuckets); window < time.Duration(buckets) {
+	window := cmp.Or(s.Window, DefaultWindow)
+	if buckets := cmp.Or(s.WindowBuckets, DefaultWindowBuckets); window < time.Duration(buckets) {
 		return fmt.Errorf("%w: Window %v is shorter than %d ns (one per bucket)", ErrInvalidSettings, window, buckets)
 	}
 	return nil
@@ -127,8 +128,8 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 		return nil, err
 	}
 	a := &Adaptive{
-		win:      rolling.New(orDefault(s.Window, DefaultWindow), orDefault(s.WindowBuckets, DefaultWindowBuckets)),
-		k:        orDefault(s.K, DefaultK),
+		win:      rolling.New(cmp.Or(s.Window, DefaultWindow), cmp.Or(s.WindowBuckets, DefaultWindowBuckets)),
+		k:        cmp.Or(s.K, DefaultK),
 		accepted: s.Accepted,
 		clock:    s.Now,
 		rand:     rand.Uint64,
@@ -239,10 +240,3 @@ func threshold(requests, accepts int64, k float64) uint64 {
 }
 
 func (a *Adaptive) ns(t time.Time) int64 { return int64(t.Sub(a.epoch)) }
-
-func orDefault[T int | time.Duration | float64](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/quantile"
 )
 
 const deanBarroso = `Dean and Barroso, "The Tail at Scale", Communications of the ACM 56(2), 2013, https://doi.org/10.1145/2408776.2408794`
@@ -204,10 +205,7 @@ type hedgeRow struct {
 func measureHedge(out hedgeOut) hedgeRow {
 	lat := out.latencies
 	slices.Sort(lat)
-	q := func(f float64) float64 {
-		i := int(math.Ceil(f*float64(len(lat)))) - 1
-		return ms(lat[min(max(i, 0), len(lat)-1)])
-	}
+	q := func(f float64) float64 { return ms(quantile.Exact(lat, f)) }
 	keys := float64(out.keys)
 	return hedgeRow{p50: q(0.5), p99: q(0.99), p999: q(0.999),
 		sent: 100 * float64(out.sent-out.keys) / keys, executed: 100 * float64(out.executed-out.keys) / keys}

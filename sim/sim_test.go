@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,9 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/unherd/unherd/internal/golden"
+)
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -54,9 +53,9 @@ func tiny(t *testing.T, name string) Params {
 	return p
 }
 
-// golden is what a golden file holds: the JSON result plus the fields it
+// goldenJSON is what a golden file holds: the JSON result plus the fields it
 // leaves out (columns, charts).
-func golden(t *testing.T, r *Result) []byte {
+func goldenJSON(t *testing.T, r *Result) []byte {
 	t.Helper()
 	b, err := json.MarshalIndent(struct {
 		Result  *Result  `json:"result"`
@@ -89,7 +88,7 @@ func run(t *testing.T, name string, o Options) []byte {
 			}
 		}
 	}
-	return golden(t, r)
+	return goldenJSON(t, r)
 }
 
 func TestScenarios(t *testing.T) {
@@ -119,16 +118,7 @@ func TestGolden(t *testing.T) {
 		t.Run(s.Name(), func(t *testing.T) {
 			got := run(t, s.Name(), Options{Seed: 1, Workers: 2})
 			path := filepath.Join("testdata", s.Name()+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./sim -update to create it)", err)
-			}
+			want := golden.Want(t, path, got)
 			if diff := cmp.Diff(string(want), string(got)); diff != "" {
 				t.Errorf("%s differs from %s (-want +got):\n%s", s.Name(), path, diff)
 			}

@@ -14,11 +14,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/internal/golden"
 	"github.com/unherd/unherd/sim"
 	"go.uber.org/goleak"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -182,7 +181,7 @@ func TestSimText(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	golden(t, "sim_fake.golden", stdout)
+	checkGolden(t, "sim_fake.golden", stdout)
 }
 
 func TestWhatIfJSON(t *testing.T) {
@@ -360,21 +359,10 @@ func TestRegisteredScenarios(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name, got string) {
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
+	want := golden.Want(t, path, []byte(got))
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Fatalf("%s differs (-want +got):\n%s", path, diff)
 	}

@@ -2,17 +2,15 @@ package report
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/internal/golden"
 	"github.com/unherd/unherd/sim"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func entries() []Entry {
 	return []Entry{
@@ -64,16 +62,7 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "report.md.golden")
-	if *update {
-		if err := os.WriteFile(golden, md, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want2, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
+	want2 := golden.Want(t, filepath.Join("testdata", "report.md.golden"), md)
 	if diff := cmp.Diff(string(want2), string(md)); diff != "" {
 		t.Fatalf("report.md (-want +got):\n%s", diff)
 	}

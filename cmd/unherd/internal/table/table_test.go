@@ -2,30 +2,19 @@ package table
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/internal/golden"
 	"github.com/unherd/unherd/sim"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
+// checkGolden compares got with testdata/name, or rewrites the file with -update.
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
+	want := golden.Want(t, path, got)
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Fatalf("%s differs (-want +got):\n%s", path, diff)
 	}
@@ -78,7 +67,7 @@ func TestGolden(t *testing.T) {
 			if err := tc.write(&b); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name, b.Bytes())
+			checkGolden(t, tc.name, b.Bytes())
 		})
 	}
 }

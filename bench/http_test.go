@@ -33,6 +33,15 @@ func newServer(b *testing.B) *server {
 	return s
 }
 
+// get returns a GET request for the server's root.
+func (s *server) get(b *testing.B) *http.Request {
+	req, err := http.NewRequest(http.MethodGet, s.URL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return req
+}
+
 // check fails the benchmark unless the server saw exactly one request per
 // call: a retrying round tripper must not repeat a request that succeeded.
 func (s *server) check(b *testing.B) {
@@ -114,10 +123,7 @@ func BenchmarkHTTPGet(b *testing.B) {
 		b.Run(tc.lib, func(b *testing.B) {
 			b.ReportAllocs()
 			srv := newServer(b)
-			req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			req := srv.get(b)
 			for b.Loop() {
 				if !get(b, tc.rt, req) {
 					b.FailNow()
@@ -135,10 +141,7 @@ func BenchmarkHTTPGetParallel(b *testing.B) {
 		b.Run(tc.lib, func(b *testing.B) {
 			b.ReportAllocs()
 			srv := newServer(b)
-			req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			req := srv.get(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if !get(b, tc.rt, req) {

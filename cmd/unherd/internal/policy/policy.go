@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,7 +146,7 @@ func byKey(m *node, prefix string, known []string) (map[string]*node, *Error) {
 	set := make(map[string]*node, len(m.pairs))
 	for _, kv := range m.pairs {
 		path := prefix + kv.key
-		if !contains(known, kv.key) {
+		if !slices.Contains(known, kv.key) {
 			return nil, &Error{Line: kv.line, Field: path, Msg: "unknown field (known: " + strings.Join(known, ", ") + ")"}
 		}
 		if set[kv.key] != nil {
@@ -154,15 +155,6 @@ func byKey(m *node, prefix string, known []string) (map[string]*node, *Error) {
 		set[kv.key] = kv.val
 	}
 	return set, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func fieldError(n *node, field, format string, args ...any) *Error {
@@ -255,7 +247,7 @@ func budgetOf(n *node) (kind string, ratio float64, e *Error) {
 
 func budgetKind(n *node, field string) (string, *Error) {
 	s, err := text(n, field)
-	if err == nil && !contains(budgetKinds, s) {
+	if err == nil && !slices.Contains(budgetKinds, s) {
 		err = fieldError(n, field, "")
 	}
 	if err != nil {

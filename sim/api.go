@@ -140,7 +140,7 @@ type Policy struct {
 	// default (token).
 	Budget string
 	// BudgetRatio is the ratio budget's share when Budget is "ratio";
-	// zero means 0.1.
+	// zero means budget.DefaultRatio (0.1).
 	BudgetRatio float64
 	// AttemptTimeout bounds each attempt; zero means none.
 	AttemptTimeout time.Duration

@@ -76,7 +76,7 @@ func specOf(p Policy) (policySpec, error) {
 		s.budget = budgetToken
 	}
 	if s.ratio == 0 {
-		s.ratio = 0.1
+		s.ratio = budget.DefaultRatio
 	}
 	switch {
 	case s.attempts < 0:

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -106,6 +107,32 @@ func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policy
 	}
 	e.run(r, m.end)
 	return &r.stats, nil
+}
+
+// sweepCalls runs every spec against the model of every population
+// (model(true) is the closed one) over sweep, and returns the statistics
+// population-major: run i is pops[i/len(specs)] with specs[i%len(specs)],
+// seeded with stream i.
+func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec, model func(closed bool) *callModel) ([]*callStats, error) {
+	type out struct {
+		st  *callStats
+		err error
+	}
+	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
+		st, err := runCalls(ctx.Done(), o.Seed, uint64(i), model(pops[i/len(specs)]), &specs[i%len(specs)])
+		return out{st, err}
+	})
+	if err != nil {
+		return nil, err
+	}
+	sts := make([]*callStats, len(outs))
+	for i, ot := range outs {
+		if ot.err != nil {
+			return nil, ot.err
+		}
+		sts[i] = ot.st
+	}
+	return sts, nil
 }
 
 func (r *callRun) handle(e *engine, ev event) {

@@ -170,15 +170,7 @@ type outageRow struct {
 // outage table; it returns the rows too, for what-if.
 func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options) (*Result, []outageRow, error) {
 	pops := []bool{true, false}
-	type out struct {
-		st  *callStats
-		err error
-	}
-	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
-		m := p.model(pops[i/len(specs)])
-		st, err := runCalls(ctx.Done(), o.Seed, uint64(i), m, &specs[i%len(specs)])
-		return out{st, err}
-	})
+	outs, err := sweepCalls(ctx, o, pops, specs, p.model)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,15 +182,12 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second"},
 		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second"},
 	}
-	for i, ot := range outs {
-		if ot.err != nil {
-			return nil, nil, ot.err
-		}
+	for i, st := range outs {
 		pop := "closed"
 		if !pops[i/len(specs)] {
 			pop = "open"
 		}
-		r := measureOutage(p, pop, specs[i%len(specs)].name, ot.st)
+		r := measureOutage(p, pop, specs[i%len(specs)].name, st)
 		rows = append(rows, r)
 		res.Rows = append(res.Rows, Row{"population": pop, "policy": r.policy,
 			"baseline_rps": round(r.baseline, 0), "outage_rps": round(r.during, 0), "peak_rps": round(r.peak, 0), "peak_x": round(r.peak/r.baseline, 2),

@@ -162,14 +162,7 @@ func (stormScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 // rows too, for what-if.
 func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options) (*Result, []stormRow, error) {
 	pops := []bool{false, true}
-	type out struct {
-		st  *callStats
-		err error
-	}
-	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
-		st, err := runCalls(ctx.Done(), o.Seed, uint64(i), p.model(pops[i/len(specs)]), &specs[i%len(specs)])
-		return out{st, err}
-	})
+	outs, err := sweepCalls(ctx, o, pops, specs, p.model)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,11 +170,8 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 		Columns: []string{"population", "policy", "attempts", "budget", "load_rps", "first_s_rps", "amplification", "success_pct"}}
 	var rows []stormRow
 	half := int(p.Duration/(100*time.Millisecond)) / 2
-	for i, ot := range outs {
-		if ot.err != nil {
-			return nil, nil, ot.err
-		}
-		st, spec := ot.st, specs[i%len(specs)]
+	for i, st := range outs {
+		spec := specs[i%len(specs)]
 		r := stormRow{population: "open", policy: spec.name, attempts: spec.attempts, budget: spec.budget}
 		if pops[i/len(specs)] {
 			r.population = "closed"

@@ -72,9 +72,8 @@ type callRun struct {
 	budget budget.Budget
 	guard  guard // nil for none
 	slots  []callSlot
-	free   []int32 // open stream: unused slots
-	tokens float64 // the dependency's capacity bucket
-	refill time.Duration
+	free   []int32     // open stream: unused slots
+	limit  tokenBucket // the dependency's capacity
 	stats  callStats
 }
 
@@ -93,7 +92,8 @@ func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policy
 		}
 	}
 	nb := int(m.end/m.bucket) + 1
-	r := &callRun{m: m, policy: p, budget: b, guard: g, tokens: m.capacity / 10,
+	r := &callRun{m: m, policy: p, budget: b, guard: g,
+		limit: tokenBucket{rate: m.capacity, burst: m.capacity / 10, tokens: m.capacity / 10},
 		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}
 	if m.closed {
 		r.slots = make([]callSlot, m.clients)
@@ -202,14 +202,7 @@ func (r *callRun) serve(t time.Duration) bool {
 		return true
 	}
 	// A token bucket holding a tenth of a second's capacity.
-	burst := m.capacity / 10
-	r.tokens = min(burst, r.tokens+m.capacity*(t-r.refill).Seconds())
-	r.refill = t
-	if r.tokens < 1 {
-		return false
-	}
-	r.tokens--
-	return true
+	return r.limit.take(t)
 }
 
 func (r *callRun) reply(e *engine, id int32, ok bool) {

@@ -191,9 +191,8 @@ type ratelimitRun struct {
 	p       *RatelimitParams
 	policy  *retry.Policy
 	workers []rlWorker
-	tokens  float64
-	refill  time.Duration
-	left    int // workers not finished
+	limit   tokenBucket // the API's rate limiter: Limit per second, Burst's worth (at least one token)
+	left    int         // workers not finished
 	out     ratelimitOut
 }
 
@@ -206,7 +205,7 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 		return ratelimitOut{err: fmt.Errorf("%w: %w", ErrInvalidParams, err)}
 	}
 	r := &ratelimitRun{p: p, policy: pol, workers: make([]rlWorker, p.Workers), left: p.Workers,
-		tokens: p.Limit * p.Burst.Seconds()}
+		limit: tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
 		r.workers[w] = rlWorker{jobs: p.Jobs, attempt: 1}
 		e.after(0, rlSend, int32(w), 0)
@@ -225,7 +224,7 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 		e.after(r.hop(e), rlArrive, ev.id, 0)
 	case rlArrive:
 		ok := int64(0)
-		if r.admit(e.elapsed()) {
+		if r.limit.take(e.elapsed()) {
 			ok = 1
 		}
 		e.after(r.hop(e), rlReply, ev.id, ok)
@@ -261,17 +260,4 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 		w.prev, w.charged = d.Delay, d.Class
 		e.after(d.Delay, rlSend, ev.id, 0)
 	}
-}
-
-// admit is the API's rate limiter: a token bucket of Limit per second
-// holding Burst's worth.
-func (r *ratelimitRun) admit(t time.Duration) bool {
-	burst := r.p.Limit * r.p.Burst.Seconds()
-	r.tokens = min(max(burst, 1), r.tokens+r.p.Limit*(t-r.refill).Seconds())
-	r.refill = t
-	if r.tokens < 1 {
-		return false
-	}
-	r.tokens--
-	return true
 }

@@ -1,0 +1,26 @@
+package sim
+
+import "time"
+
+// tokenBucket is a simulated server's admission limit: rate tokens per
+// second of virtual time refill it up to burst, and each request it
+// admits takes one. The outage and storm dependency's capacity and the
+// ratelimit scenario's API limiter are both one.
+type tokenBucket struct {
+	rate   float64       // tokens per second
+	burst  float64       // most tokens held
+	tokens float64       // held as of last
+	last   time.Duration // virtual time of the last take
+}
+
+// take refills the bucket to time t and reports whether a request
+// arriving then is admitted, taking its token if so. t never decreases.
+func (b *tokenBucket) take(t time.Duration) bool {
+	b.tokens = min(b.burst, b.tokens+b.rate*(t-b.last).Seconds())
+	b.last = t
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

@@ -60,10 +60,8 @@ const (
 
 // callSlot is one call in flight.
 type callSlot struct {
-	attempt int
-	prev    time.Duration
-	charged retry.Class
-	ticket  uint64 // the guard's ticket for the attempt in flight
+	tries
+	ticket uint64 // the guard's ticket for the attempt in flight
 }
 
 type callRun struct {
@@ -187,7 +185,7 @@ func (r *callRun) alloc() int32 {
 }
 
 func (r *callRun) start(e *engine, id int32) {
-	r.slots[id] = callSlot{attempt: 1}
+	r.slots[id] = callSlot{tries: firstTry()}
 	e.after(0, callSend, id, 0)
 }
 
@@ -219,14 +217,13 @@ func (r *callRun) reply(e *engine, id int32, ok bool) {
 		r.guard.DoneAt(e.Now(), s.ticket, o)
 	}
 	if ok {
-		r.budget.Record(budget.Attempt{N: s.attempt, Charged: s.charged})
+		s.succeeded(r.budget)
 		r.stats.succeeded++
 		r.stats.good[e.elapsed()/r.m.bucket]++
 		r.end(e, id)
 		return
 	}
-	d := r.policy.Decide(retry.Step{Attempt: s.attempt, Err: err, Now: e.Now(), Prev: s.prev,
-		Charged: s.charged, Rand: e.u64()})
+	d := s.decide(e, r.policy, err, false)
 	if d.Reason != nil {
 		if d.Reason == retry.ErrBudgetExhausted {
 			r.stats.budgetOut++
@@ -234,8 +231,6 @@ func (r *callRun) reply(e *engine, id int32, ok bool) {
 		r.end(e, id)
 		return
 	}
-	s.attempt++
-	s.prev, s.charged = d.Delay, d.Class
 	e.after(d.Delay, callSend, id, 0)
 }
 

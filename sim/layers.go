@@ -207,11 +207,9 @@ const (
 // or a layer's call to the next, or the last layer's call to the
 // dependency.
 type layCall struct {
-	layer   int
-	parent  int32 // -1 for the edge
-	attempt int
-	prev    time.Duration
-	charged retry.Class
+	layer  int
+	parent int32 // -1 for the edge
+	tries
 }
 
 type layersRun struct {
@@ -253,7 +251,7 @@ func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode 
 }
 
 func (r *layersRun) newCall(layer int, parent int32) int32 {
-	c := layCall{layer: layer, parent: parent, attempt: 1}
+	c := layCall{layer: layer, parent: parent, tries: firstTry()}
 	if n := len(r.free); n > 0 {
 		id := r.free[n-1]
 		r.free = r.free[:n-1]
@@ -298,18 +296,15 @@ func (r *layersRun) done(e *engine, id int32, ok bool) {
 	c := &r.calls[id]
 	l := c.layer
 	if ok {
-		r.budgets[l].Record(budget.Attempt{N: c.attempt, Charged: c.charged})
+		c.succeeded(r.budgets[l])
 		r.finish(e, id, true)
 		return
 	}
-	d := r.policies[l].Decide(retry.Step{Attempt: c.attempt, Err: errDown, Nested: r.mode == 1 && l > 0,
-		Now: e.Now(), Prev: c.prev, Charged: c.charged, Rand: e.u64()})
+	d := c.decide(e, r.policies[l], errDown, r.mode == 1 && l > 0)
 	if d.Reason != nil {
 		r.finish(e, id, false)
 		return
 	}
-	c.attempt++
-	c.prev, c.charged = d.Delay, d.Class
 	e.after(d.Delay, layAttempt, id, 0)
 }
 

@@ -181,10 +181,8 @@ const (
 )
 
 type rlWorker struct {
-	jobs    int // left to do
-	attempt int
-	prev    time.Duration
-	charged retry.Class
+	jobs int // left to do
+	tries
 }
 
 type ratelimitRun struct {
@@ -207,7 +205,7 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 	r := &ratelimitRun{p: p, policy: pol, workers: make([]rlWorker, p.Workers), left: p.Workers,
 		limit: tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
-		r.workers[w] = rlWorker{jobs: p.Jobs, attempt: 1}
+		r.workers[w] = rlWorker{jobs: p.Jobs, tries: firstTry()}
 		e.after(0, rlSend, int32(w), 0)
 	}
 	e.run(r, -1)
@@ -236,7 +234,7 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			}
 			r.out.good[s]++
 			w.jobs--
-			w.attempt, w.prev = 1, 0
+			w.tries = firstTry()
 			if w.jobs == 0 {
 				r.left--
 				if r.left == 0 {
@@ -248,16 +246,13 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			return
 		}
 		r.out.throttled++
-		d := r.policy.Decide(retry.Step{Attempt: w.attempt, Err: errTooMany, Now: e.Now(),
-			Prev: w.prev, Charged: w.charged, Rand: e.u64()})
+		d := w.decide(e, r.policy, errTooMany, false)
 		if d.Reason != nil {
 			// Out of attempts: the job is still to do; start it over.
-			w.attempt, w.prev = 1, 0
+			w.tries = firstTry()
 			e.after(0, rlSend, ev.id, 0)
 			return
 		}
-		w.attempt++
-		w.prev, w.charged = d.Delay, d.Class
 		e.after(d.Delay, rlSend, ev.id, 0)
 	}
 }

@@ -50,6 +50,34 @@ import (
 // A request that may not hedge (see [Hedger.Begin]) runs fn(ctx, 0)
 // directly.
 func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
+	return do(ctx, h, fn, cleanup, false)
+}
+
+// DoFailuresWait is [Do] where a failure settles the call only when no
+// other attempt is running: an attempt that fails while another is still
+// running drops its error (whatever Config.NonFatal says) and the call
+// waits for the others. The first success still settles the call at once;
+// if every attempt fails, the last failure is handled as Do handles any
+// failure (a fatal one settles the call with its error, a non-fatal one
+// starts the next hedge at once), so the error returned is the last
+// failure's. Once the caller's context has ended, failures no longer
+// wait. An attempt counts as running from the moment Do starts it, so a
+// failure cannot settle the call while a hedge it has just started is
+// about to run.
+//
+// Use it when a failure may be local to one replica (a fast 503 from an
+// overloaded server, a refused connection) and must not cancel a request
+// to another replica that may yet succeed. fn must then judge each
+// attempt's outcome itself, returning an error for any it would not hand
+// back, and release whatever a dropped error holds (a response body, say)
+// once DoFailuresWait returns: only the returned error reaches the
+// caller. Its cost is Do's.
+func DoFailuresWait[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
+	return do(ctx, h, fn, cleanup, true)
+}
+
+// do is Do, and DoFailuresWait if failuresWait is set.
+func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T), failuresWait bool) (T, error) {
 	// The clock is read for the latency and the default budget only, and
 	// then as a monotonic reading alone: time.Since(epoch) costs one
 	// clock read where time.Now costs two (wall and monotonic).
@@ -66,6 +94,7 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 
 	c := getCall[T](h)
 	c.parent, c.fn, c.cleanup, c.delay, c.start = ctx, fn, cleanup, delay, start
+	c.failuresWait = failuresWait
 	actx, cancel := context.WithCancelCause(ctx)
 	c.cancels = append(c.cancels, cancel)
 	c.started, c.running = 1, 1
@@ -134,6 +163,8 @@ type call[T any] struct {
 	timer   *time.Timer   // runs c.fire; reused while c is pooled
 	fired   atomic.Bool   // the timer fired since c left the pool
 
+	failuresWait bool // DoFailuresWait: a failure waits while others run
+
 	mu      sync.Mutex
 	started int  // attempts started, the primary included
 	running int  // attempts started and not yet delivered
@@ -169,6 +200,7 @@ func (c *call[T]) reset() {
 	c.parent, c.fn, c.cleanup, c.v, c.err = nil, nil, nil, zero, nil
 	c.cancels = c.cancels[:0]
 	c.started, c.running, c.closed, c.settled, c.winner, c.done = 0, 0, false, false, 0, nil
+	c.failuresWait = false
 }
 
 // open reports whether err leaves the call open (it is non-fatal and the
@@ -235,8 +267,9 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 // deliver hands in attempt i's outcome. A success or a fatal error
 // settles the call; a non-fatal error starts the next attempt at once,
 // which deliver returns for the calling goroutine to run, or fails the
-// call if nothing else is left running. A result that arrives after the
-// call settled goes to cleanup.
+// call if nothing else is left running. With failuresWait, an error while
+// another attempt is running is dropped instead. A result that arrives
+// after the call settled goes to cleanup.
 func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 	c.mu.Lock()
 	c.running--
@@ -245,6 +278,10 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 		if err == nil && c.cleanup != nil {
 			c.cleanup(v)
 		}
+		return nil, 0, false
+	}
+	if err != nil && c.failuresWait && c.running > 0 && c.parent.Err() == nil {
+		c.mu.Unlock()
 		return nil, 0, false
 	}
 	if err == nil || !c.open(err) {

@@ -26,6 +26,7 @@ func TestDo(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       Config // Delay is 10ms unless set
+		wait      bool   // DoFailuresWait instead of Do
 		allow     int    // budget withdrawals allowed; -1 for all
 		outcomes  []outcome
 		want      int
@@ -100,6 +101,39 @@ func TestDo(t *testing.T) {
 			want:     3, wantAt: 17 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 12 * ms},
 			lost: []int{0}, withdrawn: 2,
 		},
+		{
+			name: "failures wait: a fatal primary error waits for the hedge, which wins", wait: true, allow: -1,
+			outcomes: []outcome{{after: 15 * ms, err: errBoom}, {after: 10 * ms, value: 2}},
+			want:     2, wantAt: 20 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms}, withdrawn: 1,
+		},
+		{
+			name: "failures wait: a failed hedge does not cancel the primary", wait: true, allow: -1,
+			outcomes: []outcome{{after: 30 * ms, value: 1}, {after: 2 * ms, err: errBoom}},
+			want:     1, wantAt: 30 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms}, withdrawn: 1,
+		},
+		{
+			name: "failures wait: all fail fatally, the last error", wait: true, allow: -1,
+			outcomes: []outcome{{after: 15 * ms, err: errA}, {after: 10 * ms, err: errB}},
+			wantErr:  errB, wantAt: 20 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms}, withdrawn: 1,
+		},
+		{
+			name: "failures wait: a primary error before the delay starts nothing", wait: true, allow: -1,
+			outcomes: []outcome{{after: 3 * ms, err: errBoom}, {after: 5 * ms, value: 2}},
+			wantErr:  errBoom, wantAt: 3 * ms, started: map[int]time.Duration{0: 0},
+		},
+		{
+			name: "failures wait: a non-fatal error while another runs starts no hedge", wait: true,
+			cfg: Config{NonFatal: nonFatal, MaxHedges: 2}, allow: -1,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 2 * ms, err: errA}, {after: 5 * ms, value: 3}},
+			want:     3, wantAt: 25 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 20 * ms},
+			lost: []int{0}, withdrawn: 2,
+		},
+		{
+			name: "failures wait: a non-fatal last failure starts the next hedge at once", wait: true,
+			cfg: Config{NonFatal: nonFatal, MaxHedges: 2}, allow: -1,
+			outcomes: []outcome{{after: 15 * ms, err: errA}, {after: 7 * ms, err: errB}, {after: 3 * ms, value: 3}},
+			want:     3, wantAt: 20 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 17 * ms}, withdrawn: 2,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,7 +146,11 @@ func TestDo(t *testing.T) {
 				cfg.Budget = b
 				h := mustNew(t, cfg)
 				s := newScript(tc.outcomes...)
-				v, err := Do(context.Background(), h, s.fn, nil)
+				do := Do[int]
+				if tc.wait {
+					do = DoFailuresWait[int]
+				}
+				v, err := do(context.Background(), h, s.fn, nil)
 				at := time.Since(s.t0)
 				if v != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 					t.Errorf("Do = %v, %v; want %v, %v", v, err, tc.want, tc.wantErr)
@@ -239,6 +277,7 @@ func TestDoCallerCancels(t *testing.T) {
 	tests := []struct {
 		name     string
 		cfg      Config
+		wait     bool // DoFailuresWait instead of Do
 		outcomes []outcome
 		ignore   func(int) bool
 		wantErr  error
@@ -262,6 +301,19 @@ func TestDoCallerCancels(t *testing.T) {
 			ignore:   func(i int) bool { return i == 1 },
 			wantErr:  causeStop,
 		},
+		{
+			name:     "failures wait: once the caller gave up, a failure settles the call",
+			wait:     true,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 100 * ms, value: 2}},
+			wantErr:  context.Canceled, honour: []int{0, 1},
+		},
+		{
+			name:     "failures wait: a waiting failure, then the caller's cause",
+			wait:     true,
+			outcomes: []outcome{{after: 12 * ms, err: errA}, {after: 100 * ms, value: 2}},
+			ignore:   func(i int) bool { return i == 1 },
+			wantErr:  causeStop,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,7 +325,11 @@ func TestDoCallerCancels(t *testing.T) {
 				s := newScript(tc.outcomes...)
 				s.ignore = tc.ignore
 				time.AfterFunc(15*ms, func() { cancel(causeStop) })
-				v, err := Do(ctx, h, s.fn, nil)
+				do := Do[int]
+				if tc.wait {
+					do = DoFailuresWait[int]
+				}
+				v, err := do(ctx, h, s.fn, nil)
 				if at := time.Since(s.t0); v != 0 || !errors.Is(err, tc.wantErr) || at != 15*ms {
 					t.Errorf("Do = %v, %v at %v; want 0, %v at 15ms", v, err, at, tc.wantErr)
 				}
@@ -289,7 +345,8 @@ func TestDoCallerCancels(t *testing.T) {
 }
 
 // TestDoConcurrent runs many hedged calls at once on one Hedger, with
-// every kind of outcome, for the race detector.
+// every kind of outcome, through Do and DoFailuresWait alike, for the
+// race detector.
 func TestDoConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mustNew(t, Config{MaxHedges: 2, NonFatal: func(err error) bool { return err == errA }, MaxDelay: 20 * ms})
@@ -308,7 +365,11 @@ func TestDoConcurrent(t *testing.T) {
 					if k%4 == 0 {
 						s.ignore = always
 					}
-					Do(context.Background(), h, s.fn, func(int) {})
+					do := Do[int]
+					if (k/5)%2 == 1 {
+						do = DoFailuresWait[int]
+					}
+					do(context.Background(), h, s.fn, func(int) {})
 				}
 			}()
 		}

@@ -40,6 +40,12 @@
 // value, or the settling error unchanged (the last one when every attempt
 // failed), so an outer retry loop classifies it as usual.
 //
+// [DoFailuresWait] is Do for failures that may be local to one replica (a
+// fast 503 from an overloaded server): a failure settles the call only
+// when no other attempt is running, so it cannot cancel an attempt that
+// may yet succeed, and the error returned is the last failure's. Package
+// unherdhttp hedges HTTP requests with it.
+//
 // The delay is Config.Delay if set, otherwise the Config.Quantile (p95)
 // of the latencies of recent successful calls, from a windowed quantile
 // estimator (last 4,096 to 8,192 calls), bounded by MinDelay and MaxDelay.

@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -65,25 +66,16 @@ func New(cfg Config) (*Hedger, error) {
 		fixed:       cfg.Delay,
 		minDelay:    cfg.MinDelay,
 		maxDelay:    cfg.MaxDelay,
-		maxHedges:   cfg.MaxHedges,
+		maxHedges:   cmp.Or(cfg.MaxHedges, DefaultMaxHedges),
 		budget:      cfg.Budget,
 		record:      !cfg.SharedWithRetry,
 		classify:    cfg.Classify,
 		nonFatal:    cfg.NonFatal,
-		minWinShare: cfg.MinWinShare,
-		probeEvery:  uint64(cfg.ProbeEvery),
+		minWinShare: cmp.Or(cfg.MinWinShare, DefaultMinWinShare),
+		probeEvery:  uint64(cmp.Or(cfg.ProbeEvery, DefaultProbeEvery)),
 	}
 	if h.classify == nil {
 		h.classify = retry.DefaultClassify
-	}
-	if h.maxHedges == 0 {
-		h.maxHedges = DefaultMaxHedges
-	}
-	if h.minWinShare == 0 {
-		h.minWinShare = DefaultMinWinShare
-	}
-	if h.probeEvery == 0 {
-		h.probeEvery = DefaultProbeEvery
 	}
 	if h.budget == nil {
 		b, err := budget.NewRatio(budget.RatioConfig{Ratio: DefaultBudgetRatio, NoFloor: true})
@@ -93,10 +85,7 @@ func New(cfg Config) (*Hedger, error) {
 		h.budget, h.ratio = b, b
 	}
 	if h.fixed == 0 {
-		q := cfg.Quantile
-		if q == 0 {
-			q = DefaultQuantile
-		}
+		q := cmp.Or(cfg.Quantile, DefaultQuantile)
 		est, err := quantile.New(quantile.Config{Window: cfg.Window, Quantiles: []float64{q}})
 		if err != nil {
 			return nil, fmt.Errorf("%w: Window: %w", ErrInvalidConfig, err)

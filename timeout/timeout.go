@@ -1,6 +1,7 @@
 package timeout
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -84,7 +85,7 @@ func (c *Config) Validate() error {
 	case c.Window < 0:
 		return fmt.Errorf("%w: Window %d is negative", ErrInvalidConfig, c.Window)
 	}
-	floor, ceiling := orDefault(c.Floor, DefaultFloor), orDefault(c.Ceiling, DefaultCeiling)
+	floor, ceiling := cmp.Or(c.Floor, DefaultFloor), cmp.Or(c.Ceiling, DefaultCeiling)
 	if floor > ceiling {
 		return fmt.Errorf("%w: Floor %v is above Ceiling %v", ErrInvalidConfig, floor, ceiling)
 	}
@@ -115,12 +116,12 @@ func New(cfg Config) (*Adaptive, error) {
 		return nil, err
 	}
 	a := &Adaptive{
-		rate:    orDefault(cfg.FalseTimeoutRate, DefaultFalseTimeoutRate),
-		margin:  orDefault(cfg.Margin, DefaultMargin),
-		floor:   orDefault(cfg.Floor, DefaultFloor),
-		ceiling: orDefault(cfg.Ceiling, DefaultCeiling),
+		rate:    cmp.Or(cfg.FalseTimeoutRate, DefaultFalseTimeoutRate),
+		margin:  cmp.Or(cfg.Margin, DefaultMargin),
+		floor:   cmp.Or(cfg.Floor, DefaultFloor),
+		ceiling: cmp.Or(cfg.Ceiling, DefaultCeiling),
 	}
-	a.initial = orDefault(cfg.Initial, a.ceiling)
+	a.initial = cmp.Or(cfg.Initial, a.ceiling)
 	window := cfg.Window
 	if window == 0 {
 		window = max(quantile.DefaultWindow, int(math.Ceil(8/a.rate)))
@@ -165,10 +166,3 @@ func (a *Adaptive) Observe(latency time.Duration, ok bool) {
 // (before the margin and bounds) and the number of latencies it rests on,
 // as of the estimator's last refresh.
 func (a *Adaptive) Quantile() (time.Duration, int) { return a.est.Tracked(0) }
-
-func orDefault[T time.Duration | float64](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}

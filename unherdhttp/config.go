@@ -167,10 +167,3 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
-
-func orDefault[T int64 | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}

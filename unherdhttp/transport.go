@@ -1,6 +1,7 @@
 package unherdhttp
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -54,17 +55,14 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 		base:           base,
 		attemptTimeout: cfg.AttemptTimeout,
 		timeouts:       cfg.Timeouts,
-		connectTimeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
+		connectTimeout: cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
 		retry500:       cfg.Retry500,
 		autoKey:        cfg.AutoIdempotencyKey,
-		maxBuffered:    orDefault(cfg.MaxBufferedBody, DefaultMaxBufferedBody),
-		maxDrained:     orDefault(cfg.MaxDrainedBody, DefaultMaxDrainedBody),
+		maxBuffered:    cmp.Or(cfg.MaxBufferedBody, DefaultMaxBufferedBody),
+		maxDrained:     cmp.Or(cfg.MaxDrainedBody, DefaultMaxDrainedBody),
 		classify:       cfg.Classify,
 		onRetry:        cfg.Retry.OnRetry,
-		nestedAttempts: cfg.Retry.NestedAttempts,
-	}
-	if t.nestedAttempts == 0 {
-		t.nestedAttempts = retry.DefaultNestedAttempts
+		nestedAttempts: cmp.Or(cfg.Retry.NestedAttempts, retry.DefaultNestedAttempts),
 	}
 	if base == nil {
 		t.base = newBase(t.connectTimeout)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/unherd/unherd/backoff"
 )
 
@@ -123,6 +125,12 @@ func TestWhatIf(t *testing.T) {
 		t.Fatalf("WhatIf returned %d results", len(rs))
 	}
 	for _, r := range rs {
+		// The policy as run, defaults resolved: the schedule's base and
+		// cap are the ones it used, not its zero fields.
+		want := map[string]any{"name": "mine", "attempts": 5, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "none"}
+		if diff := cmp.Diff(want, r.Params["policy"]); diff != "" {
+			t.Errorf("%s: params' policy (-want +got):\n%s", r.Scenario, diff)
+		}
 		if len(r.Rows) != 4 {
 			t.Fatalf("%s: %d rows, want 4 (2 policies x 2 populations)", r.Scenario, len(r.Rows))
 		}

@@ -7,8 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/backoff"
 )
 
 func TestIntListSet(t *testing.T) {
@@ -110,4 +113,29 @@ func FuzzIntList(f *testing.F) {
 			t.Fatalf("Set(%q) gave %v; through String %q it became %v", s, v, str, back)
 		}
 	})
+}
+
+func TestPolicyFields(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Policy
+		want map[string]any
+	}{
+		{"zero is the defaults", Policy{},
+			map[string]any{"name": "yours", "attempts": 3, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "token"}},
+		{"ratio budget with its default share and a timeout",
+			Policy{Name: "mine", Attempts: 4, Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Cap: time.Second, Jitter: backoff.None},
+				Budget: "ratio", AttemptTimeout: 300 * time.Millisecond},
+			map[string]any{"name": "mine", "attempts": 4, "base": "10ms", "cap": "1s", "jitter": "none", "budget": "ratio",
+				"ratio": 0.1, "attempt_timeout": "300ms"}},
+		{"ratio share given", Policy{Budget: "ratio", BudgetRatio: 0.2},
+			map[string]any{"name": "yours", "attempts": 3, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "ratio", "ratio": 0.2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.p.Fields()); diff != "" {
+				t.Errorf("Fields (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

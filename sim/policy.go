@@ -61,23 +61,53 @@ func (s *policySpec) newGuard(now func() time.Time, seed uint64) (guard, error) 
 	return nil, fmt.Errorf("%w: unknown guard %q", ErrInvalidParams, s.guard)
 }
 
+// withDefaults returns p with the documented defaults of its zero fields
+// filled in (the schedule keeps its own: backoff.Schedule resolves them).
+func (p Policy) withDefaults() Policy {
+	if p.Name == "" {
+		p.Name = "yours"
+	}
+	if p.Attempts == 0 {
+		p.Attempts = retry.DefaultMaxAttempts
+	}
+	if p.Budget == "" {
+		p.Budget = budgetToken
+	}
+	if p.BudgetRatio == 0 {
+		p.BudgetRatio = budget.DefaultRatio
+	}
+	return p
+}
+
+// Fields returns the policy's fields as a policy file names them, with
+// the defaults filled in where p leaves a field zero: name, attempts,
+// base, cap, jitter and budget, then ratio for a ratio budget and
+// attempt_timeout when set. Durations are strings ("50ms").
+func (p Policy) Fields() map[string]any {
+	p = p.withDefaults()
+	m := map[string]any{
+		"name":     p.Name,
+		"attempts": p.Attempts,
+		"base":     p.Backoff.Temp(0, false).String(),
+		"cap":      p.Backoff.Temp(1<<20, false).String(),
+		"jitter":   p.Backoff.Jitter.String(),
+		"budget":   p.Budget,
+	}
+	if p.Budget == budgetRatio {
+		m["ratio"] = p.BudgetRatio
+	}
+	if p.AttemptTimeout > 0 {
+		m["attempt_timeout"] = p.AttemptTimeout.String()
+	}
+	return m
+}
+
 // specOf turns a user's Policy into a spec, applying its documented
 // defaults.
 func specOf(p Policy) (policySpec, error) {
+	p = p.withDefaults()
 	s := policySpec{name: p.Name, attempts: p.Attempts, sched: p.Backoff, budget: p.Budget,
 		ratio: p.BudgetRatio, timeout: p.AttemptTimeout}
-	if s.name == "" {
-		s.name = "yours"
-	}
-	if s.attempts == 0 {
-		s.attempts = retry.DefaultMaxAttempts
-	}
-	if s.budget == "" {
-		s.budget = budgetToken
-	}
-	if s.ratio == 0 {
-		s.ratio = budget.DefaultRatio
-	}
 	switch {
 	case s.attempts < 0:
 		return s, fmt.Errorf("%w: policy %q: Attempts %d is negative", ErrInvalidParams, s.name, p.Attempts)

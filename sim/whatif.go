@@ -37,8 +37,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 		return nil, err
 	}
 	specs := []policySpec{user, defaultSpec()}
-	policy := map[string]any{"name": user.name, "attempts": user.attempts, "base": user.sched.Base.String(),
-		"cap": user.sched.Cap.String(), "jitter": user.sched.Jitter.String(), "budget": user.budget}
+	policy := p.Fields()
 
 	ores, orows, err := runOutage(ctx, op, specs, o)
 	if err != nil {

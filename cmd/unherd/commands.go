@@ -271,7 +271,7 @@ func (e *env) whatif(ctx context.Context, args []string) error {
 		return writeJSON(e.stdout, struct {
 			Policy  map[string]any `json:"policy"`
 			Results []*sim.Result  `json:"results"`
-		}{describePolicy(pol), results})
+		}{pol.Fields(), results})
 	}
 	fmt.Fprintf(e.stdout, "Policy %s\n\n", summary(pol))
 	for _, r := range results {
@@ -282,41 +282,9 @@ func (e *env) whatif(ctx context.Context, args []string) error {
 	return nil
 }
 
-// describePolicy gives a policy's fields as the file names them, with
-// unherd's defaults filled in where the file left a field out.
-func describePolicy(p sim.Policy) map[string]any {
-	attempts := p.Attempts
-	if attempts == 0 {
-		attempts = 3
-	}
-	budget := p.Budget
-	if budget == "" {
-		budget = "token"
-	}
-	m := map[string]any{
-		"name":     p.Name,
-		"attempts": attempts,
-		"base":     p.Backoff.Temp(0, false).String(),
-		"cap":      p.Backoff.Temp(1<<20, false).String(),
-		"jitter":   p.Backoff.Jitter.String(),
-		"budget":   budget,
-	}
-	if budget == "ratio" {
-		ratio := p.BudgetRatio
-		if ratio == 0 {
-			ratio = 0.1
-		}
-		m["ratio"] = ratio
-	}
-	if p.AttemptTimeout > 0 {
-		m["attempt_timeout"] = p.AttemptTimeout.String()
-	}
-	return m
-}
-
-// summary is describePolicy as one line of text.
+// summary is sim.Policy.Fields as one line of text.
 func summary(p sim.Policy) string {
-	d := describePolicy(p)
+	d := p.Fields()
 	jitter := fmt.Sprint(d["jitter"], " jitter")
 	if d["jitter"] == "none" {
 		jitter = "no jitter"

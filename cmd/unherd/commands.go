@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -185,7 +186,7 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	p.Register(own)
 	var clash error
 	own.VisitAll(func(f *flag.Flag) {
-		if fs.Lookup(f.Name) != nil || contains(reserved, f.Name) {
+		if fs.Lookup(f.Name) != nil || slices.Contains(reserved, f.Name) {
 			clash = fmt.Errorf("sim %s: the scenario defines flag -%s, which unherd sim uses itself", name, f.Name)
 			return
 		}
@@ -216,15 +217,6 @@ func (e *env) sim(ctx context.Context, args []string) error {
 		return writeJSON(e.stdout, r)
 	}
 	return printResult(e.stdout, s.Describe(), r)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeJSON writes v as one line of JSON.

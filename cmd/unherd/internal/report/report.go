@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -113,7 +114,7 @@ func section(md *bytes.Buffer, dir string, e Entry) ([]string, error) {
 		if !strings.HasPrefix(name, base) {
 			name = base + "-" + name
 		}
-		fmt.Fprintf(md, "\n### %s\n\n", orDefault(c.Title, c.Name))
+		fmt.Fprintf(md, "\n### %s\n\n", cmp.Or(c.Title, c.Name))
 		drawn := true
 		for _, format := range chart.Formats {
 			buf.Reset()
@@ -127,7 +128,7 @@ func section(md *bytes.Buffer, dir string, e Entry) ([]string, error) {
 			}
 		}
 		if drawn {
-			fmt.Fprintf(md, "![%s](%s.png)\n\n[SVG](%s.svg)\n", orDefault(c.Title, c.Name), name, name)
+			fmt.Fprintf(md, "![%s](%s.png)\n\n[SVG](%s.svg)\n", cmp.Or(c.Title, c.Name), name, name)
 		}
 	}
 	return files, nil
@@ -194,11 +195,4 @@ func safeName(s string) string {
 // anchor is the fragment GitHub gives a heading.
 func anchor(heading string) string {
 	return strings.ReplaceAll(strings.ToLower(heading), " ", "-")
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -53,3 +53,38 @@ func BenchmarkDoRetry2(b *testing.B) {
 		b.Fatalf("%d attempts for %d calls, want 3 each", n, b.N)
 	}
 }
+
+// nopGuard admits every attempt and ignores outcomes: it measures what the
+// guarded path itself costs.
+type nopGuard struct{}
+
+func (nopGuard) Admit(context.Context) (uint64, error) { return 1, nil }
+func (nopGuard) Done(uint64, Outcome)                  {}
+
+// BenchmarkDoRetry2Guarded is BenchmarkDoRetry2 through one guard: each
+// failed attempt is classified for the guard's report and decided on.
+func BenchmarkDoRetry2Guarded(b *testing.B) {
+	b.ReportAllocs()
+	p, err := New(Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited, Guards: []Guard{nopGuard{}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	errFail := errors.New("fail")
+	n := 0
+	op := func(context.Context) error {
+		n++
+		if n%3 != 0 {
+			return errFail
+		}
+		return nil
+	}
+	for b.Loop() {
+		if err := p.Do(ctx, op); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n != 3*b.N {
+		b.Fatalf("%d attempts for %d calls, want 3 each", n, b.N)
+	}
+}

@@ -117,5 +117,5 @@ func WithServerDelay(err error, d time.Duration) error {
 // never retried, whatever this returns.
 func DefaultClassify(err error) Class {
 	m := inspect(err)
-	return m.class()
+	return m.class(nil, err)
 }

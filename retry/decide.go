@@ -55,31 +55,54 @@ type Decision struct {
 // how the attempt ended (unless the caller gave up, which says nothing
 // about the dependency). Do is a loop around Decide; the simulator calls
 // it directly under virtual time.
-func (p *Policy) Decide(s Step) Decision { return p.decide(&s) }
+func (p *Policy) Decide(s Step) Decision { return p.decide(&s, nil) }
 
-// decide is Decide on a pointer: the retry loop builds its Step in place
-// rather than copying a dozen words per failed attempt.
-func (p *Policy) decide(s *Step) Decision {
+// failure is what the decision needs to know about a failed attempt's
+// error: its class and the marks that steer the loop. The guarded loop
+// fills it in when it classifies the attempt for the guards, so that the
+// decision does not walk and classify the same error again; known is false
+// when nothing has been filled in. Without guards the loop passes none
+// (nil), so that DoValue's first-attempt path never has to zero one.
+type failure struct {
+	serverDelay ServerDelay
+	class       Class
+	final       bool
+	known       bool
+}
+
+// failureOf is err's failure, given its marks (of an error that was not
+// rejected locally).
+func (p *Policy) failureOf(m *marks, err error) failure {
+	return failure{serverDelay: m.serverDelay, class: m.class(p.classifier, err), final: m.final, known: true}
+}
+
+// decide is Decide on pointers: the retry loop builds its Step in place
+// rather than copying a dozen words per failed attempt, and hands over the
+// failure the guards' report already classified, if any.
+func (p *Policy) decide(s *Step, f *failure) Decision {
 	if s.CallerDone != nil {
 		return Decision{Reason: ErrCancelled, Class: Transient}
 	}
-	m := inspect(s.Err)
-	if m.rejected {
-		// A local rejection says nothing about the dependency: no budget
-		// record, no retry.
-		return Decision{Reason: ErrRejected, Class: Permanent}
+	if f == nil || !f.known {
+		// Not classified yet: no guards, or a local rejection, which
+		// the guards' report leaves to this check.
+		m := inspect(s.Err)
+		if m.rejected {
+			// A local rejection says nothing about the dependency: no
+			// budget record, no retry.
+			return Decision{Reason: ErrRejected, Class: Permanent}
+		}
+		own := p.failureOf(&m, s.Err)
+		f = &own
 	}
-	c := m.class()
-	if p.classifier != nil {
-		c = p.classifier(s.Err)
-	}
+	c := f.class
 	if p.budget != nil {
 		p.budget.Record(budget.Attempt{N: s.Attempt, Failed: true, Class: c, Charged: s.Charged})
 	}
 	if c == Permanent {
 		return Decision{Reason: ErrPermanent, Class: c}
 	}
-	if m.final {
+	if f.final {
 		return Decision{Reason: ErrFinal, Class: c}
 	}
 	max := p.maxAttempts
@@ -89,7 +112,7 @@ func (p *Policy) decide(s *Step) Decision {
 	if s.Attempt >= max {
 		return Decision{Reason: ErrAttemptsExhausted, Class: c}
 	}
-	d, ok, tooLong := p.serverDelay(m.serverDelay, s.Rand)
+	d, ok, tooLong := p.serverDelay(f.serverDelay, s.Rand)
 	if tooLong {
 		return Decision{Reason: ErrServerDelayTooLong, Delay: d, Class: c}
 	}
@@ -109,13 +132,6 @@ func (p *Policy) decide(s *Step) Decision {
 		return Decision{Reason: ErrBudgetExhausted, Delay: d, Class: c}
 	}
 	return Decision{Delay: d, Class: c}
-}
-
-func (p *Policy) classify(err error) Class {
-	if p.classifier != nil {
-		return p.classifier(err)
-	}
-	return DefaultClassify(err)
 }
 
 // serverDelay returns the server-directed delay sd carries, with up

@@ -1,9 +1,6 @@
 package retry
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // Guard is consulted before every attempt and told how it ended: a circuit
 // breaker, a client-side throttle, a rate limiter. Guards run inside the
@@ -39,8 +36,10 @@ type Outcome struct {
 // maxStackGuards is how many guards' tickets fit on the stack.
 const maxStackGuards = 4
 
-// guarded runs one attempt through the guards: admit, run, report.
-func guarded[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (v T, err error, rejection error) {
+// guarded runs one attempt through the guards: admit, run, report. A
+// failed attempt is classified once, into f, for the guards' report and
+// for the retry decision after it.
+func guarded[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), f *failure) (v T, err, rejection error) {
 	var buf [maxStackGuards]uint64
 	tickets := buf[:0]
 	if len(p.guards) > maxStackGuards {
@@ -70,13 +69,16 @@ func guarded[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 	v, err = runAttempt(ctx, p, fn)
 	o := Outcome{Err: err}
 	if err != nil {
-		switch {
-		case ctx.Err() != nil, errors.Is(err, ErrRejected):
-			// The caller gave up, or something further down rejected the
-			// call locally: neither says anything about the dependency.
+		// The caller gave up, or something further down rejected the call
+		// locally: neither says anything about the dependency. (A caller
+		// who gave up also stops the decision before it classifies.)
+		if ctx.Err() != nil {
 			o.Abandoned = true
-		default:
-			o.Class = p.classify(err)
+		} else if m := inspect(err); m.rejected {
+			o.Abandoned = true // the decision finds it again, and stops
+		} else {
+			*f = p.failureOf(&m, err)
+			o.Class = f.class
 		}
 	}
 	reported = true

@@ -176,3 +176,56 @@ func TestGuardWaitCancelled(t *testing.T) {
 		}
 	})
 }
+
+// TestGuardedClassifiesOnce checks that a failed attempt is classified
+// once, for the guards and the retry decision together, and that the
+// guards and the budget see the same class.
+func TestGuardedClassifiesOnce(t *testing.T) {
+	for _, guards := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("guards=%d", guards), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var gs []Guard
+				var fakes []*fakeGuard
+				for range guards {
+					g := &fakeGuard{allow: 9}
+					gs = append(gs, g)
+					fakes = append(fakes, g)
+				}
+				classified := 0
+				b := &fakeBudget{allow: 9}
+				p := mustNew(t, Config{Budget: b, Guards: gs, MaxAttempts: 3, Classify: func(error) Class {
+					classified++
+					return Throttled
+				}})
+				calls := 0
+				err := p.Do(t.Context(), failing(9, errBoom, &calls))
+				if calls != 3 || !errors.Is(err, ErrAttemptsExhausted) {
+					t.Fatalf("calls = %d, err = %v", calls, err)
+				}
+				if classified != calls {
+					t.Fatalf("classifier called %d times for %d failed attempts", classified, calls)
+				}
+				for _, g := range fakes {
+					want := []string{
+						"1 err=boom class=throttled abandoned=false",
+						"2 err=boom class=throttled abandoned=false",
+						"3 err=boom class=throttled abandoned=false",
+					}
+					if diff := cmp.Diff(want, g.outcomes); diff != "" {
+						t.Fatal(diff)
+					}
+				}
+				want := []string{
+					"record n=1 failed=true class=throttled charged=transient",
+					"withdraw throttled",
+					"record n=2 failed=true class=throttled charged=throttled",
+					"withdraw throttled",
+					"record n=3 failed=true class=throttled charged=throttled",
+				}
+				if diff := cmp.Diff(want, b.log); diff != "" {
+					t.Fatal(diff)
+				}
+			})
+		})
+	}
+}

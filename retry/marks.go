@@ -65,8 +65,12 @@ func (m *marks) walk(err error) {
 	}
 }
 
-// class is DefaultClassify's rule applied to the marks.
-func (m *marks) class() Class {
+// class is the class of err, whose marks m are: classify's answer if it
+// is set, else DefaultClassify's rule applied to the marks.
+func (m *marks) class(classify func(error) Class, err error) Class {
+	if classify != nil {
+		return classify(err)
+	}
 	switch {
 	case m.permanent:
 		return Permanent

@@ -106,11 +106,15 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 	for attempt := 1; ; attempt++ {
 		var v T
 		var err error
+		// f carries a failed attempt's classification from the guards'
+		// report to the retry decision; nil without guards.
+		var f *failure
 		if len(p.guards) == 0 {
 			v, err = runAttempt(ctx, p, fn)
 		} else {
 			var rejection error
-			v, err, rejection = guarded(ctx, p, fn)
+			f = new(failure) // on the stack: nothing keeps it past the call
+			v, err, rejection = guarded(ctx, p, fn, f)
 			if rejection != nil {
 				if ctx.Err() != nil {
 					// A guard that waits (a rate limiter) gave up because
@@ -128,7 +132,7 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			return v, nil
 		}
 		var stop error
-		if prev, charged, stop = p.afterFailure(ctx, attempt, err, prev, charged); stop != nil {
+		if prev, charged, stop = p.afterFailure(ctx, attempt, err, prev, charged, f); stop != nil {
 			return zero, stop
 		}
 	}
@@ -140,7 +144,7 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 // path stays small.
 //
 //go:noinline
-func (p *Policy) afterFailure(ctx context.Context, attempt int, err error, prev time.Duration, charged Class) (time.Duration, Class, error) {
+func (p *Policy) afterFailure(ctx context.Context, attempt int, err error, prev time.Duration, charged Class, f *failure) (time.Duration, Class, error) {
 	// The clock is read only when a deadline needs it: on this machine
 	// time.Now costs as much as the rest of a retry decision.
 	var now time.Time
@@ -158,7 +162,7 @@ func (p *Policy) afterFailure(ctx context.Context, attempt int, err error, prev 
 		Prev:       prev,
 		Charged:    charged,
 		Rand:       p.rand(),
-	})
+	}, f)
 	if d.Reason != nil {
 		e := &Error{Reason: d.Reason, Attempts: attempt, Last: err}
 		if d.Reason == ErrCancelled {

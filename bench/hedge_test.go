@@ -50,6 +50,29 @@ func (r *replicas) attempt(ctx context.Context, attempt int) (int, error) {
 	return want, nil
 }
 
+// newHedger is unherd's side of the comparison: a fixed delay and one
+// hedge, as failsafe-go has; no hedge budget, as failsafe-go has none by
+// default.
+func newHedger(b *testing.B) *hedge.Hedger {
+	h, err := hedge.New(hedge.Config{Delay: hedgeAfter, MaxHedges: 1, Budget: budget.Unlimited})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// failsafeAttempt adapts an attempt function to failsafe-go's: the
+// primary is attempt 0 and its hedge attempt 1.
+func failsafeAttempt(f func(context.Context, int) (int, error)) func(failsafe.Execution[int]) (int, error) {
+	return func(e failsafe.Execution[int]) (int, error) {
+		attempt := 0
+		if e.IsHedge() {
+			attempt = 1
+		}
+		return f(e.Context(), attempt)
+	}
+}
+
 // isSlow reports whether call i (from 0) has the slow primary.
 func isSlow(i int) bool { return i%slowEvery == 0 }
 
@@ -115,12 +138,7 @@ func BenchmarkHedge(b *testing.B) {
 
 	b.Run("unherd", func(b *testing.B) {
 		b.ReportAllocs()
-		// A fixed delay and one hedge, as failsafe-go has; no hedge
-		// budget, as failsafe-go has none by default.
-		h, err := hedge.New(hedge.Config{Delay: hedgeAfter, MaxHedges: 1, Budget: budget.Unlimited})
-		if err != nil {
-			b.Fatal(err)
-		}
+		h := newHedger(b)
 		var r replicas
 		slow := run(b, func() (int, error) { return hedge.Do(ctx, h, r.attempt, nil) })
 		r.check(b, true, slow)
@@ -132,13 +150,7 @@ func BenchmarkHedge(b *testing.B) {
 		// and cancels the losers.
 		exec := failsafe.With[int](hedgepolicy.NewWithDelay[int](hedgeAfter)).WithContext(ctx)
 		var r replicas
-		fn := func(e failsafe.Execution[int]) (int, error) {
-			attempt := 0
-			if e.IsHedge() {
-				attempt = 1
-			}
-			return r.attempt(e.Context(), attempt)
-		}
+		fn := failsafeAttempt(r.attempt)
 		slow := run(b, func() (int, error) { return exec.GetWithExecution(fn) })
 		r.check(b, true, slow)
 	})
@@ -182,10 +194,7 @@ func BenchmarkHedgePrimaryWins(b *testing.B) {
 
 	b.Run("unherd", func(b *testing.B) {
 		b.ReportAllocs()
-		h, err := hedge.New(hedge.Config{Delay: hedgeAfter, MaxHedges: 1, Budget: budget.Unlimited})
-		if err != nil {
-			b.Fatal(err)
-		}
+		h := newHedger(b)
 		var r replicas
 		fn := fast(&r)
 		for b.Loop() {
@@ -199,14 +208,7 @@ func BenchmarkHedgePrimaryWins(b *testing.B) {
 		b.ReportAllocs()
 		exec := failsafe.With[int](hedgepolicy.NewWithDelay[int](hedgeAfter)).WithContext(ctx)
 		var r replicas
-		f := fast(&r)
-		fn := func(e failsafe.Execution[int]) (int, error) {
-			attempt := 0
-			if e.IsHedge() {
-				attempt = 1
-			}
-			return f(e.Context(), attempt)
-		}
+		fn := failsafeAttempt(fast(&r))
 		for b.Loop() {
 			v, err := exec.GetWithExecution(fn)
 			checkResult(b, v, err)

@@ -115,7 +115,7 @@ func New(s Settings) (*Breaker, error) {
 		clock:        s.Now,
 		rand:         rand.Uint64,
 	}
-	b.win = rolling.New(cmp.Or(s.Window, DefaultWindow), cmp.Or(s.WindowBuckets, DefaultWindowBuckets))
+	b.win = rolling.New(s.window())
 	if b.isFailure == nil {
 		b.isFailure = DefaultIsFailure
 	}

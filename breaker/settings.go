@@ -132,9 +132,14 @@ func (s *Settings) Validate() error {
 	case s.SuccessThreshold < 0:
 		return fmt.Errorf("%w: SuccessThreshold %d is negative; use 0 for the default of %d", ErrInvalidSettings, s.SuccessThreshold, DefaultSuccessThreshold)
 	}
-	window := cmp.Or(s.Window, DefaultWindow)
-	if buckets := cmp.Or(s.WindowBuckets, DefaultWindowBuckets); window < time.Duration(buckets) {
+	if window, buckets := s.window(); window < time.Duration(buckets) {
 		return fmt.Errorf("%w: Window %v is shorter than %d ns (one per bucket)", ErrInvalidSettings, window, buckets)
 	}
 	return nil
+}
+
+// window returns the rolling window's length and bucket count, defaults
+// applied.
+func (s *Settings) window() (time.Duration, int) {
+	return cmp.Or(s.Window, DefaultWindow), cmp.Or(s.WindowBuckets, DefaultWindowBuckets)
 }

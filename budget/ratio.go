@@ -149,10 +149,7 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	window := cfg.Window
-	if window == 0 {
-		window = DefaultWindow
-	}
+	window := cmp.Or(cfg.Window, DefaultWindow)
 	r := &Ratio{
 		ratio:  cmp.Or(cfg.Ratio, DefaultRatio),
 		period: int64(window / ratioSlots),

@@ -91,11 +91,16 @@ func (s *AdaptiveSettings) Validate() error {
 	case s.WindowBuckets < 0 || s.WindowBuckets > 1000:
 		return fmt.Errorf("%w: WindowBuckets %d is outside [0, 1000]", ErrInvalidSettings, s.WindowBuckets)
 	}
-	window := cmp.Or(s.Window, DefaultWindow)
-	if buckets := cmp.Or(s.WindowBuckets, DefaultWindowBuckets); window < time.Duration(buckets) {
+	if window, buckets := s.window(); window < time.Duration(buckets) {
 		return fmt.Errorf("%w: Window %v is shorter than %d ns (one per bucket)", ErrInvalidSettings, window, buckets)
 	}
 	return nil
+}
+
+// window returns the rolling window's length and bucket count, defaults
+// applied.
+func (s *AdaptiveSettings) window() (time.Duration, int) {
+	return cmp.Or(s.Window, DefaultWindow), cmp.Or(s.WindowBuckets, DefaultWindowBuckets)
 }
 
 // Adaptive is the client-side adaptive throttle of the Google SRE book: it
@@ -128,7 +133,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 		return nil, err
 	}
 	a := &Adaptive{
-		win:      rolling.New(cmp.Or(s.Window, DefaultWindow), cmp.Or(s.WindowBuckets, DefaultWindowBuckets)),
+		win:      rolling.New(s.window()),
 		k:        cmp.Or(s.K, DefaultK),
 		accepted: s.Accepted,
 		clock:    s.Now,

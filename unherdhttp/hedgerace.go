@@ -42,9 +42,6 @@ func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
 	c := r.c
 	resp, err := c.send(c.req.Context(), hctx)
 	if err == nil {
-		resp, err = c.t.judgeResponse(c, resp)
-	}
-	if err == nil {
 		return resp, nil
 	}
 	if se, hasResp := errtree.Find[*StatusError](err); hasResp {

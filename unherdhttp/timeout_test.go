@@ -192,6 +192,41 @@ func TestTimeoutSource(t *testing.T) {
 	}
 }
 
+// With a timeout source, each response is classified once: the judgment
+// that decides the attempt's outcome also decides whether its latency is
+// a sample (a 503 is not; the 200 after it is).
+func TestTimeoutSourceClassifiesOnce(t *testing.T) {
+	var hits atomic.Int32
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "body")
+	})
+	var hooked atomic.Int32
+	src := &fixedTimeouts{d: time.Hour}
+	tr := newTransport(t, unherdhttp.Config{Timeouts: src, Retry: fast,
+		Classify: func(resp *http.Response, err error) (retry.Class, bool) {
+			if resp != nil {
+				hooked.Add(1)
+			}
+			return 0, false
+		}})
+	status, body, err := get(t, tr, srv.URL)
+	if err != nil || status != 200 || body != "body" || hits.Load() != 2 {
+		t.Fatalf("got %d %q, %v after %d requests; want 200 body after 2", status, body, err, hits.Load())
+	}
+	if n := hooked.Load(); n != 2 {
+		t.Errorf("Classify saw %d responses, want 2 (once each)", n)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.oks) != 2 || src.oks[0] || !src.oks[1] {
+		t.Errorf("observed %v, want a failure then a success", src.oks)
+	}
+}
+
 // The caller's own deadline is never retried, even with an attempt
 // timeout in force.
 func TestCallerDeadlineNotRetried(t *testing.T) {

@@ -248,21 +248,17 @@ func (c *call) finish(resp *http.Response, err error) (*http.Response, error) {
 	return se.resp, nil
 }
 
-// attempt makes one attempt of the retry loop and judges its outcome. ctx
-// is the request's context: the policy has no attempt timeout of its own.
+// attempt makes one attempt of the retry loop. ctx is the request's
+// context: the policy has no attempt timeout of its own.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
-	resp, err := c.send(ctx, ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.t.judgeResponse(c, resp)
+	return c.send(ctx, ctx)
 }
 
 // discardResponse closes a hedge's response that lost.
 func (t *Transport) discardResponse(resp *http.Response) { drain(resp.Body, t.maxDrained) }
 
-// send sends one request: the response, whatever its status, or the
-// judged transport error. hctx is the hedge's context (ctx itself when
+// send sends one request and judges its outcome: the response to hand
+// back, or the judged *StatusError or transport error. hctx is the hedge's context (ctx itself when
 // not hedging); its end, when another hedge won, ends this request too.
 func (c *call) send(ctx, hctx context.Context) (*http.Response, error) {
 	n := atomic.AddInt32(&c.sent, 1)
@@ -280,7 +276,7 @@ func (c *call) send(ctx, hctx context.Context) (*http.Response, error) {
 		if err != nil {
 			return nil, t.judgeError(c, err, false, true)
 		}
-		return resp, nil
+		return t.judgeResponse(c, resp)
 	}
 	return c.sendBounded(ctx, hctx, areq, timeout)
 }
@@ -327,12 +323,13 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 
 var errNoRewind = errors.New("unherdhttp: request body cannot be rewound")
 
-// sendBounded sends areq under a context of its own, which lives until
-// the response body is closed. That context ends when the attempt
-// timeout (if any) expires, the timeout starting when the attempt has a
-// connection, ConnectTimeout bounding the wait for one (with a base that
-// reports no connection, the timeout starting with the attempt); and
-// when hctx ends, because another hedge won.
+// sendBounded is send for a bounded or hedged request. It sends areq
+// under a context of its own, which lives until the response body is
+// closed. That context ends when the attempt timeout (if any) expires,
+// the timeout starting when the attempt has a connection, ConnectTimeout
+// bounding the wait for one (with a base that reports no connection, the
+// timeout starting with the attempt); and when hctx ends, because another
+// hedge won.
 func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeout time.Duration) (*http.Response, error) {
 	t := c.t
 	actx, cancel := context.WithCancelCause(ctx)
@@ -373,17 +370,10 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		drain(resp.Body, 0)
 		resp, err = nil, retry.ErrAttemptTimeout
 	}
-	if a.observe {
-		// Only answers that are not failures are latency samples: a fast
-		// 503 says nothing about how long an answer takes.
-		ok := err == nil
-		if ok {
-			_, failed, _ := t.responseClass(resp)
-			ok = !failed
-		}
-		t.timeouts.Observe(latency, ok)
-	}
 	if err != nil {
+		if a.observe {
+			t.timeouts.Observe(latency, false)
+		}
 		timedOut := ctx.Err() == nil && (expired || context.Cause(actx) == retry.ErrAttemptTimeout)
 		// Only a connection reported through httptrace proves that
 		// nothing was sent before it; net/http's Transport reports it,
@@ -401,7 +391,13 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		a.body.ReadCloser = body
 		resp.Body = &a.body
 	}
-	return resp, nil
+	resp, err = t.judgeResponse(c, resp)
+	if a.observe {
+		// Only answers that are not failures are latency samples: a fast
+		// 503 says nothing about how long an answer takes.
+		t.timeouts.Observe(latency, err == nil)
+	}
+	return resp, err
 }
 
 // attemptClock is the state of a bounded attempt: its timer, which moves

@@ -242,9 +242,10 @@ func (e *Estimator) Tracked(i int) (time.Duration, int) {
 }
 
 // Exact returns the q-quantile of sorted by the definition the estimator
-// uses: the smallest sample whose 1-based rank is at least ceil(q*n). It
-// is for tests that compare estimates with exact values. sorted must be
-// in ascending order and not empty.
+// uses: the smallest sample whose 1-based rank is at least ceil(q*n). Tests
+// compare estimates with it, and the simulator reports its percentiles
+// with it, so both use one definition. sorted must be in ascending order
+// and not empty.
 func Exact(sorted []time.Duration, q float64) time.Duration {
 	return sorted[rankOf(q, uint64(len(sorted)))-1]
 }

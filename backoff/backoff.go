@@ -3,6 +3,7 @@ package backoff
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"time"
@@ -23,8 +24,9 @@ const (
 	Full Jitter = iota
 	// Equal waits temp/2 plus a uniform draw from [0, temp/2].
 	Equal
-	// Decorrelated draws uniformly from [base, 3*prev], capped, where prev
-	// is the previous delay (base for the first retry).
+	// Decorrelated is min(cap, uniform[base, 3*prev]), where prev is the
+	// previous delay (base for the first retry): the draw first, the cap
+	// after, so some delays sit exactly at the cap.
 	Decorrelated
 	// None waits exactly temp. Retries of clients that failed together stay
 	// together; use it only in tests and demonstrations.
@@ -190,20 +192,27 @@ func delay(b, c time.Duration, j Jitter, constant bool, n int, prev time.Duratio
 		half := t / 2
 		return t - half + uniform(u, half)
 	default: // Decorrelated
-		if prev < b {
-			prev = b
-		}
-		if prev > c {
-			prev = c
-		}
-		// prev <= cap <= MaxInt64, so 3*prev could overflow only above
-		// MaxInt64/3; clamp the upper end first.
-		hi := c
-		if prev <= c/3 {
-			hi = 3 * prev
-		}
-		return b + uniform(u, hi-b)
+		return decorrelated(b, c, prev, u)
 	}
+}
+
+// decorrelated is min(c, uniform[b, 3*prev]) with prev at least b: the
+// draw is taken over the whole range first and capped after, as in
+// Brooker's formula sleep = min(cap, random_between(base, sleep*3)), so
+// that once 3*prev passes the cap a share of the delays sit exactly at
+// the cap. Drawing within [b, min(c, 3*prev)] instead would spread those
+// delays below the cap: a different distribution, which finishes the
+// contention experiment sooner than the published simulator.
+func decorrelated(b, c, prev time.Duration, u uint64) time.Duration {
+	// No delay this function returns exceeds c, so a larger prev can come
+	// only from a caller; it is treated as c. 3*prev saturates rather than
+	// overflow (only a cap above 97 years reaches that).
+	prev = min(max(prev, b), c)
+	hi := time.Duration(math.MaxInt64) // 3*prev saturated
+	if prev <= math.MaxInt64/3 {
+		hi = 3 * prev
+	}
+	return min(c, b+uniform(u, hi-b))
 }
 
 // uniform maps u onto [0, max] without division: the high word of

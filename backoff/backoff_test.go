@@ -61,6 +61,11 @@ func TestDelayExactDraws(t *testing.T) {
 		{"decorrelated first max is 3 base", Decorrelated, 0, 0, math.MaxUint64, 300 * ms},
 		{"decorrelated grows from prev", Decorrelated, 7, time.Second, math.MaxUint64, 3 * time.Second},
 		{"decorrelated capped", Decorrelated, 7, 9 * time.Second, math.MaxUint64, 10 * time.Second},
+		// uniform[100ms, 27s] at its midpoint is 13.55s: capped after the
+		// draw, not drawn within [100ms, 10s] (which would give 5.05s).
+		{"decorrelated draws first caps after", Decorrelated, 7, 9 * time.Second, 1 << 63, 10 * time.Second},
+		{"decorrelated below cap", Decorrelated, 7, 3 * time.Second, 1 << 62, 100*ms + (9*time.Second-100*ms)/4},
+		{"decorrelated prev below base starts at base", Decorrelated, 7, ms, math.MaxUint64, 300 * ms},
 		{"decorrelated prev above cap", Decorrelated, 7, time.Hour, 0, 100 * ms},
 	}
 	for _, tc := range tests {
@@ -111,6 +116,60 @@ func TestJitterStatistics(t *testing.T) {
 				t.Fatalf("mean %v, want %v ± %v", time.Duration(mean), time.Duration(tc.wantMean), time.Duration(tol))
 			}
 		})
+	}
+}
+
+// TestDecorrelatedNearCap checks decorrelated jitter's distribution once
+// 3*prev passes the cap: the draw is uniform over [base, 3*prev] and then
+// capped, so the share of delays at exactly the cap is the share of that
+// range above it, and the rest are uniform below the cap.
+func TestDecorrelatedNearCap(t *testing.T) {
+	const draws = 200000
+	ms := time.Millisecond
+	s := Schedule{Base: 100 * ms, Cap: 10 * time.Second, Jitter: Decorrelated}
+	prev := 5 * time.Second // draws uniform in [100ms, 15s]
+	lo, hi, c := float64(100*ms), float64(15*time.Second), float64(s.Cap)
+	wantAtCap := (hi - c) / (hi - lo) // 0.336
+	wantMeanBelow := (lo + c) / 2     // 5.05s
+
+	r := rand.New(rand.NewPCG(3, 4))
+	var atCap, below int
+	var sumBelow float64
+	for range draws {
+		d := s.Delay(5, prev, r.Uint64())
+		switch {
+		case d == s.Cap:
+			atCap++
+		case d < s.Base || d > s.Cap:
+			t.Fatalf("delay %v outside [%v, %v]", d, s.Base, s.Cap)
+		default:
+			below++
+			sumBelow += float64(d)
+		}
+	}
+	// The standard error of a proportion near 1/3 over 200k draws is
+	// about 0.001; allow 0.005.
+	if got := float64(atCap) / draws; math.Abs(got-wantAtCap) > 0.005 {
+		t.Errorf("share at cap %.4f, want %.4f", got, wantAtCap)
+	}
+	if mean := sumBelow / float64(below); math.Abs(mean-wantMeanBelow) > 0.01*(c-lo) {
+		t.Errorf("mean below cap %v, want %v", time.Duration(mean), time.Duration(wantMeanBelow))
+	}
+
+	// A chain from prev = base, each delay the next one's prev, grows to
+	// the cap; from prev = cap the next delay is the cap again with
+	// probability (3c-c)/(3c-base), about 2/3. Over 64 steps (seeded),
+	// some delays sit at exactly the cap.
+	chainAtCap := 0
+	var p time.Duration
+	for n := range 64 {
+		p = s.Delay(n, p, r.Uint64())
+		if p == s.Cap {
+			chainAtCap++
+		}
+	}
+	if chainAtCap == 0 {
+		t.Errorf("a 64-step chain never reached the cap exactly")
 	}
 }
 
@@ -173,6 +232,7 @@ func FuzzDelay(f *testing.F) {
 	f.Add(int64(1), int64(1), int64(math.MaxInt64), uint8(2), false, 1000, int64(math.MaxInt64), uint64(math.MaxUint64))
 	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), uint8(1), true, math.MaxInt, int64(-1), uint64(1<<63))
 	f.Add(int64(5e6), int64(1e9), int64(2e9), uint8(3), false, 62, int64(0), uint64(7))
+	f.Add(int64(1), int64(1), int64(math.MaxInt64), uint8(2), false, 3, int64(math.MaxInt64/2), uint64(math.MaxUint64))
 	f.Fuzz(func(t *testing.T, base, tbase, capd int64, jitter uint8, constant bool, n int, prev int64, u uint64) {
 		s := Schedule{Base: time.Duration(base), ThrottledBase: time.Duration(tbase), Cap: time.Duration(capd), Jitter: Jitter(jitter % 4), Constant: constant}
 		if s.Validate() != nil {

@@ -155,11 +155,12 @@
 //
 // # Engine and determinism
 //
-// Each run is one goroutine's loop over a binary heap of events keyed by
-// (time, sequence): events due at the same instant run in the order they
-// were scheduled, so ties never depend on the heap's layout. Events are
-// plain values in a typed slice (no closure, no allocation per event once
-// the queue has grown); BenchmarkEngine measures the loop. Virtual time
+// Each run is one goroutine's loop over a radix heap of events (no event
+// is scheduled before the present, so a time's bits name its bucket):
+// events due at the same instant run in the order they were scheduled, so
+// ties never depend on the queue's layout. Events are plain values in
+// typed slices (no closure, no allocation per event once the queue has
+// grown); BenchmarkEngine measures the loop. Virtual time
 // is a time.Duration since [Epoch]; objects that read a clock are given
 // the run's virtual Now. Every random draw comes from the run's PCG
 // source, seeded with Options.Seed and the run's index in its sweep, so a

@@ -42,21 +42,34 @@ func TestEngineOrder(t *testing.T) {
 	}
 }
 
-func TestEngineHeapRandom(t *testing.T) {
-	e := newEngine(7, 3)
-	for i := range 1000 {
-		e.at(time.Duration(e.u64()%100), 0, int32(i), 0)
-	}
-	var last event
-	first := true
-	e.run(recorder(func(_ *engine, ev event) {
-		if !first && ev.before(&last) {
-			t.Fatalf("event %+v delivered after %+v", ev, last)
+// Random times, many of them equal or far apart: events leave in time
+// order, and those due at the same instant in the order they were
+// scheduled (their ids). Events scheduled from handlers, later and in the
+// past (due now), keep the order too.
+func TestEngineRandomOrder(t *testing.T) {
+	for _, spread := range []uint64{3, 100, 1 << 20, 1 << 42} {
+		e := newEngine(7, spread)
+		id := int32(0)
+		for ; id < 1000; id++ {
+			e.at(time.Duration(e.u64()%spread), 0, id, 0)
 		}
-		first, last = false, ev
-	}), -1)
-	if e.events != 1000 {
-		t.Errorf("delivered %d events, want 1000", e.events)
+		var last event
+		first := true
+		e.run(recorder(func(e *engine, ev event) {
+			if !first && (ev.at < last.at || ev.at == last.at && ev.id < last.id) {
+				t.Fatalf("spread %d: event %+v delivered after %+v", spread, ev, last)
+			}
+			first, last = false, ev
+			if id < 3000 {
+				e.after(time.Duration(e.u64()%spread), 0, id, 0)
+				id++
+				e.at(0, 0, id, 0)
+				id++
+			}
+		}), -1)
+		if e.events != 3000 {
+			t.Errorf("spread %d: delivered %d events, want 3000", spread, e.events)
+		}
 	}
 }
 

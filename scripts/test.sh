@@ -14,6 +14,38 @@ if ! "$GOBIN/staticcheck" -version 2>/dev/null | grep -q "${STATICCHECK_VERSION#
 	go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 
+# Every fuzz target runs for FUZZTIME (3 s by default), minimising a new
+# input for at most FUZZMINIMIZETIME, so that the run explores instead of
+# minimising (the default would be 60 s). A crasher fails the run and is
+# written by go test to the package's testdata/fuzz/<Target>/: commit it,
+# and from then on every plain `go test` replays it as a regression case.
+FUZZTIME=${FUZZTIME:-3s}
+FUZZMINIMIZETIME=${FUZZMINIMIZETIME:-200ms}
+fuzz_module() {
+	local pkg target out targets=()
+	out=$(mktemp)
+	# go test -list prints a package's targets, then "ok <package> ...".
+	go test -run '^$' -list '^Fuzz' ./... | while read -r first second _; do
+		case "$first" in
+		Fuzz*) targets+=("$first") ;;
+		ok)
+			pkg=$second
+			for target in "${targets[@]}"; do
+				echo "    $pkg $target"
+				if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime="$FUZZTIME" \
+					-fuzzminimizetime="$FUZZMINIMIZETIME" "$pkg" >"$out" 2>&1; then
+					cat "$out" >&2
+					rm -f "$out"
+					exit 1
+				fi
+			done
+			targets=()
+			;;
+		esac
+	done
+	rm -f "$out"
+}
+
 # Every module in the tree: the root and the nested ones.
 mapfile -t modules < <(find . -name go.mod -not -path './.bin/*' -printf '%h\n' | sort)
 
@@ -34,5 +66,7 @@ for m in "${modules[@]}"; do
 	(cd "$m" && go test -race -shuffle=on -count=1 ./...)
 	echo "==> $m: benchmarks, once each"
 	(cd "$m" && go test -run '^$' -bench . -benchtime=1x ./... >/dev/null)
+	echo "==> $m: fuzz, ${FUZZTIME} per target"
+	(cd "$m" && fuzz_module)
 done
 echo "==> all checks passed"

@@ -7,7 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // distributions are the seeded latency models of the property tests.
 var distributions = []struct {

@@ -5,17 +5,34 @@ import (
 	"context"
 	"io"
 	"math"
+	"time"
 )
 
-// drain reads up to limit bytes of a discarded response body and closes
-// it: net/http reuses a connection only once its body was read to the
-// end, and a small remainder is cheaper to read than a new connection.
+// drainTime bounds how long a discarded response body is read. A body
+// still arriving after that is not worth its connection: it is closed,
+// and its connection with it. A body sent with its headers, as error
+// bodies nearly always are, takes microseconds to read.
+const drainTime = 20 * time.Millisecond
+
+// drain reads up to limit bytes of a discarded response body, for at most
+// drainTime, and closes it: net/http reuses a connection only once its
+// body was read to the end, and a small remainder is cheaper to read than
+// a new connection. The time bound means that a server that sends part
+// of a body and stalls holds up the retry loop (or a hedge that lost) for
+// drainTime, not until the caller gives up. With limit <= 0 the body is
+// closed at once.
 func drain(body io.ReadCloser, limit int64) {
 	if body == nil {
 		return
 	}
 	if limit > 0 {
+		// Closing the body from the timer unblocks a pending read of
+		// net/http's response bodies (HTTP/1 and HTTP/2 alike).
+		t := time.AfterFunc(drainTime, func() { _ = body.Close() })
 		_, _ = io.CopyN(io.Discard, body, limit)
+		if !t.Stop() {
+			return // the timer closed it
+		}
 	}
 	_ = body.Close()
 }

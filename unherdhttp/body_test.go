@@ -2,13 +2,16 @@ package unherdhttp_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -87,6 +90,49 @@ func TestRequestBodies(t *testing.T) {
 				if !ok {
 					t.Errorf("request %d did not carry the full body", i+1)
 				}
+			}
+		})
+	}
+}
+
+// TestStalledDiscardedBody sends a GET to a server that answers 503 with
+// a body it starts and never finishes. The Transport must not wait for
+// the discarded bodies: it returns the last 503 long before the caller's
+// deadline, with the request's context still live.
+func TestStalledDiscardedBody(t *testing.T) {
+	release := make(chan struct{})
+	var hits atomic.Int32
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Length", "100000")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		<-release // stall until the test ends
+	})
+	t.Cleanup(func() { close(release) }) // runs before the server's Close
+	for _, cfg := range []struct {
+		name string
+		cfg  unherdhttp.Config
+	}{
+		{"no attempt timeout", unherdhttp.Config{Retry: fast}},
+		{"attempt timeout", unherdhttp.Config{Retry: fast, AttemptTimeout: time.Minute}},
+	} {
+		t.Run(cfg.name, func(t *testing.T) {
+			hits.Store(0)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			resp, err := newTransport(t, cfg.cfg).RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip: %v, want the last 503", err)
+			}
+			resp.Body.Close()
+			if ctx.Err() != nil {
+				t.Errorf("the call outlived its deadline")
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable || hits.Load() != 3 {
+				t.Errorf("got %d after %d requests, want 503 after 3", resp.StatusCode, hits.Load())
 			}
 		})
 	}

@@ -134,7 +134,11 @@ type Config struct {
 
 	// MaxDrainedBody is how much of a discarded response body (one that is
 	// retried, or a hedge that lost) is read before it is closed, so that
-	// its connection goes back to the pool. Zero means
+	// its connection goes back to the pool. The reading is also bounded in
+	// time, to 20 ms (a body slower than that is not worth its connection,
+	// and is closed with it), so a server that sends part of a body and
+	// stalls holds up the call for 20 ms per discarded response, not until
+	// the caller's deadline. Zero means
 	// DefaultMaxDrainedBody (4 KiB); a negative value closes without
 	// reading.
 	MaxDrainedBody int64

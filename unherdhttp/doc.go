@@ -11,10 +11,13 @@
 //	client := &http.Client{Transport: tr}
 //
 // Wrap the handler of every service that is itself called by clients
-// that retry in [Middleware]. Calls a handler makes with its request's
-// context then make a single attempt (retry.Config.NestedAttempts) and
-// return failures promptly, so only the edge of the chain retries. Use
-// both in a service that is called and calls others.
+// that retry in [Middleware]. For a request its caller repeats (an
+// idempotent method, an Idempotency-Key, a repeat that carries the
+// attempt header), calls the handler makes with the request's context
+// then make a single attempt (retry.Config.NestedAttempts) and return
+// failures promptly, so only the edge of the chain retries; a request the
+// caller sends once, such as a POST without a key, keeps the handler's
+// own retries. Use both in a service that is called and calls others.
 //
 // # What is retried, and why
 //
@@ -58,7 +61,8 @@
 // that last response with a nil error, its body unread; when it stops on a
 // transport error, the caller gets the loop's *retry.Error, through which
 // errors.Is reaches the cause. Every response that is not handed back is
-// drained (up to Config.MaxDrainedBody) and closed before the wait, so its
+// drained (up to Config.MaxDrainedBody, and for 20 ms at most, so a body
+// that stalls cannot hold the call) and closed before the wait, so its
 // connection is reused.
 //
 // Guards (breakers, throttles) and budgets see every attempt with its own
@@ -160,7 +164,10 @@
 // failing (Google SRE book, chapter 22, "Addressing Cascading Failures",
 // https://sre.google/sre-book/addressing-cascading-failures/). With
 // [Middleware] on each service and a Transport for each call, the bottom
-// service receives 3: the edge's attempts (TestRetryAtOneLayer).
+// service receives 3: the edge's attempts (TestRetryAtOneLayer,
+// ExampleMiddleware_layers). A handler whose nested call failed should
+// answer 503 or 502, statuses its caller retries: a 500 is not retried by
+// default, and would end the retries at every layer.
 //
 // # Cost
 //

@@ -64,8 +64,8 @@ func BenchmarkGRPCParallel(b *testing.B) {
 	runTraffic(b, g)
 }
 
-// BenchmarkRatioParallel reads the real clock (time.Now) on every first
-// attempt and withdrawal, as a production Ratio does.
+// BenchmarkRatioParallel runs on the real clock, as a production Ratio
+// does: Record reads none, each Withdraw reads it once.
 func BenchmarkRatioParallel(b *testing.B) {
 	r, err := NewRatio(RatioConfig{})
 	if err != nil {

@@ -59,11 +59,10 @@
 //
 // Only [Ratio] depends on time. It reads the clock from RatioConfig.Now
 // (nil means the real clock, read as the monotonic time since the budget
-// was made), and only in Withdraw and in Record of a first attempt;
-// WithdrawAt and RecordAt take the instant instead, so its arithmetic can
-// be tested and simulated without any clock. A caller that has just read
-// the clock anyway (to time the call) can pass that reading to RecordAt
-// and save a read.
+// was made), and only in Withdraw: Record, on every call's path, reads no
+// clock and takes no lock. WithdrawAt, RecordAt and Counts take the
+// instant instead, so its arithmetic can be tested and simulated without
+// any clock.
 //
 // # Configuration
 //

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/internal/rolling"
 )
 
 // Defaults of [RatioConfig].
@@ -62,11 +63,9 @@ type RatioConfig struct {
 	// Window is how far back requests and retries are counted. It must be
 	// at least MinWindow (1 ms). Zero means DefaultWindow (10 s).
 	Window time.Duration
-	// Now is the clock. Nil means the real clock, time.Now, read as
-	// time.Since the budget's creation: that needs only the monotonic
-	// clock, which costs half of time.Now on this kind of machine. The
-	// clock is read by Withdraw and by Record of first attempts, and
-	// nowhere else.
+	// Now is the clock. Nil means the real clock, read as time.Since the
+	// budget's creation (the monotonic clock only). Withdraw reads it;
+	// nothing else does.
 	Now func() time.Time
 }
 
@@ -98,49 +97,26 @@ func (c *RatioConfig) Validate() error {
 // A Ratio is safe for concurrent use; share one among all the goroutines
 // calling one dependency. The zero Ratio is not usable; call NewRatio.
 //
-// The window is a ring of 20 time slots, each with atomic counters of
-// requests and retries; a slot that has fallen out of the window is reset
-// lazily by the first call that needs it, under a mutex taken only for
-// that reset (once per slot per Window/20). Recording a request is one
-// monotonic clock read and one atomic add to the current slot. The clock
-// read is about half the cost (profile of BenchmarkRatioParallel); the
-// rest is the slot's cache line moving between cores. Striping the count
-// over 16 padded counters picked at random (what internal/rolling does)
-// measured 47 ns/op against 50 for one shared counter, clock read
-// included, on two cores: too little to pay for making every Withdraw sum
-// 16 times as many words.
-//
-// Counts may be off by the few calls in flight at the instant a slot is
-// reset; retries are checked after they are counted, so goroutines racing
-// for the last retry in the budget err on the side of refusing.
+// Record, on every call's path, reads no clock and takes no lock: it adds
+// to one of several padded counters, and the counts reach the window's
+// time slots when the next Withdraw (or WithdrawAt, RecordAt, Counts)
+// folds them in, spread evenly over the time since the previous fold. For
+// a steady stream of requests that is exact on average; requests recorded
+// in a burst after a long quiet spell are placed partly in the quiet
+// spell, and may leave the window early, which makes the budget stricter,
+// never looser. Withdraw reads the clock once and decides under a mutex,
+// so that goroutines racing for the last retries of the budget never
+// overspend it. The window is internal/rolling's, the same as the
+// circuit breaker's and the client-side throttle's.
 type Ratio struct {
 	// Read-only after NewRatio.
 	ratio   float64
 	reserve float64 // MinPerSecond * Window seconds
-	period  int64   // slot length, ns
 	origin  time.Time
 	now     func() time.Time // nil: time.Since(origin)
 
-	mu sync.Mutex // serialises slot resets only
-
-	// periods[i] is the index of the period slots[i] counts. They are
-	// apart from the counters: read by every call, written once per
-	// period, they stay in every core's cache while the current slot's
-	// counters move between cores (BenchmarkRatioParallel: 55 ns/op
-	// against 70 with the period beside its counters, when the two cores
-	// do not share a cache; the same 35 when they do).
-	periods [ratioSlots]atomic.Int64
-	_       [cacheLine]byte
-
-	slots [ratioSlots]ratioSlot
-}
-
-// ratioSlot counts one period. Each slot has its own cache line: the
-// current slot is written by every request, its neighbours are not.
-type ratioSlot struct {
-	requests atomic.Int64
-	retries  atomic.Int64
-	_        [cacheLine - 16]byte
+	mu sync.Mutex      // serialises everything but Record's striped adds
+	w  *rolling.Window // a = requests, b = retries; times in ns since origin
 }
 
 // NewRatio validates cfg and returns an empty budget. It reads the clock
@@ -151,10 +127,13 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 	}
 	window := cmp.Or(cfg.Window, DefaultWindow)
 	r := &Ratio{
-		ratio:  cmp.Or(cfg.Ratio, DefaultRatio),
-		period: int64(window / ratioSlots),
-		now:    cfg.Now,
+		ratio: cmp.Or(cfg.Ratio, DefaultRatio),
+		now:   cfg.Now,
+		w:     rolling.New(window, ratioSlots),
 	}
+	// The first fold spreads what Record counted over the time since
+	// the origin, like every later fold over the time since the one before.
+	r.w.Reset(0)
 	if !cfg.NoFloor {
 		r.reserve = cmp.Or(cfg.MinPerSecond, DefaultMinPerSecond) * window.Seconds()
 	}
@@ -162,9 +141,6 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 		r.origin = r.now()
 	} else {
 		r.origin = time.Now()
-	}
-	for i := range r.slots {
-		r.periods[i].Store(int64(i - ratioSlots)) // all out of the window
 	}
 	return r, nil
 }
@@ -175,7 +151,10 @@ func (r *Ratio) Withdraw(c Class) bool {
 	if c >= Permanent {
 		return false // without reading the clock
 	}
-	return r.withdraw(r.index(r.elapsed()))
+	if r.now == nil {
+		return r.withdraw(int64(time.Since(r.origin)))
+	}
+	return r.withdraw(r.since(r.now()))
 }
 
 // WithdrawAt is Withdraw at the instant now.
@@ -183,86 +162,54 @@ func (r *Ratio) WithdrawAt(now time.Time, c Class) bool {
 	if c >= Permanent {
 		return false
 	}
-	return r.withdraw(r.index(now.Sub(r.origin)))
+	return r.withdraw(r.since(now))
 }
 
-// withdraw is Withdraw in period p.
-func (r *Ratio) withdraw(p int64) bool {
-	s := r.slot(p)
-	s.retries.Add(1)
-	requests, retries := r.sum(p)
-	if float64(retries) > r.ratio*float64(requests)+r.reserve {
-		s.retries.Add(-1)
+// withdraw is Withdraw at t ns after the origin.
+func (r *Ratio) withdraw(t int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.w.Fold(t)
+	requests, retries := r.w.Sums(t)
+	if float64(retries+1) > r.ratio*float64(requests)+r.reserve {
 		return false
 	}
+	r.w.AddAt(t, 0, 1)
 	return true
 }
 
 // Record counts a request when a is a call's first attempt; other attempts
-// change nothing and read no clock.
+// change nothing. It reads no clock and takes no lock.
 func (r *Ratio) Record(a Attempt) {
 	if a.N == 1 {
-		r.slot(r.index(r.elapsed())).requests.Add(1)
+		r.w.Add(1, 0)
 	}
 }
 
-// RecordAt is Record at the instant now.
+// RecordAt is Record at the instant now: the request is counted in the
+// slot of now exactly, under the lock, rather than spread by the next
+// fold.
 func (r *Ratio) RecordAt(now time.Time, a Attempt) {
-	if a.N == 1 {
-		r.slot(r.index(now.Sub(r.origin))).requests.Add(1)
+	if a.N != 1 {
+		return
 	}
+	t := r.since(now)
+	r.mu.Lock()
+	r.w.AddAt(t, 1, 0)
+	r.mu.Unlock()
 }
 
 // Counts returns the requests and retries counted in the window that ends
-// at now.
+// at now (or at the latest instant the budget has seen, if later),
+// requests recorded by Record included.
 func (r *Ratio) Counts(now time.Time) (requests, retries int64) {
-	return r.sum(r.index(now.Sub(r.origin)))
+	t := r.since(now)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.w.Fold(t)
+	return r.w.Sums(t)
 }
 
-// elapsed reads the clock: the time since the origin.
-func (r *Ratio) elapsed() time.Duration {
-	if r.now == nil {
-		return time.Since(r.origin)
-	}
-	return r.now().Sub(r.origin)
-}
-
-// index returns the number of the period that holds the instant d after
-// the origin. A clock reading before the origin counts as the origin.
-func (r *Ratio) index(d time.Duration) int64 {
-	return max(int64(d), 0) / r.period
-}
-
-// slot returns the slot of period p, reset first if it still holds an
-// older period. A slot already holding a newer period (an injected clock
-// that stepped back) is used as it is.
-func (r *Ratio) slot(p int64) *ratioSlot {
-	i := p % ratioSlots
-	s, period := &r.slots[i], &r.periods[i]
-	if period.Load() < p {
-		r.mu.Lock()
-		if period.Load() < p {
-			// Zero before publishing the period: a caller that sees the
-			// new period adds to zeroed counters.
-			s.requests.Store(0)
-			s.retries.Store(0)
-			period.Store(p)
-		}
-		r.mu.Unlock()
-	}
-	return s
-}
-
-// sum adds up the slots whose period is within the window ending in
-// period p. A retry undone just after its slot was reset can leave -1
-// behind; totals are reported as at least zero.
-func (r *Ratio) sum(p int64) (requests, retries int64) {
-	for i := range r.slots {
-		s := &r.slots[i]
-		if e := r.periods[i].Load(); e > p-ratioSlots && e <= p {
-			requests += s.requests.Load()
-			retries += s.retries.Load()
-		}
-	}
-	return max(requests, 0), max(retries, 0)
-}
+// since is the time from the origin to now, in ns; a reading before the
+// origin counts as the origin.
+func (r *Ratio) since(now time.Time) int64 { return max(int64(now.Sub(r.origin)), 0) }

@@ -105,18 +105,60 @@ func TestRatioReadsClockOnlyWhenNeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads = 0 // NewRatio reads it once for the origin
+	r.Record(Attempt{N: 1})
 	r.Record(Attempt{N: 2, Failed: true})
 	r.Record(Attempt{N: 3, Charged: Timeout})
 	if r.Withdraw(Permanent) || reads != 0 {
-		t.Fatalf("%d clock reads for later attempts and a permanent failure, want 0", reads)
+		t.Fatalf("%d clock reads for attempts and a permanent failure, want 0", reads)
 	}
-	r.Record(Attempt{N: 1})
 	now = now.Add(time.Second)
-	if !r.Withdraw(Timeout) || reads != 2 {
-		t.Fatalf("%d clock reads for a first attempt and a withdrawal, want 2", reads)
+	if !r.Withdraw(Timeout) || reads != 1 {
+		t.Fatalf("%d clock reads after a withdrawal, want 1", reads)
 	}
 	if req, ret := r.Counts(now); req != 1 || ret != 1 {
 		t.Fatalf("Counts = %d, %d; want 1, 1", req, ret)
+	}
+}
+
+// TestRatioRecordSpread checks where requests counted by Record (no
+// clock) land: spread evenly over the time between two folds, so that the
+// share recorded before the window is forgotten.
+func TestRatioRecordSpread(t *testing.T) {
+	tests := []struct {
+		name     string
+		at       time.Duration // when the requests are folded in
+		want     int64         // requests counted in the window then
+		withdraw bool          // fold with a withdrawal, not with Counts
+	}{
+		// 100 requests since the origin, folded 5 s later: all in the 10 s
+		// window.
+		{"within the window", 5 * time.Second, 100, false},
+		// Folded 20 s later: the window's 20 slots of 500 ms then cover
+		// [10.5 s, 20 s], 9.5 s of the 20: 47 of them.
+		{"half before the window", 20 * time.Second, 47, false},
+		{"folded by a withdrawal", 20 * time.Second, 47, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRatio(RatioConfig{NoFloor: true, Now: at(t0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 100 {
+				r.Record(Attempt{N: 1})
+			}
+			now := t0.Add(tc.at)
+			wantRet := int64(0)
+			if tc.withdraw {
+				if !r.WithdrawAt(now, Transient) {
+					t.Fatal("withdrawal refused")
+				}
+				wantRet = 1
+			}
+			if req, ret := r.Counts(now); req != tc.want || ret != wantRet {
+				t.Fatalf("Counts = %d, %d; want %d, %d", req, ret, tc.want, wantRet)
+			}
+		})
 	}
 }
 

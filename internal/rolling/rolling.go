@@ -3,13 +3,14 @@
 //
 // A circuit breaker needs calls and failures over the last ten seconds; a
 // client-side throttle needs requests and accepts over the last two
-// minutes. Both see their common event (a success) far more often than the
-// rare one, and on this kind of machine a clock read costs as much as the
-// rest of the bookkeeping. So a [Window] takes common events through
-// [Window.Add]: one atomic add on one of several padded stripes, no clock,
-// no lock. The owner folds the stripes into time buckets when it reads the
-// clock anyway (on a failure, or while it is throttling), with
-// [Window.Fold].
+// minutes; a ratio retry budget needs requests and retries over the last
+// ten seconds. It is the one sliding-window mechanism of the module. Each
+// sees its common event (a success, a request) far more often than the
+// rare one, and a clock read costs as much as the rest of the bookkeeping.
+// So a [Window] takes common events through [Window.Add]: one atomic add
+// on one of several padded stripes, no clock, no lock. The owner folds
+// the stripes into time buckets when it reads the clock anyway (on a
+// failure, a retry, or while it is throttling), with [Window.Fold].
 //
 // Folding cannot know when the striped events happened, only that they
 // happened since the previous fold. It spreads them uniformly over that
@@ -23,13 +24,13 @@ package rolling
 
 import (
 	"math"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
-// stripes is the number of counter stripes. Two cores picking one of 16
-// stripes at random collide on 1 in 16 adds.
+// stripes is the number of counter stripes: enough that goroutines on
+// different cores rarely share one (see stripeHint).
 const stripes = 16
 
 // stripe holds the striped counts. The padding gives every stripe two
@@ -71,7 +72,7 @@ func (w *Window) Len() int64 { return w.width * int64(len(w.buckets)) }
 // Add counts da and db, with no clock and no lock. The counts reach the
 // buckets at the next Fold. Safe for concurrent use with everything.
 func (w *Window) Add(da, db int64) {
-	s := &w.stripes[rand.Uint32()%stripes]
+	s := &w.stripes[stripeHint()]
 	if da != 0 {
 		s.a.Add(da)
 	}
@@ -104,6 +105,19 @@ func take(c *atomic.Int64) int64 {
 		c.Add(-v) // counts added since the load stay for the next fold
 	}
 	return v
+}
+
+// stripeHint picks a stripe from the address of the calling goroutine's
+// stack: each goroutine keeps adding to the same stripe, whose cache line
+// then stays with the core running it, and goroutines whose stacks lie in
+// different 8 KiB blocks spread over the stripes. It is only a hint (a
+// stack can move when it grows); any stripe is correct.
+//
+//go:nosplit
+func stripeHint() uint32 {
+	var x byte
+	a := uint64(uintptr(unsafe.Pointer(&x))) >> 13
+	return uint32((a ^ a>>4 ^ a>>8) % stripes)
 }
 
 // maxTime bounds the times a window works with (about 146 years from the

@@ -1,34 +1,18 @@
 package budget
 
-// Class is how an attempt failed, as far as retry decisions and budgets are
-// concerned. The retry package classifies errors into these; budgets charge
-// by them.
-type Class uint8
+import "github.com/unherd/unherd/failure"
 
+// Class is how an attempt failed, as package failure defines it; budgets
+// charge a retry by the class of the failure that prompted it.
+type Class = failure.Class
+
+// The failure classes, as budgets see them; see package failure.
 const (
-	// Transient is an ordinary retryable failure: a reset connection, a
-	// 502, a 503 without pushback.
-	Transient Class = iota
-	// Timeout is an attempt that ran out of time. Budgets may charge it
-	// more: a timeout suggests an overloaded dependency.
-	Timeout
-	// Throttled is a failure in which the dependency asked for less
-	// traffic: HTTP 429, gRPC RESOURCE_EXHAUSTED, 503 with Retry-After.
-	Throttled
-	// Permanent is a failure that repeating cannot fix: validation,
-	// authorisation, not found. It is never retried.
-	Permanent
+	Transient = failure.Transient
+	Timeout   = failure.Timeout
+	Throttled = failure.Throttled
+	Permanent = failure.Permanent
 )
-
-var classNames = [...]string{Transient: "transient", Timeout: "timeout", Throttled: "throttled", Permanent: "permanent"}
-
-// String returns the class's lower-case name.
-func (c Class) String() string {
-	if int(c) < len(classNames) {
-		return classNames[c]
-	}
-	return "unknown"
-}
 
 // Attempt reports how one attempt of a call ended.
 type Attempt struct {
@@ -45,7 +29,8 @@ type Attempt struct {
 }
 
 // Budget limits retries. The retry loop calls Withdraw before every retry
-// and Record after every attempt. Implementations must be safe for
+// and Record after every attempt that ran (a success or a failure of any
+// class; not an attempt the caller abandoned or a guard rejected). Implementations must be safe for
 // concurrent use; both methods are on every call's path, so they should
 // not take a global lock. A Budget reads time from its own clock, so that
 // the happy path pays for no clock read it does not need.
@@ -59,6 +44,15 @@ type Budget interface {
 	Withdraw(c Class) bool
 	// Record tells the budget how an attempt ended.
 	Record(a Attempt)
+}
+
+// Refunder is implemented by budgets whose Withdraw takes something that
+// can be given back. The retry loop calls Refund(c) when a retry it
+// withdrew as class c is not made after all: a guard (a circuit breaker, a
+// throttle) rejected its attempt locally, or the caller gave up during the
+// wait. Refund must be safe for concurrent use.
+type Refunder interface {
+	Refund(c Class)
 }
 
 type unlimited struct{}

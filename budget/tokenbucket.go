@@ -179,6 +179,15 @@ func (b *TokenBucket) deposit(n int64) {
 	}
 }
 
+// Refund puts back the cost of a retry after a failure of class c that
+// was withdrawn and then not made (a guard rejected it, or the caller gave
+// up), so that a local rejection costs the bucket nothing.
+func (b *TokenBucket) Refund(c Class) {
+	if c < Permanent {
+		b.deposit(b.cost[c])
+	}
+}
+
 // Tokens returns the tokens in the bucket now.
 func (b *TokenBucket) Tokens() int64 { return b.tokens.Load() }
 

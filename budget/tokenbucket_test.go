@@ -194,3 +194,26 @@ func FuzzTokenBucket(f *testing.F) {
 		}
 	})
 }
+
+func TestTokenBucketRefund(t *testing.T) {
+	b, err := NewTokenBucket(TokenBucketConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ Refunder = b
+	for _, c := range []Class{Transient, Timeout, Throttled} {
+		if !b.Withdraw(c) {
+			t.Fatalf("Withdraw(%v) refused with a full bucket", c)
+		}
+		b.Refund(c)
+		if got := b.Tokens(); got != DefaultCapacity {
+			t.Fatalf("after Withdraw and Refund of %v: %d tokens, want %d", c, got, DefaultCapacity)
+		}
+	}
+	// A refund never overfills, and a Permanent refund gives nothing.
+	b.Refund(Timeout)
+	b.Refund(Permanent)
+	if got := b.Tokens(); got != DefaultCapacity {
+		t.Fatalf("%d tokens, want %d", got, DefaultCapacity)
+	}
+}

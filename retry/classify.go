@@ -3,23 +3,24 @@ package retry
 import (
 	"time"
 
-	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
-// Class is how a failed attempt is treated; see the constants.
-type Class = budget.Class
+// Class is how a failed attempt is treated; package failure defines it, so
+// that budgets and guards, which retry builds on, speak it too.
+type Class = failure.Class
 
-// Failure classes, as the retry loop and budgets see them.
+// Failure classes, as the retry loop sees them.
 const (
 	// Transient failures are retried on the normal schedule.
-	Transient = budget.Transient
+	Transient = failure.Transient
 	// Timeout failures (an attempt's own timeout, a net.Error that reports
 	// Timeout) are retried; budgets may charge them more.
-	Timeout = budget.Timeout
+	Timeout = failure.Timeout
 	// Throttled failures are retried on the schedule's throttled base.
-	Throttled = budget.Throttled
+	Throttled = failure.Throttled
 	// Permanent failures stop the loop at once.
-	Permanent = budget.Permanent
+	Permanent = failure.Permanent
 )
 
 type permanentError struct{ err error }

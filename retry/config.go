@@ -67,9 +67,10 @@ type Config struct {
 
 	// Classify decides how a failed attempt is treated. Nil means
 	// DefaultClassify; a custom classifier can call DefaultClassify for
-	// errors it does not recognise. It may be called more than once for
-	// the same error (once for the guards, once for the decision), so it
-	// must be a pure function of the error.
+	// errors it does not recognise. It is called once per failed attempt,
+	// and its answer goes to the guards, the budget and the retry
+	// decision alike. It is not called for a local rejection (an error
+	// that is ErrRejected) or when the caller's context has ended.
 	Classify func(error) Class
 
 	// Budget is consulted before every retry and told about every attempt.

@@ -10,26 +10,60 @@
 //
 // # What the loop does
 //
-// Each failed attempt goes through one decision, [Policy.Decide], in a
-// fixed order:
+// Do is a thin loop around one per-call state machine, [Call], which the
+// simulator in package sim and the HTTP transport in package unherdhttp
+// drive too, so that all of them retry by exactly the same rules:
 //
-//  1. If the caller's context is done, stop with [ErrCancelled]: the
-//     caller's cancellation or deadline is never retried.
-//  2. Classify the error ([DefaultClassify] or Config.Classify): Permanent
-//     stops with [ErrPermanent]; an error marked with [MarkFinal] stops
-//     with [ErrFinal] but keeps its class for budgets and guards; Throttled
-//     uses the schedule's throttled base; Timeout and Transient use the
-//     normal schedule.
-//  3. If MaxAttempts (counting the first) are used up, stop with
+//	c := p.Begin(nested)        // per call; a value, nothing allocated
+//	for {
+//		if err := c.Admit(ctx); err != nil {
+//			return err          // a guard rejected the attempt locally
+//		}
+//		err := attempt(ctx)
+//		d := c.Done(now, deadline, err, draw)
+//		if err == nil || d.Reason != nil {
+//			return c.Err(d)     // nil after a success
+//		}
+//		wait(d.Delay)
+//	}
+//
+// The Call owns the attempt count, the previous delay, the class the last
+// retry was charged as, the guards' tickets, and every report to the
+// budget and the guards; it never sleeps, never reads a clock and takes
+// its random draw as an argument. Do adds what only a shell can: the
+// context (a caller who gives up ends the call through [Call.Cancel] and
+// is never retried), the per-attempt timeout, the clock (read only when
+// the context has a deadline) and the timer.
+//
+// Each failed attempt goes through Done's steps, in this order:
+//
+//  1. A local rejection inside the error (errors.Is(err, ErrRejected))
+//     stops with ErrRejected.
+//  2. Classify the error ([DefaultClassify] or Config.Classify), exactly
+//     once, and tell the guards and the budget.
+//  3. Permanent stops with [ErrPermanent]; an error marked with
+//     [MarkFinal] stops with [ErrFinal] but keeps its class for budgets
+//     and guards.
+//  4. If MaxAttempts (counting the first) are used up, stop with
 //     [ErrAttemptsExhausted].
-//  4. The wait is the server-directed delay if the error carries one
-//     ([ServerDelay]: Retry-After, gRPC pushback), bounded by
-//     MaxServerDelay and with a little jitter added on top; otherwise the
-//     schedule's delay.
-//  5. If the wait would end after the caller's deadline, do not start it:
-//     stop now with [ErrDeadline]. No call ever sleeps past its deadline.
-//  6. Withdraw a retry from the budget; an empty budget stops with
+//  5. The wait is the schedule's delay (from the throttled base for a
+//     Throttled failure), or the server-directed delay if the error
+//     carries one ([ServerDelay]: Retry-After, gRPC pushback), bounded by
+//     MaxServerDelay.
+//  6. If the wait would end at or after the caller's deadline, do not
+//     start it: stop now with [ErrDeadline]. No call ever sleeps past its
+//     deadline.
+//  7. Withdraw a retry from the budget; an empty budget stops with
 //     [ErrBudgetExhausted].
+//
+// Before each attempt, Admit asks the guards; a rejection stops with
+// [ErrRejected] and gives back to the budget the retry withdrawn for the
+// rejected attempt, so a local rejection costs the budget nothing.
+//
+// The failure classes (Transient, Timeout, Throttled, Permanent) are
+// defined in package failure, below both this package and package budget,
+// which charges retries by them; [Class] and its constants here are the
+// same type and values.
 //
 // # Retry budget
 //
@@ -46,9 +80,6 @@
 // Every stop returns an [*Error] that wraps the reason and the last
 // attempt's error: errors.Is(err, retry.ErrAttemptsExhausted) and
 // errors.Is(err, io.ErrUnexpectedEOF) both work on the same value.
-//
-// Decide needs no clock and no sleep, so the simulator in package sim
-// drives exactly this logic under virtual time.
 //
 // # Timeouts
 //

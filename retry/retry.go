@@ -92,91 +92,87 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 // DoValue is Do for an operation that returns a value: it returns the value
 // of the first successful attempt, or the zero T and an [*Error].
 //
-// A first attempt that succeeds costs one call of fn and nothing else: no
+// DoValue is a loop around a [Call]: Admit, run fn, Done, wait. A first
+// attempt that succeeds costs one call of fn and nothing else: no
 // allocation, no goroutine, no timer, no clock read (unless a
 // TimeoutSource needs the attempt's latency). A retry with a zero delay
 // arms no timer either.
 func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
-	var (
-		zero    T
-		prev    time.Duration
-		charged Class
-	)
-	var last error
-	for attempt := 1; ; attempt++ {
+	// Whether an outer layer retries matters only after a failure, and
+	// reading ctx's values costs more than the rest of a success:
+	// afterFailure finds out.
+	c := p.Begin(false)
+	for {
+		if err := c.Admit(ctx); err != nil {
+			var zero T
+			return zero, err
+		}
 		var v T
 		var err error
-		// f carries a failed attempt's classification from the guards'
-		// report to the retry decision; nil without guards.
-		var f *failure
 		if len(p.guards) == 0 {
 			v, err = runAttempt(ctx, p, fn)
 		} else {
-			var rejection error
-			f = new(failure) // on the stack: nothing keeps it past the call
-			v, err, rejection = guarded(ctx, p, fn, f)
-			if rejection != nil {
-				if ctx.Err() != nil {
-					// A guard that waits (a rate limiter) gave up because
-					// the caller did.
-					return zero, &Error{Reason: ErrCancelled, Attempts: attempt - 1, Last: last, Cause: context.Cause(ctx)}
-				}
-				return zero, &Error{Reason: ErrRejected, Attempts: attempt - 1, Last: last, Cause: rejection}
-			}
+			v, err = guardedAttempt(ctx, p, &c, fn)
 		}
-		last = err
 		if err == nil {
-			if p.budget != nil {
-				p.budget.Record(budget.Attempt{N: attempt, Charged: charged})
+			if len(p.guards) == 0 {
+				c.succeeded() // Done's success path, inlined
+			} else {
+				c.Done(time.Time{}, time.Time{}, nil, 0)
 			}
 			return v, nil
 		}
-		var stop error
-		if prev, charged, stop = p.afterFailure(ctx, attempt, err, prev, charged, f); stop != nil {
-			return zero, stop
+		if err = p.afterFailure(ctx, &c, err); err != nil {
+			var zero T
+			return zero, err
 		}
 	}
 }
 
-// afterFailure decides what follows a failed attempt and waits for the
-// next one; a non-nil stop ends the call. It is not generic and not
-// inlined, so its state stays out of DoValue's frame and the first-attempt
-// path stays small.
+// guardedAttempt runs one admitted attempt when there are guards: an
+// attempt whose fn panics is reported to them as abandoned before the
+// panic goes on up the stack, or a half-open breaker would keep its probe
+// slot forever.
+func guardedAttempt[T any](ctx context.Context, p *Policy, c *Call, fn func(context.Context) (T, error)) (T, error) {
+	returned := false
+	defer func() {
+		if !returned {
+			c.abandon(nil)
+		}
+	}()
+	v, err := runAttempt(ctx, p, fn)
+	returned = true
+	return v, err
+}
+
+// afterFailure tells c how the attempt failed and waits for the next one;
+// a non-nil error ends the call. It is not generic and not inlined, so its
+// state stays out of DoValue's frame and the first-attempt path stays
+// small.
 //
 //go:noinline
-func (p *Policy) afterFailure(ctx context.Context, attempt int, err error, prev time.Duration, charged Class, f *failure) (time.Duration, Class, error) {
-	// The clock is read only when a deadline needs it: on this machine
-	// time.Now costs as much as the rest of a retry decision.
+func (p *Policy) afterFailure(ctx context.Context, c *Call, err error) error {
+	if ctx.Err() != nil {
+		// The caller gave up: that says nothing about the dependency.
+		return c.Cancel(err, context.Cause(ctx))
+	}
+	if c.attempt == 1 && HasOuterRetry(ctx) {
+		c.max = p.nestedAttempts
+	}
+	// The clock is read only when a deadline needs it.
 	var now time.Time
 	deadline, ok := ctx.Deadline()
 	if ok {
 		now = time.Now()
 	}
-	d := p.decide(&Step{
-		Attempt:    attempt,
-		Err:        err,
-		CallerDone: ctx.Err(),
-		Nested:     HasOuterRetry(ctx),
-		Now:        now,
-		Deadline:   deadline,
-		Prev:       prev,
-		Charged:    charged,
-		Rand:       p.rand(),
-	}, f)
+	d := c.Done(now, deadline, err, p.rand())
 	if d.Reason != nil {
-		e := &Error{Reason: d.Reason, Attempts: attempt, Last: err}
-		if d.Reason == ErrCancelled {
-			e.Cause = context.Cause(ctx)
-		}
-		return 0, 0, e
-	}
-	if p.onRetry != nil {
-		p.onRetry(RetryEvent{Attempt: attempt, Err: err, Class: d.Class, Delay: d.Delay})
+		return c.Err(d)
 	}
 	if d.Delay > 0 && !sleep(ctx, d.Delay) {
-		return 0, 0, &Error{Reason: ErrCancelled, Attempts: attempt, Last: err, Cause: context.Cause(ctx)}
+		return c.Cancel(nil, context.Cause(ctx))
 	}
-	return d.Delay, d.Class, nil
+	return nil
 }
 
 // runAttempt runs fn once, under the per-attempt timeout if there is one.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -58,17 +57,16 @@ const (
 	callArrival              // open stream: the next call arrives
 )
 
-// callSlot is one call in flight.
+// callSlot is one call in flight: its retry state, which the policy's
+// state machine keeps (attempts, previous delay, charged class, the
+// guard's ticket).
 type callSlot struct {
-	tries
-	ticket uint64 // the guard's ticket for the attempt in flight
+	call retry.Call
 }
 
 type callRun struct {
 	m      *callModel
 	policy *retry.Policy
-	budget budget.Budget
-	guard  guard // nil for none
 	slots  []callSlot
 	free   []int32     // open stream: unused slots
 	limit  tokenBucket // the dependency's capacity
@@ -79,18 +77,12 @@ type callRun struct {
 func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policySpec) (*callStats, error) {
 	e := newEngine(seed, stream)
 	e.done = done
-	p, b, err := s.build(e.Now)
+	p, err := s.build(e)
 	if err != nil {
 		return nil, err
 	}
-	var g guard
-	if s.guard != guardNone {
-		if g, err = s.newGuard(e.Now, e.u64()); err != nil {
-			return nil, err
-		}
-	}
 	nb := int(m.end/m.bucket) + 1
-	r := &callRun{m: m, policy: p, budget: b, guard: g,
+	r := &callRun{m: m, policy: p,
 		limit: tokenBucket{rate: m.capacity, burst: m.capacity / 10, tokens: m.capacity / 10},
 		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}
 	if m.closed {
@@ -143,22 +135,18 @@ func (r *callRun) handle(e *engine, ev event) {
 	case callStart:
 		r.start(e, ev.id)
 	case callSend:
-		if r.guard != nil {
-			t, err := r.guard.AdmitAt(e.Now())
-			if err != nil {
-				// A local rejection ends the call at once and is never
-				// retried.
-				r.stats.rejected++
-				r.end(e, ev.id)
-				return
-			}
-			r.slots[ev.id].ticket = t
+		if err := r.slots[ev.id].call.Admit(context.Background()); err != nil {
+			// A guard rejected the attempt: a local rejection ends the
+			// call at once and is never retried.
+			r.stats.rejected++
+			r.end(e, ev.id)
+			return
 		}
 		r.stats.attempts++
 		r.stats.load[e.elapsed()/m.bucket]++
 		if t := e.elapsed(); t >= m.downFrom && t < m.downTo {
 			r.stats.attemptsInOutage++
-			if r.slots[ev.id].attempt == 1 {
+			if r.slots[ev.id].call.Attempts() == 1 {
 				r.stats.firstInOutage++
 			}
 		}
@@ -185,7 +173,7 @@ func (r *callRun) alloc() int32 {
 }
 
 func (r *callRun) start(e *engine, id int32) {
-	r.slots[id] = callSlot{tries: firstTry()}
+	r.slots[id] = callSlot{call: r.policy.Begin(false)}
 	e.after(0, callSend, id, 0)
 }
 
@@ -205,25 +193,18 @@ func (r *callRun) serve(t time.Duration) bool {
 
 func (r *callRun) reply(e *engine, id int32, ok bool) {
 	s := &r.slots[id]
-	err := errDown
-	if t := e.elapsed(); t < r.m.downFrom || t >= r.m.downTo {
-		err = errOverloaded
-	}
-	if r.guard != nil {
-		o := retry.Outcome{}
-		if !ok {
-			o = retry.Outcome{Err: err, Class: retry.DefaultClassify(err)}
-		}
-		r.guard.DoneAt(e.Now(), s.ticket, o)
-	}
 	if ok {
-		s.succeeded(r.budget)
+		s.call.Done(e.Now(), time.Time{}, nil, 0)
 		r.stats.succeeded++
 		r.stats.good[e.elapsed()/r.m.bucket]++
 		r.end(e, id)
 		return
 	}
-	d := s.decide(e, r.policy, err, false)
+	err := errDown
+	if t := e.elapsed(); t < r.m.downFrom || t >= r.m.downTo {
+		err = errOverloaded
+	}
+	d := s.call.Done(e.Now(), time.Time{}, err, e.u64())
 	if d.Reason != nil {
 		if d.Reason == retry.ErrBudgetExhausted {
 			r.stats.budgetOut++

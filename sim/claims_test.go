@@ -105,7 +105,7 @@ func TestPolicySpec(t *testing.T) {
 				}
 				return
 			}
-			if _, _, err := s.build(func() time.Time { return Epoch }); err != nil {
+			if _, err := s.build(newEngine(0, 0)); err != nil {
 				t.Errorf("build: %v", err)
 			}
 		})

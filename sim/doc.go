@@ -22,9 +22,10 @@
 // objects and calls them under the run's virtual clock:
 //
 //   - backoff.Schedule.Delay for Brooker's contention experiment;
-//   - retry.Policy.Decide, the retry loop's own step function (built with
-//     retry.New, fed the virtual Now and a draw from the run's random
-//     source), which also consults the policy's budget;
+//   - retry.Call, the retry loop's own per-call state machine (from a
+//     policy built with retry.New; Admit before every attempt, Done after
+//     it with the virtual Now and a draw from the run's random source),
+//     which also keeps the policy's budget and guards informed;
 //   - budget.NewTokenBucket (AWS SDK standard mode) and budget.NewRatio
 //     (the SRE book's per-client ratio, with Now set to the virtual
 //     clock); budget.Unlimited where a row has no budget;
@@ -123,8 +124,8 @@
 // an edge service that calls a second, which calls a third, which calls a
 // failing dependency; each layer makes up to 4 attempts: 4^3 = 64
 // attempts per request reach the dependency. Retrying at the edge only
-// (inner layers decide with retry.Step.Nested, as a context marked by
-// retry.WithOuterRetry makes them do) sends 4; a 10% ratio budget per
+// (inner layers begin nested calls, retry.Policy.Begin(true), as a
+// context marked by retry.WithOuterRetry makes them do) sends 4; a 10% ratio budget per
 // layer caps the product near 1.1^3; a token bucket per layer, once empty,
 // lets one attempt through. The expected counts for any failure rate are
 // computed in closed form and compared with the run.

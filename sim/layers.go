@@ -154,7 +154,7 @@ func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 		{
 			Source:   sreCascading,
 			Claim:    fmt.Sprintf("retrying at the edge only sends %.4g", edge),
-			Measured: fmt.Sprintf("%.2f attempts per request (inner layers decide with retry.Step.Nested)", amp[1]),
+			Measured: fmt.Sprintf("%.2f attempts per request (inner layers begin nested retry calls)", amp[1]),
 			Holds:    within(amp[1], edge, 0.05),
 		},
 		{
@@ -208,15 +208,14 @@ const (
 // dependency.
 type layCall struct {
 	layer  int
-	parent int32 // -1 for the edge
-	tries
+	parent int32      // -1 for the edge
+	call   retry.Call // its retry state at its layer
 }
 
 type layersRun struct {
 	p        *LayersParams
 	mode     int
 	policies []*retry.Policy
-	budgets  []budget.Budget
 	calls    []layCall
 	free     []int32
 	out      layersOut
@@ -242,7 +241,7 @@ func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode 
 		if err != nil {
 			return layersOut{err: err}
 		}
-		r.policies, r.budgets = append(r.policies, pol), append(r.budgets, b)
+		r.policies = append(r.policies, pol)
 	}
 	r.out.load = make([]int64, int(p.Duration/(100*time.Millisecond))+1)
 	e.after(0, layArrival, 0, 0)
@@ -251,7 +250,10 @@ func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode 
 }
 
 func (r *layersRun) newCall(layer int, parent int32) int32 {
-	c := layCall{layer: layer, parent: parent, tries: firstTry()}
+	// In "edge only", inner layers know their caller retries: their
+	// calls are nested, as a context marked by retry.WithOuterRetry makes
+	// them.
+	c := layCall{layer: layer, parent: parent, call: r.policies[layer].Begin(r.mode == 1 && layer > 0)}
 	if n := len(r.free); n > 0 {
 		id := r.free[n-1]
 		r.free = r.free[:n-1]
@@ -271,9 +273,10 @@ func (r *layersRun) handle(e *engine, ev event) {
 			e.at(next, layArrival, 0, 0)
 		}
 	case layAttempt:
-		c := r.calls[ev.id]
-		if c.layer < r.p.Layers-1 {
-			e.after(r.p.Hop, layAttempt, r.newCall(c.layer+1, ev.id), 0)
+		_ = r.calls[ev.id].call.Admit(context.Background()) // no guards: never rejects
+		layer := r.calls[ev.id].layer
+		if layer < r.p.Layers-1 {
+			e.after(r.p.Hop, layAttempt, r.newCall(layer+1, ev.id), 0)
 			return
 		}
 		r.out.bottom++
@@ -294,13 +297,12 @@ func (r *layersRun) handle(e *engine, ev event) {
 // report to the layer above.
 func (r *layersRun) done(e *engine, id int32, ok bool) {
 	c := &r.calls[id]
-	l := c.layer
 	if ok {
-		c.succeeded(r.budgets[l])
+		c.call.Done(e.Now(), time.Time{}, nil, 0)
 		r.finish(e, id, true)
 		return
 	}
-	d := c.decide(e, r.policies[l], errDown, r.mode == 1 && l > 0)
+	d := c.call.Done(e.Now(), time.Time{}, errDown, e.u64())
 	if d.Reason != nil {
 		r.finish(e, id, false)
 		return

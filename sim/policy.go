@@ -41,16 +41,9 @@ const (
 	guardThrottle = "throttle"
 )
 
-// guard is the explicit-time form of retry.Guard that breaker.Breaker and
-// throttle.Adaptive provide for callers with their own clock.
-type guard interface {
-	AdmitAt(now time.Time) (ticket uint64, err error)
-	DoneAt(now time.Time, ticket uint64, o retry.Outcome)
-}
-
 // newGuard builds the spec's guard on the run's clock, with jitter drawn
 // from a source seeded by the run.
-func (s *policySpec) newGuard(now func() time.Time, seed uint64) (guard, error) {
+func (s *policySpec) newGuard(now func() time.Time, seed uint64) (retry.Guard, error) {
 	src := rand.NewPCG(seed, mix(seed))
 	switch s.guard {
 	case guardBreaker:
@@ -124,20 +117,29 @@ func specOf(p Policy) (policySpec, error) {
 	return s, nil
 }
 
-// build returns the run's own retry.Policy and the budget inside it, which
-// the model tells about successes (retry.Policy.Decide tells it about
-// failures). now is the run's virtual clock.
-func (s *policySpec) build(now func() time.Time) (*retry.Policy, budget.Budget, error) {
-	b, err := s.newBudget(now)
+// build returns the run's own retry.Policy, with its budget and guard on
+// the run's virtual clock; the guard's jitter is seeded by a draw from e.
+// The models drive the policy's state machine (retry.Call), which tells
+// the budget and the guard about every attempt.
+func (s *policySpec) build(e *engine) (*retry.Policy, error) {
+	var guards []retry.Guard
+	if s.guard != guardNone {
+		g, err := s.newGuard(e.Now, e.u64())
+		if err != nil {
+			return nil, err
+		}
+		guards = []retry.Guard{g}
+	}
+	b, err := s.newBudget(e.Now)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	p, err := retry.New(retry.Config{MaxAttempts: s.attempts, Backoff: s.sched, Budget: b,
-		AttemptTimeout: s.timeout})
+		AttemptTimeout: s.timeout, Guards: guards})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.name, err)
+		return nil, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.name, err)
 	}
-	return p, b, nil
+	return p, nil
 }
 
 func (s *policySpec) newBudget(now func() time.Time) (budget.Budget, error) {

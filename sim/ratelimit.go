@@ -181,8 +181,8 @@ const (
 )
 
 type rlWorker struct {
-	jobs int // left to do
-	tries
+	jobs int        // left to do
+	call retry.Call // the job's retry state
 }
 
 type ratelimitRun struct {
@@ -205,7 +205,7 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 	r := &ratelimitRun{p: p, policy: pol, workers: make([]rlWorker, p.Workers), left: p.Workers,
 		limit: tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
-		r.workers[w] = rlWorker{jobs: p.Jobs, tries: firstTry()}
+		r.workers[w] = rlWorker{jobs: p.Jobs, call: pol.Begin(false)}
 		e.after(0, rlSend, int32(w), 0)
 	}
 	e.run(r, -1)
@@ -218,6 +218,7 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 	w := &r.workers[ev.id]
 	switch ev.kind {
 	case rlSend:
+		_ = w.call.Admit(context.Background()) // no guards: never rejects
 		r.out.attempts++
 		e.after(r.hop(e), rlArrive, ev.id, 0)
 	case rlArrive:
@@ -233,8 +234,9 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 				r.out.good = append(r.out.good, 0)
 			}
 			r.out.good[s]++
+			w.call.Done(e.Now(), time.Time{}, nil, 0)
 			w.jobs--
-			w.tries = firstTry()
+			w.call = r.policy.Begin(false)
 			if w.jobs == 0 {
 				r.left--
 				if r.left == 0 {
@@ -246,10 +248,10 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			return
 		}
 		r.out.throttled++
-		d := w.decide(e, r.policy, errTooMany, false)
+		d := w.call.Done(e.Now(), time.Time{}, errTooMany, e.u64())
 		if d.Reason != nil {
 			// Out of attempts: the job is still to do; start it over.
-			w.tries = firstTry()
+			w.call = r.policy.Begin(false)
 			e.after(0, rlSend, ev.id, 0)
 			return
 		}

@@ -1,0 +1,32 @@
+package failure
+
+// Class is how a failed attempt is treated. The zero value is Transient.
+type Class uint8
+
+const (
+	// Transient is an ordinary retryable failure: a reset connection, a
+	// 502, a 503 without pushback. It is retried on the normal schedule.
+	Transient Class = iota
+	// Timeout is an attempt that ran out of time (its own attempt timeout,
+	// or a net.Error that reports Timeout). It is retried; budgets may
+	// charge it more, since a timeout suggests an overloaded dependency.
+	Timeout
+	// Throttled is a failure in which the dependency asked for less
+	// traffic: HTTP 429, gRPC RESOURCE_EXHAUSTED, 503 with Retry-After. It
+	// is retried from the schedule's throttled base.
+	Throttled
+	// Permanent is a failure that repeating cannot fix: validation,
+	// authorisation, not found. It is never retried.
+	Permanent
+)
+
+var names = [...]string{Transient: "transient", Timeout: "timeout", Throttled: "throttled", Permanent: "permanent"}
+
+// String returns the class's lower-case name, or "unknown" for a value
+// that is none of the constants.
+func (c Class) String() string {
+	if int(c) < len(names) {
+		return names[c]
+	}
+	return "unknown"
+}

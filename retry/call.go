@@ -1,0 +1,282 @@
+package retry
+
+import (
+	"context"
+	"time"
+
+	"github.com/unherd/unherd/budget"
+)
+
+// Call is the retry state of one call: the per-call state machine that
+// [Policy.Do], [DoValue], the simulator in package sim and the HTTP
+// transport in package unherdhttp all drive. Start one with
+// [Policy.Begin], then for every attempt:
+//
+//  1. Admit before the attempt starts. It asks the guards (breakers,
+//     throttles); a local rejection ends the call, and a retry already
+//     withdrawn from the budget for this attempt is refunded.
+//  2. Make the attempt.
+//  3. Done with its error (nil for a success), the current time, the
+//     caller's deadline and a random draw. Done tells the guards and the
+//     budget how the attempt ended and returns a [Decision]: stop with a
+//     reason, or wait Decision.Delay and go back to 1.
+//
+// If the caller gives up (its context ends) during an attempt or a wait,
+// call Cancel instead of Done: the guards hear that the attempt was
+// abandoned, the budget hears nothing, and a withdrawn retry is refunded.
+//
+// A Call owns everything a call carries between attempts: the attempt
+// count, the previous delay (for decorrelated jitter), the class its last
+// retry was charged as (a token bucket refunds by it), the guards' tickets
+// and the budget's record of every attempt, successes and failures alike.
+// It never sleeps, never reads a clock and never draws a random number:
+// time and randomness are arguments, so a simulator can drive it under
+// virtual time. Guards may read their own clocks, and a guard that waits
+// (a rate limiter) waits inside Admit.
+//
+// A Call is a value, used by one goroutine for one call. The zero Call is
+// not usable; call Policy.Begin. Making one allocates nothing, and neither
+// does a call whose first attempt succeeds.
+type Call struct {
+	p       *Policy
+	last    error         // the last attempt's error
+	prev    time.Duration // the last retry's delay
+	attempt int           // attempts admitted so far
+	max     int           // the attempt limit: MaxAttempts or NestedAttempts
+	charged Class         // the class the last retry was withdrawn as
+	state   callState
+	tickets [maxStackGuards]uint64
+	more    []uint64 // the guards' tickets, when there are more than fit in tickets
+}
+
+// callState is where a Call stands between its methods.
+type callState uint8
+
+const (
+	idle    callState = iota // before the first attempt, or stopped
+	running                  // an attempt was admitted and not yet reported
+	paid                     // a retry was withdrawn and its attempt not yet admitted
+)
+
+// Decision is what [Call.Done] decided: stop with Reason, or wait Delay
+// and make another attempt. After a success it is the zero Decision.
+type Decision struct {
+	// Reason is nil when the call goes on (after a failure) or has
+	// succeeded; otherwise it is the sentinel error that ends the call
+	// (ErrAttemptsExhausted, ErrBudgetExhausted, ...). [Call.Err] turns it
+	// into the call's error.
+	Reason error
+	// Delay is the wait before the next attempt. With a Reason, it is the
+	// wait the schedule had computed when the deadline, the budget or the
+	// server's delay stopped the call (zero when it stopped earlier).
+	Delay time.Duration
+	// Class is how the failed attempt was classified.
+	Class Class
+}
+
+// Begin starts a call. nested says the call is made while serving a caller
+// that retries on its own (see [WithOuterRetry]): NestedAttempts then
+// replaces MaxAttempts.
+func (p *Policy) Begin(nested bool) Call {
+	max := p.maxAttempts
+	if nested {
+		max = p.nestedAttempts
+	}
+	return Call{p: p, max: max}
+}
+
+// Attempts returns the number of attempts admitted so far, counting one in
+// flight.
+func (c *Call) Attempts() int { return c.attempt }
+
+// Admit asks to start the next attempt. It consults the guards in order;
+// if one rejects, the guards that had admitted it hear that it was
+// abandoned, the retry withdrawn for it (if any) is refunded, and Admit
+// returns the call's *Error: ErrRejected, with the guard's error as Cause,
+// or ErrCancelled if ctx ended while a guard waited. A local rejection is
+// never retried. ctx is only handed to the guards.
+func (c *Call) Admit(ctx context.Context) error {
+	if len(c.p.guards) != 0 {
+		return c.admitGuarded(ctx)
+	}
+	c.attempt++
+	c.state = running
+	return nil
+}
+
+func (c *Call) admitGuarded(ctx context.Context) error {
+	gs := c.p.guards
+	ts := c.tickets[:]
+	if len(gs) > len(ts) {
+		if c.more == nil {
+			c.more = make([]uint64, len(gs))
+		}
+		ts = c.more
+	}
+	for i, g := range gs {
+		t, err := g.Admit(ctx)
+		if err != nil {
+			for j := range i {
+				gs[j].Done(ts[j], Outcome{Abandoned: true})
+			}
+			c.refund()
+			if ctx.Err() != nil {
+				// A guard that waits (a rate limiter) gave up because the
+				// caller did.
+				return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: context.Cause(ctx)}
+			}
+			return &Error{Reason: ErrRejected, Attempts: c.attempt, Last: c.last, Cause: err}
+		}
+		ts[i] = t
+	}
+	c.attempt++
+	c.state = running
+	return nil
+}
+
+// report tells the guards how the attempt in flight ended.
+func (c *Call) report(o Outcome) {
+	if c.state != running {
+		return
+	}
+	c.state = idle
+	ts := c.tickets[:]
+	if c.more != nil {
+		ts = c.more
+	}
+	for i, g := range c.p.guards {
+		g.Done(ts[i], o)
+	}
+}
+
+// refund gives back a retry that was withdrawn and will not be made.
+func (c *Call) refund() {
+	if c.state != paid {
+		return
+	}
+	c.state = idle
+	if r, ok := c.p.budget.(budget.Refunder); ok {
+		r.Refund(c.charged)
+	}
+}
+
+// Done reports how the admitted attempt ended and decides what follows.
+// err is nil for a success. now is the current time and deadline the
+// caller's (zero for none): a wait that would end at or after deadline is
+// not started. draw is a uniformly random 64-bit number for the jitter.
+// After a success, now, deadline and draw are not used.
+//
+// On a failure Done takes these steps, in this order, and the first that
+// stops the call gives the Reason:
+//
+//  1. An error that is a local rejection (errors.Is(err, ErrRejected): a
+//     breaker used inside the operation, an inner Policy's rejection)
+//     stops with ErrRejected; guards hear the attempt was abandoned, the
+//     budget hears nothing.
+//  2. Classify err (Config.Classify, else DefaultClassify); tell the
+//     guards and the budget about the failure and its class.
+//  3. Permanent stops with ErrPermanent; an error marked with MarkFinal,
+//     or one that is ErrFinal, stops with ErrFinal.
+//  4. No attempts left (MaxAttempts, or NestedAttempts for a nested call)
+//     stops with ErrAttemptsExhausted.
+//  5. The delay: the schedule's jittered delay for this retry (from the
+//     throttled base for a Throttled failure), or the server-directed
+//     delay the error carries ([ServerDelay]); a server delay above
+//     MaxServerDelay stops with ErrServerDelayTooLong.
+//  6. A wait that would end at or after the deadline stops with
+//     ErrDeadline.
+//  7. Withdraw the retry from the budget; an empty budget stops with
+//     ErrBudgetExhausted.
+//  8. Run Config.OnRetry and return the delay.
+func (c *Call) Done(now, deadline time.Time, err error, draw uint64) Decision {
+	if err != nil || len(c.p.guards) != 0 {
+		return c.done(now, deadline, err, draw)
+	}
+	c.succeeded()
+	return Decision{}
+}
+
+// succeeded tells the budget that the attempt in flight succeeded.
+func (c *Call) succeeded() {
+	c.state = idle
+	c.p.budget.Record(budget.Attempt{N: c.attempt, Charged: c.charged})
+}
+
+// done is Done for a failure, or for any outcome when there are guards to
+// tell. It is not inlined, so that Done stays small enough to inline on
+// the success path.
+//
+//go:noinline
+func (c *Call) done(now, deadline time.Time, err error, draw uint64) Decision {
+	if err == nil {
+		c.report(Outcome{})
+		c.succeeded()
+		return Decision{}
+	}
+	p := c.p
+	c.last = err
+	m := inspect(err)
+	if m.rejected {
+		c.report(Outcome{Err: err, Abandoned: true})
+		return Decision{Reason: ErrRejected, Class: Permanent}
+	}
+	class := m.class(p.classifier, err)
+	c.report(Outcome{Err: err, Class: class})
+	p.budget.Record(budget.Attempt{N: c.attempt, Failed: true, Class: class, Charged: c.charged})
+	switch {
+	case class == Permanent:
+		return Decision{Reason: ErrPermanent, Class: class}
+	case m.final:
+		return Decision{Reason: ErrFinal, Class: class}
+	case c.attempt >= c.max:
+		return Decision{Reason: ErrAttemptsExhausted, Class: class}
+	}
+	d, tooLong := p.delay(c.attempt, c.prev, class, m.serverDelay, draw)
+	if tooLong {
+		return Decision{Reason: ErrServerDelayTooLong, Delay: d, Class: class}
+	}
+	// A wait that ends exactly at the deadline is not started either: the
+	// attempt after it would have no time at all.
+	if !deadline.IsZero() && deadline.Sub(now) <= d {
+		return Decision{Reason: ErrDeadline, Delay: d, Class: class}
+	}
+	if !p.budget.Withdraw(class) {
+		return Decision{Reason: ErrBudgetExhausted, Delay: d, Class: class}
+	}
+	c.prev, c.charged, c.state = d, class, paid
+	if p.onRetry != nil {
+		p.onRetry(RetryEvent{Attempt: c.attempt, Err: err, Class: class, Delay: d})
+	}
+	return Decision{Delay: d, Class: class}
+}
+
+// Cancel ends the call because the caller gave up: its context ended
+// during an attempt (err is that attempt's error) or during a wait (err is
+// nil). An attempt in flight is reported to the guards as abandoned, the
+// budget is told nothing, and a retry withdrawn and not yet made is
+// refunded. It returns the call's *Error, ErrCancelled with cause (usually
+// context.Cause of the caller's context).
+func (c *Call) Cancel(err, cause error) error {
+	if err != nil {
+		c.last = err
+	}
+	c.abandon(err)
+	return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: cause}
+}
+
+// abandon reports an attempt in flight, which ended with err (nil if it
+// did not end), as abandoned and refunds a retry not made.
+func (c *Call) abandon(err error) {
+	c.report(Outcome{Err: err, Abandoned: true})
+	c.refund()
+}
+
+// Err returns the call's error for a Decision that stops it: an [*Error]
+// with d.Reason, the attempts made and the last attempt's error. It
+// returns nil for a Decision without a Reason.
+func (c *Call) Err(d Decision) error {
+	if d.Reason == nil {
+		return nil
+	}
+	return &Error{Reason: d.Reason, Attempts: c.attempt, Last: c.last}
+}

@@ -1,0 +1,141 @@
+package idempotency
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Defaults applied to zero fields of [Config].
+const (
+	// DefaultTTL is how long a completed record is kept: Stripe's 24 h.
+	DefaultTTL = 24 * time.Hour
+	// DefaultLease is the in-flight lease. The middleware renews it
+	// every third of its length while the handler runs, so it only bounds
+	// how long a key stays blocked after its process died.
+	DefaultLease = 30 * time.Second
+	// DefaultMaxRequestBody is the largest request body fingerprinted; a
+	// larger one is refused with 413.
+	DefaultMaxRequestBody = 1 << 20
+	// DefaultMaxResponseBody is the largest response body stored.
+	DefaultMaxResponseBody = 1 << 20
+	// DefaultStoreTimeout bounds each call to the store.
+	DefaultStoreTimeout = 2 * time.Second
+)
+
+// Header names.
+const (
+	// KeyHeader is the request header of the draft.
+	KeyHeader = "Idempotency-Key"
+	// ReplayedHeader is set to "true" on a response replayed from a
+	// completed record, as Stripe names it.
+	ReplayedHeader = "Idempotent-Replayed"
+)
+
+// ErrInvalidConfig is wrapped by every error New returns.
+var ErrInvalidConfig = errors.New("idempotency: invalid config")
+
+// Config configures a [Middleware]. The zero value is usable with a
+// Store: keys honoured on POST and PATCH, optional, shared by every
+// caller (set Principal), records kept 24 h, a 30 s lease renewed while
+// the handler runs, duplicates of a running request answered 409 at once,
+// bodies up to 1 MiB fingerprinted and stored, and the store's failure
+// answered 503 (fail closed).
+type Config struct {
+	// Store keeps the records. Nil means a new Memory store with its
+	// defaults, which serves one process only.
+	Store Store
+
+	// Principal returns who is calling (an account or API key ID, after
+	// authentication), so that two callers' keys never collide. Nil
+	// means every caller shares one key space: only right when keys are
+	// random UUIDs and callers trust each other.
+	Principal func(*http.Request) string
+
+	// Methods lists the methods whose keys are honoured; requests of
+	// other methods pass through untouched. Nil means POST and PATCH,
+	// the methods the draft names.
+	Methods []string
+
+	// Required makes a request of one of Methods without a key a 400.
+	// Wrap only the routes that need keys with a Middleware that requires
+	// them.
+	Required bool
+
+	// StrictSyntax accepts only the draft's syntax, a Structured Field
+	// String ("..." in double quotes). By default a bare key, as most
+	// clients send it, is accepted too; see ParseKey.
+	StrictSyntax bool
+
+	// FingerprintHeaders names the request headers that, besides the
+	// method, path, query and body, make up the fingerprint; a request
+	// that reuses a key with a different fingerprint is a 422. Nil means
+	// Content-Type.
+	FingerprintHeaders []string
+
+	// TTL is how long a completed record is kept and replayed. Zero
+	// means DefaultTTL (24 h).
+	TTL time.Duration
+
+	// Lease is the in-flight lease; see DefaultLease. Zero means 30 s.
+	Lease time.Duration
+
+	// Wait is how long a request whose key is in flight waits for the
+	// first to finish, checking the store with growing pauses, before it
+	// is answered 409; when the first completes it is replayed, and when
+	// the first released the key it runs itself. Zero means no wait: 409
+	// at once, as the draft describes.
+	Wait time.Duration
+
+	// HandlerTimeout, if set, bounds the handler through its request
+	// context; a handler still running when it expires has its key
+	// released and its response replaced by a 503 (the handler must stop
+	// on its context: its side effects are not undone). Zero means none.
+	HandlerTimeout time.Duration
+
+	// MaxRequestBody is the largest request body read and fingerprinted;
+	// larger ones are refused with 413. Zero means DefaultMaxRequestBody.
+	MaxRequestBody int64
+
+	// MaxResponseBody is the largest response body stored. A larger
+	// response is sent to the client as it is written, and its record is
+	// completed without the body (Response.Omitted): a later request
+	// with the key is answered 409 "replay unavailable" rather than run
+	// again. Zero means DefaultMaxResponseBody.
+	MaxResponseBody int64
+
+	// StoreTimeout bounds each store call. Zero means
+	// DefaultStoreTimeout.
+	StoreTimeout time.Duration
+
+	// FailOpen runs the handler without idempotency when the store
+	// cannot be reached to claim a key, instead of answering 503: more
+	// availability, and duplicates when retries meet a store outage.
+	FailOpen bool
+
+	// OnError, if set, receives store errors the client is not told
+	// about: a record not completed or released, a lease lost while the
+	// handler ran.
+	OnError func(r *http.Request, err error)
+}
+
+func (c *Config) validate() error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"TTL", c.TTL}, {"Lease", c.Lease}, {"Wait", c.Wait}, {"HandlerTimeout", c.HandlerTimeout}, {"StoreTimeout", c.StoreTimeout}} {
+		if f.d < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, f.name, f.d)
+		}
+	}
+	switch {
+	case c.MaxRequestBody < 0:
+		return fmt.Errorf("%w: MaxRequestBody %d is negative", ErrInvalidConfig, c.MaxRequestBody)
+	case c.MaxResponseBody < 0:
+		return fmt.Errorf("%w: MaxResponseBody %d is negative", ErrInvalidConfig, c.MaxResponseBody)
+	case c.Lease > 0 && c.TTL > 0 && c.TTL < c.Lease:
+		return fmt.Errorf("%w: TTL %v is shorter than Lease %v", ErrInvalidConfig, c.TTL, c.Lease)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+// Package idempotency makes retried POST and PATCH requests safe: server
+// middleware for the Idempotency-Key request header, the Store interface
+// that keeps its records, and an in-memory Store.
+//
+// In the common case, wrap the routes whose effects must not repeat, say
+// who the caller is, and give a shared store when several processes serve
+// the same clients:
+//
+//	m, err := idempotency.New(idempotency.Config{
+//		Store:     store, // nil: in memory, one process only
+//		Principal: func(r *http.Request) string { return accountID(r) },
+//		Required:  true,
+//	})
+//	mux.Handle("POST /charges", m.Handler(charges))
+//
+// A client sends a key it chose, the same on every retry of one logical
+// request. The first request with a key runs the handler; the middleware
+// stores its response (status, headers, body) and sends it. A later
+// request with the key gets the stored response again, with the header
+// Idempotent-Replayed: true, and the handler does not run. Clients of
+// package unherdhttp get keys with Config.AutoIdempotencyKey.
+//
+// The middleware follows the IETF httpapi draft "The Idempotency-Key HTTP
+// Header Field" (draft-ietf-httpapi-idempotency-key-header-07,
+// https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/),
+// and Stripe's published behaviour (https://docs.stripe.com/api/idempotent_requests)
+// where the draft is silent. Every error is an application/problem+json
+// body (RFC 9457) whose "code" member names it (the Code constants):
+//
+//   - The header is a Structured Field String ("..."); a bare key is also
+//     accepted unless Config.StrictSyntax is set, as most clients,
+//     unherdhttp's Transport among them, send keys bare. A malformed key,
+//     a key over 255 bytes, or a missing key on a route that requires one
+//     is 400.
+//   - Keys are scoped by Config.Principal: two callers' keys never meet.
+//   - The fingerprint of a request is a SHA-256 of its method, path and
+//     query, Config.FingerprintHeaders (Content-Type by default) and body.
+//     A key reused with another fingerprint is 422, and nothing runs.
+//   - A key whose first request still runs is 409 with Retry-After, or,
+//     with Config.Wait, waits that long for the first to finish and then
+//     replays its response.
+//   - The response is stored before any of it is sent, so a response lost
+//     on the way back (a dropped connection, a client timeout) is always
+//     replayable. A response body over Config.MaxResponseBody (1 MiB) is
+//     streamed to the client instead and not stored: the record then
+//     holds only that the request completed, and a later request with
+//     the key is 409 "replay-unavailable" rather than a second run. The
+//     client should look the result up by other means.
+//   - Records are kept for Config.TTL (24 h, Stripe's figure). An
+//     in-flight record holds a lease (30 s) that is renewed every third
+//     of its length while the handler runs, so a process that dies
+//     blocks its key for one lease at most; its successor's fencing token
+//     keeps a late completion from the dead process out of the record.
+//
+// Unlike Stripe, which stores a 500 and replays it, a 5xx response, a
+// panic, or a handler that outlives Config.HandlerTimeout (503) releases
+// the key so that the client's retry runs the handler again: a 5xx is a
+// failure the retry is meant to get past, and storing it would make the
+// failure permanent for 24 hours. The cost is that a handler that
+// committed its effect and then answered 5xx runs twice; such a handler
+// should answer a success once its effect is durable. A 4xx is stored and
+// replayed, like a success.
+//
+// When the store fails, the middleware fails closed: a request whose key
+// cannot be claimed is 503 with Retry-After, and nothing runs. With
+// Config.FailOpen it runs the handler unprotected instead. When the store
+// fails after the handler ran, the client still gets its response; the
+// record stays in flight until its lease runs out.
+//
+// A Store is four calls (Claim, Renew, Complete, Release) with fencing
+// tokens; package storetest is the conformance suite every store runs.
+// Memory is sharded, bounded in bytes and evicts expired records as it
+// goes; it serves one process. The nested modules unherdredis and
+// unherdpg hold stores that a fleet shares; unherdpg's can also complete
+// the record in the handler's own database transaction, so that the
+// effect and its record commit together.
+package idempotency

@@ -1,0 +1,155 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/idempotency/storetest"
+)
+
+func newMemory(t testing.TB, cfg idempotency.MemoryConfig) *idempotency.Memory {
+	t.Helper()
+	m, err := idempotency.NewMemory(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestMemoryConformance(t *testing.T) {
+	storetest.Run(t, storetest.Options{
+		New:    func(t *testing.T) idempotency.Store { return newMemory(t, idempotency.MemoryConfig{}) },
+		Lease:  time.Second,
+		Bubble: synctest.Test,
+	})
+}
+
+func TestMemoryConformanceOneShard(t *testing.T) {
+	storetest.Run(t, storetest.Options{
+		New:    func(t *testing.T) idempotency.Store { return newMemory(t, idempotency.MemoryConfig{Shards: 1}) },
+		Lease:  time.Second,
+		Bubble: synctest.Test,
+	})
+}
+
+func TestNewMemoryRejectsNegative(t *testing.T) {
+	for _, cfg := range []idempotency.MemoryConfig{{Shards: -1}, {MaxBytes: -1}} {
+		if _, err := idempotency.NewMemory(cfg); err == nil {
+			t.Errorf("NewMemory(%+v) accepted", cfg)
+		}
+	}
+}
+
+// A bounded store evicts completed records, oldest first, to make room,
+// keeps in-flight ones, and refuses a claim it has no room for.
+func TestMemoryBounded(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 4 << 10})
+	body := &idempotency.Response{Status: 200, Body: make([]byte, 512)}
+	for i := range 100 {
+		key := "k" + strconv.Itoa(i)
+		c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Hour)
+		if err != nil {
+			t.Fatalf("claim %d: %v", i, err)
+		}
+		if err := m.Complete(ctx, key, c.Token, body, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.Len(); n >= 10 {
+		t.Errorf("%d records held in 4 KiB of 700-byte records", n)
+	}
+	c, _ := m.Claim(ctx, "k99", idempotency.Fingerprint{}, time.Hour)
+	if c.State != idempotency.Completed {
+		t.Errorf("newest record: state %v, want completed", c.State)
+	}
+	c, _ = m.Claim(ctx, "k0", idempotency.Fingerprint{}, time.Hour)
+	if c.State != idempotency.Acquired {
+		t.Errorf("oldest record: state %v, want evicted (acquired anew)", c.State)
+	}
+
+	full := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 1 << 10})
+	var err error
+	for i := 0; err == nil && i < 100; i++ {
+		_, err = full.Claim(ctx, "f"+strconv.Itoa(i), idempotency.Fingerprint{}, time.Hour)
+	}
+	if !errors.Is(err, idempotency.ErrStoreFull) {
+		t.Errorf("claims of in-flight records past the bound: %v, want ErrStoreFull", err)
+	}
+
+	// A completion too large for the bound keeps the status only.
+	small := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 1 << 10})
+	c, _ = small.Claim(ctx, "big", idempotency.Fingerprint{}, time.Hour)
+	if err := small.Complete(ctx, "big", c.Token, &idempotency.Response{Status: 201, Body: make([]byte, 4<<10)}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = small.Claim(ctx, "big", idempotency.Fingerprint{}, time.Hour)
+	if c.State != idempotency.Completed || !c.Response.Omitted || c.Response.Status != 201 {
+		t.Errorf("oversized completion: %v %+v, want completed, status 201, omitted", c.State, c.Response)
+	}
+}
+
+// Expired records are evicted as the store is used, without being read.
+func TestMemoryEvictsExpired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemory(t, idempotency.MemoryConfig{Shards: 1})
+		for i := range 50 {
+			key := "old" + strconv.Itoa(i)
+			c, _ := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Minute)
+			if i%2 == 0 {
+				_ = m.Complete(ctx, key, c.Token, &idempotency.Response{Status: 200}, time.Hour)
+			}
+		}
+		time.Sleep(2 * time.Hour)
+		for i := range 50 {
+			_, _ = m.Claim(ctx, "new"+strconv.Itoa(i), idempotency.Fingerprint{}, time.Minute)
+		}
+		if n := m.Len(); n > 50 {
+			t.Errorf("%d records after 50 new claims and 50 expired records, want the expired evicted", n)
+		}
+	})
+}
+
+func TestResponseBinaryRoundTrip(t *testing.T) {
+	in := &idempotency.Response{Status: 201, Header: map[string][]string{"A": {"1", "2"}, "B": {""}}, Body: []byte("body"), Omitted: true}
+	b, _ := in.MarshalBinary()
+	var out idempotency.Response
+	if err := out.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != 201 || string(out.Body) != "body" || !out.Omitted || len(out.Header["A"]) != 2 || out.Header["B"][0] != "" {
+		t.Errorf("round trip: %+v", out)
+	}
+	for i := range len(b) - 4 { // cut anywhere within the header part
+		if err := new(idempotency.Response).UnmarshalBinary(b[:i]); err == nil && i < 3 {
+			t.Errorf("truncated to %d bytes: accepted", i)
+		}
+	}
+}
+
+func FuzzResponseUnmarshal(f *testing.F) {
+	in := &idempotency.Response{Status: 200, Header: map[string][]string{"K": {"v"}}, Body: []byte("x")}
+	b, _ := in.MarshalBinary()
+	f.Add(b)
+	f.Add([]byte{1, 0, 200, 1, 255, 255, 255, 255, 15})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r idempotency.Response
+		if err := r.UnmarshalBinary(b); err != nil {
+			if !errors.Is(err, idempotency.ErrBadRecord) {
+				t.Fatalf("error %v does not wrap ErrBadRecord", err)
+			}
+			return
+		}
+		again, _ := r.MarshalBinary()
+		var r2 idempotency.Response
+		if err := r2.UnmarshalBinary(again); err != nil || r2.Status != r.Status || string(r2.Body) != string(r.Body) {
+			t.Fatalf("re-encoding a decoded record: %v", err)
+		}
+	})
+}

@@ -1,0 +1,400 @@
+package idempotency
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Middleware applies idempotency keys to the handlers it wraps. Build one
+// with New; it is safe for concurrent use.
+type Middleware struct {
+	store        Store
+	principal    func(*http.Request) string
+	methods      []string
+	required     bool
+	strict       bool
+	fpHeaders    []string
+	ttl          time.Duration
+	lease        time.Duration
+	wait         time.Duration
+	timeout      time.Duration
+	maxReq       int64
+	maxResp      int64
+	storeTimeout time.Duration
+	failOpen     bool
+	onError      func(*http.Request, error)
+	local        bool // the store is a *Memory
+}
+
+// New validates cfg and returns a Middleware.
+func New(cfg Config) (*Middleware, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Middleware{
+		store:        cfg.Store,
+		principal:    cfg.Principal,
+		methods:      cfg.Methods,
+		required:     cfg.Required,
+		strict:       cfg.StrictSyntax,
+		fpHeaders:    cfg.FingerprintHeaders,
+		ttl:          cmp.Or(cfg.TTL, DefaultTTL),
+		lease:        cmp.Or(cfg.Lease, DefaultLease),
+		wait:         cfg.Wait,
+		timeout:      cfg.HandlerTimeout,
+		maxReq:       cmp.Or(cfg.MaxRequestBody, DefaultMaxRequestBody),
+		maxResp:      cmp.Or(cfg.MaxResponseBody, DefaultMaxResponseBody),
+		storeTimeout: cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
+		failOpen:     cfg.FailOpen,
+		onError:      cfg.OnError,
+	}
+	if m.ttl < m.lease {
+		return nil, fmt.Errorf("%w: TTL %v is shorter than Lease %v", ErrInvalidConfig, m.ttl, m.lease)
+	}
+	if m.methods == nil {
+		m.methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	if m.fpHeaders == nil {
+		m.fpHeaders = []string{"Content-Type"}
+	}
+	if m.store == nil {
+		s, err := NewMemory(MemoryConfig{})
+		if err != nil {
+			return nil, err
+		}
+		m.store = s
+	}
+	_, m.local = m.store.(*Memory)
+	return m, nil
+}
+
+// Handler returns next wrapped by the middleware.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if !slices.Contains(m.methods, r.Method) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	vs := r.Header.Values(KeyHeader)
+	if len(vs) == 0 {
+		if m.required {
+			writeProblem(w, http.StatusBadRequest, CodeKeyMissing, "this request needs an Idempotency-Key header", 0)
+			return
+		}
+		next.ServeHTTP(w, r)
+		return
+	}
+	key, err := ParseKey(strings.Join(vs, ", "), !m.strict)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), 0)
+		return
+	}
+	body, err := m.readBody(r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, err.Error(), 0)
+			return
+		}
+		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	sk := key
+	if m.principal != nil {
+		p := m.principal(r)
+		sk = strconv.Itoa(len(p)) + ":" + p + key
+	}
+	fp := m.fingerprint(r, body)
+
+	deadline := time.Now().Add(m.wait)
+	pause := 10 * time.Millisecond
+	for {
+		c, err := m.claim(r.Context(), sk, fp)
+		if err != nil {
+			if m.failOpen {
+				m.report(r, err)
+				next.ServeHTTP(w, withBody(r, body))
+				return
+			}
+			writeProblem(w, http.StatusServiceUnavailable, CodeStoreUnavailable, "the idempotency store could not be reached; nothing was done", 1)
+			m.report(r, err)
+			return
+		}
+		if c.State != Acquired && c.Fingerprint != fp {
+			writeProblem(w, http.StatusUnprocessableEntity, CodeKeyMismatch, "this Idempotency-Key was used with a different request", 0)
+			return
+		}
+		switch c.State {
+		case Acquired:
+			m.run(w, r, next, sk, c.Token, body)
+			return
+		case Completed:
+			if c.Response.Omitted {
+				writeProblem(w, http.StatusConflict, CodeReplayUnavailable, "the request with this Idempotency-Key completed, but its response was too large to store", 0)
+				return
+			}
+			replay(w, c.Response)
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			writeProblem(w, http.StatusConflict, CodeKeyInFlight, "a request with this Idempotency-Key is still being processed", 1)
+			return
+		}
+		if !sleep(r.Context(), min(pause, left)) {
+			return // the client went away
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > m.maxReq {
+		return nil, &http.MaxBytesError{Limit: m.maxReq}
+	}
+	if r.ContentLength >= 0 {
+		// The common case: read exactly the announced length, then make
+		// sure nothing follows.
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, err
+		}
+		var one [1]byte
+		if n, _ := r.Body.Read(one[:]); n > 0 {
+			return nil, errors.New("body longer than its Content-Length")
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, m.maxReq+1))
+	if err == nil && int64(len(b)) > m.maxReq {
+		err = &http.MaxBytesError{Limit: m.maxReq}
+	}
+	return b, err
+}
+
+func withBody(r *http.Request, body []byte) *http.Request {
+	if body == nil {
+		return r
+	}
+	r2 := *r
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	return &r2
+}
+
+func (m *Middleware) fingerprint(r *http.Request, body []byte) Fingerprint {
+	// Two fixed-size hashes, of the body and then of the rest with the
+	// body's hash, so that nothing is allocated for a request whose
+	// method, path and headers fit in the buffer.
+	sum := sha256.Sum256(body)
+	var buf [512]byte
+	b := append(buf[:0], sum[:]...)
+	b = append(b, r.Method...)
+	b = append(b, 0)
+	b = append(b, r.URL.EscapedPath()...)
+	b = append(b, '?')
+	b = append(b, r.URL.RawQuery...)
+	for _, name := range m.fpHeaders {
+		b = append(b, 0)
+		b = append(b, name...)
+		for _, v := range r.Header.Values(name) {
+			b = append(b, 0)
+			b = append(b, v...)
+		}
+	}
+	return sha256.Sum256(b)
+}
+
+// storeCtx bounds a store call; it outlives the client's request, so
+// that a client that hangs up does not leave a record half done. Calls
+// to the Memory store, which never wait, are not bounded.
+func (m *Middleware) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if m.local {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), m.storeTimeout)
+}
+
+func (m *Middleware) claim(ctx context.Context, key string, fp Fingerprint) (Claim, error) {
+	if !m.local {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.storeTimeout)
+		defer cancel()
+	}
+	return m.store.Claim(ctx, key, fp, m.lease)
+}
+
+func (m *Middleware) report(r *http.Request, err error) {
+	if m.onError != nil {
+		m.onError(r, err)
+	}
+}
+
+// flight is the state of a request that holds its key's lease, in one
+// allocation: the handler's context (which carries the Lease), the lease
+// renewal and the recorded response.
+type flight struct {
+	context.Context // the request's, cancellable on a lost lease
+	lease           Lease
+	rn              renewer
+	rec             recorder
+	body            bodyReader
+}
+
+// Value returns the lease for LeaseFromContext, without a context.WithValue.
+func (f *flight) Value(key any) any {
+	if key == (leaseKey{}) {
+		return &f.lease
+	}
+	return f.Context.Value(key)
+}
+
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
+// run serves a request that holds the key's lease.
+func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, key string, token uint64, body []byte) {
+	f := &flight{lease: Lease{Key: key, Token: token, TTL: m.ttl, MaxResponseBody: m.maxResp}}
+	lease := &f.lease
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	if m.timeout > 0 {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeout(ctx, m.timeout)
+		defer c()
+	}
+	f.Context = ctx
+	rn := &f.rn
+	*rn = renewer{m: m, r: r, key: key, token: token, cancel: cancel}
+	rn.mu.Lock() // renew reads rn.t under mu
+	rn.t = time.AfterFunc(m.lease/3, rn.renew)
+	rn.mu.Unlock()
+	rec := &f.rec
+	*rec = recorder{w: w, header: make(http.Header), max: m.maxResp}
+	rec.body = rec.small[:0]
+	r2 := r.WithContext(f)
+	if body != nil {
+		f.body.Reset(body)
+		r2.Body = &f.body
+	}
+	returned := false
+	defer func() {
+		if !returned { // a panic: release the key, let the panic go on
+			rn.stop()
+			m.release(r, key, token)
+		}
+	}()
+	next.ServeHTTP(rec, r2)
+	returned = true
+	lost := rn.stop()
+	resp := rec.response()
+	switch {
+	case m.timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) && !lease.completed.Load():
+		m.release(r, key, token)
+		if !rec.streams {
+			writeProblem(w, http.StatusServiceUnavailable, CodeHandlerTimeout, "the request took too long and was abandoned; retry it with the same Idempotency-Key", 1)
+		}
+		return
+	case lost != nil:
+		m.report(r, fmt.Errorf("idempotency: key %q: the lease was lost while the handler ran; its response was not stored: %w", key, lost))
+	case resp.Status >= 500 && !lease.completed.Load():
+		m.release(r, key, token)
+	case !lease.completed.Load():
+		stored := resp
+		if rec.streams {
+			stored = &Response{Status: resp.Status, Header: resp.Header, Omitted: true}
+		}
+		sctx, c := m.storeCtx(r.Context())
+		err := m.store.Complete(sctx, key, token, stored, m.ttl)
+		c()
+		if err != nil {
+			m.report(r, fmt.Errorf("idempotency: key %q: completing the record: %w", key, err))
+		}
+	}
+	rec.flush()
+}
+
+func (m *Middleware) release(r *http.Request, key string, token uint64) {
+	ctx, cancel := m.storeCtx(r.Context())
+	defer cancel()
+	if err := m.store.Release(ctx, key, token); err != nil {
+		m.report(r, fmt.Errorf("idempotency: key %q: releasing the record: %w", key, err))
+	}
+}
+
+// renewer renews a lease every third of its length until stopped. A
+// renewal that finds the lease lost cancels the handler's context.
+type renewer struct {
+	m      *Middleware
+	r      *http.Request
+	key    string
+	token  uint64
+	cancel context.CancelCauseFunc
+	t      *time.Timer
+
+	mu      sync.Mutex
+	stopped bool
+	lost    error
+}
+
+func (rn *renewer) renew() {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.stopped || rn.lost != nil {
+		return
+	}
+	ctx, cancel := rn.m.storeCtx(rn.r.Context())
+	err := rn.m.store.Renew(ctx, rn.key, rn.token, rn.m.lease)
+	cancel()
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		rn.lost = err
+		rn.cancel(err)
+		return
+	case err != nil:
+		// The store may be back before the lease runs out: try again
+		// sooner.
+		rn.m.report(rn.r, fmt.Errorf("idempotency: key %q: renewing the lease: %w", rn.key, err))
+		rn.t.Reset(rn.m.lease / 6)
+		return
+	}
+	rn.t.Reset(rn.m.lease / 3)
+}
+
+// stop stops the renewals, waiting for one in progress, and returns the
+// error of a renewal that found the lease lost.
+func (rn *renewer) stop() error {
+	rn.t.Stop()
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.stopped = true
+	return rn.lost
+}

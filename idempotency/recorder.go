@@ -1,0 +1,87 @@
+package idempotency
+
+import (
+	"maps"
+	"net/http"
+)
+
+// recorder buffers a handler's response so that the record is completed
+// before the client sees it: a response lost on the way is then always
+// replayable. A body over max switches it to streaming, unstored.
+type recorder struct {
+	resp    Response // what response returns
+	w       http.ResponseWriter
+	header  http.Header
+	status  int
+	body    []byte
+	max     int64
+	streams bool      // the body outgrew max: headers sent, writes pass through
+	small   [512]byte // the first bytes of body, saving an allocation for small bodies
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status != 0 {
+		return
+	}
+	if code < 200 {
+		// An informational response goes out at once; it is not stored.
+		maps.Copy(r.w.Header(), r.header)
+		r.w.WriteHeader(code)
+		return
+	}
+	r.status = code
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.streams {
+		return r.w.Write(b)
+	}
+	if int64(len(r.body)+len(b)) > r.max {
+		r.streams = true
+		r.sendHeader()
+		if _, err := r.w.Write(r.body); err != nil {
+			return 0, err
+		}
+		r.body = nil
+		return r.w.Write(b)
+	}
+	r.body = append(r.body, b...)
+	return len(b), nil
+}
+
+func (r *recorder) sendHeader() {
+	maps.Copy(r.w.Header(), r.header)
+	r.w.WriteHeader(r.status)
+}
+
+// response returns what was recorded, to store.
+func (r *recorder) response() *Response {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.resp = Response{Status: r.status, Header: r.header, Body: r.body, Omitted: r.streams}
+	return &r.resp
+}
+
+// flush sends the buffered response, unless it already streamed.
+func (r *recorder) flush() {
+	if r.streams {
+		return
+	}
+	r.sendHeader()
+	_, _ = r.w.Write(r.body)
+}
+
+// replay writes a stored response.
+func replay(w http.ResponseWriter, resp *Response) {
+	h := w.Header()
+	maps.Copy(h, resp.Header)
+	h.Set(ReplayedHeader, "true")
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}

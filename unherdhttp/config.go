@@ -3,6 +3,7 @@ package unherdhttp
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -21,6 +22,19 @@ const (
 	// DefaultMaxDrainedBody is how much of a discarded response body is
 	// read before it is closed, so that its connection can be reused.
 	DefaultMaxDrainedBody = 4 << 10
+	// DefaultMaxIdleConnsPerHost is how many idle connections per host
+	// the transport NewTransport builds for a nil base keeps, and
+	// DefaultMaxIdleConns how many in all. net/http's own default is 2
+	// per host: a busy client, with more than 2 requests in flight to one
+	// dependency, then closes every connection beyond the second as its
+	// request ends and dials a new one for the next, a TCP (and TLS)
+	// handshake per request and a socket in TIME_WAIT on each side. 128
+	// keeps a client with up to 128 requests in flight on the connections
+	// it already has; idle ones close after 90 s (IdleConnTimeout) as in
+	// http.DefaultTransport. Size your own base's pool to the requests you
+	// have in flight.
+	DefaultMaxIdleConnsPerHost = 128
+	DefaultMaxIdleConns        = 512
 )
 
 // AttemptHeader is the request header that numbers the requests sent for
@@ -43,8 +57,9 @@ var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 // Config configures a [Transport]. The zero value is the safe default:
 // retry's defaults (3 attempts, full jitter from 50 ms, a token-bucket
 // retry budget per Transport, Retry-After honoured up to 30 s and a longer
-// one ending the retries, a single attempt behind [Middleware]), a 5 s
-// connect timeout, no per-attempt timeout, 408, 429, 502, 503 and 504
+// one ending the retries, a single attempt behind [Middleware]), for a
+// nil base a pool of up to 128 idle connections per host, a 5 s connect
+// timeout, no per-attempt timeout, 408, 429, 502, 503 and 504
 // retried for idempotent requests, no hedging, and no automatic
 // idempotency keys.
 type Config struct {
@@ -170,4 +185,32 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err)
 	}
 	return nil
+}
+
+// newBase returns the base transport of a nil base: a clone of
+// http.DefaultTransport (or, if a program replaced it with something other
+// than an *http.Transport, a transport with the same settings), whose dial
+// and TLS handshake are bounded by connect, and whose idle pool is at
+// least DefaultMaxIdleConnsPerHost per host and DefaultMaxIdleConns in
+// all.
+func newBase(connect time.Duration) *http.Transport {
+	var tr *http.Transport
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr = dt.Clone()
+	} else {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			ForceAttemptHTTP2:     true,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	tr.DialContext = d.DialContext
+	tr.TLSHandshakeTimeout = connect
+	tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
+	if tr.MaxIdleConns != 0 { // zero is no limit
+		tr.MaxIdleConns = max(tr.MaxIdleConns, DefaultMaxIdleConns)
+	}
+	return tr
 }

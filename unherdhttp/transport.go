@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"slices"
@@ -46,7 +45,9 @@ type Transport struct {
 
 // NewTransport validates cfg and returns a Transport that sends attempts
 // through base. A nil base means a clone of http.DefaultTransport whose
-// dial and TLS handshake are bounded by cfg.ConnectTimeout.
+// dial and TLS handshake are bounded by cfg.ConnectTimeout and which keeps
+// up to DefaultMaxIdleConnsPerHost idle connections per host (see
+// DefaultMaxIdleConnsPerHost).
 func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -84,28 +85,6 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	t.policy = p
 	t.maxAttempts = p.MaxAttempts()
 	return t, nil
-}
-
-// newBase returns a clone of http.DefaultTransport (or, if a program
-// replaced it, a transport with the same settings) whose dial and TLS
-// handshake are bounded by connect.
-func newBase(connect time.Duration) *http.Transport {
-	var tr *http.Transport
-	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-		tr = dt.Clone()
-	} else {
-		tr = &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			IdleConnTimeout:       90 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		}
-	}
-	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
-	tr.DialContext = d.DialContext
-	tr.TLSHandshakeTimeout = connect
-	return tr
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,

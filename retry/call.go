@@ -180,9 +180,10 @@ func (c *Call) refund() {
 //  4. No attempts left (MaxAttempts, or NestedAttempts for a nested call)
 //     stops with ErrAttemptsExhausted.
 //  5. The delay: the schedule's jittered delay for this retry (from the
-//     throttled base for a Throttled failure), or the server-directed
-//     delay the error carries ([ServerDelay]); a server delay above
-//     MaxServerDelay stops with ErrServerDelayTooLong.
+//     throttled base for a Throttled failure), or, if longer, the
+//     server-directed delay the error carries ([ServerDelay]) with
+//     ServerJitter on top; a server delay above MaxServerDelay stops with
+//     ErrServerDelayTooLong, unless ClampServerDelay is set.
 //  6. A wait that would end at or after the deadline stops with
 //     ErrDeadline.
 //  7. Withdraw the retry from the budget; an empty budget stops with

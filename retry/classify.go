@@ -75,10 +75,10 @@ func MarkThrottled(err error) error {
 
 // ServerDelay is implemented by errors that carry a delay the server asked
 // for (an HTTP Retry-After, a gRPC pushback). The retry loop waits at least
-// that long instead of following its schedule, bounded by
-// Config.MaxServerDelay and by the caller's deadline, with a small jitter
-// added on top. A negative delay means the server asked not to retry: the
-// error is treated as permanent.
+// that long, and at least the schedule's own delay: the server's delay is
+// a floor over the schedule, with a small jitter added on top, bounded by
+// Config.MaxServerDelay and by the caller's deadline. A negative delay
+// means the server asked not to retry: the error is treated as permanent.
 type ServerDelay interface {
 	error
 	RetryAfter() time.Duration

@@ -22,9 +22,20 @@ func TestServerDelay(t *testing.T) {
 	}{
 		{"honoured with jitter on top", Config{}, 5 * time.Second, 5 * time.Second, 5500 * time.Millisecond},
 		{"up to MaxServerDelay", Config{MaxServerDelay: 2 * time.Second}, 2 * time.Second, 2 * time.Second, 2200 * time.Millisecond},
-		{"beats a longer schedule", Config{Backoff: backoff.Schedule{Base: 10 * time.Second, Jitter: backoff.None}}, time.Second, time.Second, 1100 * time.Millisecond},
-		{"zero jitter setting uses default", Config{ServerJitter: 0}, time.Second, time.Second, 1100 * time.Millisecond},
-		{"full jitter setting", Config{ServerJitter: 1}, time.Second, time.Second, 2 * time.Second},
+		// The schedule's throttled delay for a first retry is at most 1 s:
+		// a longer server delay wins.
+		{"beats a shorter schedule", Config{}, 2 * time.Second, 2 * time.Second, 2200 * time.Millisecond},
+		// A server delay is a floor: a longer schedule wins.
+		{"a longer schedule wins", Config{Backoff: backoff.Schedule{ThrottledBase: 10 * time.Second, Jitter: backoff.None}}, time.Second, 10 * time.Second, 10 * time.Second},
+		{"zero jitter setting uses default", Config{ServerJitter: 0}, 2 * time.Second, 2 * time.Second, 2200 * time.Millisecond},
+		{"full jitter setting", Config{ServerJitter: 1}, 2 * time.Second, 2 * time.Second, 4 * time.Second},
+		{"negative jitter setting means none", Config{ServerJitter: -1}, 2 * time.Second, 2 * time.Second, 2 * time.Second},
+		// Told 0, the wait is the schedule's: full jitter over [0, 1 s].
+		{"zero waits the schedule", Config{}, 0, 0, time.Second},
+		{"clamped to MaxServerDelay", Config{MaxServerDelay: 3 * time.Second, ClampServerDelay: true, ServerJitter: -1}, time.Hour, 3 * time.Second, 3 * time.Second},
+		// MaxServerExtra bounds the wait to the schedule's delay (at most
+		// 1 s here) plus 2 s.
+		{"MaxServerExtra", Config{MaxServerExtra: 2 * time.Second, ServerJitter: -1}, 10 * time.Second, 2 * time.Second, 3 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,26 +141,39 @@ func TestServerDelayTooLong(t *testing.T) {
 	})
 }
 
-// FuzzServerDelay checks that any requested delay, maximum and draw give a
-// wait that is never negative and never below the request.
+// FuzzServerDelay checks that any requested delay, settings and draw
+// give a wait that is never negative, never below the schedule's own
+// delay, and never below the server's request (as clamped) unless
+// MaxServerExtra bounds it.
 func FuzzServerDelay(f *testing.F) {
-	f.Add(int64(time.Second), int64(0), 0.1, uint64(0))
-	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), 1.0, uint64(math.MaxUint64))
-	f.Add(int64(-5), int64(time.Minute), 0.5, uint64(1<<63))
-	f.Fuzz(func(t *testing.T, asked, maxDelay int64, jitter float64, u uint64) {
-		p, err := New(Config{MaxServerDelay: time.Duration(maxDelay), ServerJitter: jitter})
+	f.Add(int64(time.Second), int64(0), 0.1, int64(0), false, uint64(0))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), 1.0, int64(math.MaxInt64), true, uint64(math.MaxUint64))
+	f.Add(int64(-5), int64(time.Minute), 0.5, int64(time.Second), false, uint64(1<<63))
+	f.Add(int64(time.Hour), int64(time.Minute), -1.0, int64(0), true, uint64(12345))
+	f.Fuzz(func(t *testing.T, asked, maxDelay int64, jitter float64, extra int64, clamp bool, u uint64) {
+		p, err := New(Config{MaxServerDelay: time.Duration(maxDelay), ServerJitter: jitter,
+			MaxServerExtra: time.Duration(extra), ClampServerDelay: clamp})
 		if err != nil {
 			return
 		}
-		d, ok, tooLong := p.serverDelay(inspect(WithServerDelay(errBoom, time.Duration(asked))).serverDelay, u)
-		if !ok {
-			t.Fatal("server delay not found")
+		sd := inspect(WithServerDelay(errBoom, time.Duration(asked))).serverDelay
+		d, tooLong := p.delay(1, 0, Throttled, sd, u)
+		want := min(time.Duration(max(asked, 0)), p.maxServerDelay)
+		if tooLong != (!clamp && time.Duration(asked) > p.maxServerDelay) {
+			t.Fatalf("asked %v, max %v, clamp %v: tooLong %v", time.Duration(asked), p.maxServerDelay, clamp, tooLong)
 		}
-		if d < 0 || d < time.Duration(max(asked, 0)) {
-			t.Fatalf("asked %v, got %v", time.Duration(asked), d)
+		if tooLong {
+			return
 		}
-		if tooLong != (time.Duration(asked) > p.maxServerDelay) {
-			t.Fatalf("asked %v, max %v, tooLong %v", time.Duration(asked), p.maxServerDelay, tooLong)
+		sched := p.backoff.ThrottledDelay(0, 0, u)
+		if d < 0 || d < sched {
+			t.Fatalf("asked %v: wait %v, below the schedule's %v", time.Duration(asked), d, sched)
+		}
+		if extra == 0 && d < want {
+			t.Fatalf("asked %v: wait %v, below the server's %v", time.Duration(asked), d, want)
+		}
+		if extra > 0 && d > max(sched, addSat(sched, time.Duration(extra))) {
+			t.Fatalf("asked %v: wait %v, beyond the schedule's %v plus %v", time.Duration(asked), d, sched, time.Duration(extra))
 		}
 	})
 }

@@ -48,15 +48,36 @@ type Config struct {
 
 	// MaxServerDelay bounds a delay the server asked for (Retry-After,
 	// gRPC pushback): when the server asks for longer, the loop stops with
-	// ErrServerDelayTooLong instead of coming back before it allowed. Zero
-	// means DefaultMaxServerDelay (30 s).
+	// ErrServerDelayTooLong instead of coming back before it allowed, or,
+	// with ClampServerDelay, waits MaxServerDelay. Zero means
+	// DefaultMaxServerDelay (30 s).
+	//
+	// A server-directed delay is a floor over the schedule, never a
+	// replacement for it: the wait is the longer of the schedule's own
+	// jittered delay for this retry and the server's delay (plus
+	// ServerJitter), so a thousand clients told "Retry-After: 0", or given
+	// an HTTP-date in the past, still spread over the schedule's window
+	// instead of coming back at one instant.
 	MaxServerDelay time.Duration
+
+	// ClampServerDelay makes a server delay above MaxServerDelay wait
+	// MaxServerDelay (still at least the schedule's delay) instead of
+	// stopping the call. False, the default, stops it.
+	ClampServerDelay bool
+
+	// MaxServerExtra, if positive, bounds how far a server-directed delay
+	// may take the wait beyond the schedule's delay: the wait is at most
+	// the schedule's delay plus MaxServerExtra. The AWS SDKs' retry
+	// behaviour 2.1 clamps x-amz-retry-after this way, with 5 s. Zero
+	// means no such bound.
+	MaxServerExtra time.Duration
 
 	// ServerJitter is the largest fraction of a server-directed delay added
 	// on top of it, so a thousand clients told "5 s" do not return in one
 	// wall. It is only ever added, never subtracted. Zero means
-	// DefaultServerJitter (0.1, that is up to 10% more); it must be in
-	// [0, 1].
+	// DefaultServerJitter (0.1, that is up to 10% more); a negative value
+	// means none (the wait is then exactly the longer of the server's
+	// delay and the schedule's). It must be at most 1.
 	ServerJitter float64
 
 	// NestedAttempts replaces MaxAttempts when the context carries the mark
@@ -129,8 +150,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: AttemptTimeout %v is negative; use 0 for no per-attempt timeout", ErrInvalidConfig, c.AttemptTimeout)
 	case c.MaxServerDelay < 0:
 		return fmt.Errorf("%w: MaxServerDelay %v is negative; use 0 for the default of 30s", ErrInvalidConfig, c.MaxServerDelay)
-	case !(c.ServerJitter >= 0 && c.ServerJitter <= 1): // also rejects NaN
-		return fmt.Errorf("%w: ServerJitter %v is outside [0, 1]", ErrInvalidConfig, c.ServerJitter)
+	case !(c.ServerJitter <= 1): // also rejects NaN
+		return fmt.Errorf("%w: ServerJitter %v is above 1 (or NaN); use a negative value for none", ErrInvalidConfig, c.ServerJitter)
+	case c.MaxServerExtra < 0:
+		return fmt.Errorf("%w: MaxServerExtra %v is negative; use 0 for no bound", ErrInvalidConfig, c.MaxServerExtra)
 	}
 	for i, g := range c.Guards {
 		if g == nil {

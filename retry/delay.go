@@ -7,40 +7,59 @@ import (
 )
 
 // delay is the wait before retry number attempt (1 for the first retry)
-// after a failure of class c: the server-directed delay sd, if there is
-// one, else the schedule's. tooLong reports a server delay above
-// MaxServerDelay.
+// after a failure of class c whose error carries the server-directed delay
+// sd (nil for none), given the random draw u. tooLong reports a server
+// delay above MaxServerDelay that the policy does not clamp.
+//
+// The schedule's jittered delay is the floor: a server delay can make the
+// wait longer, never shorter, so a thousand clients told "0" still spread
+// over the schedule's window. A server delay gets up to ServerJitter of
+// itself added (so a thousand clients told "5 s" do not return in one
+// wall either) and, with MaxServerExtra, never takes the wait more than
+// that beyond the schedule's delay.
 func (p *Policy) delay(attempt int, prev time.Duration, c Class, sd ServerDelay, u uint64) (d time.Duration, tooLong bool) {
-	if d, ok, tooLong := p.serverDelay(sd, u); ok {
-		return d, tooLong
-	}
 	if c == Throttled {
-		return p.backoff.ThrottledDelay(attempt-1, prev, u), false
+		d = p.backoff.ThrottledDelay(attempt-1, prev, u)
+	} else {
+		d = p.backoff.Delay(attempt-1, prev, u)
 	}
-	return p.backoff.Delay(attempt-1, prev, u), false
+	if sd == nil {
+		return d, false
+	}
+	s := max(sd.RetryAfter(), 0)
+	if s > p.maxServerDelay {
+		if !p.clampServer {
+			return s, true
+		}
+		s = p.maxServerDelay
+	}
+	s = addSat(s, p.serverJitterOf(s, u))
+	if p.maxServerExtra > 0 {
+		s = min(s, addSat(d, p.maxServerExtra))
+	}
+	return max(d, s), false
 }
 
-// serverDelay returns the server-directed delay sd carries, with up
-// to ServerJitter of it added on top (saturating, never negative). tooLong
-// reports a request above MaxServerDelay: the loop stops rather than come
-// back before the server allowed.
-func (p *Policy) serverDelay(sd ServerDelay, u uint64) (d time.Duration, ok, tooLong bool) {
-	if sd == nil {
-		return 0, false, false
+// serverJitterOf draws the jitter added on top of a server delay s: up to
+// ServerJitter of s, uniformly. The schedule may have used u's high bits,
+// so the jitter takes them rotated.
+func (p *Policy) serverJitterOf(s time.Duration, u uint64) time.Duration {
+	if p.serverJitter <= 0 || s == 0 {
+		return 0
 	}
-	d = max(sd.RetryAfter(), 0)
-	if d > p.maxServerDelay {
-		return d, true, true
-	}
-	// The schedule may have used u's high bits; take the jitter from its
-	// bits rotated, scaled to [0, ServerJitter*d].
 	var j time.Duration = math.MaxInt64
-	if jf := float64(d) * p.serverJitter; jf < math.MaxInt64 {
+	if jf := float64(s) * p.serverJitter; jf < math.MaxInt64 {
 		j = time.Duration(jf)
 	}
 	hi, _ := bits.Mul64(bits.RotateLeft64(u, 32), uint64(j)+1)
-	if time.Duration(hi) > math.MaxInt64-d {
-		return math.MaxInt64, true, false
+	return time.Duration(hi)
+}
+
+// addSat is a+b for non-negative durations, saturating instead of
+// overflowing.
+func addSat(a, b time.Duration) time.Duration {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
 	}
-	return d + time.Duration(hi), true, false
+	return a + b
 }

@@ -46,10 +46,12 @@
 //     and guards.
 //  4. If MaxAttempts (counting the first) are used up, stop with
 //     [ErrAttemptsExhausted].
-//  5. The wait is the schedule's delay (from the throttled base for a
-//     Throttled failure), or the server-directed delay if the error
-//     carries one ([ServerDelay]: Retry-After, gRPC pushback), bounded by
-//     MaxServerDelay.
+//  5. The wait is the schedule's jittered delay (from the throttled base
+//     for a Throttled failure) or, if longer, the server-directed delay
+//     the error carries ([ServerDelay]: Retry-After, gRPC pushback) with
+//     a little jitter on top, bounded by MaxServerDelay. A server delay is
+//     a floor, never a replacement for the schedule's jitter: clients told
+//     "retry after 0" still spread out.
 //  6. If the wait would end at or after the caller's deadline, do not
 //     start it: stop now with [ErrDeadline]. No call ever sleeps past its
 //     deadline.

@@ -21,7 +21,9 @@ type Policy struct {
 	attemptTimeout time.Duration
 	timeouts       TimeoutSource
 	maxServerDelay time.Duration
-	serverJitter   float64
+	clampServer    bool
+	maxServerExtra time.Duration
+	serverJitter   float64 // <= 0: none
 	classifier     func(error) Class
 	budget         budget.Budget
 	onRetry        func(RetryEvent)
@@ -51,6 +53,8 @@ func New(cfg Config) (*Policy, error) {
 		attemptTimeout: cfg.AttemptTimeout,
 		timeouts:       cfg.Timeouts,
 		maxServerDelay: cmp.Or(cfg.MaxServerDelay, DefaultMaxServerDelay),
+		clampServer:    cfg.ClampServerDelay,
+		maxServerExtra: cfg.MaxServerExtra,
 		serverJitter:   cmp.Or(cfg.ServerJitter, DefaultServerJitter),
 		classifier:     cfg.Classify,
 		budget:         b,

@@ -75,11 +75,14 @@
 // # Retry-After
 //
 // A Retry-After header (RFC 9110, section 10.2.3; delay-seconds or an
-// HTTP-date, see [ParseRetryAfter]) on a retryable response replaces the
-// schedule's wait: it is a floor, with up to retry.Config.ServerJitter
-// (10%) added on top, so a thousand clients told "5" do not return in one
-// wall. A Retry-After longer than retry.Config.MaxServerDelay (30 s by
-// default) ends the retries: coming back sooner than the server allowed
+// HTTP-date, see [ParseRetryAfter]) on a retryable response is a floor
+// over the schedule's wait, never a replacement for it: the wait is the
+// longer of the schedule's own jittered delay and the server's delay with
+// up to retry.Config.ServerJitter (10%) added on top, so a thousand
+// clients told "0" (or a date in the past) still spread over the
+// schedule's window, and a thousand told "5" do not return in one wall.
+// A Retry-After longer than retry.Config.MaxServerDelay (30 s by
+// default) ends the retries, unless retry.Config.ClampServerDelay is set: coming back sooner than the server allowed
 // would only add load, so the last response goes back at once, with a nil
 // error (the loop stops with retry.ErrServerDelayTooLong, and no
 // Retry.OnRetry hook runs). Likewise, a wait that would end after

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -220,5 +221,51 @@ func TestRetryAfterPastDeadline(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Error("RoundTrip waited until the deadline")
+	}
+}
+
+// Clients told "Retry-After: 0" by a real server spread their retries over
+// the schedule's window for a throttled retry, [0, 1 s], instead of all
+// coming back at once. Each request's hook records the wait and cancels
+// the request, so nothing sleeps.
+func TestRetryAfterZeroSpreads(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	url := srv.URL
+	var waits []time.Duration
+	var cancel context.CancelFunc
+	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{
+		Rand: rand.NewPCG(3, 4), // the requests run one after another
+		OnRetry: func(e retry.RetryEvent) {
+			waits = append(waits, e.Delay)
+			cancel()
+		},
+	}})
+	const n = 200
+	for range n {
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if _, _, err := do(tr, req); !errors.Is(err, retry.ErrCancelled) {
+			t.Fatalf("got %v, want the cancellation from the hook", err)
+		}
+		cancel()
+	}
+	if len(waits) != n {
+		t.Fatalf("%d retries, want %d", len(waits), n)
+	}
+	var tenths [10]int
+	for _, w := range waits {
+		if w < 0 || w > time.Second {
+			t.Fatalf("wait %v outside [0, 1s]", w)
+		}
+		tenths[min(int(w/(100*time.Millisecond)), 9)]++
+	}
+	for i, c := range tenths {
+		if c == 0 || c > n/4 {
+			t.Errorf("tenth %d of [0, 1s] holds %d of %d waits: %v", i, c, n, tenths)
+		}
 	}
 }

@@ -2,8 +2,6 @@ module github.com/unherd/unherd/bench
 
 go 1.25
 
-replace github.com/unherd/unherd => ..
-
 require (
 	github.com/avast/retry-go/v4 v4.7.0
 	github.com/cenkalti/backoff/v5 v5.0.3

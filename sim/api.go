@@ -82,6 +82,10 @@ type Result struct {
 	// Charts is the data for the scenario's charts; the command line draws
 	// them. It is left out of the JSON output.
 	Charts []Chart `json:"-"`
+	// Seeds lists the seeds a merged result ([RunSeeds]) covers: its
+	// numeric cells are medians over them and its charts show the first.
+	// Empty for one run.
+	Seeds []uint64 `json:"seeds,omitempty"`
 }
 
 // Row is one table row, keyed by column name. Values are strings, ints or
@@ -98,8 +102,19 @@ type Claim struct {
 	// Measured is what this run measured for the same quantities, in
 	// words and numbers.
 	Measured string `json:"measured"`
-	// Holds reports whether the measurement agrees with the claim.
+	// Holds reports whether the measurement agrees with the claim; over
+	// several seeds ([RunSeeds]), whether it agrees on every one.
 	Holds bool `json:"holds"`
+	// Figures are the numbers in Measured, in order: over several seeds,
+	// each seed's median with the range. Empty for a claim whose text is
+	// not built from figures.
+	Figures []Figure `json:"figures,omitempty"`
+	// Seeds are the seeds the claim was judged on ([RunSeeds]), and
+	// Differs those on which it does not hold; both empty for one run.
+	Seeds   []uint64 `json:"seeds,omitempty"`
+	Differs []uint64 `json:"differs,omitempty"`
+	// format is Measured with a verb for each figure, for re-rendering.
+	format string
 }
 
 // Chart is data for one chart: several named series over the same axes.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -20,9 +21,10 @@ func TestJitterClaimsFollowMeasurements(t *testing.T) {
 		times []float64
 		holds []bool
 	}{
-		{"as published", []float64{9000, 5000, 1800, 1800, 2400}, []float64{3000, 90000, 7000, 9000, 6000}, []bool{true, true, true, true}},
-		{"jitter does not help", []float64{9000, 2000, 1900, 2100, 2400}, []float64{3000, 5000, 7000, 9000, 6000}, []bool{false, false, true, false}},
-		{"none is not worst", []float64{100, 5000, 1800, 1800, 2400}, []float64{3000, 90000, 7000, 9000, 6000}, []bool{true, true, false, true}},
+		{"as published", []float64{9000, 5000, 1800, 1850, 2400}, []float64{3000, 90000, 7000, 9000, 6000}, []bool{true, true, true, true, true, true}},
+		{"jitter does not help", []float64{9000, 2000, 1900, 2100, 2400}, []float64{3000, 5000, 7000, 9000, 6000}, []bool{false, false, true, false, true, true}},
+		{"none is not worst", []float64{100, 5000, 1800, 1800, 2400}, []float64{3000, 90000, 7000, 9000, 6000}, []bool{true, true, false, true, false, true}},
+		{"decorrelated slower", []float64{9000, 5000, 1800, 1850, 2400}, []float64{3000, 90000, 7000, 9000, 7500}, []bool{true, true, true, true, true, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,5 +161,58 @@ func TestWhatIf(t *testing.T) {
 	}
 	if _, err := WhatIf(context.Background(), Policy{Budget: "lots"}, Options{}); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("WhatIf with a bad budget: err = %v", err)
+	}
+}
+
+// A claim merged over seeds holds only if it holds on every seed, names
+// the seeds that differ, and prints each figure's median with its range.
+func TestMergeSeeds(t *testing.T) {
+	mk := func(v float64, holds bool) *Result {
+		return &Result{Scenario: "s", Columns: []string{"name", "n", "x"},
+			Rows:   []Row{{"name": "a", "n": int(v), "x": v / 2}},
+			Claims: []Claim{claim("src", "v is small", holds, "v %.0f, half %.1f", v, v/2), {Claim: "free text", Measured: "text", Holds: true}}}
+	}
+	got := mergeSeeds(3, []*Result{mk(10, true), mk(30, false), mk(20, true), mk(40, false), mk(12, true)})
+	if want := []uint64{3, 4, 5, 6, 7}; !cmp.Equal(got.Seeds, want) {
+		t.Errorf("Seeds = %v, want %v", got.Seeds, want)
+	}
+	if r := got.Rows[0]; r["name"] != "a" || r["n"] != 20 || r["x"] != 10.0 {
+		t.Errorf("row = %v, want the medians n 20, x 10", r)
+	}
+	c := got.Claims[0]
+	if c.Holds || !cmp.Equal(c.Differs, []uint64{4, 6}) {
+		t.Errorf("Holds %v, Differs %v; want false, [4 6]", c.Holds, c.Differs)
+	}
+	if want := "v 20 [10-40], half 10.0 [5.0-20.0]"; c.Measured != want {
+		t.Errorf("Measured = %q, want %q", c.Measured, want)
+	}
+	if want := "5 seeds (3-7); differs on 4, 6"; c.SeedSummary() != want {
+		t.Errorf("SeedSummary = %q, want %q", c.SeedSummary(), want)
+	}
+	if f := got.Claims[1]; !f.Holds || f.Measured != "seed 3: text" {
+		t.Errorf("free-text claim: %+v", f)
+	}
+}
+
+// RunSeeds gives the same merged result whatever the number of workers.
+func TestRunSeedsDeterministic(t *testing.T) {
+	s, _ := Lookup("ratelimit")
+	p := s.Params().(*RatelimitParams)
+	p.Workers, p.Jobs = 100, 3
+	var first []byte
+	for _, workers := range []int{1, 3} {
+		r, err := RunSeeds(context.Background(), s, p, Options{Seed: 2, Workers: workers}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = b
+		} else if string(b) != string(first) {
+			t.Fatalf("workers %d gave\n%s\nworkers 1 gave\n%s", workers, b, first)
+		}
 	}
 }

@@ -176,31 +176,25 @@ func jitterClaims(n, c int, calls, times [][]float64) []Claim {
 			noneWorst = false
 		}
 	}
+	at := fmt.Sprintf("at %d clients: ", n)
 	return []Claim{
-		{
-			Source:   brookerJitter,
-			Claim:    "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
-			Measured: fmt.Sprintf("at %d clients: full %.0f calls vs exponential %.0f: ratio %.2f", n, calls[full][c], calls[exp][c], ratio),
-			Holds:    ratio <= 0.6,
-		},
-		{
-			Source:   brookerJitter,
-			Claim:    "exponential backoff without jitter does more work than any jittered strategy",
-			Measured: fmt.Sprintf("at %d clients: exponential %.0f calls; full %.0f, equal %.0f, decorrelated %.0f", n, calls[exp][c], calls[full][c], calls[equal][c], calls[decor][c]),
-			Holds:    calls[exp][c] > worstJittered,
-		},
-		{
-			Source:   brookerJitter,
-			Claim:    "no backoff at all does the most work",
-			Measured: fmt.Sprintf("at %d clients: none %.0f calls, exponential %.0f, full %.0f", n, calls[none][c], calls[exp][c], calls[full][c]),
-			Holds:    noneWorst,
-		},
-		{
-			Source:   brookerJitter,
-			Claim:    "full jitter also finishes sooner than exponential backoff without jitter",
-			Measured: fmt.Sprintf("at %d clients: full %.0f ms vs exponential %.0f ms", n, times[full][c], times[exp][c]),
-			Holds:    times[full][c] < times[exp][c],
-		},
+		claim(brookerJitter, "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
+			ratio <= 0.6, at+"full %.0f calls vs exponential %.0f: ratio %.2f", calls[full][c], calls[exp][c], ratio),
+		claim(brookerJitter, "exponential backoff without jitter does more work than any jittered strategy",
+			calls[exp][c] > worstJittered, at+"exponential %.0f calls; full %.0f, equal %.0f, decorrelated %.0f",
+			calls[exp][c], calls[full][c], calls[equal][c], calls[decor][c]),
+		claim(brookerJitter, "no backoff at all does the most work",
+			noneWorst, at+"none %.0f calls, exponential %.0f, full %.0f", calls[none][c], calls[exp][c], calls[full][c]),
+		claim(brookerJitter, "full jitter also finishes sooner than exponential backoff without jitter",
+			times[full][c] < times[exp][c], at+"full %.0f ms vs exponential %.0f ms", times[full][c], times[exp][c]),
+		claim(brookerJitter, "equal jitter is the loser of the jittered strategies: slightly more work than full jitter, and much longer",
+			calls[equal][c] > calls[full][c] && times[equal][c] > times[full][c],
+			at+"equal %.0f calls in %.0f ms vs full %.0f calls in %.0f ms",
+			calls[equal][c], times[equal][c], calls[full][c], times[full][c]),
+		claim(brookerJitter, "decorrelated jitter finishes a little sooner than full jitter, for a little more work",
+			times[decor][c] < times[full][c] && calls[decor][c] > calls[full][c],
+			at+"decorrelated %.0f calls in %.0f ms vs full %.0f calls in %.0f ms",
+			calls[decor][c], times[decor][c], calls[full][c], times[full][c]),
 	}
 }
 

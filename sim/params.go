@@ -12,9 +12,28 @@ import (
 // ErrInvalidParams is wrapped by every error a Params.Validate returns.
 var ErrInvalidParams = errors.New("sim: invalid parameters")
 
+// ParamError is a parameter that cannot work, named as its flag is named.
+// Every Params.Validate error is a *ParamError, which wraps
+// ErrInvalidParams: a command line prints Flag and Msg under its own
+// prefix.
+type ParamError struct {
+	// Flag is the parameter's flag name, without dashes.
+	Flag string
+	// Msg says what is wrong with its value and what would be right.
+	Msg string
+}
+
+// Error returns "sim: invalid parameters: --flag: msg".
+func (e *ParamError) Error() string {
+	return ErrInvalidParams.Error() + ": --" + e.Flag + ": " + e.Msg
+}
+
+// Unwrap returns ErrInvalidParams.
+func (e *ParamError) Unwrap() error { return ErrInvalidParams }
+
 // invalid returns an error naming the flag at fault.
 func invalid(flag, format string, args ...any) error {
-	return fmt.Errorf("%w: --%s: %s", ErrInvalidParams, flag, fmt.Sprintf(format, args...))
+	return &ParamError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
 // intList is a comma-separated list of integers as a flag.Value, bound to

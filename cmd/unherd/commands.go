@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,17 +28,54 @@ const defaultSeed = 1
 // runFlags are the flags that control how scenarios run, shared by every
 // command.
 type runFlags struct {
-	seed    uint64
+	seed    seedFlag
 	workers int
+	quiet   bool
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
-	fs.Uint64Var(&r.seed, "seed", defaultSeed, "random `seed`; the same seed gives the same results")
+	r.seed = defaultSeed
+	fs.Var(&r.seed, "seed", "random `seed`, a whole number from 0 to 18446744073709551615; the same seed gives the same results (default 1)")
 	fs.IntVar(&r.workers, "workers", 0, "goroutines running independent runs (0: one per core); results do not depend on it")
+	fs.BoolVar(&r.quiet, "quiet", false, "write no progress on standard error")
 }
 
 func (r *runFlags) options() sim.Options {
-	return sim.Options{Seed: r.seed, Workers: r.workers}
+	return sim.Options{Seed: uint64(r.seed), Workers: r.workers}
+}
+
+// seedFlag is --seed: a uint64 whose parse error says what is valid.
+type seedFlag uint64
+
+func (s *seedFlag) String() string { return strconv.FormatUint(uint64(*s), 10) }
+
+func (s *seedFlag) Set(v string) error {
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a seed: want a whole number from 0 to %d", v, uint64(math.MaxUint64))
+	}
+	*s = seedFlag(n)
+	return nil
+}
+
+// meter is what reports a run's progress: a progress.Bar or
+// progress.Lines.
+type meter interface {
+	Update(done, total int)
+	Finish()
+}
+
+// progress returns the meter for work labelled desc: a bar when stderr is
+// a terminal, lines otherwise, nothing when quiet.
+func (e *env) progress(desc string, quiet bool) meter {
+	switch {
+	case quiet:
+		return (*progress.Lines)(nil)
+	case e.bars:
+		return progress.New(e.stderr, desc, e.now)
+	default:
+		return progress.NewLines(e.stderr, desc, e.now)
+	}
 }
 
 // parse parses args into fs. Help goes to stdout; mistakes become usage
@@ -65,15 +105,14 @@ func (e *env) parse(fs *flag.FlagSet, args []string, synopsis string) error {
 	return nil
 }
 
-// runScenario runs s, with a progress bar on a terminal, and fills in
-// what the result leaves out.
-func (e *env) runScenario(ctx context.Context, s sim.Scenario, p sim.Params, o sim.Options) (*sim.Result, error) {
-	if e.bars {
-		bar := progress.New(e.stderr, s.Name(), e.now)
-		o.Progress = bar.Update
-		defer bar.Finish()
-	}
-	r, err := s.Run(ctx, p, o)
+// runScenario runs s on seeds seeds (sim.RunSeeds), with progress on
+// stderr labelled desc unless quiet, and fills in what the result leaves
+// out.
+func (e *env) runScenario(ctx context.Context, s sim.Scenario, p sim.Params, o sim.Options, seeds int, desc string, quiet bool) (*sim.Result, error) {
+	m := e.progress(desc, quiet)
+	o.Progress = m.Update
+	defer m.Finish()
+	r, err := sim.RunSeeds(ctx, s, p, o, seeds)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name(), err)
 	}
@@ -110,13 +149,23 @@ func printResult(w io.Writer, desc string, r *sim.Result) error {
 	return err
 }
 
+// reportSeeds is how many seeds the report judges every claim on.
+const reportSeeds = 5
+
 func (e *env) report(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	out := fs.String("out", "report", "`directory` to write report.md, charts and CSV files into")
+	out := fs.String("out", "report", "`directory` to write report.md, charts and CSV files into; checked before anything runs")
+	seeds := fs.Int("seeds", reportSeeds, "`number` of seeds, from --seed on, every claim is judged on (1 to 100)")
 	var rf runFlags
 	rf.register(fs)
-	if err := e.parse(fs, args, "unherd report [--out DIR] [--seed N] [--workers N]"); err != nil {
+	if err := e.parse(fs, args, "unherd report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet]"); err != nil {
 		return err
+	}
+	if *seeds < 1 || *seeds > 100 {
+		return usagef("report: --seeds %d is outside 1 to 100", *seeds)
+	}
+	if err := writableDir(*out); err != nil {
+		return fmt.Errorf("report: --out: %w", err)
 	}
 	start := e.now()
 	var entries []report.Entry
@@ -127,16 +176,16 @@ func (e *env) report(ctx context.Context, args []string) error {
 		p.Quick()
 		t0 := e.now()
 		if err := p.Validate(); err != nil {
-			entry.Err = fmt.Errorf("report parameters: %w", err)
+			entry.Err = fmt.Errorf("report parameters: %s", paramMessage(err))
 		} else {
-			entry.Result, entry.Err = e.runScenario(ctx, s, p, rf.options())
+			entry.Result, entry.Err = e.runScenario(ctx, s, p, rf.options(), *seeds, "report: "+s.Name(), rf.quiet)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if entry.Err != nil {
 			failed = append(failed, s.Name())
-			fmt.Fprintf(e.stderr, "unherd: %v\n", entry.Err)
+			fmt.Fprintf(e.stderr, "unherd: report: %v\n", entry.Err)
 		} else {
 			if err := printResult(e.stdout, s.Describe(), entry.Result); err != nil {
 				return err
@@ -148,7 +197,14 @@ func (e *env) report(ctx context.Context, args []string) error {
 	if len(entries) == 0 {
 		return errors.New("report: no scenarios are registered")
 	}
-	files, err := report.Write(*out, report.Header{Seed: rf.seed, Command: fmt.Sprintf("go run ./cmd/unherd report --seed %d", rf.seed)}, entries)
+	cmdline := "go run ./cmd/unherd report"
+	if rf.seed != defaultSeed {
+		cmdline += fmt.Sprintf(" --seed %d", rf.seed)
+	}
+	if *seeds != reportSeeds {
+		cmdline += fmt.Sprintf(" --seeds %d", *seeds)
+	}
+	files, err := report.Write(*out, report.Header{Seed: uint64(rf.seed), Seeds: *seeds, Command: cmdline}, entries)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
@@ -158,6 +214,25 @@ func (e *env) report(ctx context.Context, args []string) error {
 		return fmt.Errorf("report: %d of %d scenarios failed: %s", len(failed), len(entries), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// writableDir makes sure dir exists (creating it) and takes new files, so
+// that a bad --out fails before a long simulation rather than after it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%s is not a directory that can be created (%v)", dir, pe.Err)
+		}
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".unherd-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s does not take new files: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // reserved are the flags unherd sim defines itself; a scenario parameter
@@ -199,7 +274,7 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	err := e.parse(fs, args[1:], synopsis)
 	if err == nil {
 		if verr := p.Validate(); verr != nil {
-			err = usagef("sim %s: %v", name, verr)
+			err = usagef("sim %s: %s", name, paramMessage(verr))
 		}
 	}
 	var u *usageError
@@ -209,7 +284,7 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := e.runScenario(ctx, s, p, rf.options())
+	r, err := e.runScenario(ctx, s, p, rf.options(), 1, "sim "+name, rf.quiet)
 	if err != nil {
 		return err
 	}
@@ -217,6 +292,17 @@ func (e *env) sim(ctx context.Context, args []string) error {
 		return writeJSON(e.stdout, r)
 	}
 	return printResult(e.stdout, s.Describe(), r)
+}
+
+// paramMessage is a parameter error without the sim package's prefix,
+// which the command line's own prefix replaces: "--clients: 0 must be
+// above zero".
+func paramMessage(err error) string {
+	var pe *sim.ParamError
+	if errors.As(err, &pe) {
+		return "--" + pe.Flag + ": " + pe.Msg
+	}
+	return err.Error()
 }
 
 // writeJSON writes v as one line of JSON.
@@ -231,30 +317,28 @@ func writeJSON(w io.Writer, v any) error {
 
 func (e *env) whatif(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
-	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget, timeouts)")
+	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget, timeouts); - reads standard input")
 	asJSON := fs.Bool("json", false, "print one JSON object (policy, results) and nothing else")
 	var rf runFlags
 	rf.register(fs)
-	if err := e.parse(fs, args, "unherd whatif --policy FILE [--json] [--seed N]"); err != nil {
+	if err := e.parse(fs, args, "unherd whatif --policy FILE|- [--json] [--seed N] [--quiet]"); err != nil {
 		return err
 	}
 	if *file == "" {
 		return usagef("whatif: --policy FILE is required (a YAML or JSON file with attempts, base, cap, jitter, budget, timeouts)")
 	}
-	data, err := os.ReadFile(*file)
+	name, data, err := e.readPolicy(*file)
 	if err != nil {
 		return fmt.Errorf("whatif: %w", err)
 	}
-	pol, err := policy.Parse(*file, data)
+	pol, err := policy.Parse(name, data)
 	if err != nil {
 		return err // already file:line: field: message
 	}
 	o := rf.options()
-	if e.bars {
-		bar := progress.New(e.stderr, "whatif", e.now)
-		o.Progress = bar.Update
-		defer bar.Finish()
-	}
+	m := e.progress("whatif", rf.quiet)
+	o.Progress = m.Update
+	defer m.Finish()
 	results, err := e.whatIf(ctx, pol, o)
 	if err != nil {
 		return fmt.Errorf("whatif: %w", err)
@@ -272,6 +356,37 @@ func (e *env) whatif(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// maxPolicyBytes bounds a policy file: a policy is a few lines, and a
+// mistaken path (a device, a log) must not be read whole.
+const maxPolicyBytes = 1 << 20
+
+// readPolicy reads the policy file at path, or standard input for "-",
+// and returns the name its errors are to carry.
+func (e *env) readPolicy(path string) (string, []byte, error) {
+	name, r := path, e.stdin
+	if path == "-" {
+		name = "stdin"
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", nil, err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return "", nil, fmt.Errorf("%s is a directory, not a policy file", path)
+		}
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxPolicyBytes+1))
+	if err != nil {
+		return "", nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(data) > maxPolicyBytes {
+		return "", nil, fmt.Errorf("%s is larger than %d KiB: a policy file is a few lines of YAML or JSON", name, maxPolicyBytes>>10)
+	}
+	return name, data, nil
 }
 
 // summary is sim.Policy.Fields as one line of text.

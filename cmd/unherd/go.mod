@@ -2,8 +2,6 @@ module github.com/unherd/unherd/cmd/unherd
 
 go 1.25
 
-replace github.com/unherd/unherd => ../..
-
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/schollz/progressbar/v3 v3.18.0

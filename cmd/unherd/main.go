@@ -1,24 +1,28 @@
 // Command unherd runs the simulator's scenarios and shows what retry
 // policies do to a dependency that fails.
 //
-//	unherd report [--out DIR] [--seed N]
-//	unherd sim NAME [flags] [--json] [--seed N]
-//	unherd whatif --policy FILE [--json]
+//	unherd report [--out DIR] [--seed N] [--seeds N] [--quiet]
+//	unherd sim NAME [flags] [--json] [--seed N] [--quiet]
+//	unherd whatif --policy FILE|- [--json] [--quiet]
 //	unherd help
 //
-// report runs every scenario at sizes that finish within two minutes on
-// two cores, prints each table and the published claims beside what was
-// measured, and writes report.md, PNG and SVG charts and CSV files into
-// DIR (default ./report). sim runs one scenario at its published size
-// (its parameters are flags: unherd sim NAME -h lists them); --json
-// prints one JSON object and nothing else on standard output. whatif runs
-// a retry policy from a YAML or JSON file through the outage and storm
-// scenarios beside unherd's defaults.
+// report runs every scenario at its published size on five seeds (--seed
+// and the four after it), prints each table (medians over the seeds) and
+// the verdict on every published claim (a claim holds only if it holds on
+// every seed; its figures show the range over the seeds), and writes
+// report.md, PNG and SVG charts and CSV files into DIR (default ./report),
+// which it checks before running anything. sim runs one scenario on one
+// seed (its parameters are flags: unherd sim NAME -h lists them); --json
+// prints one JSON object and nothing else on standard output. whatif
+// judges a retry policy from a YAML or JSON file (at most 1 MiB; - reads
+// standard input) in the outage and storm scenarios beside unherd's
+// default.
 //
-// Exit codes: 0 on success, 1 when a run or a file fails, 2 for a usage
-// error (an unknown command, scenario or flag, a bad flag value). A
-// progress bar appears on standard error when it is a terminal and a run
-// takes longer than a second; nothing of it appears otherwise.
+// Progress goes to standard error once a run has taken a second: a bar on
+// a terminal, a line with the scenario and the percent done every few
+// seconds otherwise; --quiet turns it off. Exit codes: 0 on success, 1
+// when a run or a file fails, 2 for a usage error (an unknown command,
+// scenario or flag, a bad flag value), 130 when interrupted (Ctrl-C).
 package main
 
 import (
@@ -28,6 +32,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // output streams, the scenarios, and the clock. Tests replace the
 // scenarios with fakes.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	// scenarios lists the scenarios, sorted by name.
 	scenarios func() []sim.Scenario
@@ -67,12 +73,14 @@ type env struct {
 	whatIf func(context.Context, sim.Policy, sim.Options) ([]*sim.Result, error)
 	// now reads the wall clock, for timings and the progress bar.
 	now func() time.Time
-	// bars says whether to draw progress bars on stderr.
+	// bars says whether stderr is a terminal: progress is drawn as a bar
+	// there, and written as lines otherwise.
 	bars bool
 }
 
 func newEnv(stdout, stderr io.Writer) *env {
 	return &env{
+		stdin:  os.Stdin,
 		stdout: stdout, stderr: stderr,
 		scenarios: sim.Scenarios,
 		whatIf:    sim.WhatIf,
@@ -120,29 +128,58 @@ func usagef(format string, args ...any) error {
 // errHelp means help was asked for and printed: exit code 0.
 var errHelp = errors.New("help requested")
 
+// command is one subcommand: its name, its line in the help, and what
+// runs it. A new subcommand adds itself to commands (from its own file's
+// init, through addCommand) and appears in the help and the dispatch.
+type command struct {
+	name     string
+	synopsis string // the usage line after "unherd "
+	summary  string // what it does, for the help; wrapped to fit
+	run      func(e *env, ctx context.Context, args []string) error
+}
+
+// commands are the subcommands in help order.
+var commands = []command{
+	{"report", "report [--out DIR] [--seed N] [--quiet]", "run every scenario over several seeds at published sizes; print the tables and the verdicts on the published claims; write report.md, charts and CSV into DIR", (*env).report},
+	{"sim", "sim NAME [flags] [--json] [--seed N]", "run one scenario; 'unherd sim NAME -h' lists its flags", (*env).sim},
+	{"whatif", "whatif --policy FILE|- [--json]", "judge a retry policy (YAML or JSON; - reads standard input) in the outage and storm scenarios beside unherd's default", (*env).whatif},
+}
+
+// addCommand adds c to the commands, for subcommands defined in files of
+// their own.
+func addCommand(c command) { commands = append(commands, c) }
+
+// exitInterrupted is the exit code after Ctrl-C, as a shell reports a
+// process killed by SIGINT (128 + 2).
+const exitInterrupted = 130
+
 func runContext(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 {
 		e.usage(e.stderr)
 		return exitUsage
 	}
 	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "help", "-h", "-help", "--help":
+	cmd, rest := args[0], args[1:]
+	switch i := slices.IndexFunc(commands, func(c command) bool { return c.name == cmd }); {
+	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
 		e.usage(e.stdout)
 		return exitOK
-	case "report":
-		err = e.report(ctx, rest)
-	case "sim":
-		err = e.sim(ctx, rest)
-	case "whatif":
-		err = e.whatif(ctx, rest)
+	case i >= 0:
+		err = commands[i].run(e, ctx, rest)
 	default:
-		err = usagef("unknown command %q (want report, sim, whatif or help)", cmd)
+		names := make([]string, len(commands))
+		for i, c := range commands {
+			names[i] = c.name
+		}
+		err = usagef("unknown command %q (want %s or help)", cmd, strings.Join(names, ", "))
 	}
 	var u *usageError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintln(e.stderr, "unherd: interrupted")
+		return exitInterrupted
 	case errors.As(err, &u):
 		fmt.Fprintf(e.stderr, "unherd: %v\nRun '%s' for usage.\n", err, u.help)
 		return exitUsage
@@ -157,12 +194,12 @@ func (e *env) usage(w io.Writer) {
 budgets and hedging do to a dependency that fails.
 
 Usage:
-  unherd report [--out DIR] [--seed N]         run every scenario at report sizes; print the
-                                               tables; write report.md, charts and CSV into DIR
-  unherd sim NAME [flags] [--json] [--seed N]  run one scenario; 'unherd sim NAME -h' lists its flags
-  unherd whatif --policy FILE [--json]         run a retry policy (YAML or JSON) through the
-                                               outage and storm scenarios beside unherd's defaults
-  unherd help                                  print this help
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  unherd %s\n      %s\n", c.synopsis, wrap(c.summary, 70, "      "))
+	}
+	fmt.Fprint(w, `  unherd help
+      print this help
 
 Scenarios:
 `)
@@ -174,7 +211,11 @@ Scenarios:
 		fmt.Fprintf(w, "  %-10s %s\n", s.Name(), wrap(s.Describe(), 64, strings.Repeat(" ", 13)))
 	}
 	fmt.Fprint(w, `
-Exit codes: 0 success, 1 a run or file failed, 2 a usage error.
+Progress goes to standard error: a bar on a terminal, a line every few
+seconds otherwise; --quiet turns it off.
+
+Exit codes: 0 success, 1 a run or file failed, 2 a usage error,
+130 interrupted (Ctrl-C).
 `)
 }
 

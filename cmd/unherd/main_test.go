@@ -99,6 +99,10 @@ func TestExitCodesAndMessages(t *testing.T) {
 	if err := os.WriteFile(badPolicy, []byte("name: mine\nattempts: 4\nbase: 50ms\ncap: 2 seconds\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	bigPolicy := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(bigPolicy, bytes.Repeat([]byte("# padding\n"), 200000), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	badJSON := filepath.Join(dir, "policy.json")
 	if err := os.WriteFile(badJSON, []byte("{\n  \"attempts\": 4,\n  \"jitter\": \"fuzzy\"\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -126,6 +130,11 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"stray argument", []string{"sim", "fake", "extra"}, exitUsage, []string{`unexpected argument "extra"`}, ""},
 		{"scenario help", []string{"sim", "fake", "-h"}, exitOK, nil, "-size"},
 		{"scenario fails", []string{"sim", "broken"}, exitFailure, []string{"broken: engine on fire"}, ""},
+		{"bad seed", []string{"sim", "fake", "--seed", "-1"}, exitUsage, []string{`"-1" is not a seed: want a whole number from 0 to 18446744073709551615`}, ""},
+		{"report out is a file", []string{"report", "--out", "/dev/null"}, exitFailure, []string{"report: --out: /dev/null is not a directory"}, ""},
+		{"report seeds", []string{"report", "--seeds", "0"}, exitUsage, []string{"--seeds 0 is outside 1 to 100"}, ""},
+		{"whatif policy too large", []string{"whatif", "--policy", bigPolicy}, exitFailure, []string{"big.yaml is larger than 1024 KiB"}, ""},
+		{"whatif policy is a directory", []string{"whatif", "--policy", dir}, exitFailure, []string{"is a directory, not a policy file"}, ""},
 		{"whatif without policy", []string{"whatif"}, exitUsage, []string{"--policy FILE is required"}, ""},
 		{"whatif missing file", []string{"whatif", "--policy", filepath.Join(dir, "none.yaml")}, exitFailure, []string{"none.yaml", "no such file"}, ""},
 		{"whatif bad yaml", []string{"whatif", "--policy", badPolicy}, exitFailure, []string{badPolicy + `:4: cap: "2 seconds" is not a duration (want e.g. 2s)`}, ""},
@@ -209,6 +218,28 @@ func TestWhatIfJSON(t *testing.T) {
 	}
 }
 
+// --policy - reads the policy from standard input; its errors name stdin.
+func TestWhatIfStdin(t *testing.T) {
+	for _, tc := range []struct {
+		name, input string
+		code        int
+		want        string
+	}{
+		{"valid", "attempts: 5\njitter: none\n", exitOK, "5 attempts"},
+		{"invalid", "attempts: 5\njitter: fuzzy\n", exitFailure, `stdin:2: jitter: unknown jitter "fuzzy"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			e := fakeEnv(&out, &errb)
+			e.stdin = strings.NewReader(tc.input)
+			code := runContext(context.Background(), e, []string{"whatif", "--policy", "-"})
+			if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.want) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s%s", code, tc.code, tc.want, out.String(), errb.String())
+			}
+		})
+	}
+}
+
 func TestWhatIfText(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mine.yaml")
 	if err := os.WriteFile(path, []byte("attempts: 2\njitter: none\nbudget: none\ntimeouts: {attempt: 300ms}\n"), 0o644); err != nil {
@@ -260,7 +291,7 @@ func TestReportScenarioFails(t *testing.T) {
 	}
 	// The scenarios that ran still make a report.
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil || !strings.Contains(string(md), "**This scenario failed:** broken: engine on fire") {
+	if err != nil || !strings.Contains(string(md), "**This scenario failed:** broken: seed 1: engine on fire") {
 		t.Fatalf("report.md: %v\n%s", err, md)
 	}
 	if !strings.Contains(stdout, "== fake") {
@@ -281,7 +312,7 @@ func TestCancelled(t *testing.T) {
 	cancel()
 	var out, errb bytes.Buffer
 	e := fakeEnv(&out, &errb, fake{name: "fake"})
-	if code := runContext(ctx, e, []string{"sim", "fake"}); code != exitFailure || !strings.Contains(errb.String(), "context canceled") {
+	if code := runContext(ctx, e, []string{"sim", "fake"}); code != exitInterrupted || errb.String() != "unherd: interrupted\n" {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
@@ -372,5 +403,19 @@ func TestWrap(t *testing.T) {
 	got := wrap("aaa bbb ccc ddd", 7, "  ")
 	if want := "aaa bbb\n  ccc ddd"; got != want {
 		t.Fatalf("wrap = %q, want %q", got, want)
+	}
+}
+
+// A parameter error reads as the command line's own, without the sim
+// package's prefix.
+func TestParamErrorDoesNotStutter(t *testing.T) {
+	if _, ok := sim.Lookup("jitter"); !ok {
+		t.Skip("no jitter scenario")
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"sim", "jitter", "--runs", "0"}, &out, &errb)
+	want := "unherd: sim jitter: --runs: 0 must be above zero\n"
+	if code != exitUsage || !strings.HasPrefix(errb.String(), want) {
+		t.Fatalf("exit %d, stderr %q, want it to start with %q", code, errb.String(), want)
 	}
 }

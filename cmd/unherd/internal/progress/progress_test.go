@@ -74,3 +74,39 @@ func TestIsTerminal(t *testing.T) {
 		t.Fatal("a buffer is not a terminal")
 	}
 }
+
+func TestLines(t *testing.T) {
+	var out bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	l := NewLines(&out, "report: hedge", c.now)
+	for i := range 100 {
+		c.t = c.t.Add(100 * time.Millisecond) // 10 s in all
+		l.Update(i, 100)
+	}
+	l.Update(100, 100)
+	l.Finish()
+	want := "report: hedge 9% (9/100) after 1s\n" +
+		"report: hedge 39% (39/100) after 4s\n" +
+		"report: hedge 69% (69/100) after 7s\n" +
+		"report: hedge 99% (99/100) after 10s\n" +
+		"report: hedge 100% (100/100) after 10s\n"
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestLinesQuiet(t *testing.T) {
+	var out bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	l := NewLines(&out, "jitter", c.now)
+	l.Update(5, 10)
+	c.t = c.t.Add(500 * time.Millisecond)
+	l.Update(10, 10)
+	l.Finish()
+	var nilLines *Lines
+	nilLines.Update(1, 2)
+	nilLines.Finish()
+	if out.Len() != 0 {
+		t.Fatalf("quick work wrote %q", out.String())
+	}
+}

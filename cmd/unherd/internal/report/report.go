@@ -30,8 +30,10 @@ type Entry struct {
 
 // Header is what report.md says about the run as a whole.
 type Header struct {
-	// Seed is the seed every scenario ran with.
-	Seed uint64
+	// Seed is the first seed every scenario ran with, and Seeds the
+	// number of seeds (Seed, Seed+1, ...).
+	Seed  uint64
+	Seeds int
 	// Command is the command line that reproduces the report.
 	Command string
 }
@@ -54,8 +56,14 @@ func Write(dir string, h Header, entries []Entry) ([]string, error) {
 	var md bytes.Buffer
 	var files []string
 	md.WriteString("# unherd report\n\n")
-	fmt.Fprintf(&md, "Every scenario of the simulator at report sizes, seed %d. Rerun it with `%s`; "+
-		"run one scenario at its published size with `unherd sim NAME`.\n\n", h.Seed, h.Command)
+	seeds := fmt.Sprintf("seed %d", h.Seed)
+	if h.Seeds > 1 {
+		seeds = fmt.Sprintf("%d seeds (%d to %d)", h.Seeds, h.Seed, h.Seed+uint64(h.Seeds)-1)
+	}
+	fmt.Fprintf(&md, "Every scenario of the simulator at its report size, on %s. Table cells are medians over "+
+		"the seeds and charts show the first seed; a claim holds only if it holds on every seed, and its figures "+
+		"give the median with the range over the seeds in brackets. Rerun it with `%s`; "+
+		"run one scenario, one seed, with `unherd sim NAME`.\n\n", seeds, h.Command)
 	for _, e := range entries {
 		fmt.Fprintf(&md, "- [%s](#%s): %s\n", e.Name, anchor(e.Name), e.Description)
 	}

@@ -140,13 +140,16 @@ func resultGrid(r *sim.Result) grid {
 func claimGrid(claims []sim.Claim) grid {
 	rows := make([][]any, len(claims))
 	for i, c := range claims {
-		holds := "no"
+		holds := "**DIFFERS**"
 		if c.Holds {
-			holds = "yes"
+			holds = "holds"
 		}
-		rows[i] = []any{c.Source, c.Claim, c.Measured, holds}
+		if s := c.SeedSummary(); s != "" {
+			holds += " (" + s + ")"
+		}
+		rows[i] = []any{c.Claim, c.Measured, holds, c.Source}
 	}
-	return newGrid([]string{"source", "claim", "measured", "holds"}, rows)
+	return newGrid([]string{"claim", "measured: median [min-max over seeds]", "verdict", "source"}, rows)
 }
 
 // writeText writes g as columns separated by two spaces, numbers aligned
@@ -248,6 +251,9 @@ func ClaimsText(w io.Writer, claims []sim.Claim) error {
 		}
 		fmt.Fprintf(&b, "  %s  %s\n", verdict, oneLine(c.Claim))
 		fmt.Fprintf(&b, "           measured: %s\n", oneLine(c.Measured))
+		if s := c.SeedSummary(); s != "" {
+			fmt.Fprintf(&b, "           seeds:    %s\n", s)
+		}
 		fmt.Fprintf(&b, "           source:   %s\n", oneLine(c.Source))
 	}
 	_, err := io.WriteString(w, b.String())

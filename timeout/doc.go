@@ -36,9 +36,24 @@
 // exactly when a short timeout matters. The timeout still grows when the
 // dependency becomes slower: the answers that arrive just under the
 // timeout lift the estimate, and the margin lifts the timeout above it, by
-// up to Margin per estimator refresh (TestFollowsSlowdown). A dependency
-// that becomes uniformly slower than the whole current timeout sends no
-// successes and leaves the timeout where it was.
+// up to Margin per estimator refresh (TestFollowsSlowdown).
+//
+// # Widening after timeouts
+//
+// A dependency that becomes slower than the whole timeout sends no
+// successes at all, and the estimator alone would keep the timeout where
+// it was, every attempt timing out until the process restarts. So
+// Config.WidenAfter (3) attempts in a row that time out, with no success
+// between them, double the timeout, up to Ceiling; the answers that then
+// arrive reach the estimator, and each success narrows the widened
+// timeout back toward Margin times its latency, until the estimator has
+// caught up (TestRecoversFromSlowdown: from 10 ms, a dependency now
+// answering in 50 ms gets its first success on the tenth attempt). Only
+// attempts that ran under the timeout now in force count toward the next
+// doubling, so a burst of concurrent attempts that all timed out at the
+// old value doubles it once. The price: a dependency that hangs outright
+// walks the timeout up to Ceiling, 3 timeouts per doubling, and the first
+// fast answers walk it back down.
 //
 // # With retry
 //

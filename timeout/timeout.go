@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/unherd/unherd/internal/quantile"
@@ -31,6 +32,10 @@ const (
 	// DefaultCeiling is the longest timeout, and the timeout used until
 	// there are enough latencies.
 	DefaultCeiling = 10 * time.Second
+	// DefaultWidenAfter is how many attempts in a row must time out
+	// before the timeout doubles: by chance, at the default false-timeout
+	// rate of 0.1%, three in a row happen once in a billion attempts.
+	DefaultWidenAfter = 3
 )
 
 // ErrInvalidConfig is wrapped by every error Validate and New return.
@@ -67,6 +72,14 @@ type Config struct {
 	// 8/FalseTimeoutRate, at least 4,096 (8,192 for p99.9), rounded up to
 	// a power of two.
 	Window int
+
+	// WidenAfter is how many attempts in a row, with no success between
+	// them, must time out before the timeout doubles (up to Ceiling), so
+	// that a dependency that became slower than the whole timeout gets a
+	// chance to answer, and its answers reach the estimator. Successes
+	// shrink the widened timeout back toward what the estimator says.
+	// Zero means DefaultWidenAfter (3).
+	WidenAfter int
 }
 
 // Validate reports settings that cannot work, naming the field.
@@ -84,6 +97,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Initial %v is negative", ErrInvalidConfig, c.Initial)
 	case c.Window < 0:
 		return fmt.Errorf("%w: Window %d is negative", ErrInvalidConfig, c.Window)
+	case c.WidenAfter < 0:
+		return fmt.Errorf("%w: WidenAfter %d is negative; use 0 for the default of %d", ErrInvalidConfig, c.WidenAfter, DefaultWidenAfter)
 	}
 	floor, ceiling := cmp.Or(c.Floor, DefaultFloor), cmp.Or(c.Ceiling, DefaultCeiling)
 	if floor > ceiling {
@@ -94,7 +109,9 @@ func (c *Config) Validate() error {
 
 // Adaptive is a per-attempt timeout that tracks latency: Margin times the
 // 1-FalseTimeoutRate quantile of recent successful attempts, within
-// [Floor, Ceiling]. It implements retry.TimeoutSource, so
+// [Floor, Ceiling], widened (doubled, up to Ceiling) after WidenAfter
+// attempts in a row time out, and narrowed back by the successes that
+// follow. It implements retry.TimeoutSource, so
 // retry.Config{Timeouts: a} bounds every attempt with it. It is safe for
 // concurrent use; share one per dependency. The zero Adaptive is not
 // usable; call New.
@@ -105,7 +122,13 @@ type Adaptive struct {
 	ceiling    time.Duration
 	initial    time.Duration
 	minSamples int
+	widenAfter int32
 	est        *quantile.Estimator
+
+	// widened is the widened timeout in nanoseconds, 0 for none; streak
+	// counts the attempts that timed out since the last success.
+	widened atomic.Int64
+	streak  atomic.Int32
 }
 
 var _ retry.TimeoutSource = (*Adaptive)(nil)
@@ -116,10 +139,11 @@ func New(cfg Config) (*Adaptive, error) {
 		return nil, err
 	}
 	a := &Adaptive{
-		rate:    cmp.Or(cfg.FalseTimeoutRate, DefaultFalseTimeoutRate),
-		margin:  cmp.Or(cfg.Margin, DefaultMargin),
-		floor:   cmp.Or(cfg.Floor, DefaultFloor),
-		ceiling: cmp.Or(cfg.Ceiling, DefaultCeiling),
+		rate:       cmp.Or(cfg.FalseTimeoutRate, DefaultFalseTimeoutRate),
+		margin:     cmp.Or(cfg.Margin, DefaultMargin),
+		floor:      cmp.Or(cfg.Floor, DefaultFloor),
+		ceiling:    cmp.Or(cfg.Ceiling, DefaultCeiling),
+		widenAfter: int32(min(cmp.Or(cfg.WidenAfter, DefaultWidenAfter), math.MaxInt32)),
 	}
 	a.initial = cmp.Or(cfg.Initial, a.ceiling)
 	window := cfg.Window
@@ -137,9 +161,15 @@ func New(cfg Config) (*Adaptive, error) {
 
 // AttemptTimeout returns the timeout for the next attempt: Initial while
 // there are fewer than 4/FalseTimeoutRate latencies, then Margin times
-// their 1-FalseTimeoutRate quantile, within [Floor, Ceiling]. It is two
-// atomic loads and a multiplication.
+// their 1-FalseTimeoutRate quantile, within [Floor, Ceiling]; or the
+// widened timeout, if attempts timed out in a row and it is longer. It is
+// three atomic loads and a multiplication.
 func (a *Adaptive) AttemptTimeout() time.Duration {
+	return max(a.estimated(), time.Duration(a.widened.Load()))
+}
+
+// estimated is the timeout the estimator gives, before any widening.
+func (a *Adaptive) estimated() time.Duration {
 	q, n := a.est.Tracked(0)
 	if n < a.minSamples {
 		return a.initial
@@ -151,14 +181,65 @@ func (a *Adaptive) AttemptTimeout() time.Duration {
 	return max(t, a.floor)
 }
 
-// Observe records an attempt's latency. Only successful attempts count:
-// a fast failure (a refused connection) says nothing about how long an
-// answer takes, and an attempt that timed out only says that the answer
-// would have taken longer than the timeout, so counting it would stretch
-// the timeout toward the ceiling whenever the dependency hangs.
+// Observe records an attempt's latency. Only successful attempts reach the
+// estimator: a fast failure (a refused connection) says nothing about how
+// long an answer takes, and an attempt that timed out only says that the
+// answer would have taken longer than the timeout, so counting it as a
+// latency would stretch the timeout toward the ceiling whenever the
+// dependency hangs.
+//
+// A failure whose latency reaches the timeout in force is a timeout.
+// WidenAfter of them in a row double the timeout, up to Ceiling, so that a
+// dependency now slower than the whole timeout can answer, and its
+// answers reach the estimator. An attempt started under a shorter timeout
+// than the one now in force does not count toward the next doubling. Each
+// success then narrows a widened timeout by 1/16 of its excess over
+// Margin times that success's latency, so once the estimator has caught up
+// the widening fades.
 func (a *Adaptive) Observe(latency time.Duration, ok bool) {
 	if ok {
+		a.streak.Store(0)
 		a.est.Record(latency)
+		a.narrow(latency)
+		return
+	}
+	// Timers fire a little late, never early: a timed-out attempt's latency
+	// is at least the timeout it ran under.
+	cur := a.AttemptTimeout()
+	if latency < cur || cur >= a.ceiling {
+		return
+	}
+	if a.streak.Add(1) < a.widenAfter {
+		return
+	}
+	a.streak.Store(0)
+	wider := min(2*cur, a.ceiling)
+	for {
+		w := a.widened.Load()
+		if time.Duration(w) >= wider || a.widened.CompareAndSwap(w, int64(wider)) {
+			return
+		}
+	}
+}
+
+// narrow shrinks a widened timeout after a success of the given latency.
+func (a *Adaptive) narrow(latency time.Duration) {
+	for {
+		w := a.widened.Load()
+		if w == 0 {
+			return
+		}
+		need := max(int64(float64(latency)*a.margin), int64(a.estimated()))
+		next := w - (w-need)/16
+		if need >= w {
+			next = w // this success needed all of it
+		}
+		if est := int64(a.estimated()); next <= est+est/64 {
+			next = 0 // the estimator has caught up
+		}
+		if next == w || a.widened.CompareAndSwap(w, next) {
+			return
+		}
 	}
 }
 

@@ -51,6 +51,7 @@ func TestValidate(t *testing.T) {
 		{"negative ceiling", Config{Ceiling: -1}, false},
 		{"negative initial", Config{Initial: -1}, false},
 		{"negative window", Config{Window: -1}, false},
+		{"negative WidenAfter", Config{WidenAfter: -1}, false},
 		{"huge window", Config{Window: 1 << 31}, false},
 		{"floor above default ceiling", Config{Floor: time.Minute}, false},
 		{"floor above ceiling", Config{Floor: time.Second, Ceiling: time.Millisecond}, false},
@@ -246,6 +247,115 @@ func TestWithRetry(t *testing.T) {
 		}
 		if timeout > 100*time.Millisecond || took != timeout+20*time.Millisecond {
 			t.Errorf("hung attempt cut after %v (timeout %v), want the learnt timeout, well under 100ms", took-20*time.Millisecond, timeout)
+		}
+	})
+}
+
+// TestRecoversFromSlowdown makes a dependency that answered in 5 ms
+// answer in 50 ms: every attempt now times out at the learnt 10 ms, so no
+// success reaches the estimator. After WidenAfter timeouts in a row the
+// timeout doubles, until the answers fit (10, 20, 40, 80 ms: the tenth
+// call succeeds), and the calls after that all succeed. When the
+// dependency is fast again, successes narrow the timeout back.
+func TestRecoversFromSlowdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := mustNew(t, Config{})
+		for range 5000 {
+			a.Observe(5*time.Millisecond, true)
+		}
+		if got := a.AttemptTimeout(); got != DefaultFloor {
+			t.Fatalf("learnt timeout %v, want the floor, %v", got, DefaultFloor)
+		}
+		p, err := retry.New(retry.Config{Timeouts: a, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		latency := 50 * time.Millisecond
+		call := func(ctx context.Context) error {
+			select {
+			case <-time.After(latency):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		first := -1
+		for i := range 100 {
+			err := p.Do(context.Background(), call)
+			if err == nil && first < 0 {
+				first = i
+			}
+			if err != nil && first >= 0 {
+				t.Fatalf("call %d failed after call %d succeeded: %v", i, first, err)
+			}
+		}
+		t.Logf("first success on call %d, timeout then %v", first+1, a.AttemptTimeout())
+		if first != 3*DefaultWidenAfter {
+			t.Errorf("first success on call %d, want %d (three doublings of %d timeouts)", first+1, 3*DefaultWidenAfter+1, DefaultWidenAfter)
+		}
+		// Widened to 80 ms, then narrowed toward 1.5 x the 50 ms answers.
+		if got := a.AttemptTimeout(); got < 75*time.Millisecond || got > 80*time.Millisecond {
+			t.Errorf("widened timeout %v, want in [75ms, 80ms]", got)
+		}
+		latency = 5 * time.Millisecond
+		for range 200 {
+			if err := p.Do(context.Background(), call); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := a.AttemptTimeout(); got > 2*DefaultFloor {
+			t.Errorf("timeout %v after 200 fast answers, want back near the floor, %v", got, DefaultFloor)
+		}
+	})
+}
+
+// TestWidening walks Observe's rules for timeouts.
+func TestWidening(t *testing.T) {
+	// trained returns an Adaptive that learnt 20 ms answers, and its
+	// timeout, about 30 ms.
+	trained := func() (*Adaptive, time.Duration) {
+		a := mustNew(t, Config{})
+		for range 5000 {
+			a.Observe(20*time.Millisecond, true)
+		}
+		return a, a.AttemptTimeout()
+	}
+	timeouts := func(a *Adaptive, n int, latency time.Duration) {
+		for range n {
+			a.Observe(latency, false)
+		}
+	}
+	t.Run("fewer than WidenAfter in a row: unchanged", func(t *testing.T) {
+		a, base := trained()
+		timeouts(a, 2, base)
+		a.Observe(20*time.Millisecond, true)
+		timeouts(a, 2, base)
+		if got := a.AttemptTimeout(); got != base {
+			t.Errorf("timeout %v, want %v: a success broke each streak", got, base)
+		}
+	})
+	t.Run("fast failures are not timeouts", func(t *testing.T) {
+		a, base := trained()
+		timeouts(a, 100, time.Millisecond)
+		if got := a.AttemptTimeout(); got != base {
+			t.Errorf("timeout %v, want %v", got, base)
+		}
+	})
+	t.Run("attempts started under the old timeout do not count twice", func(t *testing.T) {
+		a, base := trained()
+		timeouts(a, 3, base) // doubled
+		timeouts(a, 50, base)
+		if got := a.AttemptTimeout(); got != 2*base {
+			t.Errorf("timeout %v, want %v", got, 2*base)
+		}
+	})
+	t.Run("never past the ceiling", func(t *testing.T) {
+		a, _ := trained()
+		for range 100 {
+			timeouts(a, 3, a.AttemptTimeout())
+		}
+		if got := a.AttemptTimeout(); got != DefaultCeiling {
+			t.Errorf("timeout %v, want the ceiling, %v", got, DefaultCeiling)
 		}
 	})
 }

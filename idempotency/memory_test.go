@@ -153,3 +153,10 @@ func FuzzResponseUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// 1,000 concurrent requests with one key over two servers sharing one
+// Memory store run the handler once.
+func TestMemoryExactlyOnce(t *testing.T) {
+	s := newMemory(t, idempotency.MemoryConfig{})
+	t.Log(storetest.ExactlyOnce(t, 1000, 100*time.Millisecond, s, s))
+}

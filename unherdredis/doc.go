@@ -1,0 +1,16 @@
+// Package unherdredis keeps unherd's fleet-wide state in Redis, through a
+// go-redis v9 redis.UniversalClient, so that standalone, Sentinel and
+// Cluster deployments all work.
+//
+// Store is an idempotency.Store: give it to idempotency.Config and every
+// server sharing the Redis sees the same records:
+//
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+//	m, err := idempotency.New(idempotency.Config{Store: unherdredis.NewStore(rdb, unherdredis.StoreConfig{})})
+//
+// Claims, renewals, completions and releases are Lua scripts, atomic on
+// the server and fenced by the claim's token, so that a process whose
+// lease expired cannot overwrite the record of the one that took the key
+// over. Leases and TTLs are Redis key expiries, measured by the Redis
+// server's clock.
+package unherdredis

@@ -1,0 +1,17 @@
+module github.com/unherd/unherd/unherdredis
+
+go 1.25
+
+replace github.com/unherd/unherd => ../
+
+require (
+	github.com/redis/go-redis/v9 v9.22.0
+	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+)

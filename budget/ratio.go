@@ -99,8 +99,9 @@ func (c *RatioConfig) Validate() error {
 //
 // Record, on every call's path, reads no clock and takes no lock: it adds
 // to one of several padded counters, and the counts reach the window's
-// time slots when the next Withdraw (or WithdrawAt, RecordAt, Counts)
-// folds them in, spread evenly over the time since the previous fold. For
+// time slots when they are folded in, spread evenly over the time since
+// the previous fold: by Counts, and by a Withdraw that the counts folded
+// so far would refuse. For
 // a steady stream of requests that is exact on average; requests recorded
 // in a burst after a long quiet spell are placed partly in the quiet
 // spell, and may leave the window early, which makes the budget stricter,
@@ -169,13 +170,22 @@ func (r *Ratio) WithdrawAt(now time.Time, c Class) bool {
 func (r *Ratio) withdraw(t int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.w.Fold(t)
-	requests, retries := r.w.Sums(t)
-	if float64(retries+1) > r.ratio*float64(requests)+r.reserve {
-		return false
+	if !r.allows(r.w.Sums(t)) {
+		// The requests Record counted since the last fold can only make
+		// room: fold them in only when the budget needs them, which
+		// spares the common case a walk over every stripe.
+		r.w.Fold(t)
+		if !r.allows(r.w.Sums(t)) {
+			return false
+		}
 	}
 	r.w.AddAt(t, 0, 1)
 	return true
+}
+
+// allows reports whether one more retry fits beside requests and retries.
+func (r *Ratio) allows(requests, retries int64) bool {
+	return float64(retries+1) <= r.ratio*float64(requests)+r.reserve
 }
 
 // Record counts a request when a is a call's first attempt; other attempts

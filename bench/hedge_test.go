@@ -108,7 +108,7 @@ const extraUnit = "extra-req/op"
 // mean latency of the slow calls (slow-call-µs) and the extra requests per
 // call (extra-req/op). floor-nohedge is the same calls unhedged.
 func BenchmarkHedge(b *testing.B) {
-	ctx := context.Background()
+	ctx := reqCtx(b)
 
 	// run makes the calls with do, timing the slow ones.
 	run := func(b *testing.B, do func() (int, error)) time.Duration {
@@ -161,7 +161,7 @@ func BenchmarkHedge(b *testing.B) {
 // that do not need it. A hedge can still start when the machine stalls
 // the primary for the whole delay; extra-req/op counts such hedges.
 func BenchmarkHedgePrimaryWins(b *testing.B) {
-	ctx := context.Background()
+	ctx := reqCtx(b)
 	fast := func(r *replicas) func(context.Context, int) (int, error) {
 		return func(ctx context.Context, attempt int) (int, error) {
 			if attempt > 0 {

@@ -11,6 +11,8 @@ import (
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -33,9 +35,10 @@ func newServer(b *testing.B) *server {
 	return s
 }
 
-// get returns a GET request for the server's root.
+// get returns a GET request for the server's root, with a cancellable
+// context as a request made while serving one has.
 func (s *server) get(b *testing.B) *http.Request {
-	req, err := http.NewRequest(http.MethodGet, s.URL, nil)
+	req, err := http.NewRequestWithContext(reqCtx(b), http.MethodGet, s.URL, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,12 +66,14 @@ func newBase(b *testing.B) *http.Transport {
 // roundTrippers returns the round trippers compared: the bare transport
 // and each library's HTTP integration over a transport like it, each with
 // three attempts and jittered exponential backoff from 50 ms to 20 s where
-// the library has those settings.
+// the library has those settings, and no retry budget (no peer has one
+// here).
 func roundTrippers(b *testing.B) []struct {
 	lib string
 	rt  http.RoundTripper
 } {
-	un, err := unherdhttp.NewTransport(newBase(b), unherdhttp.Config{}) // the defaults
+	// The defaults but for the budget.
+	un, err := unherdhttp.NewTransport(newBase(b), unherdhttp.Config{Retry: retry.Config{Budget: budget.Unlimited}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -71,30 +71,115 @@ func checkResult(b *testing.B, v int, err error) {
 	}
 }
 
+// reqCtx returns the context every case passes as the caller's: a
+// cancellable one, as a request's context is, not context.Background(),
+// whose Done channel is nil and lets a library skip work a real call
+// pays for.
+func reqCtx(b *testing.B) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	return ctx
+}
+
+// unherdPolicy is unherd's retry policy for the comparisons: the
+// defaults (3 attempts, full jitter from 50 ms to 20 s) with schedule s if
+// it is set, and no retry budget, since no peer has one in these cases
+// (BenchmarkBudgetParallel measures the budget).
+func unherdPolicy(b *testing.B, s *backoff.Schedule) *retry.Policy {
+	cfg := retry.Config{Budget: budget.Unlimited}
+	if s != nil {
+		cfg.Backoff = *s
+	}
+	p, err := retry.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
 // BenchmarkFirstSuccess is a call whose first attempt succeeds: the cost a
 // retry library adds to every healthy call. Every library is configured
 // with three attempts and its jittered exponential backoff from 50 ms; the
 // backoff is never used.
 func BenchmarkFirstSuccess(b *testing.B) {
-	runScenario(b, 0)
+	runScenario(b, 0, delayExp)
 }
 
 // BenchmarkRetry2 is a call that fails twice and then succeeds, with a zero
-// delay between attempts: the cost of the retry machinery itself.
+// delay between attempts. It is a floor, not a comparison of equal work:
+// unherd's immediate schedule arms no timer, while every peer arms one
+// even for a zero delay. BenchmarkRetryWait compares equal work.
 func BenchmarkRetry2(b *testing.B) {
-	runScenario(b, 2)
+	runScenario(b, 2, delayZero)
 }
 
-// runScenario runs one sub-benchmark per library for a call whose first
-// fails attempts fail. With fails == 0 each library uses its jittered
-// exponential backoff; otherwise each uses its way of saying "no delay".
-// Peers get their cheapest correct usage: policies, executors and option
-// lists are built once outside the loop where the library allows it, and
-// per call only where it keeps state per call.
-func runScenario(b *testing.B, fails int) {
-	ctx := context.Background()
-	immediate := fails > 0
+// waitDelay is the delay between attempts in BenchmarkRetryWait: the
+// shortest a timer can be armed for, so that every library waits on a
+// timer and the wait itself costs next to nothing.
+const waitDelay = time.Nanosecond
 
+// BenchmarkRetryWait is a call that fails twice and then succeeds, with a
+// constant 1 ns delay between attempts: what a retry that really waits
+// costs, every library arming a timer for each wait. floor-timer is a
+// hand-written loop that arms one time.Timer per call and resets it for
+// the second wait.
+func BenchmarkRetryWait(b *testing.B) {
+	b.Run("floor-timer", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := reqCtx(b)
+		o := newOp(2, errFail)
+		for b.Loop() {
+			v, err := timerLoop(ctx, o)
+			checkResult(b, v, err)
+		}
+		o.check(b)
+	})
+	runScenario(b, 2, delayWait)
+}
+
+// timerLoop is floor-timer's call: up to three attempts, a 1 ns wait on
+// one timer between them, the caller's context honoured during the wait.
+func timerLoop(ctx context.Context, o *op) (int, error) {
+	var t *time.Timer
+	var v int
+	var err error
+	for i := range attempts {
+		if v, err = o.call(); err == nil || i == attempts-1 {
+			break
+		}
+		if t == nil {
+			t = time.NewTimer(waitDelay)
+		} else {
+			t.Reset(waitDelay)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		}
+	}
+	if t != nil {
+		t.Stop()
+	}
+	return v, err
+}
+
+// delayKind is what a scenario asks each library to wait between attempts.
+type delayKind int
+
+const (
+	delayExp  delayKind = iota // jittered exponential from 50 ms to 20 s
+	delayZero                  // no delay
+	delayWait                  // a constant waitDelay
+)
+
+// runScenario runs one sub-benchmark per library for a call whose first
+// fails attempts fail, each library waiting as delay says. Peers get their
+// cheapest correct usage: policies, executors and option lists are built
+// once outside the loop where the library allows it, and per call only
+// where it keeps state per call.
+func runScenario(b *testing.B, fails int, delay delayKind) {
 	if fails == 0 { // a direct call cannot recover from a failure
 		b.Run("floor-direct", func(b *testing.B) {
 			b.ReportAllocs()
@@ -107,38 +192,35 @@ func runScenario(b *testing.B, fails int) {
 		})
 	}
 
-	b.Run("floor-loop", func(b *testing.B) {
-		b.ReportAllocs()
-		o := newOp(fails, errFail)
-		for b.Loop() {
-			var v int
-			var err error
-			for range attempts {
-				if v, err = o.call(); err == nil {
-					break
+	if delay != delayWait { // floor-timer is RetryWait's floor
+		b.Run("floor-loop", func(b *testing.B) {
+			b.ReportAllocs()
+			o := newOp(fails, errFail)
+			for b.Loop() {
+				var v int
+				var err error
+				for range attempts {
+					if v, err = o.call(); err == nil {
+						break
+					}
 				}
+				checkResult(b, v, err)
 			}
-			checkResult(b, v, err)
-		}
-		o.check(b)
-	})
+			o.check(b)
+		})
+	}
 
 	b.Run("unherd", func(b *testing.B) {
 		b.ReportAllocs()
-		// The defaults: 3 attempts, full jitter from 50 ms to 20 s, and a
-		// retry budget of the policy's own.
-		var cfg retry.Config
-		if immediate {
-			cfg.Backoff = backoff.Schedule{Immediate: true}
-			// Every call here fails twice, which a retry budget rightly
-			// stops after a few hundred calls; the peers have no budget,
-			// so the comparison opts out of it.
-			cfg.Budget = budget.Unlimited
+		var s *backoff.Schedule // the default: full jitter, 50 ms to 20 s
+		switch delay {
+		case delayZero:
+			s = &backoff.Schedule{Immediate: true}
+		case delayWait:
+			s = &backoff.Schedule{Base: waitDelay, Cap: waitDelay, Jitter: backoff.None, Constant: true}
 		}
-		p, err := retry.New(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
+		p := unherdPolicy(b, s)
+		ctx := reqCtx(b)
 		o := newOp(fails, errFail)
 		for b.Loop() {
 			v, err := retry.DoValue(ctx, p, o.callCtx)
@@ -150,10 +232,15 @@ func runScenario(b *testing.B, fails int) {
 	b.Run("failsafe-go", func(b *testing.B) {
 		b.ReportAllocs()
 		rb := retrypolicy.NewBuilder[int]().WithMaxAttempts(attempts)
-		if !immediate {
+		switch delay {
+		case delayExp:
 			rb = rb.WithBackoff(base, maxDelay).WithJitterFactor(1)
+		case delayWait:
+			rb = rb.WithDelay(waitDelay)
 		}
-		exec := failsafe.With[int](rb.Build())
+		// The executor, context included, is built once: the context is
+		// the same for every call here.
+		exec := failsafe.With[int](rb.Build()).WithContext(reqCtx(b))
 		o := newOp(fails, errFail)
 		for b.Loop() {
 			v, err := exec.Get(o.call)
@@ -172,10 +259,14 @@ func runScenario(b *testing.B, fails int) {
 			Multiplier:          2,
 			MaxInterval:         maxDelay,
 		}
-		if immediate {
+		switch delay {
+		case delayZero:
 			bo = &cenkalti.ZeroBackOff{}
+		case delayWait:
+			bo = cenkalti.NewConstantBackOff(waitDelay)
 		}
 		opts := []cenkalti.RetryOption{cenkalti.WithBackOff(bo), cenkalti.WithMaxTries(attempts)}
+		ctx := reqCtx(b)
 		o := newOp(fails, errFail)
 		for b.Loop() {
 			v, err := cenkalti.Retry(ctx, o.call, opts...)
@@ -187,14 +278,17 @@ func runScenario(b *testing.B, fails int) {
 	b.Run("retry-go", func(b *testing.B) {
 		b.ReportAllocs()
 		opts := []avast.Option{
-			avast.Context(ctx),
+			avast.Context(reqCtx(b)),
 			avast.Attempts(attempts),
 			avast.Delay(base),
 			avast.MaxDelay(maxDelay),
 			avast.DelayType(avast.FullJitterBackoffDelay),
 		}
-		if immediate {
+		switch delay {
+		case delayZero:
 			opts = append(opts, avast.Delay(0), avast.DelayType(avast.FixedDelay))
+		case delayWait:
+			opts = append(opts, avast.Delay(waitDelay), avast.DelayType(avast.FixedDelay))
 		}
 		o := newOp(fails, errFail)
 		for b.Loop() {
@@ -209,14 +303,21 @@ func runScenario(b *testing.B, fails int) {
 		// go-retry retries only errors marked retryable; mark once, not
 		// per attempt.
 		o := newOp(fails, sethvargo.RetryableError(errFail))
-		zero := sethvargo.BackoffFunc(func() (time.Duration, bool) { return 0, false })
+		constant := func(d time.Duration) sethvargo.Backoff {
+			return sethvargo.BackoffFunc(func() (time.Duration, bool) { return d, false })
+		}
+		zero, wait := constant(0), constant(waitDelay)
+		ctx := reqCtx(b)
 		for b.Loop() {
 			// A go-retry Backoff counts its retries, so each call needs
 			// its own.
 			var bo sethvargo.Backoff
-			if immediate {
+			switch delay {
+			case delayZero:
 				bo = sethvargo.WithMaxRetries(attempts-1, zero)
-			} else {
+			case delayWait:
+				bo = sethvargo.WithMaxRetries(attempts-1, wait)
+			default:
 				bo = sethvargo.WithMaxRetries(attempts-1,
 					sethvargo.WithCappedDuration(maxDelay,
 						sethvargo.WithFullJitter(sethvargo.NewExponential(base))))

@@ -6,18 +6,25 @@
 #
 # The whole suite runs COUNT times (default 10), one round after another, so
 # that a burst of load from elsewhere on the machine hits every library of a
-# round alike instead of all the runs of one. Each benchmark runs for
-# BENCHTIME (default 1s) per round. benchstat is installed into ./.bin at
-# a pinned version.
+# round alike instead of all the runs of one; the readings compare cases
+# round by round and give the median and range of those per-round ratios.
+# Each benchmark runs for BENCHTIME (default 500ms, half of what it was)
+# per round, so that a full run of the ten scenarios takes about 5 minutes
+# on 2 cores, short enough for a shared machine. benchstat is installed
+# into ./.bin at a pinned version.
 #
-#	./run.sh                      # about 7 minutes on 2 cores
-#	COUNT=3 BENCHTIME=100ms ./run.sh
+# BENCHMARKS.md describes one commit: run.sh refuses to write it from a
+# checkout with uncommitted changes (tracked or untracked). Writing
+# another file (OUT=/tmp/x.md) is allowed, and says so in its header.
+#
+#	./run.sh                      # about 5 minutes on 2 cores
+#	COUNT=3 BENCHTIME=100ms OUT=/tmp/quick.md ./run.sh
 #	REPORT_ONLY=1 ./run.sh        # the report again, from the last run
 set -euo pipefail
 cd "$(dirname "$0")"
 
 COUNT=${COUNT:-10}
-BENCHTIME=${BENCHTIME:-1s}
+BENCHTIME=${BENCHTIME:-500ms}
 OUT=${OUT:-BENCHMARKS.md}
 BENCHSTAT_VERSION=v0.0.0-20260908200009-22c9c6c9d4da
 
@@ -27,16 +34,26 @@ if ! go version -m "$GOBIN/benchstat" 2>/dev/null | grep -q "golang.org/x/perf[[
 	go install "golang.org/x/perf/cmd/benchstat@$BENCHSTAT_VERSION"
 fi
 
-# commit names the checkout measured, and says so when tracked files
-# differ from it.
+# commit names the checkout measured, and says so when it has changes
+# not committed (files git ignores, such as ./.bin, do not count).
 commit() {
 	local c
 	c=$(git rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
-	if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+	if [[ -n $(git status --porcelain 2>/dev/null) ]]; then
 		c="$c, with uncommitted changes"
 	fi
 	echo "$c"
 }
+
+# refuse stops a run that would write BENCHMARKS.md for a commit it does
+# not describe.
+refuse() {
+	if [[ $(basename "$OUT") == BENCHMARKS.md && ($1 == *uncommitted* || $1 == *changed*) ]]; then
+		echo "run.sh: the checkout ($1) is not a commit; commit first, or write elsewhere with OUT=/tmp/benchmarks.md" >&2
+		exit 1
+	fi
+}
+refuse "$(commit)"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -51,6 +68,7 @@ if [[ ${REPORT_ONLY:-} == 1 ]]; then
 	cp "$GOBIN/last-run.txt" "$work/raw.txt"
 	# shellcheck source=/dev/null
 	source "$GOBIN/last-run.env"
+	refuse "$measured"
 else
 	go test -c -o "$work/bench.test" .
 	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -64,10 +82,16 @@ else
 		"$work/bench.test" -test.run '^$' -test.bench . -test.benchtime "$BENCHTIME" -test.count 1 >>"$work/raw.txt"
 	done
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+	finished=$(date -u '+%H:%M UTC')
+	# The tree must not have changed while it ran.
+	if [[ $(commit) != "$measured" ]]; then
+		measured="$measured, then changed during the run"
+	fi
+	refuse "$measured"
 	# The raw runs and what the report says about them, for benchstat by
 	# hand and for REPORT_ONLY=1.
 	cp "$work/raw.txt" "$GOBIN/last-run.txt"
-	for v in COUNT BENCHTIME load_before load_after started measured cpu cores goversion; do
+	for v in COUNT BENCHTIME load_before load_after started finished measured cpu cores goversion; do
 		printf '%s=%q\n' "$v" "${!v}"
 	done >"$GOBIN/last-run.env"
 fi
@@ -75,21 +99,26 @@ fi
 # Scenarios in a fixed order, then any others in the order they ran.
 mapfile -t scenarios < <(
 	{
-		printf '%s\n' FirstSuccess Retry2 JitterDelay HTTPGet HTTPGetParallel Hedge HedgePrimaryWins
+		printf '%s\n' FirstSuccess RetryWait Retry2 BudgetParallel Pipeline JitterDelay HTTPGet HTTPGetParallel Hedge HedgePrimaryWins
 		sed -n 's/^Benchmark\([^/]*\)\/.*/\1/p' "$work/raw.txt"
 	} | awk '!seen[$0]++' | while read -r s; do
 		grep -q "^Benchmark$s/" "$work/raw.txt" && echo "$s"
 	done
 )
 
+# describe says what a scenario measures and, per case, what work is and
+# is not the same in every library.
 describe() {
 	case "$1" in
-	FirstSuccess) echo "A call whose first attempt succeeds: what a retry library adds to every healthy call. Three attempts, jittered exponential backoff from 50 ms (never used)." ;;
-	Retry2) echo "A call that fails twice and then succeeds, with a zero delay between attempts: the retry machinery itself." ;;
-	JitterDelay) echo "One jittered delay for retries 0 to 7 in turn (base 50 ms, cap 20 s), or the closest each library offers. failsafe-go has no case: it computes delays only inside an execution and exports nothing that returns one." ;;
-	HTTPGet) echo "One GET to a loopback httptest server, serially: a bare http.Transport against each library's HTTP integration on the same transport." ;;
+	FirstSuccess) echo "A call whose first attempt succeeds: what a retry library adds to every healthy call. Equal: three attempts, jittered exponential backoff from 50 ms to 20 s (never used), a cancellable caller context, no retry budget (unherd's is switched off with budget.Unlimited, as no peer has one here). Not equal: go-retry builds its backoff per call (it counts retries inside it), which is its only correct use." ;;
+	RetryWait) echo "A call that fails twice and then succeeds, with a constant 1 ns delay between attempts: every library arms a timer for each wait, and the wait itself costs next to nothing. Equal: three attempts, two timed waits, a cancellable caller context honoured during each wait, no retry budget. floor-timer is a hand-written loop that arms one time.Timer per call and resets it for the second wait. Not equal: how each library gets its timer (time.NewTimer per wait, one per call reset, time.After, or unherd's timers reused across calls), which is what this case measures." ;;
+	Retry2) echo "The same two failures with a zero delay. A floor, not a comparison of equal work: unherd's immediate schedule arms no timer, while every peer arms one even for a zero delay. It shows what unherd's retry decision costs without any wait; RetryWait is the comparison." ;;
+	BudgetParallel) echo "A retry budget on every call, from GOMAXPROCS goroutines at once (b.RunParallel): nine calls in ten succeed, the tenth asks for a retry, which succeeds. Equal: the calls, the retries asked for (nearly all granted by both), the default configuration of each. Not equal: the policies. unherd's Ratio bounds retries to 10% of the requests of the last 10 s plus 10 a second (Finagle, SRE book); failsafe-go's budget bounds the retries in flight to 20% of the executions in flight. Each is its library's budget for this job." ;;
+	Pipeline) echo "A first-attempt success through retry (three attempts, jittered backoff), retry budget, circuit breaker, client-side adaptive throttling and a 1 s per-attempt timeout, each in its library's default configuration. floor-direct is the bare call; floor-timeout is the bare call under one context.WithTimeout, the least an attempt timeout costs (it needs a context of its own). Equal: the five policies, the order (retry outermost, timeout around the attempt), the cancellable caller context. Not equal: the budgets' policies (see BudgetParallel) and the throttles' formulas (both after the SRE book's client-side throttling)." ;;
+	JitterDelay) echo "One jittered delay for retries 0 to 7 in turn (base 50 ms, cap 20 s), or the closest each library offers: one random draw each. Not equal: cenkalti/backoff spreads over [0, 2*interval] (RandomizationFactor 1, its widest), go-retry's backoff is a long-lived object at the cap after 63 draws, and go-retryablehttp's LinearJitterBackoff grows linearly and seeds a new source per call. failsafe-go has no case: it computes delays only inside an execution and exports nothing that returns one." ;;
+	HTTPGet) echo "One GET to a loopback httptest server, serially: a bare http.Transport against each library's HTTP integration on the same transport. Equal: the request and its cancellable context, three attempts and backoff settings where the library has them, no retry budget, a response read to the end and closed." ;;
 	HTTPGetParallel) echo "The same GET from GOMAXPROCS goroutines at once (b.RunParallel)." ;;
-	Hedge) echo "One call in 25 has a slow primary (5 ms, in-process, cut short when cancelled); every other attempt answers at once. Both libraries hedge once after a fixed 1 ms, with no hedge budget. ns/op is the mean latency per call, slow-call-µs the mean latency of the slow calls, extra-req/op the hedges per call; floor-nohedge makes the same calls unhedged." ;;
+	Hedge) echo "One call in 25 has a slow primary (5 ms, in-process, cut short when cancelled); every other attempt answers at once. Both libraries hedge once after a fixed 1 ms, with no hedge budget, under a cancellable caller context. ns/op is the mean latency per call, slow-call-µs the mean latency of the slow calls, extra-req/op the hedges per call; floor-nohedge makes the same calls unhedged." ;;
 	HedgePrimaryWins) echo "Every primary answers at once, hedge delay 1 ms: what hedging costs the calls that do not need it." ;;
 	*) echo "" ;;
 	esac
@@ -98,19 +127,23 @@ describe() {
 {
 	echo "# Benchmarks: unherd and its peers, side by side"
 	echo
-	echo "Produced by \`bench/run.sh\`; rerun it to get numbers for your machine."
-	echo "Every case checks its own attempt count and result, so a broken case"
-	echo "fails instead of looking fast. Cases named \`floor-*\` (a direct call,"
-	echo "a plain loop that arms no timer, one random draw) and \`bare\` (a plain"
-	echo "http.Transport) are floors, not peers. Each reading compares unherd with"
-	echo "the fastest peer, using the medians of this run."
+	echo "Produced by \`bench/run.sh\` from commit $measured; rerun it to get"
+	echo "numbers for your machine. Every case checks its own attempt count and"
+	echo "result, so a broken case fails instead of looking fast. Cases named"
+	echo "\`floor-*\` (a direct call, a plain loop, a hand-written timer loop, a"
+	echo "bare context.WithTimeout, one random draw) and \`bare\` (a plain"
+	echo "http.Transport) are floors, not peers. Each scenario says what work is"
+	echo "and is not the same in every case. Each reading compares unherd with the"
+	echo "fastest peer (by median) and with the scenario's floor round by round:"
+	echo "the k-th run of one case with the k-th run of the other, which ran in"
+	echo "the same round, giving the median of the per-round ratios and their range."
 	echo
 	echo "| | |"
 	echo "| --- | --- |"
 	echo "| CPU | $cpu |"
 	echo "| cores | $cores |"
 	echo "| Go | $goversion |"
-	echo "| date | $started |"
+	echo "| date | $started to ${finished:-?} |"
 	echo "| commit | $measured |"
 	echo "| runs | $COUNT rounds of every benchmark, -benchtime=$BENCHTIME |"
 	echo "| load average (1, 5, 15 min) | before: $load_before; after: $load_after |"

@@ -84,21 +84,21 @@ type table struct {
 	runs   map[string]map[string][]float64
 }
 
-// pairedRatio returns the median over rounds of a's value of unit divided
-// by b's in the same round (the k-th run of a with the k-th run of b), and
+// paired returns f(a, b) of unit round by round (the k-th run of a with
+// the k-th run of b): the median over rounds and the range. It returns
 // false if the two have no runs or a different number of them. Load that
 // changes between rounds moves both runs of a round alike, so this is
-// steadier than the ratio of the medians.
-func (t table) pairedRatio(a, b, unit string) (float64, bool) {
+// steadier than comparing the medians.
+func (t table) paired(a, b, unit string, f func(a, b float64) float64) (spread, bool) {
 	ra, rb := t.runs[a][unit], t.runs[b][unit]
 	if len(ra) == 0 || len(ra) != len(rb) {
-		return 0, false
+		return spread{}, false
 	}
 	r := make([]float64, len(ra))
 	for i := range ra {
-		r[i] = ra[i] / rb[i]
+		r[i] = f(ra[i], rb[i])
 	}
-	return median(r), true
+	return spreadOf(r), true
 }
 
 func median(vs []float64) float64 {

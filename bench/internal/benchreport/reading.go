@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"math"
+	"slices"
 	"strings"
 )
 
@@ -16,63 +16,115 @@ const (
 // extraUnit is the metric the hedging cases report with b.ReportMetric.
 const extraUnit = "extra-req/op"
 
-// target is what a scenario must show, as medians of one run. A zero
+// target is what a scenario must show in one run. Ratios and differences
+// are taken round by round (the k-th run of one case with the k-th run of
+// another, which ran in the same round) and judged on their median. A zero
 // field sets no target.
 type target struct {
-	speedup    float64 // unherd at least this many times faster than the fastest peer
-	zeroAllocs bool    // unherd allocates nothing
-	overhead   float64 // unherd at most this fraction slower than the bare transport
+	speedup     float64 // the fastest peer at least this many times unherd's time
+	zeroAllocs  bool    // unherd allocates nothing
+	maxAllocs   float64 // unherd at most this many allocs/op (with limitAllocs)
+	limitAllocs bool
+	maxNs       float64 // unherd at most this many ns/op
+	overhead    float64 // unherd at most this fraction slower than the bare transport
+
+	floor       string  // the floor case the next three compare with
+	floorRatio  float64 // unherd at most this many times the floor's time
+	floorOver   float64 // unherd at most this many ns/op above the floor
+	floorAllocs bool    // unherd allocates no more than the floor
 }
 
 var targets = map[string]target{
 	"FirstSuccess":    {speedup: 10, zeroAllocs: true},
-	"Retry2":          {speedup: 10},
+	"RetryWait":       {floor: "floor-timer", floorRatio: 1.2, maxAllocs: 1, limitAllocs: true},
+	"BudgetParallel":  {speedup: 1, maxNs: 20, zeroAllocs: true},
+	"Pipeline":        {floor: "floor-timeout", floorOver: 50, floorAllocs: true},
 	"HTTPGet":         {overhead: 0.03},
 	"HTTPGetParallel": {overhead: 0.03},
+}
+
+// unequal names the scenarios that are floors rather than comparisons of
+// equal work: their readings say so and state no ratio as a result.
+var unequal = map[string]string{
+	"Retry2": "a floor, not equal work: unherd's immediate schedule arms no timer, every peer arms one",
 }
 
 func isPeer(lib string) bool {
 	return lib != unherd && lib != bare && !strings.HasPrefix(lib, floor)
 }
 
-// reading is the one-line summary of a scenario's medians.
+// reading is the one-line summary of a scenario's runs.
 func reading(t table, scenario string) (string, error) {
 	u, ok := t.median[unherd]
 	if !ok {
 		return "", fmt.Errorf("scenario %s: no %s case", scenario, unherd)
 	}
-	var parts []string
+	tg := targets[scenario]
+	var parts, want []string
 	var met []bool
+	check := func(what string, ok bool) {
+		want = append(want, what)
+		met = append(met, ok)
+	}
 	parts = append(parts, fmt.Sprintf("unherd %s, %g allocs/op", duration(u["ns/op"]), u["allocs/op"]))
 
-	peer, ok := fastestPeer(t)
-	speedup := math.NaN()
-	if ok {
+	if peer, ok := fastestPeer(t); ok {
 		p := t.median[peer]
-		speedup = p["ns/op"] / u["ns/op"]
-		parts = append(parts, fmt.Sprintf("fastest peer %s %s: unherd is %s", peer, duration(p["ns/op"]), times(speedup)))
+		r, ok := t.paired(peer, unherd, "ns/op", ratio)
+		how := "as the median of the per-round ratios (" + r.format("x", 2) + ")"
+		if !ok {
+			r = spread{median: p["ns/op"] / u["ns/op"]}
+			how = "as the ratio of the medians"
+		}
+		parts = append(parts, fmt.Sprintf("fastest peer %s %s, %g allocs/op: unherd is %s %s",
+			peer, duration(p["ns/op"]), p["allocs/op"], times(r.median), how))
+		if tg.speedup > 0 {
+			if tg.speedup == 1 {
+				check("faster than the fastest peer", r.median > 1)
+			} else {
+				check(fmt.Sprintf(">= %gx faster than the fastest peer", tg.speedup), r.median >= tg.speedup)
+			}
+		}
 	} else {
 		parts = append(parts, "no peer case")
 	}
 
-	tg := targets[scenario]
-	var want []string
+	if tg.floor != "" {
+		f, ok := t.median[tg.floor]
+		if !ok {
+			return "", fmt.Errorf("scenario %s: no %s case", scenario, tg.floor)
+		}
+		r, _ := t.paired(unherd, tg.floor, "ns/op", ratio)
+		d, _ := t.paired(unherd, tg.floor, "ns/op", diff)
+		parts = append(parts, fmt.Sprintf("%s %s, %g allocs/op: unherd/%s %.2f per round (%s), unherd - %s %+.0f ns per round (%s)",
+			tg.floor, duration(f["ns/op"]), f["allocs/op"], tg.floor, r.median, r.format("", 2), tg.floor, d.median, d.format(" ns", 0)))
+		if tg.floorRatio > 0 {
+			check(fmt.Sprintf("<= %gx %s", tg.floorRatio, tg.floor), r.median <= tg.floorRatio)
+		}
+		if tg.floorOver > 0 {
+			check(fmt.Sprintf("<= %g ns above %s", tg.floorOver, tg.floor), d.median <= tg.floorOver)
+		}
+		if tg.floorAllocs {
+			check(fmt.Sprintf("allocs/op <= %s's", tg.floor), u["allocs/op"] <= f["allocs/op"])
+		}
+	}
+
 	if b, ok := t.median[bare]; ok {
 		// The overhead is judged on the median of the per-round ratios,
 		// which cancels load that changes between rounds; the ratio of the
 		// medians is shown too.
 		over := u["ns/op"]/b["ns/op"] - 1
-		paired, ok := t.pairedRatio(unherd, bare, "ns/op")
+		r, ok := t.paired(unherd, bare, "ns/op", ratio)
 		if !ok {
-			paired = over + 1
+			r = spread{over + 1, over + 1, over + 1}
 		}
-		parts = append(parts, fmt.Sprintf("bare transport %s: unherd overhead %+.1f%% as the median of the per-round ratios (%+.1f%% as the ratio of the medians)",
-			duration(b["ns/op"]), 100*(paired-1), 100*over))
+		parts = append(parts, fmt.Sprintf("bare transport %s: unherd overhead %+.1f%% as the median of the per-round ratios (range %+.1f%% to %+.1f%%; %+.1f%% as the ratio of the medians)",
+			duration(b["ns/op"]), 100*(r.median-1), 100*(r.min-1), 100*(r.max-1), 100*over))
 		if tg.overhead > 0 {
-			want = append(want, fmt.Sprintf("overhead <= %g%%", 100*tg.overhead))
-			met = append(met, paired-1 <= tg.overhead)
+			check(fmt.Sprintf("overhead <= %g%%", 100*tg.overhead), r.median-1 <= tg.overhead)
 		}
 	}
+
 	if _, ok := u[extraUnit]; ok {
 		var ex []string
 		for _, lib := range t.libs {
@@ -82,16 +134,24 @@ func reading(t table, scenario string) (string, error) {
 		}
 		parts = append(parts, "extra requests per call: "+strings.Join(ex, ", "))
 	}
-	if tg.speedup > 0 {
-		want = append(want, fmt.Sprintf(">= %gx faster than the fastest peer", tg.speedup))
-		met = append(met, speedup >= tg.speedup)
+	if tg.maxNs > 0 {
+		check(fmt.Sprintf("<= %g ns/op", tg.maxNs), u["ns/op"] <= tg.maxNs)
 	}
 	if tg.zeroAllocs {
-		want = append(want, "0 allocs/op")
-		met = append(met, u["allocs/op"] == 0)
+		check("0 allocs/op", u["allocs/op"] == 0)
+	}
+	if tg.limitAllocs {
+		check(fmt.Sprintf("<= %g allocs/op", tg.maxAllocs), u["allocs/op"] <= tg.maxAllocs)
 	}
 
-	line := "Reading (medians): " + strings.Join(parts, "; ") + "."
+	line := "Reading (medians"
+	if n := len(t.runs[unherd]["ns/op"]); n > 0 {
+		line += fmt.Sprintf(" of %d rounds", n)
+	}
+	line += "): " + strings.Join(parts, "; ") + "."
+	if why, ok := unequal[scenario]; ok {
+		line = "Floor (" + why + "). " + line
+	}
 	if len(want) > 0 {
 		verdict := "met"
 		for _, m := range met {
@@ -117,6 +177,21 @@ func fastestPeer(t table) (string, bool) {
 	}
 	return best, found
 }
+
+// spread is the median of per-round values and their range.
+type spread struct{ median, min, max float64 }
+
+func spreadOf(vs []float64) spread {
+	return spread{median(vs), slices.Min(vs), slices.Max(vs)}
+}
+
+// format gives the range with unit after each bound and prec decimals.
+func (s spread) format(unit string, prec int) string {
+	return fmt.Sprintf("range %.*f%s to %.*f%s", prec, s.min, unit, prec, s.max, unit)
+}
+
+func ratio(a, b float64) float64 { return a / b }
+func diff(a, b float64) float64  { return a - b }
 
 // times says how many times faster (or slower) unherd is, given the ratio
 // of the peer's time to unherd's.

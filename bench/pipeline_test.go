@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/adaptivethrottler"
+	fsbudget "github.com/failsafe-go/failsafe-go/budget"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	"github.com/failsafe-go/failsafe-go/timeout"
+
+	"github.com/unherd/unherd/breaker"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/throttle"
+)
+
+// attemptTimeout is the per-attempt timeout of the pipeline cases: long
+// enough never to fire.
+const attemptTimeout = time.Second
+
+// BenchmarkPipeline is a first-attempt success through a whole pipeline:
+// a retry loop (three attempts, jittered exponential backoff from 50 ms)
+// with a retry budget, a circuit breaker and client-side adaptive
+// throttling consulted before the attempt, and a per-attempt timeout, each
+// in its library's default configuration. floor-direct is the bare call;
+// floor-timeout is the bare call under one context.WithTimeout, the least
+// any attempt timeout costs, since it needs a context of its own.
+func BenchmarkPipeline(b *testing.B) {
+	b.Run("floor-direct", func(b *testing.B) {
+		b.ReportAllocs()
+		o := newOp(0, errFail)
+		for b.Loop() {
+			v, err := o.call()
+			checkResult(b, v, err)
+		}
+		o.check(b)
+	})
+
+	b.Run("floor-timeout", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := reqCtx(b)
+		o := newOp(0, errFail)
+		for b.Loop() {
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+			v, err := o.callCtx(actx)
+			cancel()
+			checkResult(b, v, err)
+		}
+		o.check(b)
+	})
+
+	b.Run("unherd", func(b *testing.B) {
+		b.ReportAllocs()
+		br, err := breaker.New(breaker.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		th, err := throttle.NewAdaptive(throttle.AdaptiveSettings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bud, err := budget.NewRatio(budget.RatioConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := retry.New(retry.Config{
+			Budget:         bud,
+			Guards:         []retry.Guard{br, th},
+			AttemptTimeout: attemptTimeout,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := reqCtx(b)
+		o := newOp(0, errFail)
+		for b.Loop() {
+			v, err := retry.DoValue(ctx, p, o.callCtx)
+			checkResult(b, v, err)
+		}
+		o.check(b)
+	})
+
+	b.Run("failsafe-go", func(b *testing.B) {
+		b.ReportAllocs()
+		rp := retrypolicy.NewBuilder[int]().
+			WithMaxAttempts(attempts).
+			WithBackoff(base, maxDelay).
+			WithJitterFactor(1).
+			WithBudget(fsbudget.New()).
+			Build()
+		// Outermost first: retries around the guards, the timeout around
+		// each attempt.
+		exec := failsafe.With[int](rp,
+			circuitbreaker.NewWithDefaults[int](),
+			adaptivethrottler.NewWithDefaults[int](),
+			timeout.New[int](attemptTimeout)).WithContext(reqCtx(b))
+		o := newOp(0, errFail)
+		fn := func(e failsafe.Execution[int]) (int, error) { return o.callCtx(e.Context()) }
+		for b.Loop() {
+			v, err := exec.GetWithExecution(fn)
+			checkResult(b, v, err)
+		}
+		o.check(b)
+	})
+}

@@ -1,0 +1,49 @@
+// Package unherdvet finds the retry code that causes retry storms: the
+// hand-written loop that sleeps a constant second between attempts,
+// never gives up and ignores its context, and the unherd configuration
+// that turns its protections off.
+//
+// Run it from the unherd command, or as a vet tool:
+//
+//	unherd vet ./...
+//	go install github.com/unherd/unherd/unherdvet/cmd/unherd-vet
+//	go vet -vettool=$(which unherd-vet) ./...
+//
+// Each finding names its check and says what to use instead:
+//
+//	client.go:41: nojitter: retry loop waits a constant 1s between attempts: ...
+//
+// # Checks
+//
+//   - nojitter: a retry loop that waits a constant or non-random delay
+//     (package nojitter).
+//   - unbounded: a retry loop with no attempt limit and no deadline
+//     (package unbounded).
+//   - sleepctx: time.Sleep in a retry loop where a context is in scope
+//     (package sleepctx).
+//   - notimeout: an HTTP call with no timeout at all (package notimeout).
+//   - idempotency: a retried POST or PATCH without an Idempotency-Key
+//     (package idempotency).
+//   - handlerretry: a retry loop in an HTTP handler around a call to
+//     another service (package handlerretry).
+//   - misuse: an unherd schedule without jitter, a budget turned off, a
+//     Policy built per call (package misuse).
+//
+// A retry loop is a for statement whose body calls something that returns
+// an error, branches on that error, leaves the loop when it is nil and
+// goes round again when it is not. Polling loops (which return on error),
+// pagination, failover over a list of addresses and iterator loops are
+// not retry loops. The checks prefer missing a finding to reporting a
+// wrong one: a delay computed by a function they do not follow, a client
+// or request built elsewhere, are given the benefit of the doubt.
+//
+// Test files and generated files are not checked.
+//
+// # Silencing a finding
+//
+// A comment at the end of the finding's line, or on the line above it,
+// silences the checks it names (comma-separated), and should say why:
+//
+//	//unherdvet:ignore unbounded,nojitter the supervisor restarts us; reconnect forever
+//	for {
+package unherdvet

@@ -1,0 +1,10 @@
+module github.com/unherd/unherd/unherdvet
+
+go 1.25
+
+require golang.org/x/tools v0.42.0
+
+require (
+	golang.org/x/mod v0.33.0 // indirect
+	golang.org/x/sync v0.19.0 // indirect
+)

@@ -1,0 +1,137 @@
+// Package idempotency defines an Analyzer that reports retry loops that
+// repeat a POST or PATCH request without an Idempotency-Key header.
+//
+// A POST whose response was lost may have been applied; sending it again
+// applies it twice (a second charge, a duplicate order). A server that
+// honours the Idempotency-Key header (IETF draft
+// draft-ietf-httpapi-idempotency-key-header) applies a keyed request at
+// most once, so a retry is safe only with a key that stays the same on
+// every attempt. unherdhttp.Transport retries POST and PATCH only with a
+// key, or when the request provably never left; Config.AutoIdempotencyKey
+// adds one.
+//
+// The request's method is known for http.Post, http.PostForm and the
+// Client methods of those names, and for Do and RoundTrip of a request
+// built in the same function by http.NewRequest or
+// http.NewRequestWithContext with a constant method. A loop is not
+// reported when the function mentions the header's name anywhere, or
+// hands the request to another function (which might set it).
+package idempotency
+
+import (
+	"go/ast"
+	"go/constant"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/loops"
+	"github.com/unherd/unherd/unherdvet/internal/match"
+	"github.com/unherd/unherd/unherdvet/internal/suppress"
+)
+
+// Analyzer reports retried POST and PATCH requests without an
+// Idempotency-Key.
+var Analyzer = &analysis.Analyzer{
+	Name:     "idempotency",
+	Doc:      "report retried POST and PATCH requests without an Idempotency-Key header",
+	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
+	Run:      run,
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	r := suppress.New(pass)
+	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
+	info := pass.TypesInfo
+	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
+		h := match.HTTP(info, l.Call)
+		if h == nil {
+			continue
+		}
+		body := outermost(l.Func).Body
+		method := h.Method
+		if h.Req != nil {
+			var ok bool
+			if method, ok = requestMethod(info, idx, body, h.Req, l.Call); !ok {
+				continue
+			}
+		}
+		if method != "POST" && method != "PATCH" {
+			continue
+		}
+		if mentionsKey(info, body) {
+			continue
+		}
+		r.Report(l.Call, "retry loop repeats a "+method+" without an Idempotency-Key header: if a response is lost after the server acted, the retry applies it twice; send an Idempotency-Key that stays the same on every attempt, or use unherdhttp.Transport, which retries "+method+" only with a key (Config.AutoIdempotencyKey adds one) or when it never left")
+	}
+	return nil, nil
+}
+
+func outermost(fn *loops.Func) *loops.Func {
+	for fn.Outer != nil {
+		fn = fn.Outer
+	}
+	return fn
+}
+
+// requestMethod returns the method of the request req names, when every
+// write of it in body is a call of http.NewRequest(WithContext) with the
+// same constant method and no call but the attempt receives it.
+func requestMethod(info *types.Info, idx assign.Index, body *ast.BlockStmt, req ast.Expr, attempt *ast.CallExpr) (string, bool) {
+	id, ok := ast.Unparen(req).(*ast.Ident)
+	if !ok {
+		return "", false
+	}
+	obj := info.ObjectOf(id)
+	writes := idx.Within(obj, body)
+	if len(writes) == 0 || len(writes) != len(idx[obj]) {
+		return "", false
+	}
+	method := ""
+	for _, w := range writes {
+		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
+		if !ok || !w.Tuple || w.Index != 0 {
+			return "", false
+		}
+		m, _, ok := match.NewRequest(info, call)
+		if !ok || m == "" || (method != "" && m != method) {
+			return "", false
+		}
+		method = m
+	}
+	// Handed to another function, the request may get its key there.
+	passed := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || call == attempt || passed {
+			return !passed
+		}
+		for _, a := range call.Args {
+			if aid, ok := ast.Unparen(a).(*ast.Ident); ok && info.ObjectOf(aid) == obj {
+				passed = true
+			}
+		}
+		return !passed
+	})
+	return method, !passed
+}
+
+// mentionsKey reports whether body holds a string constant naming the
+// Idempotency-Key (or X-Idempotency-Key) header.
+func mentionsKey(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		e, ok := n.(ast.Expr)
+		if !ok || found {
+			return !found
+		}
+		if tv := info.Types[e]; tv.Value != nil && tv.Value.Kind() == constant.String {
+			s := strings.ToLower(constant.StringVal(tv.Value))
+			found = s == "idempotency-key" || s == "x-idempotency-key"
+		}
+		return !found
+	})
+	return found
+}

@@ -1,0 +1,102 @@
+package a
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"time"
+)
+
+// Positive: http.Post in a retry loop.
+func post(url string, body []byte) (*http.Response, error) {
+	var err error
+	for i := 0; i < 3; i++ {
+		resp, err := http.Post(url, "application/json", bytes.NewReader(body)) // want `idempotency: retry loop repeats a POST without an Idempotency-Key header`
+		if err == nil {
+			return resp, nil
+		}
+		time.Sleep(time.Second)
+	}
+	return nil, err
+}
+
+// Positive: Do of a PATCH built in the loop.
+func patch(ctx context.Context, c *http.Client, url string, body []byte) error {
+	for i := 0; i < 3; i++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req) // want `repeats a PATCH without an Idempotency-Key`
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		return resp.Body.Close()
+	}
+	return nil
+}
+
+// Negative: the request carries a key.
+func keyed(ctx context.Context, c *http.Client, url, key string, body []byte) error {
+	for i := 0; i < 3; i++ {
+		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := c.Do(req)
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		return resp.Body.Close()
+	}
+	return nil
+}
+
+// Negative: a GET may be repeated.
+func get(ctx context.Context, c *http.Client, url string) error {
+	for i := 0; i < 3; i++ {
+		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		return resp.Body.Close()
+	}
+	return nil
+}
+
+// Negative: the request goes through a helper that may set the key.
+func sign(*http.Request) {}
+
+func helper(ctx context.Context, c *http.Client, url string) error {
+	for i := 0; i < 3; i++ {
+		req, err := http.NewRequestWithContext(ctx, "POST", url, nil)
+		if err != nil {
+			return err
+		}
+		sign(req)
+		resp, err := c.Do(req)
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		return resp.Body.Close()
+	}
+	return nil
+}
+
+// Negative: one POST, no retry loop.
+func once(url string) error {
+	resp, err := http.Post(url, "text/plain", nil)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}

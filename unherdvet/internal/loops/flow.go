@@ -1,0 +1,318 @@
+package loops
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"slices"
+
+	"github.com/unherd/unherd/unherdvet/internal/match"
+)
+
+// flow is where a statement sends control, seen from the loop.
+type flow int
+
+const (
+	stay  flow = iota // on to the next statement
+	leave             // out of the loop: return, break, panic, os.Exit
+	again             // to the next iteration: continue
+)
+
+// exits says where statement s, at the top level of the loop's body (or
+// of an if's block there), sends control.
+func (f *finder) exits(l *Loop, s ast.Stmt) flow {
+	switch s := s.(type) {
+	case *ast.ReturnStmt:
+		return leave
+	case *ast.BranchStmt:
+		switch s.Tok {
+		case token.BREAK, token.GOTO:
+			return leave
+		case token.CONTINUE:
+			if s.Label == nil || (l.Label != nil && s.Label.Name == l.Label.Name) {
+				return again
+			}
+			return leave // continues an outer loop
+		}
+	case *ast.ExprStmt:
+		if call, ok := s.X.(*ast.CallExpr); ok && f.noReturn(call) {
+			return leave
+		}
+	}
+	return stay
+}
+
+// noReturn reports whether call never returns: panic, os.Exit, log.Fatal.
+func (f *finder) noReturn(call *ast.CallExpr) bool {
+	if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok && id.Name == "panic" {
+		_, builtin := f.info.Uses[id].(*types.Builtin)
+		return builtin
+	}
+	fn := match.Callee(f.info, call)
+	return match.Func(fn, "os", "Exit") ||
+		match.Func(fn, "log", "Fatal", "Fatalf", "Fatalln", "Panic", "Panicf", "Panicln") ||
+		match.Method(fn, "log", "Logger", "Fatal", "Fatalf", "Fatalln", "Panic", "Panicf", "Panicln")
+}
+
+// last says where the last of stmts sends control.
+func (f *finder) last(l *Loop, stmts []ast.Stmt) flow {
+	if len(stmts) == 0 {
+		return stay
+	}
+	return f.exits(l, stmts[len(stmts)-1])
+}
+
+func (f *finder) anyTop(l *Loop, stmts []ast.Stmt, want flow) bool {
+	return f.indexTop(l, stmts, want) >= 0
+}
+
+func (f *finder) indexTop(l *Loop, stmts []ast.Stmt, want flow) int {
+	return slices.IndexFunc(stmts, func(s ast.Stmt) bool { return f.exits(l, s) == want })
+}
+
+// bounded reports whether anything but the attempt's error can end the
+// loop.
+func (f *finder) bounded(l *Loop) bool {
+	switch s := l.Stmt.(type) {
+	case *ast.RangeStmt:
+		return true // over an integer
+	case *ast.ForStmt:
+		if s.Cond != nil && f.other(l, s.Cond) {
+			return true
+		}
+	}
+	return f.guardedExit(l, l.Body.List, false, false)
+}
+
+// guardedExit reports whether stmts hold an exit from the loop (other
+// than the success exit) that runs under a condition on something other
+// than the attempt's results: a counter, the clock, a context. nested
+// says the statements are inside a switch, select or inner loop, where a
+// plain break does not leave the loop.
+func (f *finder) guardedExit(l *Loop, stmts []ast.Stmt, guarded, nested bool) bool {
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case *ast.ReturnStmt:
+			if guarded && ast.Stmt(s) != l.Success {
+				return true
+			}
+		case *ast.BranchStmt:
+			labelled := s.Label != nil && l.Label != nil && s.Label.Name == l.Label.Name
+			if guarded && s.Tok == token.BREAK && ast.Stmt(s) != l.Success && (labelled || (!nested && s.Label == nil)) {
+				return true
+			}
+		case *ast.ExprStmt:
+			if call, ok := s.X.(*ast.CallExpr); ok && guarded && f.noReturn(call) {
+				return true
+			}
+		case *ast.IfStmt:
+			g := guarded || f.other(l, s.Cond)
+			if s.Init != nil && !contains(s.Init, l.Call) {
+				g = g || f.other(l, s.Init)
+			}
+			if f.guardedExit(l, s.Body.List, g, nested) {
+				return true
+			}
+			if s.Else != nil && f.guardedExit(l, []ast.Stmt{s.Else}, g, nested) {
+				return true
+			}
+		case *ast.BlockStmt:
+			if f.guardedExit(l, s.List, guarded, nested) {
+				return true
+			}
+		case *ast.LabeledStmt:
+			if f.guardedExit(l, []ast.Stmt{s.Stmt}, guarded, nested) {
+				return true
+			}
+		case *ast.SwitchStmt:
+			g := guarded || (s.Tag != nil && f.other(l, s.Tag)) || (s.Init != nil && f.other(l, s.Init))
+			for _, c := range s.Body.List {
+				cc := c.(*ast.CaseClause)
+				gc := g || slices.ContainsFunc(cc.List, func(e ast.Expr) bool { return f.other(l, e) })
+				if f.guardedExit(l, cc.Body, gc, true) {
+					return true
+				}
+			}
+		case *ast.TypeSwitchStmt:
+			for _, c := range s.Body.List {
+				if f.guardedExit(l, c.(*ast.CaseClause).Body, guarded, true) {
+					return true
+				}
+			}
+		case *ast.SelectStmt:
+			for _, c := range s.Body.List {
+				cc := c.(*ast.CommClause)
+				gc := guarded || (cc.Comm != nil && f.other(l, cc.Comm))
+				if f.guardedExit(l, cc.Body, gc, true) {
+					return true
+				}
+			}
+		case *ast.ForStmt:
+			if f.guardedExit(l, s.Body.List, true, true) {
+				return true
+			}
+		case *ast.RangeStmt:
+			if f.guardedExit(l, s.Body.List, true, true) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func contains(n ast.Node, m ast.Node) bool {
+	return m != nil && n.Pos() <= m.Pos() && m.End() <= n.End()
+}
+
+// other reports whether n depends on something besides the attempt's
+// results: another variable, or a call without arguments such as
+// shuttingDown().
+func (f *finder) other(l *Loop, n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(m ast.Node) bool {
+		if found {
+			return false
+		}
+		switch m := m.(type) {
+		case *ast.SelectorExpr:
+			// Only the operand: the selected name is a field or method.
+			if id, ok := m.X.(*ast.Ident); ok {
+				if _, pkg := f.info.Uses[id].(*types.PkgName); pkg {
+					return false
+				}
+			}
+			ast.Inspect(m.X, func(k ast.Node) bool {
+				found = found || f.otherIdent(l, k)
+				return !found
+			})
+			return false
+		case *ast.CallExpr:
+			if len(m.Args) == 0 {
+				if sel, ok := ast.Unparen(m.Fun).(*ast.SelectorExpr); !ok || !f.ofAttempt(l, sel.X) {
+					if tv, ok := f.info.Types[m.Fun]; !ok || !tv.IsType() {
+						found = true
+					}
+				}
+			}
+		case *ast.Ident:
+			found = f.otherIdent(l, m)
+		}
+		return !found
+	})
+	return found
+}
+
+func (f *finder) otherIdent(l *Loop, n ast.Node) bool {
+	id, ok := n.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	v, ok := f.info.ObjectOf(id).(*types.Var)
+	if !ok || v.IsField() {
+		return false
+	}
+	if v.Pkg() != nil && v.Parent() == v.Pkg().Scope() && match.IsError(v.Type()) {
+		return false // a sentinel error, as in errors.Is(err, ErrX)
+	}
+	return v != l.Err && !slices.Contains(l.Results, types.Object(v))
+}
+
+// ofAttempt reports whether e is built only from the attempt's results.
+func (f *finder) ofAttempt(l *Loop, e ast.Expr) bool {
+	ok := true
+	ast.Inspect(e, func(n ast.Node) bool {
+		if f.otherIdent(l, n) {
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// waits returns the waits that run between attempts.
+func (f *finder) waits(l *Loop) []*Wait {
+	var out []*Wait
+	var visit func(n ast.Node, inSelect bool)
+	visit = func(n ast.Node, inSelect bool) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			switch m := m.(type) {
+			case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+				return false
+			case *ast.SelectStmt:
+				other := false
+				for _, c := range m.Body.List {
+					if comm := c.(*ast.CommClause).Comm; comm != nil && !f.timerRecv(comm) {
+						other = true
+					}
+				}
+				for _, c := range m.Body.List {
+					cc := c.(*ast.CommClause)
+					if cc.Comm != nil {
+						visit(cc.Comm, other)
+					}
+					for _, s := range cc.Body {
+						visit(s, false)
+					}
+				}
+				return false
+			case *ast.CallExpr:
+				if w := f.wait(m, inSelect); w != nil {
+					out = append(out, w)
+				}
+			}
+			return true
+		})
+	}
+	for _, s := range l.Between {
+		visit(s, false)
+	}
+	return out
+}
+
+// wait returns the wait that call is, or nil.
+func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
+	fn := match.Callee(f.info, call)
+	if len(call.Args) != 1 {
+		return nil
+	}
+	w := &Wait{Call: call, Delay: call.Args[0]}
+	switch {
+	case match.Func(fn, "time", "Sleep"):
+		w.Kind = Sleep
+	case match.Func(fn, "time", "After"):
+		w.Kind = After
+		if inSelect {
+			w.Kind = AfterCtx
+		}
+	case match.Func(fn, "time", "NewTimer"), match.Method(fn, "time", "Timer", "Reset"):
+		w.Kind = Timer
+	default:
+		return nil
+	}
+	return w
+}
+
+// timerRecv reports whether a select case receives from a timer:
+// <-time.After(d) or <-t.C.
+func (f *finder) timerRecv(comm ast.Stmt) bool {
+	var x ast.Expr
+	switch c := comm.(type) {
+	case *ast.ExprStmt:
+		x = c.X
+	case *ast.AssignStmt:
+		if len(c.Rhs) == 1 {
+			x = c.Rhs[0]
+		}
+	}
+	u, ok := ast.Unparen(x).(*ast.UnaryExpr)
+	if !ok || u.Op != token.ARROW {
+		return false
+	}
+	switch e := ast.Unparen(u.X).(type) {
+	case *ast.CallExpr:
+		return match.Func(match.Callee(f.info, e), "time", "After", "Tick")
+	case *ast.SelectorExpr:
+		return e.Sel.Name == "C" && (match.Named(f.info.TypeOf(e.X), "time", "Timer") || match.Named(f.info.TypeOf(e.X), "time", "Ticker"))
+	}
+	return false
+}

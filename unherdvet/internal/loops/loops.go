@@ -1,0 +1,444 @@
+// Package loops finds hand-written retry loops, the subject of most
+// checks.
+//
+// A retry loop is a for statement whose body makes a call that returns an
+// error (the attempt), branches on that error, exits the loop when it is
+// nil (return or break) and goes round again when it is not (continue,
+// or the end of the body). Loops that look alike but are not retry loops
+// do not match:
+//
+//   - a polling loop returns when the call fails and waits only after a
+//     success that is not final yet;
+//   - pagination and other iteration return on error, and go round on
+//     success;
+//   - a failover loop ranges over a list of addresses or candidates, each
+//     tried once (a range over anything but an integer, or an attempt
+//     indexed by the loop variable);
+//   - a loop driven by an iterator (for rows.Next(), for sc.Scan()) goes
+//     round for each item.
+package loops
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"reflect"
+
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/unherd/unherd/unherdvet/internal/match"
+)
+
+// A Loop is one retry loop.
+type Loop struct {
+	// Stmt is the *ast.ForStmt or *ast.RangeStmt.
+	Stmt ast.Stmt
+	// Body is the loop's body.
+	Body *ast.BlockStmt
+	// Func is the innermost function holding the loop.
+	Func *Func
+	// Call is the attempt: the call whose error decides.
+	Call *ast.CallExpr
+	// Err is the variable holding the attempt's error, nil when the call
+	// is compared with nil directly.
+	Err types.Object
+	// Results are the attempt's other results that the loop keeps.
+	Results []types.Object
+	// Between are the statements that run between a failed attempt and
+	// the next: those of the failure branch and those before the attempt.
+	Between []ast.Stmt
+	// Success is the statement that leaves the loop after a success.
+	Success ast.Stmt
+	// Label is the loop's label, if any.
+	Label *ast.Ident
+	// Waits are the waits between attempts.
+	Waits []*Wait
+	// Bounded says that something other than the attempt's error can end
+	// the loop: a condition on a counter or the time, a range over an
+	// integer, a context's Done channel.
+	Bounded bool
+}
+
+// A Func is a function declaration or literal.
+type Func struct {
+	Node ast.Node // *ast.FuncDecl or *ast.FuncLit
+	Body *ast.BlockStmt
+	Sig  *types.Signature
+	// Name is the declared name, "" for a literal.
+	Name string
+	// Outer is the function a literal appears in, nil for a declaration.
+	Outer *Func
+}
+
+// WaitKind says how a loop waits.
+type WaitKind int
+
+// Ways to wait.
+const (
+	Sleep    WaitKind = iota // time.Sleep(d)
+	After                    // <-time.After(d)
+	Timer                    // time.NewTimer(d), t.Reset(d)
+	AfterCtx                 // time.After(d) or a timer in a select that also receives from ctx.Done()
+)
+
+// A Wait is one wait between attempts.
+type Wait struct {
+	Call  *ast.CallExpr
+	Delay ast.Expr
+	Kind  WaitKind
+}
+
+// Result lists a package's retry loops, in source order.
+type Result struct {
+	Loops []*Loop
+}
+
+// Analyzer finds the retry loops of a package, outside test files and
+// generated code. It reports nothing.
+var Analyzer = &analysis.Analyzer{
+	Name:       "retryloop",
+	Doc:        "find hand-written retry loops",
+	Run:        run,
+	ResultType: reflect.TypeFor[*Result](),
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	f := &finder{info: pass.TypesInfo, labels: make(map[ast.Stmt]*ast.Ident), res: new(Result)}
+	for _, file := range pass.Files {
+		if match.Skip(pass, file) {
+			continue
+		}
+		for _, d := range file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			sig, _ := pass.TypesInfo.ObjectOf(fd.Name).Type().(*types.Signature)
+			f.walk(&Func{Node: fd, Body: fd.Body, Sig: sig, Name: fd.Name.Name})
+		}
+	}
+	return f.res, nil
+}
+
+type finder struct {
+	info   *types.Info
+	labels map[ast.Stmt]*ast.Ident
+	res    *Result
+}
+
+// walk finds the retry loops of fn, and of the function literals in it.
+func (f *finder) walk(fn *Func) {
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			sig, _ := f.info.TypeOf(n).(*types.Signature)
+			f.walk(&Func{Node: n, Body: n.Body, Sig: sig, Outer: fn})
+			return false
+		case *ast.LabeledStmt:
+			f.labels[n.Stmt] = n.Label
+		case *ast.ForStmt, *ast.RangeStmt:
+			if l := f.match(fn, n.(ast.Stmt)); l != nil {
+				f.res.Loops = append(f.res.Loops, l)
+			}
+		}
+		return true
+	})
+}
+
+// match returns the retry loop s is, or nil.
+func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
+	l := &Loop{Stmt: s, Func: fn, Label: f.labels[s]}
+	switch s := s.(type) {
+	case *ast.RangeStmt:
+		// Only a range over an integer repeats the same thing; a range
+		// over a list tries each element once.
+		t := f.info.TypeOf(s.X)
+		if t == nil {
+			return nil
+		}
+		if b, ok := t.Underlying().(*types.Basic); !ok || b.Info()&types.IsInteger == 0 {
+			return nil
+		}
+		l.Body = s.Body
+	case *ast.ForStmt:
+		if s.Cond != nil && f.iterates(s.Cond) {
+			return nil
+		}
+		l.Body = s.Body
+	}
+	if !f.attempt(l) && !f.condAttempt(l) {
+		return nil
+	}
+	l.Bounded = f.bounded(l)
+	l.Waits = f.waits(l)
+	return l
+}
+
+// iterates reports whether a loop condition calls a method that is not
+// about time or a context: rows.Next(), sc.Scan(), it.Valid().
+func (f *finder) iterates(cond ast.Expr) bool {
+	found := false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || found {
+			return !found
+		}
+		fn := match.Callee(f.info, call)
+		if fn == nil {
+			return true
+		}
+		if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
+			p := fn.Pkg()
+			if p == nil || (p.Path() != "time" && p.Path() != "context") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// attempt finds the loop's attempt and its branches, filling in l, and
+// reports whether the loop is a retry loop.
+func (f *finder) attempt(l *Loop) bool {
+	stmts := l.Body.List
+	for i, s := range stmts {
+		call, errv, results := f.errCall(s)
+		if call == nil {
+			continue
+		}
+		if f.indexedByLoop(l, call) {
+			return false
+		}
+		// The branch: this if statement, or the first one after.
+		j := i
+		if _, ok := s.(*ast.IfStmt); !ok {
+			j = -1
+			for k := i + 1; k < len(stmts); k++ {
+				if ifs, ok := stmts[k].(*ast.IfStmt); ok && f.errCond(ifs.Cond, errv, call) != 0 {
+					j = k
+					break
+				}
+				if f.exits(l, stmts[k]) != stay {
+					break
+				}
+			}
+			if j < 0 {
+				continue
+			}
+		}
+		ifs := stmts[j].(*ast.IfStmt)
+		op := f.errCond(ifs.Cond, errv, call)
+		if op == 0 {
+			continue
+		}
+		if f.branches(l, ifs, op, stmts[j+1:]) {
+			l.Call, l.Err, l.Results = call, errv, results
+			l.Between = append(l.Between, stmts[:i]...)
+			return true
+		}
+	}
+	return false
+}
+
+// branches reports whether ifs, the branch on the attempt's error (op
+// token.EQL for "err == nil", token.NEQ for "err != nil"), leaves the loop
+// on success and goes round on failure; rest are the statements after it.
+// It records the failure path in l.Between and the success exit.
+func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.Stmt) bool {
+	success, failure := ifs.Body.List, []ast.Stmt(nil)
+	hasElse := ifs.Else != nil
+	if hasElse {
+		eb, ok := ifs.Else.(*ast.BlockStmt)
+		if !ok {
+			return false
+		}
+		failure = eb.List
+	}
+	if op == token.NEQ {
+		success, failure = failure, success
+	}
+	switch {
+	case op == token.EQL && !hasElse:
+		// if err == nil { ...; return } <failure: the rest>
+		if f.last(l, success) != leave || f.anyTop(l, rest, leave) {
+			return false
+		}
+		l.Success = success[len(success)-1]
+		l.Between = append(l.Between, rest...)
+	case hasElse:
+		// if err == nil { ...; return } else { <failure> } (or the other way)
+		if f.last(l, success) != leave || f.last(l, failure) == leave || f.anyTop(l, failure, leave) {
+			return false
+		}
+		l.Success = success[len(success)-1]
+		l.Between = append(l.Between, failure...)
+		if f.last(l, failure) != again {
+			l.Between = append(l.Between, rest...)
+		}
+	default:
+		// if err != nil { <failure>; continue } ...; return
+		if f.last(l, failure) != again || f.anyTop(l, failure[:len(failure)-1], leave) {
+			return false
+		}
+		k := f.indexTop(l, rest, leave)
+		if k < 0 {
+			return false
+		}
+		l.Success = rest[k]
+		l.Between = append(l.Between, failure...)
+	}
+	return true
+}
+
+// errCall returns the call that statement s makes and whose error it
+// keeps, with the variable holding the error and the other results; or a
+// nil call.
+func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, results []types.Object) {
+	var as *ast.AssignStmt
+	switch s := s.(type) {
+	case *ast.AssignStmt:
+		as = s
+	case *ast.IfStmt:
+		if init, ok := s.Init.(*ast.AssignStmt); ok {
+			as = init
+		} else if s.Init == nil {
+			// if f() != nil { ... }
+			if b, ok := ast.Unparen(s.Cond).(*ast.BinaryExpr); ok {
+				if c, ok := ast.Unparen(b.X).(*ast.CallExpr); ok && isNil(f.info, b.Y) && match.ReturnsError(f.info, c) {
+					if _, tuple := f.info.TypeOf(c).(*types.Tuple); !tuple {
+						return c, nil, nil
+					}
+				}
+			}
+		}
+	}
+	if as == nil || len(as.Rhs) != 1 {
+		return nil, nil, nil
+	}
+	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+	if !ok || !match.ReturnsError(f.info, c) {
+		return nil, nil, nil
+	}
+	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
+	if !ok || last.Name == "_" {
+		return nil, nil, nil
+	}
+	errv = f.info.ObjectOf(last)
+	if errv == nil {
+		return nil, nil, nil
+	}
+	for _, e := range as.Lhs[:len(as.Lhs)-1] {
+		if id, ok := e.(*ast.Ident); ok && id.Name != "_" {
+			if o := f.info.ObjectOf(id); o != nil {
+				results = append(results, o)
+			}
+		}
+	}
+	return c, errv, results
+}
+
+// errCond returns token.EQL for "err == nil", token.NEQ for "err != nil"
+// (or the attempt call itself compared with nil), and 0 otherwise.
+func (f *finder) errCond(cond ast.Expr, errv types.Object, call *ast.CallExpr) token.Token {
+	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
+	if !ok || (b.Op != token.EQL && b.Op != token.NEQ) {
+		return 0
+	}
+	x, y := ast.Unparen(b.X), ast.Unparen(b.Y)
+	if isNil(f.info, x) {
+		x, y = y, x
+	}
+	if !isNil(f.info, y) {
+		return 0
+	}
+	if errv == nil {
+		if x == ast.Expr(call) {
+			return b.Op
+		}
+		return 0
+	}
+	if id, ok := x.(*ast.Ident); ok && f.info.ObjectOf(id) == errv {
+		return b.Op
+	}
+	return 0
+}
+
+func isNil(info *types.Info, e ast.Expr) bool {
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	return ok && id.Name == "nil" && info.Types[id].IsNil()
+}
+
+// indexedByLoop reports whether the attempt's arguments index something
+// with a variable the loop changes (addrs[i]): a failover, not a retry.
+func (f *finder) indexedByLoop(l *Loop, call *ast.CallExpr) bool {
+	changed := make(map[types.Object]bool)
+	switch s := l.Stmt.(type) {
+	case *ast.ForStmt:
+		if s.Post != nil {
+			ast.Inspect(s.Post, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					if o := f.info.ObjectOf(id); o != nil {
+						changed[o] = true
+					}
+				}
+				return true
+			})
+		}
+	case *ast.RangeStmt:
+		for _, e := range []ast.Expr{s.Key, s.Value} {
+			if id, ok := e.(*ast.Ident); ok {
+				if o := f.info.ObjectOf(id); o != nil {
+					changed[o] = true
+				}
+			}
+		}
+	}
+	found := false
+	ast.Inspect(call, func(n ast.Node) bool {
+		ix, ok := n.(*ast.IndexExpr)
+		if !ok || found {
+			return !found
+		}
+		ast.Inspect(ix.Index, func(m ast.Node) bool {
+			if id, ok := m.(*ast.Ident); ok && changed[f.info.ObjectOf(id)] {
+				found = true
+			}
+			return !found
+		})
+		return !found
+	})
+	return found
+}
+
+// condAttempt matches a loop whose condition is the branch: for err !=
+// nil { ...; err = call() }, or for err := call(); err != nil; err =
+// call() {}.
+func (f *finder) condAttempt(l *Loop) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Cond == nil {
+		return false
+	}
+	b, ok := ast.Unparen(fs.Cond).(*ast.BinaryExpr)
+	if !ok || b.Op != token.NEQ {
+		return false
+	}
+	id, ok := ast.Unparen(b.X).(*ast.Ident)
+	if !ok || !isNil(f.info, b.Y) {
+		return false
+	}
+	errv := f.info.ObjectOf(id)
+	if errv == nil || !match.IsError(errv.Type()) {
+		return false
+	}
+	stmts := append([]ast.Stmt{fs.Post}, l.Body.List...)
+	for _, s := range stmts {
+		call, v, results := f.errCall(s)
+		if call != nil && v == errv && !f.indexedByLoop(l, call) {
+			l.Call, l.Err, l.Results = call, errv, results
+			l.Between = l.Body.List
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,168 @@
+// Package match recognises the calls, types and functions the checks look
+// for: a call to time.Sleep, a value of type context.Context, an HTTP
+// handler's signature.
+package match
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// Callee returns the function or method a call invokes, or nil for a
+// call of a function value, a conversion or a builtin.
+func Callee(info *types.Info, call *ast.CallExpr) *types.Func {
+	var id *ast.Ident
+	switch fun := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		id = fun
+	case *ast.SelectorExpr:
+		id = fun.Sel
+	case *ast.IndexExpr: // generic instantiation f[T](...)
+		return calleeOf(info, fun.X)
+	case *ast.IndexListExpr:
+		return calleeOf(info, fun.X)
+	default:
+		return nil
+	}
+	fn, _ := info.Uses[id].(*types.Func)
+	return fn
+}
+
+func calleeOf(info *types.Info, e ast.Expr) *types.Func {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		fn, _ := info.Uses[e].(*types.Func)
+		return fn
+	case *ast.SelectorExpr:
+		fn, _ := info.Uses[e.Sel].(*types.Func)
+		return fn
+	}
+	return nil
+}
+
+// Func reports whether fn is the package-level function path.name for
+// one of names.
+func Func(fn *types.Func, path string, names ...string) bool {
+	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != path {
+		return false
+	}
+	if sig, ok := fn.Type().(*types.Signature); !ok || sig.Recv() != nil {
+		return false
+	}
+	return slices.Contains(names, fn.Name())
+}
+
+// Method reports whether fn is a method of the named type path.typ (or
+// of a pointer to it) called one of names.
+func Method(fn *types.Func, path, typ string, names ...string) bool {
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil {
+		return false
+	}
+	return Named(sig.Recv().Type(), path, typ) && slices.Contains(names, fn.Name())
+}
+
+// Named reports whether t, or what t points to, is the named type
+// path.name.
+func Named(t types.Type, path, name string) bool {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok {
+		return false
+	}
+	o := n.Obj()
+	return o.Pkg() != nil && o.Pkg().Path() == path && o.Name() == name
+}
+
+// Object reports whether obj is the package-level object path.name.
+func Object(obj types.Object, path, name string) bool {
+	return obj != nil && obj.Pkg() != nil && obj.Pkg().Path() == path &&
+		obj.Name() == name && obj.Parent() == obj.Pkg().Scope()
+}
+
+// IsContext reports whether t is context.Context.
+func IsContext(t types.Type) bool { return Named(t, "context", "Context") }
+
+// IsError reports whether t is the predeclared error type.
+func IsError(t types.Type) bool { return types.Identical(t, types.Universe.Lookup("error").Type()) }
+
+// ReturnsError reports whether the call's last result is an error.
+func ReturnsError(info *types.Info, call *ast.CallExpr) bool {
+	tv, ok := info.Types[call]
+	if !ok || tv.IsType() {
+		return false
+	}
+	switch t := tv.Type.(type) {
+	case *types.Tuple:
+		return t.Len() > 0 && IsError(t.At(t.Len()-1).Type())
+	default:
+		return IsError(t)
+	}
+}
+
+// IsHandler reports whether a function of type sig serves HTTP: it takes
+// an http.ResponseWriter and an *http.Request.
+func IsHandler(sig *types.Signature) bool {
+	if sig == nil {
+		return false
+	}
+	var w, r bool
+	for i := range sig.Params().Len() {
+		t := sig.Params().At(i).Type()
+		w = w || Named(t, "net/http", "ResponseWriter")
+		if p, ok := types.Unalias(t).(*types.Pointer); ok {
+			r = r || Named(p.Elem(), "net/http", "Request")
+		}
+	}
+	return w && r
+}
+
+// Skip reports whether the file holding n is one the checks leave alone:
+// a test file or generated code. Retry loops in tests wait for a test
+// server, and their delays do not reach production.
+func Skip(pass *analysis.Pass, f *ast.File) bool {
+	name := pass.Fset.File(f.Pos()).Name()
+	return strings.HasSuffix(name, "_test.go") || ast.IsGenerated(f)
+}
+
+// IsRand reports whether fn draws random numbers: a function or method
+// of math/rand, math/rand/v2 or crypto/rand.
+func IsRand(fn *types.Func) bool {
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	switch fn.Pkg().Path() {
+	case "math/rand", "math/rand/v2", "crypto/rand":
+		return true
+	}
+	return false
+}
+
+// ContextInScope returns a variable of type context.Context, or of type
+// *http.Request (whose Context method gives one), declared before pos in
+// a function scope that encloses it, or nil.
+func ContextInScope(pkg *types.Package, pos token.Pos) types.Object {
+	inner := pkg.Scope().Innermost(pos)
+	for s := inner; s != nil && s != pkg.Scope() && s != types.Universe; s = s.Parent() {
+		for _, name := range s.Names() {
+			v, ok := s.Lookup(name).(*types.Var)
+			if !ok || v.Pos() >= pos || name == "_" {
+				continue
+			}
+			if IsContext(v.Type()) || Named(v.Type(), "net/http", "Request") {
+				return v
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Package backoff is a stub of unherd's backoff for the tests.
+package backoff
+
+import "time"
+
+type Jitter uint8
+
+const (
+	Full Jitter = iota
+	Equal
+	Decorrelated
+	None
+)
+
+type Schedule struct {
+	Base, Cap time.Duration
+	Jitter    Jitter
+	Constant  bool
+	Immediate bool
+}

@@ -1,0 +1,13 @@
+package nojitter_test
+
+import (
+	"testing"
+
+	"golang.org/x/tools/go/analysis/analysistest"
+
+	"github.com/unherd/unherd/unherdvet/nojitter"
+)
+
+func TestAnalyzer(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), nojitter.Analyzer, "a")
+}

@@ -1,0 +1,244 @@
+package a
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+func call() error                              { return nil }
+func get(ctx context.Context) (int, error)     { return 0, nil }
+func page(token string) ([]int, string, error) { return nil, "", nil }
+func dial(addr string) (int, error)            { return 0, nil }
+
+type config struct{ Wait time.Duration }
+
+// Positive: the textbook loop.
+func constant() error {
+	var err error
+	for i := 0; i < 3; i++ {
+		if err = call(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Second) // want `nojitter: retry loop waits a constant 1s between attempts`
+	}
+	return err
+}
+
+// Positive: continue form, result kept, constant through a named const.
+const retryWait = 500 * time.Millisecond
+
+func continueForm(ctx context.Context) (int, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		n, err := get(ctx)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(retryWait): // want `constant 500ms`
+			}
+			continue
+		}
+		return n, nil
+	}
+	return 0, errors.New("gave up")
+}
+
+// Positive: a configured delay, the same on every attempt.
+func fixed(c *config) error {
+	for i := 0; i < 3; i++ {
+		err := call()
+		if err == nil {
+			break
+		}
+		time.Sleep(c.Wait) // want `the same delay \(c.Wait\) between every attempt`
+	}
+	return nil
+}
+
+// Positive: exponential growth without jitter.
+func doubling() error {
+	delay := 100 * time.Millisecond
+	for i := 0; i < 5; i++ {
+		if err := call(); err == nil {
+			return nil
+		}
+		time.Sleep(delay) // want `delay grows without jitter`
+		delay *= 2
+	}
+	return errors.New("gave up")
+}
+
+// Positive: exponential through the counter, capped with min.
+func shifted() error {
+	for i := range 5 {
+		if err := call(); err != nil {
+			time.Sleep(min(time.Duration(1<<i)*time.Second, 10*time.Second)) // want `delay grows without jitter`
+			continue
+		}
+		return nil
+	}
+	return nil
+}
+
+// Positive: if/else form; the wait precedes the next attempt.
+func elseForm() {
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			time.Sleep(2 * time.Second) // want `constant 2s`
+		}
+		if err := call(); err != nil {
+			continue
+		} else {
+			break
+		}
+	}
+}
+
+// Negative: full jitter.
+func jittered() error {
+	base := 100 * time.Millisecond
+	for i := 0; i < 5; i++ {
+		if err := call(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(base << i))))
+	}
+	return nil
+}
+
+// Negative: jitter added on top of a doubling delay.
+func jitterOnTop() error {
+	d := time.Second
+	for i := 0; i < 5; i++ {
+		if err := call(); err == nil {
+			return nil
+		}
+		j := time.Duration(rand.Int64N(int64(d)))
+		time.Sleep(d/2 + j)
+		d *= 2
+	}
+	return nil
+}
+
+// Negative: a delay from a function the analyzer does not follow.
+type schedule interface{ Next() time.Duration }
+
+func library(s schedule) error {
+	for i := 0; i < 5; i++ {
+		if err := call(); err == nil {
+			return nil
+		}
+		time.Sleep(s.Next())
+	}
+	return nil
+}
+
+// Negative: a polling loop returns on error and waits after a success
+// that is not final.
+func polling(ctx context.Context) error {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 10 {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Negative: pagination goes round on success.
+func pagination() ([]int, error) {
+	var all []int
+	token := ""
+	for {
+		items, next, err := page(token)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		token = next
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Negative: failover tries each address once.
+func failover(addrs []string) (int, error) {
+	for _, a := range addrs {
+		c, err := dial(a)
+		if err == nil {
+			return c, nil
+		}
+		time.Sleep(time.Second)
+	}
+	return 0, errors.New("no address answered")
+}
+
+// Negative: failover by index.
+func failoverIndex(addrs []string) (int, error) {
+	for i := 0; i < len(addrs); i++ {
+		c, err := dial(addrs[i])
+		if err == nil {
+			return c, nil
+		}
+		time.Sleep(time.Second)
+	}
+	return 0, errors.New("no address answered")
+}
+
+// Negative: an iterator loop.
+type rows struct{}
+
+func (rows) Next() bool  { return false }
+func (rows) Scan() error { return nil }
+func iterate(r rows) error {
+	for r.Next() {
+		if err := r.Scan(); err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		return nil
+	}
+	return nil
+}
+
+// Negative: a consumer loop never leaves on success.
+func consume(ctx context.Context) {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		_ = n
+	}
+}
+
+// Silenced with a comment on the line above, and at the end of the line.
+func silenced() {
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return
+		}
+		//unherdvet:ignore nojitter the peer is a local sidecar
+		time.Sleep(time.Second)
+	}
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return
+		}
+		time.Sleep(time.Second) //unherdvet:ignore nojitter,unbounded local sidecar
+	}
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return
+		}
+		time.Sleep(time.Second) //unherdvet:ignore unbounded names another check // want `constant 1s`
+	}
+}

@@ -1,0 +1,106 @@
+package a
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+func get(ctx context.Context) (int, error) { return 0, nil }
+func call() error                          { return nil }
+
+// Positive: ctx is right there.
+func ignores(ctx context.Context) (int, error) {
+	var err error
+	for i := 0; i < 3; i++ {
+		var n int
+		if n, err = get(ctx); err == nil {
+			return n, nil
+		}
+		time.Sleep(time.Second) // want `sleepctx: retry loop waits with time.Sleep although ctx is in scope`
+	}
+	return 0, err
+}
+
+// Positive: a bare receive from time.After.
+func bareAfter(ctx context.Context) error {
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return nil
+		}
+		<-time.After(time.Second) // want `waits with <-time.After although ctx is in scope`
+	}
+	return nil
+}
+
+// Positive: a handler's request carries a context.
+func handler(w http.ResponseWriter, r *http.Request) {
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return
+		}
+		time.Sleep(time.Second) // want `although r.Context\(\) is in scope`
+	}
+}
+
+// Positive: a closure sees the outer ctx.
+func closure(ctx context.Context) {
+	f := func() {
+		for i := 0; i < 3; i++ {
+			if err := call(); err == nil {
+				return
+			}
+			time.Sleep(time.Second) // want `although ctx is in scope`
+		}
+	}
+	f()
+}
+
+// Negative: select on ctx.Done().
+func selects(ctx context.Context) error {
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// Negative: no context in scope.
+func noContext() {
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Negative: a sleep in a polling loop, not a retry loop.
+func poll(ctx context.Context) error {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Negative: a sleep after success, not between attempts.
+func afterSuccess(ctx context.Context) {
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			time.Sleep(time.Second)
+			return
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package a
+
+import (
+	"context"
+	"errors"
+	"log"
+	"time"
+)
+
+func call() error                          { return nil }
+func get(ctx context.Context) (int, error) { return 0, nil }
+func retryable(err error) bool             { return true }
+
+var errStop = errors.New("stop")
+
+// Positive: nothing but success ends it.
+func forever() {
+	for { // want `unbounded: retry loop has no attempt limit and no deadline`
+		if err := call(); err != nil {
+			log.Print(err)
+			time.Sleep(time.Second)
+			continue
+		}
+		return
+	}
+}
+
+// Positive: permanent errors end it, transient ones never do.
+func untilPermanent(ctx context.Context) (int, error) {
+	for { // want `no attempt limit and no deadline`
+		n, err := get(ctx)
+		if err == nil {
+			return n, nil
+		}
+		if !retryable(err) || errors.Is(err, errStop) {
+			return 0, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Positive: a spin without a wait.
+func spin() {
+	for err := call(); err != nil; err = call() { // want `no wait`
+	}
+	for { // want `no wait`
+		if call() == nil {
+			break
+		}
+	}
+}
+
+// Negative: an attempt counter in the condition.
+func counted() error {
+	var err error
+	for i := 0; i < 3; i++ {
+		if err = call(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return err
+}
+
+// Negative: a range over an integer.
+func ranged() {
+	for range 3 {
+		if call() == nil {
+			return
+		}
+	}
+}
+
+// Negative: a counter checked in the body.
+func checked() error {
+	attempts := 0
+	for {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		attempts++
+		if attempts >= 5 {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Negative: a deadline.
+func deadline() error {
+	start := time.Now()
+	for {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		if time.Since(start) > time.Minute {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Negative: the context ends it.
+func withContext(ctx context.Context) (int, error) {
+	for {
+		n, err := get(ctx)
+		if err == nil {
+			return n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Negative: the loop condition watches the context.
+func ctxCond(ctx context.Context) error {
+	for ctx.Err() == nil {
+		if err := call(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return ctx.Err()
+}
+
+// Negative: a worker loop, not a retry loop.
+func worker(ctx context.Context) {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		log.Print(n)
+	}
+}
+
+// Silenced.
+func reconnect() {
+	//unherdvet:ignore unbounded the process has nothing to do until it connects
+	for {
+		if err := call(); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}

@@ -1,0 +1,43 @@
+// Package unbounded defines an Analyzer that reports retry loops with no
+// bound: no attempt limit, no deadline, nothing but the call's success
+// ends them.
+//
+// While the dependency is down, such a loop retries for as long as the
+// process lives, and every client of the dependency does the same: the
+// load never drops, so the dependency cannot come back. A loop counts as
+// bounded when its condition, a range over an integer, or an exit guarded
+// by anything besides the attempt's error (a counter, the clock, a
+// context's Done channel, a backoff library's Stop) can end it. The fix
+// is retry.Do, whose Config.MaxAttempts (3 by default) and the caller's
+// context deadline bound every call.
+package unbounded
+
+import (
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/unherd/unherd/unherdvet/internal/loops"
+	"github.com/unherd/unherd/unherdvet/internal/suppress"
+)
+
+// Analyzer reports retry loops with no attempt limit and no deadline.
+var Analyzer = &analysis.Analyzer{
+	Name:     "unbounded",
+	Doc:      "report retry loops with no attempt limit and no deadline",
+	Requires: []*analysis.Analyzer{loops.Analyzer},
+	Run:      run,
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	r := suppress.New(pass)
+	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
+		if l.Bounded {
+			continue
+		}
+		msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
+		if len(l.Waits) == 0 {
+			msg = "retry loop has no attempt limit, no deadline and no wait: while the dependency is down it retries as fast as it can, forever; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
+		}
+		r.Report(l.Stmt, msg)
+	}
+	return nil, nil
+}

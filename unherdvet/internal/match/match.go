@@ -148,21 +148,24 @@ func IsRand(fn *types.Func) bool {
 	return false
 }
 
-// ContextInScope returns a variable of type context.Context, or of type
-// *http.Request (whose Context method gives one), declared before pos in
-// a function scope that encloses it, or nil.
+// ContextInScope returns a variable of type context.Context declared
+// before pos in a function scope that encloses it; failing that, one of
+// type *http.Request (whose Context method gives one); or nil.
 func ContextInScope(pkg *types.Package, pos token.Pos) types.Object {
-	inner := pkg.Scope().Innermost(pos)
-	for s := inner; s != nil && s != pkg.Scope() && s != types.Universe; s = s.Parent() {
+	var req types.Object
+	for s := pkg.Scope().Innermost(pos); s != nil && s != pkg.Scope() && s != types.Universe; s = s.Parent() {
 		for _, name := range s.Names() {
 			v, ok := s.Lookup(name).(*types.Var)
 			if !ok || v.Pos() >= pos || name == "_" {
 				continue
 			}
-			if IsContext(v.Type()) || Named(v.Type(), "net/http", "Request") {
+			if IsContext(v.Type()) {
 				return v
+			}
+			if req == nil && Named(v.Type(), "net/http", "Request") {
+				req = v
 			}
 		}
 	}
-	return nil
+	return req
 }

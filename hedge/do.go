@@ -53,10 +53,12 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 	return do(ctx, h, fn, cleanup, false)
 }
 
-// DoFailuresWait is [Do] where a failure settles the call only when no
-// other attempt is running: an attempt that fails while another is still
-// running drops its error (whatever Config.NonFatal says) and the call
-// waits for the others. The first success still settles the call at once;
+// DoFirstSuccess hedges like [Do] but waits for the first success: a
+// failure settles the call only when no other attempt is running. An
+// attempt that fails while another is still running drops its error
+// (whatever Config.NonFatal says) and the call waits for the others, and
+// the hedges not yet started still start on time. The first success
+// settles the call at once;
 // if every attempt fails, the last failure is handled as Do handles any
 // failure (a fatal one settles the call with its error, a non-fatal one
 // starts the next hedge at once), so the error returned is the last
@@ -70,13 +72,13 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 // to another replica that may yet succeed. fn must then judge each
 // attempt's outcome itself, returning an error for any it would not hand
 // back, and release whatever a dropped error holds (a response body, say)
-// once DoFailuresWait returns: only the returned error reaches the
+// once DoFirstSuccess returns: only the returned error reaches the
 // caller. Its cost is Do's.
-func DoFailuresWait[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
+func DoFirstSuccess[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
 	return do(ctx, h, fn, cleanup, true)
 }
 
-// do is Do, and DoFailuresWait if failuresWait is set.
+// do is Do, and DoFirstSuccess if failuresWait is set.
 func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T), failuresWait bool) (T, error) {
 	// The clock is read for the latency and the default budget only, and
 	// then as a monotonic reading alone: time.Since(epoch) costs one
@@ -101,16 +103,27 @@ func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 	c.arm()
 
 	v, err := fn(actx, 0)
-	if c.timer.Stop() && !c.fired.Load() && (err == nil || !c.open(err)) {
-		// The timer never fired, so no other goroutine has seen c: the
-		// primary settles the call alone, and c goes back to the pool.
-		// (A stopped timer alone does not prove it: fire re-arms it for
-		// the next hedge.)
-		cancel(nil)
-		h.ended(ctx, start, err, false, false)
-		c.reset()
-		h.calls.Put(c)
-		return v, err
+	// Stop the timer only if it has not fired: once it has, it is armed
+	// for the next hedge (see startNext), which must still start if the
+	// call stays open.
+	if !c.fired.Load() {
+		stopped := c.timer.Stop()
+		if stopped && !c.fired.Load() && (err == nil || !c.open(err)) {
+			// The timer never fired, so no other goroutine has seen c:
+			// the primary settles the call alone, and c goes back to the
+			// pool.
+			cancel(nil)
+			h.ended(ctx, start, err, false, false)
+			c.reset()
+			h.calls.Put(c)
+			return v, err
+		}
+		if stopped && c.fired.Load() {
+			// The timer fired between the two loads, started a hedge an
+			// instant ago and was re-armed for the next one, which this
+			// Stop cancelled: re-arm it.
+			c.rearm()
+		}
 	}
 	return c.finish(v, err)
 }
@@ -163,7 +176,7 @@ type call[T any] struct {
 	timer   *time.Timer   // runs c.fire; reused while c is pooled
 	fired   atomic.Bool   // the timer fired since c left the pool
 
-	failuresWait bool // DoFailuresWait: a failure waits while others run
+	failuresWait bool // DoFirstSuccess: a failure waits while others run
 
 	mu      sync.Mutex
 	started int  // attempts started, the primary included
@@ -192,6 +205,16 @@ func getCall[T any](h *Hedger) *call[T] {
 
 // arm starts the hedge timer for the next hedge.
 func (c *call[T]) arm() { c.timer.Reset(c.delay) }
+
+// rearm arms the timer again for the next hedge if the call may still
+// start one.
+func (c *call[T]) rearm() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.settled && !c.closed && c.started <= c.h.maxHedges {
+		c.arm()
+	}
+}
 
 // reset clears c for the pool (only when its timer never fired).
 func (c *call[T]) reset() {

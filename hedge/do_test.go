@@ -26,7 +26,7 @@ func TestDo(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       Config // Delay is 10ms unless set
-		wait      bool   // DoFailuresWait instead of Do
+		wait      bool   // DoFirstSuccess instead of Do
 		allow     int    // budget withdrawals allowed; -1 for all
 		outcomes  []outcome
 		want      int
@@ -148,7 +148,7 @@ func TestDo(t *testing.T) {
 				s := newScript(tc.outcomes...)
 				do := Do[int]
 				if tc.wait {
-					do = DoFailuresWait[int]
+					do = DoFirstSuccess[int]
 				}
 				v, err := do(context.Background(), h, s.fn, nil)
 				at := time.Since(s.t0)
@@ -277,7 +277,7 @@ func TestDoCallerCancels(t *testing.T) {
 	tests := []struct {
 		name     string
 		cfg      Config
-		wait     bool // DoFailuresWait instead of Do
+		wait     bool // DoFirstSuccess instead of Do
 		outcomes []outcome
 		ignore   func(int) bool
 		wantErr  error
@@ -327,7 +327,7 @@ func TestDoCallerCancels(t *testing.T) {
 				time.AfterFunc(15*ms, func() { cancel(causeStop) })
 				do := Do[int]
 				if tc.wait {
-					do = DoFailuresWait[int]
+					do = DoFirstSuccess[int]
 				}
 				v, err := do(ctx, h, s.fn, nil)
 				if at := time.Since(s.t0); v != 0 || !errors.Is(err, tc.wantErr) || at != 15*ms {
@@ -345,7 +345,7 @@ func TestDoCallerCancels(t *testing.T) {
 }
 
 // TestDoConcurrent runs many hedged calls at once on one Hedger, with
-// every kind of outcome, through Do and DoFailuresWait alike, for the
+// every kind of outcome, through Do and DoFirstSuccess alike, for the
 // race detector.
 func TestDoConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -355,7 +355,7 @@ func TestDoConcurrent(t *testing.T) {
 		// outcome patterns below (k up to 640 > lcm 420). Three times as
 		// many goroutines in one bubble crashed the race detector's own
 		// runtime now and then (SIGSEGV in its stack depot, also before
-		// DoFailuresWait existed), not a race in this package.
+		// DoFirstSuccess existed), not a race in this package.
 		for g := range 16 {
 			wg.Add(1)
 			go func() {
@@ -372,7 +372,7 @@ func TestDoConcurrent(t *testing.T) {
 					}
 					do := Do[int]
 					if (k/5)%2 == 1 {
-						do = DoFailuresWait[int]
+						do = DoFirstSuccess[int]
 					}
 					do(context.Background(), h, s.fn, func(int) {})
 				}

@@ -40,7 +40,7 @@
 // value, or the settling error unchanged (the last one when every attempt
 // failed), so an outer retry loop classifies it as usual.
 //
-// [DoFailuresWait] is Do for failures that may be local to one replica (a
+// [DoFirstSuccess] is Do for failures that may be local to one replica (a
 // fast 503 from an overloaded server): a failure settles the call only
 // when no other attempt is running, so it cannot cancel an attempt that
 // may yet succeed, and the error returned is the last failure's. Package

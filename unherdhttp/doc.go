@@ -109,7 +109,7 @@
 // refused connection) does not: a fast 503 from an overloaded replica
 // must not cancel a request about to succeed elsewhere. A request that
 // fails while another is still running waits for it (for as long as the
-// other's attempt timeout allows; see hedge.DoFailuresWait); when every request of the attempt has
+// other's attempt timeout allows; see hedge.DoFirstSuccess); when every request of the attempt has
 // failed, the last failure is the attempt's, and the retry loop judges it
 // as usual. A primary that fails before its hedge delay so ends the
 // attempt at once, and the retry loop's backoff, not a hedge, follows.

@@ -78,11 +78,7 @@ type Decision struct {
 // that retries on its own (see [WithOuterRetry]): NestedAttempts then
 // replaces MaxAttempts.
 func (p *Policy) Begin(nested bool) Call {
-	max := p.maxAttempts
-	if nested {
-		max = p.nestedAttempts
-	}
-	return Call{p: p, max: max}
+	return Call{p: p, max: p.Attempts(nested)}
 }
 
 // Attempts returns the number of attempts admitted so far, counting one in

@@ -105,17 +105,27 @@ func WithServerDelay(err error, d time.Duration) error {
 // DefaultClassify is the classification used when Config.Classify is nil,
 // and the one a custom classifier can fall back to:
 //
-//   - an error marked with MarkPermanent, or a ServerDelay with a negative
-//     delay, is Permanent;
+//   - an error marked with MarkPermanent, an error that is ErrPermanent
+//     itself (errors.Is: returned or wrapped by the operation, or an inner
+//     Policy's *Error that stopped as permanent), or a ServerDelay with a
+//     negative delay, is Permanent;
 //   - an error marked with MarkThrottled or WithServerDelay is Throttled;
 //   - an error whose tree holds an error with a Timeout() bool method is
 //     Timeout if the first such error (depth first, as errors.As finds
 //     it) reports true: context.DeadlineExceeded, a net.Error that timed
 //     out, and the loop's own expired attempt timeouts;
+//   - an error that is context.Canceled is Permanent: the caller's
+//     context is still live (the loop checks it first), so someone inside
+//     the operation cancelled it on purpose, and repeating it would
+//     override that choice. A classifier that knows better (a library
+//     that reports its own connection loss as Canceled) can return
+//     Transient;
 //   - everything else is Transient.
 //
 // The caller's own cancellation is decided before classification and is
-// never retried, whatever this returns.
+// never retried, whatever this returns. An error that is ErrFinal (or
+// marked with MarkFinal) keeps the class these rules give it but ends the
+// call with ErrFinal.
 func DefaultClassify(err error) Class {
 	m := inspect(err)
 	return m.class(nil, err)

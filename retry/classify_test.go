@@ -183,3 +183,44 @@ func TestErrorWithoutReason(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// An operation that returns the package's own stop sentinels, or an inner
+// Policy's error that stopped on one, is not retried.
+func TestOperationReturnsStopSentinel(t *testing.T) {
+	inner := mustNew(t, Config{Backoff: backoff.Schedule{Immediate: true}})
+	innerPermanent := inner.Do(context.Background(), func(context.Context) error { return MarkPermanent(errBoom) })
+	innerFinal := inner.Do(context.Background(), func(context.Context) error { return MarkFinal(errBoom) })
+	tests := []struct {
+		name string
+		err  error
+		cfg  Config
+		want error
+		runs int
+	}{
+		{"ErrPermanent", ErrPermanent, Config{}, ErrPermanent, 1},
+		{"wrapped ErrPermanent", fmt.Errorf("lookup: %w", ErrPermanent), Config{}, ErrPermanent, 1},
+		{"ErrFinal", ErrFinal, Config{}, ErrFinal, 1},
+		{"wrapped ErrFinal", fmt.Errorf("post: %w", ErrFinal), Config{}, ErrFinal, 1},
+		{"inner policy stopped as permanent", innerPermanent, Config{}, ErrPermanent, 1},
+		{"inner policy stopped as final", innerFinal, Config{}, ErrFinal, 1},
+		{"operation's own cancellation", fmt.Errorf("query: %w", context.Canceled), Config{}, ErrPermanent, 1},
+		{"cancellation a classifier retries", context.Canceled,
+			Config{Classify: func(error) Class { return Transient }}, ErrAttemptsExhausted, 3},
+		{"inner policy ran out of attempts", inner.Do(context.Background(), func(context.Context) error { return errBoom }),
+			Config{}, ErrAttemptsExhausted, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tc.cfg.Backoff = backoff.Schedule{Immediate: true}
+				p := mustNew(t, tc.cfg)
+				calls := 0
+				err := p.Do(t.Context(), failing(9, tc.err, &calls))
+				var re *Error
+				if calls != tc.runs || !errors.As(err, &re) || re.Reason != tc.want {
+					t.Fatalf("calls = %d, err = %v; want %d calls and reason %v", calls, err, tc.runs, tc.want)
+				}
+			})
+		})
+	}
+}

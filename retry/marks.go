@@ -1,11 +1,13 @@
 package retry
 
+import "context"
+
 // marks is what the retry decision needs to know about an error tree,
 // gathered in one walk: a failed attempt's error used to be walked seven
 // times (four for classification, then rejection, final and server delay),
 // which was most of the cost of a retry.
 type marks struct {
-	permanent, final, throttled, rejected bool
+	permanent, final, throttled, rejected, canceled bool
 	// serverDelay is the first ServerDelay in the tree, if any.
 	serverDelay ServerDelay
 	// timeout is the first error in the tree with a Timeout() bool method,
@@ -14,9 +16,12 @@ type marks struct {
 }
 
 // inspect walks err's tree once, depth first and pre-order like errors.Is
-// and errors.As, and records the first of each mark it finds. rejected
-// follows errors.Is(err, ErrRejected) exactly: a node equal to ErrRejected
-// or with an Is method that reports it.
+// and errors.As, and records the first of each mark it finds. rejected,
+// permanent, final and canceled follow errors.Is exactly, for ErrRejected,
+// ErrPermanent, ErrFinal and context.Canceled: a node equal to the
+// sentinel or with an Is method that reports it. So an operation that
+// returns ErrPermanent itself, or an inner Policy's *Error that stopped
+// with it, is permanent here too.
 func inspect(err error) (m marks) {
 	m.walk(err)
 	return m
@@ -32,14 +37,23 @@ func (m *marks) walk(err error) {
 		case *throttledError:
 			m.throttled = true
 		}
-		if !m.rejected {
-			// ErrRejected's dynamic type is a pointer, so this comparison
-			// never panics on a non-comparable error type.
-			if err == ErrRejected {
-				m.rejected = true
-			} else if is, ok := err.(interface{ Is(error) bool }); ok && is.Is(ErrRejected) {
-				m.rejected = true
-			}
+		// The sentinels' dynamic types are pointers, so these comparisons
+		// never panic on a non-comparable error type.
+		switch err {
+		case ErrRejected:
+			m.rejected = true
+		case ErrPermanent:
+			m.permanent = true
+		case ErrFinal:
+			m.final = true
+		case context.Canceled:
+			m.canceled = true
+		}
+		if is, ok := err.(interface{ Is(error) bool }); ok {
+			m.rejected = m.rejected || is.Is(ErrRejected)
+			m.permanent = m.permanent || is.Is(ErrPermanent)
+			m.final = m.final || is.Is(ErrFinal)
+			m.canceled = m.canceled || is.Is(context.Canceled)
 		}
 		if m.serverDelay == nil {
 			if sd, ok := err.(ServerDelay); ok {
@@ -80,6 +94,8 @@ func (m *marks) class(classify func(error) Class, err error) Class {
 		return Throttled
 	case m.timeout != nil && m.timeout.Timeout():
 		return Timeout
+	case m.canceled:
+		return Permanent
 	}
 	return Transient
 }

@@ -83,6 +83,15 @@ func Default() *Policy {
 // MaxAttempts returns the attempt limit for a call, counting the first.
 func (p *Policy) MaxAttempts() int { return p.maxAttempts }
 
+// Attempts returns the attempt limit of a call that [Policy.Begin] starts
+// with nested: NestedAttempts for a nested call, MaxAttempts otherwise.
+func (p *Policy) Attempts(nested bool) int {
+	if nested {
+		return p.nestedAttempts
+	}
+	return p.maxAttempts
+}
+
 // Do calls fn until it succeeds or the policy stops it, and returns nil or
 // an [*Error] that wraps the stop reason and fn's last error. fn receives a
 // context bounded by the per-attempt timeout, if one is set.

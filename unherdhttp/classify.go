@@ -105,6 +105,27 @@ func neverSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
+// withSchemeMismatch returns err so that errors.Is(err,
+// http.ErrSchemeMismatch) holds when it is the TLS error of an https
+// request answered by a plain HTTP server. http.Transport returns a
+// tls.RecordHeaderError there, which only http.Client turns into
+// ErrSchemeMismatch, by a type assertion on the RoundTripper's error that
+// the retry loop's wrapping would defeat; this keeps what plain net/http
+// gives callers, and the TLS error too.
+func withSchemeMismatch(err error) error {
+	if rh, ok := errtree.Find[tls.RecordHeaderError](err); ok && string(rh.RecordHeader[:]) == "HTTP/" {
+		return &schemeMismatchError{err}
+	}
+	return err
+}
+
+type schemeMismatchError struct{ err error }
+
+func (e *schemeMismatchError) Error() string {
+	return http.ErrSchemeMismatch.Error() + ": " + e.err.Error()
+}
+func (e *schemeMismatchError) Unwrap() []error { return []error{http.ErrSchemeMismatch, e.err} }
+
 // permanentTransportError reports errors that repeating the request
 // cannot fix: certificates that do not verify, a TLS client talking to a
 // plain HTTP server.
@@ -128,19 +149,36 @@ func permanentTransportError(err error) bool {
 }
 
 // statusClass is the default classification of a response: failed is
-// false for a response to hand back as it is. A 500 is a server failure
-// (Transient, so breakers count it) but is retried only with Retry500.
+// false for a response to hand back as it is. A 500, and any 5xx this
+// package does not name (505, 507, 520 to 527, ...), is a server failure
+// (Transient, so guards count it) but is retried only with Retry500; 501
+// Not Implemented is permanent.
 func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
 	switch code {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return retry.Throttled, true
-	case http.StatusRequestTimeout, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusInternalServerError:
+	case http.StatusRequestTimeout, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return retry.Transient, true
+	case http.StatusNotImplemented:
+		return retry.Permanent, true
 	}
-	if code >= 400 {
+	switch {
+	case code >= 500:
+		return retry.Transient, true
+	case code >= 400:
 		return retry.Permanent, true
 	}
 	return 0, false
+}
+
+// serverFailure reports the statuses that are retried only with Retry500:
+// 500 and the 5xx this package does not name.
+func serverFailure(code int) bool {
+	switch code {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusNotImplemented:
+		return false
+	}
+	return code >= 500
 }
 
 // responseClass classifies a response by the Classify hook, then the
@@ -172,9 +210,9 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 		// The server has seen the request, or its body is gone: stop, but
 		// let budgets and guards count the failure as what it is.
 		return nil, retry.MarkFinal(mark(&NotReplayedError{Method: c.method(), Err: se}, class))
-	case resp.StatusCode == http.StatusInternalServerError && !t.retry500 && !hooked:
+	case serverFailure(resp.StatusCode) && !t.retry500 && !hooked:
 		// The default rule: a server failure, retried only with Retry500.
-		// A hook that classified the 500 itself has overridden it.
+		// A hook that classified the status itself has overridden it.
 		return nil, retry.MarkFinal(se)
 	}
 	if v := resp.Header.Get("Retry-After"); v != "" {
@@ -185,15 +223,25 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 	return nil, mark(se, class)
 }
 
-// judgeError classifies a transport error. timedOut says the attempt's
-// own timeout ended it, and sent whether the request may have been
-// written.
-func (t *Transport) judgeError(c *call, err error, timedOut, sent bool) error {
+// judgeError classifies a transport error of areq, the request sent.
+// timedOut says the attempt's own timeout ended it, and sent whether the
+// request may have been written.
+func (t *Transport) judgeError(c *call, areq *http.Request, err error, timedOut, sent bool) error {
+	if why := refusal(areq, t.traced); why != "" {
+		// net/http refused it before dialling: the caller's bug, which no
+		// retry fixes and no guard or budget should count.
+		return &invalidRequestError{why: why, err: err}
+	}
 	if timedOut {
 		err = &attemptTimeoutError{err}
 	}
+	err = withSchemeMismatch(err)
 	if c.once || (sent && !c.replayable && !neverSent(err)) {
-		return retry.MarkFinal(&NotReplayedError{Method: c.method(), Err: err})
+		nr := &NotReplayedError{Method: c.method(), Err: err}
+		if permanentTransportError(err) {
+			return retry.MarkPermanent(nr)
+		}
+		return retry.MarkFinal(nr)
 	}
 	if t.classify != nil {
 		if class, ok := t.classify(nil, err); ok {

@@ -43,15 +43,24 @@
 //
 // Of the outcomes of a request that may be repeated:
 //
-//   - 408, 429, 502, 503 and 504 are retried; 500 only with
-//     Config.Retry500. 429 and 503 are throttling answers: they wait from
-//     the schedule's throttled base. Other 4xx, 501 and the remaining 5xx
-//     are permanent and go back at once.
+//   - 408, 429, 502, 503 and 504 are retried; 500, and any other 5xx
+//     but 501 (505, 507, 520 to 527, ...), only with Config.Retry500:
+//     they are server failures, which guards count, but more often a bug
+//     than an overload. 429 and 503 are throttling answers: they wait
+//     from the schedule's throttled base. Other 4xx and 501 are permanent
+//     and go back at once.
 //   - Transport errors (connection refused or reset, an unexpected EOF on
 //     a reused connection, an attempt timeout) are retried; certificate
-//     verification failures and a TLS client talking to a plain HTTP
-//     server are permanent. The caller's own cancellation or deadline is
-//     never retried.
+//     verification failures and an https request answered by a plain
+//     HTTP server are permanent (errors.Is(err, http.ErrSchemeMismatch)
+//     holds for the latter, as with a plain http.Client). The caller's own
+//     cancellation or deadline is never retried.
+//   - A request net/http refuses to send (a nil Header map, an invalid
+//     method, header name or value, no host, or a scheme other than http
+//     and https when the base is an *http.Transport) is the caller's bug:
+//     it fails at once with an error that matches [ErrInvalidRequest],
+//     without a retry, a token from the budget or a failure reported to
+//     the guards.
 //   - Config.Classify can override any of this, except replay safety.
 //
 // Every failed attempt reaches the retry loop of package retry as an

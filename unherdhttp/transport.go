@@ -36,8 +36,6 @@ type Transport struct {
 	maxDrained     int64
 	classify       func(*http.Response, error) (retry.Class, bool)
 	onRetry        func(retry.RetryEvent)
-	maxAttempts    int
-	nestedAttempts int
 	traced         bool // base is an *http.Transport, which reports GotConn; else AttemptTimeout bounds the whole attempt
 	hedger         *hedge.Hedger
 	hedgeMethods   []string
@@ -63,7 +61,6 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 		maxDrained:     cmp.Or(cfg.MaxDrainedBody, DefaultMaxDrainedBody),
 		classify:       cfg.Classify,
 		onRetry:        cfg.Retry.OnRetry,
-		nestedAttempts: cmp.Or(cfg.Retry.NestedAttempts, retry.DefaultNestedAttempts),
 	}
 	if base == nil {
 		t.base = newBase(t.connectTimeout)
@@ -83,7 +80,6 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 		return nil, err
 	}
 	t.policy = p
-	t.maxAttempts = p.MaxAttempts()
 	return t, nil
 }
 
@@ -190,10 +186,7 @@ func (c *call) prepare() error {
 
 // mayRetry reports whether the policy may make more than one attempt.
 func (c *call) mayRetry() bool {
-	if retry.HasOuterRetry(c.req.Context()) {
-		return c.t.nestedAttempts > 1
-	}
-	return c.t.maxAttempts > 1
+	return c.t.policy.Attempts(retry.HasOuterRetry(c.req.Context())) > 1
 }
 
 // finish turns the loop's result into RoundTrip's: the response; or the
@@ -253,7 +246,7 @@ func (c *call) send(ctx, hctx context.Context) (*http.Response, error) {
 	if timeout <= 0 && t.timeouts == nil && hctx == ctx {
 		resp, err := t.base.RoundTrip(areq)
 		if err != nil {
-			return nil, t.judgeError(c, err, false, true)
+			return nil, t.judgeError(c, areq, err, false, true)
 		}
 		return t.judgeResponse(c, resp)
 	}
@@ -359,7 +352,7 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeou
 		// other base transports may not.
 		sent := a.connected.Load() || !t.traced || a.timer == nil && !a.observe
 		cancel(nil)
-		return nil, t.judgeError(c, err, timedOut, sent)
+		return nil, t.judgeError(c, areq, err, timedOut, sent)
 	}
 	switch body := resp.Body.(type) {
 	case nil:

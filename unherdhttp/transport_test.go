@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -344,20 +343,6 @@ func TestGuardRejectionClosesBody(t *testing.T) {
 				t.Errorf("%d requests sent and body closed %d times, want 0 and 1", ct.n.Load(), body.n.Load())
 			}
 		})
-	}
-}
-
-// A request built without a Header map is retried all the same: the clone
-// gets a map of its own for the attempt header.
-func TestRequestWithoutHeader(t *testing.T) {
-	f := &failFirst{n: 1, status: http.StatusBadGateway}
-	srv := newServer(t, f.ServeHTTP)
-	tr := newTransport(t, unherdhttp.Config{Retry: fast})
-	u, _ := url.Parse(srv.URL)
-	req := &http.Request{Method: http.MethodGet, URL: u}
-	status, body, err := do(tr, req)
-	if err != nil || status != 200 || body != "ok 2" || req.Header != nil {
-		t.Fatalf("got %d %q, %v, request header %v; want 200 %q and the request untouched", status, body, err, req.Header, "ok 2")
 	}
 }
 

@@ -77,7 +77,7 @@
 // exponential without jitter and full jitter (base 100 ms, cap 10 s), and
 // full jitter with a token-bucket budget, with a circuit breaker
 // (breaker.Breaker, its defaults) and with the SRE book's client-side
-// adaptive throttle (throttle.Adaptive, K = 2 over 2 minutes); the guards
+// adaptive throttle (throttle.Adaptive, its defaults: K = 2 over 10 s); the guards
 // are called through their explicit-time AdmitAt and DoneAt before and
 // after every attempt, and a local rejection ends the call. The thinking time is short so
 // that most clients are waiting on the dependency when it fails: that
@@ -89,15 +89,13 @@
 // the healthy rate; -1 if not within the run), failed calls and success
 // rate. A single policy and budget object is shared by all the clients,
 // as one process shares one retry.Policy per dependency. The open stream's
-// throttle row does not recover within the run (recover_s -1): the
-// throttle counts requests and accepts over two minutes, and after the
-// return that window still holds the outage's failures, so it goes on
-// rejecting most calls locally although the dependency could serve them
-// all; its own rejections count as requests and keep the rejection
-// probability up. With --after 4m it recovers 115 s after the return, as
-// the outage's counts leave the window. The closed population's throttle
-// recovers within seconds: its clients, waiting out their backoff, made
-// few requests during the outage.
+// throttle row recovers within a second of the return at the published
+// size: the throttle's window is 10 s and it does not count its own
+// rejections, so the first successes after the return bring the
+// rejection probability down. With the SRE book's settings
+// (throttle.AdaptiveSettings{Window: 2 * time.Minute, CountRejections:
+// true}) the window still held the outage's failures and rejections after
+// the return, and the row recovered 115 s after it.
 //
 // ratelimit (closed): Brooker's AWS re:Invent material on backoff and
 // jitter. 3000 workers (--clients) each make 10 requests, one after another, to an

@@ -14,13 +14,16 @@ import (
 	"github.com/unherd/unherd/retry"
 )
 
-// Defaults applied to zero fields of [AdaptiveSettings], from the Google
-// SRE book, chapter 21 "Handling Overload", section "Client-Side
-// Throttling".
+// Defaults applied to zero fields of [AdaptiveSettings]. K is the Google
+// SRE book's (chapter 21 "Handling Overload", section "Client-Side
+// Throttling"); the window is this package's: the book's two minutes
+// react to a full outage only after one minute (until then the healthy
+// minute's accepts outweigh the failures) and, with local rejections
+// counted, take minutes to recover (see the package doc).
 const (
 	DefaultK             = 2.0
-	DefaultWindow        = 2 * time.Minute
-	DefaultWindowBuckets = 24 // 5 s each
+	DefaultWindow        = 10 * time.Second
+	DefaultWindowBuckets = 20 // 500 ms each
 )
 
 // ErrThrottled is the local rejection of [Adaptive]: the call was not made
@@ -34,8 +37,11 @@ var ErrThrottled = retry.NewRejection("throttle: rejected locally, dependency ov
 // Validate methods return.
 var ErrInvalidSettings = errors.New("throttle: invalid settings")
 
-// AdaptiveSettings configures an [Adaptive] throttle. The zero value is the
-// SRE book's: K = 2 over a two-minute window.
+// AdaptiveSettings configures an [Adaptive] throttle. The zero value is
+// K = 2 over a 10 s window, local rejections not counted as requests:
+// quick to shed when the dependency fails and quick to recover. The SRE
+// book's original is AdaptiveSettings{Window: 2 * time.Minute,
+// CountRejections: true}.
 type AdaptiveSettings struct {
 	// K is the multiplier on accepts: calls are rejected locally with
 	// probability max(0, (requests - K*accepts) / (requests + 1)), so the
@@ -46,10 +52,25 @@ type AdaptiveSettings struct {
 
 	// Window is the rolling window over which requests and accepts are
 	// counted, split into WindowBuckets buckets that expire one at a
-	// time. Zero means DefaultWindow (2 minutes) and DefaultWindowBuckets
-	// (24).
+	// time. Zero means DefaultWindow (10 s) and DefaultWindowBuckets
+	// (20).
 	Window        time.Duration
 	WindowBuckets int
+
+	// CountRejections counts a local rejection as a request, as the SRE
+	// book does. Then, after a long outage, the window is full of the
+	// client's own rejections, the few calls it still admits are the only
+	// source of accepts, and the probability falls only as fast as the
+	// window forgets the outage: about Window/2 * ln(requests in the
+	// window), minutes for the book's window. False, the default, counts
+	// the calls the dependency saw, so the rejection probability rests on
+	// what the dependency did, and the first successes after an outage
+	// bring it down within a few seconds. Both shed the same share under
+	// overload (the dependency sees at most about K times what it
+	// accepts); in a full outage, without counting them, the client still
+	// lets through about sqrt(rate/Window) calls per second (a 100/s
+	// client, about 3 per second): the probes that see the recovery.
+	CountRejections bool
 
 	// Accepted decides whether the dependency accepted an attempt. Nil
 	// means DefaultAccepted. Abandoned attempts never reach it: they count
@@ -104,11 +125,12 @@ func (s *AdaptiveSettings) window() (time.Duration, int) {
 }
 
 // Adaptive is the client-side adaptive throttle of the Google SRE book: it
-// counts the requests it sees and the ones the dependency accepted over a
+// counts the requests it sends and the ones the dependency accepted over a
 // rolling window, and rejects calls locally with probability
-// max(0, (requests - K*accepts) / (requests + 1)). Locally rejected calls
-// count as requests, so as long as the dependency keeps refusing, the
-// rejection rate keeps rising; once it accepts again, the rate falls.
+// max(0, (requests - K*accepts) / (requests + 1)). As long as the
+// dependency keeps refusing, the rejection rate keeps rising; once it
+// accepts again, the rate falls. Local rejections count as requests only
+// with AdaptiveSettings.CountRejections.
 //
 // It implements retry.Guard. The zero Adaptive is not usable; call
 // NewAdaptive. An Adaptive is safe for concurrent use.
@@ -122,6 +144,7 @@ type Adaptive struct {
 	win      *rolling.Window // a = requests, b = accepts
 	k        float64
 	accepted func(retry.Outcome) bool
+	countRej bool
 	clock    func() time.Time
 	rand     func() uint64
 	epoch    time.Time
@@ -136,6 +159,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 		win:      rolling.New(s.window()),
 		k:        cmp.Or(s.K, DefaultK),
 		accepted: s.Accepted,
+		countRej: s.CountRejections,
 		clock:    s.Now,
 		rand:     rand.Uint64,
 	}
@@ -158,9 +182,10 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 // zero it is one atomic load: no lock, no clock read, no allocation. It
 // never waits, so ctx is not used. The ticket is always 0.
 //
-// A call is counted as a request once: when it is rejected here, or, if
-// admitted, when Done reports it (so a call in flight is not yet counted,
-// and an abandoned one never is).
+// An admitted call is counted as a request when Done reports it (so a
+// call in flight is not yet counted, and an abandoned one never is); a
+// rejected one only with AdaptiveSettings.CountRejections, when it is
+// rejected.
 func (a *Adaptive) Admit(ctx context.Context) (ticket uint64, err error) {
 	if a.threshold.Load() == 0 {
 		return 0, nil
@@ -184,8 +209,10 @@ func (a *Adaptive) admitSlow(now int64) error {
 	if th == 0 || a.rand()>>11 >= th {
 		return nil
 	}
-	a.win.AddAt(now, 1, 0) // a local rejection is a request too
-	a.recompute(now)
+	if a.countRej {
+		a.win.AddAt(now, 1, 0) // a local rejection is a request too
+		a.recompute(now)
+	}
 	return ErrThrottled
 }
 

@@ -99,14 +99,15 @@ func TestDefaultAccepted(t *testing.T) {
 	}
 }
 
-// TestAdaptiveSheddingAndRecovery: 50 accepted calls, then the dependency
-// throttles everything. The throttle admits without rejecting until
-// requests exceed 2*accepts = 100, then rejects some calls locally; every
-// call, rejected or not, counts as a request, so after 150 more calls the
-// probability is (200 - 2*50)/(200 + 1). Two minutes later the window is
-// empty and the throttle admits everything again.
+// TestAdaptiveSheddingAndRecovery, with the SRE book's counting: 50
+// accepted calls, then the dependency throttles everything. The throttle
+// admits without rejecting until requests exceed 2*accepts = 100, then
+// rejects some calls locally; every call, rejected or not, counts as a
+// request, so after 150 more calls the probability is
+// (200 - 2*50)/(200 + 1). A window later it is empty and the throttle
+// admits everything again.
 func TestAdaptiveSheddingAndRecovery(t *testing.T) {
-	a := newAdaptive(t, AdaptiveSettings{})
+	a := newAdaptive(t, AdaptiveSettings{CountRejections: true})
 	for range 50 {
 		tk, err := a.AdmitAt(t0)
 		if err != nil {
@@ -202,10 +203,11 @@ func TestAdaptiveValidate(t *testing.T) {
 }
 
 // TestAdaptiveConcurrent: many goroutines, random outcomes, one instant.
-// Every call is counted exactly once: requests = local rejections +
-// admitted calls not abandoned, accepts = accepted outcomes.
+// Every call is counted exactly once: requests = local rejections (with
+// CountRejections) + admitted calls not abandoned, accepts = accepted
+// outcomes.
 func TestAdaptiveConcurrent(t *testing.T) {
-	a := newAdaptive(t, AdaptiveSettings{Rand: &lockedPCG{r: rand.NewPCG(3, 4)}})
+	a := newAdaptive(t, AdaptiveSettings{Rand: &lockedPCG{r: rand.NewPCG(3, 4)}, CountRejections: true})
 	var requests, accepts atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 32 {

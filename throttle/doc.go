@@ -17,7 +17,7 @@
 //
 // Google SRE book, chapter 21 "Handling Overload", section "Client-Side
 // Throttling" (https://sre.google/sre-book/handling-overload/): each client
-// counts, over the last two minutes, its requests and the ones the backend
+// counts, over a rolling window, its requests and the ones the backend
 // accepted, and rejects a new request locally with probability
 //
 //	max(0, (requests - K*accepts) / (requests + 1))
@@ -25,9 +25,26 @@
 // With K = 2 (the book's default), nothing is rejected while at least half
 // of the requests are accepted; beyond that the client sheds a growing
 // share itself, so a backend that is refusing work does not also pay to
-// refuse it. Locally rejected requests still count as requests, which is
-// what makes the throttle tighten while the backend keeps refusing and
-// relax once it accepts again. What "accepted" means is
+// refuse it, and an overloaded backend sees at most about K times what it
+// accepts.
+//
+// Two defaults differ from the book, for recovery. The window is 10 s,
+// not two minutes: a longer window reacts to a full outage only once the
+// failures outnumber the accepts it still holds (a minute, for the
+// book's), and forgets the outage as slowly. And local rejections are not
+// counted as requests (AdaptiveSettings.CountRejections restores the
+// book's counting): counted, they fill the window during an outage, so
+// that afterwards the few calls still admitted are the only source of
+// accepts and the probability falls only as the window forgets, about
+// Window/2 * ln(requests in the window). TestOutageShedAndRecover runs a
+// 100 calls/s client through a three-minute outage: the defaults shed half
+// the calls after 8 s, admit 7% of the outage's calls, and admit 90%
+// again 2 s after it ends; the book's settings shed half only after 88 s,
+// admit 49%, and had not recovered 5 minutes later. In the simulator's
+// outage scenario (open stream, published size) the throttle row now
+// recovers 0.2 s after the return instead of 115 s.
+//
+// What "accepted" means is
 // AdaptiveSettings.Accepted; by default a success or a Permanent error is
 // accepted (the backend answered), and Throttled, Timeout and Transient
 // errors are not (see DefaultAccepted for why Transient is not).

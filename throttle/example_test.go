@@ -46,7 +46,7 @@ func ExampleAdaptive() {
 	fmt.Printf("after 300 more, none accepted: p = %.2f, %d rejected locally\n", a.Probability(), rejected)
 	// Output:
 	// after 100 accepted: p = 0.00
-	// after 300 more, none accepted: p = 0.50, 59 rejected locally
+	// after 300 more, none accepted: p = 0.43, 49 rejected locally
 }
 
 // The AWS adaptive rate limiter does nothing until the dependency

@@ -36,3 +36,10 @@ func LeaseFromContext(ctx context.Context) (*Lease, bool) {
 	l, ok := ctx.Value(leaseKey{}).(*Lease)
 	return l, ok
 }
+
+// ContextWithLease returns a context carrying l, as the middleware gives
+// a handler that holds a key; for testing handlers, and for code that
+// claims keys without the middleware.
+func ContextWithLease(ctx context.Context, l *Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}

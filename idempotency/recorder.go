@@ -77,11 +77,20 @@ func (r *recorder) flush() {
 	_, _ = r.w.Write(r.body)
 }
 
-// replay writes a stored response.
+// replay writes a stored response, saying it is a replay.
 func replay(w http.ResponseWriter, resp *Response) {
+	w.Header().Set(ReplayedHeader, "true")
+	resp.Send(w)
+}
+
+// Send writes the response to w: its headers, added to w's, its status
+// and its body. A handler that builds its response as a Response (to
+// store it in its own transaction, as unherdpg's InTx does) sends it so.
+func (r *Response) Send(w http.ResponseWriter) {
 	h := w.Header()
-	maps.Copy(h, resp.Header)
-	h.Set(ReplayedHeader, "true")
-	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	for k, vs := range r.Header {
+		h[k] = append(h[k], vs...)
+	}
+	w.WriteHeader(r.Status)
+	_, _ = w.Write(r.Body)
 }

@@ -1,0 +1,95 @@
+package unherdpg_test
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/unherdpg"
+)
+
+// Every test closes its pools and servers.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// dsn is the PostgreSQL the tests use: UNHERD_POSTGRES_DSN, by default
+// postgres://postgres@127.0.0.1:5432/test.
+func dsn() string {
+	return cmp.Or(os.Getenv("UNHERD_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test")
+}
+
+// unavailable skips t loudly, or fails it when UNHERD_REQUIRE_SERVICES=1.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
+		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
+	}
+	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
+}
+
+// newPool connects to the test database, closing the pool with t, and
+// skips t when it cannot be reached.
+func newPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 32
+	return newPoolFrom(t, cfg)
+}
+
+// newPoolFrom connects with cfg, closing the pool with t, and skips t when
+// the database cannot be reached.
+func newPoolFrom(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		unavailable(t, "PostgreSQL at %s is unreachable: %v", dsn(), err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// newSchema creates a schema of the test's own, dropped with t, so that
+// parallel runs never share a table.
+func newSchema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "unherd_test_" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	})
+	return schema
+}
+
+// newStore returns a Store in a schema of its own, its table created.
+func newStore(t testing.TB, pool *pgxpool.Pool) (*unherdpg.Store, string) {
+	t.Helper()
+	schema := newSchema(t, pool)
+	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema})
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, schema
+}

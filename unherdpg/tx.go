@@ -1,0 +1,68 @@
+package unherdpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/unherd/unherd/idempotency"
+)
+
+// ErrNoResponse is returned by InTx when fn returns neither a response
+// nor an error.
+var ErrNoResponse = errors.New("unherdpg: transaction function returned no response")
+
+// InTx runs fn in a transaction on the Store's pool and commits it, so
+// that a handler's side effects and its idempotency record are durable
+// together or not at all: the effect happens exactly once even if the
+// process dies between the commit and the reply, because the retry finds
+// the record completed and replays it.
+//
+// When ctx carries the middleware's lease (idempotency.LeaseFromContext),
+// the response fn returns completes the record inside the transaction,
+// fenced by the lease's token: if another request took the key over after
+// this one's lease expired, the transaction is rolled back with
+// idempotency.ErrLeaseLost and fn's effects are undone. The lease is then
+// marked completed, so the middleware does not complete it again. The
+// handler writes the returned response with Response.Send.
+//
+// fn's error, or a 5xx response, rolls the transaction back (the
+// middleware then releases the key so that a retry runs again); InTx
+// returns the error, or the 5xx response with a nil error. Without a
+// lease in ctx, InTx is a plain transaction.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error)) (*idempotency.Response, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("unherdpg: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
+	resp, err := fn(ctx, tx)
+	switch {
+	case err != nil:
+		return nil, err
+	case resp == nil:
+		return nil, ErrNoResponse
+	case resp.Status >= http.StatusInternalServerError:
+		return resp, nil
+	}
+	lease, ok := idempotency.LeaseFromContext(ctx)
+	if ok {
+		stored := resp
+		if int64(len(resp.Body)) > lease.MaxResponseBody {
+			stored = &idempotency.Response{Status: resp.Status, Header: resp.Header, Omitted: true}
+		}
+		if err := s.complete(ctx, tx, lease.Key, lease.Token, stored, lease.TTL); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("unherdpg: commit: %w", err)
+	}
+	if ok {
+		lease.MarkCompleted()
+	}
+	return resp, nil
+}

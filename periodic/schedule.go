@@ -37,9 +37,14 @@ type Schedule struct {
 	//
 	//   - Full (the zero value): uniform in [0, Spread].
 	//   - Equal: Spread/2 plus a uniform draw from [0, Spread/2].
-	//   - Decorrelated: uniform in [Spread/8, 3*previous offset], capped
-	//     at Spread (backoff's decorrelated jitter with base Spread/8):
-	//     successive offsets wander instead of being independent.
+	//   - Decorrelated: uniform in [Spread/8, min(Spread, 3*previous
+	//     offset)], the first in [Spread/8, Spread] so that the start is
+	//     spread as widely: successive offsets wander instead of being
+	//     independent. The ceiling is
+	//     capped before the draw, unlike backoff's decorrelated delay,
+	//     whose draws above the cap sit exactly at the cap: offsets piled
+	//     on Spread would put a share of the fleet on one instant, the
+	//     next slot's start when Spread is Interval.
 	//   - None: every offset is zero, every tick exactly on its slot's
 	//     start. Processes that share a clock then all run at once: use
 	//     it for tests and for showing the storm it causes.
@@ -92,12 +97,30 @@ func (s Schedule) Offset(prev time.Duration, u uint64) time.Duration {
 	case backoff.None:
 		return 0
 	case backoff.Decorrelated:
-		b := backoff.Schedule{Base: max(sp/8, 1), Cap: sp, Jitter: backoff.Decorrelated}
-		return b.Delay(0, prev, u)
+		lo := sp / 8
+		if prev <= 0 {
+			prev = sp // the first tick: the widest range
+		}
+		prev = min(max(prev, lo), sp)
+		hi := sp
+		if prev <= sp/3 {
+			hi = 3 * prev
+		}
+		return lo + full(hi-lo, u)
+	case backoff.Equal:
+		return sp - sp/2 + full(sp/2, u)
 	default:
-		b := backoff.Schedule{Base: sp, Cap: sp, Jitter: s.Jitter, Constant: true}
-		return b.Delay(0, 0, u)
+		return full(sp, u)
 	}
+}
+
+// full is a uniform draw from [0, d]: backoff's full jitter on a constant
+// ceiling of d.
+func full(d time.Duration, u uint64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return backoff.Schedule{Base: d, Cap: d, Constant: true}.Delay(0, 0, u)
 }
 
 // Series is the state of one run of ticks of a Schedule: its anchor, the

@@ -55,11 +55,15 @@ func TestOffset(t *testing.T) {
 		{"equal, lowest draw keeps half", backoff.Equal, 0, 0, sp / 2},
 		{"equal, highest draw", backoff.Equal, 0, math.MaxUint64, sp},
 		{"none is on the slot", backoff.None, 0, math.MaxUint64, 0},
-		// base sp/8 = 1s; first prev is the base: [1s, 3s].
-		{"decorrelated, first, highest draw", backoff.Decorrelated, 0, math.MaxUint64, 3 * time.Second},
+		// base sp/8 = 1s; the first offset is drawn from [1s, 8s].
+		{"decorrelated, first, highest draw", backoff.Decorrelated, 0, math.MaxUint64, sp},
+		{"decorrelated, first, lowest draw", backoff.Decorrelated, 0, 0, time.Second},
+		// prev 2s: [1s, 6s].
+		{"decorrelated, highest draw", backoff.Decorrelated, 2 * time.Second, math.MaxUint64, 6 * time.Second},
 		{"decorrelated, lowest draw is the base", backoff.Decorrelated, 2 * time.Second, 0, time.Second},
-		// prev 4s: [1s, 12s] capped at 8s.
+		// prev 4s: [1s, min(12s, 8s)], the ceiling capped before the draw.
 		{"decorrelated, capped at the spread", backoff.Decorrelated, 4 * time.Second, math.MaxUint64, sp},
+		{"decorrelated, middle draw under a capped ceiling", backoff.Decorrelated, 4 * time.Second, 1 << 63, 4500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,5 +245,24 @@ func BenchmarkSeriesNext(b *testing.B) {
 	now := t0
 	for i := 0; b.Loop(); i++ {
 		now = q.Next(now, uint64(i)*0x9e3779b97f4a7c15)
+	}
+}
+
+// TestDecorrelatedNoPile: decorrelated offsets wander but never pile up on
+// the spread, where backoff's cap-after-draw would put about half of them
+// (on the next slot's start, all together, when Spread is Interval).
+func TestDecorrelatedNoPile(t *testing.T) {
+	s := Schedule{Interval: time.Minute, Jitter: backoff.Decorrelated}
+	r := rand.New(rand.NewPCG(7, 0))
+	var prev time.Duration
+	atCap := 0
+	for range 100_000 {
+		prev = s.Offset(prev, r.Uint64())
+		if prev == time.Minute {
+			atCap++
+		}
+	}
+	if atCap > 0 {
+		t.Errorf("%d of 100000 offsets exactly at the spread", atCap)
 	}
 }

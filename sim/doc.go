@@ -152,6 +152,18 @@
 // grow; --saturated-load shows the sensitivity.) All strategies on a fleet
 // see the same stalls and key placement (common random numbers).
 //
+// periodic (open): Brooker, "Timeouts, retries, and backoff with
+// jitter", Amazon Builders' Library, on jitter for periodic work, and
+// systemd.timer's RandomizedDelaySec. 10000 processes (--clients) each
+// run a one-request job every minute, each driving its own
+// periodic.Series: on the minute without jitter (cron); started within 5 s
+// by one deploy, without jitter (deploy); within a 10 s window after each
+// minute (window); and spread over the whole minute by full, equal and
+// decorrelated jitter and by a fixed phase per process. Rows: the busiest
+// second, the 99th percentile second, the mean per second, the share of
+// requests beyond the dependency's capacity (500 per second) in their
+// second, and the mean lag behind the minute.
+//
 // # Engine and determinism
 //
 // Each run is one goroutine's loop over a radix heap of events (no event

@@ -42,6 +42,8 @@ func tiny(t *testing.T, name string) Params {
 		p.Rate, p.Duration = 20, 4*time.Second
 	case *RatelimitParams:
 		p.Workers, p.Jobs, p.Limit = 150, 2, 50
+	case *PeriodicParams:
+		p.Clients, p.Duration, p.Runs = 600, 3*time.Minute, 1
 	case *HedgeParams:
 		p.Keys, p.Servers, p.Requests, p.StallRate = 50, 10, 200, 0.05
 	default:
@@ -102,7 +104,7 @@ func TestScenarios(t *testing.T) {
 			t.Errorf("%s: Population %q", s.Name(), p)
 		}
 	}
-	want := []string{"hedge", "jitter", "layers", "outage", "ratelimit", "storm"}
+	want := []string{"hedge", "jitter", "layers", "outage", "periodic", "ratelimit", "storm"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("Scenarios() names (-want +got):\n%s", diff)
 	}

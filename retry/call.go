@@ -119,8 +119,10 @@ func (c *Call) admitGuarded(ctx context.Context) error {
 			if ctx.Err() != nil {
 				// A guard that waits (a rate limiter) gave up because the
 				// caller did.
+				c.gaveUp(ErrCancelled)
 				return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: context.Cause(ctx)}
 			}
+			c.gaveUp(ErrRejected)
 			return &Error{Reason: ErrRejected, Attempts: c.attempt, Last: c.last, Cause: err}
 		}
 		ts[i] = t
@@ -142,6 +144,13 @@ func (c *Call) report(o Outcome) {
 	}
 	for i, g := range c.p.guards {
 		g.Done(ts[i], o)
+	}
+}
+
+// gaveUp runs Config.OnGiveUp for a call that stops with reason.
+func (c *Call) gaveUp(reason error) {
+	if h := c.p.onGiveUp; h != nil {
+		h(GiveUpEvent{Attempts: c.attempt, Err: c.last, Reason: reason})
 	}
 }
 
@@ -185,6 +194,8 @@ func (c *Call) refund() {
 //  7. Withdraw the retry from the budget; an empty budget stops with
 //     ErrBudgetExhausted.
 //  8. Run Config.OnRetry and return the delay.
+//
+// When it stops the call, Done runs Config.OnGiveUp first.
 func (c *Call) Done(now, deadline time.Time, err error, draw uint64) Decision {
 	if err != nil || len(c.p.guards) != 0 {
 		return c.done(now, deadline, err, draw)
@@ -210,6 +221,15 @@ func (c *Call) done(now, deadline time.Time, err error, draw uint64) Decision {
 		c.succeeded()
 		return Decision{}
 	}
+	d := c.failed(now, deadline, err, draw)
+	if d.Reason != nil {
+		c.gaveUp(d.Reason)
+	}
+	return d
+}
+
+// failed is Done's decision for a failure.
+func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision {
 	p := c.p
 	c.last = err
 	m := inspect(err)
@@ -258,6 +278,7 @@ func (c *Call) Cancel(err, cause error) error {
 		c.last = err
 	}
 	c.abandon(err)
+	c.gaveUp(ErrCancelled)
 	return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: cause}
 }
 

@@ -112,6 +112,12 @@ type Config struct {
 	// the failed attempt and the delay about to be waited.
 	OnRetry func(RetryEvent)
 
+	// OnGiveUp, if set, is called once when a call ends without success,
+	// whatever the reason (attempts, budget or deadline exhausted, a
+	// permanent error, a local rejection, the caller's cancellation),
+	// outside any lock, before Do returns.
+	OnGiveUp func(GiveUpEvent)
+
 	// Rand supplies the random draws for jitter. Nil means the global
 	// math/rand/v2 source. A Policy used from many goroutines needs a
 	// source that is safe for concurrent use; seeded sources are for tests.
@@ -137,6 +143,17 @@ type RetryEvent struct {
 	Class Class
 	// Delay is the wait before the next attempt.
 	Delay time.Duration
+}
+
+// GiveUpEvent describes a call that ended without success.
+type GiveUpEvent struct {
+	// Attempts is the number of attempts made.
+	Attempts int
+	// Err is the last attempt's error (nil if no attempt ran).
+	Err error
+	// Reason is why the call stopped: one of the Err sentinels that
+	// Error.Reason holds.
+	Reason error
 }
 
 // Validate reports settings that cannot work, naming the field.

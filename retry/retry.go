@@ -3,6 +3,7 @@ package retry
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -27,6 +28,7 @@ type Policy struct {
 	classifier     func(error) Class
 	budget         budget.Budget
 	onRetry        func(RetryEvent)
+	onGiveUp       func(GiveUpEvent)
 	guards         []Guard
 	rand           func() uint64
 }
@@ -59,6 +61,7 @@ func New(cfg Config) (*Policy, error) {
 		classifier:     cfg.Classify,
 		budget:         b,
 		onRetry:        cfg.OnRetry,
+		onGiveUp:       cfg.OnGiveUp,
 		guards:         append([]Guard(nil), cfg.Guards...),
 		rand:           rand.Uint64,
 	}
@@ -103,7 +106,21 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 }
 
 // DoValue is Do for an operation that returns a value: it returns the value
-// of the first successful attempt, or the zero T and an [*Error].
+// of the first successful attempt, or the last attempt's value and an
+// [*Error].
+//
+// On failure the value is whatever the last attempt that ran returned
+// with its error: usually the zero T, but an operation that returns a
+// partial result with its error, or one wrapped with [OnResult] (a job
+// still pending), hands it back; the zero T if no attempt ran. A value
+// that holds resources is the caller's to release, as after a success.
+//
+// With Config.AttemptTimeout, a failed attempt's context is cancelled
+// when it returns; the successful attempt's context is not. Its timer is
+// stopped and it is released from the caller's context, so the value (a
+// response body, *sql.Rows) stays usable after DoValue returns, until the
+// caller closes it; a later cancellation of the caller's context no
+// longer reaches it, so bound its use by the value's own means.
 //
 // DoValue is a loop around a [Call]: Admit, run fn, Done, wait. A first
 // attempt that succeeds costs one call of fn and nothing else: no
@@ -115,17 +132,16 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 	// reading ctx's values costs more than the rest of a success:
 	// afterFailure finds out.
 	c := p.Begin(false)
+	var last T
 	for {
 		if err := c.Admit(ctx); err != nil {
-			var zero T
-			return zero, err
+			return last, err
 		}
-		var v T
 		var err error
 		if len(p.guards) == 0 {
-			v, err = runAttempt(ctx, p, fn)
+			last, err = runAttempt(ctx, p, fn)
 		} else {
-			v, err = guardedAttempt(ctx, p, &c, fn)
+			last, err = guardedAttempt(ctx, p, &c, fn)
 		}
 		if err == nil {
 			if len(p.guards) == 0 {
@@ -133,12 +149,32 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			} else {
 				c.Done(time.Time{}, time.Time{}, nil, 0)
 			}
-			return v, nil
+			return last, nil
 		}
 		if err = p.afterFailure(ctx, &c, err); err != nil {
-			var zero T
-			return zero, err
+			return last, err
 		}
+	}
+}
+
+// ErrRetryableResult is the error of an attempt whose result asked for
+// another try; see [OnResult].
+var ErrRetryableResult = errors.New("retry: result asks for another attempt")
+
+// OnResult wraps fn so that a result for which again reports true counts
+// as a failed attempt: fn's value is kept and its error is
+// ErrRetryableResult, a Transient failure, retried by the policy's rules
+// like any other. Use it for an answer that says "not yet" (a job still
+// pending, an empty poll). If the call runs out of attempts, DoValue
+// returns the last such value with an *Error that wraps
+// ErrRetryableResult. again is not called for attempts that fail.
+func OnResult[T any](fn func(context.Context) (T, error), again func(T) bool) func(context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		v, err := fn(ctx)
+		if err == nil && again(v) {
+			err = ErrRetryableResult
+		}
+		return v, err
 	}
 }
 
@@ -187,45 +223,6 @@ func (p *Policy) afterFailure(ctx context.Context, c *Call, err error) error {
 	}
 	return nil
 }
-
-// runAttempt runs fn once, under the per-attempt timeout if there is one.
-// An attempt whose own timeout expired (not the caller's) has its error
-// wrapped with ErrAttemptTimeout, so it classifies as a Timeout.
-func runAttempt[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
-	timeout := p.attemptTimeout
-	if p.timeouts != nil {
-		timeout = p.timeouts.AttemptTimeout()
-	}
-	if timeout <= 0 && p.timeouts == nil {
-		return fn(ctx)
-	}
-	var start time.Time
-	if p.timeouts != nil {
-		start = time.Now()
-	}
-	actx, cancel := ctx, context.CancelFunc(nil)
-	if timeout > 0 {
-		actx, cancel = context.WithTimeoutCause(ctx, timeout, ErrAttemptTimeout)
-	}
-	v, err := fn(actx)
-	if err != nil && actx != ctx && ctx.Err() == nil && context.Cause(actx) == ErrAttemptTimeout {
-		err = &timeoutError{err}
-	}
-	if cancel != nil {
-		cancel()
-	}
-	if p.timeouts != nil {
-		p.timeouts.Observe(time.Since(start), err == nil)
-	}
-	return v, err
-}
-
-// timeoutError marks an attempt that its per-attempt timeout ended.
-type timeoutError struct{ err error }
-
-func (e *timeoutError) Error() string   { return ErrAttemptTimeout.Error() + ": " + e.err.Error() }
-func (e *timeoutError) Unwrap() []error { return []error{ErrAttemptTimeout, e.err} }
-func (e *timeoutError) Timeout() bool   { return true }
 
 // sleep waits d or until ctx is done, and reports whether the wait ran to
 // the end.

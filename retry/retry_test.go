@@ -303,9 +303,10 @@ func TestDoValue(t *testing.T) {
 		if v != "ok" || err != nil {
 			t.Fatalf("got %q, %v", v, err)
 		}
+		// On failure, the last attempt's value comes back with the error.
 		v, err = DoValue(t.Context(), Default(), func(context.Context) (string, error) { return "partial", MarkPermanent(errBoom) })
-		if v != "" || !errors.Is(err, ErrPermanent) {
-			t.Fatalf("got %q, %v; want zero value and ErrPermanent", v, err)
+		if v != "partial" || !errors.Is(err, ErrPermanent) {
+			t.Fatalf("got %q, %v; want the last value and ErrPermanent", v, err)
 		}
 	})
 }

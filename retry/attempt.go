@@ -1,0 +1,96 @@
+package retry
+
+import (
+	"context"
+	"time"
+)
+
+// runAttempt runs fn once, under the per-attempt timeout if there is one.
+// An attempt whose own timeout expired (not the caller's) has its error
+// wrapped with ErrAttemptTimeout, so it classifies as a Timeout.
+//
+// A failed attempt's context is cancelled when fn returns. A successful
+// one's is not: its timeout is stopped and it is released from the
+// caller's context, so that what fn returns (a response body, *sql.Rows)
+// stays usable after DoValue returns, and nothing is left registered with
+// the caller's context, however long that lives.
+func runAttempt[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
+	timeout := p.attemptTimeout
+	if p.timeouts != nil {
+		timeout = p.timeouts.AttemptTimeout()
+	}
+	if timeout <= 0 && p.timeouts == nil {
+		return fn(ctx)
+	}
+	var start time.Time
+	if p.timeouts != nil {
+		start = time.Now()
+	}
+	var v T
+	var err error
+	if timeout > 0 {
+		v, err = runBounded(ctx, timeout, fn)
+	} else {
+		v, err = fn(ctx)
+	}
+	if p.timeouts != nil {
+		p.timeouts.Observe(time.Since(start), err == nil)
+	}
+	return v, err
+}
+
+// runBounded runs fn under a context that ends when ctx does or after
+// timeout, whichever is first; see runAttempt for its lifetime.
+func runBounded[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	// The attempt's cancellation is its own (over ctx's values, not its
+	// cancellation), so that it can outlive ctx's hold on it; ctx's end
+	// reaches it through an AfterFunc, which a success stops.
+	inner, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	actx := &attemptContext{Context: inner, deadline: deadline}
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	timer := time.AfterFunc(timeout, func() { cancel(ErrAttemptTimeout) })
+	v, err := fn(actx)
+	timer.Stop()
+	stop()
+	if err != nil {
+		if ctx.Err() == nil && context.Cause(inner) == ErrAttemptTimeout {
+			err = &timeoutError{err}
+		}
+		cancel(nil)
+	}
+	return v, err
+}
+
+// attemptContext is the context of an attempt under a per-attempt
+// timeout: a cancellation of its own, with the attempt's deadline (the
+// earlier of the caller's and the attempt timeout's) reported.
+type attemptContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *attemptContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// Err reports a context that ended at a deadline, the attempt's or the
+// caller's, as context.DeadlineExceeded, as a context with a deadline
+// does.
+func (c *attemptContext) Err() error {
+	err := c.Context.Err()
+	if err != nil {
+		if cause := context.Cause(c.Context); cause == ErrAttemptTimeout || cause == context.DeadlineExceeded {
+			return context.DeadlineExceeded
+		}
+	}
+	return err
+}
+
+// timeoutError marks an attempt that its per-attempt timeout ended.
+type timeoutError struct{ err error }
+
+func (e *timeoutError) Error() string   { return ErrAttemptTimeout.Error() + ": " + e.err.Error() }
+func (e *timeoutError) Unwrap() []error { return []error{ErrAttemptTimeout, e.err} }
+func (e *timeoutError) Timeout() bool   { return true }

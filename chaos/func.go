@@ -1,0 +1,62 @@
+package chaos
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/unherd/unherd/retry"
+)
+
+// Wrap returns fn with the Injector's faults: each call first waits the
+// added latency (within ctx), then either fails with the injected fault,
+// without calling fn, or calls fn. An injected status is a *StatusError,
+// marked for package retry: a 429 or 503 is Throttled, and a RetryAfter
+// is a server-directed delay (retry.WithServerDelay).
+func Wrap[T any](inj *Injector, fn func(context.Context) (T, error)) func(context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		var zero T
+		d := inj.decide()
+		if err := wait(ctx, d.delay); err != nil {
+			return zero, err
+		}
+		switch d.kind {
+		case injectError:
+			return zero, injected(d.faults.Err)
+		case injectReset:
+			return zero, resetError()
+		case injectStatus:
+			return zero, statusError(d.faults)
+		}
+		return fn(ctx)
+	}
+}
+
+// StatusError is the error Wrap returns for an injected status. It
+// matches ErrInjected.
+type StatusError struct {
+	// StatusCode is the injected status.
+	StatusCode int
+	// RetryAfter is the delay the injected answer asked for; zero if none.
+	RetryAfter time.Duration
+}
+
+// Error returns "chaos: injected fault: status " and the status line.
+func (e *StatusError) Error() string {
+	return ErrInjected.Error() + ": status " + strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
+}
+
+// Is reports whether target is ErrInjected.
+func (e *StatusError) Is(target error) bool { return target == ErrInjected }
+
+func statusError(f *Faults) error {
+	se := &StatusError{StatusCode: f.status(), RetryAfter: f.RetryAfter}
+	switch {
+	case f.RetryAfter > 0:
+		return retry.WithServerDelay(se, f.RetryAfter)
+	case se.StatusCode == http.StatusTooManyRequests || se.StatusCode == http.StatusServiceUnavailable:
+		return retry.MarkThrottled(se)
+	}
+	return se
+}

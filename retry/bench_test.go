@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
@@ -86,5 +87,34 @@ func BenchmarkDoRetry2Guarded(b *testing.B) {
 	}
 	if n != 3*b.N {
 		b.Fatalf("%d attempts for %d calls, want 3 each", n, b.N)
+	}
+}
+
+// BenchmarkDoRetry2Wait is BenchmarkDoRetry2 with a real wait: a constant
+// 1 ns delay, so that each retry arms a timer.
+func BenchmarkDoRetry2Wait(b *testing.B) {
+	b.ReportAllocs()
+	p, err := New(Config{
+		Backoff: backoff.Schedule{Base: time.Nanosecond, Cap: time.Nanosecond, Jitter: backoff.None, Constant: true},
+		Budget:  budget.Unlimited,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errFail := errors.New("fail")
+	n := 0
+	op := func(context.Context) error {
+		n++
+		if n%3 != 0 {
+			return errFail
+		}
+		return nil
+	}
+	for b.Loop() {
+		if err := p.Do(ctx, op); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

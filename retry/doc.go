@@ -101,7 +101,12 @@
 //
 // A call whose first attempt succeeds allocates nothing, starts no
 // goroutine, arms no timer and reads no clock (BenchmarkDoSuccess). A retry
-// with a zero delay arms no timer (BenchmarkDoRetry2).
+// with a zero delay arms no timer (BenchmarkDoRetry2). A call that waits
+// between attempts waits on one timer, reused for all its waits and taken
+// from (and given back to) a pool shared by all calls, so the waits
+// allocate nothing once the pool is warm and read the clock once per call
+// (BenchmarkDoRetry2Wait); inside a testing/synctest bubble each wait has
+// a timer of its own, on the bubble's clock.
 //
 // The algorithm follows Marc Brooker, "Timeouts, retries, and backoff with
 // jitter", Amazon Builders' Library,

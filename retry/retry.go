@@ -126,15 +126,19 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 // attempt that succeeds costs one call of fn and nothing else: no
 // allocation, no goroutine, no timer, no clock read (unless a
 // TimeoutSource needs the attempt's latency). A retry with a zero delay
-// arms no timer either.
+// arms no timer either. The waits of one call share one timer, taken from
+// a pool shared by all calls and given back when the call ends, so a call
+// that waits allocates nothing for it once the pool is warm.
 func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
 	// Whether an outer layer retries matters only after a failure, and
 	// reading ctx's values costs more than the rest of a success:
 	// afterFailure finds out.
 	c := p.Begin(false)
 	var last T
+	var w waiter // the timer of the waits between attempts, if any
 	for {
 		if err := c.Admit(ctx); err != nil {
+			w.release()
 			return last, err
 		}
 		var err error
@@ -149,9 +153,11 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			} else {
 				c.Done(time.Time{}, time.Time{}, nil, 0)
 			}
+			w.release()
 			return last, nil
 		}
-		if err = p.afterFailure(ctx, &c, err); err != nil {
+		if err = p.afterFailure(ctx, &c, err, &w); err != nil {
+			w.release()
 			return last, err
 		}
 	}
@@ -194,13 +200,13 @@ func guardedAttempt[T any](ctx context.Context, p *Policy, c *Call, fn func(cont
 	return v, err
 }
 
-// afterFailure tells c how the attempt failed and waits for the next one;
-// a non-nil error ends the call. It is not generic and not inlined, so its
-// state stays out of DoValue's frame and the first-attempt path stays
-// small.
+// afterFailure tells c how the attempt failed and waits for the next one
+// on w; a non-nil error ends the call. It is not generic and not inlined,
+// so its state stays out of DoValue's frame and the first-attempt path
+// stays small.
 //
 //go:noinline
-func (p *Policy) afterFailure(ctx context.Context, c *Call, err error) error {
+func (p *Policy) afterFailure(ctx context.Context, c *Call, err error, w *waiter) error {
 	if ctx.Err() != nil {
 		// The caller gave up: that says nothing about the dependency.
 		return c.Cancel(err, context.Cause(ctx))
@@ -218,21 +224,8 @@ func (p *Policy) afterFailure(ctx context.Context, c *Call, err error) error {
 	if d.Reason != nil {
 		return c.Err(d)
 	}
-	if d.Delay > 0 && !sleep(ctx, d.Delay) {
+	if d.Delay > 0 && !w.wait(ctx, d.Delay, now) {
 		return c.Cancel(nil, context.Cause(ctx))
 	}
 	return nil
-}
-
-// sleep waits d or until ctx is done, and reports whether the wait ran to
-// the end.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

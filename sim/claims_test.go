@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,17 +120,21 @@ func TestWhatIf(t *testing.T) {
 	op.Clients, op.Rate, op.Capacity = 40, 400, 800
 	op.Before, op.Down, op.After = 2*time.Second, 3*time.Second, 3*time.Second
 	sp.Clients, sp.Duration = 20, 10*time.Second
-	rs, err := whatIf(context.Background(), Policy{Name: "mine", Attempts: 5, Budget: "none"}, Options{Seed: 1}, op, sp)
+	rep, err := whatIf(context.Background(), Policy{Name: "mine", Attempts: 5, Budget: "none"}, Options{Seed: 1}, op, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rs := rep.Results
 	if len(rs) != 2 || rs[0].Scenario != "outage" || rs[1].Scenario != "storm" {
 		t.Fatalf("WhatIf returned %d results", len(rs))
 	}
+	// The policy as run, defaults resolved: the schedule's base and cap
+	// are the ones it used, not its zero fields.
+	want := map[string]any{"name": "mine", "attempts": 5, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "none"}
+	if diff := cmp.Diff(want, rep.Policy); diff != "" {
+		t.Errorf("policy (-want +got):\n%s", diff)
+	}
 	for _, r := range rs {
-		// The policy as run, defaults resolved: the schedule's base and
-		// cap are the ones it used, not its zero fields.
-		want := map[string]any{"name": "mine", "attempts": 5, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "none"}
 		if diff := cmp.Diff(want, r.Params["policy"]); diff != "" {
 			t.Errorf("%s: params' policy (-want +got):\n%s", r.Scenario, diff)
 		}
@@ -143,24 +148,58 @@ func TestWhatIf(t *testing.T) {
 				}
 			}
 		}
-		// On the open stream, five attempts without a budget amplify
-		// more than the default three with a token bucket.
-		var mine, def float64
-		for _, row := range r.Rows {
-			if row["population"] == "open" {
-				if row["policy"] == "mine" {
-					mine = row["amplification"].(float64)
-				} else {
-					def = row["amplification"].(float64)
-				}
-			}
-		}
-		if !(mine > def) {
-			t.Errorf("%s: open-stream amplification %v for 5 attempts without budget, %v for the default", r.Scenario, mine, def)
-		}
+	}
+	if len(rep.Verdicts) != 2 || rep.Verdicts[0].Population != "closed" || rep.Verdicts[1].Population != "open" {
+		t.Fatalf("verdicts %+v", rep.Verdicts)
+	}
+	// On the open stream, five attempts without a budget amplify more
+	// than the default three with a token bucket, and the verdict says
+	// it is worse because of the load.
+	open := rep.Verdicts[1]
+	if !(open.Yours.Amplification > open.Default.Amplification) || open.Judgement != "worse" ||
+		!strings.Contains(open.Summary, "capacity during the outage") {
+		t.Errorf("open stream verdict %+v", open)
 	}
 	if _, err := WhatIf(context.Background(), Policy{Budget: "lots"}, Options{}); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("WhatIf with a bad budget: err = %v", err)
+	}
+}
+
+// The verdict follows the numbers: the same rule calls a policy worse,
+// better or similar.
+func TestJudge(t *testing.T) {
+	def := Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 0, SuccessPct: 70}
+	tests := []struct {
+		name string
+		y    Impact
+		want string
+		says string
+	}{
+		{"more load, more success", Impact{MeanX: 3.6, PeakX: 4, Amplification: 5, RecoverS: 0, SuccessPct: 90}, "worse", "come at that cost"},
+		{"slower recovery", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 9, SuccessPct: 70}, "worse", "delays its recovery by 9.0 s"},
+		{"never recovers", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: -1, SuccessPct: 70}, "worse", "not within the run"},
+		{"more success, same load", Impact{MeanX: 0.55, PeakX: 0.6, Amplification: 1.1, RecoverS: 0, SuccessPct: 80}, "better", "80.0% of calls succeed"},
+		{"the same", def, "similar", "similar to the default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := judge("open", tt.y, def)
+			if v.Judgement != tt.want || !strings.Contains(v.Summary, tt.says) {
+				t.Errorf("judgement %q, summary %q; want %q containing %q", v.Judgement, v.Summary, tt.want, tt.says)
+			}
+		})
+	}
+}
+
+func TestPolicyWarnings(t *testing.T) {
+	op := defaultOutageParams()
+	if w := policyWarnings(Policy{}, op); len(w) != 0 {
+		t.Errorf("the default policy warns: %v", w)
+	}
+	hours := Policy{Backoff: backoff.Schedule{Base: 1000 * time.Hour, Cap: 2000 * time.Hour, Jitter: backoff.Full}}
+	w := policyWarnings(hours, op)
+	if len(w) != 2 || !strings.Contains(w[0], "base 1000h0m0s") || !strings.Contains(w[1], "cap 2000h0m0s") {
+		t.Errorf("base and cap of hours: warnings %q", w)
 	}
 }
 

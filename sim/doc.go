@@ -13,8 +13,13 @@
 // with parameters that default to the published setup, and reports, as
 // [Claim] values, the source's claim beside the measurement and whether
 // they agree. Holds is always computed from the run; a claim that does not
-// hold is reported as such. [WhatIf] runs a user's [Policy] through the
-// outage and storm scenarios beside unherd's defaults.
+// hold is reported as such, with its costs: a guard that cuts load but
+// also success, or delays recovery, does not hold. [RunSeeds] runs a
+// scenario on several seeds and holds a claim only if it holds on every
+// one, printing each figure's median with its range over the seeds. [WhatIf]
+// judges a user's [Policy] beside unherd's default in the outage and
+// storm scenarios: load against capacity, amplification, recovery and
+// success for each population, and a verdict drawn from those numbers.
 //
 // # One implementation
 //

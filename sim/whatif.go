@@ -2,6 +2,9 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/retry"
@@ -14,30 +17,97 @@ func defaultSpec() policySpec {
 		sched: backoff.Schedule{}, budget: budgetToken}
 }
 
+// defaultPolicy is defaultSpec as a user would write it.
+func defaultPolicy() Policy {
+	return Policy{Name: "unherd default", Attempts: retry.DefaultMaxAttempts, Budget: budgetToken}
+}
+
 // whatIfColumns are the columns of both what-if tables.
 var whatIfColumns = []string{"population", "policy", "peak_rps", "amplification", "success_pct"}
 
-// WhatIf runs a user's retry policy through the outage and storm scenarios
-// at their default sizes, beside unherd's default policy (3 attempts, full
-// jitter from 50 ms capped at 20 s, a token-bucket budget), for a closed
-// population and an open stream. It returns the outage result, then the
-// storm result; each row gives the policy, the peak load (attempts per
-// second, highest 100 ms bucket), the amplification (attempts per call,
-// during the outage for outage) and the share of calls that succeeded.
-// The results carry no claims: they compare two policies, not a source.
-// The simulated dependency fails fast, so p.AttemptTimeout never fires.
-func WhatIf(ctx context.Context, p Policy, o Options) ([]*Result, error) {
+// WhatIfReport is a what-if analysis: a user's retry policy judged beside
+// unherd's default in the outage scenario, for a closed population and an
+// open stream, with the outage and storm tables behind the verdicts.
+type WhatIfReport struct {
+	// Policy and Default are the two policies' fields as they ran
+	// (Policy.Fields): defaults resolved, durations as strings.
+	Policy  map[string]any `json:"policy"`
+	Default map[string]any `json:"default"`
+	// Warnings name settings that make no sense (a base of hours, a cap
+	// longer than the run): the verdicts still stand, but say little.
+	Warnings []string `json:"warnings,omitempty"`
+	// Capacity is the dependency's capacity in requests per second, and
+	// Outage how long it is down.
+	Capacity float64 `json:"capacity_rps"`
+	Outage   string  `json:"outage"`
+	// Verdicts has one verdict per population: closed, then open.
+	Verdicts []Verdict `json:"verdicts"`
+	// Overall is "worse" if the policy is worse for either population (a
+	// policy ships to both kinds of callers, and harm to the dependency
+	// from one is harm), else "better" if better for either, else
+	// "similar".
+	Overall string `json:"overall"`
+	// Results are the outage table, then the storm table.
+	Results []*Result `json:"results"`
+}
+
+// Verdict judges the user's policy against the default for one
+// population.
+type Verdict struct {
+	// Population is "closed" or "open".
+	Population string `json:"population"`
+	// Yours and Default are what each policy did to the dependency and
+	// its callers.
+	Yours   Impact `json:"yours"`
+	Default Impact `json:"default"`
+	// Judgement is "worse", "better" or "similar". A policy is worse if
+	// it sends a failing dependency markedly more load than the default
+	// (more than 1.25 times its mean during the outage, or its peak) or
+	// delays the dependency's recovery by more than 2 s, whatever success
+	// it buys with that; better if it is not worse and has a higher
+	// success rate (2 points), less load or a faster recovery.
+	Judgement string `json:"judgement"`
+	// Summary is the verdict in one line, with its figures.
+	Summary string `json:"summary"`
+}
+
+// Impact is what one policy did in the outage scenario.
+type Impact struct {
+	// MeanX and PeakX are the mean offered load during the outage and the
+	// highest load in any 100 ms, as multiples of the capacity.
+	MeanX float64 `json:"mean_x_capacity"`
+	PeakX float64 `json:"peak_x_capacity"`
+	// Amplification is attempts per call during the outage.
+	Amplification float64 `json:"amplification"`
+	// RecoverS is the seconds after the dependency's return until
+	// goodput is back to 95% of its healthy level; -1 if not within the
+	// run.
+	RecoverS float64 `json:"recover_s"`
+	// SuccessPct is the share of calls that succeeded, in percent.
+	SuccessPct float64 `json:"success_pct"`
+}
+
+// WhatIf judges a user's retry policy beside unherd's default (3 attempts,
+// full jitter from 50 ms capped at 20 s, a token-bucket budget): it runs
+// both through the outage scenario at its published size (1000 clients
+// and an open stream of 10000 calls/s against a dependency of 20000/s
+// that is down for 30 s) and through the storm scenario, and returns a
+// verdict per population with the tables. The simulated dependency fails
+// fast, so p.AttemptTimeout never fires.
+func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
 	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams())
 }
 
 // whatIf is WhatIf at the given sizes.
-func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams) ([]*Result, error) {
+func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams) (*WhatIfReport, error) {
 	user, err := specOf(p)
 	if err != nil {
 		return nil, err
 	}
 	specs := []policySpec{user, defaultSpec()}
 	policy := p.Fields()
+	rep := &WhatIfReport{Policy: policy, Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
+		Capacity: op.Capacity, Outage: op.Down.String()}
 
 	ores, orows, err := runOutage(ctx, op, specs, o)
 	if err != nil {
@@ -53,6 +123,19 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 			"success_pct": round(100*r.success, 2), "outage_rps": round(r.during, 0),
 			"recover_s": round(r.recover, 1), "failed": r.failed})
 	}
+	// orows: closed (user, default), then open (user, default).
+	for i := 0; i+1 < len(orows); i += 2 {
+		rep.Verdicts = append(rep.Verdicts, judge(orows[i].population, impact(orows[i], op), impact(orows[i+1], op)))
+	}
+
+	rep.Overall = "similar"
+	for _, j := range []string{"better", "worse"} {
+		for _, v := range rep.Verdicts {
+			if v.Judgement == j {
+				rep.Overall = j
+			}
+		}
+	}
 
 	_, srows, err := runStorm(ctx, sp, specs, o)
 	if err != nil {
@@ -66,5 +149,102 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 			"peak_rps": round(r.peak, 0), "amplification": round(r.amp, 2),
 			"success_pct": round(100*r.success, 2), "load_rps": round(r.load, 1)})
 	}
-	return []*Result{outage, storm}, nil
+	rep.Results = []*Result{outage, storm}
+	return rep, nil
+}
+
+func impact(r outageRow, p *OutageParams) Impact {
+	return Impact{MeanX: round(r.during/p.Capacity, 2), PeakX: round(r.peak/p.Capacity, 2),
+		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), SuccessPct: round(100*r.success, 1)}
+}
+
+// judge compares the user's impact with the default's; see Verdict.
+func judge(pop string, y, d Impact) Verdict {
+	v := Verdict{Population: pop, Yours: y, Default: d}
+	// never counts "not recovered within the run" as later than any time.
+	rec := func(s float64) float64 {
+		if s < 0 {
+			return 1e9
+		}
+		return s
+	}
+	moreLoad := y.MeanX > 1.25*d.MeanX+0.01 || y.PeakX > 1.25*d.PeakX+0.01
+	lessLoad := y.MeanX < 0.8*d.MeanX-0.01 && y.PeakX <= 1.25*d.PeakX+0.01
+	later := rec(y.RecoverS) > rec(d.RecoverS)+2
+	sooner := rec(y.RecoverS) < rec(d.RecoverS)-2
+	moreSuccess, lessSuccess := y.SuccessPct > d.SuccessPct+2, y.SuccessPct < d.SuccessPct-2
+
+	var why []string
+	if moreLoad {
+		why = append(why, fmt.Sprintf("sends %.2fx the dependency's capacity during the outage (peak %.2fx), where the default sends %.2fx (peak %.2fx)",
+			y.MeanX, y.PeakX, d.MeanX, d.PeakX))
+	}
+	if later {
+		why = append(why, "delays its recovery "+recovery(y.RecoverS, d.RecoverS))
+	}
+	switch {
+	case moreLoad || later:
+		v.Judgement = "worse"
+		if moreSuccess {
+			why = append(why, fmt.Sprintf("the %.1f%% of calls it gets through (default %.1f%%) come at that cost", y.SuccessPct, d.SuccessPct))
+		} else {
+			why = append(why, fmt.Sprintf("%.1f%% of calls succeed (default %.1f%%)", y.SuccessPct, d.SuccessPct))
+		}
+	case moreSuccess || lessLoad || sooner:
+		v.Judgement = "better"
+		why = append(why, fmt.Sprintf("%.1f%% of calls succeed (default %.1f%%) for %.2fx the capacity during the outage (default %.2fx); recovers %s",
+			y.SuccessPct, d.SuccessPct, y.MeanX, d.MeanX, when(y.RecoverS, d.RecoverS)))
+		if lessSuccess {
+			why = append(why, "but fewer calls succeed")
+		}
+	default:
+		v.Judgement = "similar"
+		why = append(why, fmt.Sprintf("%.2fx the capacity during the outage (default %.2fx), %.1f%% of calls succeed (default %.1f%%)",
+			y.MeanX, d.MeanX, y.SuccessPct, d.SuccessPct))
+	}
+	v.Summary = fmt.Sprintf("%s than the default: %s", v.Judgement, strings.Join(why, "; "))
+	if v.Judgement == "similar" {
+		v.Summary = "similar to the default: " + strings.Join(why, "; ")
+	}
+	return v
+}
+
+// recovery describes how much later recovery time y comes than d
+// (seconds; -1 for never).
+func recovery(y, d float64) string {
+	if y >= 0 && d >= 0 {
+		return fmt.Sprintf("by %.1f s (%s)", y-d, when(y, d))
+	}
+	return "(" + when(y, d) + ")"
+}
+
+// when says recovery times y and d.
+func when(y, d float64) string {
+	say := func(s float64) string {
+		if s < 0 {
+			return "not within the run"
+		}
+		return fmt.Sprintf("%.1f s after the return", s)
+	}
+	return fmt.Sprintf("%s, default %s", say(y), say(d))
+}
+
+// policyWarnings names settings of p that make no sense in the outage
+// scenario p runs in.
+func policyWarnings(p Policy, op *OutageParams) []string {
+	p = p.withDefaults()
+	var w []string
+	base, cap := p.Backoff.Temp(0, false), p.Backoff.Temp(1<<20, false)
+	run := op.Before + op.Down + op.After
+	if !p.Backoff.Immediate && base >= time.Minute {
+		w = append(w, fmt.Sprintf("base %v: the first retry waits up to %v, so within the %v simulated hardly any retry happens and the policy amounts to no retries at all; a base is a few milliseconds (did you mean ms?)",
+			base, base, run))
+	}
+	if cap > time.Hour {
+		w = append(w, fmt.Sprintf("cap %v: a caller waiting more than an hour between attempts has long given up; caps are seconds", cap))
+	}
+	if p.Attempts > 10 {
+		w = append(w, fmt.Sprintf("%d attempts: every attempt beyond a few multiplies the load on a failing dependency", p.Attempts))
+	}
+	return w
 }

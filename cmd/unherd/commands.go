@@ -339,23 +339,76 @@ func (e *env) whatif(ctx context.Context, args []string) error {
 	m := e.progress("whatif", rf.quiet)
 	o.Progress = m.Update
 	defer m.Finish()
-	results, err := e.whatIf(ctx, pol, o)
+	rep, err := e.whatIf(ctx, pol, o)
 	if err != nil {
 		return fmt.Errorf("whatif: %w", err)
 	}
 	if *asJSON {
-		return writeJSON(e.stdout, struct {
-			Policy  map[string]any `json:"policy"`
-			Results []*sim.Result  `json:"results"`
-		}{pol.Fields(), results})
+		return writeJSON(e.stdout, rep)
 	}
-	fmt.Fprintf(e.stdout, "Policy %s\n\n", summary(pol))
-	for _, r := range results {
-		if err := printResult(e.stdout, "", r); err != nil {
+	return printWhatIf(e.stdout, name, rep)
+}
+
+// printWhatIf writes a what-if report for a terminal: the two policies,
+// any warnings, the verdicts with their figures side by side, then the
+// tables behind them.
+func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
+	from := fmt.Sprintf("%v, from %s", rep.Policy["name"], file)
+	if fmt.Sprint(rep.Policy["name"]) == file {
+		from = file
+	}
+	fmt.Fprintf(w, "Your policy (%s): %s\n", from, summary(rep.Policy))
+	fmt.Fprintf(w, "Default (%s): %s\n", rep.Default["name"], summary(rep.Default))
+	for _, warn := range rep.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warn)
+	}
+	fmt.Fprintf(w, "\nVerdict: %s. The dependency serves %.0f requests/s and is down for %s:\n", overall(rep.Overall), rep.Capacity, rep.Outage)
+	for _, v := range rep.Verdicts {
+		fmt.Fprintf(w, "  %-6s  %s\n", v.Population, v.Summary)
+	}
+	fmt.Fprintln(w)
+	side := &sim.Result{Columns: []string{"measure"}}
+	rows := []struct {
+		name string
+		of   func(sim.Impact) float64
+	}{
+		{"mean load during the outage / capacity", func(i sim.Impact) float64 { return i.MeanX }},
+		{"peak load / capacity", func(i sim.Impact) float64 { return i.PeakX }},
+		{"attempts per call in the outage", func(i sim.Impact) float64 { return i.Amplification }},
+		{"recovery after the return, s (-1: none)", func(i sim.Impact) float64 { return i.RecoverS }},
+		{"calls that succeeded, %", func(i sim.Impact) float64 { return i.SuccessPct }},
+	}
+	for _, v := range rep.Verdicts {
+		side.Columns = append(side.Columns, v.Population+" yours", v.Population+" default")
+	}
+	for _, r := range rows {
+		row := sim.Row{"measure": r.name}
+		for _, v := range rep.Verdicts {
+			row[v.Population+" yours"], row[v.Population+" default"] = r.of(v.Yours), r.of(v.Default)
+		}
+		side.Rows = append(side.Rows, row)
+	}
+	if err := table.Text(w, side); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, r := range rep.Results {
+		if err := printResult(w, "", r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// overall says a what-if report's overall judgement as a sentence part.
+func overall(j string) string {
+	switch j {
+	case "worse":
+		return "worse than the default (worse for at least one kind of caller)"
+	case "better":
+		return "better than the default"
+	}
+	return "similar to the default"
 }
 
 // maxPolicyBytes bounds a policy file: a policy is a few lines, and a
@@ -389,20 +442,19 @@ func (e *env) readPolicy(path string) (string, []byte, error) {
 	return name, data, nil
 }
 
-// summary is sim.Policy.Fields as one line of text.
-func summary(p sim.Policy) string {
-	d := p.Fields()
+// summary is a policy's fields (sim.Policy.Fields) as one line of text.
+func summary(d map[string]any) string {
 	jitter := fmt.Sprint(d["jitter"], " jitter")
 	if d["jitter"] == "none" {
 		jitter = "no jitter"
 	}
-	budget := map[string]string{"none": "no budget", "token": "a token-bucket budget", "ratio": "a ratio budget"}[d["budget"].(string)]
+	budget := map[string]string{"none": "no budget", "token": "a token-bucket budget", "ratio": "a ratio budget"}[fmt.Sprint(d["budget"])]
 	if r, ok := d["ratio"]; ok {
 		budget += fmt.Sprintf(" (retries up to %v of requests)", r)
 	}
-	s := fmt.Sprintf("%s: %d attempts, %s from %s capped at %s, %s", d["name"], d["attempts"], jitter, d["base"], d["cap"], budget)
+	s := fmt.Sprintf("%v attempts, %s from %v capped at %v, %s", d["attempts"], jitter, d["base"], d["cap"], budget)
 	if t, ok := d["attempt_timeout"]; ok {
-		s += fmt.Sprintf(", attempt timeout %s", t)
+		s += fmt.Sprintf(", attempt timeout %v", t)
 	}
 	return s
 }

@@ -69,8 +69,8 @@ type env struct {
 	stdout, stderr io.Writer
 	// scenarios lists the scenarios, sorted by name.
 	scenarios func() []sim.Scenario
-	// whatIf runs a policy through outage and storm.
-	whatIf func(context.Context, sim.Policy, sim.Options) ([]*sim.Result, error)
+	// whatIf judges a policy in outage and storm.
+	whatIf func(context.Context, sim.Policy, sim.Options) (*sim.WhatIfReport, error)
 	// now reads the wall clock, for timings and the progress bar.
 	now func() time.Time
 	// bars says whether stderr is a terminal: progress is drawn as a bar

@@ -76,9 +76,13 @@ func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result
 func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
 	e := newEnv(stdout, stderr)
 	e.scenarios = func() []sim.Scenario { return scenarios }
-	e.whatIf = func(_ context.Context, p sim.Policy, _ sim.Options) ([]*sim.Result, error) {
-		return []*sim.Result{{Scenario: "outage", Population: "closed", Columns: []string{"policy", "attempts"},
-			Rows: []sim.Row{{"policy": p.Name, "attempts": p.Attempts}}}}, nil
+	e.whatIf = func(_ context.Context, p sim.Policy, _ sim.Options) (*sim.WhatIfReport, error) {
+		return &sim.WhatIfReport{Policy: p.Fields(), Default: sim.Policy{Name: "unherd default"}.Fields(),
+			Capacity: 100, Outage: "30s", Overall: "worse",
+			Verdicts: []sim.Verdict{{Population: "open", Judgement: "worse", Summary: "worse than the default: it said so",
+				Yours: sim.Impact{MeanX: 2}, Default: sim.Impact{MeanX: 0.5}}},
+			Results: []*sim.Result{{Scenario: "outage", Population: "closed", Columns: []string{"policy", "attempts"},
+				Rows: []sim.Row{{"policy": p.Name, "attempts": p.Attempts}}}}}, nil
 	}
 	e.now = func() time.Time { return time.Unix(0, 0) }
 	return e
@@ -203,8 +207,10 @@ func TestWhatIfJSON(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	var got struct {
-		Policy  map[string]any `json:"policy"`
-		Results []sim.Result   `json:"results"`
+		Policy   map[string]any `json:"policy"`
+		Overall  string         `json:"overall"`
+		Verdicts []sim.Verdict  `json:"verdicts"`
+		Results  []sim.Result   `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
@@ -215,6 +221,9 @@ func TestWhatIfJSON(t *testing.T) {
 	}
 	if len(got.Results) != 1 || got.Results[0].Rows[0]["attempts"] != 4.0 {
 		t.Fatalf("results %+v", got.Results)
+	}
+	if got.Overall != "worse" || len(got.Verdicts) != 1 || got.Verdicts[0].Summary != "worse than the default: it said so" {
+		t.Fatalf("verdicts %+v, overall %q", got.Verdicts, got.Overall)
 	}
 }
 
@@ -249,9 +258,17 @@ func TestWhatIfText(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	want := "Policy mine: 2 attempts, no jitter from 50ms capped at 20s, no budget, attempt timeout 300ms"
-	if !strings.Contains(stdout, want) || !strings.Contains(stdout, "== outage") {
-		t.Fatalf("stdout lacks %q or the table:\n%s", want, stdout)
+	for _, want := range []string{
+		"Your policy (mine, from " + path + "): 2 attempts, no jitter from 50ms capped at 20s, no budget, attempt timeout 300ms",
+		"Default (unherd default): 3 attempts, full jitter from 50ms capped at 20s, a token-bucket budget",
+		"Verdict: worse than the default",
+		"open    worse than the default: it said so",
+		"mean load during the outage / capacity",
+		"== outage",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
 	}
 }
 

@@ -162,7 +162,7 @@ func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result
 		done[i] = out.done.Seconds()
 		util[i] = jobs / (p.Limit * done[i])
 		res.Rows = append(res.Rows, Row{"workload": fmt.Sprintf("%d x %d", p.Workers, workloads[i/ns]),
-			"strategy": ratelimitStrategies[i%ns],
+			"strategy":        ratelimitStrategies[i%ns],
 			"utilisation_pct": round(100*util[i], 1), "completion_s": round(done[i], 1),
 			"ideal_s": round(jobs/p.Limit, 1), "attempts_per_job": round(float64(out.attempts)/jobs, 2),
 			"throttled_pct": round(100*float64(out.throttled)/float64(out.attempts), 1)})

@@ -55,26 +55,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 	b.Run("unherd", func(b *testing.B) {
 		b.ReportAllocs()
-		br, err := breaker.New(breaker.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		th, err := throttle.NewAdaptive(throttle.AdaptiveSettings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bud, err := budget.NewRatio(budget.RatioConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, err := retry.New(retry.Config{
-			Budget:         bud,
-			Guards:         []retry.Guard{br, th},
-			AttemptTimeout: attemptTimeout,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		p := unherdPipeline(b)
 		ctx := reqCtx(b)
 		o := newOp(0, errFail)
 		for b.Loop() {
@@ -106,4 +87,31 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 		o.check(b)
 	})
+}
+
+// unherdPipeline is unherd's pipeline: the retry defaults (three attempts,
+// full jitter from 50 ms) with a Ratio budget, a breaker and an adaptive
+// throttle as guards, and the attempt timeout, each at its defaults.
+func unherdPipeline(tb testing.TB) *retry.Policy {
+	br, err := breaker.New(breaker.Settings{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	th, err := throttle.NewAdaptive(throttle.AdaptiveSettings{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bud, err := budget.NewRatio(budget.RatioConfig{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := retry.New(retry.Config{
+		Budget:         bud,
+		Guards:         []retry.Guard{br, th},
+		AttemptTimeout: attemptTimeout,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }

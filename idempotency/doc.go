@@ -64,8 +64,12 @@
 // When the store fails, the middleware fails closed: a request whose key
 // cannot be claimed is 503 with Retry-After, and nothing runs. With
 // Config.FailOpen it runs the handler unprotected instead. When the store
-// fails after the handler ran, the client still gets its response; the
-// record stays in flight until its lease runs out.
+// fails after the handler ran, the completion is tried again for up to
+// half a lease and the client gets its response either way; a completion
+// lost for good leaves the record in flight until its lease runs out, and
+// then the key runs again. Handlers whose effects live in the database
+// close that gap by completing the record in their own transaction
+// (unherdpg's InTx).
 //
 // A Store is four calls (Claim, Renew, Complete, Release) with fencing
 // tokens; package storetest is the conformance suite every store runs.

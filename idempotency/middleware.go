@@ -332,14 +332,31 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		if rec.streams {
 			stored = &Response{Status: resp.Status, Header: resp.Header, Omitted: true}
 		}
-		sctx, c := m.storeCtx(r.Context())
-		err := m.store.Complete(sctx, key, token, stored, m.ttl)
-		c()
-		if err != nil {
+		if err := m.complete(r, key, token, stored); err != nil {
 			m.report(r, fmt.Errorf("idempotency: key %q: completing the record: %w", key, err))
 		}
 	}
 	rec.flush()
+}
+
+// complete stores the outcome. A completion that fails is tried again,
+// with pauses from 10 ms doubling, for up to half a lease (the lease,
+// renewed last when the handler returned, keeps the key meanwhile): a
+// completion lost for good leaves the record in flight, and the key runs
+// again once its lease expires.
+func (m *Middleware) complete(r *http.Request, key string, token uint64, resp *Response) error {
+	deadline := time.Now().Add(m.lease / 2)
+	pause := 10 * time.Millisecond
+	for {
+		ctx, cancel := m.storeCtx(r.Context())
+		err := m.store.Complete(ctx, key, token, resp, m.ttl)
+		cancel()
+		if err == nil || errors.Is(err, ErrLeaseLost) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+		pause *= 2
+	}
 }
 
 func (m *Middleware) release(r *http.Request, key string, token uint64) {

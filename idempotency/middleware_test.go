@@ -413,7 +413,8 @@ func TestDeadHolderRerunsOnce(t *testing.T) {
 		live := &charger{sleep: 100 * time.Millisecond}
 		b := newHandler(t, idempotency.Config{Store: store, Lease: lease}, live)
 
-		go do(a, "POST", "/", `"k"`, "1")
+		deadDone := make(chan struct{})
+		go func() { do(a, "POST", "/", `"k"`, "1"); close(deadDone) }()
 		<-dead.started
 		wantProblem(t, do(b, "POST", "/", `"k"`, "1"), 409, idempotency.CodeKeyInFlight)
 		time.Sleep(lease)
@@ -423,13 +424,50 @@ func TestDeadHolderRerunsOnce(t *testing.T) {
 		}
 		wg.Wait()
 		close(dead.block) // the dead process's handler ends; its completion never arrives
-		synctest.Wait()
+		<-deadDone
 		w := do(b, "POST", "/", `"k"`, "1")
 		if w.Header().Get(idempotency.ReplayedHeader) != "true" || w.Code != 201 {
 			t.Errorf("after the re-run: %d, want a replayed 201", w.Code)
 		}
 		if got := live.runs.Load(); got != 1 {
 			t.Errorf("handler ran %d times after the dead holder's lease expired, want exactly 1", got)
+		}
+	})
+}
+
+// flakyComplete fails the first n completions.
+type flakyComplete struct {
+	idempotency.Store
+	n atomic.Int32
+}
+
+func (f *flakyComplete) Complete(ctx context.Context, key string, token uint64, resp *idempotency.Response, ttl time.Duration) error {
+	if f.n.Add(-1) >= 0 {
+		return errDown
+	}
+	return f.Store.Complete(ctx, key, token, resp, ttl)
+}
+
+// A completion that fails is tried again within half a lease, so a
+// store's short outage does not leave the record in flight.
+func TestCompleteRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &flakyComplete{Store: newMemory(t, idempotency.MemoryConfig{})}
+		s.n.Store(3)
+		c := &charger{}
+		h := newHandler(t, idempotency.Config{Store: s, Lease: time.Second}, c)
+		if w := do(h, "POST", "/", `"k"`, "1"); w.Code != 201 {
+			t.Fatalf("status %d", w.Code)
+		}
+		if w := do(h, "POST", "/", `"k"`, "1"); w.Header().Get(idempotency.ReplayedHeader) != "true" {
+			t.Errorf("after three failed completions and a fourth that worked: %d, want a replay", w.Code)
+		}
+		s.n.Store(1000)
+		do(h, "POST", "/", `"k2"`, "1")
+		time.Sleep(time.Second) // the lease of the record never completed
+		do(h, "POST", "/", `"k2"`, "1")
+		if got := c.runs.Load(); got != 3 {
+			t.Errorf("%d runs, want 3: k once, k2 twice (its completion lost for good, it ran again after the lease)", got)
 		}
 	})
 }

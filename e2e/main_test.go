@@ -1,0 +1,91 @@
+package e2e_test
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// Every test stops its proxies and closes its servers, pools and clients.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
+		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
+	}
+	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
+}
+
+func redisAddr() string { return cmp.Or(os.Getenv("UNHERD_REDIS_ADDR"), "127.0.0.1:6379") }
+
+func postgresDSN() string {
+	return cmp.Or(os.Getenv("UNHERD_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test")
+}
+
+// newRedis connects to addr (the test Redis or a proxy in front of it).
+func newRedis(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// newPool connects to the database at dsn, in the test's schema when
+// schema is set.
+func newPool(t testing.TB, dsn, schema string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 32
+	if schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		unavailable(t, "PostgreSQL at %s is unreachable: %v", dsn, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// requireServices skips (or fails) t unless Redis and PostgreSQL answer,
+// and returns a pool on a fresh schema of t's own, dropped with t.
+func requireServices(t *testing.T) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := newRedis(t, redisAddr()).Ping(ctx).Err(); err != nil {
+		unavailable(t, "Redis at %s is unreachable: %v", redisAddr(), err)
+	}
+	admin := newPool(t, postgresDSN(), "")
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "unherd_e2e_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	})
+	return admin, schema
+}

@@ -53,11 +53,16 @@ func runBounded[T any](ctx context.Context, timeout time.Duration, fn func(conte
 	// as it stops the timer.
 	a.inner, a.cancel = context.WithCancelCause((*attemptValues)(a))
 	end := a.end // one func value for both
-	stop := context.AfterFunc(ctx, end)
+	var stop func() bool
+	if ctx.Done() != nil { // a context that can end
+		stop = context.AfterFunc(ctx, end)
+	}
 	timer := time.AfterFunc(timeout, end)
 	v, err := fn(a)
 	timer.Stop()
-	stop()
+	if stop != nil {
+		stop()
+	}
 	if err != nil {
 		if ctx.Err() == nil && context.Cause(a.inner) == ErrAttemptTimeout {
 			err = &timeoutError{err}

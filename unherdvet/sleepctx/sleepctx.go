@@ -1,7 +1,7 @@
 // Package sleepctx defines an Analyzer that reports waits in a retry loop
 // that ignore the context in scope: time.Sleep, or a bare <-time.After,
 // where a context.Context (or an *http.Request, which carries one) is at
-// hand.
+// hand. A context made inside the loop, for one attempt, does not count.
 //
 // When the caller gives up (its deadline passes, its client disconnects)
 // the loop sleeps on and retries anyway, doing work nobody waits for. Wait
@@ -35,7 +35,8 @@ func run(pass *analysis.Pass) (any, error) {
 			if w.Kind != loops.Sleep && w.Kind != loops.After {
 				continue
 			}
-			ctx := match.ContextInScope(pass.Pkg, w.Call.Pos())
+			// A context made inside the loop bounds one attempt, not the wait.
+			ctx := match.ContextInScope(pass.Pkg, w.Call.Pos(), l.Stmt.Pos())
 			if ctx == nil {
 				continue
 			}

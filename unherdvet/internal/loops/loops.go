@@ -23,6 +23,7 @@ import (
 	"go/token"
 	"go/types"
 	"reflect"
+	"slices"
 
 	"golang.org/x/tools/go/analysis"
 
@@ -207,7 +208,7 @@ func (f *finder) attempt(l *Loop) bool {
 		if call == nil {
 			continue
 		}
-		if f.indexedByLoop(l, call) {
+		if f.varies(l, call) {
 			return false
 		}
 		// The branch: this if statement, or the first one after.
@@ -369,76 +370,154 @@ func isNil(info *types.Info, e ast.Expr) bool {
 	return ok && id.Name == "nil" && info.Types[id].IsNil()
 }
 
-// indexedByLoop reports whether the attempt's arguments index something
-// with a variable the loop changes (addrs[i]): a failover, not a retry.
-func (f *finder) indexedByLoop(l *Loop, call *ast.CallExpr) bool {
-	changed := make(map[types.Object]bool)
-	switch s := l.Stmt.(type) {
-	case *ast.ForStmt:
-		if s.Post != nil {
-			ast.Inspect(s.Post, func(n ast.Node) bool {
-				if id, ok := n.(*ast.Ident); ok {
-					if o := f.info.ObjectOf(id); o != nil {
-						changed[o] = true
-					}
-				}
-				return true
-			})
-		}
-	case *ast.RangeStmt:
-		for _, e := range []ast.Expr{s.Key, s.Value} {
-			if id, ok := e.(*ast.Ident); ok {
-				if o := f.info.ObjectOf(id); o != nil {
-					changed[o] = true
-				}
+// varies reports whether the loop changes what the attempt is given from
+// one iteration to the next, so that it tries something new rather than
+// the same call again: an argument indexed by the loop variable
+// (addrs[i]: failover), a variable the post statement or the body after
+// the call reassigns (a page token, a growing list: search and
+// pagination), or one drawn from the clock or a random source before the
+// call (a new unique key on each conflict).
+func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
+	counters := make(map[types.Object]bool) // index variables
+	changed := make(map[types.Object]bool)  // values that change
+	mark := func(m map[types.Object]bool, e ast.Expr) {
+		if id, ok := ast.Unparen(e).(*ast.Ident); ok {
+			if o := f.info.ObjectOf(id); o != nil {
+				m[o] = true
 			}
 		}
 	}
+	switch s := l.Stmt.(type) {
+	case *ast.ForStmt:
+		if s.Post == nil {
+			break
+		}
+		ast.Inspect(s.Post, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.IncDecStmt:
+				mark(counters, n.X)
+			case *ast.AssignStmt:
+				for _, lhs := range n.Lhs {
+					mark(counters, lhs)
+					mark(changed, lhs)
+				}
+			}
+			return true
+		})
+	case *ast.RangeStmt:
+		mark(counters, s.Key)
+		mark(counters, s.Value)
+	}
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || contains(as, call) {
+			return !ok
+		}
+		after := as.Pos() > call.End()
+		fresh := !after && f.drawsFresh(as)
+		if after || fresh {
+			for _, lhs := range as.Lhs {
+				mark(changed, lhs)
+			}
+		}
+		return true
+	})
 	found := false
 	ast.Inspect(call, func(n ast.Node) bool {
-		ix, ok := n.(*ast.IndexExpr)
-		if !ok || found {
-			return !found
+		switch n := n.(type) {
+		case *ast.IndexExpr:
+			ast.Inspect(n.Index, func(m ast.Node) bool {
+				if id, ok := m.(*ast.Ident); ok && counters[f.info.ObjectOf(id)] {
+					found = true
+				}
+				return !found
+			})
+		case *ast.Ident:
+			found = found || changed[f.info.ObjectOf(n)]
 		}
-		ast.Inspect(ix.Index, func(m ast.Node) bool {
-			if id, ok := m.(*ast.Ident); ok && changed[f.info.ObjectOf(id)] {
-				found = true
-			}
-			return !found
-		})
 		return !found
 	})
 	return found
 }
 
-// condAttempt matches a loop whose condition is the branch: for err !=
-// nil { ...; err = call() }, or for err := call(); err != nil; err =
+// drawsFresh reports whether an assignment's values call time.Now or a
+// random source.
+func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
+	found := false
+	for _, r := range as.Rhs {
+		ast.Inspect(r, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				fn := match.Callee(f.info, c)
+				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now")
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// condAttempt matches a loop whose condition is the branch: it goes round
+// while the attempt's error is set (err != nil, errors.Is(err, ErrX),
+// retryable(err), as one of the conjuncts of the condition), and the
+// attempt assigns that error in the body or the post statement: for err
+// != nil { ...; err = call() }, or for err := call(); err != nil; err =
 // call() {}.
 func (f *finder) condAttempt(l *Loop) bool {
 	fs, ok := l.Stmt.(*ast.ForStmt)
 	if !ok || fs.Cond == nil {
 		return false
 	}
-	b, ok := ast.Unparen(fs.Cond).(*ast.BinaryExpr)
-	if !ok || b.Op != token.NEQ {
-		return false
+	var errs []types.Object
+	for _, c := range conjuncts(fs.Cond) {
+		if v := f.failing(c); v != nil {
+			errs = append(errs, v)
+		}
 	}
-	id, ok := ast.Unparen(b.X).(*ast.Ident)
-	if !ok || !isNil(f.info, b.Y) {
-		return false
+	stmts := l.Body.List
+	if fs.Post != nil {
+		stmts = append([]ast.Stmt{fs.Post}, stmts...)
 	}
-	errv := f.info.ObjectOf(id)
-	if errv == nil || !match.IsError(errv.Type()) {
-		return false
-	}
-	stmts := append([]ast.Stmt{fs.Post}, l.Body.List...)
 	for _, s := range stmts {
 		call, v, results := f.errCall(s)
-		if call != nil && v == errv && !f.indexedByLoop(l, call) {
-			l.Call, l.Err, l.Results = call, errv, results
+		if call != nil && slices.Contains(errs, v) && !f.varies(l, call) {
+			l.Call, l.Err, l.Results = call, v, results
 			l.Between = l.Body.List
 			return true
 		}
 	}
 	return false
+}
+
+// conjuncts splits a && b && c into its operands.
+func conjuncts(e ast.Expr) []ast.Expr {
+	if b, ok := ast.Unparen(e).(*ast.BinaryExpr); ok && b.Op == token.LAND {
+		return append(conjuncts(b.X), conjuncts(b.Y)...)
+	}
+	return []ast.Expr{e}
+}
+
+// failing returns the error variable e tests for a failure: err != nil,
+// or a call taking err (errors.Is(err, ErrX), retryable(err)); or nil.
+func (f *finder) failing(e ast.Expr) types.Object {
+	errVar := func(x ast.Expr) types.Object {
+		id, ok := ast.Unparen(x).(*ast.Ident)
+		if !ok {
+			return nil
+		}
+		if v := f.info.ObjectOf(id); v != nil && match.IsError(v.Type()) {
+			return v
+		}
+		return nil
+	}
+	switch e := ast.Unparen(e).(type) {
+	case *ast.BinaryExpr:
+		if e.Op == token.NEQ && isNil(f.info, e.Y) {
+			return errVar(e.X)
+		}
+	case *ast.CallExpr:
+		if len(e.Args) > 0 {
+			return errVar(e.Args[0])
+		}
+	}
+	return nil
 }

@@ -149,14 +149,15 @@ func IsRand(fn *types.Func) bool {
 }
 
 // ContextInScope returns a variable of type context.Context declared
-// before pos in a function scope that encloses it; failing that, one of
-// type *http.Request (whose Context method gives one); or nil.
-func ContextInScope(pkg *types.Package, pos token.Pos) types.Object {
+// before the position before in a function scope that encloses pos;
+// failing that, one of type *http.Request (whose Context method gives
+// one); or nil.
+func ContextInScope(pkg *types.Package, pos, before token.Pos) types.Object {
 	var req types.Object
 	for s := pkg.Scope().Innermost(pos); s != nil && s != pkg.Scope() && s != types.Universe; s = s.Parent() {
 		for _, name := range s.Names() {
 			v, ok := s.Lookup(name).(*types.Var)
-			if !ok || v.Pos() >= pos || name == "_" {
+			if !ok || v.Pos() >= before || name == "_" {
 				continue
 			}
 			if IsContext(v.Type()) {

@@ -242,3 +242,18 @@ func silenced() {
 		time.Sleep(time.Second) //unherdvet:ignore unbounded names another check // want `constant 1s`
 	}
 }
+
+var errBusy = errors.New("busy")
+
+// Positive: a condition-driven loop with a fixed wait.
+func whileBusy(ctx context.Context, wait time.Duration) error {
+	err := call()
+	for r := 0; errors.Is(err, errBusy) && r < 3; r++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait): // want `the same delay \(wait\)`
+		}
+		err = call()
+	}
+	return err
+}

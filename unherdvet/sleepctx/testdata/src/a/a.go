@@ -104,3 +104,17 @@ func afterSuccess(ctx context.Context) {
 		}
 	}
 }
+
+// Negative: the only context is the attempt's own.
+func perAttempt() {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := get(ctx)
+		cancel()
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		return
+	}
+}

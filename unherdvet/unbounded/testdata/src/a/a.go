@@ -150,3 +150,53 @@ func reconnect() {
 		time.Sleep(time.Second)
 	}
 }
+
+var errBusy = errors.New("busy")
+
+// Positive: the condition retries while the error says busy.
+func whileBusy() error {
+	err := call()
+	for errors.Is(err, errBusy) { // want `no attempt limit and no deadline`
+		time.Sleep(time.Second)
+		err = call()
+	}
+	return err
+}
+
+// Negative: the same, with an attempt limit in the condition.
+func whileBusyCounted() error {
+	err := call()
+	for r := 0; errors.Is(err, errBusy) && r < 3; r++ {
+		time.Sleep(time.Second)
+		err = call()
+	}
+	return err
+}
+
+func put(key string) error                 { return nil }
+func build(parts ...string) error          { return nil }
+func create(prefix string, n int64) string { return prefix }
+
+var errExists = errors.New("exists")
+
+// Negative: a search that grows its input until the call accepts it.
+func search() {
+	parts := []string{"a"}
+	for err := build(parts...); err != nil; parts = append(parts, "x") {
+		err = build(parts...)
+	}
+}
+
+// Negative: a new key on each conflict is a new operation, not a retry.
+func uniqueKey(prefix string) error {
+	for {
+		key := create(prefix, time.Now().UnixNano())
+		err := put(key)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errExists) {
+			return err
+		}
+	}
+}

@@ -100,3 +100,30 @@ func TestVetUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestVetReadme runs the README's before and after: the hand-written loop
+// has three findings, the same call through unherdhttp none.
+func TestVetReadme(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"vet", "./testdata/vet/before"}, &out, &errOut); code != exitFailure {
+		t.Fatalf("before: exit code %d, want %d; stderr: %s", code, exitFailure, errOut.String())
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		file, rest, _ := strings.Cut(line, ": ")
+		check, _, _ := strings.Cut(rest, ":")
+		got = append(got, file+" "+check)
+	}
+	want := []string{
+		"testdata/vet/before/fetch.go:13 notimeout",
+		"testdata/vet/before/fetch.go:16 nojitter",
+		"testdata/vet/before/fetch.go:16 sleepctx",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("before (-want +got):\n%s\n%s", diff, out.String())
+	}
+	out.Reset()
+	if code := run([]string{"vet", "./testdata/vet/after"}, &out, &errOut); code != exitOK || out.Len() != 0 {
+		t.Errorf("after: exit code %d, output %q; want 0 and nothing", code, out.String())
+	}
+}

@@ -2,12 +2,6 @@ module github.com/unherd/unherd/e2e
 
 go 1.25
 
-replace (
-	github.com/unherd/unherd => ../
-	github.com/unherd/unherd/unherdpg => ../unherdpg
-	github.com/unherd/unherd/unherdredis => ../unherdredis
-)
-
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/jackc/pgx/v5 v5.8.0

@@ -2,8 +2,6 @@ module github.com/unherd/unherd/unherdpg
 
 go 1.25
 
-replace github.com/unherd/unherd => ../
-
 require (
 	github.com/jackc/pgx/v5 v5.8.0
 	github.com/unherd/unherd v0.0.0-00010101000000-000000000000

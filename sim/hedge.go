@@ -185,7 +185,7 @@ func (hedgeScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 	}
 	for f, fleet := range hedgeFleets {
 		c := Chart{Name: "hedge_" + fleet, Title: "Request latency percentiles, " + fleet + " fleet",
-			XLabel: "percentile", YLabel: "latency (ms)"}
+			XLabel: "percentile", YLabel: "latency (ms), log scale", XScale: ScaleNines, YScale: ScaleLog}
 		for s, name := range hedgeStrategies {
 			r := rows[f*ns+s]
 			c.Series = append(c.Series, Series{Name: name, X: []float64{50, 99, 99.9},

@@ -152,9 +152,9 @@ func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 		xs[c] = float64(n)
 	}
 	callChart := Chart{Name: "jitter_calls", Title: "Work: calls until every client has written",
-		XLabel: "clients", YLabel: "calls (writes)"}
+		XLabel: "clients", YLabel: "calls (writes), log scale", YScale: ScaleLog}
 	timeChart := Chart{Name: "jitter_time", Title: "Time until the last client has written",
-		XLabel: "clients", YLabel: "completion time (ms)"}
+		XLabel: "clients", YLabel: "completion time (ms), log scale", YScale: ScaleLog}
 	for s, name := range jitterStrategies {
 		callChart.Series = append(callChart.Series, Series{Name: name, X: xs, Y: calls[s]})
 		timeChart.Series = append(timeChart.Series, Series{Name: name, X: xs, Y: times[s]})

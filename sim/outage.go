@@ -178,8 +178,12 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 			"amplification", "recover_s", "failed", "success_pct"}}
 	var rows []outageRow
 	charts := []Chart{
-		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second"},
-		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second"},
+		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
+		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
+	}
+	down := Span{From: p.Before.Seconds(), To: (p.Before + p.Down).Seconds(), Label: "dependency down"}
+	for i := range charts {
+		charts[i].Shade = []Span{down}
 	}
 	for i, st := range outs {
 		pop := "closed"

@@ -65,3 +65,41 @@ func TestUnknownFormat(t *testing.T) {
 		t.Fatal("bmp accepted")
 	}
 }
+
+// Percentiles on a nines axis sit one nine apart, labelled as
+// percentiles.
+func TestNinesTicks(t *testing.T) {
+	for pct, want := range map[float64]float64{50: math.Log10(2), 90: 1, 99: 2, 99.9: 3, 99.99: 4} {
+		if got := nines(pct); math.Abs(got-want) > 1e-9 {
+			t.Errorf("nines(%v) = %v, want %v", pct, got, want)
+		}
+	}
+	var labels []string
+	for _, tk := range (ninesTicks{}).Ticks(nines(50), nines(99.99)) {
+		labels = append(labels, tk.Label)
+	}
+	if got := strings.Join(labels, " "); got != "p50 p90 p99 p99.9 p99.99" {
+		t.Errorf("ticks %q", got)
+	}
+}
+
+// A log axis spans whole decades, and a zero is drawn on its bottom edge
+// instead of being dropped; a shaded span is in the legend.
+func TestLogAxisAndShade(t *testing.T) {
+	c := sim.Chart{Name: "load", YScale: sim.ScaleLog, Shade: []sim.Span{{From: 1, To: 2, Label: "down"}},
+		Series: []sim.Series{{Name: "a", X: []float64{0, 1, 2, 3}, Y: []float64{300, 0, 40, 300}}}}
+	p, _, err := build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Min != 10 || p.Y.Max != 1000 {
+		t.Errorf("log axis from %v to %v, want 10 to 1000", p.Y.Min, p.Y.Max)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, c, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "down") {
+		t.Error("the shaded span is not in the legend")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/unherd/unherd/backoff"
@@ -225,51 +226,39 @@ func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
 	open, closed := rows[:n], rows[n:]
 	var claims []Claim
 	if i := slices.Index(p.Attempts, 2); i >= 0 {
-		claims = append(claims, Claim{
-			Source:   sreCascading,
-			Claim:    fmt.Sprintf("one retry doubles the load on a failing backend: %.0f/s becomes %.0f/s", p.Rate, 2*p.Rate),
-			Measured: fmt.Sprintf("open stream, 2 attempts: %.1f/s", open[i].load),
-			Holds:    within(open[i].load, 2*p.Rate, 0.05),
-		})
+		claims = append(claims, claim(sreCascading,
+			fmt.Sprintf("one retry doubles the load on a failing backend: %.0f/s becomes %.0f/s", p.Rate, 2*p.Rate),
+			within(open[i].load, 2*p.Rate, 0.05), "open stream, 2 attempts: %.1f/s", open[i].load))
 	}
 	growing := true
 	var loads []string
+	var loadFigs []float64
 	for i := range na {
-		loads = append(loads, fmt.Sprintf("%d: %.0f/s", open[i].attempts, open[i].load))
+		loads = append(loads, fmt.Sprintf("%d: %%.0f/s", open[i].attempts))
+		loadFigs = append(loadFigs, open[i].load)
 		if i > 0 && (open[i].attempts > open[i-1].attempts) != (open[i].load > open[i-1].load) {
 			growing = false
 		}
 	}
 	top := slices.Max(p.Attempts)
 	claims = append(claims,
-		Claim{
-			Source:   sreCascading,
-			Claim:    "the load grows with every attempt allowed: attempts times the stream",
-			Measured: "open stream by attempts, " + fmt.Sprint(loads),
-			Holds:    growing && within(open[slices.Index(p.Attempts, top)].load, float64(top)*p.Rate, 0.05),
-		},
-		Claim{
-			Source:   sreOverload,
-			Claim:    fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
-			Measured: fmt.Sprintf("open stream, %d attempts with the ratio budget: %.1f/s", top, open[na].load),
-			Holds:    within(open[na].load, (1+p.Ratio)*p.Rate, 0.05),
-		},
-		Claim{
-			Source:   awsRetry,
-			Claim:    fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
-			Measured: fmt.Sprintf("open stream, %d attempts with the token bucket: %.1f/s (first second %.0f/s)", top, open[na+1].load, open[na+1].early),
-			Holds:    within(open[na+1].load, p.Rate, 0.03),
-		},
+		claim(sreCascading, "the load grows with every attempt allowed: attempts times the stream",
+			growing && within(open[slices.Index(p.Attempts, top)].load, float64(top)*p.Rate, 0.05),
+			"open stream by attempts, ["+strings.Join(loads, " ")+"]", loadFigs...),
+		claim(sreOverload, fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
+			within(open[na].load, (1+p.Ratio)*p.Rate, 0.05),
+			fmt.Sprintf("open stream, %d attempts with the ratio budget: ", top)+"%.1f/s", open[na].load),
+		claim(awsRetry, fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
+			within(open[na+1].load, p.Rate, 0.03),
+			fmt.Sprintf("open stream, %d attempts with the token bucket: ", top)+"%.1f/s (first second %.0f/s)", open[na+1].load, open[na+1].early),
 	)
 	if i1 := slices.Index(p.Attempts, 1); i1 >= 0 && top > 1 {
 		it := slices.Index(p.Attempts, top)
 		grow := closed[it].load / closed[i1].load
-		claims = append(claims, Claim{
-			Source:   brookerBackoffFor,
-			Claim:    "a closed population limits itself: its load grows less than the attempts allowed, because retrying clients wait",
-			Measured: fmt.Sprintf("closed, %d attempts vs 1: load x%.2f (open stream x%.2f)", top, grow, open[it].load/open[i1].load),
-			Holds:    grow < 0.9*float64(top),
-		})
+		claims = append(claims, claim(brookerBackoffFor,
+			"a closed population limits itself: its load grows less than the attempts allowed, because retrying clients wait",
+			grow < 0.9*float64(top),
+			fmt.Sprintf("closed, %d attempts vs 1: ", top)+"load x%.2f (open stream x%.2f)", grow, open[it].load/open[i1].load))
 	}
 	return claims
 }

@@ -3,6 +3,10 @@ module github.com/unherd/unherd/cmd/unherd
 go 1.25
 
 require (
+	github.com/jackc/pgx/v5 v5.8.0
+	github.com/redis/go-redis/v9 v9.22.0
+	github.com/unherd/unherd/unherdpg v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd/unherdredis v0.0.0-00010101000000-000000000000
 	github.com/google/go-cmp v0.7.0
 	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/unherd/unherd v0.0.0-00010101000000-000000000000

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/unherd/unherd/observe"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -86,6 +87,7 @@ type Breaker struct {
 	isFailure    func(retry.Outcome) bool
 	classify     func(error) retry.Class
 	onChange     func(from, to State)
+	observer     observe.Observer
 	clock        func() time.Time
 	rand         func() uint64
 	epoch        time.Time
@@ -112,6 +114,7 @@ func New(s Settings) (*Breaker, error) {
 		isFailure:    s.IsFailure,
 		classify:     s.Classify,
 		onChange:     s.OnStateChange,
+		observer:     s.Observer,
 		clock:        s.Now,
 		rand:         rand.Uint64,
 	}
@@ -372,5 +375,8 @@ func addSat(now int64, d time.Duration) int64 {
 func (b *Breaker) report(ch change) {
 	if ch != (change{}) && b.onChange != nil {
 		b.onChange(ch.from, ch.to)
+	}
+	if ch != (change{}) && b.observer != nil {
+		b.observer.Observe(context.Background(), observe.Event{Kind: observe.BreakerTransition, From: ch.from.String(), To: ch.to.String()})
 	}
 }

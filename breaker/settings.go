@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"time"
 
@@ -92,6 +93,12 @@ type Settings struct {
 	// the breaker's lock. Calls for changes that happen at nearly the same
 	// time on different goroutines may arrive in either order.
 	OnStateChange func(from, to State)
+
+	// Observer, if set, receives an observe.Event (BreakerTransition)
+	// after every state change, outside the lock, as OnStateChange does.
+	// A state change belongs to no one call: its context is
+	// context.Background(). Nil means none, at no cost.
+	Observer observe.Observer
 
 	// Now is the clock. Nil means time.Now. The breaker reads it only on
 	// failures and while not closed.

@@ -3,6 +3,7 @@ package hedge
 import (
 	"errors"
 	"fmt"
+	"github.com/unherd/unherd/observe"
 	"time"
 
 	"github.com/unherd/unherd/budget"
@@ -127,6 +128,12 @@ type Config struct {
 	// ProbeEvery is how many requests share one probe while hedging is
 	// suspended. Zero means DefaultProbeEvery (16).
 	ProbeEvery int
+
+	// Observer, if set, receives an observe.Event when a call starts a
+	// hedge (HedgeStarted) and when a call that started hedges settles
+	// (HedgeWon, HedgeLost), with the call's context, outside any lock.
+	// Nil means none, at no cost.
+	Observer observe.Observer
 }
 
 // Validate reports settings that cannot work, naming the field.

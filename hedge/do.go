@@ -3,6 +3,7 @@ package hedge
 import (
 	"context"
 	"errors"
+	"github.com/unherd/unherd/observe"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -237,6 +238,7 @@ func (c *call[T]) open(err error) bool {
 func (c *call[T]) fire() {
 	c.fired.Store(true)
 	if ctx, i, ok := c.startNext(); ok {
+		c.observeStart(i)
 		c.run(ctx, i)
 	}
 }
@@ -313,6 +315,7 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 	}
 	c.mu.Unlock()
 	if ctx, j, ok := c.startNext(); ok {
+		c.observeStart(j)
 		return ctx, j, true
 	}
 	c.mu.Lock()
@@ -344,6 +347,21 @@ func (c *call[T]) settle(i int, v T, err error) {
 		}
 	}
 	c.h.ended(c.parent, c.start, err, hedged, i > 0)
+	if o := c.h.observer; o != nil && hedged {
+		k := observe.HedgeLost
+		if i > 0 {
+			k = observe.HedgeWon
+		}
+		o.Observe(c.parent, observe.Event{Kind: k, Attempt: c.started - 1})
+	}
+}
+
+// observeStart reports hedge i's start to the observer, if any. It is
+// called outside the lock; c.delay does not change during a call.
+func (c *call[T]) observeStart(i int) {
+	if o := c.h.observer; o != nil {
+		o.Observe(c.parent, observe.Event{Kind: observe.HedgeStarted, Attempt: i, Delay: c.delay})
+	}
 }
 
 // finish is the caller's side of a call whose timer fired or whose

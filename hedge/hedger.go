@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/unherd/unherd/observe"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,7 @@ type Hedger struct {
 	minWinShare float64
 	probeEvery  uint64
 	est         *quantile.Estimator // nil for a fixed delay
+	observer    observe.Observer
 
 	winShare atomic.Uint64 // float64 bits, exponentially decaying
 	probes   atomic.Uint64 // requests seen while suspended
@@ -73,6 +75,7 @@ func New(cfg Config) (*Hedger, error) {
 		nonFatal:    cfg.NonFatal,
 		minWinShare: cmp.Or(cfg.MinWinShare, DefaultMinWinShare),
 		probeEvery:  uint64(cmp.Or(cfg.ProbeEvery, DefaultProbeEvery)),
+		observer:    cfg.Observer,
 	}
 	if h.classify == nil {
 		h.classify = retry.DefaultClassify

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"github.com/unherd/unherd/observe"
 	"time"
 
 	"github.com/unherd/unherd/budget"
@@ -46,7 +47,9 @@ type Call struct {
 	charged Class         // the class the last retry was withdrawn as
 	state   callState
 	tickets [maxStackGuards]uint64
-	more    []uint64 // the guards' tickets, when there are more than fit in tickets
+	more    []uint64        // the guards' tickets, when there are more than fit in tickets
+	waited  time.Duration   // the retries' delays so far, for the observer
+	ctx     context.Context // the call's context, kept only for the observer
 }
 
 // callState is where a Call stands between its methods.
@@ -92,12 +95,44 @@ func (c *Call) Attempts() int { return c.attempt }
 // or ErrCancelled if ctx ended while a guard waited. A local rejection is
 // never retried. ctx is only handed to the guards.
 func (c *Call) Admit(ctx context.Context) error {
-	if len(c.p.guards) != 0 {
-		return c.admitGuarded(ctx)
+	if c.p.hooked {
+		return c.admitSlow(ctx)
 	}
 	c.attempt++
 	c.state = running
 	return nil
+}
+
+// admitSlow is Admit with guards to ask or an observer to tell. It is not
+// inlined, so that Admit stays small enough to inline without them.
+//
+//go:noinline
+func (c *Call) admitSlow(ctx context.Context) error {
+	if c.p.observer != nil {
+		c.ctx = ctx
+	}
+	if len(c.p.guards) != 0 {
+		if err := c.admitGuarded(ctx); err != nil {
+			return err
+		}
+	} else {
+		c.attempt++
+		c.state = running
+	}
+	if c.p.observer != nil {
+		c.observe(observe.Event{Kind: observe.Attempt, Attempt: c.attempt})
+	}
+	return nil
+}
+
+// observe hands e to the policy's observer, with the context of the call's
+// latest Admit.
+func (c *Call) observe(e observe.Event) {
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c.p.observer.Observe(ctx, e)
 }
 
 func (c *Call) admitGuarded(ctx context.Context) error {
@@ -152,6 +187,9 @@ func (c *Call) gaveUp(reason error) {
 	if h := c.p.onGiveUp; h != nil {
 		h(GiveUpEvent{Attempts: c.attempt, Err: c.last, Reason: reason})
 	}
+	if c.p.observer != nil {
+		c.observe(observe.Event{Kind: observe.GiveUp, Attempt: c.attempt, Err: c.last, Reason: reason, Delay: c.waited})
+	}
 }
 
 // refund gives back a retry that was withdrawn and will not be made.
@@ -197,7 +235,7 @@ func (c *Call) refund() {
 //
 // When it stops the call, Done runs Config.OnGiveUp first.
 func (c *Call) Done(now, deadline time.Time, err error, draw uint64) Decision {
-	if err != nil || len(c.p.guards) != 0 {
+	if err != nil || c.p.hooked {
 		return c.done(now, deadline, err, draw)
 	}
 	c.succeeded()
@@ -211,7 +249,7 @@ func (c *Call) succeeded() {
 }
 
 // done is Done for a failure, or for any outcome when there are guards to
-// tell. It is not inlined, so that Done stays small enough to inline on
+// tell or an observer. It is not inlined, so that Done stays small enough to inline on
 // the success path.
 //
 //go:noinline
@@ -219,6 +257,9 @@ func (c *Call) done(now, deadline time.Time, err error, draw uint64) Decision {
 	if err == nil {
 		c.report(Outcome{})
 		c.succeeded()
+		if c.p.observer != nil {
+			c.observe(observe.Event{Kind: observe.Success, Attempt: c.attempt, Delay: c.waited})
+		}
 		return Decision{}
 	}
 	d := c.failed(now, deadline, err, draw)
@@ -261,8 +302,12 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 		return Decision{Reason: ErrBudgetExhausted, Delay: d, Class: class}
 	}
 	c.prev, c.charged, c.state = d, class, paid
+	c.waited += d
 	if p.onRetry != nil {
 		p.onRetry(RetryEvent{Attempt: c.attempt, Err: err, Class: class, Delay: d})
+	}
+	if p.observer != nil {
+		c.observe(observe.Event{Kind: observe.Retry, Attempt: c.attempt, Err: err, Class: class, Delay: d})
 	}
 	return Decision{Delay: d, Class: class}
 }

@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"time"
 
@@ -117,6 +118,13 @@ type Config struct {
 	// permanent error, a local rejection, the caller's cancellation),
 	// outside any lock, before Do returns.
 	OnGiveUp func(GiveUpEvent)
+
+	// Observer, if set, receives an observe.Event for every attempt
+	// (Attempt), every retry (Retry, with its reason's class and delay),
+	// and the call's end (Success, or GiveUp with its reason: a budget
+	// stop is a GiveUp with ErrBudgetExhausted), with the call's context,
+	// outside any lock. Nil means none, at no cost.
+	Observer observe.Observer
 
 	// Rand supplies the random draws for jitter. Nil means the global
 	// math/rand/v2 source. A Policy used from many goroutines needs a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"time"
 
@@ -29,6 +30,8 @@ type Policy struct {
 	budget         budget.Budget
 	onRetry        func(RetryEvent)
 	onGiveUp       func(GiveUpEvent)
+	observer       observe.Observer
+	hooked         bool // guards or an observer: Admit and Done take their slow paths
 	guards         []Guard
 	rand           func() uint64
 }
@@ -62,12 +65,14 @@ func New(cfg Config) (*Policy, error) {
 		budget:         b,
 		onRetry:        cfg.OnRetry,
 		onGiveUp:       cfg.OnGiveUp,
+		observer:       cfg.Observer,
 		guards:         append([]Guard(nil), cfg.Guards...),
 		rand:           rand.Uint64,
 	}
 	if cfg.Rand != nil {
 		p.rand = cfg.Rand.Uint64
 	}
+	p.hooked = len(p.guards) != 0 || p.observer != nil
 	return p, nil
 }
 
@@ -148,7 +153,7 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			last, err = guardedAttempt(ctx, p, &c, fn)
 		}
 		if err == nil {
-			if len(p.guards) == 0 {
+			if !p.hooked {
 				c.succeeded() // Done's success path, inlined
 			} else {
 				c.Done(time.Time{}, time.Time{}, nil, 0)

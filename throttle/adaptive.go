@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,11 @@ type AdaptiveSettings struct {
 	// rejecting and after attempts that were not accepted.
 	Now func() time.Time
 
+	// Observer, if set, receives an observe.Event (Throttled) for every
+	// call Admit rejects, with that call's context and the rejection
+	// probability, outside the lock. Nil means none, at no cost.
+	Observer observe.Observer
+
 	// Rand supplies the draws for local rejections. Nil means
 	// math/rand/v2's global source. Draws happen under the throttle's
 	// lock, so a seeded source that is not safe for concurrent use is
@@ -148,6 +154,7 @@ type Adaptive struct {
 	clock    func() time.Time
 	rand     func() uint64
 	epoch    time.Time
+	observer observe.Observer
 }
 
 // NewAdaptive validates s and returns an Adaptive built from it.
@@ -162,6 +169,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 		countRej: s.CountRejections,
 		clock:    s.Now,
 		rand:     rand.Uint64,
+		observer: s.Observer,
 	}
 	if a.accepted == nil {
 		a.accepted = DefaultAccepted
@@ -190,7 +198,11 @@ func (a *Adaptive) Admit(ctx context.Context) (ticket uint64, err error) {
 	if a.threshold.Load() == 0 {
 		return 0, nil
 	}
-	return 0, a.admitSlow(a.ns(a.clock()))
+	err = a.admitSlow(a.ns(a.clock()))
+	if err != nil && a.observer != nil {
+		a.observer.Observe(ctx, observe.Event{Kind: observe.Throttled, Probability: a.Probability()})
+	}
+	return 0, err
 }
 
 // AdmitAt is Admit at an explicit time instead of the clock's.

@@ -1,0 +1,31 @@
+// Package observe carries what the resilience policies do to whoever
+// watches: metrics, logs, traces.
+//
+// Give a policy an [Observer] in its configuration (retry.Config,
+// hedge.Config, breaker.Settings, throttle.AdaptiveSettings all have an
+// Observer field) and it reports an [Event] for every attempt, retry
+// (with the failure's class and the delay), success and give-up (with
+// the reason: a call stopped by its retry budget gives up with
+// retry.ErrBudgetExhausted), every hedge started, won or lost, every
+// breaker state change and every local throttling rejection. Events come
+// with the call's context.Context, so a tracing observer can annotate
+// the call's span:
+//
+//	p, err := retry.New(retry.Config{Observer: observe.Logger(slog.Default(), "payments")})
+//
+// [Logger] writes events to a log/slog Logger. Metrics adapters live in
+// nested modules, so that this package needs nothing beyond the standard
+// library: unherdprom for Prometheus (client_golang) and unherdotel for
+// OpenTelemetry metrics, which also records gRPC's per-call retry
+// metrics (gRFC A96: grpc.client.call.retries, grpc.client.call.hedges,
+// grpc.client.call.retry_delay). [Multi] fans events out to several.
+//
+// # Cost
+//
+// Without an observer a policy does nothing more than one nil check per
+// event site. With one, each event is one interface call with an Event
+// passed by value: nothing is allocated unless the observer allocates.
+// Observers run synchronously on the request path, outside every lock,
+// and must be safe for concurrent use; keep them cheap (count, do not
+// format) and leave aggregation to the metrics library.
+package observe

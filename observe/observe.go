@@ -1,0 +1,127 @@
+package observe
+
+import (
+	"context"
+	"time"
+
+	"github.com/unherd/unherd/failure"
+)
+
+// Observer receives the events of the policies it is given to. Observe is
+// called synchronously on the call's goroutine (or, for a hedge, on the
+// goroutine of the attempt concerned), outside every lock, with the
+// call's context, so a tracing observer can find the span in it. It must
+// be safe for concurrent use and should return quickly: it runs on the
+// request path. An Observer that does not retain the Event allocates
+// nothing when called: Event is passed by value.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// Kind is what an Event reports.
+type Kind uint8
+
+// The kinds of events. Each says which of Event's fields it sets.
+const (
+	// Attempt: a retry policy admitted an attempt. Attempt is its number,
+	// 1 for the first.
+	Attempt Kind = iota + 1
+	// Retry: an attempt failed and will be retried. Attempt is the failed
+	// attempt's number, Err its error, Class its class, Delay the wait
+	// before the next attempt.
+	Retry
+	// Success: a call made through a retry policy succeeded. Attempt is
+	// the number of attempts made, Delay the total waited between them.
+	Success
+	// GiveUp: a call made through a retry policy stopped without success.
+	// Reason is why (the retry package's sentinel: attempts exhausted,
+	// budget exhausted, deadline, permanent, rejected, cancelled...),
+	// Attempt the attempts made, Err the last attempt's error, Delay the
+	// total waited between attempts. A call stopped by an empty retry
+	// budget is a GiveUp whose Reason is retry.ErrBudgetExhausted.
+	GiveUp
+	// HedgeStarted: a hedged call started a hedge. Attempt is the
+	// hedge's number (1 for the first hedge, the primary being 0), Delay
+	// the hedge delay in force.
+	HedgeStarted
+	// HedgeWon: a call that started hedges was settled by a hedge.
+	// Attempt is the number of hedges it started.
+	HedgeWon
+	// HedgeLost: a call that started hedges was settled by its primary,
+	// or by no attempt (every one failed, or the caller gave up). Attempt
+	// is the number of hedges it started.
+	HedgeLost
+	// BreakerTransition: a circuit breaker changed state, From -> To
+	// ("closed", "open", "half-open").
+	BreakerTransition
+	// Throttled: a client-side throttle rejected a call locally.
+	// Probability is the rejection probability in force.
+	Throttled
+)
+
+var kindNames = [...]string{Attempt: "attempt", Retry: "retry", Success: "success", GiveUp: "give_up",
+	HedgeStarted: "hedge_started", HedgeWon: "hedge_won", HedgeLost: "hedge_lost",
+	BreakerTransition: "breaker_transition", Throttled: "throttled"}
+
+// String returns the kind's snake_case name ("give_up", "hedge_won").
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Event is one thing a policy did. Which fields are set depends on Kind
+// (see the constants); the others are zero. An Event holds the errors it
+// reports, not copies: an observer that keeps one keeps them alive.
+type Event struct {
+	Kind Kind
+	// Attempt is an attempt number or count, as Kind says.
+	Attempt int
+	// Delay is a wait, as Kind says.
+	Delay time.Duration
+	// Class is the failed attempt's class (Retry).
+	Class failure.Class
+	// Err is an attempt's error (Retry, GiveUp).
+	Err error
+	// Reason is why a call stopped (GiveUp): a sentinel error of package
+	// retry.
+	Reason error
+	// From and To are a breaker's states (BreakerTransition).
+	From, To string
+	// Probability is a throttle's rejection probability (Throttled).
+	Probability float64
+}
+
+// Func adapts a function to an Observer.
+type Func func(ctx context.Context, e Event)
+
+// Observe calls f(ctx, e).
+func (f Func) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// Multi returns an Observer that hands each event to every one of os, in
+// order. Nil observers are skipped; with none left it returns nil, which
+// the policies treat as no observer at all.
+func Multi(os ...Observer) Observer {
+	var keep multi
+	for _, o := range os {
+		if o != nil {
+			keep = append(keep, o)
+		}
+	}
+	switch len(keep) {
+	case 0:
+		return nil
+	case 1:
+		return keep[0]
+	}
+	return keep
+}
+
+type multi []Observer
+
+func (m multi) Observe(ctx context.Context, e Event) {
+	for _, o := range m {
+		o.Observe(ctx, e)
+	}
+}

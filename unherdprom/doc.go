@@ -1,0 +1,35 @@
+// Package unherdprom exports unherd's observe events as Prometheus
+// metrics (client_golang).
+//
+// Register the collectors once, then give each dependency's policies an
+// observer named after it:
+//
+//	m, err := unherdprom.New(prometheus.DefaultRegisterer)
+//	obs := m.Observer("payments")
+//	p, err := retry.New(retry.Config{Observer: obs})
+//	h, err := hedge.New(hedge.Config{Observer: obs})
+//
+// Metrics, each with the label policy, named by Prometheus conventions
+// (namespace unherd, base units, _total for counters):
+//
+//	unherd_retry_attempts_total                 attempts admitted, first attempts included
+//	unherd_retry_retries_total{class}           failed attempts that will be retried
+//	unherd_retry_delay_seconds_total            sum of the delays scheduled before retries
+//	unherd_retry_calls_total{outcome}           calls ended: success, or why they gave up
+//	                                            (budget_exhausted, attempts_exhausted, deadline,
+//	                                            permanent, final, rejected, cancelled,
+//	                                            server_delay_too_long, other)
+//	unherd_hedge_started_total                  hedges started
+//	unherd_hedge_calls_total{result}            hedged calls settled by a hedge (won) or not (lost)
+//	unherd_breaker_transitions_total{from,to}   circuit breaker state changes
+//	unherd_breaker_state{state}                 1 for the current state, 0 for the others
+//	unherd_throttle_rejections_total            calls a client-side throttle rejected
+//	unherd_throttle_rejection_probability       its rejection probability at the latest rejection
+//
+// The retry share of traffic is rate(unherd_retry_retries_total) over
+// rate(unherd_retry_attempts_total); budget refusals are
+// unherd_retry_calls_total{outcome="budget_exhausted"}. Every label value
+// is fixed when Observer is called, so an event is one or two atomic
+// operations on a child the observer holds, with no allocation and no
+// map lookup.
+package unherdprom

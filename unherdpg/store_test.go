@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
@@ -206,4 +207,26 @@ func TestInTx(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Errorf("%d charges, want 2 (the fenced-out one rolled back)", n)
 	}
+}
+
+// A holder that dies keeps its key for its lease; then 100 concurrent
+// retries run the handler once.
+func TestRerunAfterLease(t *testing.T) {
+	s, _ := newStore(t, newPool(t))
+	storetest.RerunAfterLease(t, s, 300*time.Millisecond, 100)
+}
+
+// With PostgreSQL unreachable (nothing listens on the port), the
+// middleware fails closed.
+func TestUnreachableFailsClosed(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://postgres@127.0.0.1:1/test?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	storetest.FailsClosed(t, unherdpg.NewStore(pool, unherdpg.StoreConfig{}))
 }

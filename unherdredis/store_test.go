@@ -119,3 +119,17 @@ func TestRoundTrips(t *testing.T) {
 		t.Errorf("slow handler: %d round trips, want claim + about 4 renewals + complete", got)
 	}
 }
+
+// A holder that dies keeps its key for its lease; then 100 concurrent
+// retries run the handler once.
+func TestRerunAfterLease(t *testing.T) {
+	storetest.RerunAfterLease(t, unherdredis.NewStore(newClient(t), unherdredis.StoreConfig{}), 300*time.Millisecond, 100)
+}
+
+// With Redis unreachable (nothing listens on the port), the middleware
+// fails closed.
+func TestUnreachableFailsClosed(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	storetest.FailsClosed(t, unherdredis.NewStore(c, unherdredis.StoreConfig{}))
+}

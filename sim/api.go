@@ -42,8 +42,9 @@ type Params interface {
 	Validate() error
 	// Values returns the parameters by flag name, for JSON output.
 	Values() map[string]any
-	// Quick shrinks the set to sizes at which the scenario finishes in a
-	// few seconds on two cores (used by the report), keeping its shape.
+	// Quick sets the report's sizes: the published ones wherever five
+	// seeds of them finish in a few seconds on two cores, else smaller
+	// sizes of the same shape (the scenario's doc says which).
 	Quick()
 }
 

@@ -9,15 +9,16 @@
 # round alike instead of all the runs of one; the readings compare cases
 # round by round and give the median and range of those per-round ratios.
 # Each benchmark runs for BENCHTIME (default 500ms, half of what it was)
-# per round, so that a full run of the ten scenarios takes about 5 minutes
-# on 2 cores, short enough for a shared machine. benchstat is installed
+# per round, so that a full run of the ten scenarios takes under 7 minutes
+# on 2 cores (6m40s with the machine's load at 6 to 17), short enough for a
+# shared machine. benchstat is installed
 # into ./.bin at a pinned version.
 #
 # BENCHMARKS.md describes one commit: run.sh refuses to write it from a
 # checkout with uncommitted changes (tracked or untracked). Writing
 # another file (OUT=/tmp/x.md) is allowed, and says so in its header.
 #
-#	./run.sh                      # about 5 minutes on 2 cores
+#	./run.sh                      # under 7 minutes on 2 cores
 #	COUNT=3 BENCHTIME=100ms OUT=/tmp/quick.md ./run.sh
 #	REPORT_ONLY=1 ./run.sh        # the report again, from the last run
 set -euo pipefail

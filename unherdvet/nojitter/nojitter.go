@@ -116,8 +116,10 @@ func (c *classifier) expr(e ast.Expr) kind {
 	case *ast.Ident:
 		return c.variable(c.info.ObjectOf(e))
 	case *ast.SelectorExpr:
-		if _, pkg := c.info.Uses[ast.Unparen(e.X).(*ast.Ident)].(*types.PkgName); pkg {
-			return c.variable(c.info.ObjectOf(e.Sel))
+		if id, ok := ast.Unparen(e.X).(*ast.Ident); ok {
+			if _, pkg := c.info.Uses[id].(*types.PkgName); pkg {
+				return c.variable(c.info.ObjectOf(e.Sel))
+			}
 		}
 		if sel := c.info.Selections[e]; sel != nil && sel.Kind() == types.FieldVal {
 			// A field written inside the loop is not followed.

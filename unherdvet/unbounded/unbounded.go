@@ -35,7 +35,7 @@ func run(pass *analysis.Pass) (any, error) {
 		}
 		msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
 		if len(l.Waits) == 0 {
-			msg = "retry loop has no attempt limit, no deadline and no wait: while the dependency is down it retries as fast as it can, forever; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
+			msg = "retry loop has no attempt limit, no deadline and no wait of its own: while the dependency is down it retries forever, back to back unless the call itself waits; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
 		}
 		r.Report(l.Stmt, msg)
 	}

@@ -73,6 +73,9 @@ func (f *finder) indexTop(l *Loop, stmts []ast.Stmt, want flow) int {
 // bounded reports whether anything but the attempt's error can end the
 // loop.
 func (f *finder) bounded(l *Loop) bool {
+	if f.other(l, l.Branch) {
+		return true // if err == nil || attempts == 0 { return err }
+	}
 	switch s := l.Stmt.(type) {
 	case *ast.RangeStmt:
 		return true // over an integer
@@ -187,6 +190,9 @@ func (f *finder) other(l *Loop, n ast.Node) bool {
 			})
 			return false
 		case *ast.CallExpr:
+			if m == l.Call {
+				return false // the attempt itself: if call() == nil
+			}
 			if len(m.Args) == 0 {
 				if sel, ok := ast.Unparen(m.Fun).(*ast.SelectorExpr); !ok || !f.ofAttempt(l, sel.X) {
 					if tv, ok := f.info.Types[m.Fun]; !ok || !tv.IsType() {

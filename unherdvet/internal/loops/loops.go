@@ -50,6 +50,9 @@ type Loop struct {
 	Between []ast.Stmt
 	// Success is the statement that leaves the loop after a success.
 	Success ast.Stmt
+	// Branch is the condition that tells success from failure: an if's
+	// condition, or the loop's own.
+	Branch ast.Expr
 	// Label is the loop's label, if any.
 	Label *ast.Ident
 	// Waits are the waits between attempts.
@@ -234,7 +237,7 @@ func (f *finder) attempt(l *Loop) bool {
 			continue
 		}
 		if f.branches(l, ifs, op, stmts[j+1:]) {
-			l.Call, l.Err, l.Results = call, errv, results
+			l.Call, l.Err, l.Results, l.Branch = call, errv, results, ifs.Cond
 			l.Between = append(l.Between, stmts[:i]...)
 			return true
 		}
@@ -339,9 +342,38 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 	return c, errv, results
 }
 
-// errCond returns token.EQL for "err == nil", token.NEQ for "err != nil"
-// (or the attempt call itself compared with nil), and 0 otherwise.
+// errCond returns token.EQL for a success test, token.NEQ for a failure
+// test, and 0 otherwise. A success test is "err == nil", or a disjunction
+// with it as one operand ("err == nil || attempts == 0 ||
+// !retryable(err)": leave on success or when giving up); a failure test
+// is "err != nil", or a conjunction with it as one operand ("err != nil
+// && retryable(err)": go round only on a retryable failure). The attempt
+// call itself may stand for err when it is compared with nil directly.
 func (f *finder) errCond(cond ast.Expr, errv types.Object, call *ast.CallExpr) token.Token {
+	for _, d := range operands(cond, token.LOR) {
+		if f.errTest(d, errv, call) == token.EQL {
+			return token.EQL
+		}
+	}
+	for _, c := range operands(cond, token.LAND) {
+		if f.errTest(c, errv, call) == token.NEQ {
+			return token.NEQ
+		}
+	}
+	return 0
+}
+
+// operands splits a op b op c into its operands.
+func operands(e ast.Expr, op token.Token) []ast.Expr {
+	if b, ok := ast.Unparen(e).(*ast.BinaryExpr); ok && b.Op == op {
+		return append(operands(b.X, op), operands(b.Y, op)...)
+	}
+	return []ast.Expr{e}
+}
+
+// errTest returns token.EQL for "err == nil", token.NEQ for "err != nil",
+// and 0 otherwise.
+func (f *finder) errTest(cond ast.Expr, errv types.Object, call *ast.CallExpr) token.Token {
 	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
 	if !ok || (b.Op != token.EQL && b.Op != token.NEQ) {
 		return 0
@@ -372,9 +404,10 @@ func isNil(info *types.Info, e ast.Expr) bool {
 
 // varies reports whether the loop changes what the attempt is given from
 // one iteration to the next, so that it tries something new rather than
-// the same call again: an argument indexed by the loop variable
-// (addrs[i]: failover), a variable the post statement or the body after
-// the call reassigns (a page token, a growing list: search and
+// the same call again: an argument or receiver indexed by the loop
+// variable or by a counter the body advances (addrs[i]: failover;
+// batches[it.index]: iteration), a variable the post statement or the
+// body after the call reassigns (a page token, a growing list: search and
 // pagination), or one drawn from the clock or a random source before the
 // call (a new unique key on each conflict).
 func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
@@ -387,6 +420,13 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
 			}
 		}
 	}
+	// markIndex marks a variable or a field (it.index) as an index.
+	markIndex := func(e ast.Expr) {
+		if sel, ok := ast.Unparen(e).(*ast.SelectorExpr); ok {
+			e = sel.Sel
+		}
+		mark(counters, e)
+	}
 	switch s := l.Stmt.(type) {
 	case *ast.ForStmt:
 		if s.Post == nil {
@@ -395,7 +435,7 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
 		ast.Inspect(s.Post, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.IncDecStmt:
-				mark(counters, n.X)
+				markIndex(n.X)
 			case *ast.AssignStmt:
 				for _, lhs := range n.Lhs {
 					mark(counters, lhs)
@@ -409,6 +449,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
 		mark(counters, s.Value)
 	}
 	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if inc, ok := n.(*ast.IncDecStmt); ok && inc.Pos() > call.End() {
+			markIndex(inc.X) // it.index++ after the call
+		}
 		as, ok := n.(*ast.AssignStmt)
 		if !ok || contains(as, call) {
 			return !ok
@@ -468,7 +511,7 @@ func (f *finder) condAttempt(l *Loop) bool {
 		return false
 	}
 	var errs []types.Object
-	for _, c := range conjuncts(fs.Cond) {
+	for _, c := range operands(fs.Cond, token.LAND) {
 		if v := f.failing(c); v != nil {
 			errs = append(errs, v)
 		}
@@ -480,20 +523,12 @@ func (f *finder) condAttempt(l *Loop) bool {
 	for _, s := range stmts {
 		call, v, results := f.errCall(s)
 		if call != nil && slices.Contains(errs, v) && !f.varies(l, call) {
-			l.Call, l.Err, l.Results = call, v, results
+			l.Call, l.Err, l.Results, l.Branch = call, v, results, fs.Cond
 			l.Between = l.Body.List
 			return true
 		}
 	}
 	return false
-}
-
-// conjuncts splits a && b && c into its operands.
-func conjuncts(e ast.Expr) []ast.Expr {
-	if b, ok := ast.Unparen(e).(*ast.BinaryExpr); ok && b.Op == token.LAND {
-		return append(conjuncts(b.X), conjuncts(b.Y)...)
-	}
-	return []ast.Expr{e}
 }
 
 // failing returns the error variable e tests for a failure: err != nil,

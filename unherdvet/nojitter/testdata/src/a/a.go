@@ -257,3 +257,68 @@ func whileBusy(ctx context.Context, wait time.Duration) error {
 	}
 	return err
 }
+
+type admin struct{ backoff time.Duration }
+
+func retryable(err error) bool { return true }
+
+// Positive: success and giving up share one exit.
+func (a *admin) retryOnError(fn func() error) error {
+	for remaining := 3; ; {
+		err := fn()
+		remaining--
+		if err == nil || remaining <= 0 || !retryable(err) {
+			return err
+		}
+		time.Sleep(a.backoff) // want `the same delay \(a.backoff\)`
+	}
+}
+
+// Positive: only a retryable failure goes round.
+func onlyRetryable() error {
+	for i := 0; i < 3; i++ {
+		err := call()
+		if err != nil && retryable(err) {
+			time.Sleep(time.Second) // want `constant 1s`
+			continue
+		}
+		return err
+	}
+	return nil
+}
+
+// Negative: a polling loop that tolerates errors waits for done, not
+// for a retry.
+func pollDone(ctx context.Context) {
+	for {
+		n, err := get(ctx)
+		if err == nil && n > 10 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Negative: an iterator advancing its own index is not a retry.
+type batch struct{}
+
+func (batch) Read() (int, error) { return 0, nil }
+
+type multi struct {
+	batches []batch
+	index   int
+}
+
+func (m *multi) Read() (int, error) {
+	for {
+		if m.index == len(m.batches) {
+			return 0, errors.New("eof")
+		}
+		n, err := m.batches[m.index].Read()
+		if err == nil {
+			return n, nil
+		}
+		m.index++
+		time.Sleep(time.Millisecond)
+	}
+}

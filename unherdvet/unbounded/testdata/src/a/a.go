@@ -200,3 +200,27 @@ func uniqueKey(prefix string) error {
 		}
 	}
 }
+
+// Positive: giving up only on a permanent error is no bound.
+func untilPermanentOr(ctx context.Context) error {
+	for { // want `no attempt limit and no deadline`
+		_, err := get(ctx)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Negative: giving up is in the same condition as success.
+func sharedExit() error {
+	remaining := 3
+	for {
+		err := call()
+		remaining--
+		if err == nil || remaining == 0 {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}

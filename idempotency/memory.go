@@ -48,9 +48,12 @@ type memShard struct {
 	fifo  []fifoEntry          // records by age, with stale entries
 	head  int
 	bytes int64
-	gen   uint64   // numbers insertions, so that stale fifo entries are told apart
-	max   int64    // bytes this shard may hold
-	_     [64]byte // keeps neighbouring shards' locks off one cache line
+	gen   uint64 // numbers insertions, so that stale fifo entries are told apart
+	// nextSweep is when the oldest live completed record expires: no
+	// sweep is needed before.
+	nextSweep time.Time
+	max       int64    // bytes this shard may hold
+	_         [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 type fifoEntry struct {
@@ -161,7 +164,7 @@ func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Res
 	if err != nil {
 		return err
 	}
-	s.remove(key, r)
+	s.bytes -= r.size // the record is replaced in place below
 	size := int64(len(key)+recordOverhead) + int64(len(data))
 	if !s.fit(size, now) {
 		data, _ = (&Response{Status: resp.Status, Omitted: true}).MarshalBinary()
@@ -233,7 +236,13 @@ func (s *memShard) fit(size int64, now time.Time) bool {
 }
 
 // sweep looks at up to n of the oldest entries and evicts the expired.
+// It stops at the oldest completed record that is still live and skips
+// the work until that record expires: records are queued about in the
+// order they expire (exactly so when every record has one TTL).
 func (s *memShard) sweep(now time.Time, n int) {
+	if now.Before(s.nextSweep) {
+		return
+	}
 	for ; n > 0 && s.live() > 0; n-- {
 		e := s.fifo[s.head]
 		r, ok := s.m[e.key]
@@ -246,6 +255,7 @@ func (s *memShard) sweep(now time.Time, n int) {
 		case r.state == InFlight:
 			s.fifo = append(s.fifo, s.pop())
 		default:
+			s.nextSweep = r.expires
 			return
 		}
 	}

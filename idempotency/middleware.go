@@ -120,7 +120,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	fp := m.fingerprint(r, body)
 
-	deadline := time.Now().Add(m.wait)
+	var deadline time.Time // of the wait, set at the first in-flight answer
 	pause := 10 * time.Millisecond
 	for {
 		c, err := m.claim(r.Context(), sk, fp)
@@ -149,6 +149,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			}
 			replay(w, c.Response)
 			return
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(m.wait)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -210,15 +213,13 @@ func withBody(r *http.Request, body []byte) *http.Request {
 }
 
 func (m *Middleware) fingerprint(r *http.Request, body []byte) Fingerprint {
-	// Two fixed-size hashes, of the body and then of the rest with the
-	// body's hash, so that nothing is allocated for a request whose
-	// method, path and headers fit in the buffer.
-	sum := sha256.Sum256(body)
-	var buf [512]byte
-	b := append(buf[:0], sum[:]...)
-	b = append(b, r.Method...)
+	// One fixed-size hash over the method, path, query and headers, then
+	// the body itself when it fits in the buffer or else the body's own
+	// hash: nothing is allocated.
+	var buf [1024]byte
+	b := append(buf[:0], r.Method...)
 	b = append(b, 0)
-	b = append(b, r.URL.EscapedPath()...)
+	b = append(b, r.URL.Path...)
 	b = append(b, '?')
 	b = append(b, r.URL.RawQuery...)
 	for _, name := range m.fpHeaders {
@@ -228,6 +229,15 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) Fingerprint {
 			b = append(b, 0)
 			b = append(b, v...)
 		}
+	}
+	b = append(b, 0)
+	if len(b)+len(body) <= len(buf) {
+		b = append(b, 'b')
+		b = append(b, body...)
+	} else {
+		sum := sha256.Sum256(body)
+		b = append(b, 'h')
+		b = append(b, sum[:]...)
 	}
 	return sha256.Sum256(b)
 }
@@ -248,7 +258,11 @@ func (m *Middleware) claim(ctx context.Context, key string, fp Fingerprint) (Cla
 		ctx, cancel = context.WithTimeout(ctx, m.storeTimeout)
 		defer cancel()
 	}
-	return m.store.Claim(ctx, key, fp, m.lease)
+	lease := m.lease
+	if m.local {
+		lease = localLease
+	}
+	return m.store.Claim(ctx, key, fp, lease)
 }
 
 func (m *Middleware) report(r *http.Request, err error) {
@@ -256,6 +270,11 @@ func (m *Middleware) report(r *http.Request, err error) {
 		m.onError(r, err)
 	}
 }
+
+// localLease is the lease of a claim in a Memory store: until the
+// handler returns. A Memory store dies with the process that holds its
+// leases, so no lease needs to outlive a crash.
+const localLease = time.Duration(1 << 62)
 
 // flight is the state of a request that holds its key's lease, in one
 // allocation: the handler's context (which carries the Lease), the lease
@@ -284,19 +303,25 @@ func (*bodyReader) Close() error { return nil }
 func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, key string, token uint64, body []byte) {
 	f := &flight{lease: Lease{Key: key, Token: token, TTL: m.ttl, MaxResponseBody: m.maxResp}}
 	lease := &f.lease
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
+	ctx := r.Context()
+	rn := &f.rn
+	if !m.local {
+		// A Memory record lives and dies with this process and is claimed
+		// until its handler returns: it needs no renewal.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		*rn = renewer{m: m, r: r, key: key, token: token, cancel: cancel}
+		rn.mu.Lock() // renew reads rn.t under mu
+		rn.t = time.AfterFunc(m.lease/3, rn.renew)
+		rn.mu.Unlock()
+	}
 	if m.timeout > 0 {
 		var c context.CancelFunc
 		ctx, c = context.WithTimeout(ctx, m.timeout)
 		defer c()
 	}
 	f.Context = ctx
-	rn := &f.rn
-	*rn = renewer{m: m, r: r, key: key, token: token, cancel: cancel}
-	rn.mu.Lock() // renew reads rn.t under mu
-	rn.t = time.AfterFunc(m.lease/3, rn.renew)
-	rn.mu.Unlock()
 	rec := &f.rec
 	*rec = recorder{w: w, header: make(http.Header), max: m.maxResp}
 	rec.body = rec.small[:0]
@@ -345,13 +370,19 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 // completion lost for good leaves the record in flight, and the key runs
 // again once its lease expires.
 func (m *Middleware) complete(r *http.Request, key string, token uint64, resp *Response) error {
-	deadline := time.Now().Add(m.lease / 2)
+	var deadline time.Time // set at the first failure
 	pause := 10 * time.Millisecond
 	for {
 		ctx, cancel := m.storeCtx(r.Context())
 		err := m.store.Complete(ctx, key, token, resp, m.ttl)
 		cancel()
-		if err == nil || errors.Is(err, ErrLeaseLost) || time.Now().Add(pause).After(deadline) {
+		if err == nil || errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(m.lease / 2)
+		}
+		if time.Now().Add(pause).After(deadline) {
 			return err
 		}
 		time.Sleep(pause)
@@ -409,6 +440,9 @@ func (rn *renewer) renew() {
 // stop stops the renewals, waiting for one in progress, and returns the
 // error of a renewal that found the lease lost.
 func (rn *renewer) stop() error {
+	if rn.t == nil {
+		return nil // never started
+	}
 	rn.t.Stop()
 	rn.mu.Lock()
 	defer rn.mu.Unlock()

@@ -16,7 +16,7 @@ type recorder struct {
 	body    []byte
 	max     int64
 	streams bool      // the body outgrew max: headers sent, writes pass through
-	small   [512]byte // the first bytes of body, saving an allocation for small bodies
+	small   [128]byte // the first bytes of body, saving an allocation for small bodies
 }
 
 func (r *recorder) Header() http.Header { return r.header }

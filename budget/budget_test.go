@@ -65,7 +65,7 @@ func TestValidate(t *testing.T) {
 		{"negative transient cost", func() error { _, err := NewTokenBucket(TokenBucketConfig{TransientCost: -5}); return err }, "TransientCost -5"},
 		{"negative increment", func() error { _, err := NewTokenBucket(TokenBucketConfig{SuccessIncrement: -1}); return err }, "SuccessIncrement -1"},
 		{"cost over capacity", func() error { _, err := NewTokenBucket(TokenBucketConfig{Capacity: 20, ThrottledCost: 21}); return err }, "ThrottledCost 21 exceeds Capacity 20"},
-		{"default cost over small capacity", func() error { _, err := NewTokenBucket(TokenBucketConfig{Capacity: 8}); return err }, "TimeoutCost 10 exceeds Capacity 8"},
+		{"default cost over small capacity", func() error { _, err := NewTokenBucket(TokenBucketConfig{Capacity: 8}); return err }, "TransientCost 14 exceeds Capacity 8"},
 
 		{"grpc zero", func() error { _, err := NewGRPC(GRPCConfig{}); return err }, ""},
 		{"grpc bounds", func() error { _, err := NewGRPC(GRPCConfig{MaxTokens: 1000, TokenRatio: 0.001}); return err }, ""},

@@ -16,17 +16,18 @@
 //
 // # Which budget
 //
-// [TokenBucket] is the AWS SDKs' standard-mode retry quota and the default.
-// A bucket of 500 tokens; a retry costs 5 (10 after a timeout); a success
-// puts back what its retry cost, or 1 for a first-attempt success. A
-// healthy dependency keeps it full; a failing one empties it after about
-// 100 retries (50 calls of 3 attempts), and from then on it sees first
+// [TokenBucket] is the AWS SDKs' standard-mode retry quota and the default,
+// with the costs of their "Retry Behavior 2.1" ([AWS2026Quota]): a bucket
+// of 500 tokens; a retry costs 14, or 5 after a throttling error; a
+// success puts back what its retry cost, or 1 for a first-attempt success.
+// A healthy dependency keeps it full; a failing one empties it after 35
+// retries (18 calls of 3 attempts), and from then on it sees first
 // attempts only until calls succeed again. It needs no clock. Choose it
 // by default, and wherever an outage should stop retries quickly and
 // completely. Source: AWS SDKs and Tools Reference Guide, "Retry behavior"
 // (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html).
-// The SDKs' newer behaviour charges 14 for a transient error and 5 for a
-// throttling error; [TokenBucketConfig] takes those costs.
+// [AWSStandardQuota] is the older behaviour 2.0 (5 per retry, 10 after a
+// timeout), which tolerates a higher failure rate before it stops retries.
 //
 // [Ratio] allows retries up to a share of recent requests: by default 10%
 // of the requests of the last 10 s (Google SRE book, chapter "Handling

@@ -7,9 +7,9 @@ import (
 	"github.com/unherd/unherd/budget"
 )
 
-// A token bucket in an outage: every call fails, each retry costs 5 of the
-// 500 tokens, and after 100 retries the bucket is empty, so calls go out
-// with their first attempt only. Successes refill it.
+// A token bucket in an outage: every call fails, each retry costs 14 of
+// the 500 tokens, and after 35 retries the bucket is too low for another,
+// so calls go out with their first attempt only. Successes refill it.
 func ExampleTokenBucket() {
 	b, err := budget.NewTokenBucket(budget.TokenBucketConfig{})
 	if err != nil {
@@ -17,7 +17,7 @@ func ExampleTokenBucket() {
 		return
 	}
 	retries := 0
-	for range 80 { // 80 calls of up to 3 attempts, all failing
+	for range 30 { // 30 calls of up to 3 attempts, all failing
 		for range 2 {
 			if !b.Withdraw(budget.Transient) {
 				break
@@ -33,9 +33,9 @@ func ExampleTokenBucket() {
 	}
 	fmt.Println("after 10 more:", b.Tokens(), b.Withdraw(budget.Timeout))
 	// Output:
-	// retries: 100 tokens left: 0
-	// after a success: 1 false
-	// after 10 more: 11 true
+	// retries: 35 tokens left: 10
+	// after a success: 11 false
+	// after 10 more: 21 true
 }
 
 // gRPC retry throttling with maxTokens 10 and tokenRatio 0.1: five failures

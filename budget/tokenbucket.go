@@ -6,45 +6,65 @@ import (
 	"sync/atomic"
 )
 
-// Defaults of [TokenBucketConfig], from the AWS SDKs' "standard" retry
-// mode (AWS SDKs and Tools Reference Guide, "Retry behavior",
-// https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html;
-// the same constants are RetryCost, RetryTimeoutCost and NoRetryIncrement in
-// aws-sdk-go-v2's aws/retry package).
+// Defaults of [TokenBucketConfig]: the AWS SDKs' standard retry mode as
+// "Retry Behavior 2.1" defines it, [AWS2026Quota] (AWS SDKs and Tools
+// Reference Guide, "Retry behavior",
+// https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html,
+// and aws-sdk-go-v2's aws/retry tests, retry2026_test.go). The older
+// behaviour 2.0 is [AWSStandardQuota].
 const (
 	DefaultCapacity         = 500
-	DefaultTransientCost    = 5
-	DefaultTimeoutCost      = 10
+	DefaultTransientCost    = 14
+	DefaultTimeoutCost      = 14
 	DefaultThrottledCost    = 5
 	DefaultSuccessIncrement = 1
 )
 
 // TokenBucketConfig configures a [TokenBucket]. The zero value is the AWS
-// SDK standard-mode quota: 500 tokens, a retry costs 5 (10 after a
-// timeout), a first-attempt success adds 1.
-//
-// The SDKs' newer retry behaviour charges 14 for a transient error and 5
-// for a throttling error, so that throttling, which the server asked for,
-// drains the bucket more slowly than failure; to follow it, set
-// TransientCost and TimeoutCost to 14 and ThrottledCost to 5.
+// SDKs' current standard-mode quota, "Retry Behavior 2.1"
+// ([AWS2026Quota]): 500 tokens, a retry costs 14 (after a timeout too)
+// and 5 after a throttling error, a retry's success puts its cost back and
+// a first-attempt success adds 1. [AWSStandardQuota] is the older
+// behaviour 2.0.
 type TokenBucketConfig struct {
 	// Capacity is the most tokens the bucket holds, and what it starts
 	// with. Zero means DefaultCapacity (500).
 	Capacity int64
 	// TransientCost is what a retry after a Transient failure costs.
-	// Zero means DefaultTransientCost (5).
+	// Zero means DefaultTransientCost (14).
 	TransientCost int64
 	// TimeoutCost is what a retry after a Timeout costs. Zero means
-	// DefaultTimeoutCost (10): a timeout hints at an overloaded
-	// dependency, so it drains the bucket twice as fast.
+	// DefaultTimeoutCost (14, as a transient failure; behaviour 2.0
+	// charged 10 against its 5).
 	TimeoutCost int64
-	// ThrottledCost is what a retry after a Throttled failure costs.
-	// Zero means DefaultThrottledCost (5, the standard mode charges
-	// throttling like any other retry).
+	// ThrottledCost is what a retry after a Throttled failure costs. Zero
+	// means DefaultThrottledCost (5): the dependency asked for less
+	// traffic and the retry waits from the longer throttled base, so it
+	// drains the bucket more slowly than a failure.
 	ThrottledCost int64
 	// SuccessIncrement is what a call whose first attempt succeeds puts
 	// back. Zero means DefaultSuccessIncrement (1).
 	SuccessIncrement int64
+}
+
+// AWSStandardQuota returns the retry quota of the AWS SDKs' standard mode
+// as "retry behaviour 2.0" defined it: 500 tokens; a retry costs 5, or 10
+// after a timeout (5 after a throttling error, like any other); a retry's
+// success puts its cost back, a first-attempt success puts back 1.
+func AWSStandardQuota() TokenBucketConfig {
+	return TokenBucketConfig{Capacity: 500, TransientCost: 5, TimeoutCost: 10, ThrottledCost: 5, SuccessIncrement: 1}
+}
+
+// AWS2026Quota returns the retry quota of the AWS SDKs' "Retry Behavior
+// 2.1" (the default of aws-sdk-go-v2 since v1.48.0, opted into before
+// with AWS_NEW_RETRIES_2026=true), which is also the zero
+// TokenBucketConfig: 500 tokens; a retry costs 14, after a timeout too,
+// and 5 after a throttling error, so that a dependency that fails stops
+// being retried sooner while one that asks for less traffic (and is
+// waited for from a longer base) may still be; a retry's success puts its
+// cost back, a first-attempt success puts back 1.
+func AWS2026Quota() TokenBucketConfig {
+	return TokenBucketConfig{Capacity: 500, TransientCost: 14, TimeoutCost: 14, ThrottledCost: 5, SuccessIncrement: 1}
 }
 
 // Validate reports settings that cannot work, naming the field.
@@ -74,7 +94,7 @@ func (c *TokenBucketConfig) Validate() error {
 	return nil
 }
 
-// TokenBucket is the AWS SDK standard-mode retry quota: a bucket of tokens
+// TokenBucket is the AWS SDKs' standard-mode retry quota: a bucket of tokens
 // from which every retry withdraws a cost and into which every success puts
 // some back. While the dependency is healthy the bucket stays full and
 // retries are free to smooth over the odd failure; when it fails
@@ -99,14 +119,9 @@ type TokenBucket struct {
 
 	_ [cacheLine]byte
 	// tokens is the only mutable state: one atomic word, updated with
-	// compare-and-swap. On two cores the same traffic costs about 3.5
-	// ns/op this way and about 6 under a mutex
-	// (BenchmarkTokenBucketParallel against
-	// BenchmarkTokenBucketMutexParallel); more importantly, the common
-	// case, a first-attempt success with a full bucket, is a single load
-	// that writes nothing.
-	// Sharding would make "empty" a fuzzy notion across shards, and the
-	// point of the bucket is that empty stops retries at once.
+	// compare-and-swap, on a line of its own. A full bucket is only read.
+	// It is not sharded: the point of the bucket is that empty stops
+	// retries at once, which shards would blur.
 	tokens atomic.Int64
 	_      [cacheLine - 8]byte
 }

@@ -13,7 +13,7 @@ func TestTokenBucket(t *testing.T) {
 		cfg   TokenBucketConfig
 		steps []step
 	}{
-		{"standard mode arithmetic", TokenBucketConfig{}, []step{
+		{"retry behaviour 2.0 arithmetic", AWSStandardQuota(), []step{
 			rec(firstOK, 500),            // full: a success adds nothing
 			rec(fail(Transient), 500),    // a failure costs nothing by itself
 			w(Transient, true, 495),      // its retry costs 5
@@ -26,7 +26,7 @@ func TestTokenBucket(t *testing.T) {
 			w(Permanent, false, 500),     // never retried, nothing taken
 			rec(Attempt{N: 3, Failed: true, Class: Timeout, Charged: Transient}, 500),
 		}},
-		{"empty bucket stops retries", TokenBucketConfig{Capacity: 12}, []step{
+		{"empty bucket stops retries", TokenBucketConfig{Capacity: 12, TransientCost: 5, TimeoutCost: 10}, []step{
 			w(Timeout, true, 2),
 			w(Transient, false, 2), // 2 < 5: refused, nothing taken
 			w(Timeout, false, 2),
@@ -37,12 +37,17 @@ func TestTokenBucket(t *testing.T) {
 			w(Throttled, false, 0),
 			rec(retryOK(Transient), 5),
 		}},
-		{"newer SDK costs", TokenBucketConfig{TransientCost: 14, TimeoutCost: 14, ThrottledCost: 5, SuccessIncrement: 2}, []step{
+		{"retry behaviour 2.1 arithmetic, the zero config", TokenBucketConfig{}, []step{
+			w(Transient, true, 486),      // a retry costs 14
+			w(Timeout, true, 472),        // after a timeout too
+			w(Throttled, true, 467),      // after throttling 5
+			rec(firstOK, 468),            // a first-attempt success adds 1
+			rec(retryOK(Transient), 482), // a retry's success refunds its cost
+			rec(retryOK(Throttled), 487),
+		}},
+		{"a larger success increment", TokenBucketConfig{SuccessIncrement: 2}, []step{
 			w(Transient, true, 486),
-			w(Timeout, true, 472),
-			w(Throttled, true, 467),
-			rec(firstOK, 469),
-			rec(retryOK(Transient), 483),
+			rec(firstOK, 488),
 		}},
 	}
 	for _, tc := range tests {

@@ -64,7 +64,7 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 	ok := []outcome{{after: ms / 2, value: 1}} // answers before the delay
 	t.Run("TokenBucket", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b, err := budget.NewTokenBucket(budget.TokenBucketConfig{})
+			b, err := budget.NewTokenBucket(budget.AWSStandardQuota()) // the arithmetic below is behaviour 2.0's
 			if err != nil {
 				t.Fatal(err)
 			}

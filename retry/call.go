@@ -71,8 +71,13 @@ type Decision struct {
 	Reason error
 	// Delay is the wait before the next attempt. With a Reason, it is the
 	// wait the schedule had computed when the deadline, the budget or the
-	// server's delay stopped the call (zero when it stopped earlier).
+	// server's delay stopped the call (zero when it stopped earlier), or,
+	// with Wait, the wait before returning.
 	Delay time.Duration
+	// Wait is true when the caller should wait Delay before it returns the
+	// call's error: the budget refused the retry and
+	// Config.OnBudgetExhausted is WaitThenReturn.
+	Wait bool
 	// Class is how the failed attempt was classified.
 	Class Class
 }
@@ -230,7 +235,8 @@ func (c *Call) refund() {
 //  6. A wait that would end at or after the deadline stops with
 //     ErrDeadline.
 //  7. Withdraw the retry from the budget; an empty budget stops with
-//     ErrBudgetExhausted.
+//     ErrBudgetExhausted (with Config.OnBudgetExhausted WaitThenReturn,
+//     the Decision asks the caller to wait first; see Decision.Wait).
 //  8. Run Config.OnRetry and return the delay.
 //
 // When it stops the call, Done runs Config.OnGiveUp first.
@@ -299,7 +305,18 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 		return Decision{Reason: ErrDeadline, Delay: d, Class: class}
 	}
 	if !p.budget.Withdraw(class) {
-		return Decision{Reason: ErrBudgetExhausted, Delay: d, Class: class}
+		stop := Decision{Reason: ErrBudgetExhausted, Delay: d, Class: class}
+		if p.waitExhausted {
+			// The wait paces a caller that loops; it is the schedule's
+			// normal delay for this retry (a throttled failure's longer
+			// base is for the retry the budget refused), or the server's
+			// delay if longer, as the AWS SDKs' long-polling rule waits.
+			w, _ := p.delay(c.attempt, c.prev, Transient, m.serverDelay, draw)
+			if deadline.IsZero() || deadline.Sub(now) > w {
+				stop.Delay, stop.Wait = w, true
+			}
+		}
+		return stop
 	}
 	c.prev, c.charged, c.state = d, class, paid
 	c.waited += d

@@ -19,6 +19,23 @@ const (
 	DefaultNestedAttempts = 1
 )
 
+// BudgetExhaustion is what a call does when the budget refuses its retry;
+// see Config.OnBudgetExhausted.
+type BudgetExhaustion uint8
+
+const (
+	// BudgetExhaustionDefault means DefaultOnBudgetExhausted.
+	BudgetExhaustionDefault BudgetExhaustion = iota
+	// ReturnAtOnce returns ErrBudgetExhausted at once.
+	ReturnAtOnce
+	// WaitThenReturn waits the retry's delay, then returns
+	// ErrBudgetExhausted.
+	WaitThenReturn
+)
+
+// DefaultOnBudgetExhausted is what a zero Config.OnBudgetExhausted means.
+const DefaultOnBudgetExhausted = ReturnAtOnce
+
 // ErrInvalidConfig is wrapped by every error Validate and New return.
 var ErrInvalidConfig = errors.New("retry: invalid config")
 
@@ -27,7 +44,9 @@ var ErrInvalidConfig = errors.New("retry: invalid config")
 // 50 ms base (1 s after a throttling error) capped at 20 s, no per-attempt
 // timeout, server-directed delays honoured up to 30 s, a single attempt
 // when the context says an outer layer already retries, and a retry
-// budget (a token bucket) of the Policy's own.
+// budget (a token bucket) of the Policy's own: the AWS SDKs' "Retry
+// Behavior 2.1" ([AWS2026]) but for server delays; see the package doc
+// for why.
 type Config struct {
 	// MaxAttempts bounds the attempts of one call, counting the first:
 	// 3 means one attempt and up to two retries; 1 disables retries.
@@ -96,13 +115,26 @@ type Config struct {
 	Classify func(error) Class
 
 	// Budget is consulted before every retry and told about every attempt.
-	// Nil means a token bucket of its own with the AWS SDK standard-mode
-	// defaults (budget.TokenBucketConfig{}: 500 tokens, a retry costs 5, 10
-	// after a timeout, a first-attempt success puts 1 back), built by New,
-	// so each Policy, that is each dependency, has its own. Share one
+	// Nil means a token bucket of its own with the AWS SDKs' current
+	// standard-mode quota (budget.TokenBucketConfig{}, "Retry Behavior
+	// 2.1": 500 tokens, a retry costs 14, 5 after a throttling error, a
+	// first-attempt success puts 1 back), built by New, so each Policy,
+	// that is each dependency, has its own. Share one
 	// budget among Policies to pool them; use budget.Unlimited to opt out
 	// (every retry the other rules allow is made).
 	Budget budget.Budget
+
+	// OnBudgetExhausted says what a call does when the budget refuses its
+	// retry. ReturnAtOnce returns ErrBudgetExhausted at once; WaitThenReturn
+	// first waits the delay the retry would have waited (the schedule's
+	// normal delay for it, or the server's delay if longer), unless that
+	// would pass the deadline, so that a caller that loops (a worker
+	// polling a queue, a closed population) does not come straight back
+	// with a new call and a new first attempt when the dependency is
+	// failing: the AWS SDKs do this for long-polling operations.
+	// BudgetExhaustionDefault, the zero value, means
+	// DefaultOnBudgetExhausted.
+	OnBudgetExhausted BudgetExhaustion
 
 	// Guards are consulted before every attempt, in order, and told how it
 	// ended: circuit breakers, client-side throttles. A rejection stops the
@@ -177,6 +209,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxServerDelay %v is negative; use 0 for the default of 30s", ErrInvalidConfig, c.MaxServerDelay)
 	case !(c.ServerJitter <= 1): // also rejects NaN
 		return fmt.Errorf("%w: ServerJitter %v is above 1 (or NaN); use a negative value for none", ErrInvalidConfig, c.ServerJitter)
+	case c.OnBudgetExhausted > WaitThenReturn:
+		return fmt.Errorf("%w: OnBudgetExhausted %d is not ReturnAtOnce or WaitThenReturn", ErrInvalidConfig, c.OnBudgetExhausted)
 	case c.MaxServerExtra < 0:
 		return fmt.Errorf("%w: MaxServerExtra %v is negative; use 0 for no bound", ErrInvalidConfig, c.MaxServerExtra)
 	}

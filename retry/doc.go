@@ -71,13 +71,33 @@
 //
 // Backoff spreads retries out; a budget bounds how many there are. Config.
 // Budget nil means a token bucket of its own (budget.TokenBucket with the
-// AWS SDK standard-mode quota: 500 tokens, 5 per retry, 10 after a
-// timeout, 1 back per first-attempt success), so a Policy, built once per
+// AWS SDKs' current standard-mode quota: 500 tokens, 14 per retry, 5 per
+// retry after a throttling error, the retry's cost back on its success, 1
+// back per first-attempt success), so a Policy, built once per
 // dependency, stops retrying soon after that dependency starts failing
 // everything: against 100 calls per second that all fail, 3 attempts make
-// 300 attempts per second without a budget and about 100 with it
-// (TestStorm). Pass budget.Unlimited to opt out, or a budget.Ratio or
-// budget.GRPC for the other policies described in package budget.
+// 300 attempts per second without a budget and 100 with it once 35
+// retries have drained the bucket (TestStorm). Pass budget.Unlimited to
+// opt out, or a budget.Ratio or budget.GRPC for the other policies
+// described in package budget.
+//
+// # AWS presets, and the zero Config
+//
+// [AWSStandard] and [AWS2026] are the AWS SDKs' standard retry mode in its
+// two generations, "retry behaviour 2.0" and "Retry Behavior 2.1", tested
+// against the SDKs' published cases. The zero Config follows 2.1 in its
+// schedule (full jitter, 50 ms base, 1 s after throttling, 20 s cap) and
+// its quota, for three reasons: it is what the SDKs themselves now
+// default to; 14 tokens a retry stop retries against a failing dependency
+// after 35 retries instead of 100, which lowers the load a storm or an
+// outage brings (package sim's storm and outage scenarios measure it: run
+// "unherd whatif" with either quota); and a throttling error, which the server
+// answers quickly and the schedule waits out from a 1 s base, stays cheap
+// to retry. It keeps unherd's own rule for server-directed delays (a
+// floor with 10% jitter, and no retry at all when the server asks for
+// more than MaxServerDelay) rather than 2.1's clamp, which comes back at
+// most 5 s after the computed backoff even when the server asked for a
+// minute.
 //
 // Every stop returns an [*Error] that wraps the reason and the last
 // attempt's error: errors.Is(err, retry.ErrAttemptsExhausted) and

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -137,3 +138,30 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// With WaitThenReturn, a call the empty budget stops waits the retry's
+// delay before it returns; with the default, it returns at once.
+func TestWaitThenReturn(t *testing.T) {
+	for _, tc := range []struct {
+		mode BudgetExhaustion
+		want time.Duration
+	}{{BudgetExhaustionDefault, 0}, {ReturnAtOnce, 0}, {WaitThenReturn, 50 * time.Millisecond}} {
+		synctest.Test(t, func(t *testing.T) {
+			b := &fakeBudget{allow: 0}
+			p := mustNew(t, Config{Budget: b, OnBudgetExhausted: tc.mode, Rand: constSource(math.MaxUint64)})
+			start := time.Now()
+			err := p.Do(t.Context(), func(context.Context) error { return errBoom })
+			if !errors.Is(err, ErrBudgetExhausted) {
+				t.Fatalf("err = %v, want ErrBudgetExhausted", err)
+			}
+			if got := time.Since(start); got != tc.want {
+				t.Errorf("mode %d: returned after %v, want %v", tc.mode, got, tc.want)
+			}
+		})
+	}
+}
+
+// constSource is a rand.Source that always draws u.
+type constSource uint64
+
+func (s constSource) Uint64() uint64 { return uint64(s) }

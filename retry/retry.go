@@ -32,6 +32,7 @@ type Policy struct {
 	onGiveUp       func(GiveUpEvent)
 	observer       observe.Observer
 	hooked         bool // guards or an observer: Admit and Done take their slow paths
+	waitExhausted  bool // OnBudgetExhausted resolves to WaitThenReturn
 	guards         []Guard
 	rand           func() uint64
 }
@@ -66,6 +67,7 @@ func New(cfg Config) (*Policy, error) {
 		onRetry:        cfg.OnRetry,
 		onGiveUp:       cfg.OnGiveUp,
 		observer:       cfg.Observer,
+		waitExhausted:  cmp.Or(cfg.OnBudgetExhausted, DefaultOnBudgetExhausted) == WaitThenReturn,
 		guards:         append([]Guard(nil), cfg.Guards...),
 		rand:           rand.Uint64,
 	}
@@ -227,6 +229,9 @@ func (p *Policy) afterFailure(ctx context.Context, c *Call, err error, w *waiter
 	}
 	d := c.Done(now, deadline, err, p.rand())
 	if d.Reason != nil {
+		if d.Wait && d.Delay > 0 {
+			w.wait(ctx, d.Delay, now) // the call has ended; a cancellation only cuts the wait short
+		}
 		return c.Err(d)
 	}
 	if d.Delay > 0 && !w.wait(ctx, d.Delay, now) {

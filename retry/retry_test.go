@@ -352,7 +352,8 @@ func TestTimeoutSource(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := mustNew(t, Config{MaxAttempts: 4, Rand: seeded(5)})
+		// 100 retries: more than the default bucket pays for.
+		p := mustNew(t, Config{MaxAttempts: 4, Rand: seeded(5), Budget: budget.Unlimited})
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {

@@ -100,10 +100,11 @@ func TestStorm(t *testing.T) {
 			minRate:   300, maxRate: 300, maxSteady: 300, maxPeak: 300,
 		},
 		{
-			// 500 tokens pay for 100 retries of 5: the first 50 calls
-			// (0.5 s) retry twice, then the bucket is empty and nothing
-			// refills it. Exactly 6000 + 100 attempts, and from second 1
-			// on exactly the 100 first attempts a second.
+			// 500 tokens pay for 35 retries of 14 (the default quota,
+			// retry behaviour 2.1), leaving 10: the first calls retry,
+			// then the bucket is too low and nothing refills it. Exactly
+			// 6000 + 35 attempts, and from second 1 on exactly the 100
+			// first attempts a second.
 			name: "token bucket",
 			newBudget: func() budget.Budget {
 				b, err := budget.NewTokenBucket(budget.TokenBucketConfig{})
@@ -113,7 +114,7 @@ func TestStorm(t *testing.T) {
 				return b
 			},
 			from:    1,
-			minRate: 6100.0 / stormSeconds, maxRate: 6100.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
+			minRate: 6035.0 / stormSeconds, maxRate: 6035.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
 		},
 		{
 			// gRPC retry throttling with A6's example (10 tokens, 0.1
@@ -199,14 +200,21 @@ func TestDefaultBudgetPerPolicy(t *testing.T) {
 		cfg := Config{Backoff: backoff.Schedule{Immediate: true}}
 		drained, fresh := mustNew(t, cfg), mustNew(t, cfg)
 		fail := func(context.Context) error { return errDown }
-		// 50 failing calls retry twice each at 5 tokens: 500, the lot.
-		for i := range 50 {
+		// 17 failing calls retry twice each at 14 tokens: 476 of the 500;
+		// the 18th retries once, and 10 tokens are left, too few for a
+		// retry.
+		for i := range 17 {
 			if err := drained.Do(t.Context(), fail); !errors.Is(err, ErrAttemptsExhausted) {
 				t.Fatalf("call %d: err = %v, want attempts exhausted", i, err)
 			}
 		}
 		calls := 0
 		err := drained.Do(t.Context(), failing(9, errDown, &calls))
+		if !errors.Is(err, ErrBudgetExhausted) || calls != 2 {
+			t.Fatalf("call 18: %d calls, err = %v; want 2 calls, budget exhausted", calls, err)
+		}
+		calls = 0
+		err = drained.Do(t.Context(), failing(9, errDown, &calls))
 		if !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errDown) || calls != 1 {
 			t.Fatalf("drained policy: %d calls, err = %v; want 1 call, budget exhausted", calls, err)
 		}
@@ -216,8 +224,8 @@ func TestDefaultBudgetPerPolicy(t *testing.T) {
 			t.Fatalf("fresh policy: %d calls, err = %v; want 3 calls, attempts exhausted", calls, err)
 		}
 		// The budget is a bucket: a success refills it by 1 (first
-		// attempt) and a retry then costs 5.
-		for range 5 {
+		// attempt) and a retry then costs 14: 4 successes pay for one.
+		for range 4 {
 			if err := drained.Do(t.Context(), func(context.Context) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +233,7 @@ func TestDefaultBudgetPerPolicy(t *testing.T) {
 		calls = 0
 		err = drained.Do(t.Context(), failing(9, errDown, &calls))
 		if !errors.Is(err, ErrBudgetExhausted) || calls != 2 {
-			t.Fatalf("after 5 successes: %d calls, err = %v; want 2 calls (one retry paid), budget exhausted", calls, err)
+			t.Fatalf("after 4 successes: %d calls, err = %v; want 2 calls (one retry paid), budget exhausted", calls, err)
 		}
 	})
 }

@@ -55,6 +55,7 @@ const (
 	callArrive               // slot id's attempt reaches the dependency
 	callReply                // slot id's answer arrives; arg is 1 for success
 	callArrival              // open stream: the next call arrives
+	callEnd                  // slot id's call ends, after the wait its policy asked for
 )
 
 // callSlot is one call in flight: its retry state, which the policy's
@@ -159,6 +160,8 @@ func (r *callRun) handle(e *engine, ev event) {
 		e.after(e.normal(m.hop, m.hopSD), callReply, ev.id, ok)
 	case callReply:
 		r.reply(e, ev.id, ev.arg == 1)
+	case callEnd:
+		r.end(e, ev.id)
 	}
 }
 
@@ -208,6 +211,12 @@ func (r *callRun) reply(e *engine, id int32, ok bool) {
 	if d.Reason != nil {
 		if d.Reason == retry.ErrBudgetExhausted {
 			r.stats.budgetOut++
+		}
+		if d.Wait {
+			// The policy waits before it returns the error
+			// (retry.WaitThenReturn): the caller hears of it later.
+			e.after(d.Delay, callEnd, id, 0)
+			return
 		}
 		r.end(e, id)
 		return

@@ -185,6 +185,7 @@ const (
 	layArrival int32 = iota // the next request reaches the edge
 	layAttempt              // call id starts an attempt
 	layDone                 // call id's attempt ended; arg is 1 for success
+	layFailed               // call id fails, after the wait its policy asked for
 )
 
 // layCall is one call at one layer: the edge's call to the second layer,
@@ -274,6 +275,8 @@ func (r *layersRun) handle(e *engine, ev event) {
 		e.after(2*r.p.Hop, layDone, ev.id, ok)
 	case layDone:
 		r.done(e, ev.id, ev.arg == 1)
+	case layFailed:
+		r.finish(e, ev.id, false)
 	}
 }
 
@@ -288,6 +291,12 @@ func (r *layersRun) done(e *engine, id int32, ok bool) {
 	}
 	d := c.call.Done(e.Now(), time.Time{}, errDown, e.u64())
 	if d.Reason != nil {
+		if d.Wait {
+			// The policy waits before it returns the error
+			// (retry.WaitThenReturn).
+			e.after(d.Delay, layFailed, id, 0)
+			return
+		}
 		r.finish(e, id, false)
 		return
 	}

@@ -276,9 +276,15 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 		r.out.throttled++
 		d := w.call.Done(e.Now(), time.Time{}, errTooMany, e.u64())
 		if d.Reason != nil {
-			// Out of attempts: the job is still to do; start it over.
+			// Out of attempts: the job is still to do; start it over
+			// (after the wait the policy asks for before it returns, if
+			// any).
+			var wait time.Duration
+			if d.Wait {
+				wait = d.Delay
+			}
 			w.call = r.policy.Begin(false)
-			e.after(0, rlSend, ev.id, 0)
+			e.after(wait, rlSend, ev.id, 0)
 			return
 		}
 		e.after(d.Delay, rlSend, ev.id, 0)

@@ -11,7 +11,7 @@
 // The delay is a pure function of its inputs: the retry number, the
 // previous delay, and a 64-bit random draw supplied by the caller. Tests
 // and simulations pass exact draws; production code passes
-// rand.Uint64 (see [Schedule.Draw]). No method allocates, and no input,
+// rand.Uint64 (see [Draw]). No method allocates, and no input,
 // however large, overflows: a delay is never negative and never above Cap.
 //
 // # Which jitter

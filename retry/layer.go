@@ -9,7 +9,7 @@ type outerRetryKey struct{}
 // retries. Calls a Policy makes with such a context make NestedAttempts
 // attempts (by default one), so that only one layer of a call chain
 // retries: three layers of three attempts each would otherwise send 27
-// attempts to the bottom one. Server middleware (unherdhttp, unherdgrpc)
+// attempts to the bottom one. Server middleware (unherdhttp.Middleware)
 // sets the mark.
 func WithOuterRetry(ctx context.Context) context.Context {
 	if HasOuterRetry(ctx) {

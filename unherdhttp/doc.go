@@ -185,13 +185,11 @@
 //
 // A request whose first attempt succeeds, without an attempt timeout or
 // hedging, is sent as the caller built it: no clone, no allocation, no
-// goroutine and no clock read beyond what the base transport does, about
-// 25 ns in all (BenchmarkTransportOverhead; BenchmarkTransportGet
-// compares with a bare http.Transport over loopback). An attempt timeout
-// costs a context, a timer and an httptrace hook per attempt: 11
-// allocations and about 1.1 KiB. A hedged request whose primary answers
-// before the hedge delay costs about 1.2 µs and 16 allocations (1.4 KiB)
-// over its base transport (BenchmarkTransportHedgedOverhead): hedge.Do,
-// the race between the attempt's requests, and the context through which
-// a winning hedge would cancel the primary.
+// goroutine and no clock read beyond what the base transport does. An
+// attempt timeout costs a context, a timer and an httptrace hook per
+// attempt; a hedged request, the hedger's race and the context through
+// which a winning hedge cancels the others. BenchmarkTransportOverhead,
+// BenchmarkTransportHedgedOverhead and BenchmarkTransportGet (against a
+// bare http.Transport over loopback) measure them; bench/BENCHMARKS.md
+// has the figures.
 package unherdhttp

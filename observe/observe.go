@@ -87,10 +87,58 @@ type Event struct {
 	// Reason is why a call stopped (GiveUp): a sentinel error of package
 	// retry.
 	Reason error
+	// Stop names Reason (GiveUp), for metrics labels.
+	Stop Stop
 	// From and To are a breaker's states (BreakerTransition).
 	From, To string
 	// Probability is a throttle's rejection probability (Throttled).
 	Probability float64
+}
+
+// Stop names why a call gave up: one value per stop reason of package
+// retry, for a metric's label. The zero value is StopOther.
+type Stop uint8
+
+// The stop reasons, in the order of package retry's sentinels.
+const (
+	StopOther              Stop = iota // a reason not named below
+	StopAttemptsExhausted              // retry.ErrAttemptsExhausted
+	StopBudgetExhausted                // retry.ErrBudgetExhausted
+	StopDeadline                       // retry.ErrDeadline
+	StopPermanent                      // retry.ErrPermanent
+	StopFinal                          // retry.ErrFinal
+	StopCancelled                      // retry.ErrCancelled
+	StopRejected                       // retry.ErrRejected
+	StopServerDelayTooLong             // retry.ErrServerDelayTooLong
+	// NumStops is the number of Stop values, for arrays indexed by Stop.
+	NumStops
+)
+
+var stopNames = [NumStops]string{"other", "attempts_exhausted", "budget_exhausted", "deadline", "permanent",
+	"final", "cancelled", "rejected", "server_delay_too_long"}
+
+// String returns the stop's snake_case name ("budget_exhausted"), as
+// metrics label it.
+func (s Stop) String() string {
+	if s < NumStops {
+		return stopNames[s]
+	}
+	return "other"
+}
+
+// BreakerStates are the circuit breaker states an Event's From and To
+// name, in the order StateIndex numbers them.
+var BreakerStates = [...]string{"closed", "open", "half-open"}
+
+// StateIndex returns the index of the breaker state name in
+// BreakerStates, or -1 for another name.
+func StateIndex(name string) int {
+	for i, n := range BreakerStates {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // Func adapts a function to an Observer.

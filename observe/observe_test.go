@@ -99,7 +99,7 @@ func TestRetryGiveUpBudget(t *testing.T) {
 	}
 	want := []observe.Event{
 		{Kind: observe.Attempt, Attempt: 1},
-		{Kind: observe.GiveUp, Attempt: 1, Err: errDown, Reason: retry.ErrBudgetExhausted},
+		{Kind: observe.GiveUp, Attempt: 1, Err: errDown, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted},
 	}
 	if diff := cmp.Diff(want, r.events, cmpErrors); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -114,7 +114,8 @@ func TestRetryGiveUpPermanent(t *testing.T) {
 	}
 	perm := retry.MarkPermanent(errDown)
 	_ = p.Do(context.Background(), func(context.Context) error { return perm })
-	if len(r.events) != 2 || r.events[1].Kind != observe.GiveUp || !errors.Is(r.events[1].Reason, retry.ErrPermanent) {
+	if len(r.events) != 2 || r.events[1].Kind != observe.GiveUp || !errors.Is(r.events[1].Reason, retry.ErrPermanent) ||
+		r.events[1].Stop != observe.StopPermanent {
 		t.Errorf("events %+v, want an attempt and a permanent give-up", r.events)
 	}
 }
@@ -264,6 +265,12 @@ func TestMulti(t *testing.T) {
 	}
 	if got := observe.Kind(0).String() + "," + observe.HedgeWon.String(); got != "unknown,hedge_won" {
 		t.Errorf("kind names %q", got)
+	}
+	if got := observe.StopOther.String() + "," + observe.StopBudgetExhausted.String() + "," + observe.NumStops.String(); got != "other,budget_exhausted,other" {
+		t.Errorf("stop names %q", got)
+	}
+	if observe.StateIndex("half-open") != 2 || observe.StateIndex("ajar") != -1 {
+		t.Error("StateIndex")
 	}
 }
 

@@ -193,8 +193,20 @@ func (c *Call) gaveUp(reason error) {
 		h(GiveUpEvent{Attempts: c.attempt, Err: c.last, Reason: reason})
 	}
 	if c.p.observer != nil {
-		c.observe(observe.Event{Kind: observe.GiveUp, Attempt: c.attempt, Err: c.last, Reason: reason, Delay: c.waited})
+		c.observe(observe.Event{Kind: observe.GiveUp, Attempt: c.attempt, Err: c.last, Reason: reason,
+			Stop: stopName(reason), Delay: c.waited})
 	}
+}
+
+// stopName names a stop reason for the observer.
+func stopName(reason error) observe.Stop {
+	for i, r := range [...]error{ErrAttemptsExhausted, ErrBudgetExhausted, ErrDeadline, ErrPermanent,
+		ErrFinal, ErrCancelled, ErrRejected, ErrServerDelayTooLong} {
+		if reason == r {
+			return observe.StopAttemptsExhausted + observe.Stop(i)
+		}
+	}
+	return observe.StopOther
 }
 
 // refund gives back a retry that was withdrawn and will not be made.

@@ -14,7 +14,7 @@
 //
 //	unherd_retry_attempts_total                 attempts admitted, first attempts included
 //	unherd_retry_retries_total{class}           failed attempts that will be retried
-//	unherd_retry_delay_seconds_total            sum of the delays scheduled before retries
+//	unherd_retry_delay_seconds_total            delays between attempts, added when each call ends
 //	unherd_retry_calls_total{outcome}           calls ended: success, or why they gave up
 //	                                            (budget_exhausted, attempts_exhausted, deadline,
 //	                                            permanent, final, rejected, cancelled,

@@ -2,13 +2,11 @@ package unherdprom
 
 import (
 	"context"
-	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/retry"
 )
 
 // Metrics holds the collectors, registered once; Observer hands out an
@@ -22,27 +20,7 @@ type Metrics struct {
 	throttleProbability                  *prometheus.GaugeVec
 }
 
-// Reasons are the values of the outcome label of unherd_retry_calls_total
-// other than "success", one per stop reason of package retry ("other" for
-// a reason it does not name).
-var reasons = [...]struct {
-	err   error
-	label string
-}{
-	{retry.ErrAttemptsExhausted, "attempts_exhausted"},
-	{retry.ErrBudgetExhausted, "budget_exhausted"},
-	{retry.ErrDeadline, "deadline"},
-	{retry.ErrPermanent, "permanent"},
-	{retry.ErrFinal, "final"},
-	{retry.ErrCancelled, "cancelled"},
-	{retry.ErrRejected, "rejected"},
-	{retry.ErrServerDelayTooLong, "server_delay_too_long"},
-}
-
 var classes = [...]failure.Class{failure.Transient, failure.Timeout, failure.Throttled, failure.Permanent}
-
-// breaker states, as observe.Event's From and To name them.
-var states = [...]string{"closed", "open", "half-open"}
 
 // New creates the collectors and registers them with reg
 // (prometheus.DefaultRegisterer if nil). It returns an error if one is
@@ -60,7 +38,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		attempts:            counter("retry_attempts_total", "Attempts admitted by a retry policy, first attempts included."),
 		retries:             counter("retry_retries_total", "Failed attempts a retry policy will retry, by the failure's class.", "class"),
-		retryDelay:          counter("retry_delay_seconds_total", "Total of the delays a retry policy scheduled before retries."),
+		retryDelay:          counter("retry_delay_seconds_total", "Total of the delays between attempts of the calls a retry policy ended."),
 		calls:               counter("retry_calls_total", "Calls a retry policy ended, by outcome: success, or the reason it gave up (budget_exhausted, attempts_exhausted, deadline, permanent, ...).", "outcome"),
 		hedges:              counter("hedge_started_total", "Hedges started."),
 		hedgeCalls:          counter("hedge_calls_total", "Calls that started hedges, by whether a hedge (won) or the primary or no attempt (lost) settled them.", "result"),
@@ -88,7 +66,6 @@ func (m *Metrics) Observer(policy string) observe.Observer {
 		attempts:    m.attempts.WithLabelValues(policy),
 		retryDelay:  m.retryDelay.WithLabelValues(policy),
 		success:     m.calls.WithLabelValues(policy, "success"),
-		other:       m.calls.WithLabelValues(policy, "other"),
 		hedges:      m.hedges.WithLabelValues(policy),
 		hedgeWon:    m.hedgeCalls.WithLabelValues(policy, "won"),
 		hedgeLost:   m.hedgeCalls.WithLabelValues(policy, "lost"),
@@ -98,27 +75,29 @@ func (m *Metrics) Observer(policy string) observe.Observer {
 	for i, c := range classes {
 		o.retries[i] = m.retries.WithLabelValues(policy, c.String())
 	}
-	for i, r := range reasons {
-		o.reasons[i] = m.calls.WithLabelValues(policy, r.label)
+	for i := range o.stops {
+		o.stops[i] = m.calls.WithLabelValues(policy, observe.Stop(i).String())
 	}
-	for i, from := range states {
+	for i, from := range observe.BreakerStates {
 		o.state[i] = m.breakerState.WithLabelValues(policy, from)
-		for j, to := range states {
+		for j, to := range observe.BreakerStates {
 			o.transitions[i][j] = m.transitions.WithLabelValues(policy, from, to)
 		}
 	}
 	return o
 }
 
+const nstates = len(observe.BreakerStates)
+
 type observer struct {
-	attempts, retryDelay, success, other prometheus.Counter
-	retries                              [len(classes)]prometheus.Counter
-	reasons                              [len(reasons)]prometheus.Counter
-	hedges, hedgeWon, hedgeLost          prometheus.Counter
-	transitions                          [len(states)][len(states)]prometheus.Counter
-	state                                [len(states)]prometheus.Gauge
-	throttled                            prometheus.Counter
-	probability                          prometheus.Gauge
+	attempts, retryDelay, success prometheus.Counter
+	retries                       [len(classes)]prometheus.Counter
+	stops                         [observe.NumStops]prometheus.Counter
+	hedges, hedgeWon, hedgeLost   prometheus.Counter
+	transitions                   [nstates][nstates]prometheus.Counter
+	state                         [nstates]prometheus.Gauge
+	throttled                     prometheus.Counter
+	probability                   prometheus.Gauge
 }
 
 func (o *observer) Observe(_ context.Context, e observe.Event) {
@@ -129,11 +108,15 @@ func (o *observer) Observe(_ context.Context, e observe.Event) {
 		if int(e.Class) < len(o.retries) {
 			o.retries[e.Class].Inc()
 		}
-		o.retryDelay.Add(e.Delay.Seconds())
-	case observe.Success:
-		o.success.Inc()
-	case observe.GiveUp:
-		o.reason(e.Reason).Inc()
+	case observe.Success, observe.GiveUp:
+		if e.Kind == observe.Success {
+			o.success.Inc()
+		} else if e.Stop < observe.NumStops {
+			o.stops[e.Stop].Inc()
+		}
+		if e.Delay > 0 {
+			o.retryDelay.Add(e.Delay.Seconds())
+		}
 	case observe.HedgeStarted:
 		o.hedges.Inc()
 	case observe.HedgeWon:
@@ -141,7 +124,7 @@ func (o *observer) Observe(_ context.Context, e observe.Event) {
 	case observe.HedgeLost:
 		o.hedgeLost.Inc()
 	case observe.BreakerTransition:
-		from, to := stateIndex(e.From), stateIndex(e.To)
+		from, to := observe.StateIndex(e.From), observe.StateIndex(e.To)
 		if from < 0 || to < 0 {
 			return
 		}
@@ -157,29 +140,4 @@ func (o *observer) Observe(_ context.Context, e observe.Event) {
 		o.throttled.Inc()
 		o.probability.Set(e.Probability)
 	}
-}
-
-// reason returns the counter for a give-up's reason: the sentinel itself
-// first (the common case: a comparison per reason), errors.Is after.
-func (o *observer) reason(err error) prometheus.Counter {
-	for i, r := range reasons {
-		if err == r.err {
-			return o.reasons[i]
-		}
-	}
-	for i, r := range reasons {
-		if errors.Is(err, r.err) {
-			return o.reasons[i]
-		}
-	}
-	return o.other
-}
-
-func stateIndex(s string) int {
-	for i, n := range states {
-		if n == s {
-			return i
-		}
-	}
-	return -1
 }

@@ -197,7 +197,7 @@ var events = []observe.Event{
 	{Kind: observe.Attempt, Attempt: 1},
 	{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Class: failure.Timeout, Err: errDown},
 	{Kind: observe.Success, Attempt: 2},
-	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Err: errDown},
+	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted, Err: errDown},
 	{Kind: observe.HedgeStarted, Attempt: 1, Delay: time.Millisecond},
 	{Kind: observe.HedgeWon, Attempt: 1},
 	{Kind: observe.BreakerTransition, From: "closed", To: "open"},

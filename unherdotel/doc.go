@@ -1,0 +1,28 @@
+// Package unherdotel records unherd's observe events as OpenTelemetry
+// metrics, including gRPC's per-call retry metrics of gRFC A96.
+//
+// Create the instruments once from a MeterProvider, then give each
+// dependency's policies an observer:
+//
+//	m, err := unherdotel.New(otel.GetMeterProvider())
+//	p, err := retry.New(retry.Config{Observer: m.Observer("payments")})
+//
+// For a gRPC client, use one observer per method and target: besides the
+// unherd.* counters it records, per call, gRFC A96's
+// grpc.client.call.retries (retries in the call, 0 not reported),
+// grpc.client.call.hedges (hedges in the call, 0 not reported) and
+// grpc.client.call.retry_delay (seconds between attempts), each with
+// grpc.method and grpc.target
+// (https://github.com/grpc/proposal/blob/master/A96-retry-otel-stats.md):
+//
+//	obs := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
+//
+// The instrument names follow OpenTelemetry's naming rules (lower case,
+// dotted namespaces, units in UCUM). No semantic convention defines
+// metrics for retries, hedges, circuit breakers or throttling in general,
+// so those are named under "unherd."; the full list is on [New]. Every
+// attribute set is built when the observer is made, so an event builds
+// none and allocates nothing; what it costs is the SDK's own Add or
+// Record, which is several times the cost of a Prometheus counter (see
+// the package's benchmarks).
+package unherdotel

@@ -1,0 +1,57 @@
+package unherdotel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdotel"
+)
+
+// A gRPC method's retry policy: one call that fails twice, then succeeds,
+// recorded as gRFC A96's grpc.client.call.retries.
+func ExampleMetrics_GRPCObserver() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	m, err := unherdotel.New(mp)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := retry.New(retry.Config{Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true},
+		Observer: m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	n := 0
+	_ = p.Do(context.Background(), func(context.Context) error {
+		if n++; n < 3 {
+			return errors.New("unavailable")
+		}
+		return nil
+	})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if h, ok := mt.Data.(metricdata.Histogram[int64]); ok && mt.Name == "grpc.client.call.retries" {
+				p := h.DataPoints[0]
+				method, _ := p.Attributes.Value(unherdotel.KeyMethod)
+				fmt.Println(mt.Name, mt.Unit, method.AsString(), "calls:", p.Count, "retries:", p.Sum)
+			}
+		}
+	}
+	// Output:
+	// grpc.client.call.retries {retry} payments.Payments/Charge calls: 1 retries: 2
+}

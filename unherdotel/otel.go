@@ -1,0 +1,198 @@
+package unherdotel
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/observe"
+)
+
+// ScopeName is the instrumentation scope of the meters this package
+// creates.
+const ScopeName = "github.com/unherd/unherd/unherdotel"
+
+// Attribute keys on the instruments.
+const (
+	KeyPolicy  = attribute.Key("unherd.policy")        // the name given to Observer
+	KeyClass   = attribute.Key("unherd.failure.class") // transient, timeout, throttled, permanent
+	KeyOutcome = attribute.Key("unherd.retry.outcome") // success, or the give-up reason
+	KeyResult  = attribute.Key("unherd.hedge.result")  // won, lost
+	KeyFrom    = attribute.Key("unherd.breaker.from")  // closed, open, half-open
+	KeyTo      = attribute.Key("unherd.breaker.to")    // closed, open, half-open
+	KeyMethod  = attribute.Key("grpc.method")          // gRFC A66's full method name
+	KeyTarget  = attribute.Key("grpc.target")          // gRFC A66's channel target
+)
+
+var classes = [...]failure.Class{failure.Transient, failure.Timeout, failure.Throttled, failure.Permanent}
+
+// Metrics holds the instruments; Observer hands out an observe.Observer
+// per policy. It is safe for concurrent use.
+type Metrics struct {
+	attempts, retries, calls, hedges, hedgeCalls, transitions, throttled metric.Int64Counter
+	retryDelay                                                           metric.Float64Counter
+	// gRFC A96's per-call histograms, recorded only by GRPCObserver.
+	callRetries, callHedges metric.Int64Histogram
+	callRetryDelay          metric.Float64Histogram
+}
+
+// New creates the instruments on mp's meter for ScopeName. Instrument
+// names follow the OpenTelemetry naming rules (dotted, lower case, units
+// in UCUM: "s", "{retry}"); no semantic convention defines retry or hedge
+// metrics in general, so they live under "unherd."; the gRPC ones are
+// gRFC A96's:
+//
+//	unherd.retry.attempts      counter  {attempt}     attempts admitted
+//	unherd.retry.retries       counter  {retry}       failed attempts to be retried, by unherd.failure.class
+//	unherd.retry.delay         counter  s             delays between attempts, added when a call ends
+//	unherd.retry.calls         counter  {call}        calls ended, by unherd.retry.outcome
+//	unherd.hedge.started       counter  {hedge}       hedges started
+//	unherd.hedge.calls         counter  {call}        hedged calls, by unherd.hedge.result
+//	unherd.breaker.transitions counter  {transition}  breaker changes, by unherd.breaker.from and .to
+//	unherd.throttle.rejections counter  {call}        local throttling rejections
+//	grpc.client.call.retries     histogram {retry}  retries per call, 0 not reported (GRPCObserver)
+//	grpc.client.call.hedges      histogram {hedge}  hedges per call, 0 not reported (GRPCObserver)
+//	grpc.client.call.retry_delay histogram s        total delay between attempts per call (GRPCObserver)
+func New(mp metric.MeterProvider) (*Metrics, error) {
+	m := mp.Meter(ScopeName)
+	var m2 Metrics
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	m2.attempts = counter("unherd.retry.attempts", "{attempt}", "Attempts admitted by a retry policy, first attempts included.")
+	m2.retries = counter("unherd.retry.retries", "{retry}", "Failed attempts a retry policy will retry.")
+	m2.calls = counter("unherd.retry.calls", "{call}", "Calls a retry policy ended, by outcome.")
+	m2.hedges = counter("unherd.hedge.started", "{hedge}", "Hedges started.")
+	m2.hedgeCalls = counter("unherd.hedge.calls", "{call}", "Calls that started hedges, by result.")
+	m2.transitions = counter("unherd.breaker.transitions", "{transition}", "Circuit breaker state changes.")
+	m2.throttled = counter("unherd.throttle.rejections", "{call}", "Calls a client-side throttle rejected locally.")
+	var err error
+	m2.retryDelay, err = m.Float64Counter("unherd.retry.delay", metric.WithUnit("s"), metric.WithDescription("Delays a retry policy scheduled before retries."))
+	errs = append(errs, err)
+	m2.callRetries, err = m.Int64Histogram("grpc.client.call.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Number of retries during the client call. If there were no retries, 0 is not reported."),
+		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5))
+	errs = append(errs, err)
+	m2.callHedges, err = m.Int64Histogram("grpc.client.call.hedges", metric.WithUnit("{hedge}"),
+		metric.WithDescription("Number of hedges during the client call. If there were no hedges, 0 is not reported."),
+		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5))
+	errs = append(errs, err)
+	m2.callRetryDelay, err = m.Float64Histogram("grpc.client.call.retry_delay", metric.WithUnit("s"),
+		metric.WithDescription("Total time of delay while there is no active attempt during the client call."),
+		metric.WithExplicitBucketBoundaries(latency...))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &m2, nil
+}
+
+// latency are gRFC A66's latency bucket boundaries, in seconds.
+var latency = []float64{0, 0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002, 0.003, 0.004, 0.005,
+	0.006, 0.008, 0.01, 0.013, 0.016, 0.02, 0.025, 0.03, 0.04, 0.05, 0.065, 0.08, 0.1, 0.13, 0.16, 0.2, 0.25,
+	0.3, 0.4, 0.5, 0.65, 0.8, 1, 2, 5, 10, 20, 50, 100}
+
+// Observer returns the observer for the policy named policy (attribute
+// unherd.policy), recording the unherd.* instruments. Every attribute set
+// it uses is built here, so an event builds none.
+func (m *Metrics) Observer(policy string) observe.Observer {
+	return m.observer(attribute.String(string(KeyPolicy), policy), false)
+}
+
+// GRPCObserver returns an observer for the calls to one gRPC method on
+// one target: it records the unherd.* instruments with attributes
+// grpc.method and grpc.target and, per call, gRFC A96's
+// grpc.client.call.retries (when there were retries),
+// grpc.client.call.retry_delay and grpc.client.call.hedges (when there
+// were hedges). method is the full method name ("pkg.Service/Method"),
+// target the channel's target URI, as gRFC A66 defines them.
+func (m *Metrics) GRPCObserver(method, target string) observe.Observer {
+	return m.observer(attribute.String(string(KeyMethod), method), true, attribute.String(string(KeyTarget), target))
+}
+
+func (m *Metrics) observer(first attribute.KeyValue, grpc bool, more ...attribute.KeyValue) observe.Observer {
+	base := append([]attribute.KeyValue{first}, more...)
+	with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), kv...)...))
+	}
+	o := &observer{m: m, grpc: grpc, base: []metric.AddOption{with()}, baseRec: []metric.RecordOption{with()},
+		success: []metric.AddOption{with(KeyOutcome.String("success"))},
+		won:     []metric.AddOption{with(KeyResult.String("won"))},
+		lost:    []metric.AddOption{with(KeyResult.String("lost"))},
+	}
+	for i, c := range classes {
+		o.classes[i] = []metric.AddOption{with(KeyClass.String(c.String()))}
+	}
+	for i := range o.stops {
+		o.stops[i] = []metric.AddOption{with(KeyOutcome.String(observe.Stop(i).String()))}
+	}
+	for i, from := range observe.BreakerStates {
+		for j, to := range observe.BreakerStates {
+			o.transitions[i][j] = []metric.AddOption{with(KeyFrom.String(from), KeyTo.String(to))}
+		}
+	}
+	return o
+}
+
+const nstates = len(observe.BreakerStates)
+
+type observer struct {
+	m                        *Metrics
+	grpc                     bool
+	base, success, won, lost []metric.AddOption
+	baseRec                  []metric.RecordOption
+	classes                  [len(classes)][]metric.AddOption
+	stops                    [observe.NumStops][]metric.AddOption
+	transitions              [nstates][nstates][]metric.AddOption
+}
+
+func (o *observer) Observe(ctx context.Context, e observe.Event) {
+	m := o.m
+	switch e.Kind {
+	case observe.Attempt:
+		m.attempts.Add(ctx, 1, o.base...)
+	case observe.Retry:
+		if int(e.Class) < len(o.classes) {
+			m.retries.Add(ctx, 1, o.classes[e.Class]...)
+		}
+	case observe.Success, observe.GiveUp:
+		if e.Kind == observe.Success {
+			m.calls.Add(ctx, 1, o.success...)
+		} else if e.Stop < observe.NumStops {
+			m.calls.Add(ctx, 1, o.stops[e.Stop]...)
+		}
+		if e.Delay > 0 {
+			m.retryDelay.Add(ctx, e.Delay.Seconds(), o.base...)
+		}
+		if o.grpc {
+			if e.Attempt > 1 {
+				m.callRetries.Record(ctx, int64(e.Attempt-1), o.baseRec...)
+			}
+			m.callRetryDelay.Record(ctx, e.Delay.Seconds(), o.baseRec...)
+		}
+	case observe.HedgeStarted:
+		m.hedges.Add(ctx, 1, o.base...)
+	case observe.HedgeWon, observe.HedgeLost:
+		if e.Kind == observe.HedgeWon {
+			m.hedgeCalls.Add(ctx, 1, o.won...)
+		} else {
+			m.hedgeCalls.Add(ctx, 1, o.lost...)
+		}
+		if o.grpc && e.Attempt > 0 {
+			m.callHedges.Record(ctx, int64(e.Attempt), o.baseRec...)
+		}
+	case observe.BreakerTransition:
+		from, to := observe.StateIndex(e.From), observe.StateIndex(e.To)
+		if from >= 0 && to >= 0 {
+			m.transitions.Add(ctx, 1, o.transitions[from][to]...)
+		}
+	case observe.Throttled:
+		m.throttled.Add(ctx, 1, o.base...)
+	}
+}

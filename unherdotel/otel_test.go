@@ -1,0 +1,241 @@
+package unherdotel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdotel"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var errDown = errors.New("down")
+
+func setup(t testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := unherdotel.New(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, r
+}
+
+// collect returns the data points of every instrument, by name.
+func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricdata.Metrics{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != unherdotel.ScopeName {
+			t.Errorf("scope %q", sm.Scope.Name)
+		}
+		for _, m := range sm.Metrics {
+			out[m.Name] = m
+		}
+	}
+	return out
+}
+
+// sum returns the counter's value for the data point with attribute kv
+// (any point if kv is empty).
+func sum(t *testing.T, m metricdata.Metrics, kv ...attribute.KeyValue) float64 {
+	t.Helper()
+	match := func(s attribute.Set) bool {
+		for _, a := range kv {
+			if v, ok := s.Value(a.Key); !ok || v != a.Value {
+				return false
+			}
+		}
+		return true
+	}
+	var total float64
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		for _, p := range d.DataPoints {
+			if match(p.Attributes) {
+				total += float64(p.Value)
+			}
+		}
+	case metricdata.Sum[float64]:
+		for _, p := range d.DataPoints {
+			if match(p.Attributes) {
+				total += p.Value
+			}
+		}
+	default:
+		t.Fatalf("%s is a %T, not a sum", m.Name, m.Data)
+	}
+	return total
+}
+
+func retried(t *testing.T, o observe.Observer, calls int) {
+	t.Helper()
+	p, err := retry.New(retry.Config{Observer: o, Budget: budget.Unlimited,
+		Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Jitter: backoff.None}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range calls {
+		n := 0
+		if err := p.Do(context.Background(), func(context.Context) error {
+			if n++; n < 3 {
+				return errDown
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCounters(t *testing.T) {
+	m, r := setup(t)
+	o := m.Observer("payments")
+	retried(t, o, 2) // 6 attempts, 4 retries, delays 10+20 ms per call
+	ctx := context.Background()
+	o.Observe(ctx, observe.Event{Kind: observe.GiveUp, Attempt: 1, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted})
+	o.Observe(ctx, observe.Event{Kind: observe.HedgeStarted, Attempt: 1})
+	o.Observe(ctx, observe.Event{Kind: observe.HedgeWon, Attempt: 1})
+	o.Observe(ctx, observe.Event{Kind: observe.BreakerTransition, From: "closed", To: "open"})
+	o.Observe(ctx, observe.Event{Kind: observe.Throttled, Probability: 0.5})
+	got := collect(t, r)
+	policy := unherdotel.KeyPolicy.String("payments")
+	for _, c := range []struct {
+		name string
+		kv   []attribute.KeyValue
+		want float64
+	}{
+		{"unherd.retry.attempts", []attribute.KeyValue{policy}, 6},
+		{"unherd.retry.retries", []attribute.KeyValue{policy, unherdotel.KeyClass.String("transient")}, 4},
+		{"unherd.retry.delay", []attribute.KeyValue{policy}, 0.06},
+		{"unherd.retry.calls", []attribute.KeyValue{unherdotel.KeyOutcome.String("success")}, 2},
+		{"unherd.retry.calls", []attribute.KeyValue{unherdotel.KeyOutcome.String("budget_exhausted")}, 1},
+		{"unherd.hedge.started", nil, 1},
+		{"unherd.hedge.calls", []attribute.KeyValue{unherdotel.KeyResult.String("won")}, 1},
+		{"unherd.breaker.transitions", []attribute.KeyValue{unherdotel.KeyFrom.String("closed"), unherdotel.KeyTo.String("open")}, 1},
+		{"unherd.throttle.rejections", nil, 1},
+	} {
+		if v := sum(t, got[c.name], c.kv...); v < c.want-1e-9 || v > c.want+1e-9 {
+			t.Errorf("%s%v = %v, want %v", c.name, c.kv, v, c.want)
+		}
+		if u := got[c.name].Unit; u == "" {
+			t.Errorf("%s has no unit", c.name)
+		}
+	}
+	if _, ok := got["grpc.client.call.retries"]; ok {
+		t.Error("a plain observer recorded gRPC's per-call metrics")
+	}
+}
+
+// TestGRPC: gRFC A96's per-call histograms, with grpc.method and
+// grpc.target; calls without retries or hedges report no 0.
+func TestGRPC(t *testing.T) {
+	m, r := setup(t)
+	o := m.GRPCObserver("helloworld.Greeter/SayHello", "dns:///greeter:50051")
+	retried(t, o, 3)
+	ctx := context.Background()
+	o.Observe(ctx, observe.Event{Kind: observe.Success, Attempt: 1}) // no retries: not in retries
+	o.Observe(ctx, observe.Event{Kind: observe.HedgeLost, Attempt: 2})
+	got := collect(t, r)
+	for _, c := range []struct {
+		name  string
+		unit  string
+		count uint64
+		sum   float64
+	}{
+		{"grpc.client.call.retries", "{retry}", 3, 6},
+		{"grpc.client.call.hedges", "{hedge}", 1, 2},
+		{"grpc.client.call.retry_delay", "s", 4, 0.09},
+	} {
+		g := got[c.name]
+		if g.Unit != c.unit {
+			t.Errorf("%s unit %q, want %q", c.name, g.Unit, c.unit)
+		}
+		var count uint64
+		var s float64
+		var attrs attribute.Set
+		switch d := g.Data.(type) {
+		case metricdata.Histogram[int64]:
+			for _, p := range d.DataPoints {
+				count, s, attrs = count+p.Count, s+float64(p.Sum), p.Attributes
+			}
+		case metricdata.Histogram[float64]:
+			for _, p := range d.DataPoints {
+				count, s, attrs = count+p.Count, s+p.Sum, p.Attributes
+			}
+		default:
+			t.Fatalf("%s is a %T, not a histogram", c.name, g.Data)
+		}
+		if count != c.count || s < c.sum-1e-9 || s > c.sum+1e-9 {
+			t.Errorf("%s: %d records summing to %v, want %d summing to %v", c.name, count, s, c.count, c.sum)
+		}
+		if v, _ := attrs.Value(unherdotel.KeyMethod); v.AsString() != "helloworld.Greeter/SayHello" {
+			t.Errorf("%s: grpc.method %q", c.name, v.AsString())
+		}
+		if v, _ := attrs.Value(unherdotel.KeyTarget); v.AsString() != "dns:///greeter:50051" {
+			t.Errorf("%s: grpc.target %q", c.name, v.AsString())
+		}
+	}
+}
+
+var events = []observe.Event{
+	{Kind: observe.Attempt, Attempt: 1},
+	{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Class: failure.Timeout, Err: errDown},
+	{Kind: observe.Success, Attempt: 2, Delay: time.Millisecond},
+	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted, Err: errDown},
+	{Kind: observe.HedgeStarted, Attempt: 1, Delay: time.Millisecond},
+	{Kind: observe.HedgeWon, Attempt: 1},
+	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
+	{Kind: observe.Throttled, Probability: 0.5},
+}
+
+func TestNoAllocation(t *testing.T) {
+	m, _ := setup(t)
+	ctx := context.Background()
+	for _, o := range []observe.Observer{m.Observer("x"), m.GRPCObserver("s/M", "t")} {
+		for _, e := range events {
+			o.Observe(ctx, e) // the first record of a point may allocate it
+			if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
+				t.Errorf("%v: %v allocations", e.Kind, allocs)
+			}
+		}
+	}
+}
+
+// BenchmarkEvent is one event of each kind through the OpenTelemetry
+// observer (SDK with a manual reader), plain and gRPC.
+func BenchmarkEvent(b *testing.B) {
+	m, _ := setup(b)
+	ctx := context.Background()
+	for _, o := range []struct {
+		name string
+		obs  observe.Observer
+	}{{"plain", m.Observer("x")}, {"grpc", m.GRPCObserver("s/M", "t")}} {
+		for _, e := range events {
+			b.Run(o.name+"/"+e.Kind.String(), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					o.obs.Observe(ctx, e)
+				}
+			})
+		}
+	}
+}

@@ -38,7 +38,7 @@ func run(t *testing.T, o observe.Observer) {
 	// Retries: 3 calls that fail twice then succeed (6 retries, delays
 	// 1+2 ms each), then calls that always fail until the budget (a token
 	// bucket of 12 tokens, 5 a retry) stops them.
-	tb, err := budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 12})
+	tb, err := budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 12, TransientCost: 5, ThrottledCost: 5, TimeoutCost: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

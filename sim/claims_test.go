@@ -255,3 +255,42 @@ func TestRunSeedsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A guard's claim weighs its costs: cutting the load holds only if the
+// success rate and the recovery time stay close to full jitter alone's.
+func TestOutageClaimsWeighCosts(t *testing.T) {
+	p := defaultOutageParams()
+	row := func(during, success, recover float64) outageRow {
+		return outageRow{baseline: 10000, peak: during, during: during, pulse: 1, amp: 7, success: success, recover: recover}
+	}
+	base := func() []outageRow {
+		rs := make([]outageRow, 14)
+		for i := range rs {
+			rs[i] = row(50000, 0.75, 0)
+		}
+		return rs
+	}
+	const thr, brk = 7 + 6, 7 + 5 // open stream rows
+	tests := []struct {
+		name  string
+		set   func(rs []outageRow)
+		claim int // index in outageClaims
+		holds bool
+	}{
+		{"throttle cuts load at little cost", func(rs []outageRow) { rs[thr] = row(6000, 0.70, 0.2) }, 6, true},
+		{"throttle cuts load and success", func(rs []outageRow) { rs[thr] = row(6000, 0.32, 0.2) }, 6, false},
+		{"throttle never recovers", func(rs []outageRow) { rs[thr] = row(6000, 0.70, -1) }, 6, false},
+		{"breaker recovers late", func(rs []outageRow) { rs[brk] = row(4, 0.70, 9) }, 5, false},
+		{"breaker as published", func(rs []outageRow) { rs[brk] = row(4, 0.66, 3.9) }, 5, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := base()
+			tt.set(rs)
+			c := outageClaims(p, rs, 7)[tt.claim]
+			if c.Holds != tt.holds {
+				t.Errorf("%s: Holds = %v, want %v; measured %s", c.Claim, c.Holds, tt.holds, c.Measured)
+			}
+		})
+	}
+}

@@ -220,6 +220,11 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 			return nil, retry.WithServerDelay(se, d)
 		}
 	}
+	if v := resp.Header.Get(amzRetryAfterHeader); v != "" {
+		if d, ok := parseAmzRetryAfter(v); ok {
+			return nil, &amzDelayError{mark(se, class), d}
+		}
+	}
 	return nil, mark(se, class)
 }
 

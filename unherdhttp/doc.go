@@ -90,6 +90,10 @@
 // up to retry.Config.ServerJitter (10%) added on top, so a thousand
 // clients told "0" (or a date in the past) still spread over the
 // schedule's window, and a thousand told "5" do not return in one wall.
+// An x-amz-retry-after header (milliseconds, as AWS services send it) is
+// a server delay too, without making the failure a throttling one; under
+// retry.AWS2026 it is clamped to [computed backoff, computed backoff +
+// 5 s], as the AWS SDKs do. An invalid value of either header is ignored.
 // A Retry-After longer than retry.Config.MaxServerDelay (30 s by
 // default) ends the retries, unless retry.Config.ClampServerDelay is set: coming back sooner than the server allowed
 // would only add load, so the last response goes back at once, with a nil

@@ -61,3 +61,38 @@ func parseSeconds(s string) time.Duration {
 	}
 	return time.Duration(n) * time.Second
 }
+
+// amzRetryAfterHeader is the AWS services' header for a server-recommended
+// delay in milliseconds, which the SDKs' "Retry Behavior 2.1" honours.
+const amzRetryAfterHeader = "X-Amz-Retry-After"
+
+// parseAmzRetryAfter parses an x-amz-retry-after value: a non-negative
+// decimal number of milliseconds, saturating. Anything else is ignored, as
+// the SDKs ignore it.
+func parseAmzRetryAfter(value string) (time.Duration, bool) {
+	v := strings.TrimSpace(value)
+	if v == "" || !isDigits(v) {
+		return 0, false
+	}
+	const limit = int64(maxRetryAfter / time.Millisecond)
+	var n int64
+	for i := 0; i < len(v); i++ {
+		n = n*10 + int64(v[i]-'0')
+		if n > limit {
+			return maxRetryAfter, true
+		}
+	}
+	return time.Duration(n) * time.Millisecond, true
+}
+
+// amzDelayError is a failed response carrying an x-amz-retry-after delay.
+// Unlike Retry-After, the header does not make the failure a throttling
+// one: a 500 that carries it stays a server failure, as in the SDKs.
+type amzDelayError struct {
+	err error
+	d   time.Duration
+}
+
+func (e *amzDelayError) Error() string             { return e.err.Error() }
+func (e *amzDelayError) Unwrap() error             { return e.err }
+func (e *amzDelayError) RetryAfter() time.Duration { return e.d }

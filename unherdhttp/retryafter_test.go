@@ -269,3 +269,40 @@ func TestRetryAfterZeroSpreads(t *testing.T) {
 		}
 	}
 }
+
+// x-amz-retry-after (milliseconds) is a server delay too; under the AWS
+// 2.1 preset it is clamped to [backoff, backoff + 5 s], as the SDKs'
+// published cases say, and an invalid value is ignored.
+func TestAmzRetryAfter(t *testing.T) {
+	tests := []struct {
+		value  string
+		lo, hi time.Duration
+	}{
+		{"1500", 1500 * time.Millisecond, 1500 * time.Millisecond},    // above any first throttled backoff (at most 1 s)
+		{"10000", 5 * time.Second, 6 * time.Second},                   // backoff + 5 s
+		{"0", 0, time.Second},                                         // the backoff itself
+		{"invalid", 0, time.Second},                                   // ignored: the backoff
+		{"99999999999999999999999", 5 * time.Second, 6 * time.Second}, // saturates, then clamped
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Amz-Retry-After", tc.value)
+				w.WriteHeader(http.StatusServiceUnavailable)
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var ev retry.RetryEvent
+			cfg := retry.AWS2026()
+			cfg.OnRetry = func(e retry.RetryEvent) { ev = e; cancel() }
+			tr := newTransport(t, unherdhttp.Config{Retry: cfg})
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			if _, _, err := do(tr, req); !errors.Is(err, retry.ErrCancelled) {
+				t.Fatalf("got %v, want the cancellation from the hook", err)
+			}
+			if ev.Delay < tc.lo || ev.Delay > tc.hi {
+				t.Errorf("waited %v, want [%v, %v]", ev.Delay, tc.lo, tc.hi)
+			}
+		})
+	}
+}

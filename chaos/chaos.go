@@ -126,17 +126,17 @@ func (f *Faults) validate() error {
 		v    float64
 	}{{"ErrorRate", f.ErrorRate}, {"ResetRate", f.ResetRate}, {"StatusRate", f.StatusRate}} {
 		if !(r.v >= 0 && r.v <= 1) { // also rejects NaN
-			return fmt.Errorf("%s %v is outside [0, 1]", r.name, r.v)
+			return fmt.Errorf("faults: %s %v is outside [0, 1]", r.name, r.v)
 		}
 	}
 	if sum := f.ErrorRate + f.ResetRate + f.StatusRate; sum > 1+1e-9 {
-		return fmt.Errorf("ErrorRate + ResetRate + StatusRate is %v, above 1", sum)
+		return fmt.Errorf("faults: ErrorRate + ResetRate + StatusRate is %v, above 1", sum)
 	}
 	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
-		return fmt.Errorf("Status %d is not an HTTP status", f.Status)
+		return fmt.Errorf("faults: Status %d is not an HTTP status", f.Status)
 	}
 	if f.RetryAfter < 0 {
-		return fmt.Errorf("RetryAfter %v is negative", f.RetryAfter)
+		return fmt.Errorf("faults: RetryAfter %v is negative", f.RetryAfter)
 	}
 	return nil
 }

@@ -214,35 +214,93 @@ func (f *finder) attempt(l *Loop) bool {
 		if f.varies(l, call) {
 			return false
 		}
-		// The branch: this if statement, or the first one after.
-		j := i
-		if _, ok := s.(*ast.IfStmt); !ok {
-			j = -1
-			for k := i + 1; k < len(stmts); k++ {
-				if ifs, ok := stmts[k].(*ast.IfStmt); ok && f.errCond(ifs.Cond, errv, call) != 0 {
-					j = k
-					break
-				}
-				if f.exits(l, stmts[k]) != stay {
-					break
-				}
-			}
-			if j < 0 {
-				continue
-			}
+		// The branch: this if statement, or the first one after that tests
+		// the error; failing that, an if on a decision drawn from the error
+		// (retry, _ := shouldRetry(err, attempt); if !retry { break }).
+		j, op, cond := -1, token.Token(0), ast.Expr(nil)
+		if ifs, ok := s.(*ast.IfStmt); ok {
+			j, op, cond = i, f.errCond(ifs.Cond, errv, call), ifs.Cond
+		} else {
+			j, op, cond = f.branchAfter(l, stmts, i, errv, call)
 		}
-		ifs := stmts[j].(*ast.IfStmt)
-		op := f.errCond(ifs.Cond, errv, call)
 		if op == 0 {
 			continue
 		}
-		if f.branches(l, ifs, op, stmts[j+1:]) {
-			l.Call, l.Err, l.Results, l.Branch = call, errv, results, ifs.Cond
+		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
+			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
 			return true
 		}
 	}
 	return false
+}
+
+// branchAfter finds the branch after the attempt at stmts[i]: the index
+// of an if statement that tests the attempt's error, with token.EQL for a
+// success test and token.NEQ for a failure test, and the condition that
+// decides; or an if on a boolean decision computed from the error, where
+// "if !retry" counts as a success test and "if retry" as a failure test,
+// and the decision's call is the condition. It returns op 0 if there is
+// none before a statement that leaves the loop.
+func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object, call *ast.CallExpr) (int, token.Token, ast.Expr) {
+	var decision types.Object
+	var decide ast.Expr
+	for k := i + 1; k < len(stmts); k++ {
+		switch s := stmts[k].(type) {
+		case *ast.IfStmt:
+			if op := f.errCond(s.Cond, errv, call); op != 0 {
+				return k, op, s.Cond
+			}
+			if decision == nil {
+				break
+			}
+			switch c := ast.Unparen(s.Cond).(type) {
+			case *ast.Ident:
+				if f.info.ObjectOf(c) == decision {
+					return k, token.NEQ, decide
+				}
+			case *ast.UnaryExpr:
+				if id, ok := ast.Unparen(c.X).(*ast.Ident); ok && c.Op == token.NOT && f.info.ObjectOf(id) == decision {
+					return k, token.EQL, decide
+				}
+			}
+		case *ast.AssignStmt:
+			if d, c := f.decision(s, errv); d != nil && decision == nil {
+				decision, decide = d, c
+			}
+		}
+		if f.exits(l, stmts[k]) != stay {
+			break
+		}
+	}
+	return -1, 0, nil
+}
+
+// decision returns the boolean variable s assigns from a call that is
+// given the error errv (retry, reason := shouldRetry(err, resp, n)), with
+// that call; or nil.
+func (f *finder) decision(s *ast.AssignStmt, errv types.Object) (types.Object, ast.Expr) {
+	if errv == nil || len(s.Rhs) != 1 {
+		return nil, nil
+	}
+	c, ok := ast.Unparen(s.Rhs[0]).(*ast.CallExpr)
+	if !ok {
+		return nil, nil
+	}
+	id, ok := s.Lhs[0].(*ast.Ident)
+	if !ok {
+		return nil, nil
+	}
+	d := f.info.ObjectOf(id)
+	if d == nil || !types.Identical(d.Type().Underlying(), types.Typ[types.Bool]) {
+		return nil, nil
+	}
+	for _, a := range c.Args {
+		if aid, ok := ast.Unparen(a).(*ast.Ident); ok && f.info.ObjectOf(aid) == errv {
+			return d, c
+		}
+	}
+	return nil, nil
 }
 
 // branches reports whether ifs, the branch on the attempt's error (op

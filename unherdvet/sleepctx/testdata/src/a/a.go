@@ -118,3 +118,24 @@ func perAttempt() {
 		return
 	}
 }
+
+type backend struct{ c *http.Client }
+
+func (b *backend) shouldRetry(err error, n int) bool { return err != nil && n < 3 }
+
+// Positive: the loop asks a predicate whether to retry, and sleeps past
+// the request's context.
+func (b *backend) do(req *http.Request) (*http.Response, error) {
+	var resp *http.Response
+	var err error
+	for n := 0; ; {
+		resp, err = b.c.Do(req)
+		retry := b.shouldRetry(err, n)
+		if !retry {
+			break
+		}
+		n++
+		time.Sleep(time.Duration(n) * 100 * time.Millisecond) // want `although req.Context\(\) is in scope`
+	}
+	return resp, err
+}

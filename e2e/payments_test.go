@@ -176,6 +176,17 @@ func run(t *testing.T, store idempotency.Store, charge charger, charges func() m
 	return total, wrong
 }
 
+// directCharge charges with one INSERT into table, outside any
+// transaction of the idempotency record.
+func directCharge(pool *pgxpool.Pool, table string) charger {
+	return func(ctx context.Context, payment string) (*idempotency.Response, error) {
+		if _, err := pool.Exec(ctx, "INSERT INTO "+table+" (payment) VALUES ($1)", payment); err != nil {
+			return nil, err
+		}
+		return &idempotency.Response{Status: http.StatusCreated, Body: []byte("charged " + payment)}, nil
+	}
+}
+
 // proxiedDSN is dsn with its host and port replaced by addr.
 func proxiedDSN(t *testing.T, dsn, addr string) string {
 	t.Helper()
@@ -262,12 +273,7 @@ func TestPaymentsPostgreSQL(t *testing.T) {
 func TestPaymentsWithoutMiddleware(t *testing.T) {
 	admin, schema := requireServices(t)
 	table := createCharges(t, admin, schema)
-	charge := func(ctx context.Context, payment string) (*idempotency.Response, error) {
-		if _, err := admin.Exec(ctx, "INSERT INTO "+table+" (payment) VALUES ($1)", payment); err != nil {
-			return nil, err
-		}
-		return &idempotency.Response{Status: http.StatusCreated, Body: []byte("charged " + payment)}, nil
-	}
+	charge := directCharge(admin, table)
 	total, wrong := run(t, nil, charge, countCharges(t, admin, schema), func() func() int { return func() int { return 0 } })
 	if total <= payments || wrong == 0 {
 		t.Errorf("without the middleware: %d charges for %d payments, %d not charged exactly once; want duplicates", total, payments, wrong)
@@ -282,12 +288,7 @@ func TestPaymentsRedis(t *testing.T) {
 	table := createCharges(t, admin, schema)
 	proxy := newToxiproxy(t, "redis", redisAddr())
 	store := unherdredis.NewStore(newRedis(t, proxy.Listen), unherdredis.StoreConfig{Prefix: "unherd:e2e:" + schema + ":"})
-	charge := func(ctx context.Context, payment string) (*idempotency.Response, error) {
-		if _, err := admin.Exec(ctx, "INSERT INTO "+table+" (payment) VALUES ($1)", payment); err != nil {
-			return nil, err
-		}
-		return &idempotency.Response{Status: http.StatusCreated, Body: []byte("charged " + payment)}, nil
-	}
+	charge := directCharge(admin, table)
 	if _, wrong := run(t, store, charge, countCharges(t, admin, schema), func() func() int {
 		return storeChaos(t, proxy, 400*time.Millisecond, 40*time.Millisecond)
 	}); wrong != 0 {

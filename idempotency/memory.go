@@ -126,10 +126,11 @@ func (m *Memory) Claim(_ context.Context, key string, fp Fingerprint, lease time
 	return Claim{State: Acquired, Token: r.token}, nil
 }
 
-// owned returns the live record token owns, under s.mu.
-func (s *memShard) owned(key string, token uint64, now time.Time) (memRecord, error) {
+// owned returns the live record token owns, under s.mu; with inFlight,
+// only if it is still in flight.
+func (s *memShard) owned(key string, token uint64, now time.Time, inFlight bool) (memRecord, error) {
 	r, ok := s.m[key]
-	if !ok || r.token != token || !now.Before(r.expires) {
+	if !ok || r.token != token || !now.Before(r.expires) || inFlight && r.state != InFlight {
 		return memRecord{}, ErrLeaseLost
 	}
 	return r, nil
@@ -141,12 +142,9 @@ func (m *Memory) Renew(_ context.Context, key string, token uint64, lease time.D
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.owned(key, token, now)
+	r, err := s.owned(key, token, now, true)
 	if err != nil {
 		return err
-	}
-	if r.state != InFlight {
-		return ErrLeaseLost
 	}
 	r.expires = now.Add(lease)
 	s.m[key] = r
@@ -160,7 +158,7 @@ func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Res
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.owned(key, token, now)
+	r, err := s.owned(key, token, now, false)
 	if err != nil {
 		return err
 	}
@@ -180,12 +178,9 @@ func (m *Memory) Release(_ context.Context, key string, token uint64) error {
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.owned(key, token, time.Now())
+	r, err := s.owned(key, token, time.Now(), true)
 	if err != nil {
 		return err
-	}
-	if r.state != InFlight {
-		return ErrLeaseLost
 	}
 	s.remove(key, r)
 	return nil

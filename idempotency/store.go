@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -41,6 +42,19 @@ type Store interface {
 	Complete(ctx context.Context, key string, token uint64, resp *Response, ttl time.Duration) error
 	// Release deletes the in-flight record that token owns.
 	Release(ctx context.Context, key string, token uint64) error
+}
+
+// NewToken draws a random, non-zero fencing token, for stores that have
+// no counter of their own: a stale owner's token equals its successor's
+// with probability 2^-64.
+func NewToken() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:]) // never fails; see crypto/rand.Read
+		if t := binary.LittleEndian.Uint64(b[:]); t != 0 {
+			return t
+		}
+	}
 }
 
 // State is the state of a record as Claim found it.

@@ -3,8 +3,6 @@ package unherdpg
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -115,21 +113,11 @@ func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-func newToken() uint64 {
-	var b [8]byte
-	for {
-		_, _ = rand.Read(b[:]) // never fails; see crypto/rand.Read
-		if t := binary.LittleEndian.Uint64(b[:]); t != 0 {
-			return t
-		}
-	}
-}
-
 func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // Claim implements idempotency.Store.
 func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
-	tok := newToken()
+	tok := idempotency.NewToken()
 	for range 3 {
 		var (
 			state    int16

@@ -3,9 +3,7 @@ package unherdredis
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -84,21 +82,11 @@ return 1
 `)
 )
 
-func newToken() uint64 {
-	var b [8]byte
-	for {
-		_, _ = rand.Read(b[:]) // never fails; see crypto/rand.Read
-		if t := binary.LittleEndian.Uint64(b[:]); t != 0 {
-			return t
-		}
-	}
-}
-
 func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // Claim implements idempotency.Store.
 func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
-	tok := newToken()
+	tok := idempotency.NewToken()
 	v, err := claimScript.Run(ctx, s.c, []string{s.RecordKey(key)}, strconv.FormatUint(tok, 10), fp[:], ms(lease)).Slice()
 	if err != nil {
 		return idempotency.Claim{}, fmt.Errorf("unherdredis: claim: %w", err)

@@ -119,7 +119,7 @@ func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 		Columns: []string{"mode", "requests", "dependency_attempts", "amplification", "late_amplification", "success_pct"}}
 	amp := make([]float64, len(outs))
 	late := make([]float64, len(outs))
-	chart := Chart{Name: "layers_load", Title: "Attempts reaching the dependency", XLabel: "time (s)", YLabel: "attempts per second"}
+	chart := Chart{Name: "layers_load", Title: "Attempts reaching the dependency", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog}
 	half := int(p.Duration/(100*time.Millisecond)) / 2
 	for i, out := range outs {
 		if out.err != nil {

@@ -138,7 +138,7 @@ func (periodicScenario) Run(ctx context.Context, ps Params, o Options) (*Result,
 		Columns: []string{"strategy", "peak_rps", "p99_rps", "mean_rps", "excess_share", "mean_lag_s"}}
 	stats := make([]periodicStats, ns)
 	chart := Chart{Name: "periodic_load", Title: "Requests per second reaching the dependency (first run, first 3 intervals)",
-		XLabel: "time (s)", YLabel: "requests per second"}
+		XLabel: "time (s)", YLabel: "requests per second, log scale", YScale: ScaleLog}
 	for s, name := range periodicStrategies {
 		st := summarise(outs[s*nr:(s+1)*nr], p.Capacity)
 		stats[s] = st

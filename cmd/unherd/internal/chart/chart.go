@@ -91,11 +91,13 @@ func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
 	// The points first, for the vertical range.
 	series := make([]plotter.XYs, len(c.Series))
 	ymin, ymax := math.Inf(1), math.Inf(-1)
-	drawn := 0
+	drawn, zeros := 0, false
 	for i, s := range c.Series {
 		series[i] = finite(s, c.XScale, c.YScale)
 		for _, xy := range series[i] {
-			if !math.IsInf(xy.Y, -1) {
+			if math.IsInf(xy.Y, -1) {
+				zeros = true
+			} else {
 				ymin, ymax = math.Min(ymin, xy.Y), math.Max(ymax, xy.Y)
 			}
 		}
@@ -110,8 +112,13 @@ func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
 	case math.IsInf(ymin, 1): // only zeros on a log axis
 		ymin, ymax = 1, 10
 	case c.YScale == sim.ScaleLog:
-		// Whole decades.
+		// Whole decades. Zeros get a decade of their own at the bottom,
+		// labelled 0, apart from the smallest value.
 		ymin, ymax = math.Pow(10, math.Floor(math.Log10(ymin))), math.Pow(10, math.Ceil(math.Log10(ymax)))
+		if zeros {
+			ymin /= 10
+			p.Y.Tick.Marker = zeroFloor{floor: ymin}
+		}
 	case ymin > 0:
 		// Keep zero in view on a linear axis when all values are
 		// positive: a chart of load or latency read against a truncated
@@ -141,7 +148,7 @@ func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
 			continue
 		}
 		// Zeros on a log axis (-Inf from finite) lie on the bottom edge,
-		// so a series that falls to nothing is seen to.
+		// labelled 0, so a series that falls to nothing is seen to.
 		for k := range xys {
 			if math.IsInf(xys[k].Y, -1) {
 				xys[k].Y = ymin
@@ -221,6 +228,21 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
 			}
 			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// zeroFloor is logTicks on an axis whose bottom edge, floor, stands for
+// zero.
+type zeroFloor struct{ floor float64 }
+
+// Ticks implements plot.Ticker.
+func (z zeroFloor) Ticks(lo, hi float64) []plot.Tick {
+	ts := logTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Value == z.floor {
+			ts[i].Label = "0"
 		}
 	}
 	return ts

@@ -92,8 +92,13 @@ func TestLogAxisAndShade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Y.Min != 10 || p.Y.Max != 1000 {
-		t.Errorf("log axis from %v to %v, want 10 to 1000", p.Y.Min, p.Y.Max)
+	// 40 to 300 spans the decades 10 to 1000; the zero gets the decade
+	// below, labelled 0.
+	if p.Y.Min != 1 || p.Y.Max != 1000 {
+		t.Errorf("log axis from %v to %v, want 1 to 1000", p.Y.Min, p.Y.Max)
+	}
+	if ts := p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max); ts[0].Value != 1 || ts[0].Label != "0" {
+		t.Errorf("bottom tick %+v, want 1 labelled 0", ts[0])
 	}
 	var b bytes.Buffer
 	if err := Write(&b, c, "svg"); err != nil {

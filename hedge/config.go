@@ -20,8 +20,9 @@ const (
 	// primary.
 	DefaultMaxHedges = 1
 	// DefaultBudgetRatio is the share of requests the default budget lets
-	// hedge: the p95 rule's own share.
-	DefaultBudgetRatio = 0.05
+	// hedge: twice the p95 rule's own share, so that a burst of slow
+	// calls (a stalled replica) still finds budget left.
+	DefaultBudgetRatio = 0.1
 	// DefaultMinWinShare is the share of hedges that must win for hedging
 	// to stay on: below it, hedging is suspended except for probes.
 	DefaultMinWinShare = 0.05
@@ -35,6 +36,11 @@ const (
 	// all, the limit gRPC applies to maxAttempts (proposal A6).
 	MaxHedgesLimit = 4
 )
+
+// maxProbeGap bounds how far lost probes stretch the gap between probes
+// while hedging is suspended: at most one request in maxProbeGap *
+// ProbeEvery (128 by default) may hedge.
+const maxProbeGap = 8
 
 // winShareWeight is the weight of each hedged request's outcome in the
 // exponentially decaying win share: 1/32, so the share reflects roughly
@@ -53,8 +59,9 @@ var ErrInvalidConfig = errors.New("hedge: invalid config")
 var ErrLost = errors.New("hedge: another attempt settled the call")
 
 // Config configures a [Hedger]. The zero value hedges once, after the
-// 95th percentile of recent latencies, within a budget of 5% of requests,
-// and suspends hedging when fewer than 5% of hedges win.
+// 95th percentile of recent latencies (the largest latency seen, while
+// fewer than 200 are known), within a budget of 10% of requests, and
+// suspends hedging when fewer than 5% of hedges win.
 type Config struct {
 	// Delay, if positive, is a fixed hedge delay: a hedge starts when an
 	// attempt has had no answer for Delay. Zero means the adaptive delay:
@@ -68,10 +75,11 @@ type Config struct {
 	// MinDelay is the adaptive delay's floor. Zero means none.
 	MinDelay time.Duration
 
-	// MaxDelay is the adaptive delay's ceiling, and the delay used while
-	// the estimator has too few latencies (10/(1-Quantile): 200 for p95).
-	// Zero means no ceiling, and no hedging until there are enough
-	// latencies.
+	// MaxDelay is the adaptive delay's ceiling. While the estimator has
+	// too few latencies (10/(1-Quantile): 200 for p95) the delay is the
+	// largest latency observed so far, bounded by MinDelay and MaxDelay,
+	// and MaxDelay before the first latency. Zero means no ceiling, and no
+	// hedging before the first latency is known.
 	MaxDelay time.Duration
 
 	// Window is the number of latencies per half-window of the adaptive
@@ -89,7 +97,7 @@ type Config struct {
 	// hedge and, when the request ends, records its outcome once as a
 	// first attempt (budget.Attempt{N: 1, Failed, Class}; see
 	// Hedger.End). Nil means budget.NewRatio(budget.RatioConfig{Ratio:
-	// DefaultBudgetRatio, NoFloor: true}): hedges at most 5% of the
+	// DefaultBudgetRatio, NoFloor: true}): hedges at most 10% of the
 	// requests of the last 10 s, with no floor, so an idle client cannot
 	// hedge. budget.Unlimited turns the budget off. To make retries and
 	// hedges draw on one allowance, pass the retry policy's budget and set
@@ -134,6 +142,14 @@ type Config struct {
 	// (HedgeWon, HedgeLost), with the call's context, outside any lock.
 	// Nil means none, at no cost.
 	Observer observe.Observer
+}
+
+// DefaultBudget returns the configuration of the budget New builds when
+// Budget is nil: a budget.Ratio with Ratio DefaultBudgetRatio and no
+// floor, on the real clock. A simulator that wants the default on its
+// own clock sets Now and passes budget.NewRatio's result as Budget.
+func (c *Config) DefaultBudget() budget.RatioConfig {
+	return budget.RatioConfig{Ratio: DefaultBudgetRatio, NoFloor: true}
 }
 
 // Validate reports settings that cannot work, naming the field.

@@ -1,40 +1,60 @@
 // Package hedge sends a second request when the first is slow, and takes
 // whichever answers first.
 //
-// Most slow calls are not slow because the work is large but because one
-// replica was busy at that moment: a garbage-collection pause, a noisy
-// neighbour, a queue behind a large request. Another replica is very
-// likely not busy at the same moment, so a copy of the request sent there
-// after a short wait turns a slow call into a fast one for a few percent
-// more load. Dean and Barroso ("The Tail at Scale", Communications of the
-// ACM 56(2), 2013, https://research.google/pubs/the-tail-at-scale/)
-// report that hedging after 10 ms cut the 99.9th-percentile latency of a
-// 1,000-key fan-out from 1,800 ms to 74 ms for 2% more requests, and
-// recommend waiting for the 95th-percentile latency, which bounds the
-// extra load near 5%.
+// The common case is one Hedger per dependency, built from a zero Config,
+// shared by every goroutine that calls it:
 //
-// # When to hedge
+//	h, err := hedge.New(hedge.Config{})
+//	...
+//	v, err := hedge.Do(ctx, h, func(ctx context.Context, attempt int) (T, error) {
+//		return call(ctx, replicas[attempt%len(replicas)])
+//	}, cleanup)
 //
-// Hedge idempotent calls (reads, or writes carrying an idempotency key),
-// sent to independent replicas, whose tail comes from interference on
-// one replica at a time. Do not hedge non-idempotent writes, calls to a
-// single backend (the copy queues behind the original), or a fleet that
-// is uniformly overloaded: there the second replica is as slow as the
-// first, and hedging only adds load. The Hedger detects that last case by
-// itself (see Back-off below), and its budget bounds the damage until it
-// does.
+// Keep the defaults: a hedge after the 95th percentile of recent
+// latencies, at most one per call, within a budget of 10% of requests
+// (half of it the p95 rule's own share, half headroom for the moments
+// when many calls are slow at once), and hedging suspended by itself when
+// hedges stop winning. fn learns the attempt number and picks a replica by
+// it; cleanup receives a late success (an HTTP body to close). Set
+// Config.Delay only if you know your dependency's latency better than its
+// recent history does.
+//
+// # What hedging cannot do
+//
+// Hedge only work that is safe to do twice: reads, or writes carrying an
+// idempotency key. A hedge helps when the slowness belongs to one replica
+// at one moment (a garbage-collection pause, a noisy neighbour, a queue
+// behind a large request); it cannot help, and only adds load, when every
+// replica is equally slow: one overloaded backend behind all of them, a
+// fleet saturated as a whole, or a single replica. The Hedger notices
+// that case (its hedges stop winning) and suspends itself, visibly
+// ([Hedger.Suspended]); until it does, its budget bounds the damage.
+// Hedging does not replace retries: a failure is still the outer retry
+// loop's to handle.
+//
+// # Why
+//
+// Dean and Barroso ("The Tail at Scale", Communications of the ACM 56(2),
+// 2013, https://research.google/pubs/the-tail-at-scale/) report that
+// hedging after 10 ms cut the 99.9th-percentile latency of a 1,000-key
+// fan-out from 1,800 ms to 74 ms for 2% more requests, and recommend
+// waiting for the 95th-percentile latency, which bounds the extra load
+// near 5%. The defaults reproduce that result in the simulator's fan-out
+// (unherd sim hedge): the p95 rule alone spends about 5% of requests,
+// and a budget of exactly that share, the former default, left nothing
+// for a stalled server that slows hundreds of reads at once, which is when
+// hedging pays.
 //
 // # How a call runs
 //
 // [Do] runs the primary (attempt 0) on the caller's goroutine. If it has
 // not answered after the hedge delay, a hedge (attempt 1) starts on a
 // timer's goroutine, and so on up to Config.MaxHedges (default 1), one
-// delay apart; fn learns the attempt number and picks a replica by it.
-// The first success wins; the other attempts' contexts are cancelled with
-// cause [ErrLost], and a success that arrives later goes to the cleanup
-// function. A fatal error settles the call too (gRPC's rule: every error
-// is fatal unless Config.NonFatal says otherwise, like the
-// nonFatalStatusCodes of gRPC's hedging policy in proposal A6,
+// delay apart. The first success wins; the other attempts' contexts are
+// cancelled with cause [ErrLost], and a success that arrives later goes
+// to the cleanup function. A fatal error settles the call too (gRPC's
+// rule: every error is fatal unless Config.NonFatal says otherwise, like
+// the nonFatalStatusCodes of gRPC's hedging policy in proposal A6,
 // https://github.com/grpc/proposal/blob/master/A6-client-retries.md); a
 // non-fatal one starts the next hedge at once. Do returns the winner's
 // value, or the settling error unchanged (the last one when every attempt
@@ -49,8 +69,12 @@
 // The delay is Config.Delay if set, otherwise the Config.Quantile (p95)
 // of the latencies of recent successful calls, from a windowed quantile
 // estimator (last 4,096 to 8,192 calls), bounded by MinDelay and MaxDelay.
-// Until 10/(1-Quantile) latencies are known (200 for p95) the delay is
-// MaxDelay, or there is no hedging if MaxDelay is zero.
+// The quantile needs 10/(1-Quantile) latencies (200 for p95) to be
+// trusted; until then (cold start) the delay is the largest latency
+// observed so far, bounded by MinDelay and MaxDelay, and before the first
+// latency it is MaxDelay, or there is no hedging if MaxDelay is zero. The
+// default budget adds its own cold start: it allows a hedge once ten
+// requests have ended.
 //
 // # Budget
 //
@@ -65,16 +89,14 @@
 // are not recorded; a retry attempt timeout that ends the request is
 // recorded as a Timeout.
 //
-// The default budget is budget.NewRatio with Ratio 0.05 and NoFloor:
-// hedges at most 5% of the requests of the last 10 s, the p95 rule's own
-// share. The rule asks for about that much, so the budget binds when the
-// rule overshoots (a latency shift the estimator has not caught up with)
-// and, at low request rates, on chance: with 100 requests per second a
-// 10 s window allows 50 hedges, and about one hedge in ten the rule asks
-// for is refused, enough to leave some stuck calls unhedged. At 5,000
-// requests per second that share is negligible (TestTailAtScale). A
-// request counts once it has ended, so a new Hedger hedges only after
-// twenty requests have ended.
+// The default budget is budget.NewRatio with Ratio 0.1 and NoFloor
+// ([Config.DefaultBudget]): hedges at most 10% of the requests of the last
+// 10 s, twice the p95 rule's own share. The rule spends about half of it
+// in steady state; the other half is for bursts, when a stalled replica
+// or a latency shift the estimator has not caught up with makes many
+// calls slow at once, and it still caps the extra load of a fixed delay
+// gone wrong. A request counts once it has ended, so a new Hedger hedges
+// only after ten requests have ended.
 //
 // Why a budget of its own by default: hedges and retries answer
 // different failures. Hedges are for a healthy fleet with a slow tail and
@@ -82,7 +104,8 @@
 // scarce during an outage. A separate budget keeps a latency spike from
 // spending the retries an outage will need, and an outage from starving
 // the hedges that cut the tail once it is over, and each can be sized for
-// its job (the SRE book's 10% for retries, the p95 rule's 5% for hedges).
+// its job (the SRE book's 10% for retries; for hedges, the p95 rule's 5%
+// and as much again for bursts).
 //
 // To make retries and hedges draw on one allowance instead, when the
 // Hedger runs inside a retry.Policy's attempts, pass that policy's budget
@@ -110,13 +133,18 @@
 // reports, weight 1/32, starting at 1. While it is below
 // Config.MinWinShare (default 0.05: fewer than one hedge in twenty wins)
 // hedging is suspended, except that one request in Config.ProbeEvery
-// (default 16) may still hedge; when such probes win again, the share
-// climbs back over the threshold and hedging resumes. With the p95 rule a
+// (default 16) may still hedge, and each probe that loses doubles that
+// gap, up to one request in 8*ProbeEvery (128), so that a fleet that stays
+// saturated sees almost no hedges; when a probe wins, the gap returns to
+// ProbeEvery, and when probes win often enough the share climbs back over
+// the threshold and hedging resumes. With the p95 rule a
 // healthy tail gives a share near 0.2: among requests slow enough to
 // hedge, the truly stuck ones are won by their hedge and the merely slow
 // ones by their primary. Under uniform slowness the share falls toward 0
 // within about a hundred hedges, and the extra load falls from about 5% to
-// about 0.1% (TestBackOffUnderUniformSlowness).
+// well under 0.1% (TestBackOffUnderUniformSlowness; in the simulator's
+// saturated fleet, where every copy of a key queues at one shared shard,
+// hedging is suspended within 200 ms and no percentile gets worse).
 //
 // # For simulators
 //

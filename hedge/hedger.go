@@ -55,6 +55,9 @@ type Hedger struct {
 
 	winShare atomic.Uint64 // float64 bits, exponentially decaying
 	probes   atomic.Uint64 // requests seen while suspended
+	probeGap atomic.Uint64 // requests per probe now: probeEvery, doubled per lost probe
+	coldMax  atomic.Int64  // largest latency observed while the estimator is cold
+	warm     atomic.Bool   // the estimator has minSamples latencies
 
 	calls sync.Pool // *call[T] of the last T used, with their timers
 }
@@ -81,7 +84,7 @@ func New(cfg Config) (*Hedger, error) {
 		h.classify = retry.DefaultClassify
 	}
 	if h.budget == nil {
-		b, err := budget.NewRatio(budget.RatioConfig{Ratio: DefaultBudgetRatio, NoFloor: true})
+		b, err := budget.NewRatio(cfg.DefaultBudget())
 		if err != nil {
 			return nil, fmt.Errorf("%w: default budget: %w", ErrInvalidConfig, err)
 		}
@@ -99,6 +102,7 @@ func New(cfg Config) (*Hedger, error) {
 		h.minSamples = min(int(math.Ceil(10/(1-q))), 2*est.Window())
 	}
 	h.winShare.Store(math.Float64bits(1)) // hedging starts on
+	h.probeGap.Store(h.probeEvery)
 	return h, nil
 }
 
@@ -115,8 +119,15 @@ func (h *Hedger) Delay() (time.Duration, bool) {
 		return h.fixed, true
 	}
 	d, n := h.est.Tracked(0)
-	if n < h.minSamples {
-		return h.maxDelay, h.maxDelay > 0
+	if n < h.minSamples && !h.warm.Load() {
+		// Cold: the largest latency so far, which a hedge after it
+		// would have cut, bounded by MaxDelay; none at all yet: MaxDelay.
+		d = time.Duration(h.coldMax.Load())
+		if d == 0 {
+			return h.maxDelay, h.maxDelay > 0
+		}
+	} else if n >= h.minSamples && !h.warm.Load() {
+		h.warm.Store(true)
 	}
 	d = max(d, h.minDelay)
 	if h.maxDelay > 0 {
@@ -135,7 +146,7 @@ func (h *Hedger) Begin() (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	if h.Suspended() && (h.probes.Add(1)-1)%h.probeEvery != 0 {
+	if h.Suspended() && (h.probes.Add(1)-1)%h.probeGap.Load() != 0 {
 		return 0, false
 	}
 	return d, true
@@ -153,8 +164,17 @@ func (h *Hedger) Admit() bool {
 // are not observed: a fast failure says nothing about how long an answer
 // takes. With a fixed delay Observe does nothing.
 func (h *Hedger) Observe(latency time.Duration) {
-	if h.est != nil {
-		h.est.Record(latency)
+	if h.est == nil {
+		return
+	}
+	h.est.Record(latency)
+	if !h.warm.Load() {
+		for {
+			old := h.coldMax.Load()
+			if int64(latency) <= old || h.coldMax.CompareAndSwap(old, int64(latency)) {
+				break
+			}
+		}
 	}
 }
 
@@ -167,12 +187,25 @@ func (h *Hedger) Result(hedgeWon bool) {
 	if hedgeWon {
 		x = 1
 	}
+	var s float64
 	for {
 		old := h.winShare.Load()
-		s := math.Float64frombits(old)
-		if h.winShare.CompareAndSwap(old, math.Float64bits(s+winShareWeight*(x-s))) {
-			return
+		s = math.Float64frombits(old) + winShareWeight*(x-math.Float64frombits(old))
+		if h.winShare.CompareAndSwap(old, math.Float64bits(s)) {
+			break
 		}
+	}
+	// While suspended, each lost probe doubles the gap between probes,
+	// up to maxProbeGap times ProbeEvery; a win, or hedging back on,
+	// resets it.
+	gap := h.probeGap.Load()
+	switch {
+	case hedgeWon || s >= h.minWinShare:
+		if gap != h.probeEvery {
+			h.probeGap.Store(h.probeEvery)
+		}
+	case gap < maxProbeGap*h.probeEvery:
+		h.probeGap.CompareAndSwap(gap, 2*gap)
 	}
 }
 

@@ -65,18 +65,25 @@ func TestDelay(t *testing.T) {
 	}{
 		{"fixed", Config{Delay: 7 * time.Millisecond}, 0, 7 * time.Millisecond, true},
 		{"adaptive, no samples, no ceiling: no hedging", Config{}, 0, 0, false},
-		{"adaptive, too few samples: no hedging", Config{}, 100, 0, false},
-		{"adaptive, too few samples: the ceiling", Config{MaxDelay: 50 * time.Millisecond}, 100, 50 * time.Millisecond, true},
+		{"adaptive, no samples: the ceiling", Config{MaxDelay: 50 * time.Millisecond}, 0, 50 * time.Millisecond, true},
+		{"adaptive, too few samples: the largest so far", Config{}, 100, 40 * time.Millisecond, true},
+		{"adaptive, too few samples: the largest, below the ceiling", Config{MaxDelay: 50 * time.Millisecond}, 100, 40 * time.Millisecond, true},
+		{"adaptive, too few samples: the ceiling, below the largest", Config{MaxDelay: 20 * time.Millisecond}, 100, 20 * time.Millisecond, true},
 		{"adaptive, enough samples (200 for p95)", Config{}, 256, 10 * time.Millisecond, true},
 		{"bounded below", Config{MinDelay: 20 * time.Millisecond}, 256, 20 * time.Millisecond, true},
 		{"bounded above", Config{MaxDelay: 5 * time.Millisecond}, 256, 5 * time.Millisecond, true},
-		{"p99 needs 1000 samples", Config{Quantile: 0.99}, 512, 0, false},
+		{"p99 needs 1000 samples", Config{Quantile: 0.99}, 512, 40 * time.Millisecond, true},
+		{"p99 with 1024 samples", Config{Quantile: 0.99}, 1024, 10 * time.Millisecond, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := mustNew(t, tc.cfg)
-			for range tc.samples {
-				h.Observe(10 * time.Millisecond)
+			for i := range tc.samples {
+				d := 10 * time.Millisecond
+				if i == 1 {
+					d = 40 * time.Millisecond // one slow call among the first
+				}
+				h.Observe(d)
 			}
 			got, ok := h.Delay()
 			if ok != tc.wantOK || math.Abs(float64(got-tc.want)) > 0.01*float64(tc.want) {
@@ -116,13 +123,44 @@ func TestSuspendAndProbe(t *testing.T) {
 	if losses != 95 {
 		t.Errorf("suspended after %d lost hedges, want 95", losses)
 	}
-	var may []bool
-	for range 8 {
-		_, ok := h.Begin()
-		may = append(may, ok)
+	// The loss that suspended hedging doubled the gap between probes
+	// from 4 to 8 requests.
+	may := func(n int) []bool {
+		var out []bool
+		for range n {
+			_, ok := h.Begin()
+			out = append(out, ok)
+		}
+		return out
 	}
-	if diff := cmp.Diff([]bool{true, false, false, false, true, false, false, false}, may); diff != "" {
+	probes := func(gap, n int) []bool {
+		out := make([]bool, n)
+		for i := 0; i < n; i += gap {
+			out[i] = true
+		}
+		return out
+	}
+	if diff := cmp.Diff(probes(8, 16), may(16)); diff != "" {
 		t.Errorf("requests that may hedge while suspended (-want +got):\n%s", diff)
+	}
+	// Each lost probe doubles the gap, up to maxProbeGap times ProbeEvery.
+	for range 10 {
+		h.Result(false)
+	}
+	var at []int
+	for i, ok := range may(8 * 4 * maxProbeGap) {
+		if ok {
+			at = append(at, i)
+		}
+	}
+	for i := 1; i < len(at); i++ {
+		if at[i]-at[i-1] != 4*maxProbeGap {
+			t.Errorf("after 10 lost probes, probes at requests %v; want one every %d", at, 4*maxProbeGap)
+			break
+		}
+	}
+	if len(at) != 8 {
+		t.Errorf("after 10 lost probes, %d probes in %d requests, want 8", len(at), 8*4*maxProbeGap)
 	}
 	wins := 0
 	for h.Suspended() {
@@ -150,7 +188,7 @@ func TestSuspendRuleOff(t *testing.T) {
 	}
 }
 
-// TestDefaultBudget checks the default: hedges at most 5% of the requests
+// TestDefaultBudget checks the default: hedges at most 10% of the requests
 // in the window, failed ones included, and none before any request has
 // ended.
 func TestDefaultBudget(t *testing.T) {
@@ -179,8 +217,8 @@ func TestDefaultBudget(t *testing.T) {
 		for h.Admit() {
 			admitted++
 		}
-		if admitted != 50 {
-			t.Errorf("admitted %d hedges for 1000 requests, want 50", admitted)
+		if admitted != 100 {
+			t.Errorf("admitted %d hedges for 1000 requests, want 100", admitted)
 		}
 	})
 }

@@ -107,7 +107,7 @@ func (s stats) String() string {
 const clients = 50
 
 // TestTailAtScale: with 1% of calls taking 1 s and the rest about 10 ms,
-// the default hedger (p95 delay, 5% budget) brings p99.9 from about 1 s
+// the default hedger (p95 delay, 10% budget) brings p99.9 from about 1 s
 // down to about the delay plus a normal call, for about 5% more requests.
 func TestTailAtScale(t *testing.T) {
 	const n = 40000

@@ -16,8 +16,7 @@ func TestHedgerBudgetOnVirtualClock(t *testing.T) {
 		name     string
 		strategy int
 	}{
-		{"adaptive p95 hedge", hedgeAdaptive},
-		{"adaptive p95, 10% budget", hedgeAdaptive10},
+		{"default hedger", hedgeDefault},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var now time.Duration

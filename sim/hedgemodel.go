@@ -1,0 +1,514 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/unherd/unherd/hedge"
+)
+
+// The fan-out model. Each request reads Keys keys; every key's primary
+// copy goes to a random server, and its hedge or tied twin, if one is
+// sent, to another (on the saturated fleet, to the same shard: see
+// fleetSaturated). A server runs Threads copies at a time, first come
+// first served, and starts none while it stalls.
+//
+// It spends events on what needs them, not on every key:
+//
+//   - Copies travel in messages, one per request, round and server: all
+//     of a request's primaries for one server go in one message, as a
+//     fan-out client batches keys per replica, and so do its hedges (or
+//     twins) for one server. One network draw per message.
+//   - A server keeps the time at which each thread frees up instead of a
+//     completion event per copy: a copy that finds a thread free starts
+//     at once, and an event is scheduled only when copies are queued
+//     behind busy threads or a stall, for the moment the next can start.
+//   - A request has one hedge timer, not one per key: all its keys are
+//     sent at once and share the hedger's delay.
+//   - A key's answer is settled without an event when no other copy can
+//     beat it (no hedge can still be sent, or the other copy is resolved);
+//     only keys whose primary answers after the hedge delay, the few a
+//     hedge is for, get an event at their answer's arrival.
+//
+// None of this changes what the model computes, except that the copies
+// of one message share one network delay: each copy starts at the instant
+// it would start with an event of its own, and cancellation is decided at
+// the same instants. The hedger hears of a hedged key when its answer
+// arrives, of the others at the hedge timer (those answered by then) or
+// at the request's end: a little late, never early.
+
+// fleet is the kind of fleet a hedge run simulates.
+type fleet int
+
+const (
+	// fleetStalled: servers at low load that stall now and then
+	// (interference): a hedge to another server finds one that is not
+	// stalled.
+	fleetStalled fleet = iota
+	// fleetLoaded: independent servers at SaturatedLoad with no stalls;
+	// a hedge can still find a shorter queue.
+	fleetLoaded
+	// fleetSaturated: uniformly saturated. The servers are front-ends of
+	// a shared bottleneck: each key lives on one shard, 100 shards at
+	// SaturatedLoad, and every copy of a key, sent to whichever
+	// front-end, queues at its shard and does the same work there. A
+	// second copy waits as long as the first and only adds load.
+	fleetSaturated
+)
+
+// Events of the hedge model.
+const (
+	hArrival int32 = iota // the next fan-out request arrives
+	hMessage              // copies of request id reach a server; arg packs gen, round and server
+	hWake                 // server id may start queued copies
+	hTimer                // request id's hedge delay (or its twins' send time) passed; arg is gen
+	hAnswer               // leaf id's best answer reaches the client; arg is gen
+	hDone                 // request id's last answer reached the client; arg is gen
+	hStall                // server id stalls
+)
+
+// Copy states.
+const (
+	cUnsent  uint8 = iota // not sent (yet)
+	cQueued               // sent: in flight or queued at its server
+	cStarted              // a server started it
+	cDropped              // its server dropped it: cancelled before it started
+)
+
+const never = time.Duration(math.MaxInt64)
+
+// hLeaf is one key's read: copy 0 is the primary, copy 1 the hedge or
+// tied twin.
+type hLeaf struct {
+	server   [2]int32
+	state    [2]uint8
+	cancelAt [2]time.Duration // tied: when the other copy's start reaches this one's server
+	answer   time.Duration    // earliest answer among started copies; never if none
+	service  time.Duration    // the primary's work; on the saturated fleet every copy's
+	replyHop time.Duration    // the primary's answer's network delay
+	winner   uint8
+	mayHedge bool // Begin allowed a hedge
+	final    bool // no copy can beat answer any more
+	told     bool // the hedger has heard of it
+}
+
+// hRequest is one fan-out request in flight; its leaves are
+// leaves[slot*Keys : (slot+1)*Keys].
+type hRequest struct {
+	gen       uint32
+	start     time.Duration
+	delay     time.Duration // hedge delay, or the twins' lag
+	timerDone bool
+	remaining int // keys not final
+	maxAnswer time.Duration
+	// Messages of round 0 (primaries) and 1 (hedges or twins): copy ids
+	// ordered by server, and each server's range in them.
+	ids [2][]int32
+	off [2][]int32
+}
+
+type hServer struct {
+	free    []time.Duration // per thread: when it is free
+	queue   []int64         // copy<<32 | gen
+	head    int
+	stalled time.Duration // no new work starts before this
+	wakeAt  time.Duration // a pending hWake, or -1
+}
+
+type hedgeRun struct {
+	p         *HedgeParams
+	fleet     fleet
+	strategy  int
+	hedger    *hedge.Hedger // nil for no hedge and tied
+	reqs      []hRequest
+	leaves    []hLeaf
+	freeSlots []int32
+	servers   []hServer
+	env       *rand.Rand // the fleet's own draws: stalls and key placement
+	rate      float64
+	arrived   int
+	count     []int32 // scratch, per server
+	picked    []bool  // scratch, per key
+	out       hedgeOut
+}
+
+func (r *hedgeRun) handle(e *engine, ev event) {
+	switch ev.kind {
+	case hArrival:
+		r.arrive(e)
+	case hMessage:
+		gen, round, s := unpackMsg(ev.arg)
+		if q := &r.reqs[ev.id]; q.gen == gen {
+			r.deliver(e, ev.id, round, s)
+		}
+	case hWake:
+		sv := &r.servers[ev.id]
+		if sv.wakeAt == e.elapsed() {
+			sv.wakeAt = -1
+		}
+		r.serve(e, ev.id)
+	case hTimer:
+		if q := &r.reqs[ev.id]; q.gen == uint32(ev.arg) {
+			r.timer(e, ev.id)
+		}
+	case hAnswer:
+		l := &r.leaves[ev.id]
+		if r.reqs[int(ev.id)/r.p.Keys].gen == uint32(ev.arg) && !l.final && l.answer == e.elapsed() {
+			r.settle(e, ev.id)
+		}
+	case hDone:
+		if q := &r.reqs[ev.id]; q.gen == uint32(ev.arg) {
+			r.done(ev.id)
+		}
+	case hStall:
+		sv := &r.servers[ev.id]
+		sv.stalled = max(sv.stalled, e.elapsed()+time.Duration(r.env.ExpFloat64()*float64(r.p.StallMean)))
+		e.after(r.stallGap(), hStall, ev.id, 0)
+	}
+}
+
+func packMsg(gen uint32, round int, s int32) int64 {
+	return int64(gen)<<32 | int64(round)<<31 | int64(s)
+}
+
+func unpackMsg(arg int64) (gen uint32, round int, s int32) {
+	return uint32(arg >> 32), int(arg>>31) & 1, int32(arg & (1<<31 - 1))
+}
+
+// arrive starts the next fan-out request: it places its keys, asks the
+// hedger whether each may hedge, and sends the primaries.
+func (r *hedgeRun) arrive(e *engine) {
+	slot := r.alloc()
+	q := &r.reqs[slot]
+	now := e.elapsed()
+	q.start, q.timerDone, q.remaining, q.maxAnswer = now, false, r.p.Keys, 0
+	base := int(slot) * r.p.Keys
+	hedges := false
+	for k := range r.p.Keys {
+		a := int32(r.env.IntN(r.p.Servers))
+		b := int32(r.env.IntN(r.p.Servers - 1))
+		if b >= a {
+			b++
+		}
+		if r.fleet == fleetSaturated {
+			b = a // the key's shard, whichever front-end the copy goes through
+		}
+		l := &r.leaves[base+k]
+		// The primary's work and reply delay come from the fleet's
+		// source too, so that strategies differ only where they act.
+		*l = hLeaf{server: [2]int32{a, b}, cancelAt: [2]time.Duration{never, never}, answer: never,
+			service: r.draw(r.env), replyHop: r.hop(r.env)}
+		if r.hedger != nil {
+			if d, ok := r.hedger.Begin(); ok {
+				l.mayHedge, q.delay, hedges = true, d, true
+			}
+		}
+	}
+	r.out.keys += int64(r.p.Keys)
+	switch {
+	case r.strategy == hedgeTied:
+		// Dean and Barroso's tied requests: the twin follows after twice
+		// the mean network delay, so that a primary that starts at once
+		// can cancel it before it arrives.
+		q.delay, hedges = 2*r.p.Hop, true
+		for k := range r.p.Keys {
+			r.leaves[base+k].mayHedge = true
+		}
+	case r.hedger == nil:
+		q.timerDone = true
+	}
+	if hedges {
+		e.after(q.delay, hTimer, slot, int64(q.gen))
+	} else {
+		q.timerDone = true
+	}
+	r.send(e, slot, 0, func(int) bool { return true })
+	r.arrived++
+	if r.arrived < r.p.Requests {
+		e.after(time.Duration(float64(time.Second)/r.rate), hArrival, 0, 0)
+	}
+}
+
+// alloc returns a free request slot, growing the pools if none is free.
+func (r *hedgeRun) alloc() int32 {
+	if n := len(r.freeSlots); n > 0 {
+		slot := r.freeSlots[n-1]
+		r.freeSlots = r.freeSlots[:n-1]
+		return slot
+	}
+	r.reqs = append(r.reqs, hRequest{})
+	q := &r.reqs[len(r.reqs)-1]
+	for i := range q.ids {
+		q.ids[i] = make([]int32, 0, r.p.Keys)
+		q.off[i] = make([]int32, r.p.Servers+1)
+	}
+	r.leaves = append(r.leaves, make([]hLeaf, r.p.Keys)...)
+	return int32(len(r.reqs) - 1)
+}
+
+// send sends copy round of every key k of request slot for which pick(k)
+// holds: one message per server, ordered by server (a counting sort).
+func (r *hedgeRun) send(e *engine, slot int32, round int, pick func(k int) bool) {
+	q := &r.reqs[slot]
+	base := int(slot) * r.p.Keys
+	clear(r.count)
+	n := 0
+	for k := range r.p.Keys {
+		r.picked[k] = pick(k) // once: pick may have effects (Admit)
+		if r.picked[k] {
+			r.count[r.leaves[base+k].server[round]]++
+			n++
+		}
+	}
+	off := q.off[round]
+	off[0] = 0
+	for s := range r.p.Servers {
+		off[s+1] = off[s] + r.count[s]
+	}
+	ids := q.ids[round][:n]
+	copy(r.count, off[:r.p.Servers])
+	for k := range r.p.Keys {
+		if r.picked[k] {
+			l := &r.leaves[base+k]
+			s := l.server[round]
+			ids[r.count[s]] = int32(2*(base+k) + round)
+			r.count[s]++
+			l.state[round] = cQueued
+		}
+	}
+	q.ids[round] = ids
+	r.out.sent += int64(n)
+	src := e.rng
+	if round == 0 {
+		src = r.env
+	}
+	for s := range r.p.Servers {
+		if off[s+1] > off[s] {
+			e.after(r.hop(src), hMessage, slot, packMsg(q.gen, round, int32(s)))
+		}
+	}
+}
+
+// deliver queues the copies of request slot's round-th message at server
+// s. A tied twin whose primary's cancellation got there first is dropped
+// on arrival.
+func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
+	q := &r.reqs[slot]
+	sv := &r.servers[s]
+	now := e.elapsed()
+	for _, c := range q.ids[round][q.off[round][s]:q.off[round][s+1]] {
+		l := &r.leaves[c/2]
+		if l.cancelAt[c%2] <= now || l.answer <= now {
+			r.drop(e, c/2, int(c%2))
+			continue
+		}
+		sv.queue = append(sv.queue, int64(c)<<32|int64(q.gen))
+	}
+	r.serve(e, s)
+}
+
+// serve starts queued copies on server s while it has a free thread and
+// is not stalled, dropping copies whose key was answered or whose tied
+// twin started first; it schedules a wake-up for when it can go on.
+func (r *hedgeRun) serve(e *engine, s int32) {
+	sv := &r.servers[s]
+	now := e.elapsed()
+	t := -1 // the thread that frees first, once known
+	for sv.head < len(sv.queue) {
+		x := sv.queue[sv.head]
+		c, gen := int32(x>>32), uint32(x)
+		leaf := int(c / 2)
+		l := &r.leaves[leaf]
+		cp := int(c % 2)
+		if r.reqs[leaf/r.p.Keys].gen != gen {
+			sv.head++
+			continue
+		}
+		if l.cancelAt[cp] <= now || l.answer <= now {
+			sv.head++
+			r.drop(e, int32(leaf), cp)
+			continue
+		}
+		if now < sv.stalled {
+			r.wake(e, s, sv.stalled)
+			return
+		}
+		if t < 0 {
+			t = 0
+			for i, f := range sv.free {
+				if f < sv.free[t] {
+					t = i
+				}
+			}
+		}
+		if sv.free[t] > now {
+			r.wake(e, s, sv.free[t])
+			return
+		}
+		sv.head++
+		svc, hop := l.service, l.replyHop
+		if cp == 1 {
+			if r.fleet != fleetSaturated {
+				svc = r.draw(e.rng)
+			}
+			hop = r.hop(e.rng)
+		}
+		sv.free[t] = now + svc
+		t = -1
+		r.out.executed++
+		l.state[cp] = cStarted
+		if r.strategy == hedgeTied {
+			// Tell the twin's server, even if the twin has not reached
+			// it yet: it drops the twin on arrival. The same server
+			// knows at once.
+			lag := time.Duration(0)
+			if l.server[0] != l.server[1] {
+				lag = e.normal(r.p.CancelHop, r.p.CancelHop/5)
+			}
+			l.cancelAt[1-cp] = min(l.cancelAt[1-cp], now+lag)
+		}
+		r.started(e, int32(leaf), cp, now+svc+hop)
+	}
+	if sv.head == len(sv.queue) {
+		sv.queue, sv.head = sv.queue[:0], 0
+	} else if sv.head > 1024 && sv.head > len(sv.queue)/2 {
+		sv.queue = append(sv.queue[:0], sv.queue[sv.head:]...)
+		sv.head = 0
+	}
+}
+
+// wake makes sure server s is served again at t.
+func (r *hedgeRun) wake(e *engine, s int32, t time.Duration) {
+	sv := &r.servers[s]
+	if sv.wakeAt >= 0 && sv.wakeAt <= t {
+		return
+	}
+	sv.wakeAt = t
+	e.at(t, hWake, s, 0)
+}
+
+// pending reports whether leaf's copy cp may still start: it is queued,
+// or it is a hedge or twin that its request may still send.
+func (r *hedgeRun) pending(leaf int32, cp int) bool {
+	l := &r.leaves[leaf]
+	switch l.state[cp] {
+	case cQueued:
+		return true
+	case cUnsent:
+		q := &r.reqs[int(leaf)/r.p.Keys]
+		return cp == 1 && l.mayHedge && !q.timerDone && l.answer > q.start+q.delay
+	}
+	return false
+}
+
+// started records that leaf's copy cp started and will answer at answer.
+func (r *hedgeRun) started(e *engine, leaf int32, cp int, answer time.Duration) {
+	l := &r.leaves[leaf]
+	if answer < l.answer {
+		l.answer, l.winner = answer, uint8(cp)
+	}
+	if l.final {
+		return
+	}
+	switch {
+	case !r.pending(leaf, 1-cp):
+		r.settle(e, leaf) // nothing else can answer sooner
+	case l.answer == answer && r.strategy != hedgeTied:
+		// The other copy may still beat it: settle when it arrives.
+		e.at(answer, hAnswer, leaf, int64(r.reqs[int(leaf)/r.p.Keys].gen))
+	}
+}
+
+// drop records that leaf's copy cp was dropped by its server.
+func (r *hedgeRun) drop(e *engine, leaf int32, cp int) {
+	l := &r.leaves[leaf]
+	l.state[cp] = cDropped
+	if !l.final && l.answer != never && !r.pending(leaf, 1-cp) {
+		r.settle(e, leaf)
+	}
+}
+
+// timer runs at request slot's hedge delay: it hedges every key that may
+// and has no answer yet, if the hedger admits it, and tells the hedger of
+// the keys answered by now. For tied requests it sends every twin.
+func (r *hedgeRun) timer(e *engine, slot int32) {
+	q := &r.reqs[slot]
+	q.timerDone = true
+	now := e.elapsed()
+	base := int(slot) * r.p.Keys
+	if r.strategy == hedgeTied {
+		r.send(e, slot, 1, func(int) bool { return true })
+		return
+	}
+	r.send(e, slot, 1, func(k int) bool {
+		l := &r.leaves[base+k]
+		return l.mayHedge && l.answer > now && r.hedger.Admit()
+	})
+	for k := range r.p.Keys {
+		leaf := int32(base + k)
+		l := &r.leaves[leaf]
+		if l.state[1] == cUnsent && !l.final && l.answer != never && !r.pending(leaf, 0) {
+			r.settle(e, leaf) // no hedge: the primary's answer stands
+		}
+		if l.final && l.answer <= now {
+			r.tell(q, l)
+		}
+	}
+}
+
+// settle makes leaf's answer final.
+func (r *hedgeRun) settle(e *engine, leaf int32) {
+	l := &r.leaves[leaf]
+	l.final = true
+	slot := int32(int(leaf) / r.p.Keys)
+	q := &r.reqs[slot]
+	if l.answer <= e.elapsed() {
+		r.tell(q, l) // settled by its answer's arrival
+	}
+	q.maxAnswer = max(q.maxAnswer, l.answer)
+	q.remaining--
+	if q.remaining == 0 {
+		e.at(q.maxAnswer, hDone, slot, int64(q.gen))
+	}
+}
+
+// tell reports leaf l of request q to the hedger, once.
+func (r *hedgeRun) tell(q *hRequest, l *hLeaf) {
+	if r.hedger == nil || l.told {
+		return
+	}
+	l.told = true
+	r.hedger.Observe(l.answer - q.start)
+	if l.state[1] != cUnsent {
+		r.hedger.Result(l.winner == 1)
+	}
+	r.hedger.End(nil) // reads do not fail in this model
+}
+
+// done ends request slot: its latency is its last key's answer.
+func (r *hedgeRun) done(slot int32) {
+	q := &r.reqs[slot]
+	base := int(slot) * r.p.Keys
+	for k := range r.p.Keys {
+		r.tell(q, &r.leaves[base+k])
+	}
+	r.out.latencies = append(r.out.latencies, q.maxAnswer-q.start)
+	q.gen++ // every copy still queued is now stale
+	r.freeSlots = append(r.freeSlots, slot)
+}
+
+// stallGap draws the time to a server's next stall.
+func (r *hedgeRun) stallGap() time.Duration {
+	return time.Duration(r.env.ExpFloat64() / r.p.StallRate * float64(time.Second))
+}
+
+// draw draws one copy's service time from src.
+func (r *hedgeRun) draw(src *rand.Rand) time.Duration {
+	return time.Duration(float64(r.p.Service) * math.Exp(src.NormFloat64()*r.p.Sigma))
+}
+
+// hop draws one network delay from src: |Normal(Hop, Hop/5)|.
+func (r *hedgeRun) hop(src *rand.Rand) time.Duration {
+	return time.Duration(math.Abs(float64(r.p.Hop) + src.NormFloat64()*float64(r.p.Hop/5)))
+}

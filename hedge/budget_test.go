@@ -172,3 +172,30 @@ func TestDoRecordsNothingWhenTheCallerGivesUp(t *testing.T) {
 		}
 	})
 }
+
+// TestRefundHedgeAdmittedAfterSettling: a hedge whose withdrawal is still
+// being decided when the primary answers is paid for but never starts;
+// its cost goes back to a budget that can refund it.
+func TestRefundHedgeAdmittedAfterSettling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBudget{allow: -1, gate: make(chan struct{})}
+		h := mustNew(t, Config{Delay: 10 * ms, Budget: b})
+		s := newScript(outcome{after: 12 * ms, value: 1}, outcome{after: time.Millisecond, value: 2})
+		// At 10 ms the timer asks the budget, which answers only after
+		// the primary has settled the call at 12 ms.
+		v, err := Do(context.Background(), h, s.fn, nil)
+		if v != 1 || err != nil {
+			t.Fatalf("Do = %v, %v; want 1, nil", v, err)
+		}
+		close(b.gate)
+		drain()
+		if got := s.startedAt(); len(got) != 1 {
+			t.Errorf("attempts started at %v, want the primary alone", got)
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.withdrawn != 1 || b.refunded != 1 {
+			t.Errorf("withdrawn %d, refunded %d; want 1 and 1", b.withdrawn, b.refunded)
+		}
+	})
+}

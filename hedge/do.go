@@ -267,14 +267,19 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 	}
 	admitted := c.h.Admit()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !admitted {
 		c.closed = true
+		c.mu.Unlock()
 		return nil, 0, false
 	}
 	if c.settled || c.started > c.h.maxHedges {
-		return nil, 0, false // lost a race with another start or the end
+		// Lost a race with another start or the end: the hedge paid for
+		// will not run, so its cost goes back (outside the lock).
+		c.mu.Unlock()
+		c.h.Refund()
+		return nil, 0, false
 	}
+	defer c.mu.Unlock()
 	i := c.started
 	c.started++
 	c.running++

@@ -79,7 +79,9 @@
 // # Budget
 //
 // Each hedge withdraws budget.Transient from Config.Budget before it
-// starts. Each request is recorded once, when it ends, as a call's first
+// starts; if the call settles while the budget is being asked, the hedge
+// does not start and its cost goes back to a budget that implements
+// budget.Refunder ([Hedger.Refund]). Each request is recorded once, when it ends, as a call's first
 // attempt with its real outcome: budget.Attempt{N: 1} for a success,
 // {N: 1, Failed: true, Class: c} for the error that settled it, classified
 // by Config.Classify (retry.DefaultClassify by default). So a dependency
@@ -154,6 +156,7 @@
 //
 //	delay, ok := h.Begin()   // per request: may it hedge, after what delay?
 //	ok = h.Admit()           // per hedge about to start: pays for it from the budget
+//	h.Refund()               // per admitted hedge that does not start after all
 //	h.Observe(latency)       // per successful request: start to first success
 //	h.Result(hedgeWon)       // per successful request that started a hedge
 //	h.End(err)               // per request, once it has ended: records its outcome with the budget

@@ -159,6 +159,17 @@ func (h *Hedger) Admit() bool {
 	return h.budget.Withdraw(budget.Transient)
 }
 
+// Refund gives back what Admit took for a hedge that will not start after
+// all (Do calls it when the call settled while the hedge was being
+// admitted). It does so only if the budget implements budget.Refunder;
+// otherwise the hedge stays counted, which errs on the side of fewer
+// hedges.
+func (h *Hedger) Refund() {
+	if r, ok := h.budget.(budget.Refunder); ok {
+		r.Refund(budget.Transient)
+	}
+}
+
 // Observe records the latency of a request that succeeded, from its start
 // to its first successful answer, for the adaptive delay. Failed requests
 // are not observed: a fast failure says nothing about how long an answer

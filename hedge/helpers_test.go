@@ -31,10 +31,15 @@ type fakeBudget struct {
 	records   []budget.Attempt
 	withdrawn int
 	refused   int
+	refunded  int
 	classes   []budget.Class // of every Withdraw
+	gate      chan struct{}  // if set, Withdraw waits for it to close
 }
 
 func (b *fakeBudget) Withdraw(c budget.Class) bool {
+	if b.gate != nil {
+		<-b.gate
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.classes = append(b.classes, c)
@@ -44,6 +49,12 @@ func (b *fakeBudget) Withdraw(c budget.Class) bool {
 	}
 	b.withdrawn++
 	return true
+}
+
+func (b *fakeBudget) Refund(budget.Class) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refunded++
 }
 
 func (b *fakeBudget) Record(a budget.Attempt) {

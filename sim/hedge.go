@@ -320,7 +320,7 @@ func runHedge(done <-chan struct{}, seed, stream uint64, p *HedgeParams, fl flee
 	e := newEngine(seed, stream)
 	e.done = done
 	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: p.Rate,
-		count: make([]int32, p.Servers), picked: make([]bool, p.Keys)}
+		count: make([]int32, p.Servers), picked: make([]bool, p.Keys), placed: make([][2]int32, p.Keys)}
 	for s := range r.servers {
 		r.servers[s] = hServer{free: make([]time.Duration, p.Threads), wakeAt: -1}
 	}

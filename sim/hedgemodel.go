@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/unherd/unherd/hedge"
@@ -128,8 +129,9 @@ type hedgeRun struct {
 	env       *rand.Rand // the fleet's own draws: stalls and key placement
 	rate      float64
 	arrived   int
-	count     []int32 // scratch, per server
-	picked    []bool  // scratch, per key
+	count     []int32    // scratch, per server
+	picked    []bool     // scratch, per key
+	placed    [][2]int32 // scratch, per key: primary and second server
 	out       hedgeOut
 }
 
@@ -185,6 +187,9 @@ func (r *hedgeRun) arrive(e *engine) {
 	q.start, q.timerDone, q.remaining, q.maxAnswer = now, false, r.p.Keys, 0
 	base := int(slot) * r.p.Keys
 	hedges := false
+	// Place the keys, then lay their leaves out by primary server, so
+	// that the copies of one message sit side by side in memory.
+	clear(r.count)
 	for k := range r.p.Keys {
 		a := int32(r.env.IntN(r.p.Servers))
 		b := int32(r.env.IntN(r.p.Servers - 1))
@@ -194,10 +199,21 @@ func (r *hedgeRun) arrive(e *engine) {
 		if r.fleet == fleetSaturated {
 			b = a // the key's shard, whichever front-end the copy goes through
 		}
-		l := &r.leaves[base+k]
+		r.placed[k] = [2]int32{a, b}
+		r.count[a]++
+	}
+	pos := 0
+	for s, n := range r.count {
+		r.count[s] = int32(pos)
+		pos += int(n)
+	}
+	for k := range r.p.Keys {
+		a := r.placed[k][0]
+		l := &r.leaves[base+int(r.count[a])]
+		r.count[a]++
 		// The primary's work and reply delay come from the fleet's
 		// source too, so that strategies differ only where they act.
-		*l = hLeaf{server: [2]int32{a, b}, cancelAt: [2]time.Duration{never, never}, answer: never,
+		*l = hLeaf{server: r.placed[k], cancelAt: [2]time.Duration{never, never}, answer: never,
 			service: r.draw(r.env), replyHop: r.hop(r.env)}
 		if r.hedger != nil {
 			if d, ok := r.hedger.Begin(); ok {
@@ -243,7 +259,7 @@ func (r *hedgeRun) alloc() int32 {
 		q.ids[i] = make([]int32, 0, r.p.Keys)
 		q.off[i] = make([]int32, r.p.Servers+1)
 	}
-	r.leaves = append(r.leaves, make([]hLeaf, r.p.Keys)...)
+	r.leaves = slices.Grow(r.leaves, r.p.Keys)[:len(r.leaves)+r.p.Keys] // arrive fills them
 	return int32(len(r.reqs) - 1)
 }
 
@@ -372,7 +388,7 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 	}
 	if sv.head == len(sv.queue) {
 		sv.queue, sv.head = sv.queue[:0], 0
-	} else if sv.head > 1024 && sv.head > len(sv.queue)/2 {
+	} else if sv.head > 64 && sv.head > len(sv.queue)/2 {
 		sv.queue = append(sv.queue[:0], sv.queue[sv.head:]...)
 		sv.head = 0
 	}

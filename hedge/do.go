@@ -138,8 +138,7 @@ var epoch = time.Now()
 // End. A failure after parent ended is recorded only if a retry attempt
 // timeout ended it, and then as a Timeout: the dependency was too slow;
 // otherwise the caller gave up, which says nothing about the dependency.
-// The clock is read once, and only if the latency or the default budget
-// needs it.
+// The clock is read once, and only to measure the latency.
 func (h *Hedger) ended(parent context.Context, start time.Duration, err error, hedged, hedgeWon bool) {
 	observe := err == nil && h.est != nil
 	record, timedOut := h.record, false
@@ -147,12 +146,8 @@ func (h *Hedger) ended(parent context.Context, start time.Duration, err error, h
 		timedOut = errors.Is(context.Cause(parent), retry.ErrAttemptTimeout)
 		record = record && timedOut
 	}
-	var now time.Duration
-	if observe || record && h.ratio != nil {
-		now = time.Since(epoch)
-	}
 	if observe {
-		h.Observe(now - start)
+		h.Observe(time.Since(epoch) - start)
 	}
 	if err == nil && hedged {
 		h.Result(hedgeWon)
@@ -160,9 +155,9 @@ func (h *Hedger) ended(parent context.Context, start time.Duration, err error, h
 	switch {
 	case !record:
 	case timedOut:
-		h.recordAt(epoch.Add(now), budget.Attempt{N: 1, Failed: true, Class: budget.Timeout})
+		h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Timeout})
 	default:
-		h.end(err, epoch.Add(now))
+		h.End(err)
 	}
 }
 

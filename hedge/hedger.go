@@ -44,8 +44,7 @@ type Hedger struct {
 	minSamples  int
 	maxHedges   int
 	budget      budget.Budget
-	ratio       *budget.Ratio // the default budget, on the real clock; nil if Config.Budget was set
-	record      bool          // End records requests with the budget (not SharedWithRetry)
+	record      bool // End records requests with the budget (not SharedWithRetry)
 	classify    func(error) budget.Class
 	nonFatal    func(error) bool
 	minWinShare float64
@@ -88,7 +87,7 @@ func New(cfg Config) (*Hedger, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: default budget: %w", ErrInvalidConfig, err)
 		}
-		h.budget, h.ratio = b, b
+		h.budget = b
 	}
 	if h.fixed == 0 {
 		q := cmp.Or(cfg.Quantile, DefaultQuantile)
@@ -234,12 +233,7 @@ func (h *Hedger) Result(hedgeWon bool) {
 // (retry.ErrAttemptTimeout), which Do records as a Timeout. With
 // Config.SharedWithRetry, End records nothing: the retry policy records
 // the attempt that made the request.
-func (h *Hedger) End(err error) { h.end(err, time.Time{}) }
-
-// end is End for a caller that has just read the clock anyway: the
-// default budget, which runs on the real clock, takes that reading
-// instead of reading the clock again.
-func (h *Hedger) end(err error, now time.Time) {
+func (h *Hedger) End(err error) {
 	if !h.record {
 		return
 	}
@@ -249,16 +243,6 @@ func (h *Hedger) end(err error, now time.Time) {
 			return
 		}
 		a.Failed, a.Class = true, h.classify(err)
-	}
-	h.recordAt(now, a)
-}
-
-// recordAt records a with the budget, at now if it is known and the
-// budget is the default one.
-func (h *Hedger) recordAt(now time.Time, a budget.Attempt) {
-	if h.ratio != nil && !now.IsZero() {
-		h.ratio.RecordAt(now, a)
-		return
 	}
 	h.budget.Record(a)
 }

@@ -313,12 +313,13 @@ func redisLedger(ctx context.Context, addr string) (*demoLedger, error) {
 	if !loopback(host) {
 		return nil, fmt.Errorf("--redis %q: %w", addr, errNotLoopback)
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	redis.SetLogger(quietRedis{}) // the demo reports what fails itself
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("Redis at %s: %w", addr, err)
+		return nil, fmt.Errorf("the Redis at %s: %w", addr, err)
 	}
 	l := memoryLedger()
 	l.store = unherdredis.NewStore(c, unherdredis.StoreConfig{Prefix: "unherd:demo:" + newRunID() + ":"})
@@ -326,6 +327,11 @@ func redisLedger(ctx context.Context, addr string) (*demoLedger, error) {
 	l.close = func() { _ = c.Close() }
 	return l, nil
 }
+
+// quietRedis drops go-redis's log lines.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // postgresLedger keeps the records and the charges in a schema of the
 // run's own, dropped at the end; a charge commits with its record.
@@ -346,7 +352,7 @@ func postgresLedger(ctx context.Context, dsn string) (*demoLedger, error) {
 		if pool != nil {
 			pool.Close()
 		}
-		return nil, fmt.Errorf("PostgreSQL: %w", err)
+		return nil, fmt.Errorf("the PostgreSQL: %w", err)
 	}
 	schema := "unherd_demo_" + newRunID()
 	table := pgx.Identifier{schema, "charges"}.Sanitize()
@@ -354,13 +360,14 @@ func postgresLedger(ctx context.Context, dsn string) (*demoLedger, error) {
 	drop := func() {
 		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()+"; CREATE TABLE "+table+" (payment text NOT NULL)"); err == nil {
+	_, err = pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()+"; CREATE TABLE "+table+" (payment text NOT NULL)")
+	if err == nil {
 		err = store.EnsureSchema(ctx)
 	}
 	if err != nil {
 		drop()
 		pool.Close()
-		return nil, fmt.Errorf("PostgreSQL: %w", err)
+		return nil, fmt.Errorf("the PostgreSQL: %w", err)
 	}
 	return &demoLedger{
 		store: store, what: "records and charges in PostgreSQL, committed together",

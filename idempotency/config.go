@@ -78,7 +78,10 @@ type Config struct {
 	// means DefaultTTL (24 h).
 	TTL time.Duration
 
-	// Lease is the in-flight lease; see DefaultLease. Zero means 30 s.
+	// Lease is the in-flight lease of a shared store; see DefaultLease.
+	// Zero means 30 s. With a Memory store, which dies with the process
+	// that holds its leases, a claim lasts until its handler returns and
+	// is not renewed.
 	Lease time.Duration
 
 	// Wait is how long a request whose key is in flight waits for the

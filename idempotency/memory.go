@@ -35,7 +35,9 @@ type MemoryConfig struct {
 // by their lease or TTL (evicted lazily as the shard is used), and are
 // bounded in total size. It serves one process; a fleet of servers needs
 // a shared store such as the Redis and PostgreSQL ones of unherd's nested
-// modules. It is safe for concurrent use.
+// modules. The middleware claims its keys until the handler returns, with
+// no lease to renew: a record cannot outlive the process that would have
+// to renew it. It is safe for concurrent use.
 type Memory struct {
 	seed   maphash.Seed
 	shards []memShard

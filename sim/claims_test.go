@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -207,9 +208,15 @@ func TestPolicyWarnings(t *testing.T) {
 // the seeds that differ, and prints each figure's median with its range.
 func TestMergeSeeds(t *testing.T) {
 	mk := func(v float64, holds bool) *Result {
+		free := fmt.Sprintf("p99.9 %.0f ms to 30 ms (%.1fx)", 10*v, v/3)
+		other := "steady"
+		if v == 40 {
+			other = "a different sentence"
+		}
 		return &Result{Scenario: "s", Columns: []string{"name", "n", "x"},
-			Rows:   []Row{{"name": "a", "n": int(v), "x": v / 2}},
-			Claims: []Claim{claim("src", "v is small", holds, "v %.0f, half %.1f", v, v/2), {Claim: "free text", Measured: "text", Holds: true}}}
+			Rows: []Row{{"name": "a", "n": int(v), "x": v / 2}},
+			Claims: []Claim{claim("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
+				{Claim: "free text", Measured: free, Holds: true}, {Claim: "other", Measured: other, Holds: true}}}
 	}
 	got := mergeSeeds(3, []*Result{mk(10, true), mk(30, false), mk(20, true), mk(40, false), mk(12, true)})
 	if want := []uint64{3, 4, 5, 6, 7}; !cmp.Equal(got.Seeds, want) {
@@ -228,8 +235,14 @@ func TestMergeSeeds(t *testing.T) {
 	if want := "5 seeds (3-7); differs on 4, 6"; c.SeedSummary() != want {
 		t.Errorf("SeedSummary = %q, want %q", c.SeedSummary(), want)
 	}
-	if f := got.Claims[1]; !f.Holds || f.Measured != "seed 3: text" {
-		t.Errorf("free-text claim: %+v", f)
+	// A claim without figures: the numbers of its texts are merged when
+	// the texts agree otherwise, and the first seed's text is shown when
+	// they do not.
+	if f, want := got.Claims[1], "p99.9 200 [100-400] ms to 30 ms (6.7 [3.3-13.3]x)"; !f.Holds || f.Measured != want {
+		t.Errorf("free-text claim: measured %q, want %q", f.Measured, want)
+	}
+	if f := got.Claims[2]; f.Measured != "seed 3: steady" {
+		t.Errorf("texts that differ: measured %q", f.Measured)
 	}
 }
 

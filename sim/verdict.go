@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,8 +59,10 @@ func (c *Claim) render() string {
 // (each run still spreads its own work over o.Workers goroutines), and
 // merges the results: every numeric table cell is the median over the
 // seeds; charts come from the first seed; a claim holds only if it holds
-// on every seed, its figures are medians with the range over the seeds,
-// and Differs lists the seeds on which it does not hold. n below 2 is one
+// on every seed, its figures are medians with the range over the seeds
+// (for a claim built without figures, the numbers of its text, when the
+// seeds' texts agree otherwise), and Differs lists the seeds on which it
+// does not hold. n below 2 is one
 // run of s. The merge is by seed index: the same seeds give the same
 // result.
 func RunSeeds(ctx context.Context, s Scenario, p Params, o Options, n int) (*Result, error) {
@@ -184,10 +187,44 @@ func mergeClaim(seeds []uint64, per []Claim) Claim {
 			c.Figures[j] = Figure{Value: median(vals), Min: slices.Min(vals), Max: slices.Max(vals), seeds: vals}
 		}
 		c.Measured = c.render()
+	} else if m, ok := mergeText(per); ok {
+		c.Measured = m
 	} else {
 		c.Measured = fmt.Sprintf("seed %d: %s", seeds[0], c.Measured)
 	}
 	return c
+}
+
+// number matches a figure in a claim's text: digits, perhaps with a
+// fraction (no sign: a hyphen in "1-5" separates).
+var numberRE = regexp.MustCompile(`\d+(?:\.\d+)?`)
+
+// mergeText merges the Measured texts of a claim built without figures:
+// when every seed's text is the same but for its numbers, each number
+// becomes the median over the seeds with their range, in the first
+// seed's precision. It reports false when the texts differ otherwise.
+func mergeText(per []Claim) (string, bool) {
+	skeleton := numberRE.ReplaceAllString(per[0].Measured, "\x00")
+	nums := make([][]string, len(per))
+	for k, pc := range per {
+		if numberRE.ReplaceAllString(pc.Measured, "\x00") != skeleton {
+			return "", false
+		}
+		nums[k] = numberRE.FindAllString(pc.Measured, -1)
+	}
+	i := 0
+	return numberRE.ReplaceAllStringFunc(per[0].Measured, func(tok string) string {
+		prec := 0
+		if dot := strings.IndexByte(tok, '.'); dot >= 0 {
+			prec = len(tok) - dot - 1
+		}
+		vals := make([]float64, len(per))
+		for k := range per {
+			vals[k], _ = strconv.ParseFloat(nums[k][i], 64)
+		}
+		i++
+		return fmt.Sprintf("%.*f", prec, Figure{Value: median(vals), Min: slices.Min(vals), Max: slices.Max(vals)})
+	}), true
 }
 
 // SeedSummary says on how many seeds a claim was judged and which ones

@@ -30,7 +30,8 @@ type policySpec struct {
 	ratio    float64 // share of requests for budgetRatio
 	noFloor  bool    // budgetRatio without its floor of retries per second
 	timeout  time.Duration
-	guard    string // guardNone, guardBreaker or guardThrottle
+	guard    string                 // guardNone, guardBreaker or guardThrottle
+	onEmpty  retry.BudgetExhaustion // what a call the empty budget stops does; zero for the library's default
 }
 
 // Guards of a policySpec: consulted before every attempt, told how it
@@ -135,7 +136,7 @@ func (s *policySpec) build(e *engine) (*retry.Policy, error) {
 		return nil, err
 	}
 	p, err := retry.New(retry.Config{MaxAttempts: s.attempts, Backoff: s.sched, Budget: b,
-		AttemptTimeout: s.timeout, Guards: guards})
+		AttemptTimeout: s.timeout, Guards: guards, OnBudgetExhausted: s.onEmpty})
 	if err != nil {
 		return nil, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.name, err)
 	}

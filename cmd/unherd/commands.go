@@ -35,7 +35,7 @@ type runFlags struct {
 
 func (r *runFlags) register(fs *flag.FlagSet) {
 	r.seed = defaultSeed
-	fs.Var(&r.seed, "seed", "random `seed`, a whole number from 0 to 18446744073709551615; the same seed gives the same results (default 1)")
+	fs.Var(&r.seed, "seed", "random `seed`, a whole number from 0 to 18446744073709551615; the same seed gives the same results")
 	fs.IntVar(&r.workers, "workers", 0, "goroutines running independent runs (0: one per core); results do not depend on it")
 	fs.BoolVar(&r.quiet, "quiet", false, "write no progress on standard error")
 }

@@ -240,7 +240,7 @@ func (f *finder) attempt(l *Loop) bool {
 // success test and token.NEQ for a failure test, and the condition that
 // decides; or an if on a boolean decision computed from the error, where
 // "if !retry" counts as a success test and "if retry" as a failure test,
-// and the decision's call is the condition. It returns op 0 if there is
+// and the decision's expression is the condition. It returns op 0 if there is
 // none before a statement that leaves the loop.
 func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object, call *ast.CallExpr) (int, token.Token, ast.Expr) {
 	var decision types.Object
@@ -276,15 +276,11 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 	return -1, 0, nil
 }
 
-// decision returns the boolean variable s assigns from a call that is
-// given the error errv (retry, reason := shouldRetry(err, resp, n)), with
-// that call; or nil.
+// decision returns the boolean variable s assigns from an expression of
+// the error errv (retry, reason := shouldRetry(err, resp, n); needsRetry
+// := err != nil && !permanent), with that expression; or nil.
 func (f *finder) decision(s *ast.AssignStmt, errv types.Object) (types.Object, ast.Expr) {
 	if errv == nil || len(s.Rhs) != 1 {
-		return nil, nil
-	}
-	c, ok := ast.Unparen(s.Rhs[0]).(*ast.CallExpr)
-	if !ok {
 		return nil, nil
 	}
 	id, ok := s.Lhs[0].(*ast.Ident)
@@ -295,12 +291,17 @@ func (f *finder) decision(s *ast.AssignStmt, errv types.Object) (types.Object, a
 	if d == nil || !types.Identical(d.Type().Underlying(), types.Typ[types.Bool]) {
 		return nil, nil
 	}
-	for _, a := range c.Args {
-		if aid, ok := ast.Unparen(a).(*ast.Ident); ok && f.info.ObjectOf(aid) == errv {
-			return d, c
+	uses := false
+	ast.Inspect(s.Rhs[0], func(n ast.Node) bool {
+		if aid, ok := n.(*ast.Ident); ok && f.info.ObjectOf(aid) == errv {
+			uses = true
 		}
+		return !uses
+	})
+	if !uses {
+		return nil, nil
 	}
-	return nil, nil
+	return d, s.Rhs[0]
 }
 
 // branches reports whether ifs, the branch on the attempt's error (op

@@ -224,3 +224,15 @@ func sharedExit() error {
 		time.Sleep(time.Second)
 	}
 }
+
+// Positive: a decision computed from the error, no bound.
+func decided() error {
+	for { // want `no attempt limit and no deadline`
+		err := call()
+		needsRetry := err != nil && retryable(err)
+		if !needsRetry {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}

@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestHedgerBudgetOnVirtualClock: the hedgers of a hedge run must keep
@@ -44,4 +48,83 @@ func TestHedgerBudgetOnVirtualClock(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The hedge claims are computed from the measurements: the default
+// hedger's claim holds for a 10x cut within 6% extra requests and not
+// otherwise, and the saturated claim needs suspension and no percentile
+// worse than without hedging.
+func TestHedgeClaimsFollowMeasurements(t *testing.T) {
+	p := defaultHedgeParams()
+	ms := time.Millisecond
+	outcomes := func(defP999 time.Duration, defSent float64, satSuspended bool, satP99 time.Duration) []HedgeOutcome {
+		var outs []HedgeOutcome
+		for f := range hedgeFleets {
+			for s := range hedgeStrategies {
+				o := HedgeOutcome{P50: 10 * ms, P99: 100 * ms, P999: 1000 * ms}
+				switch {
+				case s == hedgeDefault && f == 0:
+					o.P999, o.ExtraSent = defP999, defSent
+				case s == hedgeDefault && f == 2:
+					o.Suspended, o.P99 = satSuspended, satP99
+				}
+				outs = append(outs, o)
+			}
+		}
+		return outs
+	}
+	tests := []struct {
+		name          string
+		outs          []HedgeOutcome
+		defHolds      bool
+		saturatedHold bool
+	}{
+		{"cuts 20x for 5%, suspends", outcomes(50*ms, 0.05, true, 100*ms), true, true},
+		{"cuts 5x", outcomes(200*ms, 0.05, true, 100*ms), false, true},
+		{"costs 7%", outcomes(50*ms, 0.07, true, 100*ms), false, true},
+		{"never suspends", outcomes(50*ms, 0.05, false, 100*ms), true, false},
+		{"suspends but p99 worse", outcomes(50*ms, 0.05, true, 110*ms), true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := hedgeClaims(p, tt.outs)
+			if c[1].Holds != tt.defHolds || c[4].Holds != tt.saturatedHold {
+				t.Errorf("default claim holds %v (want %v), saturated claim holds %v (want %v): %s; %s",
+					c[1].Holds, tt.defHolds, c[4].Holds, tt.saturatedHold, c[1].Measured, c[4].Measured)
+			}
+		})
+	}
+}
+
+// TestRunHedge: one outcome per fleet and strategy, in order, the same
+// for the same seed, with sorted latencies for pooling.
+func TestRunHedge(t *testing.T) {
+	p := defaultHedgeParams()
+	p.Keys, p.Servers, p.Requests, p.StallRate = 50, 10, 200, 0.05
+	run := func() []HedgeOutcome {
+		outs, err := RunHedge(context.Background(), p, Options{Seed: 3, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs
+	}
+	a, b := run(), run()
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("two runs with one seed differ (-first +second):\n%s", diff)
+	}
+	if len(a) != len(HedgeFleets())*len(HedgeStrategies()) {
+		t.Fatalf("%d outcomes, want %d", len(a), len(HedgeFleets())*len(HedgeStrategies()))
+	}
+	for i, o := range a {
+		fl, st := HedgeFleets()[i/len(HedgeStrategies())], HedgeStrategies()[i%len(HedgeStrategies())]
+		if o.Fleet != fl || o.Strategy != st {
+			t.Errorf("outcome %d is %s/%s, want %s/%s", i, o.Fleet, o.Strategy, fl, st)
+		}
+		if len(o.Latencies) != p.Requests || !slices.IsSorted(o.Latencies) {
+			t.Errorf("%s/%s: %d latencies (sorted: %v), want %d sorted", fl, st, len(o.Latencies), slices.IsSorted(o.Latencies), p.Requests)
+		}
+		if o.P50 > o.P99 || o.P99 > o.P999 {
+			t.Errorf("%s/%s: percentiles out of order: %v %v %v", fl, st, o.P50, o.P99, o.P999)
+		}
+	}
 }

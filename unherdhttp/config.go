@@ -65,10 +65,11 @@ var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 type Config struct {
 	// Retry configures the retry loop; the Transport builds one
 	// retry.Policy from it, once. Its AttemptTimeout and Timeouts must be
-	// left zero: the retry loop cancels an attempt's context when the
-	// attempt returns, which would cut off the response body the caller is
-	// still reading. Use AttemptTimeout and Timeouts of this Config
-	// instead. Retry.OnRetry, if set, runs after the discarded response has
+	// left zero: the retry loop's attempt timeout would cover the
+	// connection too, and it would not observe the latencies that only the
+	// Transport sees (the time to a connection, a hedge's answer). Use
+	// AttemptTimeout and Timeouts of this Config instead, which start when
+	// the attempt has a connection. Retry.OnRetry, if set, runs after the discarded response has
 	// been drained and closed.
 	Retry retry.Config
 
@@ -177,9 +178,9 @@ func (c *Config) Validate() error {
 	case c.AttemptTimeout < 0:
 		return fmt.Errorf("%w: AttemptTimeout %v is negative; use 0 for no attempt timeout", ErrInvalidConfig, c.AttemptTimeout)
 	case c.Retry.AttemptTimeout != 0:
-		return fmt.Errorf("%w: Retry.AttemptTimeout would cancel response bodies still being read; set Config.AttemptTimeout instead", ErrInvalidConfig)
+		return fmt.Errorf("%w: Retry.AttemptTimeout would also time the connection; set Config.AttemptTimeout instead", ErrInvalidConfig)
 	case c.Retry.Timeouts != nil:
-		return fmt.Errorf("%w: Retry.Timeouts would cancel response bodies still being read; set Config.Timeouts instead", ErrInvalidConfig)
+		return fmt.Errorf("%w: Retry.Timeouts would also time the connection; set Config.Timeouts instead", ErrInvalidConfig)
 	}
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err)

@@ -10,7 +10,8 @@
 //     and Do on http.DefaultClient: the default client has no Timeout,
 //     and the first four take no context;
 //   - the same calls on an http.Client built in the package (a composite
-//     literal or new(http.Client)) without a Timeout, for Get, Head, Post
+//     literal, new(http.Client) or a zero http.Client variable) without a
+//     Timeout, for Get, Head, Post
 //     and PostForm, and for Do of a request built with http.NewRequest
 //     (no context, so no deadline).
 //
@@ -24,6 +25,7 @@ package notimeout
 import (
 	"fmt"
 	"go/ast"
+	"go/token"
 	"go/types"
 
 	"golang.org/x/tools/go/analysis"
@@ -105,6 +107,11 @@ func (c *checker) noTimeout(client ast.Expr) bool {
 		return false
 	}
 	for _, w := range writes {
+		if w.Op == token.VAR && w.Rhs == nil && match.Named(obj.Type(), "net/http", "Client") {
+			if _, ptr := obj.Type().(*types.Pointer); !ptr {
+				continue // var c http.Client: the zero Client has no Timeout
+			}
+		}
 		if w.Tuple || w.Rhs == nil {
 			return false
 		}

@@ -42,6 +42,12 @@ func localClient(url string) error {
 	return err
 }
 
+var zero http.Client
+
+func zeroClient(url string) {
+	zero.Get(url) // want `zero.Get on an http.Client without Timeout`
+}
+
 // Negative: the request carries a context, which may carry a deadline.
 func withContext(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -17,6 +17,11 @@
 //
 //	obs := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
 //
+// [SpanEvents] adds the same events to the span in the call's context
+// (span events "unherd.retry", "unherd.give_up", ...), so a trace shows
+// each attempt, its delay and why the call stopped; give a policy both
+// with observe.Multi.
+//
 // The instrument names follow OpenTelemetry's naming rules (lower case,
 // dotted namespaces, units in UCUM). No semantic convention defines
 // metrics for retries, hedges, circuit breakers or throttling in general,

@@ -88,21 +88,28 @@ func sum(t *testing.T, m metricdata.Metrics, kv ...attribute.KeyValue) float64 {
 
 func retried(t *testing.T, o observe.Observer, calls int) {
 	t.Helper()
+	for range calls {
+		retriedCtx(t, context.Background(), o)
+	}
+}
+
+// retriedCtx makes one call with ctx that fails twice, then succeeds,
+// with delays of 10 and 20 ms.
+func retriedCtx(t *testing.T, ctx context.Context, o observe.Observer) {
+	t.Helper()
 	p, err := retry.New(retry.Config{Observer: o, Budget: budget.Unlimited,
 		Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Jitter: backoff.None}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range calls {
-		n := 0
-		if err := p.Do(context.Background(), func(context.Context) error {
-			if n++; n < 3 {
-				return errDown
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+	n := 0
+	if err := p.Do(ctx, func(context.Context) error {
+		if n++; n < 3 {
+			return errDown
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,60 @@
+package unherdotel
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/unherd/unherd/observe"
+)
+
+// SpanEvents returns an observer that adds each event to the span in the
+// call's context (trace.SpanFromContext), as a span event named
+// "unherd.<kind>" ("unherd.retry", "unherd.give_up", "unherd.hedge_won")
+// with the attributes the kind sets: unherd.attempt, unherd.delay (in
+// seconds), unherd.failure.class, unherd.retry.outcome, exception.message
+// (the attempt's error), unherd.breaker.from and .to,
+// unherd.throttle.probability. A context without a recording span costs
+// one check. Unlike the metrics observers it allocates for each event it
+// records (the SDK copies the attributes); combine both with
+// observe.Multi.
+func SpanEvents() observe.Observer { return spanEvents{} }
+
+type spanEvents struct{}
+
+var eventNames = func() (n [observe.Throttled + 1]string) {
+	for k := observe.Attempt; k <= observe.Throttled; k++ {
+		n[k] = "unherd." + k.String()
+	}
+	return n
+}()
+
+func (spanEvents) Observe(ctx context.Context, e observe.Event) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() || int(e.Kind) >= len(eventNames) || e.Kind == 0 {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 4)
+	switch e.Kind {
+	case observe.BreakerTransition:
+		attrs = append(attrs, KeyFrom.String(e.From), KeyTo.String(e.To))
+	case observe.Throttled:
+		attrs = append(attrs, attribute.Float64("unherd.throttle.probability", e.Probability))
+	default:
+		attrs = append(attrs, attribute.Int("unherd.attempt", e.Attempt))
+		if e.Delay > 0 {
+			attrs = append(attrs, attribute.Float64("unherd.delay", e.Delay.Seconds()))
+		}
+	}
+	switch e.Kind {
+	case observe.Retry:
+		attrs = append(attrs, KeyClass.String(e.Class.String()))
+	case observe.GiveUp:
+		attrs = append(attrs, KeyOutcome.String(e.Stop.String()))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, attribute.String("exception.message", e.Err.Error()))
+	}
+	span.AddEvent(eventNames[e.Kind], trace.WithAttributes(attrs...))
+}

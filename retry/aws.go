@@ -28,9 +28,10 @@ import (
 // per dependency.
 func AWSStandard() Config {
 	return Config{
-		MaxAttempts: 3,
-		Backoff:     backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full},
-		Budget:      newBucket(budget.AWSStandardQuota()),
+		MaxAttempts:       3,
+		Backoff:           backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full},
+		Budget:            newBucket(budget.AWSStandardQuota()),
+		OnBudgetExhausted: ReturnAtOnce,
 	}
 }
 
@@ -47,20 +48,23 @@ func AWSStandard() Config {
 //
 // For a long-polling operation (SQS ReceiveMessage and the like, which
 // callers run in a loop), the SDKs wait the computed backoff before
-// returning the quota error instead of returning at once; set
-// OnBudgetExhausted to WaitThenReturn for that. For DynamoDB they use a
+// returning the quota error; for the others they return it at once, and
+// so does this preset (OnBudgetExhausted: ReturnAtOnce), unlike the zero
+// Config, which waits (see the package doc, "A refused retry still
+// waits"); set OnBudgetExhausted to WaitThenReturn for long polling. For DynamoDB they use a
 // 25 ms base and 4 attempts: set Backoff.Base and MaxAttempts.
 //
 // Each call returns a Config with a new bucket: build one Policy from it
 // per dependency.
 func AWS2026() Config {
 	return Config{
-		MaxAttempts:      3,
-		Backoff:          backoff.Schedule{Base: 50 * time.Millisecond, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full},
-		Budget:           newBucket(budget.AWS2026Quota()),
-		ClampServerDelay: true,
-		MaxServerExtra:   5 * time.Second,
-		ServerJitter:     -1,
+		MaxAttempts:       3,
+		Backoff:           backoff.Schedule{Base: 50 * time.Millisecond, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full},
+		Budget:            newBucket(budget.AWS2026Quota()),
+		ClampServerDelay:  true,
+		MaxServerExtra:    5 * time.Second,
+		ServerJitter:      -1,
+		OnBudgetExhausted: ReturnAtOnce,
 	}
 }
 

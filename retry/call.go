@@ -318,11 +318,17 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	}
 	if !p.budget.Withdraw(class) {
 		stop := Decision{Reason: ErrBudgetExhausted, Delay: d, Class: class}
-		if p.waitExhausted {
-			// The wait paces a caller that loops; it is the schedule's
-			// normal delay for this retry (a throttled failure's longer
-			// base is for the retry the budget refused), or the server's
-			// delay if longer, as the AWS SDKs' long-polling rule waits.
+		switch p.onExhausted {
+		case WaitRetryDelay:
+			// The wait is d, the delay the refused retry itself would have
+			// waited (from the throttled base after a Throttled failure),
+			// which step 6 found to end before the deadline: a caller that
+			// loops keeps the pace the schedule would have kept.
+			stop.Wait = true
+		case WaitThenReturn:
+			// The AWS SDKs' long-polling rule: the schedule's normal delay
+			// for this retry (even after a throttling error), or the
+			// server's delay if longer.
 			w, _ := p.delay(c.attempt, c.prev, Transient, m.serverDelay, draw)
 			if deadline.IsZero() || deadline.Sub(now) > w {
 				stop.Delay, stop.Wait = w, true

@@ -28,13 +28,22 @@ const (
 	BudgetExhaustionDefault BudgetExhaustion = iota
 	// ReturnAtOnce returns ErrBudgetExhausted at once.
 	ReturnAtOnce
-	// WaitThenReturn waits the retry's delay, then returns
-	// ErrBudgetExhausted.
+	// WaitThenReturn waits the schedule's normal delay for the retry (from
+	// the normal base even after a throttling error), or the server's
+	// delay if longer, then returns ErrBudgetExhausted: the AWS SDKs'
+	// rule for long-polling operations.
 	WaitThenReturn
+	// WaitRetryDelay waits the delay the refused retry itself would have
+	// waited (from the throttled base after a throttling error, or the
+	// server's delay if longer), then returns ErrBudgetExhausted. The
+	// default.
+	WaitRetryDelay
 )
 
-// DefaultOnBudgetExhausted is what a zero Config.OnBudgetExhausted means.
-const DefaultOnBudgetExhausted = ReturnAtOnce
+// DefaultOnBudgetExhausted is what a zero Config.OnBudgetExhausted means:
+// wait the refused retry's own delay, so that an empty budget does not
+// speed up a caller that loops.
+const DefaultOnBudgetExhausted = WaitRetryDelay
 
 // ErrInvalidConfig is wrapped by every error Validate and New return.
 var ErrInvalidConfig = errors.New("retry: invalid config")
@@ -125,15 +134,19 @@ type Config struct {
 	Budget budget.Budget
 
 	// OnBudgetExhausted says what a call does when the budget refuses its
-	// retry. ReturnAtOnce returns ErrBudgetExhausted at once; WaitThenReturn
-	// first waits the delay the retry would have waited (the schedule's
-	// normal delay for it, or the server's delay if longer), unless that
-	// would pass the deadline, so that a caller that loops (a worker
-	// polling a queue, a closed population) does not come straight back
-	// with a new call and a new first attempt when the dependency is
-	// failing: the AWS SDKs do this for long-polling operations.
-	// BudgetExhaustionDefault, the zero value, means
-	// DefaultOnBudgetExhausted.
+	// retry. WaitRetryDelay, the default, first waits the delay that retry
+	// would have waited (from the throttled base after a throttling error,
+	// or the server's delay if longer; never past the deadline, and cut
+	// short if the context ends), so that a caller that loops (a worker
+	// polling a queue, a closed population) keeps the schedule's pace
+	// instead of coming straight back with a new call when the dependency
+	// is failing. WaitThenReturn waits the normal-base delay instead, as
+	// the AWS SDKs do for long-polling operations; after a 503 that is too
+	// short to hold the load of looping callers (see the package doc, "A
+	// refused retry still waits"). ReturnAtOnce returns
+	// ErrBudgetExhausted at once: for request paths whose caller does not
+	// loop and wants the error now. BudgetExhaustionDefault, the zero
+	// value, means DefaultOnBudgetExhausted.
 	OnBudgetExhausted BudgetExhaustion
 
 	// Guards are consulted before every attempt, in order, and told how it
@@ -209,8 +222,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxServerDelay %v is negative; use 0 for the default of 30s", ErrInvalidConfig, c.MaxServerDelay)
 	case !(c.ServerJitter <= 1): // also rejects NaN
 		return fmt.Errorf("%w: ServerJitter %v is above 1 (or NaN); use a negative value for none", ErrInvalidConfig, c.ServerJitter)
-	case c.OnBudgetExhausted > WaitThenReturn:
-		return fmt.Errorf("%w: OnBudgetExhausted %d is not ReturnAtOnce or WaitThenReturn", ErrInvalidConfig, c.OnBudgetExhausted)
+	case c.OnBudgetExhausted > WaitRetryDelay:
+		return fmt.Errorf("%w: OnBudgetExhausted %d is not ReturnAtOnce, WaitThenReturn or WaitRetryDelay", ErrInvalidConfig, c.OnBudgetExhausted)
 	case c.MaxServerExtra < 0:
 		return fmt.Errorf("%w: MaxServerExtra %v is negative; use 0 for no bound", ErrInvalidConfig, c.MaxServerExtra)
 	}

@@ -139,13 +139,14 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// With WaitThenReturn, a call the empty budget stops waits the retry's
-// delay before it returns; with the default, it returns at once.
+// With WaitThenReturn, the default, a call the empty budget stops waits
+// the retry's delay before it returns; with ReturnAtOnce, it returns at
+// once.
 func TestWaitThenReturn(t *testing.T) {
 	for _, tc := range []struct {
 		mode BudgetExhaustion
 		want time.Duration
-	}{{BudgetExhaustionDefault, 0}, {ReturnAtOnce, 0}, {WaitThenReturn, 50 * time.Millisecond}} {
+	}{{BudgetExhaustionDefault, 50 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitThenReturn, 50 * time.Millisecond}} {
 		synctest.Test(t, func(t *testing.T) {
 			b := &fakeBudget{allow: 0}
 			p := mustNew(t, Config{Budget: b, OnBudgetExhausted: tc.mode, Rand: constSource(math.MaxUint64)})

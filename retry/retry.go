@@ -31,8 +31,8 @@ type Policy struct {
 	onRetry        func(RetryEvent)
 	onGiveUp       func(GiveUpEvent)
 	observer       observe.Observer
-	hooked         bool // guards or an observer: Admit and Done take their slow paths
-	waitExhausted  bool // OnBudgetExhausted resolves to WaitThenReturn
+	hooked         bool             // guards or an observer: Admit and Done take their slow paths
+	onExhausted    BudgetExhaustion // resolved: never BudgetExhaustionDefault
 	guards         []Guard
 	rand           func() uint64
 }
@@ -67,7 +67,7 @@ func New(cfg Config) (*Policy, error) {
 		onRetry:        cfg.OnRetry,
 		onGiveUp:       cfg.OnGiveUp,
 		observer:       cfg.Observer,
-		waitExhausted:  cmp.Or(cfg.OnBudgetExhausted, DefaultOnBudgetExhausted) == WaitThenReturn,
+		onExhausted:    cmp.Or(cfg.OnBudgetExhausted, DefaultOnBudgetExhausted),
 		guards:         append([]Guard(nil), cfg.Guards...),
 		rand:           rand.Uint64,
 	}

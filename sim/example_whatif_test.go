@@ -38,7 +38,7 @@ func ExampleWhatIf() {
 	}
 	fmt.Println("overall:", rep.Overall)
 	// Output:
-	// closed better  load during the outage 0.15x capacity (default 0.71x), 98.2% of calls succeed (default 70.0%)
+	// closed better  load during the outage 0.15x capacity (default 0.53x), 98.2% of calls succeed (default 76.0%)
 	// open   worse   load during the outage 2.45x capacity (default 0.50x), 71.3% of calls succeed (default 70.0%)
 	// overall: worse
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -23,20 +24,9 @@ type clientType struct {
 }
 
 var clientTypes = []clientType{
-	{
-		name: "unherd defaults",
-		newRT: func(t *testing.T) http.RoundTripper {
-			tr, err := unherdhttp.NewTransport(nil, unherdhttp.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(tr.CloseIdleConnections)
-			return tr
-		},
-		call: func(ctx context.Context, rt http.RoundTripper, url string) bool {
-			return get(ctx, rt, url) == http.StatusOK
-		},
-	},
+	{name: "unherd defaults", newRT: unherd(unherdhttp.Config{}), call: once},
+	{name: "unherd, ReturnAtOnce", newRT: unherd(unherdhttp.Config{Retry: retry.Config{OnBudgetExhausted: retry.ReturnAtOnce}}), call: once},
+	{name: "unherd, WaitThenReturn", newRT: unherd(unherdhttp.Config{Retry: retry.Config{OnBudgetExhausted: retry.WaitThenReturn}}), call: once},
 	{
 		name:  "naive, 3 attempts 1 s apart",
 		newRT: pooled,
@@ -47,6 +37,24 @@ var clientTypes = []clientType{
 		newRT: pooled,
 		call:  naive(0),
 	},
+}
+
+// unherd returns the constructor of a Transport built from cfg, over a
+// nil base.
+func unherd(cfg unherdhttp.Config) func(t *testing.T) http.RoundTripper {
+	return func(t *testing.T) http.RoundTripper {
+		tr, err := unherdhttp.NewTransport(nil, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tr.CloseIdleConnections)
+		return tr
+	}
+}
+
+// once is a logical call of one request: the Transport retries.
+func once(ctx context.Context, rt http.RoundTripper, url string) bool {
+	return get(ctx, rt, url) == http.StatusOK
 }
 
 // pooled is the transport of the hand-written clients: a clone of

@@ -12,7 +12,9 @@
 //	go test -tags reliability -count=1 -v ./reliability/
 //
 // scripts/test.sh runs them so, and scripts/reliability.sh writes their
-// tables into RELIABILITY.md.
+// tables into RELIABILITY.md. Only unherd's defaults are asserted, so only
+// they run unless UNHERD_RELIABILITY_COMPARE=1 adds the clients they are
+// compared with (the script sets it).
 //
 // # The brown-out
 //
@@ -31,4 +33,11 @@
 // callers. With unherd's defaults, the load during the fault stays at
 // most 1.2 times the load before it, goodput is back within 1 s, and the
 // whole run opens fewer than 2 connections per caller.
+//
+// # Faults survived
+//
+// TestFaultsSurvived: GETs through unherd's defaults over a link where
+// package chaos injects resets, 503s with Retry-After, 429s and slow,
+// spiky latency. No call may be lost (every one ends), and at most 1% may
+// fail.
 package reliability

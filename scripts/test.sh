@@ -69,4 +69,12 @@ for m in "${modules[@]}"; do
 	echo "==> $m: fuzz, ${FUZZTIME} per target"
 	(cd "$m" && fuzz_module)
 done
+# The loopback reliability suite (package reliability) measures load and
+# recovery in real time, so it runs alone, after everything else, and
+# without the race detector, whose slowdown would change the load it
+# measures; the code it drives is race-tested above.
+echo "==> reliability suite (-tags reliability)"
+go vet -tags reliability ./reliability/
+"$GOBIN/staticcheck" -tags reliability ./reliability/
+go test -tags reliability -count=1 ./reliability/
 echo "==> all checks passed"

@@ -78,6 +78,34 @@ func BenchmarkMiddlewareMemory(b *testing.B) {
 		run(b, wrapped, func() string { return keys[seq.Add(1)] })
 	})
 	b.Run("Replay", func(b *testing.B) { run(b, wrapped, func() string { return "k-replayed" }) })
+	// Steady: NewKey against a store held at 4 MiB, full from the
+	// start, so that every claim evicts: a long-running server's state,
+	// where the maps no longer grow.
+	b.Run("Steady", func(b *testing.B) {
+		store, err := idempotency.NewMemory(idempotency.MemoryConfig{MaxBytes: 4 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sm, err := idempotency.New(idempotency.Config{Store: store})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := sm.Handler(benchHandler)
+		const warm = 50000
+		keys := make([]string, warm+b.N+1)
+		for i := range keys {
+			keys[i] = "s-" + strconv.Itoa(i)
+		}
+		var i atomic.Int64
+		w := &discard{h: make(http.Header)}
+		for range warm {
+			r := httptest.NewRequest(http.MethodPost, "/charges", strings.NewReader(body))
+			r.Header.Set(idempotency.KeyHeader, keys[i.Add(1)])
+			h.ServeHTTP(w, r)
+		}
+		b.ResetTimer()
+		run(b, h, func() string { return keys[i.Add(1)] })
+	})
 }
 
 type readCloser struct{ *strings.Reader }

@@ -277,13 +277,12 @@ func (m *Middleware) report(r *http.Request, err error) {
 const localLease = time.Duration(1 << 62)
 
 // flight is the state of a request that holds its key's lease, in one
-// allocation: the handler's context (which carries the Lease), the lease
-// renewal and the recorded response.
+// allocation: the handler's context (which carries the Lease and may
+// outlive the request) and the lease renewal.
 type flight struct {
 	context.Context // the request's, cancellable on a lost lease
 	lease           Lease
 	rn              renewer
-	rec             recorder
 	body            bodyReader
 }
 
@@ -322,9 +321,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		defer c()
 	}
 	f.Context = ctx
-	rec := &f.rec
-	*rec = recorder{w: w, header: make(http.Header), max: m.maxResp}
-	rec.body = rec.small[:0]
+	rec := getRecorder(w, m.maxResp)
 	r2 := r.WithContext(f)
 	if body != nil {
 		f.body.Reset(body)
@@ -347,6 +344,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		if !rec.streams {
 			writeProblem(w, http.StatusServiceUnavailable, CodeHandlerTimeout, "the request took too long and was abandoned; retry it with the same Idempotency-Key", 1)
 		}
+		putRecorder(rec)
 		return
 	case lost != nil:
 		m.report(r, fmt.Errorf("idempotency: key %q: the lease was lost while the handler ran; its response was not stored: %w", key, lost))
@@ -362,6 +360,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		}
 	}
 	rec.flush()
+	putRecorder(rec)
 }
 
 // complete stores the outcome. A completion that fails is tried again,

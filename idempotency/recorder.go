@@ -3,6 +3,7 @@ package idempotency
 import (
 	"maps"
 	"net/http"
+	"sync"
 )
 
 // recorder buffers a handler's response so that the record is completed
@@ -17,6 +18,34 @@ type recorder struct {
 	max     int64
 	streams bool      // the body outgrew max: headers sent, writes pass through
 	small   [128]byte // the first bytes of body, saving an allocation for small bodies
+}
+
+// recorders recycles recorders, their header maps and body buffers: a
+// recorder is done with once its response is sent (a handler must not
+// use its ResponseWriter after it returns, and a Store must not keep the
+// Response it is given after Complete returns).
+var recorders = sync.Pool{New: func() any { return &recorder{header: make(http.Header)} }}
+
+// maxPooledBody is the largest body buffer kept for reuse.
+const maxPooledBody = 64 << 10
+
+func getRecorder(w http.ResponseWriter, max int64) *recorder {
+	r := recorders.Get().(*recorder)
+	r.w, r.max = w, max
+	if r.body == nil {
+		r.body = r.small[:0]
+	}
+	return r
+}
+
+func putRecorder(r *recorder) {
+	clear(r.header)
+	body := r.body[:0]
+	if cap(body) > maxPooledBody {
+		body = nil
+	}
+	*r = recorder{header: r.header, body: body}
+	recorders.Put(r)
 }
 
 func (r *recorder) Header() http.Header { return r.header }

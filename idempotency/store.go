@@ -38,7 +38,9 @@ type Store interface {
 	// lease from now.
 	Renew(ctx context.Context, key string, token uint64, lease time.Duration) error
 	// Complete stores resp as the record's outcome, to be kept for ttl.
-	// It succeeds again if called twice with the same token.
+	// It succeeds again if called twice with the same token. It must not
+	// keep resp, its Header or its Body after it returns: the middleware
+	// reuses them (MarshalBinary makes a copy to keep).
 	Complete(ctx context.Context, key string, token uint64, resp *Response, ttl time.Duration) error
 	// Release deletes the in-flight record that token owns.
 	Release(ctx context.Context, key string, token uint64) error

@@ -230,3 +230,11 @@ func TestUnreachableFailsClosed(t *testing.T) {
 	t.Cleanup(pool.Close)
 	storetest.FailsClosed(t, unherdpg.NewStore(pool, unherdpg.StoreConfig{}))
 }
+
+// BenchmarkMiddlewarePostgreSQL is a first request with a new key (claim
+// and complete, two round trips) through the middleware on the test
+// PostgreSQL.
+func BenchmarkMiddlewarePostgreSQL(b *testing.B) {
+	s, _ := newStore(b, newPool(b))
+	storetest.BenchmarkNewKeys(b, s)
+}

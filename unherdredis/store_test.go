@@ -133,3 +133,10 @@ func TestUnreachableFailsClosed(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	storetest.FailsClosed(t, unherdredis.NewStore(c, unherdredis.StoreConfig{}))
 }
+
+// BenchmarkMiddlewareRedis is a first request with a new key (claim and
+// complete, two round trips) through the middleware on the test Redis.
+func BenchmarkMiddlewareRedis(b *testing.B) {
+	s := unherdredis.NewStore(newClient(b), unherdredis.StoreConfig{})
+	storetest.BenchmarkNewKeys(b, s)
+}

@@ -5,7 +5,8 @@
 // dependency's policies an observer:
 //
 //	m, err := unherdotel.New(otel.GetMeterProvider())
-//	p, err := retry.New(retry.Config{Observer: m.Observer("payments")})
+//	obs, err := m.Observer("payments")
+//	p, err := retry.New(retry.Config{Observer: obs})
 //
 // For a gRPC client, use one observer per method and target: besides the
 // unherd.* counters it records, per call, gRFC A96's
@@ -15,7 +16,7 @@
 // grpc.method and grpc.target
 // (https://github.com/grpc/proposal/blob/master/A96-retry-otel-stats.md):
 //
-//	obs := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
+//	obs, err := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
 //
 // [SpanEvents] adds the same events to the span in the call's context
 // (span events "unherd.retry", "unherd.give_up", ...), so a trace shows
@@ -25,9 +26,13 @@
 // The instrument names follow OpenTelemetry's naming rules (lower case,
 // dotted namespaces, units in UCUM). No semantic convention defines
 // metrics for retries, hedges, circuit breakers or throttling in general,
-// so those are named under "unherd."; the full list is on [New]. Every
-// attribute set is built when the observer is made, so an event builds
-// none and allocates nothing; what it costs is the SDK's own Add or
-// Record, which is several times the cost of a Prometheus counter (see
-// the package's benchmarks).
+// so those are named under "unherd."; the full list is on [New].
+//
+// The unherd.* counters are asynchronous instruments: an event is one
+// atomic add on a counter the observer holds, and the observer's callback
+// reports the totals when the reader collects, so an event costs about
+// what a Prometheus counter does. The gRPC histograms are synchronous, as
+// a per-call distribution must be: a call's end records up to two of
+// them through the SDK, which costs several times more. Nothing is
+// allocated per event.
 package unherdotel

@@ -25,8 +25,12 @@ func ExampleMetrics_GRPCObserver() {
 		fmt.Println(err)
 		return
 	}
-	p, err := retry.New(retry.Config{Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true},
-		Observer: m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")})
+	obs, err := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := retry.New(retry.Config{Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}, Observer: obs})
 	if err != nil {
 		fmt.Println(err)
 		return

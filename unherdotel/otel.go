@@ -3,6 +3,7 @@ package unherdotel
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -32,8 +33,9 @@ var classes = [...]failure.Class{failure.Transient, failure.Timeout, failure.Thr
 // Metrics holds the instruments; Observer hands out an observe.Observer
 // per policy. It is safe for concurrent use.
 type Metrics struct {
-	attempts, retries, calls, hedges, hedgeCalls, transitions, throttled metric.Int64Counter
-	retryDelay                                                           metric.Float64Counter
+	meter                                                                metric.Meter
+	attempts, retries, calls, hedges, hedgeCalls, transitions, throttled metric.Int64ObservableCounter
+	retryDelay                                                           metric.Float64ObservableCounter
 	// gRFC A96's per-call histograms, recorded only by GRPCObserver.
 	callRetries, callHedges metric.Int64Histogram
 	callRetryDelay          metric.Float64Histogram
@@ -56,12 +58,16 @@ type Metrics struct {
 //	grpc.client.call.retries     histogram {retry}  retries per call, 0 not reported (GRPCObserver)
 //	grpc.client.call.hedges      histogram {hedge}  hedges per call, 0 not reported (GRPCObserver)
 //	grpc.client.call.retry_delay histogram s        total delay between attempts per call (GRPCObserver)
+//
+// The unherd.* counters are asynchronous: an event adds to an atomic
+// counter the observer holds, and a callback reports the totals when the
+// reader collects. The gRPC histograms are recorded per call.
 func New(mp metric.MeterProvider) (*Metrics, error) {
 	m := mp.Meter(ScopeName)
-	var m2 Metrics
+	m2 := Metrics{meter: m}
 	var errs []error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
+		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		errs = append(errs, err)
 		return c
 	}
@@ -73,7 +79,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m2.transitions = counter("unherd.breaker.transitions", "{transition}", "Circuit breaker state changes.")
 	m2.throttled = counter("unherd.throttle.rejections", "{call}", "Calls a client-side throttle rejected locally.")
 	var err error
-	m2.retryDelay, err = m.Float64Counter("unherd.retry.delay", metric.WithUnit("s"), metric.WithDescription("Delays a retry policy scheduled before retries."))
+	m2.retryDelay, err = m.Float64ObservableCounter("unherd.retry.delay", metric.WithUnit("s"),
+		metric.WithDescription("Delays between the attempts of the calls a retry policy ended."))
 	errs = append(errs, err)
 	m2.callRetries, err = m.Int64Histogram("grpc.client.call.retries", metric.WithUnit("{retry}"),
 		metric.WithDescription("Number of retries during the client call. If there were no retries, 0 is not reported."),
@@ -99,10 +106,12 @@ var latency = []float64{0, 0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.0
 	0.3, 0.4, 0.5, 0.65, 0.8, 1, 2, 5, 10, 20, 50, 100}
 
 // Observer returns the observer for the policy named policy (attribute
-// unherd.policy), recording the unherd.* instruments. Every attribute set
-// it uses is built here, so an event builds none.
-func (m *Metrics) Observer(policy string) observe.Observer {
-	return m.observer(attribute.String(string(KeyPolicy), policy), false)
+// unherd.policy), recording the unherd.* instruments. It registers a
+// callback with the meter that lives as long as the MeterProvider: make
+// one observer per dependency and keep it, not one per call. Every
+// attribute set is built here, so an event builds none.
+func (m *Metrics) Observer(policy string) (observe.Observer, error) {
+	return m.observer(false, attribute.String(string(KeyPolicy), policy))
 }
 
 // GRPCObserver returns an observer for the calls to one gRPC method on
@@ -111,88 +120,130 @@ func (m *Metrics) Observer(policy string) observe.Observer {
 // grpc.client.call.retries (when there were retries),
 // grpc.client.call.retry_delay and grpc.client.call.hedges (when there
 // were hedges). method is the full method name ("pkg.Service/Method"),
-// target the channel's target URI, as gRFC A66 defines them.
-func (m *Metrics) GRPCObserver(method, target string) observe.Observer {
-	return m.observer(attribute.String(string(KeyMethod), method), true, attribute.String(string(KeyTarget), target))
-}
-
-func (m *Metrics) observer(first attribute.KeyValue, grpc bool, more ...attribute.KeyValue) observe.Observer {
-	base := append([]attribute.KeyValue{first}, more...)
-	with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), kv...)...))
-	}
-	o := &observer{m: m, grpc: grpc, base: []metric.AddOption{with()}, baseRec: []metric.RecordOption{with()},
-		success: []metric.AddOption{with(KeyOutcome.String("success"))},
-		won:     []metric.AddOption{with(KeyResult.String("won"))},
-		lost:    []metric.AddOption{with(KeyResult.String("lost"))},
-	}
-	for i, c := range classes {
-		o.classes[i] = []metric.AddOption{with(KeyClass.String(c.String()))}
-	}
-	for i := range o.stops {
-		o.stops[i] = []metric.AddOption{with(KeyOutcome.String(observe.Stop(i).String()))}
-	}
-	for i, from := range observe.BreakerStates {
-		for j, to := range observe.BreakerStates {
-			o.transitions[i][j] = []metric.AddOption{with(KeyFrom.String(from), KeyTo.String(to))}
-		}
-	}
-	return o
+// target the channel's target URI, as gRFC A66 defines them. Like
+// Observer, make one per method and target and keep it.
+func (m *Metrics) GRPCObserver(method, target string) (observe.Observer, error) {
+	return m.observer(true, attribute.String(string(KeyMethod), method), attribute.String(string(KeyTarget), target))
 }
 
 const nstates = len(observe.BreakerStates)
 
+// observer counts events in atomics; its callback reports them.
 type observer struct {
-	m                        *Metrics
-	grpc                     bool
-	base, success, won, lost []metric.AddOption
-	baseRec                  []metric.RecordOption
-	classes                  [len(classes)][]metric.AddOption
-	stops                    [observe.NumStops][]metric.AddOption
-	transitions              [nstates][nstates][]metric.AddOption
+	m       *Metrics
+	grpc    bool
+	baseRec []metric.RecordOption
+
+	attempts, hedges, won, lost, throttled, success atomic.Int64
+	delay                                           atomic.Int64 // nanoseconds
+	retries                                         [len(classes)]atomic.Int64
+	stops                                           [observe.NumStops]atomic.Int64
+	transitions                                     [nstates][nstates]atomic.Int64
+
+	// The attribute sets the callback reports each counter with.
+	base, successSet, wonSet, lostSet metric.ObserveOption
+	classSets                         [len(classes)]metric.ObserveOption
+	stopSets                          [observe.NumStops]metric.ObserveOption
+	transitionSets                    [nstates][nstates]metric.ObserveOption
+}
+
+func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (observe.Observer, error) {
+	set := func(kv ...attribute.KeyValue) attribute.Set {
+		return attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), kv...)...)
+	}
+	with := func(kv ...attribute.KeyValue) metric.MeasurementOption { return metric.WithAttributeSet(set(kv...)) }
+	o := &observer{m: m, grpc: grpc, baseRec: []metric.RecordOption{with()}, base: with(),
+		successSet: with(KeyOutcome.String("success")), wonSet: with(KeyResult.String("won")), lostSet: with(KeyResult.String("lost"))}
+	for i, c := range classes {
+		o.classSets[i] = with(KeyClass.String(c.String()))
+	}
+	for i := range o.stopSets {
+		o.stopSets[i] = with(KeyOutcome.String(observe.Stop(i).String()))
+	}
+	for i, from := range observe.BreakerStates {
+		for j, to := range observe.BreakerStates {
+			o.transitionSets[i][j] = with(KeyFrom.String(from), KeyTo.String(to))
+		}
+	}
+	_, err := m.meter.RegisterCallback(o.report, m.attempts, m.retries, m.calls, m.hedges, m.hedgeCalls,
+		m.transitions, m.throttled, m.retryDelay)
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// report is the callback: it reports every counter that is not zero.
+func (o *observer) report(_ context.Context, r metric.Observer) error {
+	m := o.m
+	put := func(c metric.Int64ObservableCounter, v *atomic.Int64, opt metric.ObserveOption) {
+		if n := v.Load(); n != 0 {
+			r.ObserveInt64(c, n, opt)
+		}
+	}
+	put(m.attempts, &o.attempts, o.base)
+	for i := range o.retries {
+		put(m.retries, &o.retries[i], o.classSets[i])
+	}
+	put(m.calls, &o.success, o.successSet)
+	for i := range o.stops {
+		put(m.calls, &o.stops[i], o.stopSets[i])
+	}
+	put(m.hedges, &o.hedges, o.base)
+	put(m.hedgeCalls, &o.won, o.wonSet)
+	put(m.hedgeCalls, &o.lost, o.lostSet)
+	for i := range o.transitions {
+		for j := range o.transitions[i] {
+			put(m.transitions, &o.transitions[i][j], o.transitionSets[i][j])
+		}
+	}
+	put(m.throttled, &o.throttled, o.base)
+	if d := o.delay.Load(); d != 0 {
+		r.ObserveFloat64(m.retryDelay, float64(d)/1e9, o.base)
+	}
+	return nil
 }
 
 func (o *observer) Observe(ctx context.Context, e observe.Event) {
-	m := o.m
 	switch e.Kind {
 	case observe.Attempt:
-		m.attempts.Add(ctx, 1, o.base...)
+		o.attempts.Add(1)
 	case observe.Retry:
-		if int(e.Class) < len(o.classes) {
-			m.retries.Add(ctx, 1, o.classes[e.Class]...)
+		if int(e.Class) < len(o.retries) {
+			o.retries[e.Class].Add(1)
 		}
 	case observe.Success, observe.GiveUp:
 		if e.Kind == observe.Success {
-			m.calls.Add(ctx, 1, o.success...)
+			o.success.Add(1)
 		} else if e.Stop < observe.NumStops {
-			m.calls.Add(ctx, 1, o.stops[e.Stop]...)
+			o.stops[e.Stop].Add(1)
 		}
 		if e.Delay > 0 {
-			m.retryDelay.Add(ctx, e.Delay.Seconds(), o.base...)
+			o.delay.Add(int64(e.Delay))
 		}
 		if o.grpc {
 			if e.Attempt > 1 {
-				m.callRetries.Record(ctx, int64(e.Attempt-1), o.baseRec...)
+				o.m.callRetries.Record(ctx, int64(e.Attempt-1), o.baseRec...)
 			}
-			m.callRetryDelay.Record(ctx, e.Delay.Seconds(), o.baseRec...)
+			o.m.callRetryDelay.Record(ctx, e.Delay.Seconds(), o.baseRec...)
 		}
 	case observe.HedgeStarted:
-		m.hedges.Add(ctx, 1, o.base...)
+		o.hedges.Add(1)
 	case observe.HedgeWon, observe.HedgeLost:
 		if e.Kind == observe.HedgeWon {
-			m.hedgeCalls.Add(ctx, 1, o.won...)
+			o.won.Add(1)
 		} else {
-			m.hedgeCalls.Add(ctx, 1, o.lost...)
+			o.lost.Add(1)
 		}
 		if o.grpc && e.Attempt > 0 {
-			m.callHedges.Record(ctx, int64(e.Attempt), o.baseRec...)
+			o.m.callHedges.Record(ctx, int64(e.Attempt), o.baseRec...)
 		}
 	case observe.BreakerTransition:
 		from, to := observe.StateIndex(e.From), observe.StateIndex(e.To)
 		if from >= 0 && to >= 0 {
-			m.transitions.Add(ctx, 1, o.transitions[from][to]...)
+			o.transitions[from][to].Add(1)
 		}
 	case observe.Throttled:
-		m.throttled.Add(ctx, 1, o.base...)
+		o.throttled.Add(1)
 	}
 }

@@ -115,7 +115,7 @@ func retriedCtx(t *testing.T, ctx context.Context, o observe.Observer) {
 
 func TestCounters(t *testing.T) {
 	m, r := setup(t)
-	o := m.Observer("payments")
+	o := must(m.Observer("payments"))
 	retried(t, o, 2) // 6 attempts, 4 retries, delays 10+20 ms per call
 	ctx := context.Background()
 	o.Observe(ctx, observe.Event{Kind: observe.GiveUp, Attempt: 1, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted})
@@ -156,7 +156,7 @@ func TestCounters(t *testing.T) {
 // grpc.target; calls without retries or hedges report no 0.
 func TestGRPC(t *testing.T) {
 	m, r := setup(t)
-	o := m.GRPCObserver("helloworld.Greeter/SayHello", "dns:///greeter:50051")
+	o := must(m.GRPCObserver("helloworld.Greeter/SayHello", "dns:///greeter:50051"))
 	retried(t, o, 3)
 	ctx := context.Background()
 	o.Observe(ctx, observe.Event{Kind: observe.Success, Attempt: 1}) // no retries: not in retries
@@ -217,7 +217,7 @@ var events = []observe.Event{
 func TestNoAllocation(t *testing.T) {
 	m, _ := setup(t)
 	ctx := context.Background()
-	for _, o := range []observe.Observer{m.Observer("x"), m.GRPCObserver("s/M", "t")} {
+	for _, o := range []observe.Observer{must(m.Observer("x")), must(m.GRPCObserver("s/M", "t"))} {
 		for _, e := range events {
 			o.Observe(ctx, e) // the first record of a point may allocate it
 			if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
@@ -235,7 +235,7 @@ func BenchmarkEvent(b *testing.B) {
 	for _, o := range []struct {
 		name string
 		obs  observe.Observer
-	}{{"plain", m.Observer("x")}, {"grpc", m.GRPCObserver("s/M", "t")}} {
+	}{{"plain", must(m.Observer("x"))}, {"grpc", must(m.GRPCObserver("s/M", "t"))}} {
 		for _, e := range events {
 			b.Run(o.name+"/"+e.Kind.String(), func(b *testing.B) {
 				b.ReportAllocs()
@@ -245,4 +245,13 @@ func BenchmarkEvent(b *testing.B) {
 			})
 		}
 	}
+}
+
+// must returns o, and panics if err is set: registering a callback with
+// a working MeterProvider does not fail.
+func must(o observe.Observer, err error) observe.Observer {
+	if err != nil {
+		panic(err)
+	}
+	return o
 }

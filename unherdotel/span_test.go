@@ -20,7 +20,7 @@ func TestSpanEvents(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	ctx, span := tp.Tracer("test").Start(context.Background(), "charge")
 	m, _ := setup(t)
-	retriedCtx(t, ctx, observe.Multi(unherdotel.SpanEvents(), m.Observer("payments")))
+	retriedCtx(t, ctx, observe.Multi(unherdotel.SpanEvents(), must(m.Observer("payments"))))
 	span.End()
 	// Without a span, nothing happens (and nothing panics).
 	unherdotel.SpanEvents().Observe(context.Background(), observe.Event{Kind: observe.Attempt, Attempt: 1})

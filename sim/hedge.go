@@ -27,9 +27,9 @@ type HedgeParams struct {
 	Keys, Servers, Threads int
 	// Requests is the number of fan-out requests per run (--requests).
 	Requests int
-	// Rate is the requests per second on the fleet with interference
-	// (--rate); SaturatedLoad is the utilisation of the uniformly
-	// saturated fleet without hedging (--saturated-load).
+	// Rate is the requests per second on the stalled fleet (--rate);
+	// SaturatedLoad is the utilisation of the loaded and the saturated
+	// fleets without hedging (--saturated-load).
 	Rate          float64
 	SaturatedLoad float64
 	// Service is the median service time of one key and Sigma the spread
@@ -64,7 +64,7 @@ func (p *HedgeParams) Register(fs *flag.FlagSet) {
 	fs.IntVar(&p.Threads, "threads", p.Threads, "worker threads per server")
 	fs.IntVar(&p.Requests, "requests", p.Requests, "fan-out requests per run")
 	fs.Float64Var(&p.Rate, "rate", p.Rate, "requests per second on the fleet with interference")
-	fs.Float64Var(&p.SaturatedLoad, "saturated-load", p.SaturatedLoad, "utilisation of the saturated fleet without hedging")
+	fs.Float64Var(&p.SaturatedLoad, "saturated-load", p.SaturatedLoad, "utilisation of the loaded and saturated fleets without hedging")
 	fs.DurationVar(&p.Service, "service", p.Service, "median service time of one key")
 	fs.Float64Var(&p.Sigma, "sigma", p.Sigma, "spread of the log-normal service time")
 	fs.Float64Var(&p.StallRate, "stall-rate", p.StallRate, "stalls per second per server")

@@ -12,9 +12,12 @@ package sleepctx
 
 import (
 	"fmt"
+	"go/ast"
+	"go/types"
 
 	"golang.org/x/tools/go/analysis"
 
+	"github.com/unherd/unherd/unherdvet/internal/assign"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
 	"github.com/unherd/unherd/unherdvet/internal/suppress"
@@ -24,12 +27,13 @@ import (
 var Analyzer = &analysis.Analyzer{
 	Name:     "sleepctx",
 	Doc:      "report waits in retry loops that ignore the context in scope",
-	Requires: []*analysis.Analyzer{loops.Analyzer},
+	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
 	Run:      run,
 }
 
 func run(pass *analysis.Pass) (any, error) {
 	r := suppress.New(pass)
+	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
 	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
 		for _, w := range l.Waits {
 			if w.Kind != loops.Sleep && w.Kind != loops.After {
@@ -37,7 +41,7 @@ func run(pass *analysis.Pass) (any, error) {
 			}
 			// A context made inside the loop bounds one attempt, not the wait.
 			ctx := match.ContextInScope(pass.Pkg, w.Call.Pos(), l.Stmt.Pos())
-			if ctx == nil {
+			if ctx == nil || detached(pass.TypesInfo, idx, l) {
 				continue
 			}
 			what := "time.Sleep"
@@ -52,4 +56,52 @@ func run(pass *analysis.Pass) (any, error) {
 		}
 	}
 	return nil, nil
+}
+
+// detached reports whether the attempt runs under a context the loop
+// makes for it from something other than the caller's context: from
+// context.Background, context.WithoutCancel or a helper. Such a loop
+// means to outlive its caller (completing a record after the request
+// ended), so its sleeps are not reported. A context derived from the
+// caller's with context.WithTimeout and the like still is.
+func detached(info *types.Info, idx assign.Index, l *loops.Loop) bool {
+	for _, a := range l.Call.Args {
+		id, ok := ast.Unparen(a).(*ast.Ident)
+		if !ok {
+			continue
+		}
+		v, ok := info.ObjectOf(id).(*types.Var)
+		if !ok || !match.IsContext(v.Type()) || v.Pos() < l.Stmt.Pos() || v.Pos() > l.Stmt.End() {
+			continue // not a context made in the loop
+		}
+		for _, w := range idx[v] {
+			if !derived(info, w.Rhs, l) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// derived reports whether e is context.WithTimeout (or WithDeadline,
+// WithCancel, WithValue and their Cause forms) of a context from outside
+// the loop.
+func derived(info *types.Info, e ast.Expr, l *loops.Loop) bool {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return false
+	}
+	if !match.Func(match.Callee(info, call), "context", "WithTimeout", "WithDeadline", "WithCancel", "WithValue",
+		"WithTimeoutCause", "WithDeadlineCause", "WithCancelCause") {
+		return false
+	}
+	switch parent := ast.Unparen(call.Args[0]).(type) {
+	case *ast.Ident:
+		o := info.ObjectOf(parent)
+		return o != nil && (o.Pos() < l.Stmt.Pos() || o.Pos() > l.Stmt.End())
+	case *ast.CallExpr: // r.Context()
+		sel, ok := ast.Unparen(parent.Fun).(*ast.SelectorExpr)
+		return ok && sel.Sel.Name == "Context" && match.Named(info.TypeOf(sel.X), "net/http", "Request")
+	}
+	return false
 }

@@ -139,3 +139,37 @@ func (b *backend) do(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+}
+
+// Negative: the loop means to outlive its caller: each attempt runs
+// under a context detached from ctx.
+func complete(ctx context.Context) error {
+	for i := 0; i < 3; i++ {
+		actx, cancel := detach(ctx)
+		_, err := get(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return nil
+}
+
+// Positive: each attempt is bounded by a timeout under ctx, but the
+// sleep is not.
+func perAttemptUnderCtx(ctx context.Context) error {
+	for i := 0; i < 3; i++ {
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := get(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		time.Sleep(time.Second) // want `although ctx is in scope`
+	}
+	return nil
+}

@@ -114,6 +114,10 @@ type Claim struct {
 	// Differs those on which it does not hold; both empty for one run.
 	Seeds   []uint64 `json:"seeds,omitempty"`
 	Differs []uint64 `json:"differs,omitempty"`
+	// Pooled says the verdict rests on the samples of all Seeds pooled,
+	// because one seed's are too few for the percentile judged; Differs
+	// then lists the seeds whose own samples disagree.
+	Pooled bool `json:"pooled,omitempty"`
 	// format is Measured with a verb for each figure, for re-rendering.
 	format string
 }

@@ -307,3 +307,43 @@ func TestOutageClaimsWeighCosts(t *testing.T) {
 		})
 	}
 }
+
+// The hedge scenario's claims over several seeds rest on the seeds'
+// latencies pooled: the same pooled figures the table shows, with the
+// per-seed ranges after them, and charts with the pooled p90.
+func TestHedgePooledSeeds(t *testing.T) {
+	s, _ := Lookup("hedge")
+	p := s.Params().(*HedgeParams)
+	p.Keys, p.Servers, p.Requests = 20, 10, 300
+	r, err := RunSeeds(context.Background(), s, p, Options{Seed: 4}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Claims) == 0 || len(r.Rows) == 0 || len(r.Charts) == 0 {
+		t.Fatalf("result %+v", r)
+	}
+	for _, c := range r.Claims {
+		if !c.Pooled || !cmp.Equal(c.Seeds, []uint64{4, 5, 6}) ||
+			!strings.HasPrefix(c.Measured, "3 seeds pooled (900 requests per strategy, 0 beyond the p99.9): ") ||
+			!strings.Contains(c.Measured, "; per seed: ") {
+			t.Errorf("claim %q: pooled %v, seeds %v, measured %q", c.Claim, c.Pooled, c.Seeds, c.Measured)
+		}
+	}
+	if x := r.Charts[0].Series[0].X; !cmp.Equal(x, []float64{50, 90, 99, 99.9}) {
+		t.Errorf("chart percentiles %v, want 50, 90, 99, 99.9", x)
+	}
+	// The pooled table row is the pooled percentile, not a median of the
+	// seeds' percentiles.
+	var per [][]HedgeOutcome
+	for k := range uint64(3) {
+		o, err := RunHedge(context.Background(), p, Options{Seed: 4 + k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per = append(per, o)
+	}
+	pooled := poolOutcomes(per)
+	if got, want := r.Rows[0]["p999_ms"], round(ms(pooled[0].P999), 1); got != want {
+		t.Errorf("p999_ms %v, want the pooled %v", got, want)
+	}
+}

@@ -69,39 +69,31 @@ func RunSeeds(ctx context.Context, s Scenario, p Params, o Options, n int) (*Res
 	if n < 2 {
 		return s.Run(ctx, p, o)
 	}
-	var (
-		mu          sync.Mutex
-		done, total = make([]int, n), make([]int, n)
-	)
-	results := make([]*Result, n)
+	if sr, ok := s.(seedRunner); ok {
+		return sr.runSeeds(ctx, p, o, n)
+	}
+	results, err := eachSeed(o, n, func(o Options) (*Result, error) { return s.Run(ctx, p, o) })
+	if err != nil {
+		return nil, err
+	}
+	return mergeSeeds(o.Seed, results), nil
+}
+
+// eachSeed runs run on seeds o.Seed to o.Seed+n-1 concurrently, with
+// their progress summed into o.Progress, and returns the results by seed.
+func eachSeed[R any](o Options, n int, run func(o Options) (R, error)) ([]R, error) {
+	out := make([]R, n)
 	errs := make([]error, n)
+	progress := seedProgress(o.Progress, n)
 	var wg sync.WaitGroup
 	for k := range n {
 		ok := o
 		ok.Seed = o.Seed + uint64(k)
-		if o.Progress != nil {
-			ok.Progress = func(d, t int) {
-				mu.Lock()
-				defer mu.Unlock()
-				done[k], total[k] = d, t
-				var sd, st int
-				for i := range n {
-					sd, st = sd+done[i], st+total[i]
-				}
-				// A seed that has not reported yet counts as much as the
-				// first one did.
-				for i := range n {
-					if total[i] == 0 {
-						st += t
-					}
-				}
-				o.Progress(sd, st)
-			}
-		}
+		ok.Progress = progress(k)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[k], errs[k] = s.Run(ctx, p, ok)
+			out[k], errs[k] = run(ok)
 		}()
 	}
 	wg.Wait()
@@ -110,7 +102,36 @@ func RunSeeds(ctx context.Context, s Scenario, p Params, o Options, n int) (*Res
 			return nil, fmt.Errorf("seed %d: %w", o.Seed+uint64(k), err)
 		}
 	}
-	return mergeSeeds(o.Seed, results), nil
+	return out, nil
+}
+
+// seedProgress returns, for each of n runs on their own seeds, a
+// progress function that reports the runs' sum to report (nil if report
+// is nil). A seed that has not reported yet counts as much work as the
+// last one reported.
+func seedProgress(report func(done, total int), n int) func(k int) func(done, total int) {
+	if report == nil {
+		return func(int) func(int, int) { return nil }
+	}
+	var mu sync.Mutex
+	done, total := make([]int, n), make([]int, n)
+	return func(k int) func(int, int) {
+		return func(d, t int) {
+			mu.Lock()
+			defer mu.Unlock()
+			done[k], total[k] = d, t
+			var sd, st int
+			for i := range n {
+				sd, st = sd+done[i], st+total[i]
+			}
+			for i := range n {
+				if total[i] == 0 {
+					st += t
+				}
+			}
+			report(sd, st)
+		}
+	}
 }
 
 // mergeSeeds merges results of the same scenario and parameters on seeds
@@ -237,12 +258,19 @@ func (c Claim) SeedSummary() string {
 	if len(c.Seeds) == 1 {
 		s = fmt.Sprintf("seed %d", c.Seeds[0])
 	}
+	if c.Pooled {
+		s += " pooled"
+	}
 	if len(c.Differs) > 0 {
 		ds := make([]string, len(c.Differs))
 		for i, d := range c.Differs {
 			ds[i] = strconv.FormatUint(d, 10)
 		}
-		s += "; differs on " + strings.Join(ds, ", ")
+		if c.Pooled {
+			s += "; alone, too few samples to judge, seeds " + strings.Join(ds, ", ") + " differ"
+		} else {
+			s += "; differs on " + strings.Join(ds, ", ")
+		}
 	}
 	return s
 }

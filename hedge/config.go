@@ -26,8 +26,9 @@ const (
 	// DefaultMinWinShare is the share of hedges that must win for hedging
 	// to stay on: below it, hedging is suspended except for probes.
 	DefaultMinWinShare = 0.05
-	// DefaultProbeEvery is how many requests share one probe while
-	// hedging is suspended: one request in DefaultProbeEvery may hedge.
+	// DefaultProbeEvery is how many requests share one probe when
+	// hedging has just been suspended: one request in DefaultProbeEvery
+	// may hedge, one in up to 8*DefaultProbeEvery as probes keep losing.
 	DefaultProbeEvery = 16
 	// DefaultWindow is the number of latencies per half-window of the
 	// adaptive delay's estimator (it keeps the last 4,096 to 8,192).
@@ -133,8 +134,10 @@ type Config struct {
 	// negative value turns the rule off.
 	MinWinShare float64
 
-	// ProbeEvery is how many requests share one probe while hedging is
-	// suspended. Zero means DefaultProbeEvery (16).
+	// ProbeEvery is how many requests share one probe when hedging has
+	// just been suspended; each probe that loses doubles that gap, up to
+	// 8*ProbeEvery, and a probe that wins resets it. Zero means
+	// DefaultProbeEvery (16).
 	ProbeEvery int
 
 	// Observer, if set, receives an observe.Event when a call starts a

@@ -20,16 +20,17 @@ import (
 // safe for concurrent use; build one per dependency (per replica set) and
 // share it. The zero Hedger is not usable; call New.
 //
-// The decision methods Begin, Delay, Admit, Observe, Result and End are
-// the whole of the hedging logic. [Do] calls them around real attempts; a
-// simulator running under its own clock calls them directly, in this
-// order, for each request:
+// The decision methods Begin, Delay, Admit, Refund, Observe, Result and
+// End are the whole of the hedging logic. [Do] calls them around real
+// attempts; a simulator running under its own clock calls them directly,
+// in this order, for each request:
 //
 //  1. Begin at the start: it says whether the request may hedge and
 //     after what delay.
 //  2. When the delay passes with no answer (or an attempt fails with a
 //     non-fatal error), Admit before each hedge; start it only if Admit
-//     says so (it has withdrawn the hedge's cost from the budget).
+//     says so (it has withdrawn the hedge's cost from the budget), and
+//     Refund if an admitted hedge does not start after all.
 //  3. Observe with the request's latency when it succeeds (from its start
 //     to the first successful answer).
 //  4. Result once, when a request that started at least one hedge

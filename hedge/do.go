@@ -261,6 +261,9 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 		return nil, 0, false
 	}
 	admitted := c.h.Admit()
+	if !admitted && c.h.observer != nil {
+		c.h.observer.Observe(c.parent, observe.Event{Kind: observe.HedgeDenied, Attempt: c.started})
+	}
 	c.mu.Lock()
 	if !admitted {
 		c.closed = true

@@ -6,7 +6,7 @@
 // Observer field) and it reports an [Event] for every attempt, retry
 // (with the failure's class and the delay), success and give-up (with
 // the reason: a call stopped by its retry budget gives up with
-// retry.ErrBudgetExhausted), every hedge started, won or lost, every
+// retry.ErrBudgetExhausted), every hedge started, won, lost or refused by the hedge budget, every
 // breaker state change and every local throttling rejection. Events come
 // with the call's context.Context, so a tracing observer can annotate
 // the call's span:

@@ -57,11 +57,18 @@ const (
 	// Throttled: a client-side throttle rejected a call locally.
 	// Probability is the rejection probability in force.
 	Throttled
+	// HedgeDenied: the hedge budget refused a hedge a call was due to
+	// start; the call hedges no more. Attempt is the number the hedge
+	// would have had.
+	HedgeDenied
+	// NumKinds is one more than the largest Kind, for arrays indexed by
+	// Kind.
+	NumKinds
 )
 
 var kindNames = [...]string{Attempt: "attempt", Retry: "retry", Success: "success", GiveUp: "give_up",
 	HedgeStarted: "hedge_started", HedgeWon: "hedge_won", HedgeLost: "hedge_lost",
-	BreakerTransition: "breaker_transition", Throttled: "throttled"}
+	BreakerTransition: "breaker_transition", Throttled: "throttled", HedgeDenied: "hedge_denied"}
 
 // String returns the kind's snake_case name ("give_up", "hedge_won").
 func (k Kind) String() string {

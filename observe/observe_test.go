@@ -168,6 +168,31 @@ func TestHedgeEvents(t *testing.T) {
 	})
 }
 
+// TestHedgeDenied: a hedge the budget refuses is reported, and the call,
+// which started none, reports nothing else.
+func TestHedgeDenied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{t: t}
+		h, err := hedge.New(hedge.Config{Delay: 10 * time.Millisecond, Budget: refusing{}, Observer: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = hedge.Do(t.Context(), h, func(ctx context.Context, attempt int) (int, error) {
+			time.Sleep(20 * time.Millisecond)
+			return attempt, nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if diff := cmp.Diff([]observe.Event{{Kind: observe.HedgeDenied, Attempt: 1}}, r.events); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestBreakerEvents(t *testing.T) {
 	r := &recorder{t: t}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

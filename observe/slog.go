@@ -49,7 +49,7 @@ func (lg logger) Observe(ctx context.Context, e Event) {
 	case GiveUp:
 		attrs = append(attrs, slog.Any("reason", e.Reason), slog.Int("attempt", e.Attempt),
 			slog.Duration("delay", e.Delay), slog.Any("err", e.Err))
-	case HedgeStarted:
+	case HedgeStarted, HedgeDenied:
 		attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.Duration("delay", e.Delay))
 	case BreakerTransition:
 		attrs = append(attrs, slog.String("from", e.From), slog.String("to", e.To))

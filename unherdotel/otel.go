@@ -33,9 +33,9 @@ var classes = [...]failure.Class{failure.Transient, failure.Timeout, failure.Thr
 // Metrics holds the instruments; Observer hands out an observe.Observer
 // per policy. It is safe for concurrent use.
 type Metrics struct {
-	meter                                                                metric.Meter
-	attempts, retries, calls, hedges, hedgeCalls, transitions, throttled metric.Int64ObservableCounter
-	retryDelay                                                           metric.Float64ObservableCounter
+	meter                                                                        metric.Meter
+	attempts, retries, calls, hedges, denied, hedgeCalls, transitions, throttled metric.Int64ObservableCounter
+	retryDelay                                                                   metric.Float64ObservableCounter
 	// gRFC A96's per-call histograms, recorded only by GRPCObserver.
 	callRetries, callHedges metric.Int64Histogram
 	callRetryDelay          metric.Float64Histogram
@@ -52,6 +52,7 @@ type Metrics struct {
 //	unherd.retry.delay         counter  s             delays between attempts, added when a call ends
 //	unherd.retry.calls         counter  {call}        calls ended, by unherd.retry.outcome
 //	unherd.hedge.started       counter  {hedge}       hedges started
+//	unherd.hedge.denied        counter  {hedge}       hedges the hedge budget refused
 //	unherd.hedge.calls         counter  {call}        hedged calls, by unherd.hedge.result
 //	unherd.breaker.transitions counter  {transition}  breaker changes, by unherd.breaker.from and .to
 //	unherd.throttle.rejections counter  {call}        local throttling rejections
@@ -75,6 +76,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m2.retries = counter("unherd.retry.retries", "{retry}", "Failed attempts a retry policy will retry.")
 	m2.calls = counter("unherd.retry.calls", "{call}", "Calls a retry policy ended, by outcome.")
 	m2.hedges = counter("unherd.hedge.started", "{hedge}", "Hedges started.")
+	m2.denied = counter("unherd.hedge.denied", "{hedge}", "Hedges the hedge budget refused.")
 	m2.hedgeCalls = counter("unherd.hedge.calls", "{call}", "Calls that started hedges, by result.")
 	m2.transitions = counter("unherd.breaker.transitions", "{transition}", "Circuit breaker state changes.")
 	m2.throttled = counter("unherd.throttle.rejections", "{call}", "Calls a client-side throttle rejected locally.")
@@ -134,11 +136,11 @@ type observer struct {
 	grpc    bool
 	baseRec []metric.RecordOption
 
-	attempts, hedges, won, lost, throttled, success atomic.Int64
-	delay                                           atomic.Int64 // nanoseconds
-	retries                                         [len(classes)]atomic.Int64
-	stops                                           [observe.NumStops]atomic.Int64
-	transitions                                     [nstates][nstates]atomic.Int64
+	attempts, hedges, denied, won, lost, throttled, success atomic.Int64
+	delay                                                   atomic.Int64 // nanoseconds
+	retries                                                 [len(classes)]atomic.Int64
+	stops                                                   [observe.NumStops]atomic.Int64
+	transitions                                             [nstates][nstates]atomic.Int64
 
 	// The attribute sets the callback reports each counter with.
 	base, successSet, wonSet, lostSet metric.ObserveOption
@@ -165,7 +167,7 @@ func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (observe.Obser
 			o.transitionSets[i][j] = with(KeyFrom.String(from), KeyTo.String(to))
 		}
 	}
-	_, err := m.meter.RegisterCallback(o.report, m.attempts, m.retries, m.calls, m.hedges, m.hedgeCalls,
+	_, err := m.meter.RegisterCallback(o.report, m.attempts, m.retries, m.calls, m.hedges, m.denied, m.hedgeCalls,
 		m.transitions, m.throttled, m.retryDelay)
 	if err != nil {
 		return nil, err
@@ -190,6 +192,7 @@ func (o *observer) report(_ context.Context, r metric.Observer) error {
 		put(m.calls, &o.stops[i], o.stopSets[i])
 	}
 	put(m.hedges, &o.hedges, o.base)
+	put(m.denied, &o.denied, o.base)
 	put(m.hedgeCalls, &o.won, o.wonSet)
 	put(m.hedgeCalls, &o.lost, o.lostSet)
 	for i := range o.transitions {
@@ -229,6 +232,8 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 		}
 	case observe.HedgeStarted:
 		o.hedges.Add(1)
+	case observe.HedgeDenied:
+		o.denied.Add(1)
 	case observe.HedgeWon, observe.HedgeLost:
 		if e.Kind == observe.HedgeWon {
 			o.won.Add(1)

@@ -23,8 +23,8 @@ func SpanEvents() observe.Observer { return spanEvents{} }
 
 type spanEvents struct{}
 
-var eventNames = func() (n [observe.Throttled + 1]string) {
-	for k := observe.Attempt; k <= observe.Throttled; k++ {
+var eventNames = func() (n [observe.NumKinds]string) {
+	for k := observe.Attempt; k < observe.NumKinds; k++ {
 		n[k] = "unherd." + k.String()
 	}
 	return n

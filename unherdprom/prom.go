@@ -13,7 +13,7 @@ import (
 // observe.Observer per policy name. It is safe for concurrent use.
 type Metrics struct {
 	attempts, retries, retryDelay, calls *prometheus.CounterVec
-	hedges, hedgeCalls                   *prometheus.CounterVec
+	hedges, hedgeCalls, hedgesDenied     *prometheus.CounterVec
 	transitions                          *prometheus.CounterVec
 	breakerState                         *prometheus.GaugeVec
 	throttled                            *prometheus.CounterVec
@@ -41,13 +41,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		retryDelay:          counter("retry_delay_seconds_total", "Total of the delays between attempts of the calls a retry policy ended."),
 		calls:               counter("retry_calls_total", "Calls a retry policy ended, by outcome: success, or the reason it gave up (budget_exhausted, attempts_exhausted, deadline, permanent, ...).", "outcome"),
 		hedges:              counter("hedge_started_total", "Hedges started."),
+		hedgesDenied:        counter("hedge_denied_total", "Hedges the hedge budget refused."),
 		hedgeCalls:          counter("hedge_calls_total", "Calls that started hedges, by whether a hedge (won) or the primary or no attempt (lost) settled them.", "result"),
 		transitions:         counter("breaker_transitions_total", "Circuit breaker state changes.", "from", "to"),
 		breakerState:        gauge("breaker_state", "1 for the circuit breaker's current state, 0 for the others, as of its last change.", "state"),
 		throttled:           counter("throttle_rejections_total", "Calls a client-side throttle rejected locally."),
 		throttleProbability: gauge("throttle_rejection_probability", "The client-side throttle's rejection probability at its latest rejection."),
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.retries, m.retryDelay, m.calls, m.hedges, m.hedgeCalls,
+	for _, c := range []prometheus.Collector{m.attempts, m.retries, m.retryDelay, m.calls, m.hedges, m.hedgesDenied, m.hedgeCalls,
 		m.transitions, m.breakerState, m.throttled, m.throttleProbability} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -67,6 +68,7 @@ func (m *Metrics) Observer(policy string) observe.Observer {
 		retryDelay:  m.retryDelay.WithLabelValues(policy),
 		success:     m.calls.WithLabelValues(policy, "success"),
 		hedges:      m.hedges.WithLabelValues(policy),
+		denied:      m.hedgesDenied.WithLabelValues(policy),
 		hedgeWon:    m.hedgeCalls.WithLabelValues(policy, "won"),
 		hedgeLost:   m.hedgeCalls.WithLabelValues(policy, "lost"),
 		throttled:   m.throttled.WithLabelValues(policy),
@@ -93,7 +95,8 @@ type observer struct {
 	attempts, retryDelay, success prometheus.Counter
 	retries                       [len(classes)]prometheus.Counter
 	stops                         [observe.NumStops]prometheus.Counter
-	hedges, hedgeWon, hedgeLost   prometheus.Counter
+	hedges, denied                prometheus.Counter
+	hedgeWon, hedgeLost           prometheus.Counter
 	transitions                   [nstates][nstates]prometheus.Counter
 	state                         [nstates]prometheus.Gauge
 	throttled                     prometheus.Counter
@@ -119,6 +122,8 @@ func (o *observer) Observe(_ context.Context, e observe.Event) {
 		}
 	case observe.HedgeStarted:
 		o.hedges.Inc()
+	case observe.HedgeDenied:
+		o.denied.Inc()
 	case observe.HedgeWon:
 		o.hedgeWon.Inc()
 	case observe.HedgeLost:

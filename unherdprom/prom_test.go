@@ -200,6 +200,7 @@ var events = []observe.Event{
 	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted, Err: errDown},
 	{Kind: observe.HedgeStarted, Attempt: 1, Delay: time.Millisecond},
 	{Kind: observe.HedgeWon, Attempt: 1},
+	{Kind: observe.HedgeDenied, Attempt: 1},
 	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
 	{Kind: observe.Throttled, Probability: 0.5},
 }

@@ -575,10 +575,22 @@ func (f *finder) condAttempt(l *Loop) bool {
 			errs = append(errs, v)
 		}
 	}
-	stmts := l.Body.List
+	// The attempt: the post statement, or an assignment in the body, at
+	// any depth outside function literals and inner loops (if ttl > 0 {
+	// resp, err = call(ttl) } else { resp, err = call(0) }).
+	var stmts []ast.Stmt
 	if fs.Post != nil {
-		stmts = append([]ast.Stmt{fs.Post}, stmts...)
+		stmts = append(stmts, fs.Post)
 	}
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+			return false
+		case *ast.AssignStmt:
+			stmts = append(stmts, n)
+		}
+		return true
+	})
 	for _, s := range stmts {
 		call, v, results := f.errCall(s)
 		if call != nil && slices.Contains(errs, v) && !f.varies(l, call) {

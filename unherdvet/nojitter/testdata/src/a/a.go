@@ -322,3 +322,32 @@ func (m *multi) Read() (int, error) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+type pubOpts struct {
+	ctx  context.Context
+	wait time.Duration
+	ttl  time.Duration
+}
+
+func request(ttl time.Duration) (int, error) { return 0, nil }
+
+// Positive: the attempt sits in both branches of an if.
+func publish(o pubOpts) error {
+	_, err := request(o.ttl)
+	for r := 0; errors.Is(err, errBusy) && r < 3; r++ {
+		if o.ctx != nil {
+			select {
+			case <-o.ctx.Done():
+			case <-time.After(o.wait): // want `the same delay \(o.wait\)`
+			}
+		} else {
+			time.Sleep(o.wait) // want `the same delay \(o.wait\)`
+		}
+		if o.ttl > 0 {
+			_, err = request(o.ttl)
+		} else {
+			_, err = request(0)
+		}
+	}
+	return err
+}

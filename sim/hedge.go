@@ -340,11 +340,14 @@ func runHedge(done <-chan struct{}, seed, stream uint64, p *HedgeParams, fl flee
 	if r.hedger, err = newHedger(strategy, p, e.Now); err != nil {
 		return hedgeOut{err: err}
 	}
-	if fl != fleetStalled {
+	switch fl {
+	case fleetLoaded, fleetSaturated:
 		r.rate = p.saturatedRate()
-	} else if p.StallRate > 0 {
-		for s := range p.Servers {
-			e.after(r.stallGap(), hStall, int32(s), 0)
+	case fleetStalled:
+		if p.StallRate > 0 {
+			for s := range p.Servers {
+				e.after(r.stallGap(), hStall, int32(s), 0)
+			}
 		}
 	}
 	e.after(0, hArrival, 0, 0)

@@ -366,7 +366,7 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 		svc, hop := l.service, l.replyHop
 		if cp == 1 {
 			if r.fleet != fleetSaturated {
-				svc = r.draw(e.rng)
+				svc = e.lognormal(r.p.Service, r.p.Sigma)
 			}
 			hop = r.hop(e.rng)
 		}

@@ -46,11 +46,13 @@
 //     holds only that the request completed, and a later request with
 //     the key is 409 "replay-unavailable" rather than a second run. The
 //     client should look the result up by other means.
-//   - Records are kept for Config.TTL (24 h, Stripe's figure). An
-//     in-flight record holds a lease (30 s) that is renewed every third
-//     of its length while the handler runs, so a process that dies
-//     blocks its key for one lease at most; its successor's fencing token
-//     keeps a late completion from the dead process out of the record.
+//   - Records are kept for Config.TTL (24 h, Stripe's figure). In a
+//     shared store an in-flight record holds a lease (30 s) that is
+//     renewed every third of its length while the handler runs, so a
+//     process that dies blocks its key for one lease at most; its
+//     successor's fencing token keeps a late completion from the dead
+//     process out of the record. (A Memory record dies with its process,
+//     and is held until its handler returns.)
 //
 // Unlike Stripe, which stores a 500 and replays it, a 5xx response, a
 // panic, or a handler that outlives Config.HandlerTimeout (503) releases

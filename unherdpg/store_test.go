@@ -20,7 +20,7 @@ import (
 )
 
 // Leases are measured by the database's clock, in real time.
-const testLease = 150 * time.Millisecond
+const testLease = 250 * time.Millisecond
 
 func TestStoreConformance(t *testing.T) {
 	s, _ := newStore(t, newPool(t))
@@ -213,7 +213,7 @@ func TestInTx(t *testing.T) {
 // retries run the handler once.
 func TestRerunAfterLease(t *testing.T) {
 	s, _ := newStore(t, newPool(t))
-	storetest.RerunAfterLease(t, s, 300*time.Millisecond, 100)
+	storetest.RerunAfterLease(t, s, time.Second, 100)
 }
 
 // With PostgreSQL unreachable (nothing listens on the port), the

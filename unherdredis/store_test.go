@@ -18,9 +18,9 @@ import (
 )
 
 // Leases in the conformance runs are measured by Redis's clock, in real
-// time: 150 ms is well above a loopback round trip and keeps the suite
-// near two seconds.
-const testLease = 150 * time.Millisecond
+// time: 250 ms is well above a loopback round trip and a loaded
+// machine's oversleep, and keeps the suite near three seconds.
+const testLease = 250 * time.Millisecond
 
 func TestStoreConformance(t *testing.T) {
 	c := newClient(t)
@@ -115,15 +115,15 @@ func TestRoundTrips(t *testing.T) {
 	send(prefix + "slow")
 	got := cnt.n.Load() - before
 	t.Logf("a handler running %v, 5/3 of its lease: %d round trips (claim, a renewal per third of a lease, complete)", 5*lease/3, got)
-	if got < 5 || got > 8 {
-		t.Errorf("slow handler: %d round trips, want claim + about 4 renewals + complete", got)
+	if got < 4 || got > 8 {
+		t.Errorf("slow handler: %d round trips, want claim, 2 to 5 renewals and complete", got)
 	}
 }
 
 // A holder that dies keeps its key for its lease; then 100 concurrent
 // retries run the handler once.
 func TestRerunAfterLease(t *testing.T) {
-	storetest.RerunAfterLease(t, unherdredis.NewStore(newClient(t), unherdredis.StoreConfig{}), 300*time.Millisecond, 100)
+	storetest.RerunAfterLease(t, unherdredis.NewStore(newClient(t), unherdredis.StoreConfig{}), time.Second, 100)
 }
 
 // With Redis unreachable (nothing listens on the port), the middleware

@@ -175,7 +175,7 @@
 // the stalled fleet within the spread between seeds (medians: unhedged
 // p50 12.6 and 12.5 ms; fixed hedge p99 18.0 and 17.7 ms, extra work 1.1%
 // in both; tied requests p99.9 72.8 and 70.2 ms), and on the loaded fleet
-// at 97% rank the strategies alike, with latencies 1 to 10% higher here
+// at 97% rank the strategies alike, with latencies 1 to 11% higher here
 // (unhedged p50 30.1 and 33.4 ms): a queue that full feels the burstier
 // arrivals.
 //

@@ -78,9 +78,11 @@ else
 	cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 	cores=$(nproc)
 	goversion=$(go version | cut -d' ' -f3-)
+	load_rounds=""
 	for i in $(seq "$COUNT"); do
 		echo "==> round $i of $COUNT" >&2
 		"$work/bench.test" -test.run '^$' -test.bench . -test.benchtime "$BENCHTIME" -test.count 1 >>"$work/raw.txt"
+		load_rounds="$load_rounds${load_rounds:+, }$(cut -d' ' -f1 /proc/loadavg)"
 	done
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 	finished=$(date -u '+%H:%M UTC')
@@ -92,7 +94,7 @@ else
 	# The raw runs and what the report says about them, for benchstat by
 	# hand and for REPORT_ONLY=1.
 	cp "$work/raw.txt" "$GOBIN/last-run.txt"
-	for v in COUNT BENCHTIME load_before load_after started finished measured cpu cores goversion; do
+	for v in COUNT BENCHTIME load_before load_after load_rounds started finished measured cpu cores goversion; do
 		printf '%s=%q\n' "$v" "${!v}"
 	done >"$GOBIN/last-run.env"
 fi
@@ -148,6 +150,7 @@ describe() {
 	echo "| commit | $measured |"
 	echo "| runs | $COUNT rounds of every benchmark, -benchtime=$BENCHTIME |"
 	echo "| load average (1, 5, 15 min) | before: $load_before; after: $load_after |"
+	echo "| load average (1 min) after each round | ${load_rounds:-?} |"
 	echo
 	echo "These numbers were produced on a shared 2-core machine while other work"
 	echo "was running on it: absolute times are noisy, and the ratios within a"

@@ -1,0 +1,304 @@
+package fleet
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
+)
+
+// Defaults of [Config] beyond those it shares with budget.RatioConfig.
+const (
+	// DefaultSyncInterval is how often a process syncs with the ledger.
+	DefaultSyncInterval = time.Second
+	// DefaultTimeout bounds one sync: a slower ledger counts as down.
+	DefaultTimeout = 200 * time.Millisecond
+	// DefaultMaxLease is the most retry tokens one process holds.
+	DefaultMaxLease = 10000
+	// DefaultFallbackMinPerSecond is the floor of the local budget used
+	// while the ledger is unreachable: 1 retry per second per process,
+	// a tenth of budget.DefaultMinPerSecond, because every process of the
+	// fleet falls back at once.
+	DefaultFallbackMinPerSecond = 1
+	// Slots is how many slots the window is cut into.
+	Slots = 20
+)
+
+// State is where a [Budget] takes its retries from.
+type State int32
+
+const (
+	// Starting is a budget whose first sync has not succeeded yet; it
+	// uses its local fallback.
+	Starting State = iota
+	// Shared is a budget holding a lease from the ledger.
+	Shared
+	// Fallback is a budget whose last sync failed; it uses its local
+	// fallback until a sync succeeds.
+	Fallback
+)
+
+var stateNames = [...]string{Starting: "starting", Shared: "shared", Fallback: "fallback"}
+
+// String returns the state's lower-case name.
+func (s State) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Config configures a [Budget]. The zero value allows the fleet retries up
+// to 10% of its requests of the last 10 s plus 10 retries per second,
+// synced every second with a 200 ms timeout.
+type Config struct {
+	// Ratio is the most retries the fleet may make per request in the
+	// window. Zero means budget.DefaultRatio (0.1).
+	Ratio float64
+	// MinPerSecond is the fleet-wide floor of retries per second (not a
+	// per-process one): the window allows MinPerSecond * Window seconds
+	// retries more than the ratio gives. Zero means
+	// budget.DefaultMinPerSecond (10); set NoFloor for none.
+	MinPerSecond float64
+	// NoFloor removes the floor; MinPerSecond must then be zero.
+	NoFloor bool
+	// Window is how far back the fleet's requests and retries count. It
+	// must be a whole number of milliseconds, at least 20 ms. Zero means
+	// budget.DefaultWindow (10 s).
+	Window time.Duration
+	// SyncInterval is the time between two syncs of a running budget
+	// ([Budget.Run]); a process whose lease runs low syncs sooner, at most
+	// ten times per interval. SyncInterval + Timeout must be at most half
+	// the Window, so that a lease is spent while it is still counted.
+	// Zero means DefaultSyncInterval (1 s), or Window/4 if that is
+	// shorter.
+	SyncInterval time.Duration
+	// Timeout bounds one sync. Zero means DefaultTimeout (200 ms), or
+	// SyncInterval/2 if that is shorter.
+	Timeout time.Duration
+	// MaxLease is the most retry tokens a process asks for at once. A
+	// process asks for twice what it retried in the last interval, at
+	// least one. Zero means DefaultMaxLease.
+	MaxLease int64
+	// Fallback is the budget used before the first sync and while the
+	// ledger is unreachable; it sees every Record. Nil means a
+	// budget.Ratio with this Ratio and Window and a floor of
+	// DefaultFallbackMinPerSecond, per process.
+	Fallback budget.Budget
+	// OnState, if set, is called when the budget changes state, with the
+	// error of the failed sync for Fallback (nil otherwise). It is called
+	// from the goroutine that syncs, outside every lock, one call at a
+	// time.
+	OnState func(s State, err error)
+	// ID names the process in the ledger. Empty means 16 random hex
+	// digits; two budgets must not share an ID.
+	ID string
+	// Now is the clock of Sync and Run. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports settings that cannot work, naming the field.
+func (c *Config) Validate() error {
+	rc := budget.RatioConfig{Ratio: c.Ratio, MinPerSecond: c.MinPerSecond, NoFloor: c.NoFloor, Window: c.Window}
+	if err := rc.Validate(); err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	w := cmp.Or(c.Window, budget.DefaultWindow)
+	switch {
+	case w < 20*time.Millisecond || w%time.Millisecond != 0:
+		return fmt.Errorf("%w: Config.Window %v is not a whole number of milliseconds of at least 20ms", ErrInvalidConfig, c.Window)
+	case c.SyncInterval < 0:
+		return fmt.Errorf("%w: Config.SyncInterval %v is negative", ErrInvalidConfig, c.SyncInterval)
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: Config.Timeout %v is negative", ErrInvalidConfig, c.Timeout)
+	case c.MaxLease < 0:
+		return fmt.Errorf("%w: Config.MaxLease %d is negative", ErrInvalidConfig, c.MaxLease)
+	}
+	if iv, to := c.intervals(); iv+to > w/2 {
+		return fmt.Errorf("%w: Config.SyncInterval %v plus Timeout %v exceed half the Window %v", ErrInvalidConfig, iv, to, w)
+	}
+	return nil
+}
+
+func (c *Config) intervals() (interval, timeout time.Duration) {
+	w := cmp.Or(c.Window, budget.DefaultWindow)
+	interval = cmp.Or(c.SyncInterval, min(DefaultSyncInterval, w/4))
+	timeout = cmp.Or(c.Timeout, min(DefaultTimeout, interval/2))
+	return interval, timeout
+}
+
+// ErrInvalidConfig is wrapped by the errors of Validate and New.
+var ErrInvalidConfig = fmt.Errorf("fleet: %w", budget.ErrInvalidConfig)
+
+// pad keeps the hot counters on cache lines of their own.
+type pad [128 - 8]byte
+
+// Budget is a retry budget shared by a fleet through a [Transport]: the
+// fleet's retries are at most Ratio times its requests in the window,
+// plus the floor. It implements budget.Budget and budget.Refunder.
+//
+// Withdraw and Record are local: Record adds to a counter, Withdraw takes
+// a token from the process's lease, both with one atomic operation and no
+// clock. A sync (Budget.Sync, or Budget.Run in the background) reports the
+// requests counted since the last one, returns the unused lease and
+// leases new tokens. When a sync fails or times out, the budget falls
+// back to its local Fallback budget until a sync succeeds; its lease is
+// kept unused and returned then.
+//
+// A Budget is safe for concurrent use. The zero value is not usable; call
+// New.
+type Budget struct {
+	tokens   atomic.Int64
+	_        pad
+	requests atomic.Int64
+	_        pad
+	state    atomic.Int32
+	lowWater atomic.Int64 // a Withdraw leaving fewer tokens wakes Run
+	woken    atomic.Bool
+	_        pad
+
+	// Read-only after New.
+	t        Transport
+	fallback budget.Budget
+	limits   Limits
+	id       string
+	window   time.Duration
+	interval time.Duration
+	timeout  time.Duration
+	maxLease int64
+	onState  func(State, error)
+	now      func() time.Time
+	wake     chan struct{}
+
+	mu         sync.Mutex // serialises syncs
+	acked      int64      // requests the ledger booked
+	lastOK     time.Time  // when the last sync succeeded
+	afterGrant int64      // tokens right after the last sync
+	want       int64
+	fleetReq   int64
+	fleetRet   int64
+	syncs      int64
+}
+
+// New validates cfg and returns a budget that syncs through t. It starts
+// no goroutine: call Run, or Sync yourself.
+func New(cfg Config, t Transport) (*Budget, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("%w: nil Transport", ErrInvalidConfig)
+	}
+	window := cmp.Or(cfg.Window, budget.DefaultWindow)
+	ratio := cmp.Or(cfg.Ratio, budget.DefaultRatio)
+	var reserve float64
+	if !cfg.NoFloor {
+		reserve = cmp.Or(cfg.MinPerSecond, budget.DefaultMinPerSecond) * window.Seconds()
+	}
+	b := &Budget{
+		t:        t,
+		fallback: cfg.Fallback,
+		limits:   Limits{Ratio: ratio, Reserve: reserve, Slot: window / Slots / time.Millisecond * time.Millisecond, Slots: Slots},
+		id:       cfg.ID,
+		window:   window,
+		maxLease: cmp.Or(cfg.MaxLease, DefaultMaxLease),
+		onState:  cfg.OnState,
+		now:      cfg.Now,
+		wake:     make(chan struct{}, 1),
+		want:     1,
+	}
+	if cfg.Now == nil {
+		b.now = time.Now
+	}
+	b.interval, b.timeout = cfg.intervals()
+	b.lowWater.Store(math.MinInt64)
+	if b.fallback == nil {
+		r, err := budget.NewRatio(budget.RatioConfig{Ratio: ratio, Window: window, MinPerSecond: DefaultFallbackMinPerSecond})
+		if err != nil {
+			return nil, fmt.Errorf("fleet: fallback: %w", err)
+		}
+		b.fallback = r
+	}
+	if b.id == "" {
+		var raw [8]byte
+		_, _ = rand.Read(raw[:])
+		b.id = hex.EncodeToString(raw[:])
+	}
+	return b, nil
+}
+
+// Withdraw reports whether a retry may go ahead: it takes a token from the
+// lease, or asks the fallback when the budget holds no lease. A Permanent
+// failure is never retried.
+func (b *Budget) Withdraw(c failure.Class) bool {
+	if c >= failure.Permanent {
+		return false
+	}
+	if State(b.state.Load()) != Shared {
+		return b.fallback.Withdraw(c)
+	}
+	n := b.tokens.Add(-1)
+	if n < b.lowWater.Load() && !b.woken.Load() && b.woken.CompareAndSwap(false, true) {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
+	if n >= 0 {
+		return true
+	}
+	b.tokens.Add(1)
+	return false
+}
+
+// Record counts a request when a is a call's first attempt, and passes a
+// to the fallback.
+func (b *Budget) Record(a budget.Attempt) {
+	if a.N == 1 {
+		b.requests.Add(1)
+	}
+	b.fallback.Record(a)
+}
+
+// Refund gives back a retry withdrawn but not made: to the lease, or to
+// the fallback if it is a budget.Refunder and the budget is not Shared.
+func (b *Budget) Refund(c failure.Class) {
+	if State(b.state.Load()) == Shared {
+		b.tokens.Add(1)
+		return
+	}
+	if r, ok := b.fallback.(budget.Refunder); ok {
+		r.Refund(c)
+	}
+}
+
+// State returns where the budget takes its retries from now.
+func (b *Budget) State() State { return State(b.state.Load()) }
+
+// ID returns the name of the process in the ledger.
+func (b *Budget) ID() string { return b.id }
+
+// Stats are a budget's counters, for tests and metrics.
+type Stats struct {
+	// Lease is the tokens the process holds.
+	Lease int64
+	// FleetRequests and FleetRetries are the fleet's window as the last
+	// successful sync saw it.
+	FleetRequests, FleetRetries int64
+	// Syncs counts the syncs attempted.
+	Syncs int64
+}
+
+// Stats returns the budget's counters.
+func (b *Budget) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Stats{Lease: b.tokens.Load(), FleetRequests: b.fleetReq, FleetRetries: b.fleetRet, Syncs: b.syncs}
+}

@@ -1,0 +1,41 @@
+// Package fleet is a retry budget shared by a whole fleet of processes:
+// the fleet's retries are at most a share of the fleet's requests over a
+// sliding window, plus a fleet-wide floor, however the traffic is spread
+// over the processes.
+//
+// A per-process budget does not bound a fleet: with a floor of 10
+// retries per second per process, a million processes may send ten
+// million retries a second into an outage. A [Budget] keeps its hot path
+// local (Record adds to a counter, Withdraw takes a token from a lease,
+// no round trip) and syncs in the background: each sync reports the
+// requests counted since the last one, returns the unused lease and
+// leases new retry tokens from a shared [Ledger], in batches of twice
+// what the process retried in the last interval.
+//
+// Most users take the Redis ledger of package unherdredis, which runs
+// this package's Budget over a [Transport] on Redis:
+//
+//	b, err := unherdredis.NewBudget(rdb, "payments", fleet.Config{})
+//	defer b.Close()
+//	cfg := retry.Config{Budget: b}
+//
+// The defaults are budget.Ratio's: 10% of the requests of the last 10 s
+// (Google SRE book, "Handling Overload"), plus a floor of 10 retries per
+// second for the whole fleet (Finagle's and Linkerd's window and floor,
+// applied fleet-wide as Envoy and Linkerd apply retry budgets in their
+// proxies). Syncs run every second with a 200 ms timeout.
+//
+// A lease is counted against the fleet when it is granted, and stays
+// counted until it leaves the window or is returned at the next sync, so
+// a process that dies loses only its unused lease. When a sync fails or
+// times out the budget falls back to a local budget (Config.Fallback, by
+// default a budget.Ratio with a floor of 1 retry per second), says so
+// through Config.OnState and [Budget.State], and returns to the shared
+// budget at the first sync that succeeds. No Withdraw or Record ever
+// waits for the ledger.
+//
+// [Budget.Report] and [Budget.Settle] split a sync into its two halves
+// for drivers that carry the round trip themselves, such as the
+// simulator, which runs this package's Budget and Ledger under virtual
+// time.
+package fleet

@@ -1,0 +1,124 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrUnreachable is wrapped by the error of a sync that failed or timed
+// out; the budget then falls back to its local budget.
+var ErrUnreachable = errors.New("fleet: ledger unreachable")
+
+// Report returns what the next sync sends, at the instant now. A driver
+// that does its own round trips (the simulator) calls Report, carries the
+// report to the ledger, and calls Settle with the answer; Report and
+// Settle alternate. Sync does all three.
+func (b *Budget) Report(now time.Time) Report {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	total := b.requests.Load()
+	delta := total - b.acked
+	if !b.lastOK.IsZero() {
+		if gap := now.Sub(b.lastOK); gap > b.window {
+			// Requests counted while the ledger was away are spread over
+			// that time: book only the window's share of them.
+			delta = int64(float64(delta) * float64(b.window) / float64(gap))
+		}
+	}
+	tokens := b.tokens.Load()
+	want := b.want
+	if State(b.state.Load()) == Shared {
+		// Ask for twice what the last interval used, so that the lease
+		// lasts until the next sync.
+		want = min(max(2*(b.afterGrant-tokens), 1), b.maxLease)
+	}
+	return Report{ID: b.id, Requests: total, Delta: delta, Returned: max(tokens, 0), Want: want, Limits: b.limits}
+}
+
+// Settle applies the outcome of the sync that sent r, at the instant now:
+// the grant g when err is nil, a failure otherwise. A success takes the
+// budget to Shared, a failure to Fallback; OnState hears of each change.
+func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
+	b.mu.Lock()
+	b.syncs++
+	old := State(b.state.Load())
+	if err != nil {
+		b.lowWater.Store(math.MinInt64)
+		b.state.Store(int32(Fallback))
+		b.mu.Unlock()
+		if old != Fallback && b.onState != nil {
+			b.onState(Fallback, err)
+		}
+		return
+	}
+	// Tokens taken since Report came out of the returned lease; they
+	// are now owed by the new one.
+	b.tokens.Add(g.Tokens - r.Returned)
+	b.acked, b.lastOK = r.Requests, now
+	b.afterGrant = b.tokens.Load()
+	b.fleetReq, b.fleetRet = g.Requests, g.Retries
+	b.want = r.Want
+	if g.Tokens >= r.Want && r.Want > 1 {
+		b.lowWater.Store(g.Tokens / 4)
+	} else {
+		// The fleet is short of retries (or this process barely
+		// retries): sync on the interval only.
+		b.lowWater.Store(math.MinInt64)
+	}
+	b.woken.Store(false)
+	b.state.Store(int32(Shared))
+	b.mu.Unlock()
+	if old != Shared && b.onState != nil {
+		b.onState(Shared, nil)
+	}
+}
+
+// Sync reports to the ledger and leases new tokens, waiting at most the
+// configured Timeout. Its error wraps ErrUnreachable. When ctx itself is
+// done, the budget's state does not change.
+func (b *Budget) Sync(ctx context.Context) error {
+	r := b.Report(b.now())
+	sctx, cancel := context.WithTimeout(ctx, b.timeout)
+	g, err := b.t.Sync(sctx, r)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	b.Settle(b.now(), r, g, err)
+	return err
+}
+
+// Run syncs at once, then every SyncInterval and whenever the lease runs
+// low (at most ten times per interval), until ctx is done. Run it in a
+// goroutine of its own, one per budget.
+func (b *Budget) Run(ctx context.Context) {
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-b.wake:
+			if gap := b.interval/10 - time.Since(last); gap > 0 {
+				pause := time.NewTimer(gap)
+				select {
+				case <-ctx.Done():
+					pause.Stop()
+					return
+				case <-pause.C:
+				}
+			}
+		}
+		last = time.Now()
+		_ = b.Sync(ctx)
+		tick.Reset(b.interval)
+	}
+}

@@ -83,6 +83,7 @@ const (
 	After                    // <-time.After(d)
 	Timer                    // time.NewTimer(d), t.Reset(d)
 	AfterCtx                 // time.After(d) or a timer in a select that also receives from ctx.Done()
+	Helper                   // sleep(ctx, d): a function of the package that waits for its argument
 )
 
 // A Wait is one wait between attempts.
@@ -107,7 +108,12 @@ var Analyzer = &analysis.Analyzer{
 }
 
 func run(pass *analysis.Pass) (any, error) {
-	f := &finder{info: pass.TypesInfo, labels: make(map[ast.Stmt]*ast.Ident), res: new(Result)}
+	f := &finder{
+		info:    pass.TypesInfo,
+		labels:  make(map[ast.Stmt]*ast.Ident),
+		helpers: waitHelpers(pass.TypesInfo, pass.Files),
+		res:     new(Result),
+	}
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
 			continue
@@ -127,7 +133,10 @@ func run(pass *analysis.Pass) (any, error) {
 type finder struct {
 	info   *types.Info
 	labels map[ast.Stmt]*ast.Ident
-	res    *Result
+	// helpers are the package's wait helpers, with the index of the
+	// parameter they wait for.
+	helpers map[*types.Func]int
+	res     *Result
 }
 
 // walk finds the retry loops of fn, and of the function literals in it.
@@ -211,7 +220,7 @@ func (f *finder) attempt(l *Loop) bool {
 		if call == nil {
 			continue
 		}
-		if f.varies(l, call) {
+		if f.varies(l, call) || f.unwraps(call, errv) {
 			return false
 		}
 		// The branch: this if statement, or the first one after that tests
@@ -461,103 +470,6 @@ func isNil(info *types.Info, e ast.Expr) bool {
 	return ok && id.Name == "nil" && info.Types[id].IsNil()
 }
 
-// varies reports whether the loop changes what the attempt is given from
-// one iteration to the next, so that it tries something new rather than
-// the same call again: an argument or receiver indexed by the loop
-// variable or by a counter the body advances (addrs[i]: failover;
-// batches[it.index]: iteration), a variable the post statement or the
-// body after the call reassigns (a page token, a growing list: search and
-// pagination), or one drawn from the clock or a random source before the
-// call (a new unique key on each conflict).
-func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
-	counters := make(map[types.Object]bool) // index variables
-	changed := make(map[types.Object]bool)  // values that change
-	mark := func(m map[types.Object]bool, e ast.Expr) {
-		if id, ok := ast.Unparen(e).(*ast.Ident); ok {
-			if o := f.info.ObjectOf(id); o != nil {
-				m[o] = true
-			}
-		}
-	}
-	// markIndex marks a variable or a field (it.index) as an index.
-	markIndex := func(e ast.Expr) {
-		if sel, ok := ast.Unparen(e).(*ast.SelectorExpr); ok {
-			e = sel.Sel
-		}
-		mark(counters, e)
-	}
-	switch s := l.Stmt.(type) {
-	case *ast.ForStmt:
-		if s.Post == nil {
-			break
-		}
-		ast.Inspect(s.Post, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.IncDecStmt:
-				markIndex(n.X)
-			case *ast.AssignStmt:
-				for _, lhs := range n.Lhs {
-					mark(counters, lhs)
-					mark(changed, lhs)
-				}
-			}
-			return true
-		})
-	case *ast.RangeStmt:
-		mark(counters, s.Key)
-		mark(counters, s.Value)
-	}
-	ast.Inspect(l.Body, func(n ast.Node) bool {
-		if inc, ok := n.(*ast.IncDecStmt); ok && inc.Pos() > call.End() {
-			markIndex(inc.X) // it.index++ after the call
-		}
-		as, ok := n.(*ast.AssignStmt)
-		if !ok || contains(as, call) {
-			return !ok
-		}
-		after := as.Pos() > call.End()
-		fresh := !after && f.drawsFresh(as)
-		if after || fresh {
-			for _, lhs := range as.Lhs {
-				mark(changed, lhs)
-			}
-		}
-		return true
-	})
-	found := false
-	ast.Inspect(call, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.IndexExpr:
-			ast.Inspect(n.Index, func(m ast.Node) bool {
-				if id, ok := m.(*ast.Ident); ok && counters[f.info.ObjectOf(id)] {
-					found = true
-				}
-				return !found
-			})
-		case *ast.Ident:
-			found = found || changed[f.info.ObjectOf(n)]
-		}
-		return !found
-	})
-	return found
-}
-
-// drawsFresh reports whether an assignment's values call time.Now or a
-// random source.
-func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
-	found := false
-	for _, r := range as.Rhs {
-		ast.Inspect(r, func(n ast.Node) bool {
-			if c, ok := n.(*ast.CallExpr); ok {
-				fn := match.Callee(f.info, c)
-				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now")
-			}
-			return !found
-		})
-	}
-	return found
-}
-
 // condAttempt matches a loop whose condition is the branch: it goes round
 // while the attempt's error is set (err != nil, errors.Is(err, ErrX),
 // retryable(err), as one of the conjuncts of the condition), and the
@@ -593,7 +505,7 @@ func (f *finder) condAttempt(l *Loop) bool {
 	})
 	for _, s := range stmts {
 		call, v, results := f.errCall(s)
-		if call != nil && slices.Contains(errs, v) && !f.varies(l, call) {
+		if call != nil && slices.Contains(errs, v) && !f.varies(l, call) && !f.unwraps(call, v) {
 			l.Call, l.Err, l.Results, l.Branch = call, v, results, fs.Cond
 			l.Between = l.Body.List
 			return true

@@ -351,3 +351,41 @@ func publish(o pubOpts) error {
 	}
 	return err
 }
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Positive: a helper that honours ctx still waits a constant delay.
+func viaHelper(ctx context.Context) error {
+	for i := 0; i < 3; i++ {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		if !sleep(ctx, 2*time.Second) { // want `constant 2s`
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Negative: the helper is given a jittered delay.
+func viaHelperJittered(ctx context.Context) error {
+	for i := 0; i < 3; i++ {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		if !sleep(ctx, time.Duration(rand.Int64N(int64(time.Second)))) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -173,3 +173,25 @@ func perAttemptUnderCtx(ctx context.Context) error {
 	}
 	return nil
 }
+
+func wait(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// Negative: the wait goes through a helper that honours ctx.
+func viaHelper(ctx context.Context) error {
+	for i := 0; i < 3; i++ {
+		if err := call(); err == nil {
+			return nil
+		}
+		if err := wait(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}

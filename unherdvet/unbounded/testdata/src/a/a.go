@@ -236,3 +236,28 @@ func decided() error {
 		time.Sleep(time.Second)
 	}
 }
+
+// Negative: walking an error's chain is not a retry.
+func chain(err error) bool {
+	for err != nil {
+		if errors.Is(err, errBusy) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func walk(err error) int {
+	n := 0
+	for err != nil {
+		n++
+		err = errors.Unwrap(err)
+	}
+	return n
+}

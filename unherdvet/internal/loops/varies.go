@@ -1,0 +1,126 @@
+package loops
+
+import (
+	"go/ast"
+	"go/types"
+
+	"github.com/unherd/unherd/unherdvet/internal/match"
+)
+
+// varies reports whether the loop changes what the attempt is given from
+// one iteration to the next, so that it tries something new rather than
+// the same call again: an argument or receiver indexed by the loop
+// variable or by a counter the body advances (addrs[i]: failover;
+// batches[it.index]: iteration), a variable the post statement or the
+// body after the call reassigns (a page token, a growing list: search and
+// pagination), or one drawn from the clock or a random source before the
+// call (a new unique key on each conflict).
+func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
+	counters := make(map[types.Object]bool) // index variables
+	changed := make(map[types.Object]bool)  // values that change
+	mark := func(m map[types.Object]bool, e ast.Expr) {
+		if id, ok := ast.Unparen(e).(*ast.Ident); ok {
+			if o := f.info.ObjectOf(id); o != nil {
+				m[o] = true
+			}
+		}
+	}
+	// markIndex marks a variable or a field (it.index) as an index.
+	markIndex := func(e ast.Expr) {
+		if sel, ok := ast.Unparen(e).(*ast.SelectorExpr); ok {
+			e = sel.Sel
+		}
+		mark(counters, e)
+	}
+	switch s := l.Stmt.(type) {
+	case *ast.ForStmt:
+		if s.Post == nil {
+			break
+		}
+		ast.Inspect(s.Post, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.IncDecStmt:
+				markIndex(n.X)
+			case *ast.AssignStmt:
+				for _, lhs := range n.Lhs {
+					mark(counters, lhs)
+					mark(changed, lhs)
+				}
+			}
+			return true
+		})
+	case *ast.RangeStmt:
+		mark(counters, s.Key)
+		mark(counters, s.Value)
+	}
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if inc, ok := n.(*ast.IncDecStmt); ok && inc.Pos() > call.End() {
+			markIndex(inc.X) // it.index++ after the call
+		}
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || contains(as, call) {
+			return !ok
+		}
+		after := as.Pos() > call.End()
+		fresh := !after && f.drawsFresh(as)
+		if after || fresh {
+			for _, lhs := range as.Lhs {
+				mark(changed, lhs)
+			}
+		}
+		return true
+	})
+	found := false
+	ast.Inspect(call, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.IndexExpr:
+			ast.Inspect(n.Index, func(m ast.Node) bool {
+				if id, ok := m.(*ast.Ident); ok && counters[f.info.ObjectOf(id)] {
+					found = true
+				}
+				return !found
+			})
+		case *ast.Ident:
+			found = found || changed[f.info.ObjectOf(n)]
+		}
+		return !found
+	})
+	return found
+}
+
+// drawsFresh reports whether an assignment's values call time.Now or a
+// random source.
+func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
+	found := false
+	for _, r := range as.Rhs {
+		ast.Inspect(r, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				fn := match.Callee(f.info, c)
+				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now")
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// unwraps reports whether call derives its error from the attempt's own
+// error rather than trying something again: err = errors.Unwrap(err), err
+// = u.Unwrap() after switch u := err.(type), err = wrap(err). A loop over
+// an error's chain is not a retry loop.
+func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
+	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && (sel.Sel.Name == "Unwrap" || sel.Sel.Name == "Cause") {
+		return true
+	}
+	if errv == nil {
+		return false
+	}
+	found := false
+	ast.Inspect(call, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && f.info.ObjectOf(id) == errv {
+			found = true
+		}
+		return !found
+	})
+	return found
+}

@@ -1,0 +1,143 @@
+package loops
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+
+	"github.com/unherd/unherd/unherdvet/internal/match"
+)
+
+// waits returns the waits that run between attempts.
+func (f *finder) waits(l *Loop) []*Wait {
+	var out []*Wait
+	var visit func(n ast.Node, inSelect bool)
+	visit = func(n ast.Node, inSelect bool) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			switch m := m.(type) {
+			case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+				return false
+			case *ast.SelectStmt:
+				other := false
+				for _, c := range m.Body.List {
+					if comm := c.(*ast.CommClause).Comm; comm != nil && !f.timerRecv(comm) {
+						other = true
+					}
+				}
+				for _, c := range m.Body.List {
+					cc := c.(*ast.CommClause)
+					if cc.Comm != nil {
+						visit(cc.Comm, other)
+					}
+					for _, s := range cc.Body {
+						visit(s, false)
+					}
+				}
+				return false
+			case *ast.CallExpr:
+				if w := f.wait(m, inSelect); w != nil {
+					out = append(out, w)
+				}
+			}
+			return true
+		})
+	}
+	for _, s := range l.Between {
+		visit(s, false)
+	}
+	return out
+}
+
+// wait returns the wait that call is, or nil.
+func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
+	fn := match.Callee(f.info, call)
+	if i, ok := f.helpers[fn]; ok && i < len(call.Args) {
+		return &Wait{Call: call, Delay: call.Args[i], Kind: Helper}
+	}
+	if len(call.Args) != 1 {
+		return nil
+	}
+	w := &Wait{Call: call, Delay: call.Args[0]}
+	switch {
+	case match.Func(fn, "time", "Sleep"):
+		w.Kind = Sleep
+	case match.Func(fn, "time", "After"):
+		w.Kind = After
+		if inSelect {
+			w.Kind = AfterCtx
+		}
+	case match.Func(fn, "time", "NewTimer"), match.Method(fn, "time", "Timer", "Reset"):
+		w.Kind = Timer
+	default:
+		return nil
+	}
+	return w
+}
+
+// timerRecv reports whether a select case receives from a timer:
+// <-time.After(d) or <-t.C.
+func (f *finder) timerRecv(comm ast.Stmt) bool {
+	var x ast.Expr
+	switch c := comm.(type) {
+	case *ast.ExprStmt:
+		x = c.X
+	case *ast.AssignStmt:
+		if len(c.Rhs) == 1 {
+			x = c.Rhs[0]
+		}
+	}
+	u, ok := ast.Unparen(x).(*ast.UnaryExpr)
+	if !ok || u.Op != token.ARROW {
+		return false
+	}
+	switch e := ast.Unparen(u.X).(type) {
+	case *ast.CallExpr:
+		return match.Func(match.Callee(f.info, e), "time", "After", "Tick")
+	case *ast.SelectorExpr:
+		return e.Sel.Name == "C" && (match.Named(f.info.TypeOf(e.X), "time", "Timer") || match.Named(f.info.TypeOf(e.X), "time", "Ticker"))
+	}
+	return false
+}
+
+// waitHelpers finds the package's functions that wait for one of their
+// time.Duration parameters (func sleep(ctx context.Context, d
+// time.Duration) error { ... time.After(d) ... }), with that parameter's
+// index, so that a loop calling one waits as surely as one calling
+// time.Sleep.
+func waitHelpers(info *types.Info, files []*ast.File) map[*types.Func]int {
+	helpers := make(map[*types.Func]int)
+	for _, file := range files {
+		for _, d := range file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			fn, _ := info.Defs[fd.Name].(*types.Func)
+			if fn == nil {
+				continue
+			}
+			params := fn.Type().(*types.Signature).Params()
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok || len(call.Args) != 1 {
+					return true
+				}
+				c := match.Callee(info, call)
+				if !match.Func(c, "time", "Sleep", "After", "NewTimer") && !match.Method(c, "time", "Timer", "Reset") {
+					return true
+				}
+				id, ok := ast.Unparen(call.Args[0]).(*ast.Ident)
+				if !ok {
+					return true
+				}
+				for i := range params.Len() {
+					if p := params.At(i); info.Uses[id] == p && match.Named(p.Type(), "time", "Duration") {
+						helpers[fn] = i
+					}
+				}
+				return true
+			})
+		}
+	}
+	return helpers
+}

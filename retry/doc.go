@@ -125,7 +125,7 @@
 // reliability, TestBrownOut: 200 looping callers and an open stream
 // through unherdhttp's defaults, a 6 s brown-out of 503s; RELIABILITY.md
 // has the table), the server's load during the fault over its load before
-// was about 0.2 by default, 5 to 12 with ReturnAtOnce, and about 4 with
+// was about 0.2 by default, 5 to 20 with ReturnAtOnce, and about 4 with
 // WaitThenReturn, whose wait after a 503 is drawn from the 50 ms base
 // instead of the throttled 1 s one; an open stream stays near 1.0 either
 // way.

@@ -93,7 +93,7 @@
 // callers and an open stream, a 6 s brown-out of 503s; see
 // RELIABILITY.md), the defaults hold the server's load during the fault
 // at about 0.2 times its load before (an open stream: 1.0 times); with
-// ReturnAtOnce the looping callers multiplied it five- to twelvefold.
+// ReturnAtOnce the looping callers multiplied it five- to twentyfold.
 //
 // # Retry-After
 //

@@ -85,8 +85,10 @@ type Config struct {
 	Lease time.Duration
 
 	// Wait is how long a request whose key is in flight waits for the
-	// first to finish, checking the store with growing pauses, before it
-	// is answered 409; when the first completes it is replayed, and when
+	// first to finish, checking the store with growing pauses (10 ms
+	// doubling up to 250 ms, each spread over its upper half so that
+	// duplicates arriving together do not poll together), before it is
+	// answered 409; when the first completes it is replayed, and when
 	// the first released the key it runs itself. Zero means no wait: 409
 	// at once, as the draft describes.
 	Wait time.Duration

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,7 @@ type Middleware struct {
 	failOpen     bool
 	onError      func(*http.Request, error)
 	local        bool // the store is a *Memory
+	polls        atomic.Uint64
 }
 
 // New validates cfg and returns a Middleware.
@@ -158,11 +160,20 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			writeProblem(w, http.StatusConflict, CodeKeyInFlight, "a request with this Idempotency-Key is still being processed", 1)
 			return
 		}
-		if !sleep(r.Context(), min(pause, left)) {
+		if !sleep(r.Context(), min(m.spread(pause), left)) {
 			return // the client went away
 		}
 		pause = min(2*pause, 250*time.Millisecond)
 	}
+}
+
+// spread returns a pause between d/2 and d, a different one for each
+// call: duplicates that arrived together do not poll the store together.
+// The fractions come from a golden-ratio sequence over the calls, not from
+// a random source, so runs are repeatable.
+func (m *Middleware) spread(d time.Duration) time.Duration {
+	f := float64((m.polls.Add(1)*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+	return d/2 + time.Duration(f*float64(d/2))
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

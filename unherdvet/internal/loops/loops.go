@@ -4,8 +4,13 @@
 // A retry loop is a for statement whose body makes a call that returns an
 // error (the attempt), branches on that error, exits the loop when it is
 // nil (return or break) and goes round again when it is not (continue,
-// or the end of the body). Loops that look alike but are not retry loops
-// do not match:
+// or the end of the body). The branch is an if on the error (err == nil,
+// or a disjunction with it such as err == nil || n == 0; err != nil, or a
+// conjunction with it such as err != nil && retryable(err)), an if on a
+// boolean computed from the error (retry := shouldRetry(err, n)), or the
+// loop's own condition (for errors.Is(err, ErrBusy) && r < n).
+//
+// Loops that look alike but are not retry loops do not match:
 //
 //   - a polling loop returns when the call fails and waits only after a
 //     success that is not final yet;
@@ -15,7 +20,14 @@
 //     tried once (a range over anything but an integer, or an attempt
 //     indexed by the loop variable);
 //   - a loop driven by an iterator (for rows.Next(), for sc.Scan()) goes
-//     round for each item.
+//     round for each item;
+//   - a search changes the attempt's input each time round (a growing
+//     list, a new timestamped key), and a walk over an error's chain
+//     unwraps the error it tests.
+//
+// The waits between attempts are time.Sleep, time.After, time.NewTimer,
+// Timer.Reset, and calls of the package's own functions that wait for one
+// of their time.Duration parameters.
 package loops
 
 import (

@@ -1,0 +1,248 @@
+package unherdredis_test
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/fleet/fleettest"
+	"github.com/unherd/unherd/unherdredis"
+)
+
+// redisServer is a redis-server the test started, on a port of its own.
+type redisServer struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	addr string
+	cmd  *exec.Cmd
+}
+
+// startRedis starts a redis-server on a free loopback port, stopped with
+// t, skipping t when there is no redis-server.
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		unavailable(t, "redis-server is needed to stop a Redis in the middle of a test: %v", err)
+	}
+	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), addr: freePorts(t, 1)[0]}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *redisServer) start() {
+	s.t.Helper()
+	_, port, _ := net.SplitHostPort(s.addr)
+	s.cmd = exec.Command(s.bin, "--bind", "127.0.0.1", "--port", port, "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(s.dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		unavailable(s.t, "starting redis-server: %v", err)
+	}
+	waitFor(s.t, 5*time.Second, "redis-server at "+s.addr, func() error {
+		c, err := net.DialTimeout("tcp", s.addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+}
+
+// stop kills the server, as a crash or a lost host would.
+func (s *redisServer) stop() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// fastClient is a client whose own timeouts are short, so that Close
+// never waits long for an abandoned command.
+func fastClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond,
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, PoolSize: 8})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// timeline is a budget's state changes as a test saw them.
+type timeline struct {
+	mu     sync.Mutex
+	start  time.Time
+	events []string
+	states chan fleet.State
+}
+
+func newTimeline() *timeline { return &timeline{start: time.Now(), states: make(chan fleet.State, 16)} }
+
+func (tl *timeline) note(what string) time.Time {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	now := time.Now()
+	tl.events = append(tl.events, now.Sub(tl.start).Round(time.Millisecond).String()+" "+what)
+	return now
+}
+
+func (tl *timeline) hook(s fleet.State, err error) {
+	what := "state " + s.String()
+	if err != nil {
+		what += " (" + err.Error() + ")"
+	}
+	tl.note(what)
+	tl.states <- s
+}
+
+// await waits for the budget to reach state s, failing t after d. It
+// waits on a real server, so in real time.
+func (tl *timeline) await(t *testing.T, s fleet.State, d time.Duration) time.Time {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case got := <-tl.states:
+			if got == s {
+				return time.Now()
+			}
+		case <-timer.C:
+			t.Fatalf("no state %v within %v; timeline:\n%s", s, d, strings.Join(tl.events, "\n"))
+		}
+	}
+}
+
+// outage runs one budget with steady traffic (a request that fails and
+// asks for a retry every millisecond) through cut and heal, and checks a
+// clean fallback and recovery: the hook fires within a sync interval
+// plus the timeout (and 200 ms for the scheduler), retries in fallback
+// stay within the local budget, no Withdraw waits, and the budget is
+// shared again within a second of the heal.
+func outage(t *testing.T, c redis.UniversalClient, cut, heal func()) {
+	tl := newTimeline()
+	cfg := unherdredis.BudgetConfig{Config: fleettest.Config(), Prefix: uniquePrefix(t)}
+	cfg.OnState = tl.hook
+	b, err := unherdredis.NewBudget(c, "outage", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var inFallback atomic.Bool
+	var requests, fbRequests, fbRetries, slowest atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			t0 := time.Now()
+			b.Record(budget.Attempt{N: 1, Failed: true})
+			requests.Add(1)
+			ok := b.Withdraw(budget.Transient)
+			if d := int64(time.Since(t0)); d > slowest.Load() {
+				slowest.Store(d)
+			}
+			if inFallback.Load() && b.State() == fleet.Fallback {
+				fbRequests.Add(1)
+				if ok {
+					fbRetries.Add(1)
+				}
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	tl.await(t, fleet.Shared, 2*time.Second)
+	time.Sleep(300 * time.Millisecond) // some shared traffic first
+	cutAt := tl.note("cut")
+	cut()
+	fellBack := tl.await(t, fleet.Fallback, 2*time.Second)
+	inFallback.Store(true)
+	time.Sleep(time.Second + 100*time.Millisecond) // more than a window of fallback
+	inFallback.Store(false)
+	seen := requests.Load()
+	healAt := tl.note("heal")
+	heal()
+	back := tl.await(t, fleet.Shared, 3*time.Second)
+	t.Logf("timeline:\n%s", strings.Join(tl.events, "\n"))
+	t.Logf("fallback %v after the cut, shared again %v after the heal; in fallback %d retries for %d requests; slowest Withdraw+Record %v",
+		fellBack.Sub(cutAt).Round(time.Millisecond), back.Sub(healAt).Round(time.Millisecond), fbRetries.Load(), fbRequests.Load(), time.Duration(slowest.Load()))
+	if d, lim := fellBack.Sub(cutAt), cfg.SyncInterval+cfg.Timeout+200*time.Millisecond; d > lim {
+		t.Errorf("fallback %v after the cut, want within %v", d, lim)
+	}
+	if d := back.Sub(healAt); d > time.Second {
+		t.Errorf("shared again %v after the heal, want within 1s", d)
+	}
+	// The local fallback allows 10% of the requests in its window of 1 s
+	// plus 1 retry per second. It saw every request, those before the cut
+	// too (all less than a window before it), so over the 1.1 s measured
+	// it allows at most 10% of all requests so far, plus 2 for the floor.
+	if lim := seen/10 + 2; fbRetries.Load() > lim {
+		t.Errorf("fallback allowed %d retries (%d requests in fallback, %d in all), want at most %d", fbRetries.Load(), fbRequests.Load(), seen, lim)
+	}
+}
+
+// A Redis killed in the middle of the test, and started again on the
+// same port.
+func TestFleetRedisStopped(t *testing.T) {
+	s := startRedis(t)
+	outage(t, fastClient(t, s.addr), s.stop, s.start)
+}
+
+// newToxiproxy starts an in-process Toxiproxy in front of upstream, as
+// the e2e module's fault tests do.
+func newToxiproxy(t *testing.T, upstream string) *toxiproxy.Proxy {
+	t.Helper()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "redis", "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+func toxic(t *testing.T, p *toxiproxy.Proxy, json string) {
+	t.Helper()
+	if _, err := p.Toxics.AddToxicJson(strings.NewReader(json)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Redis that turns slow (300 ms each way, three times the sync's
+// timeout), and one cut off by a partition that drops everything.
+func TestFleetRedisFaults(t *testing.T) {
+	newClient(t) // skips without the shared Redis
+	for _, tc := range []struct{ name, toxic string }{
+		{"Slow", `{"name":"fault","type":"latency","stream":"downstream","attributes":{"latency":300}}`},
+		{"Partitioned", `{"name":"fault","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newToxiproxy(t, redisAddr())
+			outage(t, fastClient(t, p.Listen),
+				func() { toxic(t, p, tc.toxic) },
+				func() {
+					if err := p.Toxics.RemoveToxic(context.Background(), "fault"); err != nil {
+						t.Error(err)
+					}
+				})
+		})
+	}
+}

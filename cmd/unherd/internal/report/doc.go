@@ -8,7 +8,10 @@
 // https://brooker.co.za/blog/2022/08/11/backoff.html: backoff protects a
 // dependency from a closed population; only budgets and throttling bound
 // an open stream), its parameters, its table, the published claims beside
-// what the run measured, and its charts, embedded as PNG with a link to
-// the SVG. The file depends only on the results and the seed, not on the
-// clock or the machine, so the same seed gives the same report.md.
+// what the runs measured, and its charts, embedded as PNG with a link to
+// the SVG. Over several seeds (sim.RunSeeds) table cells are medians, each
+// claim's figures carry their range over the seeds, and its verdict says
+// which seeds it was judged on and which differ. The file depends only on
+// the results and the seeds, not on the clock or the machine, so the same
+// seeds give the same report.md.
 package report

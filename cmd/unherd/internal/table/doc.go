@@ -7,5 +7,6 @@
 // (strconv's shortest representation that reads back exactly). Columns
 // come from Result.Columns; when a scenario leaves it empty, the union of
 // the rows' keys in sorted order is used. A row without a column's key
-// shows an empty cell.
+// shows an empty cell. Claims print their verdict (holds or DIFFERS) with
+// the seeds they were judged on and those that differ.
 package table

@@ -161,6 +161,7 @@ type Budget struct {
 	_        pad
 	state    atomic.Int32
 	lowWater atomic.Int64 // a Withdraw leaving fewer tokens wakes Run
+	short    atomic.Int64 // retries refused for want of tokens since Report
 	woken    atomic.Bool
 	_        pad
 
@@ -255,6 +256,7 @@ func (b *Budget) Withdraw(c failure.Class) bool {
 		return true
 	}
 	b.tokens.Add(1)
+	b.short.Add(1) // so that the next sync asks for more
 	return false
 }
 

@@ -29,11 +29,12 @@ func (b *Budget) Report(now time.Time) Report {
 		}
 	}
 	tokens := b.tokens.Load()
+	short := b.short.Swap(0)
 	want := b.want
 	if State(b.state.Load()) == Shared {
-		// Ask for twice what the last interval used, so that the lease
-		// lasts until the next sync.
-		want = min(max(2*(b.afterGrant-tokens), 1), b.maxLease)
+		// Ask for twice what the last interval used or was refused, so
+		// that the lease lasts until the next sync.
+		want = min(max(2*(b.afterGrant-tokens+short), 1), b.maxLease)
 	}
 	return Report{ID: b.id, Requests: total, Delta: delta, Returned: max(tokens, 0), Want: want, Limits: b.limits}
 }
@@ -61,11 +62,13 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	b.afterGrant = b.tokens.Load()
 	b.fleetReq, b.fleetRet = g.Requests, g.Retries
 	b.want = r.Want
-	if g.Tokens >= r.Want && r.Want > 1 {
+	if g.Tokens >= r.Want {
+		// A quarter of the lease left, or none (a lease of 1 to 3), wakes
+		// Run for an early sync.
 		b.lowWater.Store(g.Tokens / 4)
 	} else {
-		// The fleet is short of retries (or this process barely
-		// retries): sync on the interval only.
+		// The fleet is short of retries: sync on the interval only, so
+		// that a starved fleet does not sync ten times as often.
 		b.lowWater.Store(math.MinInt64)
 	}
 	b.woken.Store(false)
@@ -74,6 +77,21 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	if old != Shared && b.onState != nil {
 		b.onState(Shared, nil)
 	}
+}
+
+// MinCallsPerSync is how many requests a process records between two
+// syncs before Run syncs on the interval; see Run.
+const MinCallsPerSync = 200
+
+// due reports whether a sync on the interval should run, since after the
+// last one.
+func (b *Budget) due(since time.Duration) bool {
+	if State(b.state.Load()) != Shared || b.short.Load() > 0 || since+b.interval > b.window/2-b.timeout {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.requests.Load()-b.acked >= MinCallsPerSync
 }
 
 // Sync reports to the ledger and leases new tokens, waiting at most the
@@ -95,8 +113,12 @@ func (b *Budget) Sync(ctx context.Context) error {
 }
 
 // Run syncs at once, then every SyncInterval and whenever the lease runs
-// low (at most ten times per interval), until ctx is done. Run it in a
-// goroutine of its own, one per budget.
+// low (at most ten times per interval), until ctx is done. A process that
+// made fewer than MinCallsPerSync calls since its last sync, and was
+// refused no retry, skips syncs, up to half the window less the timeout:
+// a quiet process costs the ledger less than a round trip per
+// MinCallsPerSync calls where it can. Run it in a goroutine of its own,
+// one per budget.
 func (b *Budget) Run(ctx context.Context) {
 	tick := time.NewTimer(0)
 	defer tick.Stop()
@@ -106,6 +128,10 @@ func (b *Budget) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if !b.due(time.Since(last)) {
+				tick.Reset(b.interval)
+				continue
+			}
 		case <-b.wake:
 			if gap := b.interval/10 - time.Since(last); gap > 0 {
 				pause := time.NewTimer(gap)

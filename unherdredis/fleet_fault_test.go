@@ -127,8 +127,9 @@ func (tl *timeline) await(t *testing.T, s fleet.State, d time.Duration) time.Tim
 
 // outage runs one budget with steady traffic (a request that fails and
 // asks for a retry every millisecond) through cut and heal, and checks a
-// clean fallback and recovery: the hook fires within a sync interval
-// plus the timeout (and 200 ms for the scheduler), retries in fallback
+// clean fallback and recovery: the hook fires within the longest gap
+// between two syncs (half the window, for a process that skips syncs,
+// see fleet.Budget.Run) and 200 ms for the scheduler, retries in fallback
 // stay within the local budget, no Withdraw waits, and the budget is
 // shared again within a second of the heal.
 func outage(t *testing.T, c redis.UniversalClient, cut, heal func()) {

@@ -1,0 +1,19 @@
+module github.com/unherd/unherd/unherdgrpc
+
+go 1.25.0
+
+replace github.com/unherd/unherd => ../
+
+require (
+	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+	google.golang.org/grpc v1.83.2
+	google.golang.org/protobuf v1.36.11
+)
+
+require (
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
+)

@@ -1,0 +1,294 @@
+package unherdgrpc
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/unherd/unherd/retry"
+)
+
+// stream returns the stream interceptor.
+func (c *Client) stream() grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if c.methodOK != nil && !c.methodOK(method) {
+			return streamer(ctx, desc, cc, method, opts...)
+		}
+		nested := retry.HasOuterRetry(ctx)
+		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts,
+			call: c.policy.Begin(nested), retries: c.policy.Attempts(nested) > 1}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := s.next(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// clientStream is a stream retried until its first response message
+// arrives (the commit point): until then every message sent is kept, up
+// to the Client's limits, and sent again on a new attempt after a
+// retryable failure. Once committed it is the attempt's own stream.
+type clientStream struct {
+	c        *Client
+	ctx      context.Context // the caller's
+	desc     *grpc.StreamDesc
+	cc       *grpc.ClientConn
+	method   string
+	streamer grpc.Streamer
+	opts     []grpc.CallOption
+	retries  bool
+
+	mu        sync.Mutex
+	call      retry.Call
+	cur       grpc.ClientStream // the current attempt
+	actx      context.Context   // the current attempt's
+	cancel    context.CancelCauseFunc
+	timer     *time.Timer // the attempt timeout, until the commit
+	committed bool
+	closed    bool  // CloseSend was called
+	sent      []any // messages to send again, until the commit
+	size      int   // their encoded size, for protocol buffers
+	attempts  int
+}
+
+// next starts the next attempt, waiting for it if the call's Decision
+// asks, and sends it the buffered messages. It holds mu.
+func (s *clientStream) next() error {
+	for {
+		if err := s.call.Admit(s.ctx); err != nil {
+			return callError(s.ctx, err)
+		}
+		actx, cancel := context.WithCancelCause(s.ctx)
+		s.actx, s.cancel = actx, cancel
+		if t := s.attemptTimeout(); t > 0 {
+			s.timer = time.AfterFunc(t, func() { cancel(retry.ErrAttemptTimeout) })
+		}
+		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, nil)...)
+		s.attempts++
+		if err == nil {
+			s.cur = cs
+			for _, m := range s.sent {
+				if cs.SendMsg(m) != nil {
+					break // the attempt failed: RecvMsg reports how
+				}
+			}
+			if s.closed {
+				_ = cs.CloseSend()
+			}
+			return nil
+		}
+		if err := s.failed(actx, err, nil); err != nil {
+			return err
+		}
+	}
+}
+
+// attemptTimeout is the current attempt's timeout: Config.Retry's
+// Timeouts or AttemptTimeout.
+func (s *clientStream) attemptTimeout() time.Duration {
+	if t := s.c.timeouts; t != nil {
+		return t.AttemptTimeout()
+	}
+	return s.c.attemptTimeout
+}
+
+// failed reports a failed attempt to the call and waits for the next one;
+// a non-nil error ends the call. cs is the failed stream, if it started.
+func (s *clientStream) failed(actx context.Context, err error, cs grpc.ClientStream) error {
+	s.stopTimer()
+	var judged error
+	if cs != nil {
+		judged = s.c.judge(s.ctx, actx, err, cs.Trailer())
+	} else {
+		judged = s.c.judge(s.ctx, actx, err, nil)
+	}
+	s.cancel(nil)
+	if s.ctx.Err() != nil {
+		return callError(s.ctx, s.call.Cancel(judged, context.Cause(s.ctx)))
+	}
+	var now time.Time
+	deadline, ok := s.ctx.Deadline()
+	if ok {
+		now = time.Now()
+	}
+	d := s.call.Done(now, deadline, judged, s.c.draw())
+	if d.Reason != nil {
+		if d.Wait && d.Delay > 0 {
+			sleep(s.ctx, d.Delay)
+		}
+		return callError(s.ctx, s.call.Err(d))
+	}
+	if !sleep(s.ctx, d.Delay) {
+		return callError(s.ctx, s.call.Cancel(nil, context.Cause(s.ctx)))
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *clientStream) stopTimer() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// commit ends the retries: the stream is the current attempt's from now
+// on. It holds mu.
+func (s *clientStream) commit() {
+	if s.committed {
+		return
+	}
+	s.committed = true
+	s.stopTimer()
+	s.sent, s.size = nil, 0
+}
+
+// SendMsg sends m on the current attempt and, until the commit, keeps it
+// to send again. An attempt that has failed reports nil here (the message
+// is kept for the next attempt); RecvMsg reports the failure, or retries.
+func (s *clientStream) SendMsg(m any) error {
+	s.mu.Lock()
+	cs := s.cur
+	if !s.committed {
+		n := 0
+		if pm, ok := m.(proto.Message); ok {
+			n = proto.Size(pm)
+		}
+		if len(s.sent) >= s.c.maxMsgs || s.size+n > s.c.maxBytes {
+			s.commit() // too much to keep: no more retries
+		} else {
+			s.sent = append(s.sent, m)
+			s.size += n
+		}
+	}
+	committed := s.committed
+	s.mu.Unlock()
+	err := cs.SendMsg(m)
+	if err == io.EOF && !committed {
+		return nil
+	}
+	return err
+}
+
+// RecvMsg receives the next message. Until the commit, a failed attempt
+// is retried by the Client's policy, with the buffered messages sent
+// again; the first message received (or the stream's clean end) commits.
+func (s *clientStream) RecvMsg(m any) error {
+	s.mu.Lock()
+	for {
+		cs, committed := s.cur, s.committed
+		if committed {
+			s.mu.Unlock()
+			err := cs.RecvMsg(m)
+			if err != nil {
+				s.endCommitted()
+			}
+			return err
+		}
+		s.mu.Unlock()
+		err := cs.RecvMsg(m)
+		s.mu.Lock()
+		if s.cur != cs {
+			continue // unreachable: only RecvMsg replaces the attempt
+		}
+		if err == nil || err == io.EOF {
+			s.commit()
+			s.call.Done(time.Time{}, time.Time{}, nil, 0)
+			if err == io.EOF || !s.desc.ServerStreams {
+				s.cancelLater()
+			}
+			s.mu.Unlock()
+			return err
+		}
+		if ferr := s.failed(s.actx, err, cs); ferr != nil {
+			s.commit()
+			s.mu.Unlock()
+			return ferr
+		}
+		if nerr := s.next(); nerr != nil {
+			s.commit()
+			s.mu.Unlock()
+			return nerr
+		}
+	}
+}
+
+// endCommitted releases the attempt's context once a committed stream
+// has ended.
+func (s *clientStream) endCommitted() {
+	s.mu.Lock()
+	s.cancelLater()
+	s.mu.Unlock()
+}
+
+// cancelLater cancels the current attempt's context when the stream has
+// ended; it holds mu.
+func (s *clientStream) cancelLater() {
+	if s.cancel != nil {
+		s.cancel(nil)
+	}
+}
+
+// Header returns the current attempt's header metadata.
+func (s *clientStream) Header() (metadata.MD, error) {
+	s.mu.Lock()
+	cs := s.cur
+	s.mu.Unlock()
+	return cs.Header()
+}
+
+// Trailer returns the current attempt's trailer metadata.
+func (s *clientStream) Trailer() metadata.MD {
+	s.mu.Lock()
+	cs := s.cur
+	s.mu.Unlock()
+	return cs.Trailer()
+}
+
+// CloseSend closes the sending side, and will on every later attempt.
+func (s *clientStream) CloseSend() error {
+	s.mu.Lock()
+	s.closed = true
+	cs := s.cur
+	s.mu.Unlock()
+	return cs.CloseSend()
+}
+
+// Context returns the current attempt's context.
+func (s *clientStream) Context() context.Context {
+	s.mu.Lock()
+	cs := s.cur
+	s.mu.Unlock()
+	return cs.Context()
+}
+
+// draw returns a random draw for the jitter: Config.Retry.Rand's, or
+// math/rand/v2's.
+func (c *Client) draw() uint64 {
+	if c.rand != nil {
+		return c.rand.Uint64()
+	}
+	return rand.Uint64()
+}

@@ -53,6 +53,7 @@ type clientStream struct {
 	cancel    context.CancelCauseFunc
 	timer     *time.Timer // the attempt timeout, until the commit
 	committed bool
+	reported  bool // the call has heard how it ended
 	closed    bool  // CloseSend was called
 	sent      []any // messages to send again, until the commit
 	size      int   // their encoded size, for protocol buffers
@@ -202,8 +203,8 @@ func (s *clientStream) RecvMsg(m any) error {
 		if committed {
 			s.mu.Unlock()
 			err := cs.RecvMsg(m)
-			if err != nil {
-				s.endCommitted()
+			if err != nil || !s.reportedLocked() {
+				s.endCommitted(err)
 			}
 			return err
 		}
@@ -215,6 +216,7 @@ func (s *clientStream) RecvMsg(m any) error {
 		}
 		if err == nil || err == io.EOF {
 			s.commit()
+			s.reported = true
 			s.call.Done(time.Time{}, time.Time{}, nil, 0)
 			if err == io.EOF || !s.desc.ServerStreams {
 				s.cancelLater()
@@ -224,23 +226,52 @@ func (s *clientStream) RecvMsg(m any) error {
 		}
 		if ferr := s.failed(s.actx, err, cs); ferr != nil {
 			s.commit()
+			s.reported = true
 			s.mu.Unlock()
 			return ferr
 		}
 		if nerr := s.next(); nerr != nil {
 			s.commit()
+			s.reported = true
 			s.mu.Unlock()
 			return nerr
 		}
 	}
 }
 
-// endCommitted releases the attempt's context once a committed stream
-// has ended.
-func (s *clientStream) endCommitted() {
+// reportedLocked reports, under mu, whether the call has heard how it
+// ended.
+func (s *clientStream) reportedLocked() bool {
 	s.mu.Lock()
-	s.cancelLater()
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.reported
+}
+
+// endCommitted runs after a committed stream's RecvMsg: the call hears
+// how a stream committed by the buffer limit ended (its first message,
+// or its failure, which is no longer retried), so that budgets and guards
+// count it; and a stream that has ended releases its attempt's context.
+func (s *clientStream) endCommitted(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.reported {
+		s.reported = true
+		switch {
+		case err == nil || err == io.EOF:
+			s.call.Done(time.Time{}, time.Time{}, nil, 0)
+		case s.ctx.Err() != nil:
+			_ = s.call.Cancel(err, context.Cause(s.ctx))
+		default:
+			var tr metadata.MD
+			if s.cur != nil {
+				tr = s.cur.Trailer()
+			}
+			s.call.Done(time.Now(), time.Time{}, retry.MarkFinal(s.c.judge(s.ctx, s.actx, err, tr)), s.c.draw())
+		}
+	}
+	if err != nil {
+		s.cancelLater()
+	}
 }
 
 // cancelLater cancels the current attempt's context when the stream has

@@ -53,7 +53,7 @@ type clientStream struct {
 	cancel    context.CancelCauseFunc
 	timer     *time.Timer // the attempt timeout, until the commit
 	committed bool
-	reported  bool // the call has heard how it ended
+	reported  bool  // the call has heard how it ended
 	closed    bool  // CloseSend was called
 	sent      []any // messages to send again, until the commit
 	size      int   // their encoded size, for protocol buffers

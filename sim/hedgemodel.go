@@ -83,11 +83,12 @@ const never = time.Duration(math.MaxInt64)
 // tied twin.
 type hLeaf struct {
 	server   [2]int32
-	state    [2]uint8
 	cancelAt [2]time.Duration // tied: when the other copy's start reaches this one's server
 	answer   time.Duration    // earliest answer among started copies; never if none
 	service  time.Duration    // the primary's work; on the saturated fleet every copy's
 	replyHop time.Duration    // the primary's answer's network delay
+	gen      uint32           // its request's gen when it arrived
+	state    [2]uint8
 	winner   uint8
 	mayHedge bool // Begin allowed a hedge
 	final    bool // no copy can beat answer any more
@@ -103,14 +104,15 @@ type hRequest struct {
 	timerDone bool
 	remaining int // keys not final
 	maxAnswer time.Duration
-	// Messages of round 0 (primaries) and 1 (hedges or twins): copy ids
-	// ordered by server, and each server's range in them.
-	ids [2][]int32
+	// Messages: off[0][s] to off[0][s+1] are the leaves (in slot order)
+	// whose primaries go to server s; the second copies (hedges or twins)
+	// for server s are ids[off[1][s]:off[1][s+1]].
+	ids []int32
 	off [2][]int32
 }
 
 type hServer struct {
-	free    []time.Duration // per thread: when it is free
+	free    []time.Duration // per thread, when it is free: a min-heap, free[0] first
 	queue   []int64         // copy<<32 | gen
 	head    int
 	stalled time.Duration // no new work starts before this
@@ -202,18 +204,20 @@ func (r *hedgeRun) arrive(e *engine) {
 		r.placed[k] = [2]int32{a, b}
 		r.count[a]++
 	}
-	pos := 0
+	off := q.off[0]
+	off[0] = 0
 	for s, n := range r.count {
-		r.count[s] = int32(pos)
-		pos += int(n)
+		off[s+1] = off[s] + n
 	}
+	copy(r.count, off[:r.p.Servers])
 	for k := range r.p.Keys {
 		a := r.placed[k][0]
 		l := &r.leaves[base+int(r.count[a])]
 		r.count[a]++
 		// The primary's work and reply delay come from the fleet's
 		// source too, so that strategies differ only where they act.
-		*l = hLeaf{server: r.placed[k], cancelAt: [2]time.Duration{never, never}, answer: never,
+		*l = hLeaf{server: r.placed[k], state: [2]uint8{cQueued, cUnsent}, gen: q.gen,
+			cancelAt: [2]time.Duration{never, never}, answer: never,
 			service: r.draw(r.env), replyHop: r.hop(r.env)}
 		if r.hedger != nil {
 			if d, ok := r.hedger.Begin(); ok {
@@ -239,7 +243,13 @@ func (r *hedgeRun) arrive(e *engine) {
 	} else {
 		q.timerDone = true
 	}
-	r.send(e, slot, 0, func(int) bool { return true })
+	// The primaries: one message per server, a range of the leaves.
+	r.out.sent += int64(r.p.Keys)
+	for s := range r.p.Servers {
+		if off[s+1] > off[s] {
+			e.after(r.hop(r.env), hMessage, slot, packMsg(q.gen, 0, int32(s)))
+		}
+	}
 	r.arrived++
 	if r.arrived < r.p.Requests {
 		e.after(time.Duration(float64(time.Second)/r.rate), hArrival, 0, 0)
@@ -255,17 +265,20 @@ func (r *hedgeRun) alloc() int32 {
 	}
 	r.reqs = append(r.reqs, hRequest{})
 	q := &r.reqs[len(r.reqs)-1]
-	for i := range q.ids {
-		q.ids[i] = make([]int32, 0, r.p.Keys)
+	q.ids = make([]int32, 0, r.p.Keys)
+	for i := range q.off {
 		q.off[i] = make([]int32, r.p.Servers+1)
 	}
 	r.leaves = slices.Grow(r.leaves, r.p.Keys)[:len(r.leaves)+r.p.Keys] // arrive fills them
 	return int32(len(r.reqs) - 1)
 }
 
-// send sends copy round of every key k of request slot for which pick(k)
-// holds: one message per server, ordered by server (a counting sort).
-func (r *hedgeRun) send(e *engine, slot int32, round int, pick func(k int) bool) {
+// send sends the second copy of every key k of request slot for which
+// pick(k) holds: one message per server, ordered by server (a counting
+// sort). The primaries need none: arrive lays the leaves out by primary
+// server.
+func (r *hedgeRun) send(e *engine, slot int32, pick func(k int) bool) {
+	const round = 1
 	q := &r.reqs[slot]
 	base := int(slot) * r.p.Keys
 	clear(r.count)
@@ -282,7 +295,7 @@ func (r *hedgeRun) send(e *engine, slot int32, round int, pick func(k int) bool)
 	for s := range r.p.Servers {
 		off[s+1] = off[s] + r.count[s]
 	}
-	ids := q.ids[round][:n]
+	ids := q.ids[:n]
 	copy(r.count, off[:r.p.Servers])
 	for k := range r.p.Keys {
 		if r.picked[k] {
@@ -293,15 +306,11 @@ func (r *hedgeRun) send(e *engine, slot int32, round int, pick func(k int) bool)
 			l.state[round] = cQueued
 		}
 	}
-	q.ids[round] = ids
+	q.ids = ids
 	r.out.sent += int64(n)
-	src := e.rng
-	if round == 0 {
-		src = r.env
-	}
 	for s := range r.p.Servers {
 		if off[s+1] > off[s] {
-			e.after(r.hop(src), hMessage, slot, packMsg(q.gen, round, int32(s)))
+			e.after(r.hop(e.rng), hMessage, slot, packMsg(q.gen, round, int32(s)))
 		}
 	}
 }
@@ -313,7 +322,15 @@ func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
 	q := &r.reqs[slot]
 	sv := &r.servers[s]
 	now := e.elapsed()
-	for _, c := range q.ids[round][q.off[round][s]:q.off[round][s+1]] {
+	if round == 0 {
+		base := int32(int(slot) * r.p.Keys)
+		for i := q.off[0][s]; i < q.off[0][s+1]; i++ {
+			sv.queue = append(sv.queue, int64(2*(base+i))<<32|int64(q.gen))
+		}
+		r.serve(e, s)
+		return
+	}
+	for _, c := range q.ids[q.off[1][s]:q.off[1][s+1]] {
 		l := &r.leaves[c/2]
 		if l.cancelAt[c%2] <= now || l.answer <= now {
 			r.drop(e, c/2, int(c%2))
@@ -330,14 +347,16 @@ func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
 func (r *hedgeRun) serve(e *engine, s int32) {
 	sv := &r.servers[s]
 	now := e.elapsed()
-	t := -1 // the thread that frees first, once known
 	for sv.head < len(sv.queue) {
 		x := sv.queue[sv.head]
 		c, gen := int32(x>>32), uint32(x)
 		leaf := int(c / 2)
 		l := &r.leaves[leaf]
 		cp := int(c % 2)
-		if r.reqs[leaf/r.p.Keys].gen != gen {
+		if l.gen != gen {
+			// The slot holds a newer request. (Between the end of a
+			// request and the reuse of its slot, a copy left in a queue
+			// has an answer already and is dropped below.)
 			sv.head++
 			continue
 		}
@@ -350,16 +369,8 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 			r.wake(e, s, sv.stalled)
 			return
 		}
-		if t < 0 {
-			t = 0
-			for i, f := range sv.free {
-				if f < sv.free[t] {
-					t = i
-				}
-			}
-		}
-		if sv.free[t] > now {
-			r.wake(e, s, sv.free[t])
+		if sv.free[0] > now {
+			r.wake(e, s, sv.free[0])
 			return
 		}
 		sv.head++
@@ -370,8 +381,8 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 			}
 			hop = r.hop(e.rng)
 		}
-		sv.free[t] = now + svc
-		t = -1
+		sv.free[0] = now + svc
+		siftFree(sv.free)
 		r.out.executed++
 		l.state[cp] = cStarted
 		if r.strategy == hedgeTied {
@@ -454,10 +465,10 @@ func (r *hedgeRun) timer(e *engine, slot int32) {
 	now := e.elapsed()
 	base := int(slot) * r.p.Keys
 	if r.strategy == hedgeTied {
-		r.send(e, slot, 1, func(int) bool { return true })
+		r.send(e, slot, func(int) bool { return true })
 		return
 	}
-	r.send(e, slot, 1, func(k int) bool {
+	r.send(e, slot, func(k int) bool {
 		l := &r.leaves[base+k]
 		return l.mayHedge && l.answer > now && r.hedger.Admit()
 	})
@@ -505,9 +516,11 @@ func (r *hedgeRun) tell(q *hRequest, l *hLeaf) {
 // done ends request slot: its latency is its last key's answer.
 func (r *hedgeRun) done(slot int32) {
 	q := &r.reqs[slot]
-	base := int(slot) * r.p.Keys
-	for k := range r.p.Keys {
-		r.tell(q, &r.leaves[base+k])
+	if r.hedger != nil {
+		base := int(slot) * r.p.Keys
+		for k := range r.p.Keys {
+			r.tell(q, &r.leaves[base+k])
+		}
 	}
 	r.out.latencies = append(r.out.latencies, q.maxAnswer-q.start)
 	q.gen++ // every copy still queued is now stale
@@ -527,4 +540,23 @@ func (r *hedgeRun) draw(src *rand.Rand) time.Duration {
 // hop draws one network delay from src: |Normal(Hop, Hop/5)|.
 func (r *hedgeRun) hop(src *rand.Rand) time.Duration {
 	return time.Duration(math.Abs(float64(r.p.Hop) + src.NormFloat64()*float64(r.p.Hop/5)))
+}
+
+// siftFree restores the min-heap order of free after free[0] grew.
+func siftFree(free []time.Duration) {
+	i, n := 0, len(free)
+	for {
+		m, c := i, 2*i+1
+		if c < n && free[c] < free[m] {
+			m = c
+		}
+		if c+1 < n && free[c+1] < free[m] {
+			m = c + 1
+		}
+		if m == i {
+			return
+		}
+		free[i], free[m] = free[m], free[i]
+		i = m
+	}
 }

@@ -283,7 +283,7 @@ func outageClaims(p *OutageParams, rows []outageRow, n int) []Claim {
 		}
 		return r.recover
 	}
-	never := fmt.Sprintf(" (%.0f s: not within the run)", p.After.Seconds())
+	never := fmt.Sprintf(" (%.0f s would mean not within the run)", p.After.Seconds())
 	// costsLittle: success within 10 points of full jitter alone and
 	// recovery at most 5 s later. A guard that rejects locally loses the
 	// calls of the outage's last seconds that retries would have carried

@@ -178,7 +178,8 @@ type Budget struct {
 	now      func() time.Time
 	wake     chan struct{}
 
-	mu         sync.Mutex // serialises syncs
+	syncing    sync.Mutex // held by Sync across its round trip
+	mu         sync.Mutex // guards what follows
 	acked      int64      // requests the ledger booked
 	lastOK     time.Time  // when the last sync succeeded
 	afterGrant int64      // tokens right after the last sync

@@ -96,8 +96,11 @@ func (b *Budget) due(since time.Duration) bool {
 
 // Sync reports to the ledger and leases new tokens, waiting at most the
 // configured Timeout. Its error wraps ErrUnreachable. When ctx itself is
-// done, the budget's state does not change.
+// done, the budget's state does not change. Concurrent Syncs run one
+// after the other.
 func (b *Budget) Sync(ctx context.Context) error {
+	b.syncing.Lock()
+	defer b.syncing.Unlock()
 	r := b.Report(b.now())
 	sctx, cancel := context.WithTimeout(ctx, b.timeout)
 	g, err := b.t.Sync(sctx, r)

@@ -5,6 +5,7 @@ go 1.25.0
 replace github.com/unherd/unherd => ../
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.83.2

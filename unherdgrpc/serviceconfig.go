@@ -1,0 +1,326 @@
+package unherdgrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/retry"
+)
+
+// ErrServiceConfig is wrapped by every error ParseMethodConfig returns:
+// the JSON is malformed, breaks gRFC A6's rules, or asks for something
+// unherd does not do.
+var ErrServiceConfig = errors.New("unherdgrpc: service config does not convert")
+
+// maxA6Attempts is A6's limit on maxAttempts: larger values are treated
+// as 5.
+const maxA6Attempts = 5
+
+// a6Retry is A6's retryPolicy object, with the perAttemptRecvTimeout of
+// its later amendment.
+type a6Retry struct {
+	MaxAttempts           *int         `json:"maxAttempts"`
+	InitialBackoff        *string      `json:"initialBackoff"`
+	MaxBackoff            *string      `json:"maxBackoff"`
+	BackoffMultiplier     *float64     `json:"backoffMultiplier"`
+	RetryableStatusCodes  []codes.Code `json:"retryableStatusCodes"`
+	PerAttemptRecvTimeout *string      `json:"perAttemptRecvTimeout"`
+}
+
+// a6Hedging is A6's hedgingPolicy object.
+type a6Hedging struct {
+	MaxAttempts         *int         `json:"maxAttempts"`
+	HedgingDelay        *string      `json:"hedgingDelay"`
+	NonFatalStatusCodes []codes.Code `json:"nonFatalStatusCodes"`
+}
+
+// a6Throttling is A6's retryThrottling object.
+type a6Throttling struct {
+	MaxTokens  *float64 `json:"maxTokens"`
+	TokenRatio *float64 `json:"tokenRatio"`
+}
+
+// ParseMethodConfig converts the retry settings of a gRPC service config
+// (gRFC A6) to a Config, so that a team moving from grpc-go's retries
+// keeps its settings: methodConfig is one entry of the service config's
+// "methodConfig" list (only its "retryPolicy" or "hedgingPolicy" is read;
+// its "name", "timeout" and the rest stay the channel's business), and
+// retryThrottling, which may be empty, is the service config's
+// "retryThrottling" object.
+//
+// A retryPolicy becomes Config.Retry:
+//
+//   - maxAttempts is MaxAttempts; as in A6 it must be at least 2, and
+//     values above 5 are treated as 5;
+//   - initialBackoff is Backoff.Base and Backoff.ThrottledBase (A6 has no
+//     separate base after throttling), maxBackoff is Backoff.Cap;
+//   - backoffMultiplier must be 2 (unherd's schedule doubles) or 1
+//     (Backoff.Constant); any other multiplier is an error;
+//   - retryableStatusCodes become Codes: the codes listed are retried
+//     (RESOURCE_EXHAUSTED as throttled), every other code is permanent;
+//   - perAttemptRecvTimeout, if present, is AttemptTimeout.
+//
+// The delays are drawn with full jitter, uniformly in [0, min(cap,
+// initialBackoff*2^n)], as A6 first specified. A6 changed in 2024 to
+// multiply the un-jittered delay by a uniform draw in [0.8, 1.2], which
+// grpc-go does now; unherd keeps full jitter, which spreads clients that
+// failed together over the whole window instead of a band of ±20%
+// around one instant, so a converted policy waits about half as long on
+// average and its retries do not arrive in waves.
+//
+// A hedgingPolicy becomes Config.Hedge, with one attempt per hedge and no
+// retries (Retry.MaxAttempts 1), as in A6: maxAttempts, at least 2 and
+// treated as 5 above it, counts the original request, so it is
+// hedge.Config.MaxHedges+1; hedgingDelay, which must be positive (unherd
+// starts hedges one delay apart, and a zero hedge.Config.Delay would mean
+// its adaptive delay instead), is hedge.Config.Delay; nonFatalStatusCodes
+// is hedge.Config.NonFatal.
+//
+// retryThrottling becomes a budget.GRPC, A6's own token bucket, shared by
+// retries and hedges as in A6; without it, the Config keeps unherd's
+// default budgets. A6 applies one such bucket to a whole server name:
+// give the Configs of all of a channel's methods the same Budget.
+//
+// Unknown fields, both policies at once, and values A6 forbids are errors
+// that wrap ErrServiceConfig and name the field.
+func ParseMethodConfig(methodConfig, retryThrottling []byte) (Config, error) {
+	var mc struct {
+		RetryPolicy   json.RawMessage `json:"retryPolicy"`
+		HedgingPolicy json.RawMessage `json:"hedgingPolicy"`
+	}
+	if err := json.Unmarshal(methodConfig, &mc); err != nil {
+		return Config{}, fmt.Errorf("%w: methodConfig: %w", ErrServiceConfig, err)
+	}
+	var b budget.Budget
+	if len(bytes.TrimSpace(retryThrottling)) != 0 {
+		g, err := parseThrottling(retryThrottling)
+		if err != nil {
+			return Config{}, err
+		}
+		b = g
+	}
+	hasRetry, hasHedge := isSet(mc.RetryPolicy), isSet(mc.HedgingPolicy)
+	switch {
+	case hasRetry && hasHedge:
+		return Config{}, fmt.Errorf("%w: methodConfig sets both retryPolicy and hedgingPolicy; A6 allows one", ErrServiceConfig)
+	case hasRetry:
+		return parseRetry(mc.RetryPolicy, b)
+	case hasHedge:
+		return parseHedging(mc.HedgingPolicy, b)
+	}
+	return Config{}, fmt.Errorf("%w: methodConfig has neither retryPolicy nor hedgingPolicy", ErrServiceConfig)
+}
+
+func isSet(m json.RawMessage) bool {
+	s := string(bytes.TrimSpace(m))
+	return s != "" && s != "null"
+}
+
+// strict decodes js into v, refusing unknown fields.
+func strict(js []byte, v any, what string) error {
+	d := json.NewDecoder(bytes.NewReader(js))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrServiceConfig, what, err)
+	}
+	if d.More() {
+		return fmt.Errorf("%w: %s: data after the object", ErrServiceConfig, what)
+	}
+	return nil
+}
+
+func parseRetry(js []byte, b budget.Budget) (Config, error) {
+	var rp a6Retry
+	if err := strict(js, &rp, "retryPolicy"); err != nil {
+		return Config{}, err
+	}
+	attempts, err := a6Attempts(rp.MaxAttempts, "retryPolicy")
+	if err != nil {
+		return Config{}, err
+	}
+	initial, err := requiredDuration(rp.InitialBackoff, "retryPolicy.initialBackoff")
+	if err != nil {
+		return Config{}, err
+	}
+	maxb, err := requiredDuration(rp.MaxBackoff, "retryPolicy.maxBackoff")
+	if err != nil {
+		return Config{}, err
+	}
+	sched := backoff.Schedule{Base: initial, ThrottledBase: initial, Cap: maxb}
+	switch {
+	case rp.BackoffMultiplier == nil:
+		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier is required", ErrServiceConfig)
+	case *rp.BackoffMultiplier == 2:
+	case *rp.BackoffMultiplier == 1:
+		sched.Constant = true
+	case *rp.BackoffMultiplier > 0:
+		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v: unherd's schedule doubles (2) or stays constant (1); use one of those", ErrServiceConfig, *rp.BackoffMultiplier)
+	default:
+		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v must be positive", ErrServiceConfig, *rp.BackoffMultiplier)
+	}
+	if initial > maxb {
+		// A6 caps every delay at maxBackoff, the first included.
+		sched.Base, sched.ThrottledBase = maxb, maxb
+	}
+	if len(rp.RetryableStatusCodes) == 0 {
+		return Config{}, fmt.Errorf("%w: retryPolicy.retryableStatusCodes must list at least one code", ErrServiceConfig)
+	}
+	for _, c := range rp.RetryableStatusCodes {
+		if c == codes.OK {
+			return Config{}, fmt.Errorf("%w: retryPolicy.retryableStatusCodes lists OK, which is no failure", ErrServiceConfig)
+		}
+	}
+	cfg := Config{Codes: codeTable(rp.RetryableStatusCodes)}
+	cfg.Retry.MaxAttempts = attempts
+	cfg.Retry.Backoff = sched
+	cfg.Retry.Budget = b
+	if rp.PerAttemptRecvTimeout != nil {
+		d, err := requiredDuration(rp.PerAttemptRecvTimeout, "retryPolicy.perAttemptRecvTimeout")
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Retry.AttemptTimeout = d
+	}
+	return cfg, nil
+}
+
+// codeTable classifies every code: those listed are retried (throttled
+// for RESOURCE_EXHAUSTED), the rest are permanent.
+func codeTable(retryable []codes.Code) map[codes.Code]retry.Class {
+	t := make(map[codes.Code]retry.Class, 17)
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		t[c] = retry.Permanent
+	}
+	for _, c := range retryable {
+		if c == codes.ResourceExhausted {
+			t[c] = retry.Throttled
+		} else {
+			t[c] = retry.Transient
+		}
+	}
+	return t
+}
+
+func parseHedging(js []byte, b budget.Budget) (Config, error) {
+	var hp a6Hedging
+	if err := strict(js, &hp, "hedgingPolicy"); err != nil {
+		return Config{}, err
+	}
+	attempts, err := a6Attempts(hp.MaxAttempts, "hedgingPolicy")
+	if err != nil {
+		return Config{}, err
+	}
+	if hp.HedgingDelay == nil {
+		return Config{}, fmt.Errorf("%w: hedgingPolicy.hedgingDelay is missing, which A6 reads as 0 (every hedge at once); unherd starts hedges one delay apart: give a positive delay", ErrServiceConfig)
+	}
+	delay, err := requiredDuration(hp.HedgingDelay, "hedgingPolicy.hedgingDelay")
+	if err != nil {
+		return Config{}, err
+	}
+	hc := hedge.Config{Delay: delay, MaxHedges: attempts - 1}
+	if b != nil {
+		hc.Budget, hc.SharedWithRetry = b, true
+	}
+	if len(hp.NonFatalStatusCodes) != 0 {
+		nonFatal := make(map[codes.Code]bool, len(hp.NonFatalStatusCodes))
+		for _, c := range hp.NonFatalStatusCodes {
+			nonFatal[c] = true
+		}
+		hc.NonFatal = func(err error) bool { return nonFatal[status.Code(err)] }
+	}
+	h, err := hedge.New(hc)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: hedgingPolicy: %w", ErrServiceConfig, err)
+	}
+	cfg := Config{Hedge: h}
+	cfg.Retry.MaxAttempts = 1
+	cfg.Retry.Budget = b
+	return cfg, nil
+}
+
+func parseThrottling(js []byte) (*budget.GRPC, error) {
+	var rt a6Throttling
+	if err := strict(js, &rt, "retryThrottling"); err != nil {
+		return nil, err
+	}
+	switch {
+	case rt.MaxTokens == nil:
+		return nil, fmt.Errorf("%w: retryThrottling.maxTokens is required", ErrServiceConfig)
+	case rt.TokenRatio == nil:
+		return nil, fmt.Errorf("%w: retryThrottling.tokenRatio is required", ErrServiceConfig)
+	case *rt.MaxTokens <= 0 || *rt.MaxTokens > budget.MaxGRPCTokens:
+		return nil, fmt.Errorf("%w: retryThrottling.maxTokens %v is outside (0, 1000]", ErrServiceConfig, *rt.MaxTokens)
+	case *rt.TokenRatio <= 0:
+		return nil, fmt.Errorf("%w: retryThrottling.tokenRatio %v must be positive", ErrServiceConfig, *rt.TokenRatio)
+	}
+	g, err := budget.NewGRPC(budget.GRPCConfig{MaxTokens: *rt.MaxTokens, TokenRatio: *rt.TokenRatio})
+	if err != nil {
+		return nil, fmt.Errorf("%w: retryThrottling: %w", ErrServiceConfig, err)
+	}
+	return g, nil
+}
+
+// a6Attempts checks maxAttempts: required, at least 2, and above 5 read
+// as 5.
+func a6Attempts(n *int, what string) (int, error) {
+	switch {
+	case n == nil:
+		return 0, fmt.Errorf("%w: %s.maxAttempts is required", ErrServiceConfig, what)
+	case *n < 2:
+		return 0, fmt.Errorf("%w: %s.maxAttempts %d must be at least 2", ErrServiceConfig, what, *n)
+	}
+	return min(*n, maxA6Attempts), nil
+}
+
+// requiredDuration parses a JSON-encoded google.protobuf.Duration ("0.1s"):
+// decimal seconds, up to nine fractional digits, with an "s" suffix; it
+// must be positive.
+func requiredDuration(s *string, what string) (time.Duration, error) {
+	if s == nil {
+		return 0, fmt.Errorf("%w: %s is required", ErrServiceConfig, what)
+	}
+	d, err := parseProtoDuration(*s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %w", ErrServiceConfig, what, err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%w: %s %q must be positive", ErrServiceConfig, what, *s)
+	}
+	return d, nil
+}
+
+// parseProtoDuration parses the JSON form of google.protobuf.Duration.
+func parseProtoDuration(s string) (time.Duration, error) {
+	num, ok := strings.CutSuffix(s, "s")
+	if !ok || num == "" {
+		return 0, fmt.Errorf("duration %q is not decimal seconds ending in \"s\"", s)
+	}
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(num, "-"), ".")
+	if whole == "" && frac == "" || !digits(whole) || !digits(frac) || len(frac) > 9 {
+		return 0, fmt.Errorf("duration %q is not decimal seconds ending in \"s\"", s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", s, err)
+	}
+	return d, nil
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

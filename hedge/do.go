@@ -20,7 +20,8 @@ import (
 // again as attempt 1 on a timer's goroutine, and so on up to MaxHedges
 // extra attempts, one delay apart; fn uses its attempt number to pick a
 // different replica. The first attempt to succeed settles the call: the
-// others' contexts are cancelled with cause [ErrLost], and any of them
+// others' contexts are cancelled with cause [ErrLost] (the caller's cause
+// when the caller gave up), and any of them
 // that still succeeds hands its result to cleanup (if not nil) instead,
 // so that, say, an HTTP body gets closed. cleanup runs on the goroutine of
 // the attempt that produced the result.
@@ -344,9 +345,17 @@ func (c *call[T]) settle(i int, v T, err error) {
 	c.mu.Unlock()
 	// No attempt starts after settling, so c.cancels is stable now.
 	c.timer.Stop()
+	// A call settled because the caller gave up keeps the caller's cause
+	// for every attempt: the parent's cancellation may still be on its way
+	// to the other attempts' contexts, and must not lose that race to
+	// ErrLost.
+	lost := ErrLost
+	if c.parent.Err() != nil {
+		lost = context.Cause(c.parent)
+	}
 	for j, cancel := range c.cancels {
 		if j != i {
-			cancel(ErrLost)
+			cancel(lost)
 		}
 	}
 	c.h.ended(c.parent, c.start, err, hedged, i > 0)

@@ -237,7 +237,7 @@ func writableDir(dir string) error {
 
 // reserved are the flags unherd sim defines itself; a scenario parameter
 // may not take one of these names.
-var reserved = []string{"json", "seed", "workers", "h", "help"}
+var reserved = []string{"json", "seed", "seeds", "workers", "quiet", "h", "help"}
 
 func (e *env) sim(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -255,6 +255,7 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	p := s.Params()
 	fs := flag.NewFlagSet("sim "+name, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object (scenario, population, params, rows, claims) and nothing else")
+	seeds := fs.Int("seeds", 1, "`number` of seeds, from --seed on, to judge the claims on, as the report does (1 to 100)")
 	var rf runFlags
 	rf.register(fs)
 	own := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -284,7 +285,10 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := e.runScenario(ctx, s, p, rf.options(), 1, "sim "+name, rf.quiet)
+	if *seeds < 1 || *seeds > 100 {
+		return &usageError{msg: fmt.Sprintf("sim %s: --seeds %d is outside 1 to 100", name, *seeds), help: "unherd sim " + name + " -h"}
+	}
+	r, err := e.runScenario(ctx, s, p, rf.options(), *seeds, "sim "+name, rf.quiet)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // policies do to a dependency that fails.
 //
 //	unherd report [--out DIR] [--seed N] [--seeds N] [--quiet]
-//	unherd sim NAME [flags] [--json] [--seed N] [--quiet]
+//	unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--quiet]
 //	unherd whatif --policy FILE|- [--json] [--quiet]
 //	unherd help
 //
@@ -11,8 +11,9 @@
 // the verdict on every published claim (a claim holds only if it holds on
 // every seed; its figures show the range over the seeds), and writes
 // report.md, PNG and SVG charts and CSV files into DIR (default ./report),
-// which it checks before running anything. sim runs one scenario on one
-// seed (its parameters are flags: unherd sim NAME -h lists them); --json
+// which it checks before running anything. sim runs one scenario at its
+// published size on one seed, or on --seeds of them judged as the report
+// judges (its parameters are flags: unherd sim NAME -h lists them); --json
 // prints one JSON object and nothing else on standard output. whatif
 // judges a retry policy from a YAML or JSON file (at most 1 MiB; - reads
 // standard input) in the outage and storm scenarios beside unherd's
@@ -141,7 +142,7 @@ type command struct {
 // commands are the subcommands in help order.
 var commands = []command{
 	{"report", "report [--out DIR] [--seed N] [--quiet]", "run every scenario over several seeds at published sizes; print the tables and the verdicts on the published claims; write report.md, charts and CSV into DIR", (*env).report},
-	{"sim", "sim NAME [flags] [--json] [--seed N]", "run one scenario; 'unherd sim NAME -h' lists its flags", (*env).sim},
+	{"sim", "sim NAME [flags] [--json] [--seed N] [--seeds N]", "run one scenario at its published size, on one seed or several (--seeds); 'unherd sim NAME -h' lists its flags", (*env).sim},
 	{"whatif", "whatif --policy FILE|- [--json]", "judge a retry policy (YAML or JSON; - reads standard input) in the outage and storm scenarios beside unherd's default", (*env).whatif},
 }
 

@@ -137,6 +137,7 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"bad seed", []string{"sim", "fake", "--seed", "-1"}, exitUsage, []string{`"-1" is not a seed: want a whole number from 0 to 18446744073709551615`}, ""},
 		{"report out is a file", []string{"report", "--out", "/dev/null"}, exitFailure, []string{"report: --out: /dev/null is not a directory"}, ""},
 		{"report seeds", []string{"report", "--seeds", "0"}, exitUsage, []string{"--seeds 0 is outside 1 to 100"}, ""},
+		{"sim seeds", []string{"sim", "fake", "--seeds", "101"}, exitUsage, []string{"sim fake: --seeds 101 is outside 1 to 100", "unherd sim fake -h"}, ""},
 		{"whatif policy too large", []string{"whatif", "--policy", bigPolicy}, exitFailure, []string{"big.yaml is larger than 1024 KiB"}, ""},
 		{"whatif policy is a directory", []string{"whatif", "--policy", dir}, exitFailure, []string{"is a directory, not a policy file"}, ""},
 		{"whatif without policy", []string{"whatif"}, exitUsage, []string{"--policy FILE is required"}, ""},

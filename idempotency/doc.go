@@ -28,8 +28,8 @@
 // body (RFC 9457) whose "code" member names it (the Code constants):
 //
 //   - The header is a Structured Field String ("..."); a bare key is also
-//     accepted unless Config.StrictSyntax is set, as most clients,
-//     unherdhttp's Transport among them, send keys bare. A malformed key,
+//     accepted unless Config.StrictSyntax is set, as many clients send
+//     keys bare (unherdhttp's Transport sends them quoted). A malformed key,
 //     a key over 255 bytes, or a missing key on a route that requires one
 //     is 400.
 //   - Keys are scoped by Config.Principal: two callers' keys never meet.

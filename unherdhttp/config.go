@@ -144,8 +144,9 @@ type Config struct {
 	Retry500 bool
 
 	// AutoIdempotencyKey adds an Idempotency-Key header, a random UUIDv4
-	// drawn once per logical request, to POST and PATCH requests that
-	// carry none, so that they become safe to retry. Only turn it on for
+	// drawn once per logical request and sent as a quoted Structured
+	// Field String, as the IETF draft defines the field, to POST and
+	// PATCH requests that carry none, so that they become safe to retry. Only turn it on for
 	// servers that honour the header.
 	AutoIdempotencyKey bool
 

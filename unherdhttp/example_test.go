@@ -94,5 +94,5 @@ func ExampleConfig_autoIdempotencyKey() {
 	}
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, len(keys), "requests, same key:", keys[0] == keys[1], "key length:", len(keys[0]))
-	// Output: 200 2 requests, same key: true key length: 36
+	// Output: 200 2 requests, same key: true key length: 38
 }

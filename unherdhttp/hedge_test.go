@@ -420,7 +420,7 @@ func TestHedgeSharesIdempotencyKey(t *testing.T) {
 				switch tc.header {
 				case "":
 					key = base.seen[0].Key
-					if len(key) != 36 {
+					if len(key) != 38 {
 						t.Errorf("automatic key %q is not a UUID", key)
 					}
 				case unherdhttp.IdempotencyKeyHeader:

@@ -116,7 +116,7 @@ func TestConnectionReset(t *testing.T) {
 			if f.keys[0] != f.keys[1] {
 				t.Errorf("idempotency keys %q differ between attempts", f.keys)
 			}
-			if tc.auto && len(f.keys[0]) != 36 {
+			if tc.auto && len(f.keys[0]) != 38 {
 				t.Errorf("automatic key %q is not a UUID", f.keys[0])
 			}
 		})

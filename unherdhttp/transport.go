@@ -399,15 +399,19 @@ func (a *attemptClock) gotConn(httptrace.GotConnInfo) {
 	}
 }
 
-// newKey returns a random UUID (version 4, RFC 9562) in its text form.
+// newKey returns a random UUID (version 4, RFC 9562) as the header's
+// value: a Structured Field String (RFC 8941), quoted, as the IETF
+// Idempotency-Key draft defines the field, so that a server that parses
+// the field strictly accepts it.
 func newKey() string {
 	var u [16]byte
 	_, _ = rand.Read(u[:]) // never fails; see crypto/rand.Read
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
 	const hex = "0123456789abcdef"
-	var b [36]byte
-	j := 0
+	var b [38]byte
+	b[0], b[37] = '"', '"'
+	j := 1
 	for i, x := range u {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
 			b[j] = '-'

@@ -2,8 +2,6 @@ module github.com/unherd/unherd/unherdnats
 
 go 1.25
 
-replace github.com/unherd/unherd => ../
-
 require (
 	github.com/nats-io/nats.go v1.53.1
 	github.com/unherd/unherd v0.0.0-00010101000000-000000000000

@@ -2,8 +2,6 @@ module github.com/unherd/unherd/unherdprom
 
 go 1.25
 
-replace github.com/unherd/unherd => ../
-
 require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2

@@ -1,0 +1,323 @@
+package unherdgrpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/unherd/unherd/idempotency"
+)
+
+// Metadata keys of idempotent calls.
+const (
+	// IdempotencyKey is the request header that carries a call's
+	// idempotency key, the gRPC form of the Idempotency-Key header of the
+	// IETF httpapi draft: a bare token or a quoted string.
+	IdempotencyKey = "idempotency-key"
+	// ReplayedKey is the response header set to "true" on a call answered
+	// from a completed record.
+	ReplayedKey = "idempotent-replayed"
+)
+
+// IdempotencyConfig makes unary calls that carry an IdempotencyKey run
+// once, as package idempotency's middleware does for HTTP: the first call
+// with a key claims it in Store and runs the handler; its outcome, the
+// reply or a status the caller should not retry, is stored, and a later
+// call with the same key and the same request gets it back (with
+// ReplayedKey) without running the handler; a call whose key is still
+// being served fails with ABORTED; a key reused with a different request
+// fails with FAILED_PRECONDITION; a missing key where Required is
+// INVALID_ARGUMENT. A handler that fails with a status a client retries
+// (UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED, DEADLINE_EXCEEDED,
+// INTERNAL, UNKNOWN, DATA_LOSS, CANCELLED) or panics releases the key,
+// so that the retry runs again. Requests and replies must be protocol
+// buffer messages. Only the reply or status is stored: header and trailer
+// metadata the handler set are not replayed.
+type IdempotencyConfig struct {
+	// Store keeps the records: idempotency.Memory for one process, or a
+	// shared store (unherdredis, unherdpg) for a fleet. Nil means a new
+	// Memory store with its defaults.
+	Store idempotency.Store
+
+	// Principal returns who is calling, so that two callers' keys never
+	// collide. Nil means every caller shares one key space.
+	Principal func(ctx context.Context) string
+
+	// Method reports whether a method honours keys. Nil means every unary
+	// method.
+	Method func(fullMethod string) bool
+
+	// Required makes a call to a method that honours keys and carries none
+	// an INVALID_ARGUMENT.
+	Required bool
+
+	// TTL is how long a completed record is kept. Zero means
+	// idempotency.DefaultTTL (24 h).
+	TTL time.Duration
+
+	// Lease is the in-flight lease of a claim in a shared store. It is
+	// not renewed: the handler's context ends when it expires, and the
+	// key is released. Zero means idempotency.DefaultLease (30 s). A
+	// Memory store's claim lasts until the handler returns.
+	Lease time.Duration
+
+	// StoreTimeout bounds each store call. Zero means
+	// idempotency.DefaultStoreTimeout (2 s).
+	StoreTimeout time.Duration
+
+	// NewReply returns an empty reply message of a method, for a replay.
+	// Nil means looking the method's output type up in the global
+	// protocol buffer registry, where generated code registers it.
+	NewReply func(fullMethod string) (proto.Message, error)
+}
+
+type idempotent struct {
+	store     idempotency.Store
+	local     bool // a Memory store: claims last until the handler returns
+	principal func(context.Context) string
+	method    func(string) bool
+	required  bool
+	ttl       time.Duration
+	lease     time.Duration
+	timeout   time.Duration
+	newReply  func(string) (proto.Message, error)
+}
+
+func newIdempotent(cfg IdempotencyConfig) (*idempotent, error) {
+	for name, d := range map[string]time.Duration{"TTL": cfg.TTL, "Lease": cfg.Lease, "StoreTimeout": cfg.StoreTimeout} {
+		if d < 0 {
+			return nil, fmt.Errorf("%w: Idempotency.%s %v is negative", ErrInvalidConfig, name, d)
+		}
+	}
+	id := &idempotent{
+		store:     cfg.Store,
+		principal: cfg.Principal,
+		method:    cfg.Method,
+		required:  cfg.Required,
+		ttl:       orDuration(cfg.TTL, idempotency.DefaultTTL),
+		lease:     orDuration(cfg.Lease, idempotency.DefaultLease),
+		timeout:   orDuration(cfg.StoreTimeout, idempotency.DefaultStoreTimeout),
+		newReply:  cfg.NewReply,
+	}
+	if id.store == nil {
+		m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("%w: Idempotency: %w", ErrInvalidConfig, err)
+		}
+		id.store = m
+	}
+	_, id.local = id.store.(*idempotency.Memory)
+	if id.newReply == nil {
+		id.newReply = registryReply
+	}
+	return id, nil
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// localLease is the lease of a claim in a Memory store: until the
+// handler returns, since the store dies with the process.
+const localLease = time.Duration(1 << 62)
+
+// serve runs a unary call under the idempotency rules.
+func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if id.method != nil && !id.method(info.FullMethod) {
+		return handler(ctx, req)
+	}
+	vs := md[IdempotencyKey]
+	if len(vs) == 0 {
+		if id.required {
+			return nil, status.Error(codes.InvalidArgument, "unherdgrpc: this method needs an "+IdempotencyKey+" header")
+		}
+		return handler(ctx, req)
+	}
+	key, err := idempotency.ParseKey(strings.Join(vs, ", "), true)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	pm, ok := req.(proto.Message)
+	if !ok {
+		return nil, status.Errorf(codes.Internal, "unherdgrpc: idempotency needs protocol buffer requests, not %T", req)
+	}
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(pm)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "unherdgrpc: fingerprinting the request: %v", err)
+	}
+	fp := fingerprint(info.FullMethod, body)
+	if id.principal != nil {
+		p := id.principal(ctx)
+		key = strconv.Itoa(len(p)) + ":" + p + key
+	}
+	lease := id.lease
+	if id.local {
+		lease = localLease
+	}
+	sctx, cancel := id.storeCtx(ctx)
+	c, err := id.store.Claim(sctx, key, fp, lease)
+	cancel()
+	switch {
+	case err != nil:
+		return nil, status.Errorf(codes.Unavailable, "unherdgrpc: the idempotency store could not be reached; nothing was done: %v", err)
+	case c.State != idempotency.Acquired && c.Fingerprint != fp:
+		return nil, status.Error(codes.FailedPrecondition, "unherdgrpc: this idempotency key was used with a different request")
+	case c.State == idempotency.InFlight:
+		return nil, status.Error(codes.Aborted, "unherdgrpc: a call with this idempotency key is still being served")
+	case c.State == idempotency.Completed:
+		return id.replay(ctx, info.FullMethod, c.Response)
+	}
+	return id.run(ctx, req, info, handler, key, c.Token)
+}
+
+// fingerprint identifies what a call asks for: its method and request.
+func fingerprint(method string, body []byte) idempotency.Fingerprint {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write(body)
+	var fp idempotency.Fingerprint
+	h.Sum(fp[:0])
+	return fp
+}
+
+func (id *idempotent) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), id.timeout)
+}
+
+// retriedCode reports the statuses a client retries, or that say the
+// call may not have run: a call ending with one releases its key.
+func retriedCode(c codes.Code) bool {
+	switch c {
+	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.DeadlineExceeded,
+		codes.Internal, codes.Unknown, codes.DataLoss, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+// run serves a call that holds its key's claim.
+func (id *idempotent) run(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler, key string, token uint64) (resp any, err error) {
+	hctx := ctx
+	if !id.local {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeout(ctx, id.lease)
+		defer cancel()
+	}
+	l := &idempotency.Lease{Key: key, Token: token, TTL: id.ttl}
+	hctx = idempotency.ContextWithLease(hctx, l)
+	returned := false
+	defer func() {
+		if !returned {
+			id.release(ctx, key, token) // a panic: let the retry run again
+		}
+	}()
+	resp, err = handler(hctx, req)
+	returned = true
+	if err != nil {
+		st := status.Convert(err)
+		if retriedCode(st.Code()) {
+			id.release(ctx, key, token)
+			return resp, err
+		}
+		b, merr := proto.Marshal(st.Proto())
+		if merr == nil {
+			id.complete(ctx, key, token, &idempotency.Response{Status: int(st.Code()), Body: b})
+		} else {
+			id.release(ctx, key, token)
+		}
+		return resp, err
+	}
+	pm, ok := resp.(proto.Message)
+	if !ok {
+		id.release(ctx, key, token)
+		return resp, nil
+	}
+	b, merr := proto.Marshal(pm)
+	if merr != nil {
+		id.release(ctx, key, token)
+		return resp, nil
+	}
+	id.complete(ctx, key, token, &idempotency.Response{Status: int(codes.OK), Body: b})
+	return resp, nil
+}
+
+func (id *idempotent) complete(ctx context.Context, key string, token uint64, r *idempotency.Response) {
+	sctx, cancel := id.storeCtx(ctx)
+	defer cancel()
+	_ = id.store.Complete(sctx, key, token, r, id.ttl)
+}
+
+func (id *idempotent) release(ctx context.Context, key string, token uint64) {
+	sctx, cancel := id.storeCtx(ctx)
+	defer cancel()
+	_ = id.store.Release(sctx, key, token)
+}
+
+// replay answers a call from a completed record.
+func (id *idempotent) replay(ctx context.Context, method string, r *idempotency.Response) (any, error) {
+	if r.Omitted {
+		return nil, status.Error(codes.FailedPrecondition, "unherdgrpc: the call with this idempotency key completed, but its reply was not stored")
+	}
+	_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedKey, "true"))
+	if codes.Code(r.Status) != codes.OK {
+		var sp spb.Status
+		if err := proto.Unmarshal(r.Body, &sp); err != nil {
+			return nil, status.Errorf(codes.Internal, "unherdgrpc: decoding the stored status: %v", err)
+		}
+		return nil, status.FromProto(&sp).Err()
+	}
+	reply, err := id.newReply(method)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "unherdgrpc: replaying %s: %v", method, err)
+	}
+	if err := proto.Unmarshal(r.Body, reply); err != nil {
+		return nil, status.Errorf(codes.Internal, "unherdgrpc: decoding the stored reply: %v", err)
+	}
+	return reply, nil
+}
+
+// errNoReplyType: the registry does not know the method's output type.
+var errNoReplyType = errors.New("unherdgrpc: method's reply type is not registered")
+
+// registryReply returns an empty reply of a method ("/pkg.Service/Method")
+// by its descriptor in the global registry.
+func registryReply(fullMethod string) (proto.Message, error) {
+	svc, m, ok := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not /service/method", errNoReplyType, fullMethod)
+	}
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoReplyType, err)
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not a service", errNoReplyType, svc)
+	}
+	md := sd.Methods().ByName(protoreflect.Name(m))
+	if md == nil {
+		return nil, fmt.Errorf("%w: %s has no method %s", errNoReplyType, svc, m)
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Output().FullName())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoReplyType, err)
+	}
+	return mt.New().Interface(), nil
+}

@@ -1,0 +1,139 @@
+package unherdgrpc_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/unherdgrpc"
+)
+
+// countServer counts the handler's runs and answers by the request's
+// payload: "fail:<code>" fails with that code, anything else succeeds
+// with the run number in the reply. block, if set, holds a run until it
+// is closed.
+type countServer struct {
+	testpb.UnimplementedTestServiceServer
+	runs    atomic.Int32
+	block   chan struct{}
+	started chan struct{}
+}
+
+func (s *countServer) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	n := s.runs.Add(1)
+	md, _ := metadata.FromIncomingContext(ctx)
+	if _, ok := idempotency.LeaseFromContext(ctx); !ok && len(md.Get(unherdgrpc.IdempotencyKey)) != 0 {
+		return nil, status.Error(codes.Internal, "no lease in the handler's context")
+	}
+	if s.block != nil {
+		close(s.started)
+		<-s.block
+	}
+	switch string(req.GetPayload().GetBody()) {
+	case "fail:unavailable":
+		return nil, status.Error(codes.Unavailable, "try again")
+	case "fail:notfound":
+		return nil, status.Error(codes.NotFound, "no such thing")
+	}
+	return &testpb.SimpleResponse{ServerId: string(rune('0' + n))}, nil
+}
+
+func keyed(key string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), unherdgrpc.IdempotencyKey, key)
+}
+
+func call(cc *grpc.ClientConn, ctx context.Context, body string) (*testpb.SimpleResponse, metadata.MD, error) {
+	var hdr metadata.MD
+	resp, err := testpb.NewTestServiceClient(cc).UnaryCall(ctx, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte(body)}}, grpc.Header(&hdr))
+	return resp, hdr, err
+}
+
+func idempotentConn(t *testing.T, s *countServer, cfg unherdgrpc.IdempotencyConfig) *grpc.ClientConn {
+	t.Helper()
+	srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &cfg})
+	return serve(t, s, false, srv.ServerOptions())
+}
+
+func TestIdempotencyReplaysCompletedCall(t *testing.T) {
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{})
+	orig, hdr, err := call(cc, keyed("k1"), "a")
+	if err != nil || len(hdr.Get(unherdgrpc.ReplayedKey)) != 0 {
+		t.Fatalf("first call: %v, header %v", err, hdr)
+	}
+	again, hdr, err := call(cc, keyed("k1"), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetServerId() != orig.GetServerId() || s.runs.Load() != 1 || first(hdr.Get(unherdgrpc.ReplayedKey)) != "true" {
+		t.Fatalf("replay %v after %v, %d runs, header %v; want the first reply, 1 run, replayed", again, orig, s.runs.Load(), hdr)
+	}
+	if _, _, err := call(cc, keyed("k1"), "b"); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("key reused with another request: %v, want FAILED_PRECONDITION", err)
+	}
+	if _, _, err := call(cc, context.Background(), "a"); err != nil || s.runs.Load() != 2 {
+		t.Fatalf("call without a key: %v, %d runs; want it to run", err, s.runs.Load())
+	}
+}
+
+func TestIdempotencyStatuses(t *testing.T) {
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{})
+	// A status a client retries releases the key: the retry runs.
+	for range 2 {
+		if _, _, err := call(cc, keyed("u"), "fail:unavailable"); status.Code(err) != codes.Unavailable {
+			t.Fatalf("err %v, want UNAVAILABLE", err)
+		}
+	}
+	if s.runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2: UNAVAILABLE releases the key", s.runs.Load())
+	}
+	// A permanent status is stored and replayed.
+	for range 2 {
+		_, _, err := call(cc, keyed("n"), "fail:notfound")
+		if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != "no such thing" {
+			t.Fatalf("err %v, want the handler's NOT_FOUND", err)
+		}
+	}
+	if s.runs.Load() != 3 {
+		t.Fatalf("%d runs, want 3: NOT_FOUND is replayed", s.runs.Load())
+	}
+}
+
+func TestIdempotencyInFlight(t *testing.T) {
+	s := &countServer{block: make(chan struct{}), started: make(chan struct{})}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var firstErr error
+	go func() {
+		defer wg.Done()
+		_, _, firstErr = call(cc, keyed("k"), "a")
+	}()
+	<-s.started
+	_, _, err := call(cc, keyed("k"), "a")
+	close(s.block)
+	wg.Wait()
+	if status.Code(err) != codes.Aborted || firstErr != nil {
+		t.Fatalf("duplicate in flight: %v (first: %v); want ABORTED", err, firstErr)
+	}
+}
+
+func TestIdempotencyRequired(t *testing.T) {
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{Required: true})
+	if _, _, err := call(cc, context.Background(), "a"); status.Code(err) != codes.InvalidArgument || s.runs.Load() != 0 {
+		t.Fatalf("err %v after %d runs, want INVALID_ARGUMENT and none", err, s.runs.Load())
+	}
+	if _, _, err := call(cc, keyed(`"not closed`), "a"); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("malformed key: %v, want INVALID_ARGUMENT", err)
+	}
+}

@@ -81,6 +81,13 @@ type Schedule struct {
 	// back. It exists for tests and benchmarks; never point it at a real
 	// dependency.
 	Immediate bool
+	// CapAfterDraw, with Full jitter, draws from [0, base*2^n] and caps
+	// the draw, instead of drawing within [0, min(cap, base*2^n)]. It is
+	// the AWS SDKs' standard mode ("retry behaviour 2.0"), which computes
+	// min(b*2^n, cap) with b uniform in [0, 1]: once base*2^n passes the
+	// cap, a growing share of the delays sit exactly at the cap. Other
+	// jitters ignore it.
+	CapAfterDraw bool
 }
 
 // Validate reports a schedule that cannot work as configured: negative
@@ -143,6 +150,9 @@ func (s Schedule) Delay(n int, prev time.Duration, u uint64) time.Duration {
 		return 0
 	}
 	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, false)
+	if s.CapAfterDraw && s.Jitter == Full {
+		return capAfterDraw(b, c, s.Constant, n, u)
+	}
 	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
 }
 
@@ -153,6 +163,9 @@ func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Durat
 		return 0
 	}
 	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, true)
+	if s.CapAfterDraw && s.Jitter == Full {
+		return capAfterDraw(b, c, s.Constant, n, u)
+	}
 	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
 }
 
@@ -194,6 +207,13 @@ func delay(b, c time.Duration, j Jitter, constant bool, n int, prev time.Duratio
 	default: // Decorrelated
 		return decorrelated(b, c, prev, u)
 	}
+}
+
+// capAfterDraw is min(c, uniform[0, b*2^n]), b*2^n saturating rather
+// than overflow (the draw then lands above c all but always, as it would
+// without saturation).
+func capAfterDraw(b, c time.Duration, constant bool, n int, u uint64) time.Duration {
+	return min(c, uniform(u, temp(b, math.MaxInt64, constant, n)))
 }
 
 // decorrelated is min(c, uniform[b, 3*prev]) with prev at least b: the

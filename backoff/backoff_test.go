@@ -234,7 +234,7 @@ func FuzzDelay(f *testing.F) {
 	f.Add(int64(5e6), int64(1e9), int64(2e9), uint8(3), false, 62, int64(0), uint64(7))
 	f.Add(int64(1), int64(1), int64(math.MaxInt64), uint8(2), false, 3, int64(math.MaxInt64/2), uint64(math.MaxUint64))
 	f.Fuzz(func(t *testing.T, base, tbase, capd int64, jitter uint8, constant bool, n int, prev int64, u uint64) {
-		s := Schedule{Base: time.Duration(base), ThrottledBase: time.Duration(tbase), Cap: time.Duration(capd), Jitter: Jitter(jitter % 4), Constant: constant}
+		s := Schedule{Base: time.Duration(base), ThrottledBase: time.Duration(tbase), Cap: time.Duration(capd), Jitter: Jitter(jitter % 4), Constant: constant, CapAfterDraw: jitter&4 != 0}
 		if s.Validate() != nil {
 			return
 		}
@@ -287,4 +287,50 @@ func BenchmarkBackoffFull(b *testing.B) {
 		d += s.Delay(i&15, 0, Draw())
 	}
 	sink = d
+}
+
+// TestCapAfterDraw checks the AWS standard mode's formula, min(b*2^n, cap)
+// with b uniform in [0, 1]: below the cap it is Full jitter, and once
+// base*2^n passes the cap the draws above it sit exactly at the cap.
+func TestCapAfterDraw(t *testing.T) {
+	s := Schedule{Base: time.Second, Cap: 20 * time.Second, CapAfterDraw: true}
+	full := Schedule{Base: time.Second, Cap: 20 * time.Second}
+	const half = uint64(1) << 63 // b = 0.5
+	tests := []struct {
+		name string
+		n    int
+		u    uint64
+		want time.Duration
+	}{
+		{"below the cap, as full jitter", 2, half, 2 * time.Second},
+		{"b*2^5 = 16 s stays under the cap", 5, half, 16 * time.Second},
+		{"b*2^5 = 24 s is capped after the draw", 5, half + half/2, 20 * time.Second},
+		{"a huge attempt number saturates, then caps", 1000, 1 << 40, 20 * time.Second},
+		{"b = 0 is still zero", 1000, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := s.Delay(tc.n, 0, tc.u); got != tc.want {
+				t.Errorf("Delay(%d, %#x) = %v, want %v", tc.n, tc.u, got, tc.want)
+			}
+		})
+	}
+	// The share at the cap: for n = 5, P(b*32 s >= 20 s) = 12/32.
+	var atCap, fullAtCap int
+	const draws = 1 << 16
+	for i := range draws {
+		u := uint64(i) << 48
+		if s.Delay(5, 0, u) == 20*time.Second {
+			atCap++
+		}
+		if full.Delay(5, 0, u) == 20*time.Second {
+			fullAtCap++
+		}
+	}
+	if got, want := float64(atCap)/draws, 12.0/32; math.Abs(got-want) > 0.001 {
+		t.Errorf("share at the cap = %.4f, want %.4f", got, want)
+	}
+	if fullAtCap > 1 {
+		t.Errorf("without CapAfterDraw %d draws sit at the cap, want at most 1", fullAtCap)
+	}
 }

@@ -17,10 +17,9 @@ import (
 // timeout, the retry's cost back on its success, 1 back per first-attempt
 // success).
 //
-// One difference remains: the SDKs cap b·2^i after the draw, so that once
-// 2^i s passes 20 s many delays sit exactly at 20 s, where
-// backoff.Schedule draws within the capped range (as behaviour 2.1 does).
-// The two agree until the cap is reached (the fifth retry) and at b = 1.
+// The delay is capped after the draw (backoff.Schedule.CapAfterDraw), as
+// the SDKs compute it, so that once 2^i s passes 20 s a share of the
+// delays sit exactly at 20 s.
 // Server-directed delays are honoured as unherd honours them (a floor over
 // the schedule, up to MaxServerDelay); behaviour 2.0 has none.
 //
@@ -29,7 +28,7 @@ import (
 func AWSStandard() Config {
 	return Config{
 		MaxAttempts:       3,
-		Backoff:           backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full},
+		Backoff:           backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full, CapAfterDraw: true},
 		Budget:            newBucket(budget.AWSStandardQuota()),
 		OnBudgetExhausted: ReturnAtOnce,
 	}

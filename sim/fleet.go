@@ -86,7 +86,7 @@ func RunFleet(p FleetParams, seed uint64) (FleetResult, error) {
 	}
 	res := FleetResult{Params: p}
 	for i, shared := range []bool{false, true} {
-		row, err := runFleetOnce(p, seed, shared)
+		row, _, err := runFleetOnce(nil, p, seed, shared)
 		if err != nil {
 			return FleetResult{}, err
 		}
@@ -120,8 +120,12 @@ type refuseAll struct{}
 func (refuseAll) Withdraw(budget.Class) bool { return false }
 func (refuseAll) Record(budget.Attempt)      {}
 
-func runFleetOnce(p FleetParams, seed uint64, shared bool) (FleetRow, error) {
+// runFleetOnce runs one of the two budgets, stopping early when done is
+// closed, and returns its row and its retries in each second of the
+// outage.
+func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool) (FleetRow, []int64, error) {
 	e := newEngine(seed, 0)
+	e.done = done
 	now := e.Now
 	m := &fleetModel{p: p, buds: make([]budget.Budget, p.Clients), perSec: make([]int64, int(p.Outage/time.Second)+1), interval: fleetb.DefaultSyncInterval}
 	m.row.Budget = "per-client floors"
@@ -136,7 +140,7 @@ func runFleetOnce(p FleetParams, seed uint64, shared bool) (FleetRow, error) {
 		if shared {
 			fb, err := fleetb.New(fleetb.Config{Now: now, ID: strconv.Itoa(i), Fallback: refuseAll{}}, m.ledger)
 			if err != nil {
-				return FleetRow{}, err
+				return FleetRow{}, nil, err
 			}
 			m.fleets[i] = fb
 			b = fb
@@ -144,7 +148,7 @@ func runFleetOnce(p FleetParams, seed uint64, shared bool) (FleetRow, error) {
 		} else {
 			r, err := budget.NewRatio(budget.RatioConfig{Now: now})
 			if err != nil {
-				return FleetRow{}, err
+				return FleetRow{}, nil, err
 			}
 			b = r
 		}
@@ -160,7 +164,7 @@ func runFleetOnce(p FleetParams, seed uint64, shared bool) (FleetRow, error) {
 	if m.row.Requests > 0 {
 		m.row.Amplification = float64(m.row.Requests+m.row.Retries) / float64(m.row.Requests)
 	}
-	return m.row, nil
+	return m.row, m.perSec[:len(m.perSec)-1], nil
 }
 
 func (m *fleetModel) handle(e *engine, ev event) {

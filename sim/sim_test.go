@@ -44,6 +44,8 @@ func tiny(t *testing.T, name string) Params {
 		p.Workers, p.Jobs, p.Limit = 150, 2, 50
 	case *PeriodicParams:
 		p.Clients, p.Duration, p.Runs = 600, 3*time.Minute, 1
+	case *FleetParams:
+		p.Clients = 500
 	case *HedgeParams:
 		p.Keys, p.Servers, p.Requests, p.StallRate = 50, 10, 200, 0.05
 	default:
@@ -104,7 +106,7 @@ func TestScenarios(t *testing.T) {
 			t.Errorf("%s: Population %q", s.Name(), p)
 		}
 	}
-	want := []string{"hedge", "jitter", "layers", "outage", "periodic", "ratelimit", "storm"}
+	want := []string{"fleet", "hedge", "jitter", "layers", "outage", "periodic", "ratelimit", "storm"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("Scenarios() names (-want +got):\n%s", diff)
 	}

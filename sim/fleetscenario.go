@@ -1,0 +1,134 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+)
+
+func init() { register(fleetScenario{}) }
+
+// Register implements Params: --clients, --rate, --attempts, --before,
+// --outage, --after, --rtt.
+func (p *FleetParams) Register(fs *flag.FlagSet) {
+	fs.IntVar(&p.Clients, "clients", p.Clients, "client processes")
+	fs.Float64Var(&p.Rate, "rate", p.Rate, "requests per second per client")
+	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per request, the first included")
+	fs.DurationVar(&p.Before, "before", p.Before, "healthy time before the outage")
+	fs.DurationVar(&p.Outage, "outage", p.Outage, "length of the outage, in which every attempt fails")
+	fs.DurationVar(&p.After, "after", p.After, "time after the outage")
+	fs.DurationVar(&p.RTT, "rtt", p.RTT, "round trip of one sync to the shared ledger")
+}
+
+// Validate implements Params.
+func (p *FleetParams) Validate() error {
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{{"clients", p.Clients}, {"attempts", p.Attempts}} {
+		if err := checkPositive(c.flag, c.v); err != nil {
+			return err
+		}
+	}
+	if err := checkAtMost("clients", p.Clients, 1_000_000); err != nil {
+		return err
+	}
+	if err := checkAtMost("attempts", p.Attempts, 100); err != nil {
+		return err
+	}
+	switch {
+	case !(p.Rate > 0 && p.Rate <= 1000):
+		return invalid("rate", "%v must be above 0 and at most 1000", p.Rate)
+	case p.Before < 0 || p.After < 0:
+		return invalid("before", "--before %v and --after %v must not be negative", p.Before, p.After)
+	case p.Outage < time.Second || p.Outage > time.Hour:
+		return invalid("outage", "%v must be 1s to 1h", p.Outage)
+	case p.RTT <= 0 || p.RTT >= time.Second:
+		return invalid("rtt", "%v must be above 0 and below the 1s sync interval", p.RTT)
+	}
+	return nil
+}
+
+// Values implements Params.
+func (p *FleetParams) Values() map[string]any {
+	return map[string]any{"clients": p.Clients, "rate": p.Rate, "attempts": p.Attempts, "before": p.Before.String(),
+		"outage": p.Outage.String(), "after": p.After.String(), "rtt": p.RTT.String()}
+}
+
+// Quick implements Params: 20,000 clients, so that five seeds take
+// seconds (the shape, and the ratio between the two budgets, do not
+// depend on the fleet's size).
+func (p *FleetParams) Quick() { p.Clients = 20_000 }
+
+type fleetScenario struct{}
+
+func (fleetScenario) Name() string { return "fleet" }
+func (fleetScenario) Describe() string {
+	return "100,000 clients through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)"
+}
+func (fleetScenario) Population() string { return "open" }
+func (fleetScenario) Params() Params {
+	p := FleetParams{}.withDefaults()
+	return &p
+}
+
+const fleetSource = "unherd's design: a per-client floor does not bound a fleet; budgets applied across the fleet, as Envoy and Linkerd apply them in their proxies (https://linkerd.io/2/reference/retries/)"
+
+func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
+	p, ok := ps.(*FleetParams)
+	if !ok {
+		return nil, fmt.Errorf("%w: fleet got %T", ErrInvalidParams, ps)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	type out struct {
+		row    FleetRow
+		perSec []int64
+		err    error
+	}
+	outs, err := sweep(ctx, o, 2, func(i int) out {
+		row, perSec, err := runFleetOnce(ctx.Done(), *p, o.Seed, i == 1)
+		return out{row, perSec, err}
+	})
+	if err == nil {
+		err = errors.Join(outs[0].err, outs[1].err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: "fleet", Population: "open", Params: p.Values(),
+		Columns: []string{"budget", "requests", "retries", "retries_per_s", "peak_per_s", "amplification", "syncs"}}
+	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage", XLabel: "second of the outage",
+		YLabel: "retries per second, log scale", YScale: ScaleLog}
+	for _, o := range outs {
+		r := o.row
+		res.Rows = append(res.Rows, Row{"budget": r.Budget, "requests": r.Requests, "retries": r.Retries,
+			"retries_per_s": round(r.RetriesPerSecond, 0), "peak_per_s": round(r.PeakPerSecond, 0),
+			"amplification": round(r.Amplification, 2), "syncs": r.Syncs})
+		xs, ys := make([]float64, len(o.perSec)), make([]float64, len(o.perSec))
+		for i, n := range o.perSec {
+			xs[i], ys[i] = float64(i), float64(n)
+		}
+		chart.Series = append(chart.Series, Series{Name: r.Budget, X: xs, Y: ys})
+	}
+	res.Charts = []Chart{chart}
+	floors, shared := outs[0].row, outs[1].row
+	// In any 10 s window the fleet budget allows 10% of the window's
+	// requests plus 100; the healthy time before the outage counts once,
+	// as one window's savings. 10% slack for the window's 500 ms steps.
+	windows := 1 + p.Outage.Seconds()/10
+	bound := 1.1 * (0.1*float64(shared.Healthy+shared.Requests) + 100*windows)
+	res.Claims = []Claim{
+		claim(fleetSource, "with a floor of 10 retries per second per client, the fleet's retries grow with its size: an outage is met with every attempt the clients may make",
+			floors.Amplification > 0.9*float64(p.Attempts) || floors.RetriesPerSecond >= 0.9*10*float64(p.Clients),
+			"per-client floors: %.0f retries per second from %.0f clients, %.2f attempts per request", floors.RetriesPerSecond, float64(p.Clients), floors.Amplification),
+		claim(fleetSource, "a fleet-wide budget holds the fleet's retries to 10% of its requests plus one fleet-wide floor of 10 per second, whatever the number of clients",
+			float64(shared.Retries) <= bound,
+			"fleet budget: %.0f retries in the outage against a bound of %.0f; %.0f per second, %.2f attempts per request, %.1fx fewer retries than per-client floors",
+			float64(shared.Retries), bound, shared.RetriesPerSecond, shared.Amplification, float64(floors.Retries)/max(float64(shared.Retries), 1)),
+	}
+	return res, nil
+}

@@ -26,8 +26,8 @@
 // proxies). Syncs run every second with a 200 ms timeout.
 //
 // A lease is counted against the fleet when it is granted, and stays
-// counted until it leaves the window or is returned at the next sync, so
-// a process that dies loses only its unused lease. When a sync fails or
+// counted until it leaves the window or is returned (at the next sync,
+// or when Run stops), so a process that dies loses only its unused lease. When a sync fails or
 // times out the budget falls back to a local budget (Config.Fallback, by
 // default a budget.Ratio with a floor of 1 retry per second), says so
 // through Config.OnState and [Budget.State], and returns to the shared

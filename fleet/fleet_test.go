@@ -85,7 +85,7 @@ func TestFallbackAndRecovery(t *testing.T) {
 		var states []fleet.State
 		cfg := fleettest.Config()
 		cfg.OnState = func(s fleet.State, err error) {
-			if s == fleet.Fallback && !errors.Is(err, fleet.ErrUnreachable) {
+			if s == fleet.Fallback && !errors.Is(err, fleet.ErrUnreachable) && !errors.Is(err, fleet.ErrStopped) {
 				t.Errorf("fallback error %v does not wrap ErrUnreachable", err)
 			}
 			mu.Lock()
@@ -139,8 +139,8 @@ func TestFallbackAndRecovery(t *testing.T) {
 		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		want := []fleet.State{fleet.Shared, fleet.Fallback, fleet.Shared}
-		if len(states) != len(want) || states[0] != want[0] || states[1] != want[1] || states[2] != want[2] {
+		want := []fleet.State{fleet.Shared, fleet.Fallback, fleet.Shared, fleet.Fallback}
+		if len(states) != len(want) || states[0] != want[0] || states[1] != want[1] || states[2] != want[2] || states[3] != want[3] {
 			t.Errorf("states %v, want %v", states, want)
 		}
 	})
@@ -167,4 +167,38 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, want ErrInvalidConfig", name, err)
 		}
 	}
+}
+
+// A budget whose Run stops gives its unused lease back: another process
+// finds the fleet's retries of the window down by the returned tokens.
+func TestStopReturnsLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := fleet.NewLedger(nil)
+		b, err := fleet.New(fleet.Config{}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1000 {
+			b.Record(budget.Attempt{N: 1})
+		}
+		_ = b.Sync(context.Background())
+		for range 300 {
+			b.Withdraw(budget.Transient) // refusals make the next lease larger
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { b.Run(ctx); close(done) }()
+		synctest.Wait()
+		held := b.Stats().Lease
+		cancel()
+		<-done
+		if b.State() != fleet.Fallback {
+			t.Errorf("state %v after Run returned, want fallback", b.State())
+		}
+		g := l.SyncAt(time.Now(), fleet.Report{ID: "other", Limits: fleet.Limits{Ratio: 0.1, Reserve: 100, Slot: 500 * time.Millisecond, Slots: fleet.Slots}})
+		// 1000 requests allow 200 retries; one was used.
+		if held < 100 || g.Retries != 1 {
+			t.Errorf("held %d tokens; after the return the window holds %d retries, want 1", held, g.Retries)
+		}
+	})
 }

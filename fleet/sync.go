@@ -12,6 +12,10 @@ import (
 // out; the budget then falls back to its local budget.
 var ErrUnreachable = errors.New("fleet: ledger unreachable")
 
+// ErrStopped is the error OnState receives when Run returns: the budget
+// answers from its fallback from then on.
+var ErrStopped = errors.New("fleet: budget stopped")
+
 // Report returns what the next sync sends, at the instant now. A driver
 // that does its own round trips (the simulator) calls Report, carries the
 // report to the ledger, and calls Settle with the answer; Report and
@@ -122,7 +126,13 @@ func (b *Budget) Sync(ctx context.Context) error {
 // a quiet process costs the ledger less than a round trip per
 // MinCallsPerSync calls where it can. Run it in a goroutine of its own,
 // one per budget.
+//
+// When ctx is done, the budget goes to Fallback for good (OnState gets
+// ErrStopped), since nothing renews its lease any more, and Run gives the
+// unused lease back to the ledger in a last sync bounded by Timeout
+// before it returns.
 func (b *Budget) Run(ctx context.Context) {
+	defer b.stop()
 	tick := time.NewTimer(0)
 	defer tick.Stop()
 	var last time.Time
@@ -149,5 +159,32 @@ func (b *Budget) Run(ctx context.Context) {
 		last = time.Now()
 		_ = b.Sync(ctx)
 		tick.Reset(b.interval)
+	}
+}
+
+// stop takes the budget to Fallback and returns its lease.
+func (b *Budget) stop() {
+	b.syncing.Lock()
+	defer b.syncing.Unlock()
+	b.mu.Lock()
+	old := State(b.state.Load())
+	b.lowWater.Store(math.MinInt64)
+	b.state.Store(int32(Fallback))
+	b.mu.Unlock()
+	if old != Fallback && b.onState != nil {
+		b.onState(Fallback, ErrStopped)
+	}
+	r := b.Report(b.now())
+	if r.Returned == 0 {
+		return
+	}
+	r.Want = 0
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	if _, err := b.t.Sync(ctx, r); err == nil {
+		b.mu.Lock()
+		b.tokens.Add(-r.Returned)
+		b.acked = r.Requests
+		b.mu.Unlock()
 	}
 }

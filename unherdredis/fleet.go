@@ -71,9 +71,9 @@ func NewBudget(c redis.UniversalClient, name string, cfg BudgetConfig) (*Budget,
 	return b, nil
 }
 
-// Close stops the budget's syncs and waits for them to end. The budget
-// keeps answering Withdraw and Record from what it holds; its lease is
-// not returned and leaves the fleet's window with time.
+// Close stops the budget's syncs, gives its unused lease back to Redis
+// (waiting at most Config.Timeout), and waits for its commands to end.
+// The budget then answers Withdraw from its fallback.
 func (b *Budget) Close() error {
 	b.once.Do(func() {
 		b.cancel()

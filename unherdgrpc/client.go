@@ -258,7 +258,7 @@ func (c *Client) unary() grpc.UnaryClientInterceptor {
 			}
 		}
 		u.retries = c.repeats(ctx, false)
-		err := c.policy.Do(ctx, u.attempt)
+		_, err := retry.DoValue(ctx, c.policy, u.attempt)
 		if err != nil {
 			return callError(ctx, err)
 		}
@@ -278,22 +278,32 @@ type unaryCall struct {
 	opts    []grpc.CallOption
 	sent    int  // requests sent so far
 	retries bool // the call may be sent more than once: send RetriesKey
+	tr      metadata.MD
+	optBuf  [4]grpc.CallOption // the attempt's call options, when few
 }
 
 // attempt makes one attempt of the retry loop under actx, the attempt's
 // context.
-func (u *unaryCall) attempt(actx context.Context) error {
-	var tr metadata.MD
-	err := u.send(actx, u.sent, u.reply, &tr)
+func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
+	u.tr = nil
+	err := u.send(actx, u.sent, u.reply, &u.tr)
 	u.sent++
 	if err == nil {
-		return nil
+		return struct{}{}, nil
 	}
-	return u.c.judge(u.ctx, actx, err, tr)
+	return struct{}{}, u.c.judge(u.ctx, actx, err, u.tr)
 }
 
 // send sends the request for the attempt that has previous requests
 // before it, filling reply and the trailer tr.
 func (u *unaryCall) send(actx context.Context, previous int, reply any, tr *metadata.MD) error {
-	return u.invoker(u.c.outgoing(actx, u.retries, previous), u.method, u.req, reply, u.cc, callOptions(u.opts, tr)...)
+	var opts []grpc.CallOption
+	if len(u.opts)+2 <= len(u.optBuf) && tr == &u.tr {
+		// The unhedged call's attempts run one at a time: one buffer
+		// serves them all.
+		opts = append(append(u.optBuf[:0], u.opts...), noChannelRetry, grpc.Trailer(tr))
+	} else {
+		opts = callOptions(u.opts, tr)
+	}
+	return u.invoker(u.c.outgoing(actx, u.retries, previous), u.method, u.req, reply, u.cc, opts...)
 }

@@ -125,6 +125,16 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 		// The attempt's own timeout (DEADLINE_EXCEEDED, or CANCELLED for
 		// a stream's), not the caller's deadline: a Timeout.
 		return &timeoutMark{ae}
+	case code == codes.DeadlineExceeded:
+		// The server, or grpc-go, may report a deadline a moment before
+		// the context's own timer ends it: whose deadline passed?
+		now := time.Now()
+		if dl, ok := ctx.Deadline(); ok && !now.Before(dl) {
+			return retry.MarkFinal(ae) // the caller's: never retried
+		}
+		if dl, ok := actx.Deadline(); ok && !now.Before(dl) {
+			return &timeoutMark{ae} // the attempt's
+		}
 	case code == codes.Canceled:
 		return retry.MarkPermanent(ae)
 	}

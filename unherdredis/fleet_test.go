@@ -48,3 +48,41 @@ func runShare(t *testing.T, c redis.UniversalClient) {
 		t.Errorf("%d keys under %s, want 51", len(keys), prefix)
 	}
 }
+
+// The Lua ledger and fleet.Ledger agree, report by report: requests
+// booked once though a report is sent again, returned leases un-booked,
+// grants capped by the window. The slot is an hour long, so that the
+// sequence (milliseconds long) falls in one slot of the Redis clock.
+func TestLedgerMatchesMemory(t *testing.T) {
+	c := newClient(t)
+	prefix := uniquePrefix(t)
+	l, err := unherdredis.NewLedger(c, "parity", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		keys, _ := c.Keys(context.Background(), prefix+"*").Result()
+		if len(keys) > 0 {
+			c.Del(context.Background(), keys...)
+		}
+	})
+	lim := fleet.Limits{Ratio: 0.1, Reserve: 5, Slot: time.Hour, Slots: 20}
+	mem := fleet.NewLedger(nil)
+	for i, r := range []fleet.Report{
+		{ID: "a", Requests: 100, Delta: 100, Want: 50},
+		{ID: "a", Requests: 100, Delta: 100, Returned: 15, Want: 50},
+		{ID: "b", Want: 5},
+		{ID: "b", Requests: 200, Delta: 200, Want: 5},
+		{ID: "a", Requests: 150, Delta: 50, Returned: 3, Want: 1000},
+		{ID: "c", Requests: 7, Delta: 7, Want: 0},
+	} {
+		r.Limits = lim
+		got, err := l.Sync(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := mem.SyncAt(time.Now(), r); got != want {
+			t.Errorf("report %d %+v: Redis granted %+v, memory %+v", i, r, got, want)
+		}
+	}
+}

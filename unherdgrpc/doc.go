@@ -9,25 +9,75 @@
 //	...
 //	cc, err := grpc.NewClient(target, append(c.DialOptions(), creds)...)
 //
-// The interceptors retry each call by a retry.Policy: UNAVAILABLE is
-// transient, RESOURCE_EXHAUSTED throttled (retried from the schedule's
-// throttled base), the attempt's own timeout (retry.Config.AttemptTimeout,
-// inside the call's deadline) a retryable timeout, and every other code,
-// the caller's cancellation and the caller's deadline are returned at
-// once; Config.Codes changes the table. A server's grpc-retry-pushback-ms
+// and a server installs a [Server]'s options:
+//
+//	s, err := unherdgrpc.NewServer(unherdgrpc.ServerConfig{})
+//	...
+//	srv := grpc.NewServer(s.ServerOptions()...)
+//
+// # Retries
+//
+// The interceptors retry each call by a retry.Policy (Config.Retry, with
+// its budget, guards and observer): UNAVAILABLE is transient,
+// RESOURCE_EXHAUSTED throttled (retried from the schedule's throttled
+// base), the attempt's own timeout (retry.Config.AttemptTimeout, inside
+// the call's deadline) a retryable timeout, and every other code, the
+// caller's cancellation and the caller's deadline end the call at once;
+// Config.Codes changes the table. A server's grpc-retry-pushback-ms
 // trailer is a floor over the schedule's jittered delay, as Retry-After
 // is in package unherdhttp: the wait is at least the pushback and at
-// least the schedule's own delay; a negative or malformed pushback ends
-// the retries. Retries carry grpc-previous-rpc-attempts. The error of a
-// failed call is an [*Error]: status.FromError gives the last attempt's
-// status unchanged, and errors.Is reaches the retry loop's reason.
+// least the schedule's own delay, a pushback above
+// retry.Config.MaxServerDelay ends the retries, and a negative or
+// malformed one ends them too, as gRFC A6 says. Every attempt after the
+// first carries grpc-previous-rpc-attempts. The error of a failed call is
+// an [*Error]: status.FromError gives the last attempt's status
+// unchanged, and errors.Is reaches the retry loop's reason. An
+// unherdotel.Metrics.GRPCObserver set as retry.Config.Observer records
+// gRFC A96's per-call retry metrics.
 //
-// grpc-go's own retries (gRFC A6) are kept off, so that the two never
-// multiply: DialOptions includes grpc.WithDisableRetry, and every attempt
+// Streams are retried only until their first response message arrives,
+// A6's commit point: until then the messages sent (up to
+// Config.MaxBufferedMessages and MaxBufferedBytes) are kept and sent
+// again on the next attempt; after it, or past the limits, a failure goes
+// to the caller as it is.
+//
+// # Hedging
+//
+// grpc-go never shipped A6's hedging. With Config.Hedge, a unary call
+// that has had no answer after the hedger's delay is sent again, to the
+// next replica the channel's balancer picks (round_robin sends it to
+// another one), and the first success wins; a fast failure of one
+// replica does not cancel a request that may yet succeed on another, and
+// only when every request of an attempt has failed does the retry loop
+// see the last failure. The hedges draw on the hedger's own budget.
+// Hedge only methods that are safe to run twice (Config.HedgeMethod).
+//
+// # grpc-go's own retries
+//
+// grpc-go's retries (enabled by a service config's retryPolicy) would
+// multiply with the Client's: 3 attempts under 3 attempts are 9. They are
+// kept off: DialOptions includes grpc.WithDisableRetry, and every attempt
 // is sent with grpc.MaxRetryRPCBufferSize(0), which makes grpc-go commit
-// the attempt as soon as its first message is sent (see [Client]).
+// the attempt as soon as its first message is sent, so that interceptors
+// installed by hand on a channel with a retryPolicy do not multiply
+// either (see [Client]). [ParseMethodConfig] converts an existing
+// retryPolicy, hedgingPolicy and retryThrottling to a Config; A6's 2024
+// jitter (each delay multiplied by a uniform draw in [0.8, 1.2]) becomes
+// full jitter, uniform in [0, delay], as A6 first had it.
+//
+// # Servers
+//
+// A Server marks the context of a call whose caller retries with
+// retry.WithOuterRetry, so that the handler's own outgoing calls make one
+// attempt and only the edge of a call chain retries; it can shed load
+// with RESOURCE_EXHAUSTED and a pushback (ServerConfig.Overloaded); and
+// with ServerConfig.Idempotency it runs a unary call that carries an
+// idempotency-key header once, through package idempotency's Store (a
+// Memory store, or unherdredis and unherdpg for a fleet).
 //
 // This follows gRFC A6, "gRPC Retry Design",
 // https://github.com/grpc/proposal/blob/master/A6-client-retries.md, for
-// the metadata keys, the commit point and pushback.
+// the metadata keys, the commit point, pushback and the service config;
+// and Dean and Barroso, "The Tail at Scale", Communications of the ACM
+// 56(2), 2013, for hedging.
 package unherdgrpc

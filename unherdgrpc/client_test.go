@@ -267,3 +267,25 @@ func TestChannelRetries(t *testing.T) {
 		}
 	})
 }
+
+func TestInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  unherdgrpc.Config
+	}{
+		{"negative messages", unherdgrpc.Config{MaxBufferedMessages: -1}},
+		{"negative bytes", unherdgrpc.Config{MaxBufferedBytes: -1}},
+		{"unknown class", unherdgrpc.Config{Codes: map[codes.Code]retry.Class{codes.Aborted: 9}}},
+		{"retry", unherdgrpc.Config{Retry: retry.Config{MaxAttempts: -1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := unherdgrpc.NewClient(tt.cfg); !errors.Is(err, unherdgrpc.ErrInvalidConfig) {
+				t.Fatalf("NewClient: %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	if _, err := unherdgrpc.NewServer(unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{TTL: -1}}); !errors.Is(err, unherdgrpc.ErrInvalidConfig) {
+		t.Fatalf("NewServer: %v, want ErrInvalidConfig", err)
+	}
+}

@@ -137,3 +137,24 @@ func TestIdempotencyRequired(t *testing.T) {
 		t.Fatalf("malformed key: %v, want INVALID_ARGUMENT", err)
 	}
 }
+
+// sharedStore is a Memory store as the interceptor sees a shared one
+// (unherdredis, unherdpg): claims hold a lease, which bounds the handler.
+type sharedStore struct{ *idempotency.Memory }
+
+func TestIdempotencySharedStore(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{Store: sharedStore{m}, Principal: func(context.Context) string { return "acct-1" }})
+	for range 3 {
+		if _, _, err := call(cc, keyed("k"), "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.runs.Load() != 1 || m.Len() != 1 {
+		t.Fatalf("%d runs, %d records; want 1 and 1", s.runs.Load(), m.Len())
+	}
+}

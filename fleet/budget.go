@@ -75,8 +75,9 @@ type Config struct {
 	Window time.Duration
 	// SyncInterval is the time between two syncs of a running budget
 	// ([Budget.Run]); a process whose lease runs low syncs sooner, at most
-	// ten times per interval. SyncInterval + Timeout must be at most half
-	// the Window, so that a lease is spent while it is still counted.
+	// ten times per interval. SyncInterval, plus its jitter of 10%, plus
+	// Timeout must be at most half the Window, so that a lease is spent
+	// while it is still counted.
 	// Zero means DefaultSyncInterval (1 s), or Window/4 if that is
 	// shorter.
 	SyncInterval time.Duration
@@ -121,8 +122,8 @@ func (c *Config) Validate() error {
 	case c.MaxLease < 0:
 		return fmt.Errorf("%w: Config.MaxLease %d is negative", ErrInvalidConfig, c.MaxLease)
 	}
-	if iv, to := c.intervals(); iv+to > w/2 {
-		return fmt.Errorf("%w: Config.SyncInterval %v plus Timeout %v exceed half the Window %v", ErrInvalidConfig, iv, to, w)
+	if iv, to := c.intervals(); iv+iv/10+to > w/2 {
+		return fmt.Errorf("%w: Config.SyncInterval %v (plus its 10%% jitter) and Timeout %v exceed half the Window %v", ErrInvalidConfig, iv, to, w)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -83,6 +84,12 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	}
 }
 
+// jittered is the interval drawn uniformly from 90% to 110% of
+// SyncInterval, so that processes started together do not sync together.
+func (b *Budget) jittered() time.Duration {
+	return b.interval - b.interval/10 + rand.N(b.interval/5+1)
+}
+
 // MinCallsPerSync is how many requests a process records between two
 // syncs before Run syncs on the interval; see Run.
 const MinCallsPerSync = 200
@@ -119,7 +126,8 @@ func (b *Budget) Sync(ctx context.Context) error {
 	return err
 }
 
-// Run syncs at once, then every SyncInterval and whenever the lease runs
+// Run syncs at once, then every SyncInterval (drawn from 90% to 110% of
+// it each time, with math/rand/v2) and whenever the lease runs
 // low (at most ten times per interval), until ctx is done. A process that
 // made fewer than MinCallsPerSync calls since its last sync, and was
 // refused no retry, skips syncs, up to half the window less the timeout:
@@ -142,7 +150,7 @@ func (b *Budget) Run(ctx context.Context) {
 			return
 		case <-tick.C:
 			if !b.due(time.Since(last)) {
-				tick.Reset(b.interval)
+				tick.Reset(b.jittered())
 				continue
 			}
 		case <-b.wake:
@@ -158,7 +166,7 @@ func (b *Budget) Run(ctx context.Context) {
 		}
 		last = time.Now()
 		_ = b.Sync(ctx)
-		tick.Reset(b.interval)
+		tick.Reset(b.jittered())
 	}
 }
 

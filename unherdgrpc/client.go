@@ -123,8 +123,9 @@ func (c *Config) Validate() error {
 // which cannot see whether the channel disabled retries, keep grpc-go
 // from repeating an attempt all the same: every attempt is sent with
 // grpc.MaxRetryRPCBufferSize(0), so grpc-go commits it when it sends its
-// first message and never sends it again (a stream that fails before it
-// has sent anything may still be repeated by grpc-go under a service
+// first message and never sends it again (which also ends grpc-go's
+// transparent retry of such an attempt; and a stream that fails before
+// it has sent anything may still be repeated by grpc-go under a service
 // config's retryPolicy: dial such channels with DialOptions). Convert a
 // service config's retryPolicy or hedgingPolicy with ParseMethodConfig
 // and drop it from the channel.
@@ -190,36 +191,42 @@ func (c *Client) Policy() *retry.Policy { return c.policy }
 func (c *Client) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithDisableRetry(),
-		grpc.WithChainUnaryInterceptor(c.unary()),
-		grpc.WithChainStreamInterceptor(c.stream()),
+		grpc.WithChainUnaryInterceptor(c.unary(grpc.EmptyCallOption{})),
+		grpc.WithChainStreamInterceptor(c.stream(grpc.EmptyCallOption{})),
 	}
 }
 
 // UnaryClientInterceptor returns the unary interceptor alone, to install
 // by hand; see [Client] for how it keeps grpc-go's retries off.
-func (c *Client) UnaryClientInterceptor() grpc.UnaryClientInterceptor { return c.unary() }
+func (c *Client) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
+	return c.unary(noChannelRetry)
+}
 
 // StreamClientInterceptor returns the stream interceptor alone; see
 // UnaryClientInterceptor.
-func (c *Client) StreamClientInterceptor() grpc.StreamClientInterceptor { return c.stream() }
+func (c *Client) StreamClientInterceptor() grpc.StreamClientInterceptor {
+	return c.stream(noChannelRetry)
+}
 
-// noChannelRetry is added to every attempt's call options: with no room
+// noChannelRetry is added to the call options of every attempt that the
+// interceptors installed by hand make: with no room
 // to buffer the request for a retry, grpc-go commits the attempt as soon
 // as it sends its first message, and never repeats it, whatever the
 // channel's service config says. It is a value, so adding it allocates
 // nothing.
 var noChannelRetry grpc.CallOption = grpc.MaxRetryRPCBufferSize(0)
 
-// callOptions returns opts with noChannelRetry and, if tr is not nil, a
+// callOptions returns opts with extra (noChannelRetry, or a no-op on a
+// channel without grpc-go's retries) and, if tr is not nil, a
 // grpc.Trailer for tr.
-func callOptions(opts []grpc.CallOption, tr *metadata.MD) []grpc.CallOption {
+func callOptions(opts []grpc.CallOption, extra grpc.CallOption, tr *metadata.MD) []grpc.CallOption {
 	n := len(opts) + 1
 	if tr != nil {
 		n++
 	}
 	out := make([]grpc.CallOption, len(opts), n)
 	copy(out, opts)
-	out = append(out, noChannelRetry)
+	out = append(out, extra)
 	if tr != nil {
 		out = append(out, grpc.Trailer(tr))
 	}
@@ -245,13 +252,14 @@ func (c *Client) repeats(ctx context.Context, hedged bool) bool {
 	return hedged || c.policy.Attempts(retry.HasOuterRetry(ctx)) > 1
 }
 
-// unary returns the unary interceptor.
-func (c *Client) unary() grpc.UnaryClientInterceptor {
+// unary returns the unary interceptor, which adds extra to every
+// attempt's call options.
+func (c *Client) unary(extra grpc.CallOption) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if c.methodOK != nil && !c.methodOK(method) {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		u := unaryCall{c: c, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker, opts: opts}
+		u := unaryCall{c: c, extra: extra, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker, opts: opts}
 		if c.hedger != nil && (c.hedgeOK == nil || c.hedgeOK(method)) {
 			if err := u.hedged(); err != errNotHedged {
 				return err
@@ -269,6 +277,7 @@ func (c *Client) unary() grpc.UnaryClientInterceptor {
 // unaryCall is the state of one unary call across its attempts.
 type unaryCall struct {
 	c       *Client
+	extra   grpc.CallOption
 	ctx     context.Context
 	method  string
 	req     any
@@ -301,9 +310,9 @@ func (u *unaryCall) send(actx context.Context, previous int, reply any, tr *meta
 	if len(u.opts)+2 <= len(u.optBuf) && tr == &u.tr {
 		// The unhedged call's attempts run one at a time: one buffer
 		// serves them all.
-		opts = append(append(u.optBuf[:0], u.opts...), noChannelRetry, grpc.Trailer(tr))
+		opts = append(append(u.optBuf[:0], u.opts...), u.extra, grpc.Trailer(tr))
 	} else {
-		opts = callOptions(u.opts, tr)
+		opts = callOptions(u.opts, u.extra, tr)
 	}
 	return u.invoker(u.c.outgoing(actx, u.retries, previous), u.method, u.req, reply, u.cc, opts...)
 }

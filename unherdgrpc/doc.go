@@ -56,10 +56,12 @@
 //
 // grpc-go's retries (enabled by a service config's retryPolicy) would
 // multiply with the Client's: 3 attempts under 3 attempts are 9. They are
-// kept off: DialOptions includes grpc.WithDisableRetry, and every attempt
-// is sent with grpc.MaxRetryRPCBufferSize(0), which makes grpc-go commit
-// the attempt as soon as its first message is sent, so that interceptors
-// installed by hand on a channel with a retryPolicy do not multiply
+// kept off: DialOptions includes grpc.WithDisableRetry, and the
+// interceptors installed by hand (UnaryClientInterceptor,
+// StreamClientInterceptor), which cannot see whether the channel has
+// retries, send every attempt with grpc.MaxRetryRPCBufferSize(0), which
+// makes grpc-go commit the attempt as soon as its first message is sent,
+// so that they do not multiply with a service config's retryPolicy
 // either (see [Client]). [ParseMethodConfig] converts an existing
 // retryPolicy, hedgingPolicy and retryThrottling to a Config; A6's 2024
 // jitter (each delay multiplied by a uniform draw in [0.8, 1.2]) becomes

@@ -14,14 +14,15 @@ import (
 	"github.com/unherd/unherd/retry"
 )
 
-// stream returns the stream interceptor.
-func (c *Client) stream() grpc.StreamClientInterceptor {
+// stream returns the stream interceptor, which adds extra to every
+// attempt's call options.
+func (c *Client) stream(extra grpc.CallOption) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		if c.methodOK != nil && !c.methodOK(method) {
 			return streamer(ctx, desc, cc, method, opts...)
 		}
 		nested := retry.HasOuterRetry(ctx)
-		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts,
+		s := &clientStream{c: c, extra: extra, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts,
 			call: c.policy.Begin(nested), retries: c.policy.Attempts(nested) > 1}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -38,6 +39,7 @@ func (c *Client) stream() grpc.StreamClientInterceptor {
 // retryable failure. Once committed it is the attempt's own stream.
 type clientStream struct {
 	c        *Client
+	extra    grpc.CallOption
 	ctx      context.Context // the caller's
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
@@ -72,7 +74,7 @@ func (s *clientStream) next() error {
 		if t := s.attemptTimeout(); t > 0 {
 			s.timer = time.AfterFunc(t, func() { cancel(retry.ErrAttemptTimeout) })
 		}
-		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, nil)...)
+		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, s.extra, nil)...)
 		s.attempts++
 		if err == nil {
 			s.cur = cs

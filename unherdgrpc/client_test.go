@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -159,6 +160,7 @@ func TestUnaryPushback(t *testing.T) {
 			}
 		})
 	}
+
 }
 
 func TestUnaryPushbackTooLong(t *testing.T) {
@@ -171,45 +173,51 @@ func TestUnaryPushbackTooLong(t *testing.T) {
 }
 
 func TestUnaryAttemptTimeout(t *testing.T) {
-	s := &faultServer{plan: []fault{{untilDone: true}}}
-	cfg := unherdgrpc.Config{}
-	cfg.Retry.AttemptTimeout = 50 * time.Millisecond
-	var classes []retry.Class
-	cfg.Retry.OnRetry = func(ev retry.RetryEvent) { classes = append(classes, ev.Class) }
-	cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
-	if _, err := unary(context.Background(), cc); err != nil {
-		t.Fatal(err)
-	}
-	if s.count() != 2 || len(classes) != 1 || classes[0] != retry.Timeout {
-		t.Fatalf("%d requests, retry classes %v; want 2 and one timeout", s.count(), classes)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &faultServer{plan: []fault{{untilDone: true}}}
+		cfg := unherdgrpc.Config{}
+		cfg.Retry.AttemptTimeout = 50 * time.Millisecond
+		var classes []retry.Class
+		cfg.Retry.OnRetry = func(ev retry.RetryEvent) { classes = append(classes, ev.Class) }
+		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+		if _, err := unary(context.Background(), cc); err != nil {
+			t.Fatal(err)
+		}
+		if s.count() != 2 || len(classes) != 1 || classes[0] != retry.Timeout {
+			t.Fatalf("%d requests, retry classes %v; want 2 and one timeout", s.count(), classes)
+		}
+	})
 }
 
 func TestUnaryCallerDeadlineNotRetried(t *testing.T) {
-	s := &faultServer{plan: []fault{{untilDone: true}, {untilDone: true}}}
-	cc := serve(t, s, false, nil, newClient(t, unherdgrpc.Config{}).DialOptions()...)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err := unary(ctx, cc)
-	// ErrCancelled when the context's timer ended the call first, ErrFinal
-	// when the server's DEADLINE_EXCEEDED arrived a moment before it.
-	if status.Code(err) != codes.DeadlineExceeded || !errors.Is(err, retry.ErrCancelled) && !errors.Is(err, retry.ErrFinal) {
-		t.Fatalf("err = %v, want DEADLINE_EXCEEDED, cancelled or final", err)
-	}
-	if s.count() != 1 {
-		t.Fatalf("server saw %d requests, want 1", s.count())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &faultServer{plan: []fault{{untilDone: true}, {untilDone: true}}}
+		cc := serve(t, s, false, nil, newClient(t, unherdgrpc.Config{}).DialOptions()...)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := unary(ctx, cc)
+		// ErrCancelled when the context's timer ended the call first, ErrFinal
+		// when the server's DEADLINE_EXCEEDED arrived a moment before it.
+		if status.Code(err) != codes.DeadlineExceeded || !errors.Is(err, retry.ErrCancelled) && !errors.Is(err, retry.ErrFinal) {
+			t.Fatalf("err = %v, want DEADLINE_EXCEEDED, cancelled or final", err)
+		}
+		if s.count() != 1 {
+			t.Fatalf("server saw %d requests, want 1", s.count())
+		}
+	})
 }
 
 func TestUnaryCallerCancelNotRetried(t *testing.T) {
-	s := &faultServer{plan: []fault{{untilDone: true}, {untilDone: true}}}
-	cc := serve(t, s, false, nil, newClient(t, unherdgrpc.Config{}).DialOptions()...)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err := unary(ctx, cc)
-	if status.Code(err) != codes.Canceled || s.count() != 1 {
-		t.Fatalf("err = %v after %d requests, want CANCELLED after 1", err, s.count())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &faultServer{plan: []fault{{untilDone: true}, {untilDone: true}}}
+		cc := serve(t, s, false, nil, newClient(t, unherdgrpc.Config{}).DialOptions()...)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(20*time.Millisecond, cancel)
+		_, err := unary(ctx, cc)
+		if status.Code(err) != codes.Canceled || s.count() != 1 {
+			t.Fatalf("err = %v after %d requests, want CANCELLED after 1", err, s.count())
+		}
+	})
 }
 
 func TestUnaryNestedDoesNotRetry(t *testing.T) {
@@ -288,4 +296,41 @@ func TestInvalidConfig(t *testing.T) {
 	if _, err := unherdgrpc.NewServer(unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{TTL: -1}}); !errors.Is(err, unherdgrpc.ErrInvalidConfig) {
 		t.Fatalf("NewServer: %v, want ErrInvalidConfig", err)
 	}
+}
+
+// The wait after a pushback is the pushback plus up to 10%, measured on
+// the bubble's clock, with the default schedule (whose first delay, at
+// most 50 ms, is shorter).
+func TestUnaryPushbackWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: "3000"}}}
+		c, err := unherdgrpc.NewClient(unherdgrpc.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := serve(t, s, false, nil, c.DialOptions()...)
+		start := time.Now()
+		if _, err := unary(context.Background(), cc); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 3*time.Second || d > 3300*time.Millisecond {
+			t.Fatalf("the call took %v, want 3s to 3.3s: the pushback is a floor with up to 10%% jitter", d)
+		}
+	})
+}
+
+// A pushback longer than the caller's deadline is not waited: the call
+// ends at once.
+func TestUnaryPushbackPastDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: "3000"}}}
+		cc := serve(t, s, false, nil, newClient(t, unherdgrpc.Config{}).DialOptions()...)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := unary(ctx, cc)
+		if !errors.Is(err, retry.ErrDeadline) || status.Code(err) != codes.Unavailable || time.Since(start) != 0 {
+			t.Fatalf("err %v after %v; want ErrDeadline with UNAVAILABLE, at once", err, time.Since(start))
+		}
+	})
 }

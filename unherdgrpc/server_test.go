@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -99,22 +100,24 @@ func TestServerMarksCallersThatRetry(t *testing.T) {
 }
 
 func TestServerPushbackWhenOverloaded(t *testing.T) {
-	var shed atomic.Int32
-	srv := newServer(t, unherdgrpc.ServerConfig{Overloaded: func(context.Context, string) (time.Duration, bool) {
-		return 20*time.Millisecond + time.Microsecond, shed.Add(1) == 1
-	}})
-	var delays []time.Duration
-	var classes []retry.Class
-	cfg := unherdgrpc.Config{}
-	cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays, classes = append(delays, ev.Delay), append(classes, ev.Class) }
-	cc := serve(t, &faultServer{}, false, srv.ServerOptions(), newClient(t, cfg).DialOptions()...)
-	if _, err := unary(context.Background(), cc); err != nil {
-		t.Fatal(err)
-	}
-	// 20.001 ms rounds up to 21 ms, a floor with up to 10% on top.
-	if len(delays) != 1 || delays[0] < 21*time.Millisecond || delays[0] > 21*time.Millisecond*11/10 || classes[0] != retry.Throttled {
-		t.Fatalf("retries %v of classes %v; want one throttled retry after 21 to 23.1 ms", delays, classes)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var shed atomic.Int32
+		srv := newServer(t, unherdgrpc.ServerConfig{Overloaded: func(context.Context, string) (time.Duration, bool) {
+			return 20*time.Millisecond + time.Microsecond, shed.Add(1) == 1
+		}})
+		var delays []time.Duration
+		var classes []retry.Class
+		cfg := unherdgrpc.Config{}
+		cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays, classes = append(delays, ev.Delay), append(classes, ev.Class) }
+		cc := serve(t, &faultServer{}, false, srv.ServerOptions(), newClient(t, cfg).DialOptions()...)
+		if _, err := unary(context.Background(), cc); err != nil {
+			t.Fatal(err)
+		}
+		// 20.001 ms rounds up to 21 ms, a floor with up to 10% on top.
+		if len(delays) != 1 || delays[0] < 21*time.Millisecond || delays[0] > 21*time.Millisecond*11/10 || classes[0] != retry.Throttled {
+			t.Fatalf("retries %v of classes %v; want one throttled retry after 21 to 23.1 ms", delays, classes)
+		}
+	})
 }
 
 func TestServerPushbackNegativeStopsRetries(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -87,18 +88,20 @@ func TestServerStreamPermanent(t *testing.T) {
 }
 
 func TestServerStreamAttemptTimeout(t *testing.T) {
-	s := &faultServer{plan: []fault{{untilDone: true}}}
-	cfg := unherdgrpc.Config{}
-	cfg.Retry.AttemptTimeout = 50 * time.Millisecond
-	cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
-	stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(context.Background(), outputRequest(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := recvAll(stream)
-	if err != nil || n != 3 || s.count() != 2 {
-		t.Fatalf("received %d, err %v, %d requests; want 3, nil, 2", n, err, s.count())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &faultServer{plan: []fault{{untilDone: true}}}
+		cfg := unherdgrpc.Config{}
+		cfg.Retry.AttemptTimeout = 50 * time.Millisecond
+		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+		stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(context.Background(), outputRequest(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := recvAll(stream)
+		if err != nil || n != 3 || s.count() != 2 {
+			t.Fatalf("received %d, err %v, %d requests; want 3, nil, 2", n, err, s.count())
+		}
+	})
 }
 
 // sendAll sends n messages on a client stream and closes it.

@@ -28,6 +28,11 @@ type Lease struct {
 // does not complete it again.
 func (l *Lease) MarkCompleted() { l.completed.Store(true) }
 
+// Completed reports whether MarkCompleted was called: for middleware of
+// other protocols (unherdgrpc's), which must not complete such a record
+// again.
+func (l *Lease) Completed() bool { return l.completed.Load() }
+
 type leaseKey struct{}
 
 // LeaseFromContext returns the lease of the request whose context ctx is,

@@ -45,7 +45,10 @@ const (
 // INTERNAL, UNKNOWN, DATA_LOSS, CANCELLED) or panics releases the key,
 // so that the retry runs again. Requests and replies must be protocol
 // buffer messages. Only the reply or status is stored: header and trailer
-// metadata the handler set are not replayed.
+// metadata the handler set are not replayed. The handler's context
+// carries the claim's idempotency.Lease; a handler that completes the
+// record itself (unherdpg's InTx) marks it with Lease.MarkCompleted, and
+// the interceptor then leaves the record alone.
 type IdempotencyConfig struct {
 	// Store keeps the records: idempotency.Memory for one process, or a
 	// shared store (unherdredis, unherdpg) for a fleet. Nil means a new
@@ -230,6 +233,11 @@ func (id *idempotent) run(ctx context.Context, req any, info *grpc.UnaryServerIn
 	}()
 	resp, err = handler(hctx, req)
 	returned = true
+	if l.Completed() {
+		// The handler completed the record itself, in the transaction of
+		// its own writes (unherdpg's InTx).
+		return resp, err
+	}
 	if err != nil {
 		st := status.Convert(err)
 		if retriedCode(st.Code()) {

@@ -5,12 +5,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/unherdgrpc"
@@ -156,5 +158,56 @@ func TestIdempotencySharedStore(t *testing.T) {
 	}
 	if s.runs.Load() != 1 || m.Len() != 1 {
 		t.Fatalf("%d runs, %d records; want 1 and 1", s.runs.Load(), m.Len())
+	}
+}
+
+// countingStore counts Complete calls.
+type countingStore struct {
+	*idempotency.Memory
+	completes atomic.Int32
+}
+
+func (s *countingStore) Complete(ctx context.Context, key string, token uint64, r *idempotency.Response, ttl time.Duration) error {
+	s.completes.Add(1)
+	return s.Memory.Complete(ctx, key, token, r, ttl)
+}
+
+// completingServer completes its record itself, as a handler using
+// unherdpg's InTx does, and marks the lease.
+type completingServer struct {
+	testpb.UnimplementedTestServiceServer
+	store idempotency.Store
+}
+
+func (s *completingServer) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	l, ok := idempotency.LeaseFromContext(ctx)
+	if !ok {
+		return nil, status.Error(codes.Internal, "no lease")
+	}
+	reply := &testpb.SimpleResponse{ServerId: "done-in-tx"}
+	b, _ := proto.Marshal(reply)
+	if err := s.store.Complete(ctx, l.Key, l.Token, &idempotency.Response{Body: b}, l.TTL); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	l.MarkCompleted()
+	return reply, nil
+}
+
+func TestIdempotencyHandlerCompletes(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &countingStore{Memory: m}
+	srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{Store: store}})
+	cc := serve(t, &completingServer{store: store}, false, srv.ServerOptions())
+	for range 2 {
+		resp, _, err := call(cc, keyed("k"), "a")
+		if err != nil || resp.GetServerId() != "done-in-tx" {
+			t.Fatalf("reply %v, err %v", resp, err)
+		}
+	}
+	if n := store.completes.Load(); n != 1 {
+		t.Fatalf("%d completions, want 1: the handler's own", n)
 	}
 }

@@ -37,6 +37,9 @@ func (c *Client) stream(extra grpc.CallOption) grpc.StreamClientInterceptor {
 // arrives (the commit point): until then every message sent is kept, up
 // to the Client's limits, and sent again on a new attempt after a
 // retryable failure. Once committed it is the attempt's own stream.
+// RecvMsg makes the retries, the wait between attempts included, so a
+// SendMsg on another goroutine during that wait waits too, and goes to
+// the new attempt.
 type clientStream struct {
 	c        *Client
 	extra    grpc.CallOption

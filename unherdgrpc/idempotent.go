@@ -71,10 +71,12 @@ type IdempotencyConfig struct {
 	// idempotency.DefaultTTL (24 h).
 	TTL time.Duration
 
-	// Lease is the in-flight lease of a claim in a shared store. It is
-	// not renewed: the handler's context ends when it expires, and the
-	// key is released. Zero means idempotency.DefaultLease (30 s). A
-	// Memory store's claim lasts until the handler returns.
+	// Lease is the in-flight lease of a claim in a shared store, renewed
+	// every third of its length while the handler runs, so that it only
+	// bounds how long a key stays blocked after its process died; a
+	// renewal that finds the lease lost cancels the handler's context,
+	// and its outcome is not stored. Zero means idempotency.DefaultLease
+	// (30 s). A Memory store's claim lasts until the handler returns.
 	Lease time.Duration
 
 	// StoreTimeout bounds each store call. Zero means
@@ -218,21 +220,34 @@ func retriedCode(c codes.Code) bool {
 // run serves a call that holds its key's claim.
 func (id *idempotent) run(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler, key string, token uint64) (resp any, err error) {
 	hctx := ctx
+	var rn *renewal
 	if !id.local {
-		var cancel context.CancelFunc
-		hctx, cancel = context.WithTimeout(ctx, id.lease)
-		defer cancel()
+		// A Memory record is claimed until its handler returns; a shared
+		// store's lease is renewed while the handler runs.
+		var cancel context.CancelCauseFunc
+		hctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		rn = &renewal{id: id, ctx: ctx, key: key, token: token, cancel: cancel}
+		rn.start()
 	}
 	l := &idempotency.Lease{Key: key, Token: token, TTL: id.ttl}
 	hctx = idempotency.ContextWithLease(hctx, l)
 	returned := false
 	defer func() {
 		if !returned {
+			if rn != nil {
+				_ = rn.stop()
+			}
 			id.release(ctx, key, token) // a panic: let the retry run again
 		}
 	}()
 	resp, err = handler(hctx, req)
 	returned = true
+	if rn != nil && rn.stop() != nil {
+		// The lease was lost while the handler ran: another claim may own
+		// the key now, and the outcome is not stored.
+		return resp, err
+	}
 	if l.Completed() {
 		// The handler completed the record itself, in the transaction of
 		// its own writes (unherdpg's InTx).

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -210,4 +211,51 @@ func TestIdempotencyHandlerCompletes(t *testing.T) {
 	if n := store.completes.Load(); n != 1 {
 		t.Fatalf("%d completions, want 1: the handler's own", n)
 	}
+}
+
+// slowServer holds each call for hold, on the bubble's clock.
+type slowServer struct {
+	testpb.UnimplementedTestServiceServer
+	hold time.Duration
+	runs atomic.Int32
+}
+
+func (s *slowServer) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	s.runs.Add(1)
+	select {
+	case <-time.After(s.hold):
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return &testpb.SimpleResponse{ServerId: "slow"}, nil
+}
+
+// A shared store's lease is renewed while the handler runs: a handler
+// three leases long keeps its key, and a duplicate sent meanwhile is
+// ABORTED instead of taking the key over.
+func TestIdempotencyLeaseRenewed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &slowServer{hold: 9 * time.Second}
+		srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{Store: sharedStore{m}, Lease: 3 * time.Second}})
+		cc := serve(t, s, false, srv.ServerOptions())
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := call(cc, keyed("k"), "a")
+			done <- err
+		}()
+		time.Sleep(7 * time.Second)
+		if _, _, err := call(cc, keyed("k"), "a"); status.Code(err) != codes.Aborted {
+			t.Errorf("duplicate after two leases: %v, want ABORTED", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if _, hdr, err := call(cc, keyed("k"), "a"); err != nil || first(hdr.Get(unherdgrpc.ReplayedKey)) != "true" || s.runs.Load() != 1 {
+			t.Fatalf("after the first completed: %v, header %v, %d runs; want a replay of the one run", err, hdr, s.runs.Load())
+		}
+	})
 }

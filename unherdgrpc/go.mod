@@ -2,8 +2,6 @@ module github.com/unherd/unherd/unherdgrpc
 
 go 1.25.0
 
-replace github.com/unherd/unherd => ../
-
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/unherd/unherd v0.0.0-00010101000000-000000000000

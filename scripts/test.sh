@@ -35,8 +35,17 @@ fuzz_module() {
 				if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime="$FUZZTIME" \
 					-fuzzminimizetime="$FUZZMINIMIZETIME" "$pkg" >"$out" 2>&1; then
 					cat "$out" >&2
-					rm -f "$out"
-					exit 1
+					# go test -fuzz now and then exits non-zero when
+					# -fuzztime runs out while a worker is mid-input
+					# ("context deadline exceeded", or a bare FAIL),
+					# with no failing input. Only a failing input fails
+					# the run; the plain go test run above already ran
+					# the seed corpus and every committed regression.
+					if grep -q 'Failing input written to' "$out"; then
+						rm -f "$out"
+						exit 1
+					fi
+					echo "    (no failing input: the fuzzer stopped uncleanly at its deadline; not a failure)" >&2
 				fi
 			done
 			targets=()

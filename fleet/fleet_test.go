@@ -132,8 +132,9 @@ func TestFallbackAndRecovery(t *testing.T) {
 		for b.State() != fleet.Shared {
 			time.Sleep(time.Millisecond)
 		}
-		if d := time.Since(healed); d > cfg.SyncInterval+time.Millisecond {
-			t.Errorf("back to shared %v after the heal, want within %v", d, cfg.SyncInterval)
+		// The next sync comes within one interval and its 10% jitter.
+		if most := cfg.SyncInterval + cfg.SyncInterval/10; time.Since(healed) > most+time.Millisecond {
+			t.Errorf("back to shared %v after the heal, want within %v", time.Since(healed), most)
 		}
 		cancel()
 		synctest.Wait()

@@ -22,6 +22,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/observe/observetest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 	"github.com/unherd/unherd/unherdprom"
@@ -232,38 +233,5 @@ func BenchmarkRetry(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, bc := range []struct {
-		name     string
-		failures int
-	}{{"success", 0}, {"retry2", 2}} {
-		for _, o := range []struct {
-			name string
-			obs  observe.Observer
-		}{{"none", nil}, {"prometheus", m.Observer("bench")}} {
-			b.Run(bc.name+"/"+o.name, func(b *testing.B) {
-				cfg := retry.Config{Observer: o.obs}
-				if bc.failures > 0 {
-					cfg.Budget, cfg.Backoff = budget.Unlimited, backoff.Schedule{Immediate: true}
-				}
-				p, err := retry.New(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ctx := context.Background()
-				n := 0
-				op := func(context.Context) error {
-					if n++; n%(bc.failures+1) != 0 {
-						return errDown
-					}
-					return nil
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if err := p.Do(ctx, op); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
-	}
+	observetest.BenchmarkRetry(b, "prometheus", m.Observer("bench"))
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -18,8 +19,8 @@ func Wrap[T any](inj *Injector, fn func(context.Context) (T, error)) func(contex
 	return func(ctx context.Context) (T, error) {
 		var zero T
 		d := inj.decide()
-		if err := wait(ctx, d.delay); err != nil {
-			return zero, err
+		if !pause.For(ctx, d.delay) {
+			return zero, context.Cause(ctx)
 		}
 		switch d.kind {
 		case injectError:

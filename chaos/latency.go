@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -61,19 +60,4 @@ func clampDuration(f float64) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(f)
-}
-
-// wait waits d, or until ctx ends, and returns ctx's error in that case.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -1,12 +1,15 @@
 package chaos
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/unherd/unherd/internal/pause"
 )
 
 // Transport returns an http.RoundTripper that injects the Injector's
@@ -30,9 +33,9 @@ type transport struct {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	d := t.inj.decide()
-	if err := wait(req.Context(), d.delay); err != nil {
+	if !pause.For(req.Context(), d.delay) {
 		closeBody(req)
-		return nil, err
+		return nil, context.Cause(req.Context())
 	}
 	switch d.kind {
 	case injectError:

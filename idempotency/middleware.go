@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/internal/pause"
 )
 
 // Middleware applies idempotency keys to the handlers it wraps. Build one
@@ -123,7 +125,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	fp := m.fingerprint(r, body)
 
 	var deadline time.Time // of the wait, set at the first in-flight answer
-	pause := 10 * time.Millisecond
+	gap := 10 * time.Millisecond
 	for {
 		c, err := m.claim(r.Context(), sk, fp)
 		if err != nil {
@@ -160,31 +162,20 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			writeProblem(w, http.StatusConflict, CodeKeyInFlight, "a request with this Idempotency-Key is still being processed", 1)
 			return
 		}
-		if !sleep(r.Context(), min(m.spread(pause), left)) {
+		if !pause.For(r.Context(), min(m.spread(gap), left)) {
 			return // the client went away
 		}
-		pause = min(2*pause, 250*time.Millisecond)
+		gap = min(2*gap, 250*time.Millisecond)
 	}
 }
 
-// spread returns a pause between d/2 and d, a different one for each
+// spread returns a gap between d/2 and d, a different one for each
 // call: duplicates that arrived together do not poll the store together.
 // The fractions come from a golden-ratio sequence over the calls, not from
 // a random source, so runs are repeatable.
 func (m *Middleware) spread(d time.Duration) time.Duration {
 	f := float64((m.polls.Add(1)*0x9e3779b97f4a7c15)>>11) / (1 << 53)
 	return d/2 + time.Duration(f*float64(d/2))
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
@@ -381,7 +372,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 // again once its lease expires.
 func (m *Middleware) complete(r *http.Request, key string, token uint64, resp *Response) error {
 	var deadline time.Time // set at the first failure
-	pause := 10 * time.Millisecond
+	gap := 10 * time.Millisecond
 	for {
 		ctx, cancel := m.storeCtx(r.Context())
 		err := m.store.Complete(ctx, key, token, resp, m.ttl)
@@ -392,11 +383,11 @@ func (m *Middleware) complete(r *http.Request, key string, token uint64, resp *R
 		if deadline.IsZero() {
 			deadline = time.Now().Add(m.lease / 2)
 		}
-		if time.Now().Add(pause).After(deadline) {
+		if time.Now().Add(gap).After(deadline) {
 			return err
 		}
-		time.Sleep(pause)
-		pause *= 2
+		time.Sleep(gap)
+		gap *= 2
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -128,29 +129,14 @@ func (s *clientStream) failed(actx context.Context, err error, cs grpc.ClientStr
 	d := s.call.Done(now, deadline, judged, s.c.draw())
 	if d.Reason != nil {
 		if d.Wait && d.Delay > 0 {
-			sleep(s.ctx, d.Delay)
+			pause.For(s.ctx, d.Delay)
 		}
 		return callError(s.ctx, s.call.Err(d))
 	}
-	if !sleep(s.ctx, d.Delay) {
+	if !pause.For(s.ctx, d.Delay) {
 		return callError(s.ctx, s.call.Cancel(nil, context.Cause(s.ctx)))
 	}
 	return nil
-}
-
-// sleep waits d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (s *clientStream) stopTimer() {

@@ -366,7 +366,9 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 }
 
 // complete stores the outcome. A completion that fails is tried again,
-// with pauses from 10 ms doubling, for up to half a lease (the lease,
+// after pauses spread between half and all of a ceiling that doubles from
+// 10 ms (so that the handlers a store outage failed together do not retry
+// together), for up to half a lease (the lease,
 // renewed last when the handler returned, keeps the key meanwhile): a
 // completion lost for good leaves the record in flight, and the key runs
 // again once its lease expires.
@@ -383,10 +385,11 @@ func (m *Middleware) complete(r *http.Request, key string, token uint64, resp *R
 		if deadline.IsZero() {
 			deadline = time.Now().Add(m.lease / 2)
 		}
-		if time.Now().Add(gap).After(deadline) {
+		d := m.spread(gap)
+		if time.Now().Add(d).After(deadline) {
 			return err
 		}
-		time.Sleep(gap)
+		time.Sleep(d)
 		gap *= 2
 	}
 }

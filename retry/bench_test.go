@@ -31,11 +31,17 @@ func BenchmarkDoSuccess(b *testing.B) {
 // would rightly stop retrying, and the loop would no longer be measured.
 func BenchmarkDoRetry2(b *testing.B) {
 	b.ReportAllocs()
-	p, err := New(Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited})
+	benchRetry2(b, context.Background(), Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited})
+}
+
+// benchRetry2 runs calls that fail twice and then succeed through a
+// Policy built from cfg, under ctx, and checks that each made 3 attempts.
+func benchRetry2(b *testing.B, ctx context.Context, cfg Config) {
+	b.Helper()
+	p, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	errFail := errors.New("fail")
 	n := 0
 	op := func(context.Context) error {
@@ -66,55 +72,17 @@ func (nopGuard) Done(uint64, Outcome)                  {}
 // failed attempt is classified for the guard's report and decided on.
 func BenchmarkDoRetry2Guarded(b *testing.B) {
 	b.ReportAllocs()
-	p, err := New(Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited, Guards: []Guard{nopGuard{}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	errFail := errors.New("fail")
-	n := 0
-	op := func(context.Context) error {
-		n++
-		if n%3 != 0 {
-			return errFail
-		}
-		return nil
-	}
-	for b.Loop() {
-		if err := p.Do(ctx, op); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if n != 3*b.N {
-		b.Fatalf("%d attempts for %d calls, want 3 each", n, b.N)
-	}
+	benchRetry2(b, context.Background(), Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited, Guards: []Guard{nopGuard{}}})
 }
 
 // BenchmarkDoRetry2Wait is BenchmarkDoRetry2 with a real wait: a constant
 // 1 ns delay, so that each retry arms a timer.
 func BenchmarkDoRetry2Wait(b *testing.B) {
 	b.ReportAllocs()
-	p, err := New(Config{
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	benchRetry2(b, ctx, Config{
 		Backoff: backoff.Schedule{Base: time.Nanosecond, Cap: time.Nanosecond, Jitter: backoff.None, Constant: true},
 		Budget:  budget.Unlimited,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errFail := errors.New("fail")
-	n := 0
-	op := func(context.Context) error {
-		n++
-		if n%3 != 0 {
-			return errFail
-		}
-		return nil
-	}
-	for b.Loop() {
-		if err := p.Do(ctx, op); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

@@ -3,18 +3,17 @@ module github.com/unherd/unherd/e2e
 go 1.25
 
 require (
-	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/jackc/pgx/v5 v5.8.0
-	github.com/prometheus/client_golang v1.21.1
 	github.com/redis/go-redis/v9 v9.22.0
-	github.com/rs/zerolog v1.33.0
 	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd/toxitest v0.0.0-00010101000000-000000000000
 	github.com/unherd/unherd/unherdpg v0.0.0-00010101000000-000000000000
 	github.com/unherd/unherd/unherdredis v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 )
 
 require (
+	github.com/Shopify/toxiproxy/v2 v2.12.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
@@ -25,10 +24,12 @@ require (
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_golang v1.21.1 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.62.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
 	github.com/rs/xid v1.5.0 // indirect
+	github.com/rs/zerolog v1.33.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/sync v0.17.0 // indirect
 	golang.org/x/sys v0.31.0 // indirect

@@ -21,6 +21,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/toxitest"
 	"github.com/unherd/unherd/unherdhttp"
 	"github.com/unherd/unherd/unherdpg"
 	"github.com/unherd/unherd/unherdredis"
@@ -246,8 +247,8 @@ func createCharges(t *testing.T, admin *pgxpool.Pool, schema string) string {
 func TestPaymentsPostgreSQL(t *testing.T) {
 	admin, schema := requireServices(t)
 	table := createCharges(t, admin, schema)
-	proxy := newToxiproxy(t, "postgres", upstreamOf(t, postgresDSN()))
-	pool := newPool(t, proxiedDSN(t, postgresDSN(), proxy.Listen), "")
+	proxy := toxitest.New(t, upstreamOf(t, postgresDSN()))
+	pool := newPool(t, proxiedDSN(t, postgresDSN(), proxy.Addr), "")
 	store := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema})
 	if err := unherdpg.NewStore(admin, unherdpg.StoreConfig{Schema: schema}).EnsureSchema(context.Background()); err != nil {
 		t.Fatal(err)
@@ -286,8 +287,8 @@ func TestPaymentsWithoutMiddleware(t *testing.T) {
 func TestPaymentsRedis(t *testing.T) {
 	admin, schema := requireServices(t)
 	table := createCharges(t, admin, schema)
-	proxy := newToxiproxy(t, "redis", redisAddr())
-	store := unherdredis.NewStore(newRedis(t, proxy.Listen), unherdredis.StoreConfig{Prefix: "unherd:e2e:" + schema + ":"})
+	proxy := toxitest.New(t, redisAddr())
+	store := unherdredis.NewStore(newRedis(t, proxy.Addr), unherdredis.StoreConfig{Prefix: "unherd:e2e:" + schema + ":"})
 	charge := directCharge(admin, table)
 	if _, wrong := run(t, store, charge, countCharges(t, admin, schema), func() func() int {
 		return storeChaos(t, proxy, 400*time.Millisecond, 40*time.Millisecond)

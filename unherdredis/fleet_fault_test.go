@@ -1,7 +1,6 @@
 package unherdredis_test
 
 import (
-	"context"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -11,14 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/fleet/fleettest"
+	"github.com/unherd/unherd/toxitest"
 	"github.com/unherd/unherd/unherdredis"
 )
 
@@ -207,43 +204,23 @@ func TestFleetRedisStopped(t *testing.T) {
 	outage(t, fastClient(t, s.addr), s.stop, s.start)
 }
 
-// newToxiproxy starts an in-process Toxiproxy in front of upstream, as
-// the e2e module's fault tests do.
-func newToxiproxy(t *testing.T, upstream string) *toxiproxy.Proxy {
-	t.Helper()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "redis", "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	return p
-}
-
-func toxic(t *testing.T, p *toxiproxy.Proxy, json string) {
-	t.Helper()
-	if _, err := p.Toxics.AddToxicJson(strings.NewReader(json)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A Redis that turns slow (300 ms each way, three times the sync's
 // timeout), and one cut off by a partition that drops everything.
 func TestFleetRedisFaults(t *testing.T) {
 	newClient(t) // skips without the shared Redis
-	for _, tc := range []struct{ name, toxic string }{
-		{"Slow", `{"name":"fault","type":"latency","stream":"downstream","attributes":{"latency":300}}`},
-		{"Partitioned", `{"name":"fault","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`},
+	for _, tc := range []struct {
+		name  string
+		fault func(*testing.T, *toxitest.Proxy) (remove func())
+	}{
+		{"Slow", func(t *testing.T, p *toxitest.Proxy) func() { return p.Latency(t, 300*time.Millisecond, 0) }},
+		{"Partitioned", func(t *testing.T, p *toxitest.Proxy) func() { return p.Timeout(t, 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newToxiproxy(t, redisAddr())
-			outage(t, fastClient(t, p.Listen),
-				func() { toxic(t, p, tc.toxic) },
-				func() {
-					if err := p.Toxics.RemoveToxic(context.Background(), "fault"); err != nil {
-						t.Error(err)
-					}
-				})
+			p := toxitest.New(t, redisAddr())
+			var heal func()
+			outage(t, fastClient(t, p.Addr),
+				func() { heal = tc.fault(t, p) },
+				func() { heal() })
 		})
 	}
 }

@@ -154,7 +154,7 @@ func (b *Breaker) Admit(ctx context.Context) (ticket uint64, err error) {
 	if State(s&3) == Closed {
 		return s, nil
 	}
-	return b.admitSlow(s, instant{})
+	return b.admitSlow(ctx, s, instant{})
 }
 
 // AdmitAt is Admit at an explicit time instead of the clock's.
@@ -163,7 +163,7 @@ func (b *Breaker) AdmitAt(now time.Time) (ticket uint64, err error) {
 	if State(s&3) == Closed {
 		return s, nil
 	}
-	return b.admitSlow(s, instant{ns: b.ns(now), set: true})
+	return b.admitSlow(context.Background(), s, instant{ns: b.ns(now), set: true})
 }
 
 // Done reports how an admitted call ended, implementing retry.Guard. Call
@@ -228,8 +228,8 @@ type change struct{ from, to State }
 
 // admitSlow admits or rejects a call while the breaker is not closed. The
 // clock is read before the lock is taken, never under it; if the state
-// changed in between, it starts over.
-func (b *Breaker) admitSlow(s uint64, now instant) (uint64, error) {
+// changed in between, it starts over. ctx is the call's, for the observer.
+func (b *Breaker) admitSlow(ctx context.Context, s uint64, now instant) (uint64, error) {
 	for {
 		if State(s&3) == Open && b.now(&now) < b.openUntil.Load() {
 			return 0, ErrOpen
@@ -255,7 +255,7 @@ func (b *Breaker) admitSlow(s uint64, now instant) (uint64, error) {
 			b.probes++
 		}
 		b.mu.Unlock()
-		b.report(ch)
+		b.report(ctx, ch)
 		return s, err
 	}
 }
@@ -306,7 +306,7 @@ func (b *Breaker) done(ticket uint64, o retry.Outcome, now instant) {
 		}
 	}
 	b.mu.Unlock()
-	b.report(ch)
+	b.report(o.Ctx, ch)
 }
 
 // closedFailure counts a failure in the closed state and trips the breaker
@@ -372,11 +372,19 @@ func addSat(now int64, d time.Duration) int64 {
 	return now + int64(d)
 }
 
-func (b *Breaker) report(ch change) {
-	if ch != (change{}) && b.onChange != nil {
+// report tells the hooks about a state change caused by a call with
+// context ctx (nil for none).
+func (b *Breaker) report(ctx context.Context, ch change) {
+	if ch == (change{}) {
+		return
+	}
+	if b.onChange != nil {
 		b.onChange(ch.from, ch.to)
 	}
-	if ch != (change{}) && b.observer != nil {
-		b.observer.Observe(context.Background(), observe.Event{Kind: observe.BreakerTransition, From: ch.from.String(), To: ch.to.String()})
+	if b.observer != nil {
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		b.observer.Observe(ctx, observe.Event{Kind: observe.BreakerTransition, From: ch.from.String(), To: ch.to.String()})
 	}
 }

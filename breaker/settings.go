@@ -95,9 +95,13 @@ type Settings struct {
 	OnStateChange func(from, to State)
 
 	// Observer, if set, receives an observe.Event (BreakerTransition)
-	// after every state change, outside the lock, as OnStateChange does.
-	// A state change belongs to no one call: its context is
-	// context.Background(). Nil means none, at no cost.
+	// after every state change, outside the lock, as OnStateChange does,
+	// with the context of the call that caused it: the one given to
+	// Admit (open to half-open), or the Outcome's Ctx given to Done
+	// (which the retry loop sets to the call's context). Changes made
+	// through AdmitAt, through Allow's done function, or by a Done
+	// without a Ctx carry context.Background(). Nil means none, at no
+	// cost.
 	Observer observe.Observer
 
 	// Now is the clock. Nil means time.Now. The breaker reads it only on

@@ -49,7 +49,7 @@ type Call struct {
 	tickets [maxStackGuards]uint64
 	more    []uint64        // the guards' tickets, when there are more than fit in tickets
 	waited  time.Duration   // the retries' delays so far, for the observer
-	ctx     context.Context // the call's context, kept only for the observer
+	ctx     context.Context // the latest Admit's context, for the observer and the guards' Outcome
 }
 
 // callState is where a Call stands between its methods.
@@ -113,9 +113,7 @@ func (c *Call) Admit(ctx context.Context) error {
 //
 //go:noinline
 func (c *Call) admitSlow(ctx context.Context) error {
-	if c.p.observer != nil {
-		c.ctx = ctx
-	}
+	c.ctx = ctx
 	if len(c.p.guards) != 0 {
 		if err := c.admitGuarded(ctx); err != nil {
 			return err
@@ -153,7 +151,7 @@ func (c *Call) admitGuarded(ctx context.Context) error {
 		t, err := g.Admit(ctx)
 		if err != nil {
 			for j := range i {
-				gs[j].Done(ts[j], Outcome{Abandoned: true})
+				gs[j].Done(ts[j], Outcome{Abandoned: true, Ctx: ctx})
 			}
 			c.refund()
 			if ctx.Err() != nil {
@@ -178,6 +176,7 @@ func (c *Call) report(o Outcome) {
 		return
 	}
 	c.state = idle
+	o.Ctx = c.ctx
 	ts := c.tickets[:]
 	if c.more != nil {
 		ts = c.more

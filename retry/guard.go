@@ -32,6 +32,11 @@ type Outcome struct {
 	// or a later guard rejected it before it started. A guard should
 	// release what it reserved without counting a success or a failure.
 	Abandoned bool
+	// Ctx is the context of the call the attempt belongs to, the one
+	// given to Admit, so that a guard's observer can report what the
+	// outcome made it do with the caller's trace. Nil means
+	// context.Background (a caller that reports outcomes without one).
+	Ctx context.Context
 }
 
 // maxStackGuards is how many guards' tickets a Call holds without

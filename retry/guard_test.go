@@ -229,3 +229,33 @@ func TestGuardedClassifiesOnce(t *testing.T) {
 		})
 	}
 }
+
+// ctxGuard records the context of every outcome it is told.
+type ctxGuard struct{ ctxs []context.Context }
+
+func (g *ctxGuard) Admit(context.Context) (uint64, error) { return 0, nil }
+func (g *ctxGuard) Done(_ uint64, o Outcome)              { g.ctxs = append(g.ctxs, o.Ctx) }
+
+type guardCtxKey struct{}
+
+// TestOutcomeCarriesCallContext: every Outcome a guard is told carries
+// the call's context, so a guard's observer can report with its trace.
+func TestOutcomeCarriesCallContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &ctxGuard{}
+		p := mustNew(t, Config{Guards: []Guard{g}, MaxAttempts: 3})
+		ctx := context.WithValue(t.Context(), guardCtxKey{}, "call")
+		calls := 0
+		if err := p.Do(ctx, failing(2, errBoom, &calls)); err != nil {
+			t.Fatal(err)
+		}
+		if len(g.ctxs) != 3 {
+			t.Fatalf("%d outcomes, want 3", len(g.ctxs))
+		}
+		for i, c := range g.ctxs {
+			if c == nil || c.Value(guardCtxKey{}) != "call" {
+				t.Errorf("outcome %d: context %v, want the call's", i+1, c)
+			}
+		}
+	})
+}

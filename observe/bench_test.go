@@ -14,10 +14,9 @@ type counter struct{ n atomic.Int64 }
 
 func (c *counter) Observe(_ context.Context, e observe.Event) { c.n.Add(1) }
 
-// BenchmarkRetryObserver measures retry.Do with and without an observer:
-// a first-attempt success (2 events: Attempt, Success) and a call that
-// fails twice with zero delays (6 events: 3 Attempt, 2 Retry, Success).
-// The difference divided by the events is the cost of one event.
-func BenchmarkRetryObserver(b *testing.B) {
-	observetest.BenchmarkRetry(b, "counter", new(counter))
+// BenchmarkObserver measures calls with and without an observer (see
+// observetest.BenchmarkCalls): the difference divided by the events is
+// the cost of one event.
+func BenchmarkObserver(b *testing.B) {
+	observetest.BenchmarkCalls(b, "counter", new(counter))
 }

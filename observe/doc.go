@@ -2,14 +2,18 @@
 // watches: metrics, logs, traces.
 //
 // Give a policy an [Observer] in its configuration (retry.Config,
-// hedge.Config, breaker.Settings, throttle.AdaptiveSettings all have an
-// Observer field) and it reports an [Event] for every attempt, retry
-// (with the failure's class and the delay), success and give-up (with
-// the reason: a call stopped by its retry budget gives up with
-// retry.ErrBudgetExhausted), every hedge started, won, lost or refused by the hedge budget, every
-// breaker state change and every local throttling rejection. Events come
-// with the call's context.Context, so a tracing observer can annotate
-// the call's span:
+// hedge.Config, breaker.Settings, throttle.AdaptiveSettings and
+// throttle.RateLimiterSettings all have an Observer field) and it
+// reports an [Event] for every attempt, retry (with the failure's class
+// and the delay), success and give-up (with the reason: a call stopped by
+// its retry budget gives up with retry.ErrBudgetExhausted), every hedge
+// started, won, lost or refused by the hedge budget, every breaker state
+// change, every local throttling rejection, and every attempt a rate
+// limiter delays or rejects and every cut of its rate. Events come with
+// the context.Context of the call that caused them (a breaker's or a
+// rate limiter's change caused by an attempt's outcome included, when
+// the retry loop reports it), so a tracing observer can annotate the
+// call's span:
 //
 //	p, err := retry.New(retry.Config{Observer: observe.Logger(slog.Default(), "payments")})
 //

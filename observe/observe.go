@@ -61,6 +61,19 @@ const (
 	// start; the call hedges no more. Attempt is the number the hedge
 	// would have had.
 	HedgeDenied
+	// RateRejected: a rate limiter (throttle.RateLimiter) rejected a call
+	// locally, because its wait for a send token would have ended after
+	// the caller's deadline. Delay is that wait, Rate the fill rate in
+	// force.
+	RateRejected
+	// RateDelayed: a rate limiter made an attempt wait for a send token
+	// before it started. Delay is the wait, Rate the fill rate in force.
+	RateDelayed
+	// RateCut: a throttling response set a rate limiter's fill rate by
+	// multiplicative decrease (the first one turns the limiter on). Rate
+	// is the new fill rate. The slow growth along the cubic between
+	// throttling responses is not reported.
+	RateCut
 	// NumKinds is one more than the largest Kind, for arrays indexed by
 	// Kind.
 	NumKinds
@@ -68,7 +81,8 @@ const (
 
 var kindNames = [...]string{Attempt: "attempt", Retry: "retry", Success: "success", GiveUp: "give_up",
 	HedgeStarted: "hedge_started", HedgeWon: "hedge_won", HedgeLost: "hedge_lost",
-	BreakerTransition: "breaker_transition", Throttled: "throttled", HedgeDenied: "hedge_denied"}
+	BreakerTransition: "breaker_transition", Throttled: "throttled", HedgeDenied: "hedge_denied",
+	RateRejected: "rate_rejected", RateDelayed: "rate_delayed", RateCut: "rate_cut"}
 
 // String returns the kind's snake_case name ("give_up", "hedge_won").
 func (k Kind) String() string {
@@ -100,6 +114,9 @@ type Event struct {
 	From, To string
 	// Probability is a throttle's rejection probability (Throttled).
 	Probability float64
+	// Rate is a rate limiter's fill rate, in send tokens (attempts) per
+	// second (RateRejected, RateDelayed, RateCut).
+	Rate float64
 }
 
 // Stop names why a call gave up: one value per stop reason of package

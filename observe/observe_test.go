@@ -266,10 +266,13 @@ func TestLogger(t *testing.T) {
 	o.Observe(ctx, observe.Event{Kind: observe.Retry, Attempt: 1, Delay: 40 * time.Millisecond, Class: failure.Throttled, Err: errDown})
 	o.Observe(ctx, observe.Event{Kind: observe.GiveUp, Attempt: 2, Reason: retry.ErrBudgetExhausted, Err: errDown, Delay: 40 * time.Millisecond})
 	o.Observe(ctx, observe.Event{Kind: observe.BreakerTransition, From: "closed", To: "open"})
+	o.Observe(ctx, observe.Event{Kind: observe.RateDelayed, Delay: 2 * time.Second, Rate: 0.5}) // Debug
+	o.Observe(ctx, observe.Event{Kind: observe.RateCut, Rate: 0.5})
 	want := strings.Join([]string{
 		`level=INFO msg="unherd retry" policy=payments attempt=1 delay=40ms class=throttled err=down`,
 		`level=WARN msg="unherd give_up" policy=payments reason="retry: budget exhausted" attempt=2 delay=40ms err=down`,
 		`level=WARN msg="unherd breaker_transition" policy=payments from=closed to=open`,
+		`level=INFO msg="unherd rate_cut" policy=payments rate=0.5`,
 	}, "\n") + "\n"
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
@@ -288,7 +291,8 @@ func TestMulti(t *testing.T) {
 	if len(a.events) != 1 || len(b.events) != 1 {
 		t.Errorf("events %d and %d, want one each", len(a.events), len(b.events))
 	}
-	if got := observe.Kind(0).String() + "," + observe.HedgeWon.String(); got != "unknown,hedge_won" {
+	if got := observe.Kind(0).String() + "," + observe.HedgeWon.String() + "," + observe.RateRejected.String() + "," +
+		observe.NumKinds.String(); got != "unknown,hedge_won,rate_rejected,unknown" {
 		t.Errorf("kind names %q", got)
 	}
 	if got := observe.StopOther.String() + "," + observe.StopBudgetExhausted.String() + "," + observe.NumStops.String(); got != "other,budget_exhausted,other" {

@@ -8,10 +8,11 @@ import (
 // Logger returns an Observer that writes each event to l as one record,
 // with the call's context (so a handler can add its trace), the message
 // "unherd <kind>" and the attributes policy (name), and those of attempt,
-// delay, class, err, reason, from, to and probability that the kind sets.
-// Levels: Debug for attempts, successes, hedges and throttling (one per
-// call, or more), Info for retries, Warn for give-ups and breaker
-// transitions. A record below l's level costs one Enabled check.
+// delay, class, err, reason, from, to, probability and rate that the kind
+// sets. Levels: Debug for attempts, successes, hedges, throttling and
+// rate limiter waits and rejections (one per call, or more), Info for
+// retries and rate cuts, Warn for give-ups and breaker transitions. A
+// record below l's level costs one Enabled check.
 func Logger(l *slog.Logger, name string) Observer { return logger{l: l, name: name} }
 
 type logger struct {
@@ -22,7 +23,7 @@ type logger struct {
 // level is the record level of an event of kind k.
 func level(k Kind) slog.Level {
 	switch k {
-	case Retry:
+	case Retry, RateCut:
 		return slog.LevelInfo
 	case GiveUp, BreakerTransition:
 		return slog.LevelWarn
@@ -55,6 +56,10 @@ func (lg logger) Observe(ctx context.Context, e Event) {
 		attrs = append(attrs, slog.String("from", e.From), slog.String("to", e.To))
 	case Throttled:
 		attrs = append(attrs, slog.Float64("probability", e.Probability))
+	case RateRejected, RateDelayed:
+		attrs = append(attrs, slog.Duration("delay", e.Delay), slog.Float64("rate", e.Rate))
+	case RateCut:
+		attrs = append(attrs, slog.Float64("rate", e.Rate))
 	}
 	lg.l.LogAttrs(ctx, level, "unherd "+e.Kind.String(), attrs...)
 }

@@ -87,4 +87,13 @@
 //
 // They compose: one Guards list can hold a breaker, an Adaptive throttle and
 // a RateLimiter, and each sees every attempt.
+//
+// # Observing
+//
+// Both take an observe.Observer in their settings: Adaptive reports every
+// local rejection (observe.Throttled, with the probability), RateLimiter
+// every attempt it delays (observe.RateDelayed) or rejects
+// (observe.RateRejected), with the wait and the fill rate, and every cut
+// of its rate by a throttling response (observe.RateCut). Each event
+// carries the context of the call concerned.
 package throttle

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -29,6 +30,14 @@ type RateLimiterSettings struct {
 	// Now is the clock. Nil means time.Now. It is read on every Admit once
 	// the limiter is enabled, and on every Done.
 	Now func() time.Time
+
+	// Observer, if set, receives an observe.Event for every attempt the
+	// limiter delays (RateDelayed) or rejects (RateRejected), with the
+	// context given to Admit, and for every throttling response that
+	// cuts the fill rate (RateCut), with the Outcome's Ctx (the retry
+	// loop sets it to the call's context; context.Background without
+	// one). Each is called outside the lock. Nil means none, at no cost.
+	Observer observe.Observer
 }
 
 // RateLimiter is the client-side rate limiter of the AWS SDKs' "adaptive"
@@ -56,12 +65,13 @@ type RateLimiter struct {
 	isThrottle func(retry.Outcome) bool
 	clock      func() time.Time
 	epoch      time.Time
+	observer   observe.Observer
 }
 
 // NewRateLimiter returns a RateLimiter built from s. It returns an error
 // only for symmetry with the other constructors; every Settings is valid.
 func NewRateLimiter(s RateLimiterSettings) (*RateLimiter, error) {
-	r := &RateLimiter{isThrottle: s.IsThrottle, clock: s.Now}
+	r := &RateLimiter{isThrottle: s.IsThrottle, clock: s.Now, observer: s.Observer}
 	if r.isThrottle == nil {
 		r.isThrottle = defaultIsThrottle
 	}
@@ -85,14 +95,21 @@ func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
 	now := r.clock()
 	r.mu.Lock()
 	wait := time.Duration(r.l.acquire(r.seconds(now)) * float64(time.Second))
+	rate := r.l.fillRate
 	if deadline, ok := ctx.Deadline(); ok && wait > 0 && now.Add(wait).After(deadline) {
 		r.l.release()
 		r.mu.Unlock()
+		if r.observer != nil {
+			r.observer.Observe(ctx, observe.Event{Kind: observe.RateRejected, Delay: wait, Rate: rate})
+		}
 		return 0, ErrRateLimited
 	}
 	r.mu.Unlock()
 	if wait <= 0 {
 		return 0, nil
+	}
+	if r.observer != nil {
+		r.observer.Observe(ctx, observe.Event{Kind: observe.RateDelayed, Delay: wait, Rate: rate})
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -111,13 +128,20 @@ func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
 // returns how long the caller must wait before sending (zero if a token
 // was available, or while the limiter is not enabled). It is the
 // non-blocking core of Admit, for simulations that run their own clock.
+// A wait is reported to the observer as RateDelayed, with
+// context.Background.
 func (r *RateLimiter) ReserveAt(now time.Time) (wait time.Duration) {
 	if !r.enabled.Load() {
 		return 0
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return time.Duration(r.l.acquire(r.seconds(now)) * float64(time.Second))
+	wait = time.Duration(r.l.acquire(r.seconds(now)) * float64(time.Second))
+	rate := r.l.fillRate
+	r.mu.Unlock()
+	if wait > 0 && r.observer != nil {
+		r.observer.Observe(context.Background(), observe.Event{Kind: observe.RateDelayed, Delay: wait, Rate: rate})
+	}
+	return wait
 }
 
 // Done reports how an admitted attempt ended, implementing retry.Guard: a
@@ -141,7 +165,15 @@ func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
 	if r.l.enabled && !r.enabled.Load() {
 		r.enabled.Store(true)
 	}
+	rate := r.l.fillRate
 	r.mu.Unlock()
+	if throttled && r.observer != nil {
+		ctx := o.Ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		r.observer.Observe(ctx, observe.Event{Kind: observe.RateCut, Rate: rate})
+	}
 }
 
 // FillRate returns the current token fill rate in tokens per second, and

@@ -9,11 +9,11 @@
 //	p, err := retry.New(retry.Config{Observer: obs})
 //
 // For a gRPC client, use one observer per method and target: besides the
-// unherd.* counters it records, per call, gRFC A96's
+// unherd.* counters it records, when a call ends, gRFC A96's
 // grpc.client.call.retries (retries in the call, 0 not reported),
 // grpc.client.call.hedges (hedges in the call, 0 not reported) and
-// grpc.client.call.retry_delay (seconds between attempts), each with
-// grpc.method and grpc.target
+// grpc.client.call.retry_delay (seconds waited between attempts, for a
+// call that retried), each with grpc.method and grpc.target
 // (https://github.com/grpc/proposal/blob/master/A96-retry-otel-stats.md):
 //
 //	obs, err := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
@@ -32,7 +32,10 @@
 // atomic add on a counter the observer holds, and the observer's callback
 // reports the totals when the reader collects, so an event costs about
 // what a Prometheus counter does. The gRPC histograms are synchronous, as
-// a per-call distribution must be: a call's end records up to two of
-// them through the SDK, which costs several times more. Nothing is
-// allocated per event.
+// a per-call distribution must be, and each record goes through the SDK
+// (an attribute-set lookup, the bucket search, the exemplar filter): a
+// call that retried records two, a hedged call one, and a call that did
+// neither, almost every call, none. Every attribute set and record
+// option is built when the observer is made; nothing is allocated per
+// event.
 package unherdotel

@@ -3,6 +3,7 @@ package unherdotel
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -36,6 +37,9 @@ type Metrics struct {
 	meter                                                                        metric.Meter
 	attempts, retries, calls, hedges, denied, hedgeCalls, transitions, throttled metric.Int64ObservableCounter
 	retryDelay                                                                   metric.Float64ObservableCounter
+	rateRejected, rateDelayed, rateCuts                                          metric.Int64ObservableCounter
+	rateDelay                                                                    metric.Float64ObservableCounter
+	fillRate                                                                     metric.Float64ObservableGauge
 	// gRFC A96's per-call histograms, recorded only by GRPCObserver.
 	callRetries, callHedges metric.Int64Histogram
 	callRetryDelay          metric.Float64Histogram
@@ -56,9 +60,14 @@ type Metrics struct {
 //	unherd.hedge.calls         counter  {call}        hedged calls, by unherd.hedge.result
 //	unherd.breaker.transitions counter  {transition}  breaker changes, by unherd.breaker.from and .to
 //	unherd.throttle.rejections counter  {call}        local throttling rejections
+//	unherd.rate_limiter.rejections counter {call}     calls a rate limiter rejected (token past the deadline)
+//	unherd.rate_limiter.delayed    counter {attempt}  attempts a rate limiter made wait for a token
+//	unherd.rate_limiter.delay      counter s          the total of those waits
+//	unherd.rate_limiter.cuts       counter {cut}      throttling responses that cut the fill rate
+//	unherd.rate_limiter.fill_rate  gauge   {token}/s  the fill rate at the latest of those events
 //	grpc.client.call.retries     histogram {retry}  retries per call, 0 not reported (GRPCObserver)
 //	grpc.client.call.hedges      histogram {hedge}  hedges per call, 0 not reported (GRPCObserver)
-//	grpc.client.call.retry_delay histogram s        total delay between attempts per call (GRPCObserver)
+//	grpc.client.call.retry_delay histogram s        total delay between attempts per call that retried (GRPCObserver)
 //
 // The unherd.* counters are asynchronous: an event adds to an atomic
 // counter the observer holds, and a callback reports the totals when the
@@ -80,9 +89,19 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m2.hedgeCalls = counter("unherd.hedge.calls", "{call}", "Calls that started hedges, by result.")
 	m2.transitions = counter("unherd.breaker.transitions", "{transition}", "Circuit breaker state changes.")
 	m2.throttled = counter("unherd.throttle.rejections", "{call}", "Calls a client-side throttle rejected locally.")
+	m2.rateRejected = counter("unherd.rate_limiter.rejections", "{call}",
+		"Calls a rate limiter rejected locally: the wait for a send token would have passed the deadline.")
+	m2.rateDelayed = counter("unherd.rate_limiter.delayed", "{attempt}", "Attempts a rate limiter made wait for a send token.")
+	m2.rateCuts = counter("unherd.rate_limiter.cuts", "{cut}", "Throttling responses that cut a rate limiter's fill rate.")
 	var err error
 	m2.retryDelay, err = m.Float64ObservableCounter("unherd.retry.delay", metric.WithUnit("s"),
 		metric.WithDescription("Delays between the attempts of the calls a retry policy ended."))
+	errs = append(errs, err)
+	m2.rateDelay, err = m.Float64ObservableCounter("unherd.rate_limiter.delay", metric.WithUnit("s"),
+		metric.WithDescription("Total of the waits for a send token a rate limiter imposed."))
+	errs = append(errs, err)
+	m2.fillRate, err = m.Float64ObservableGauge("unherd.rate_limiter.fill_rate", metric.WithUnit("{token}/s"),
+		metric.WithDescription("A rate limiter's fill rate at its latest cut, wait or rejection."))
 	errs = append(errs, err)
 	m2.callRetries, err = m.Int64Histogram("grpc.client.call.retries", metric.WithUnit("{retry}"),
 		metric.WithDescription("Number of retries during the client call. If there were no retries, 0 is not reported."),
@@ -118,12 +137,18 @@ func (m *Metrics) Observer(policy string) (observe.Observer, error) {
 
 // GRPCObserver returns an observer for the calls to one gRPC method on
 // one target: it records the unherd.* instruments with attributes
-// grpc.method and grpc.target and, per call, gRFC A96's
-// grpc.client.call.retries (when there were retries),
-// grpc.client.call.retry_delay and grpc.client.call.hedges (when there
-// were hedges). method is the full method name ("pkg.Service/Method"),
-// target the channel's target URI, as gRFC A66 defines them. Like
-// Observer, make one per method and target and keep it.
+// grpc.method and grpc.target and gRFC A96's per-call histograms, when a
+// call ends, as A96 defines them: a call made through a retry policy
+// that retried records grpc.client.call.retries (its retries) and
+// grpc.client.call.retry_delay (the total of its waits between
+// attempts); a hedged call (hedge.Do) that started hedges records
+// grpc.client.call.hedges. A call without retries or hedges records
+// none of them ("0 is not reported"), so a first-attempt success costs
+// what it does with Observer. Inside a retry loop, each hedged attempt
+// reports its own hedges. method is the full method name
+// ("pkg.Service/Method"), target the channel's target URI, as gRFC A66
+// defines them. Like Observer, make one per method and target and keep
+// it.
 func (m *Metrics) GRPCObserver(method, target string) (observe.Observer, error) {
 	return m.observer(true, attribute.String(string(KeyMethod), method), attribute.String(string(KeyTarget), target))
 }
@@ -132,13 +157,18 @@ const nstates = len(observe.BreakerStates)
 
 // observer counts events in atomics; its callback reports them.
 type observer struct {
-	m       *Metrics
-	grpc    bool
-	baseRec []metric.RecordOption
+	m    *Metrics
+	grpc bool
+	// rec is the gRPC histograms' one record option, the attribute set
+	// grpc.method and grpc.target, made once: passed as rec..., it
+	// costs Record no slice and no allocation.
+	rec []metric.RecordOption
 
 	attempts, hedges, denied, won, lost, throttled, success atomic.Int64
 	delay                                                   atomic.Int64 // nanoseconds
 	retries                                                 [len(classes)]atomic.Int64
+	rateRejected, rateDelayed, rateCuts, rateDelay          atomic.Int64  // rateDelay in nanoseconds
+	fillRate                                                atomic.Uint64 // math.Float64bits; 0 until an event sets it
 	stops                                                   [observe.NumStops]atomic.Int64
 	transitions                                             [nstates][nstates]atomic.Int64
 
@@ -154,7 +184,7 @@ func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (observe.Obser
 		return attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), kv...)...)
 	}
 	with := func(kv ...attribute.KeyValue) metric.MeasurementOption { return metric.WithAttributeSet(set(kv...)) }
-	o := &observer{m: m, grpc: grpc, baseRec: []metric.RecordOption{with()}, base: with(),
+	o := &observer{m: m, grpc: grpc, rec: []metric.RecordOption{with()}, base: with(),
 		successSet: with(KeyOutcome.String("success")), wonSet: with(KeyResult.String("won")), lostSet: with(KeyResult.String("lost"))}
 	for i, c := range classes {
 		o.classSets[i] = with(KeyClass.String(c.String()))
@@ -168,7 +198,7 @@ func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (observe.Obser
 		}
 	}
 	_, err := m.meter.RegisterCallback(o.report, m.attempts, m.retries, m.calls, m.hedges, m.denied, m.hedgeCalls,
-		m.transitions, m.throttled, m.retryDelay)
+		m.transitions, m.throttled, m.retryDelay, m.rateRejected, m.rateDelayed, m.rateCuts, m.rateDelay, m.fillRate)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +234,15 @@ func (o *observer) report(_ context.Context, r metric.Observer) error {
 	if d := o.delay.Load(); d != 0 {
 		r.ObserveFloat64(m.retryDelay, float64(d)/1e9, o.base)
 	}
+	put(m.rateRejected, &o.rateRejected, o.base)
+	put(m.rateDelayed, &o.rateDelayed, o.base)
+	put(m.rateCuts, &o.rateCuts, o.base)
+	if d := o.rateDelay.Load(); d != 0 {
+		r.ObserveFloat64(m.rateDelay, float64(d)/1e9, o.base)
+	}
+	if bits := o.fillRate.Load(); bits != 0 {
+		r.ObserveFloat64(m.fillRate, math.Float64frombits(bits), o.base)
+	}
 	return nil
 }
 
@@ -224,11 +263,13 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 		if e.Delay > 0 {
 			o.delay.Add(int64(e.Delay))
 		}
-		if o.grpc {
-			if e.Attempt > 1 {
-				o.m.callRetries.Record(ctx, int64(e.Attempt-1), o.baseRec...)
-			}
-			o.m.callRetryDelay.Record(ctx, e.Delay.Seconds(), o.baseRec...)
+		if o.grpc && e.Attempt > 1 {
+			// gRFC A96: recorded when the call ends, and only for a call
+			// that retried (for retries, "0 is not reported"; gRPC's
+			// own implementation reports no retry_delay for a call
+			// without retries either).
+			o.m.callRetries.Record(ctx, int64(e.Attempt-1), o.rec...)
+			o.m.callRetryDelay.Record(ctx, e.Delay.Seconds(), o.rec...)
 		}
 	case observe.HedgeStarted:
 		o.hedges.Add(1)
@@ -240,8 +281,8 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 		} else {
 			o.lost.Add(1)
 		}
-		if o.grpc && e.Attempt > 0 {
-			o.m.callHedges.Record(ctx, int64(e.Attempt), o.baseRec...)
+		if o.grpc && e.Attempt > 0 { // A96: 0 is not reported
+			o.m.callHedges.Record(ctx, int64(e.Attempt), o.rec...)
 		}
 	case observe.BreakerTransition:
 		from, to := observe.StateIndex(e.From), observe.StateIndex(e.To)
@@ -250,5 +291,15 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 		}
 	case observe.Throttled:
 		o.throttled.Add(1)
+	case observe.RateRejected:
+		o.rateRejected.Add(1)
+		o.fillRate.Store(math.Float64bits(e.Rate))
+	case observe.RateDelayed:
+		o.rateDelayed.Add(1)
+		o.rateDelay.Add(int64(e.Delay))
+		o.fillRate.Store(math.Float64bits(e.Rate))
+	case observe.RateCut:
+		o.rateCuts.Add(1)
+		o.fillRate.Store(math.Float64bits(e.Rate))
 	}
 }

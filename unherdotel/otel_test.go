@@ -15,6 +15,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/observe/observetest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdotel"
 )
@@ -54,7 +55,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metr
 	return out
 }
 
-// sum returns the counter's value for the data point with attribute kv
+// sum returns the counter's (or gauge's) value for the data points with attribute kv
 // (any point if kv is empty).
 func sum(t *testing.T, m metricdata.Metrics, kv ...attribute.KeyValue) float64 {
 	t.Helper()
@@ -80,8 +81,14 @@ func sum(t *testing.T, m metricdata.Metrics, kv ...attribute.KeyValue) float64 {
 				total += p.Value
 			}
 		}
+	case metricdata.Gauge[float64]:
+		for _, p := range d.DataPoints {
+			if match(p.Attributes) {
+				total += p.Value
+			}
+		}
 	default:
-		t.Fatalf("%s is a %T, not a sum", m.Name, m.Data)
+		t.Fatalf("%s is a %T, not a sum or a gauge", m.Name, m.Data)
 	}
 	return total
 }
@@ -123,6 +130,9 @@ func TestCounters(t *testing.T) {
 	o.Observe(ctx, observe.Event{Kind: observe.HedgeWon, Attempt: 1})
 	o.Observe(ctx, observe.Event{Kind: observe.BreakerTransition, From: "closed", To: "open"})
 	o.Observe(ctx, observe.Event{Kind: observe.Throttled, Probability: 0.5})
+	o.Observe(ctx, observe.Event{Kind: observe.RateCut, Rate: 0.5})
+	o.Observe(ctx, observe.Event{Kind: observe.RateDelayed, Delay: 2 * time.Second, Rate: 0.5})
+	o.Observe(ctx, observe.Event{Kind: observe.RateRejected, Delay: 625 * time.Millisecond, Rate: 1.6})
 	got := collect(t, r)
 	policy := unherdotel.KeyPolicy.String("payments")
 	for _, c := range []struct {
@@ -139,6 +149,11 @@ func TestCounters(t *testing.T) {
 		{"unherd.hedge.calls", []attribute.KeyValue{unherdotel.KeyResult.String("won")}, 1},
 		{"unherd.breaker.transitions", []attribute.KeyValue{unherdotel.KeyFrom.String("closed"), unherdotel.KeyTo.String("open")}, 1},
 		{"unherd.throttle.rejections", nil, 1},
+		{"unherd.rate_limiter.cuts", []attribute.KeyValue{policy}, 1},
+		{"unherd.rate_limiter.delayed", nil, 1},
+		{"unherd.rate_limiter.delay", nil, 2},
+		{"unherd.rate_limiter.rejections", nil, 1},
+		{"unherd.rate_limiter.fill_rate", []attribute.KeyValue{policy}, 1.6},
 	} {
 		if v := sum(t, got[c.name], c.kv...); v < c.want-1e-9 || v > c.want+1e-9 {
 			t.Errorf("%s%v = %v, want %v", c.name, c.kv, v, c.want)
@@ -157,9 +172,11 @@ func TestCounters(t *testing.T) {
 func TestGRPC(t *testing.T) {
 	m, r := setup(t)
 	o := must(m.GRPCObserver("helloworld.Greeter/SayHello", "dns:///greeter:50051"))
-	retried(t, o, 3)
+	retried(t, o, 3) // 2 retries each, 10+20 ms of delay
 	ctx := context.Background()
-	o.Observe(ctx, observe.Event{Kind: observe.Success, Attempt: 1}) // no retries: not in retries
+	o.Observe(ctx, observe.Event{Kind: observe.Success, Attempt: 1}) // no retries: nothing
+	o.Observe(ctx, observe.Event{Kind: observe.GiveUp, Attempt: 1, Stop: observe.StopPermanent})
+	o.Observe(ctx, observe.Event{Kind: observe.GiveUp, Attempt: 3, Delay: time.Second, Stop: observe.StopAttemptsExhausted})
 	o.Observe(ctx, observe.Event{Kind: observe.HedgeLost, Attempt: 2})
 	got := collect(t, r)
 	for _, c := range []struct {
@@ -168,9 +185,9 @@ func TestGRPC(t *testing.T) {
 		count uint64
 		sum   float64
 	}{
-		{"grpc.client.call.retries", "{retry}", 3, 6},
+		{"grpc.client.call.retries", "{retry}", 4, 8},
 		{"grpc.client.call.hedges", "{hedge}", 1, 2},
-		{"grpc.client.call.retry_delay", "s", 4, 0.09},
+		{"grpc.client.call.retry_delay", "s", 4, 1.09},
 	} {
 		g := got[c.name]
 		if g.Unit != c.unit {
@@ -203,6 +220,33 @@ func TestGRPC(t *testing.T) {
 	}
 }
 
+// TestGRPCFirstAttempt: calls that neither retried nor hedged (a
+// first-attempt success, a permanent failure, a local rejection before
+// any attempt) record none of A96's histograms, not even a zero delay.
+func TestGRPCFirstAttempt(t *testing.T) {
+	m, r := setup(t)
+	o := must(m.GRPCObserver("s.S/M", "dns:///s:443"))
+	p, err := retry.New(retry.Config{Observer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Do(ctx, func(context.Context) error { return retry.MarkPermanent(errDown) })
+	o.Observe(ctx, observe.Event{Kind: observe.GiveUp, Attempt: 0, Stop: observe.StopRejected})
+	got := collect(t, r)
+	for _, name := range []string{"grpc.client.call.retries", "grpc.client.call.hedges", "grpc.client.call.retry_delay"} {
+		if g, ok := got[name]; ok {
+			t.Errorf("%s recorded: %+v", name, g.Data)
+		}
+	}
+	if n := sum(t, got["unherd.retry.calls"]); n != 3 {
+		t.Errorf("unherd.retry.calls = %v, want 3", n)
+	}
+}
+
 var events = []observe.Event{
 	{Kind: observe.Attempt, Attempt: 1},
 	{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Class: failure.Timeout, Err: errDown},
@@ -213,6 +257,9 @@ var events = []observe.Event{
 	{Kind: observe.HedgeDenied, Attempt: 1},
 	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
 	{Kind: observe.Throttled, Probability: 0.5},
+	{Kind: observe.RateRejected, Delay: time.Second, Rate: 0.5},
+	{Kind: observe.RateDelayed, Delay: time.Second, Rate: 0.5},
+	{Kind: observe.RateCut, Rate: 0.5},
 }
 
 func TestNoAllocation(t *testing.T) {
@@ -224,6 +271,36 @@ func TestNoAllocation(t *testing.T) {
 			if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
 				t.Errorf("%v: %v allocations", e.Kind, allocs)
 			}
+		}
+	}
+}
+
+// TestNoAllocationPerCall: a whole call that retries twice allocates
+// nothing, with the gRPC observer (five events, two histogram records) as
+// without one.
+func TestNoAllocationPerCall(t *testing.T) {
+	m, _ := setup(t)
+	o := must(m.GRPCObserver("s.S/M", "t"))
+	ctx := context.Background()
+	for _, obs := range []observe.Observer{nil, o} {
+		p, err := retry.New(retry.Config{Observer: obs, Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		op := func(context.Context) error {
+			if n++; n%3 != 0 {
+				return errDown
+			}
+			return nil
+		}
+		_ = p.Do(ctx, op) // the first record of a point may allocate it
+		if allocs := testing.AllocsPerRun(100, func() {
+			if err := p.Do(ctx, op); err != nil {
+				t.Fatal(err)
+			}
+		}); allocs != 0 {
+			t.Errorf("observer %v: a call with 2 retries allocates %v times", obs != nil, allocs)
 		}
 	}
 }
@@ -255,4 +332,15 @@ func must(o observe.Observer, err error) observe.Observer {
 		panic(err)
 	}
 	return o
+}
+
+// BenchmarkCalls is observetest.BenchmarkCalls with the OpenTelemetry
+// observers (SDK with a manual reader, default exemplar filter): plain,
+// and gRPC (gRFC A96's histograms as well).
+func BenchmarkCalls(b *testing.B) {
+	m, _ := setup(b)
+	b.Run("plain", func(b *testing.B) { observetest.BenchmarkCalls(b, "otel", must(m.Observer("bench"))) })
+	b.Run("grpc", func(b *testing.B) {
+		observetest.BenchmarkCalls(b, "otel", must(m.GRPCObserver("s.S/M", "dns:///s:443")))
+	})
 }

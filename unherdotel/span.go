@@ -15,10 +15,10 @@ import (
 // with the attributes the kind sets: unherd.attempt, unherd.delay (in
 // seconds), unherd.failure.class, unherd.retry.outcome, exception.message
 // (the attempt's error), unherd.breaker.from and .to,
-// unherd.throttle.probability. A context without a recording span costs
-// one check. Unlike the metrics observers it allocates for each event it
-// records (the SDK copies the attributes); combine both with
-// observe.Multi.
+// unherd.throttle.probability, unherd.rate_limiter.fill_rate. A context
+// without a recording span costs one check. Unlike the metrics observers
+// it allocates for each event it records (the SDK copies the
+// attributes); combine both with observe.Multi.
 func SpanEvents() observe.Observer { return spanEvents{} }
 
 type spanEvents struct{}
@@ -41,6 +41,11 @@ func (spanEvents) Observe(ctx context.Context, e observe.Event) {
 		attrs = append(attrs, KeyFrom.String(e.From), KeyTo.String(e.To))
 	case observe.Throttled:
 		attrs = append(attrs, attribute.Float64("unherd.throttle.probability", e.Probability))
+	case observe.RateRejected, observe.RateDelayed, observe.RateCut:
+		attrs = append(attrs, attribute.Float64("unherd.rate_limiter.fill_rate", e.Rate))
+		if e.Delay > 0 {
+			attrs = append(attrs, attribute.Float64("unherd.delay", e.Delay.Seconds()))
+		}
 	default:
 		attrs = append(attrs, attribute.Int("unherd.attempt", e.Attempt))
 		if e.Delay > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -45,5 +46,27 @@ func TestSpanEvents(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"unherd.attempt": "1", "unherd.delay": "0.01",
 		"unherd.failure.class": "transient", "exception.message": "down"}, got); diff != "" {
 		t.Errorf("retry event attributes (-want +got):\n%s", diff)
+	}
+}
+
+// TestSpanRateEvent: a rate limiter's wait lands on the span with its
+// fill rate and delay, and no attempt number (it has none).
+func TestSpanRateEvent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("test").Start(context.Background(), "charge")
+	unherdotel.SpanEvents().Observe(ctx, observe.Event{Kind: observe.RateDelayed, Delay: 2 * time.Second, Rate: 0.5})
+	span.End()
+	events := rec.Ended()[0].Events()
+	if len(events) != 1 || events[0].Name != "unherd.rate_delayed" {
+		t.Fatalf("span events %v, want one unherd.rate_delayed", events)
+	}
+	got := map[string]string{}
+	for _, a := range events[0].Attributes {
+		got[string(a.Key)] = fmt.Sprint(a.Value.AsInterface())
+	}
+	if diff := cmp.Diff(map[string]string{"unherd.rate_limiter.fill_rate": "0.5", "unherd.delay": "2"}, got); diff != "" {
+		t.Errorf("attributes (-want +got):\n%s", diff)
 	}
 }

@@ -26,6 +26,11 @@
 //	unherd_breaker_state{state}                 1 for the current state, 0 for the others
 //	unherd_throttle_rejections_total            calls a client-side throttle rejected
 //	unherd_throttle_rejection_probability       its rejection probability at the latest rejection
+//	unherd_rate_limiter_rejections_total        calls a rate limiter rejected (token past the deadline)
+//	unherd_rate_limiter_delayed_total           attempts a rate limiter made wait for a token
+//	unherd_rate_limiter_delay_seconds_total     the total of those waits
+//	unherd_rate_limiter_cuts_total              throttling responses that cut its fill rate
+//	unherd_rate_limiter_fill_rate               its fill rate (tokens/s) at its latest event
 //
 // The retry share of traffic is rate(unherd_retry_retries_total) over
 // rate(unherd_retry_attempts_total); budget refusals are

@@ -18,6 +18,9 @@ type Metrics struct {
 	breakerState                         *prometheus.GaugeVec
 	throttled                            *prometheus.CounterVec
 	throttleProbability                  *prometheus.GaugeVec
+	rateRejected, rateDelayed, rateDelay *prometheus.CounterVec
+	rateCuts                             *prometheus.CounterVec
+	fillRate                             *prometheus.GaugeVec
 }
 
 var classes = [...]failure.Class{failure.Transient, failure.Timeout, failure.Throttled, failure.Permanent}
@@ -47,9 +50,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		breakerState:        gauge("breaker_state", "1 for the circuit breaker's current state, 0 for the others, as of its last change.", "state"),
 		throttled:           counter("throttle_rejections_total", "Calls a client-side throttle rejected locally."),
 		throttleProbability: gauge("throttle_rejection_probability", "The client-side throttle's rejection probability at its latest rejection."),
+		rateRejected:        counter("rate_limiter_rejections_total", "Calls a rate limiter rejected locally: the wait for a send token would have passed the deadline."),
+		rateDelayed:         counter("rate_limiter_delayed_total", "Attempts a rate limiter made wait for a send token."),
+		rateDelay:           counter("rate_limiter_delay_seconds_total", "Total of the waits for a send token a rate limiter imposed."),
+		rateCuts:            counter("rate_limiter_cuts_total", "Throttling responses that cut a rate limiter's fill rate."),
+		fillRate:            gauge("rate_limiter_fill_rate", "A rate limiter's fill rate, in send tokens (attempts) per second, at its latest cut, wait or rejection."),
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.retries, m.retryDelay, m.calls, m.hedges, m.hedgesDenied, m.hedgeCalls,
-		m.transitions, m.breakerState, m.throttled, m.throttleProbability} {
+		m.transitions, m.breakerState, m.throttled, m.throttleProbability, m.rateRejected, m.rateDelayed, m.rateDelay,
+		m.rateCuts, m.fillRate} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -64,15 +73,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 // atomic operations and allocates nothing.
 func (m *Metrics) Observer(policy string) observe.Observer {
 	o := &observer{
-		attempts:    m.attempts.WithLabelValues(policy),
-		retryDelay:  m.retryDelay.WithLabelValues(policy),
-		success:     m.calls.WithLabelValues(policy, "success"),
-		hedges:      m.hedges.WithLabelValues(policy),
-		denied:      m.hedgesDenied.WithLabelValues(policy),
-		hedgeWon:    m.hedgeCalls.WithLabelValues(policy, "won"),
-		hedgeLost:   m.hedgeCalls.WithLabelValues(policy, "lost"),
-		throttled:   m.throttled.WithLabelValues(policy),
-		probability: m.throttleProbability.WithLabelValues(policy),
+		attempts:     m.attempts.WithLabelValues(policy),
+		retryDelay:   m.retryDelay.WithLabelValues(policy),
+		success:      m.calls.WithLabelValues(policy, "success"),
+		hedges:       m.hedges.WithLabelValues(policy),
+		denied:       m.hedgesDenied.WithLabelValues(policy),
+		hedgeWon:     m.hedgeCalls.WithLabelValues(policy, "won"),
+		hedgeLost:    m.hedgeCalls.WithLabelValues(policy, "lost"),
+		throttled:    m.throttled.WithLabelValues(policy),
+		probability:  m.throttleProbability.WithLabelValues(policy),
+		rateRejected: m.rateRejected.WithLabelValues(policy),
+		rateDelayed:  m.rateDelayed.WithLabelValues(policy),
+		rateDelay:    m.rateDelay.WithLabelValues(policy),
+		rateCuts:     m.rateCuts.WithLabelValues(policy),
+		fillRate:     m.fillRate.WithLabelValues(policy),
 	}
 	for i, c := range classes {
 		o.retries[i] = m.retries.WithLabelValues(policy, c.String())
@@ -101,6 +115,9 @@ type observer struct {
 	state                         [nstates]prometheus.Gauge
 	throttled                     prometheus.Counter
 	probability                   prometheus.Gauge
+	rateRejected, rateDelayed     prometheus.Counter
+	rateDelay, rateCuts           prometheus.Counter
+	fillRate                      prometheus.Gauge
 }
 
 func (o *observer) Observe(_ context.Context, e observe.Event) {
@@ -144,5 +161,15 @@ func (o *observer) Observe(_ context.Context, e observe.Event) {
 	case observe.Throttled:
 		o.throttled.Inc()
 		o.probability.Set(e.Probability)
+	case observe.RateRejected:
+		o.rateRejected.Inc()
+		o.fillRate.Set(e.Rate)
+	case observe.RateDelayed:
+		o.rateDelayed.Inc()
+		o.rateDelay.Add(e.Delay.Seconds())
+		o.fillRate.Set(e.Rate)
+	case observe.RateCut:
+		o.rateCuts.Inc()
+		o.fillRate.Set(e.Rate)
 	}
 }

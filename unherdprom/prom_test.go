@@ -108,6 +108,28 @@ func run(t *testing.T, o observe.Observer) {
 			a.Done(tk, retry.Outcome{Err: errDown, Class: failure.Transient})
 		}
 	}
+	// A rate limiter, the only guard of a policy that is not observed
+	// itself: a throttled call cuts its rate to 0.5 tokens/s, the next
+	// call waits 2 s for a token (virtual time), and a call with a
+	// 100 ms deadline is rejected (the rate has grown to 1.6/s: a 625 ms
+	// wait).
+	rl, err := throttle.NewRateLimiter(throttle.RateLimiterSettings{Observer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []retry.Guard{rl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = g.Do(ctx, func(context.Context) error { return retry.MarkThrottled(errDown) })
+	if err := g.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := g.Do(short, func(context.Context) error { return nil }); !errors.Is(err, throttle.ErrRateLimited) {
+		t.Fatalf("rate limited call: %v", err)
+	}
 }
 
 // seeded is a fixed sequence of draws, so the throttle rejects the same
@@ -160,6 +182,11 @@ func TestScrape(t *testing.T) {
 		`unherd_breaker_state{policy="payments",state="closed"} 0`,
 		`# TYPE unherd_throttle_rejections_total counter`,
 		`# TYPE unherd_throttle_rejection_probability gauge`,
+		`unherd_rate_limiter_cuts_total{policy="payments"} 1`,
+		`unherd_rate_limiter_delayed_total{policy="payments"} 1`,
+		`unherd_rate_limiter_delay_seconds_total{policy="payments"} 2`,
+		`unherd_rate_limiter_rejections_total{policy="payments"} 1`,
+		`unherd_rate_limiter_fill_rate{policy="payments"} 1.6`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("scrape lacks %q", want)
@@ -204,6 +231,9 @@ var events = []observe.Event{
 	{Kind: observe.HedgeDenied, Attempt: 1},
 	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
 	{Kind: observe.Throttled, Probability: 0.5},
+	{Kind: observe.RateRejected, Delay: time.Second, Rate: 0.5},
+	{Kind: observe.RateDelayed, Delay: time.Second, Rate: 0.5},
+	{Kind: observe.RateCut, Rate: 0.5},
 }
 
 // BenchmarkEvent is one event of each kind through the Prometheus
@@ -225,13 +255,13 @@ func BenchmarkEvent(b *testing.B) {
 	}
 }
 
-// BenchmarkRetry is retry.Do without an observer and with the Prometheus
-// one: a first-attempt success (2 events) and a call that fails twice
-// with zero delays (6 events).
-func BenchmarkRetry(b *testing.B) {
+// BenchmarkCalls is observetest.BenchmarkCalls with the Prometheus
+// observer: a first-attempt success (2 events), a call that fails twice
+// with zero delays (6 events) and a hedged call (2 events).
+func BenchmarkCalls(b *testing.B) {
 	m, err := unherdprom.New(prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
-	observetest.BenchmarkRetry(b, "prometheus", m.Observer("bench"))
+	observetest.BenchmarkCalls(b, "prometheus", m.Observer("bench"))
 }

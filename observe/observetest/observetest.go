@@ -1,5 +1,5 @@
 // Package observetest holds what the tests of observe's adapters share:
-// a benchmark of retry.Do with and without an observer, so that every
+// benchmarks of whole calls with and without an observer, so that every
 // adapter's per-event cost is measured the same way.
 package observetest
 
@@ -7,53 +7,99 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
 
 var errDown = errors.New("down")
 
-// BenchmarkRetry measures retry.Do without an observer and with obs
-// (named name in the sub-benchmarks): a first-attempt success (2 events:
-// Attempt, Success) and a call that fails twice with zero delays (6
-// events: 3 Attempt, 2 Retry, Success). The difference between the two,
-// divided by the events, is the cost of one event.
-func BenchmarkRetry(b *testing.B, name string, obs observe.Observer) {
-	for _, bc := range []struct {
-		name     string
-		failures int
-	}{{"success", 0}, {"retry2", 2}} {
+// Events is the number of events each case of [BenchmarkCalls] reports
+// per call, by case name.
+var Events = map[string]int{
+	"success": 2, // Attempt, Success
+	"retry2":  6, // 3 Attempt, 2 Retry, Success
+	"hedged":  2, // HedgeStarted, HedgeWon
+}
+
+// BenchmarkCalls measures three calls without an observer (obs=none) and
+// with obs (obs=<name>):
+//
+//   - call=success: retry.Do whose first attempt succeeds;
+//   - call=retry2: retry.Do whose call fails twice, with zero delays,
+//     then succeeds;
+//   - call=hedged: hedge.Do whose primary fails with a non-fatal error,
+//     so that the hedge starts at once, on the caller's goroutine, and
+//     wins (no timer fires, no goroutine starts).
+//
+// The difference between the two, divided by [Events], is the cost of
+// one event. Compare them with benchstat -col /obs.
+func BenchmarkCalls(b *testing.B, name string, obs observe.Observer) {
+	for _, c := range []struct {
+		name string
+		run  func(b *testing.B, obs observe.Observer)
+	}{{"success", func(b *testing.B, o observe.Observer) { benchRetry(b, o, 0) }},
+		{"retry2", func(b *testing.B, o observe.Observer) { benchRetry(b, o, 2) }},
+		{"hedged", benchHedged}} {
 		for _, o := range []struct {
 			name string
 			obs  observe.Observer
 		}{{"none", nil}, {name, obs}} {
-			b.Run(bc.name+"/"+o.name, func(b *testing.B) {
-				cfg := retry.Config{Observer: o.obs}
-				if bc.failures > 0 {
-					cfg.Budget, cfg.Backoff = budget.Unlimited, backoff.Schedule{Immediate: true}
-				}
-				p, err := retry.New(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ctx := context.Background()
-				n := 0
-				op := func(context.Context) error {
-					if n++; n%(bc.failures+1) != 0 {
-						return errDown
-					}
-					return nil
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if err := p.Do(ctx, op); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+			b.Run("call="+c.name+"/obs="+o.name, func(b *testing.B) { c.run(b, o.obs) })
+		}
+	}
+}
+
+// benchRetry runs retry.Do with a call that fails failures times before
+// it succeeds.
+func benchRetry(b *testing.B, obs observe.Observer, failures int) {
+	cfg := retry.Config{Observer: obs}
+	if failures > 0 {
+		cfg.Budget, cfg.Backoff = budget.Unlimited, backoff.Schedule{Immediate: true}
+	}
+	p, err := retry.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	n := 0
+	op := func(context.Context) error {
+		if n++; n%(failures+1) != 0 {
+			return errDown
+		}
+		return nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Do(ctx, op); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchHedged runs hedge.Do with a primary that fails non-fatally and a
+// hedge that succeeds.
+func benchHedged(b *testing.B, obs observe.Observer) {
+	h, err := hedge.New(hedge.Config{Delay: time.Hour, MaxHedges: 1, Budget: budget.Unlimited,
+		NonFatal: func(error) bool { return true }, Observer: obs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	fn := func(_ context.Context, attempt int) (int, error) {
+		if attempt == 0 {
+			return 0, errDown
+		}
+		return attempt, nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, err := hedge.Do(ctx, h, fn, nil); v != 1 || err != nil {
+			b.Fatal(v, err)
 		}
 	}
 }

@@ -93,6 +93,8 @@ type Breaker struct {
 	epoch        time.Time
 }
 
+var _ retry.ContextGuard = (*Breaker)(nil)
+
 type cachedDone struct {
 	ticket uint64
 	fn     func(error)
@@ -169,11 +171,20 @@ func (b *Breaker) AdmitAt(now time.Time) (ticket uint64, err error) {
 // Done reports how an admitted call ended, implementing retry.Guard. Call
 // it exactly once per ticket. A closed-state success is lock-free and
 // reads no clock; a failure takes the lock and reads the clock once.
-func (b *Breaker) Done(ticket uint64, o retry.Outcome) { b.done(ticket, o, instant{}) }
+func (b *Breaker) Done(ticket uint64, o retry.Outcome) {
+	b.done(context.Background(), ticket, o, instant{})
+}
+
+// DoneContext is Done for the call with context ctx, implementing
+// retry.ContextGuard: a state change it causes reaches the observer with
+// ctx. The retry loop calls it instead of Done.
+func (b *Breaker) DoneContext(ctx context.Context, ticket uint64, o retry.Outcome) {
+	b.done(ctx, ticket, o, instant{})
+}
 
 // DoneAt is Done at an explicit time instead of the clock's.
 func (b *Breaker) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
-	b.done(ticket, o, instant{ns: b.ns(now), set: true})
+	b.done(context.Background(), ticket, o, instant{ns: b.ns(now), set: true})
 }
 
 // Allow is the two-step form for middleware: it admits a call and returns
@@ -260,7 +271,8 @@ func (b *Breaker) admitSlow(ctx context.Context, s uint64, now instant) (uint64,
 	}
 }
 
-func (b *Breaker) done(ticket uint64, o retry.Outcome, now instant) {
+// done is Done for a call with context ctx.
+func (b *Breaker) done(ctx context.Context, ticket uint64, o retry.Outcome, now instant) {
 	if ticket != b.state.Load() {
 		return // stale: from before a state change, or no ticket at all
 	}
@@ -306,7 +318,7 @@ func (b *Breaker) done(ticket uint64, o retry.Outcome, now instant) {
 		}
 	}
 	b.mu.Unlock()
-	b.report(o.Ctx, ch)
+	b.report(ctx, ch)
 }
 
 // closedFailure counts a failure in the closed state and trips the breaker

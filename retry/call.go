@@ -49,7 +49,7 @@ type Call struct {
 	tickets [maxStackGuards]uint64
 	more    []uint64        // the guards' tickets, when there are more than fit in tickets
 	waited  time.Duration   // the retries' delays so far, for the observer
-	ctx     context.Context // the latest Admit's context, for the observer and the guards' Outcome
+	ctx     context.Context // the latest Admit's context, for the observer and ContextGuards
 }
 
 // callState is where a Call stands between its methods.
@@ -151,7 +151,7 @@ func (c *Call) admitGuarded(ctx context.Context) error {
 		t, err := g.Admit(ctx)
 		if err != nil {
 			for j := range i {
-				gs[j].Done(ts[j], Outcome{Abandoned: true, Ctx: ctx})
+				c.p.tellGuard(j, ctx, ts[j], Outcome{Abandoned: true})
 			}
 			c.refund()
 			if ctx.Err() != nil {
@@ -176,13 +176,12 @@ func (c *Call) report(o Outcome) {
 		return
 	}
 	c.state = idle
-	o.Ctx = c.ctx
 	ts := c.tickets[:]
 	if c.more != nil {
 		ts = c.more
 	}
-	for i, g := range c.p.guards {
-		g.Done(ts[i], o)
+	for i := range c.p.guards {
+		c.p.tellGuard(i, c.ctx, ts[i], o)
 	}
 }
 

@@ -32,11 +32,45 @@ type Outcome struct {
 	// or a later guard rejected it before it started. A guard should
 	// release what it reserved without counting a success or a failure.
 	Abandoned bool
-	// Ctx is the context of the call the attempt belongs to, the one
-	// given to Admit, so that a guard's observer can report what the
-	// outcome made it do with the caller's trace. Nil means
-	// context.Background (a caller that reports outcomes without one).
-	Ctx context.Context
+}
+
+// ContextGuard is a Guard that also wants the call's context with each
+// outcome, so that what the outcome makes it do (a breaker opening, a
+// rate limiter cutting its rate) reaches its observer with the caller's
+// trace. The retry loop calls DoneContext, with the context it gave
+// Admit, instead of Done on a guard that implements it.
+// (The context is not a field of Outcome, which stays small enough for
+// the compiler to keep in registers on every guard's Done.)
+type ContextGuard interface {
+	Guard
+	DoneContext(ctx context.Context, ticket uint64, o Outcome)
+}
+
+// contextGuards returns, for each of gs, the guard as a ContextGuard, or
+// nil if it is not one; nil if none is.
+func contextGuards(gs []Guard) []ContextGuard {
+	var cgs []ContextGuard
+	for i, g := range gs {
+		if cg, ok := g.(ContextGuard); ok {
+			if cgs == nil {
+				cgs = make([]ContextGuard, len(gs))
+			}
+			cgs[i] = cg
+		}
+	}
+	return cgs
+}
+
+// tellGuard tells guard i how the attempt it admitted with ticket ended,
+// with the call's context ctx if the guard is a ContextGuard.
+func (p *Policy) tellGuard(i int, ctx context.Context, ticket uint64, o Outcome) {
+	if p.ctxGuards != nil {
+		if cg := p.ctxGuards[i]; cg != nil {
+			cg.DoneContext(ctx, ticket, o)
+			return
+		}
+	}
+	p.guards[i].Done(ticket, o)
 }
 
 // maxStackGuards is how many guards' tickets a Call holds without

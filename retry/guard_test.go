@@ -230,29 +230,39 @@ func TestGuardedClassifiesOnce(t *testing.T) {
 	}
 }
 
-// ctxGuard records the context of every outcome it is told.
+// ctxGuard records the context of every outcome it is told through
+// DoneContext; plainGuard counts the outcomes it is told through Done.
 type ctxGuard struct{ ctxs []context.Context }
 
 func (g *ctxGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *ctxGuard) Done(_ uint64, o Outcome)              { g.ctxs = append(g.ctxs, o.Ctx) }
+func (g *ctxGuard) Done(uint64, Outcome)                  { panic("Done called on a ContextGuard") }
+func (g *ctxGuard) DoneContext(ctx context.Context, _ uint64, _ Outcome) {
+	g.ctxs = append(g.ctxs, ctx)
+}
+
+type plainGuard struct{ n int }
+
+func (g *plainGuard) Admit(context.Context) (uint64, error) { return 0, nil }
+func (g *plainGuard) Done(uint64, Outcome)                  { g.n++ }
 
 type guardCtxKey struct{}
 
-// TestOutcomeCarriesCallContext: every Outcome a guard is told carries
-// the call's context, so a guard's observer can report with its trace.
-func TestOutcomeCarriesCallContext(t *testing.T) {
+// TestContextGuard: a ContextGuard is told every outcome through
+// DoneContext, with the call's context, so its observer can report with
+// the caller's trace; a plain Guard next to it is told through Done.
+func TestContextGuard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &ctxGuard{}
-		p := mustNew(t, Config{Guards: []Guard{g}, MaxAttempts: 3})
+		cg, pg := &ctxGuard{}, &plainGuard{}
+		p := mustNew(t, Config{Guards: []Guard{pg, cg}, MaxAttempts: 3})
 		ctx := context.WithValue(t.Context(), guardCtxKey{}, "call")
 		calls := 0
 		if err := p.Do(ctx, failing(2, errBoom, &calls)); err != nil {
 			t.Fatal(err)
 		}
-		if len(g.ctxs) != 3 {
-			t.Fatalf("%d outcomes, want 3", len(g.ctxs))
+		if len(cg.ctxs) != 3 || pg.n != 3 {
+			t.Fatalf("%d outcomes through DoneContext and %d through Done, want 3 and 3", len(cg.ctxs), pg.n)
 		}
-		for i, c := range g.ctxs {
+		for i, c := range cg.ctxs {
 			if c == nil || c.Value(guardCtxKey{}) != "call" {
 				t.Errorf("outcome %d: context %v, want the call's", i+1, c)
 			}

@@ -34,6 +34,7 @@ type Policy struct {
 	hooked         bool             // guards or an observer: Admit and Done take their slow paths
 	onExhausted    BudgetExhaustion // resolved: never BudgetExhaustionDefault
 	guards         []Guard
+	ctxGuards      []ContextGuard // guards[i] as a ContextGuard, or nil; nil if none is
 	rand           func() uint64
 }
 
@@ -74,6 +75,7 @@ func New(cfg Config) (*Policy, error) {
 	if cfg.Rand != nil {
 		p.rand = cfg.Rand.Uint64
 	}
+	p.ctxGuards = contextGuards(p.guards)
 	p.hooked = len(p.guards) != 0 || p.observer != nil
 	return p, nil
 }

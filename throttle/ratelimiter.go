@@ -34,9 +34,10 @@ type RateLimiterSettings struct {
 	// Observer, if set, receives an observe.Event for every attempt the
 	// limiter delays (RateDelayed) or rejects (RateRejected), with the
 	// context given to Admit, and for every throttling response that
-	// cuts the fill rate (RateCut), with the Outcome's Ctx (the retry
-	// loop sets it to the call's context; context.Background without
-	// one). Each is called outside the lock. Nil means none, at no cost.
+	// cuts the fill rate (RateCut), with the context given to
+	// DoneContext, which the retry loop calls with the call's context
+	// (context.Background through Done and DoneAt). Each is called
+	// outside the lock. Nil means none, at no cost.
 	Observer observe.Observer
 }
 
@@ -67,6 +68,8 @@ type RateLimiter struct {
 	epoch      time.Time
 	observer   observe.Observer
 }
+
+var _ retry.ContextGuard = (*RateLimiter)(nil)
 
 // NewRateLimiter returns a RateLimiter built from s. It returns an error
 // only for symmetry with the other constructors; every Settings is valid.
@@ -148,14 +151,26 @@ func (r *RateLimiter) ReserveAt(now time.Time) (wait time.Duration) {
 // throttling response lowers the fill rate, anything else lets it grow.
 // Abandoned attempts are not counted.
 func (r *RateLimiter) Done(ticket uint64, o retry.Outcome) {
+	r.DoneContext(context.Background(), ticket, o)
+}
+
+// DoneContext is Done for the call with context ctx, implementing
+// retry.ContextGuard: a cut of the rate reaches the observer with ctx. The
+// retry loop calls it instead of Done.
+func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o retry.Outcome) {
 	if o.Abandoned {
 		return
 	}
-	r.DoneAt(r.clock(), ticket, o)
+	r.doneAt(ctx, r.clock(), o)
 }
 
 // DoneAt is Done at an explicit time instead of the clock's.
 func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
+	r.doneAt(context.Background(), now, o)
+}
+
+// doneAt is DoneAt for a call with context ctx.
+func (r *RateLimiter) doneAt(ctx context.Context, now time.Time, o retry.Outcome) {
 	if o.Abandoned {
 		return
 	}
@@ -168,7 +183,6 @@ func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
 	rate := r.l.fillRate
 	r.mu.Unlock()
 	if throttled && r.observer != nil {
-		ctx := o.Ctx
 		if ctx == nil {
 			ctx = context.Background()
 		}

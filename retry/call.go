@@ -2,10 +2,13 @@ package retry
 
 import (
 	"context"
-	"github.com/unherd/unherd/observe"
+	"math"
+	"math/bits"
 	"time"
 
+	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/observe"
 )
 
 // Call is the retry state of one call: the per-call state machine that
@@ -76,7 +79,7 @@ type Decision struct {
 	Delay time.Duration
 	// Wait is true when the caller should wait Delay before it returns the
 	// call's error: the budget refused the retry and
-	// Config.OnBudgetExhausted is WaitThenReturn.
+	// Config.OnBudgetExhausted is not ReturnAtOnce.
 	Wait bool
 	// Class is how the failed attempt was classified.
 	Class Class
@@ -245,8 +248,9 @@ func (c *Call) refund() {
 //  6. A wait that would end at or after the deadline stops with
 //     ErrDeadline.
 //  7. Withdraw the retry from the budget; an empty budget stops with
-//     ErrBudgetExhausted (with Config.OnBudgetExhausted WaitThenReturn,
-//     the Decision asks the caller to wait first; see Decision.Wait).
+//     ErrBudgetExhausted (unless Config.OnBudgetExhausted is
+//     ReturnAtOnce, the Decision asks the caller to wait first; see
+//     Decision.Wait).
 //  8. Run Config.OnRetry and return the delay.
 //
 // When it stops the call, Done runs Config.OnGiveUp first.
@@ -317,11 +321,15 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	if !p.budget.Withdraw(class) {
 		stop := Decision{Reason: ErrBudgetExhausted, Delay: d, Class: class}
 		switch p.onExhausted {
+		case WaitSchedule:
+			// The wait is what the rest of the schedule would have waited,
+			// in one draw, and at least d; step 6 found d to end before
+			// the deadline, and so does the wait.
+			stop.Delay, stop.Wait = p.remaining(c.attempt, c.max, class, d, now, deadline, draw), true
 		case WaitRetryDelay:
 			// The wait is d, the delay the refused retry itself would have
 			// waited (from the throttled base after a Throttled failure),
-			// which step 6 found to end before the deadline: a caller that
-			// loops keeps the pace the schedule would have kept.
+			// which step 6 found to end before the deadline.
 			stop.Wait = true
 		case WaitThenReturn:
 			// The AWS SDKs' long-polling rule: the schedule's normal delay
@@ -343,6 +351,57 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 		c.observe(observe.Event{Kind: observe.Retry, Attempt: c.attempt, Err: err, Class: class, Delay: d})
 	}
 	return Decision{Delay: d, Class: class}
+}
+
+// remaining is WaitSchedule's wait for a call whose retry after attempt
+// number attempt (of at most limit) the budget refused, with d the delay
+// that retry would have waited: one draw u, with the schedule's jitter,
+// over the sum of the capped delays of every retry left (from the
+// throttled base after a Throttled failure), so that its mean is what the
+// rest of the schedule would have waited on average and callers refused
+// together do not come back together. Full and decorrelated jitter draw
+// uniformly from [0, sum], equal jitter from [sum/2, sum], no jitter
+// waits the sum. The wait is at least d (which a server delay may have
+// lengthened); when it would end at or after the deadline it is drawn
+// again, from u's other half, within [d, deadline), which step 6 found
+// room for.
+func (p *Policy) remaining(attempt, limit int, class Class, d time.Duration, now, deadline time.Time, u uint64) time.Duration {
+	s := p.backoff
+	throttled := class == Throttled
+	var sum time.Duration
+	for n := attempt - 1; n < limit-1; n++ {
+		t := s.Temp(n, throttled)
+		if n > attempt-1 && t == s.Temp(n-1, throttled) {
+			// Capped (or constant): every retry left waits t.
+			sum = addSat(sum, mulSat(t, limit-1-n))
+			break
+		}
+		sum = addSat(sum, t)
+	}
+	var w time.Duration
+	switch s.Jitter {
+	case backoff.None:
+		w = sum
+	case backoff.Equal:
+		w = sum - sum/2 + uniformOf(u, sum/2)
+	default: // Full, Decorrelated
+		w = uniformOf(u, sum)
+	}
+	w = max(w, d)
+	if !deadline.IsZero() {
+		if left := deadline.Sub(now); w >= left {
+			w = d + uniformOf(bits.RotateLeft64(u, 32), left-1-d)
+		}
+	}
+	return w
+}
+
+// mulSat is d*n for d >= 0 and n >= 0, saturating instead of overflowing.
+func mulSat(d time.Duration, n int) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
 }
 
 // Cancel ends the call because the caller gave up: its context ended

@@ -35,15 +35,20 @@ const (
 	WaitThenReturn
 	// WaitRetryDelay waits the delay the refused retry itself would have
 	// waited (from the throttled base after a throttling error, or the
-	// server's delay if longer), then returns ErrBudgetExhausted. The
-	// default.
+	// server's delay if longer), then returns ErrBudgetExhausted.
 	WaitRetryDelay
+	// WaitSchedule waits what the rest of the schedule would have waited
+	// (one jittered draw over the capped delays of every retry left,
+	// from the throttled base after a throttling error, and at least the
+	// refused retry's own delay), then returns ErrBudgetExhausted. The
+	// default.
+	WaitSchedule
 )
 
 // DefaultOnBudgetExhausted is what a zero Config.OnBudgetExhausted means:
-// wait the refused retry's own delay, so that an empty budget does not
-// speed up a caller that loops.
-const DefaultOnBudgetExhausted = WaitRetryDelay
+// wait what the rest of the schedule would have waited, so that an empty
+// budget does not speed up a caller that loops.
+const DefaultOnBudgetExhausted = WaitSchedule
 
 // ErrInvalidConfig is wrapped by every error Validate and New return.
 var ErrInvalidConfig = errors.New("retry: invalid config")
@@ -134,19 +139,27 @@ type Config struct {
 	Budget budget.Budget
 
 	// OnBudgetExhausted says what a call does when the budget refuses its
-	// retry. WaitRetryDelay, the default, first waits the delay that retry
-	// would have waited (from the throttled base after a throttling error,
-	// or the server's delay if longer; never past the deadline, and cut
-	// short if the context ends), so that a caller that loops (a worker
-	// polling a queue, a closed population) keeps the schedule's pace
-	// instead of coming straight back with a new call when the dependency
-	// is failing. WaitThenReturn waits the normal-base delay instead, as
-	// the AWS SDKs do for long-polling operations; after a 503 that is too
-	// short to hold the load of looping callers (see the package doc, "A
-	// refused retry still waits"). ReturnAtOnce returns
-	// ErrBudgetExhausted at once: for request paths whose caller does not
-	// loop and wants the error now. BudgetExhaustionDefault, the zero
-	// value, means DefaultOnBudgetExhausted.
+	// retry. WaitSchedule, the default, first waits what the rest of the
+	// schedule would have waited: one draw, with the schedule's jitter,
+	// over the capped delays of every retry the call had left (from the
+	// throttled base after a throttling error), so its mean is the mean
+	// of the waits it no longer makes, and at least the refused retry's
+	// own delay (or the server's, if longer). A caller that loops (a
+	// worker polling a queue, a closed population) so keeps the pace it
+	// would have kept without a budget instead of coming back early with
+	// a new call while the dependency is failing. The wait never reaches
+	// the deadline (when the draw would, the wait is drawn again within
+	// the time left, from the refused retry's delay up) and is cut short
+	// if the context ends. WaitRetryDelay waits only the refused retry's
+	// own delay: a caller that loops comes back after one retry's delay
+	// where it would have waited the whole schedule, so it offers several
+	// times the load (see the package doc, "A refused retry still
+	// waits"). WaitThenReturn waits the refused retry's normal-base delay,
+	// as the AWS SDKs do for long-polling operations; after a 503 that is
+	// shorter still. ReturnAtOnce returns ErrBudgetExhausted at once: for
+	// request paths whose caller does not loop and wants the error now.
+	// BudgetExhaustionDefault, the zero value, means
+	// DefaultOnBudgetExhausted.
 	OnBudgetExhausted BudgetExhaustion
 
 	// Guards are consulted before every attempt, in order, and told how it
@@ -222,8 +235,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxServerDelay %v is negative; use 0 for the default of 30s", ErrInvalidConfig, c.MaxServerDelay)
 	case !(c.ServerJitter <= 1): // also rejects NaN
 		return fmt.Errorf("%w: ServerJitter %v is above 1 (or NaN); use a negative value for none", ErrInvalidConfig, c.ServerJitter)
-	case c.OnBudgetExhausted > WaitRetryDelay:
-		return fmt.Errorf("%w: OnBudgetExhausted %d is not ReturnAtOnce, WaitThenReturn or WaitRetryDelay", ErrInvalidConfig, c.OnBudgetExhausted)
+	case c.OnBudgetExhausted > WaitSchedule:
+		return fmt.Errorf("%w: OnBudgetExhausted %d is not ReturnAtOnce, WaitThenReturn, WaitRetryDelay or WaitSchedule", ErrInvalidConfig, c.OnBudgetExhausted)
 	case c.MaxServerExtra < 0:
 		return fmt.Errorf("%w: MaxServerExtra %v is negative; use 0 for no bound", ErrInvalidConfig, c.MaxServerExtra)
 	}

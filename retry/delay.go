@@ -51,7 +51,16 @@ func (p *Policy) serverJitterOf(s time.Duration, u uint64) time.Duration {
 	if jf := float64(s) * p.serverJitter; jf < math.MaxInt64 {
 		j = time.Duration(jf)
 	}
-	hi, _ := bits.Mul64(bits.RotateLeft64(u, 32), uint64(j)+1)
+	return uniformOf(bits.RotateLeft64(u, 32), j)
+}
+
+// uniformOf maps the draw u onto [0, top] (0 for top <= 0): the high word
+// of u*(max+1), uniform over that range to within 2^-64.
+func uniformOf(u uint64, top time.Duration) time.Duration {
+	if top <= 0 {
+		return 0
+	}
+	hi, _ := bits.Mul64(u, uint64(top)+1)
 	return time.Duration(hi)
 }
 

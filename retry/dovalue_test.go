@@ -139,14 +139,15 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// With WaitThenReturn, the default, a call the empty budget stops waits
-// the retry's delay before it returns; with ReturnAtOnce, it returns at
-// once.
+// A call the empty budget stops waits before it returns: by default the
+// rest of its schedule (50 and 100 ms at the highest draw), with
+// WaitRetryDelay or WaitThenReturn the refused retry's delay; with
+// ReturnAtOnce, it returns at once.
 func TestWaitThenReturn(t *testing.T) {
 	for _, tc := range []struct {
 		mode BudgetExhaustion
 		want time.Duration
-	}{{BudgetExhaustionDefault, 50 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitThenReturn, 50 * time.Millisecond}} {
+	}{{BudgetExhaustionDefault, 150 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitThenReturn, 50 * time.Millisecond}, {WaitRetryDelay, 50 * time.Millisecond}} {
 		synctest.Test(t, func(t *testing.T) {
 			b := &fakeBudget{allow: 0}
 			p := mustNew(t, Config{Budget: b, OnBudgetExhausted: tc.mode, Rand: constSource(math.MaxUint64)})

@@ -3,6 +3,8 @@ package retry
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,25 +21,45 @@ type refuseAll struct{}
 func (refuseAll) Withdraw(Class) bool   { return false }
 func (refuseAll) Record(budget.Attempt) {}
 
-// A retry the budget refused still waits its delay before Do returns,
-// unless ReturnAtOnce; the wait never passes the deadline.
+// refuseAfter allows the first n retries, then refuses every one.
+type refuseAfter struct{ n int }
+
+func (b *refuseAfter) Withdraw(Class) bool {
+	b.n--
+	return b.n >= 0
+}
+func (*refuseAfter) Record(budget.Attempt) {}
+
+// A retry the budget refused still waits before Do returns: by default
+// what the rest of the schedule would have waited, with WaitRetryDelay
+// the refused retry's own delay, with ReturnAtOnce nothing; the wait
+// never reaches the deadline.
 func TestRefusedRetryWaits(t *testing.T) {
+	// A fixed 100 ms and 3 attempts: a call refused after its first
+	// attempt had two retries, 200 ms of waits, left.
 	fixed := backoff.Schedule{Base: 100 * time.Millisecond, Constant: true, Jitter: backoff.None}
 	tests := []struct {
 		name     string
-		failFast bool
+		mode     BudgetExhaustion
+		draw     uint64
 		deadline time.Duration // 0: none
 		want     time.Duration
 		reason   error
 	}{
-		{"default: waits the refused retry's delay", false, 0, 100 * time.Millisecond, ErrBudgetExhausted},
-		{"ReturnAtOnce: returns at once", true, 0, 0, ErrBudgetExhausted},
-		{"a deadline before the wait ends: at once", false, 50 * time.Millisecond, 0, ErrDeadline},
+		{"default: waits the rest of the schedule", BudgetExhaustionDefault, 0, 0, 200 * time.Millisecond, ErrBudgetExhausted},
+		{"WaitSchedule: the same", WaitSchedule, 0, 0, 200 * time.Millisecond, ErrBudgetExhausted},
+		{"WaitRetryDelay: waits the refused retry's delay", WaitRetryDelay, 0, 0, 100 * time.Millisecond, ErrBudgetExhausted},
+		{"ReturnAtOnce: returns at once", ReturnAtOnce, 0, 0, 0, ErrBudgetExhausted},
+		{"a deadline before the retry's delay ends: at once", BudgetExhaustionDefault, 0, 50 * time.Millisecond, 0, ErrDeadline},
+		// The rest of the schedule (200 ms) does not fit before a 150 ms
+		// deadline; the wait is drawn again within [100 ms, 150 ms).
+		{"a deadline inside the schedule, lowest draw", BudgetExhaustionDefault, 0, 150 * time.Millisecond, 100 * time.Millisecond, ErrBudgetExhausted},
+		{"a deadline inside the schedule, highest draw", BudgetExhaustionDefault, math.MaxUint64, 150 * time.Millisecond, 150*time.Millisecond - 1, ErrBudgetExhausted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := mustNew(t, Config{Budget: refuseAll{}, Backoff: fixed, OnBudgetExhausted: onExhausted(tc.failFast)})
+				p := mustNew(t, Config{Budget: refuseAll{}, Backoff: fixed, OnBudgetExhausted: tc.mode, Rand: constSource(tc.draw)})
 				ctx := context.Background()
 				if tc.deadline > 0 {
 					var cancel context.CancelFunc
@@ -54,8 +76,8 @@ func TestRefusedRetryWaits(t *testing.T) {
 	}
 	c := mustNew(t, Config{Budget: refuseAll{}, Backoff: fixed}).Begin(false)
 	_ = c.Admit(context.Background())
-	if d := c.Done(time.Time{}, time.Time{}, errDown, 0); d.Reason != ErrBudgetExhausted || !d.Wait || d.Delay != 100*time.Millisecond {
-		t.Errorf("Decision %+v, want ErrBudgetExhausted, Wait, Delay 100ms", d)
+	if d := c.Done(time.Time{}, time.Time{}, errDown, 0); d.Reason != ErrBudgetExhausted || !d.Wait || d.Delay != 200*time.Millisecond {
+		t.Errorf("Decision %+v, want ErrBudgetExhausted, Wait, Delay 200ms", d)
 	}
 	c = mustNew(t, Config{Budget: refuseAll{}, Backoff: fixed, OnBudgetExhausted: ReturnAtOnce}).Begin(false)
 	_ = c.Admit(context.Background())
@@ -64,26 +86,159 @@ func TestRefusedRetryWaits(t *testing.T) {
 	}
 }
 
-// onExhausted is ReturnAtOnce when failFast, else the default.
-func onExhausted(failFast bool) BudgetExhaustion {
-	if failFast {
-		return ReturnAtOnce
+// refusedWait returns the Decision of a call whose budget allows the
+// first allowed retries and refuses the next, given the draw u; every
+// attempt fails with err. The clock stands at t0 and the deadline is
+// deadline (zero for none).
+func refusedWait(t *testing.T, cfg Config, allowed int, err error, deadline time.Time, u uint64) Decision {
+	t.Helper()
+	cfg.Budget = &refuseAfter{n: allowed}
+	c := mustNew(t, cfg).Begin(false)
+	for {
+		_ = c.Admit(context.Background())
+		d := c.Done(t0, deadline, err, u)
+		if d.Reason != nil {
+			if d.Reason != ErrBudgetExhausted {
+				t.Fatalf("stopped with %v, want ErrBudgetExhausted", d.Reason)
+			}
+			return d
+		}
 	}
-	return BudgetExhaustionDefault
+}
+
+// WaitSchedule's wait is one draw, with the schedule's jitter, over the
+// capped delays of every retry left: its mean is the mean of the waits the
+// call no longer makes, and it is spread over the whole range, so callers
+// refused together do not come back together. Checked on several seeds.
+func TestRefusedWaitIsTheRestOfTheSchedule(t *testing.T) {
+	const ms = time.Millisecond
+	sched := func(j backoff.Jitter) backoff.Schedule {
+		return backoff.Schedule{Base: 100 * ms, ThrottledBase: time.Second, Cap: time.Second, Jitter: j}
+	}
+	tests := []struct {
+		name     string
+		jitter   backoff.Jitter
+		allowed  int // retries the budget allows before it refuses one
+		err      error
+		lo, hi   time.Duration // the range of the wait
+		wantMean time.Duration // the mean of the waits the call no longer makes
+	}{
+		// 6 attempts: retries after attempts 1 to 5, capped delays 100,
+		// 200, 400, 800 and 1000 ms, 2.5 s in all; full jitter waits half
+		// of each on average.
+		{"full, refused first", backoff.Full, 0, errDown, 0, 2500 * ms, 1250 * ms},
+		// Refused after attempt 3: 400, 800 and 1000 ms were left.
+		{"full, refused third", backoff.Full, 2, errDown, 0, 2200 * ms, 1100 * ms},
+		// Equal jitter waits half of each, plus up to half again.
+		{"equal, refused first", backoff.Equal, 0, errDown, 1250 * ms, 2500 * ms, 1875 * ms},
+		// After a throttling error the delays grow from the throttled
+		// base: five retries of 1 s (the cap).
+		{"full, throttled", backoff.Full, 0, MarkThrottled(errDown), 0, 5000 * ms, 2500 * ms},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{MaxAttempts: 6, Backoff: sched(tc.jitter)}
+			for seed := range uint64(5) {
+				r := rand.New(rand.NewPCG(seed, 1))
+				const n = 20000
+				var sum float64
+				below := 0 // draws in the lower half of the range
+				for range n {
+					d := refusedWait(t, cfg, tc.allowed, tc.err, time.Time{}, r.Uint64())
+					if !d.Wait || d.Delay < tc.lo || d.Delay > tc.hi {
+						t.Fatalf("seed %d: Decision %+v, want a wait within [%v, %v]", seed, d, tc.lo, tc.hi)
+					}
+					sum += float64(d.Delay)
+					if d.Delay < (tc.lo+tc.hi)/2 {
+						below++
+					}
+				}
+				if mean := time.Duration(sum / n); math.Abs(float64(mean-tc.wantMean)) > 0.02*float64(tc.wantMean) {
+					t.Errorf("seed %d: mean wait %v, want %v within 2%%", seed, mean, tc.wantMean)
+				}
+				if share := float64(below) / n; math.Abs(share-0.5) > 0.02 {
+					t.Errorf("seed %d: %.1f%% of the waits in the lower half of the range, want 50%% (uniform)", seed, 100*share)
+				}
+			}
+		})
+	}
+	t.Run("no jitter waits the sum exactly", func(t *testing.T) {
+		d := refusedWait(t, Config{MaxAttempts: 6, Backoff: sched(backoff.None)}, 0, errDown, time.Time{}, 12345)
+		if d.Delay != 2500*ms {
+			t.Errorf("wait %v, want 2.5s", d.Delay)
+		}
+	})
+	t.Run("capped retries add up without a loop per attempt", func(t *testing.T) {
+		d := refusedWait(t, Config{MaxAttempts: 1000, Backoff: sched(backoff.None)}, 0, errDown, time.Time{}, 0)
+		// 100+200+400+800 ms, then 995 retries of 1 s.
+		if want := 1500*ms + 995*time.Second; d.Delay != want {
+			t.Errorf("wait %v, want %v", d.Delay, want)
+		}
+		d = refusedWait(t, Config{MaxAttempts: math.MaxInt, Backoff: sched(backoff.None)}, 0, errDown, time.Time{}, 0)
+		if d.Delay != math.MaxInt64 {
+			t.Errorf("wait %v, want the saturated maximum", d.Delay)
+		}
+	})
+	t.Run("a server delay longer than the draw is the floor", func(t *testing.T) {
+		err := &serverDelayErr{d: 2 * time.Second}
+		d := refusedWait(t, Config{MaxAttempts: 3, Backoff: sched(backoff.Full), ServerJitter: -1}, 0, err, time.Time{}, 0)
+		if d.Delay != 2*time.Second {
+			t.Errorf("wait %v, want the server's 2s", d.Delay)
+		}
+	})
+}
+
+// serverDelayErr is an error that carries a server-directed delay.
+type serverDelayErr struct{ d time.Duration }
+
+func (e *serverDelayErr) Error() string             { return "slow down" }
+func (e *serverDelayErr) RetryAfter() time.Duration { return e.d }
+
+// Whatever the draw and the deadline, a refused retry's wait ends before
+// the deadline and is at least the refused retry's own delay.
+func TestRefusedWaitBeforeDeadline(t *testing.T) {
+	cfg := Config{MaxAttempts: 8, Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Cap: 10 * time.Second}}
+	for seed := range uint64(5) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		for range 5000 {
+			u := r.Uint64()
+			deadline := t0.Add(time.Duration(r.Int64N(int64(20 * time.Second))))
+			own := refusedWait(t, Config{MaxAttempts: 8, Backoff: cfg.Backoff, OnBudgetExhausted: WaitRetryDelay}, 0, errDown, time.Time{}, u)
+			cfg.Budget = refuseAll{}
+			c := mustNew(t, cfg).Begin(false)
+			_ = c.Admit(context.Background())
+			d := c.Done(t0, deadline, errDown, u)
+			switch {
+			case d.Reason == ErrDeadline:
+				if own.Delay < deadline.Sub(t0) {
+					t.Fatalf("seed %d: ErrDeadline with %v left, though the retry's own %v fits", seed, deadline.Sub(t0), own.Delay)
+				}
+			case d.Reason != ErrBudgetExhausted || !d.Wait:
+				t.Fatalf("seed %d: Decision %+v, want a wait and ErrBudgetExhausted", seed, d)
+			case !t0.Add(d.Delay).Before(deadline) || d.Delay < own.Delay:
+				t.Fatalf("seed %d: wait %v with %v left, want at least the retry's own %v and less than what is left", seed, d.Delay, deadline.Sub(t0), own.Delay)
+			}
+		}
+	}
 }
 
 // TestClosedPopulationLoad: 20 callers call in a loop, thinking 5 ms
 // between calls; a success takes 10 ms, and a failure comes back at once,
 // as an overloaded server's 503 does. While the dependency fails
-// everything, the default budget empties, and from then on, with
-// ReturnAtOnce, every caller comes straight back: the dependency sees several
-// times its healthy load. By default each refused retry still waits its
-// delay, and the load falls below the healthy one.
+// everything, the default budget empties. From then on, with ReturnAtOnce,
+// every caller comes straight back: the dependency sees several times its
+// healthy load. By default a refused call waits the rest of its schedule,
+// and the load with the budget is below the load without one. With
+// WaitRetryDelay a refused call waits one retry's delay only: with 3
+// attempts that is still below the load without a budget, but with 8 the
+// callers come back long before they would have without a budget, and the
+// budget multiplies the load it was meant to cut. Checked on several
+// seeds.
 func TestClosedPopulationLoad(t *testing.T) {
-	const callers, healthy, failing = 20, 2 * time.Second, 5 * time.Second
-	run := func(failFast bool) (before, during float64) {
+	const callers, healthy, failing = 20, 2 * time.Second, 20 * time.Second
+	run := func(seed uint64, attempts int, mode BudgetExhaustion, b budget.Budget) (before, during float64) {
 		synctest.Test(t, func(t *testing.T) {
-			p := mustNew(t, Config{OnBudgetExhausted: onExhausted(failFast)})
+			p := mustNew(t, Config{MaxAttempts: attempts, OnBudgetExhausted: mode, Budget: b, Rand: seeded(seed)})
 			start := time.Now()
 			var attemptsBefore, attemptsDuring atomic.Int64
 			dependency := func(ctx context.Context) error {
@@ -112,14 +267,23 @@ func TestClosedPopulationLoad(t *testing.T) {
 		})
 		return before, during
 	}
-	before, during := run(false)
-	fbefore, fduring := run(true)
-	t.Logf("attempts/s while healthy, then failing: default %.0f, %.0f (%.2fx); ReturnAtOnce %.0f, %.0f (%.2fx)",
-		before, during, during/before, fbefore, fduring, fduring/fbefore)
-	if during > 1.2*before {
-		t.Errorf("default: %.0f attempts/s while failing, %.2fx the healthy %.0f/s, want at most 1.2x", during, during/before, before)
-	}
-	if fduring < 2*fbefore {
-		t.Errorf("ReturnAtOnce: %.0f attempts/s while failing, %.2fx the healthy %.0f/s; the test no longer shows the herd", fduring, fduring/fbefore, fbefore)
+	for _, attempts := range []int{DefaultMaxAttempts, 8} {
+		for seed := range uint64(3) {
+			before, during := run(seed, attempts, BudgetExhaustionDefault, nil)
+			_, unlimited := run(seed, attempts, BudgetExhaustionDefault, budget.Unlimited)
+			_, own := run(seed, attempts, WaitRetryDelay, nil)
+			fbefore, fduring := run(seed, attempts, ReturnAtOnce, nil)
+			t.Logf("%d attempts, seed %d: attempts/s while failing over while healthy: default %.2fx, no budget %.2fx, WaitRetryDelay %.2fx, ReturnAtOnce %.2fx",
+				attempts, seed, during/before, unlimited/before, own/before, fduring/fbefore)
+			if during > unlimited {
+				t.Errorf("%d attempts, seed %d: default: %.0f attempts/s while failing, more than the %.0f/s without a budget", attempts, seed, during, unlimited)
+			}
+			if attempts == 8 && own <= 2*unlimited {
+				t.Errorf("%d attempts, seed %d: WaitRetryDelay: %.0f attempts/s while failing, under twice the %.0f/s without a budget; the test no longer shows why it is not the default", attempts, seed, own, unlimited)
+			}
+			if fduring < 2*fbefore {
+				t.Errorf("%d attempts, seed %d: ReturnAtOnce: %.0f attempts/s while failing, %.2fx the healthy %.0f/s; the test no longer shows the herd", attempts, seed, fduring, fduring/fbefore, fbefore)
+			}
+		}
 	}
 }

@@ -20,9 +20,10 @@ import (
 // token-bucket budget). On the open stream it gets about as many calls
 // through the outage by sending the failing dependency five times the
 // default's load: worse. The closed population's clients wait for their
-// retries, so there it sends less than the default, whose budget fails
-// calls fast and lets the clients call again at once. Worse for one kind
-// of caller is worse overall.
+// retries, 1.5 s of them, so there it sends less than the default, whose
+// refused calls wait out only the default's shorter schedule (50 and
+// 100 ms) before the clients call again. Worse for one kind of caller is
+// worse overall.
 func ExampleWhatIf() {
 	p := sim.Policy{Name: "5 attempts, no jitter, no budget", Attempts: 5,
 		Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Cap: 10 * time.Second, Jitter: backoff.None},
@@ -38,7 +39,7 @@ func ExampleWhatIf() {
 	}
 	fmt.Println("overall:", rep.Overall)
 	// Output:
-	// closed better  load during the outage 0.15x capacity (default 0.53x), 98.2% of calls succeed (default 76.0%)
+	// closed better  load during the outage 0.15x capacity (default 0.35x), 98.2% of calls succeed (default 82.8%)
 	// open   worse   load during the outage 2.45x capacity (default 0.50x), 71.3% of calls succeed (default 70.0%)
 	// overall: worse
 }

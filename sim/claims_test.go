@@ -28,13 +28,25 @@ func TestJitterClaimsFollowMeasurements(t *testing.T) {
 		{"none is not worst", []float64{100, 5000, 1800, 1800, 2400}, []float64{3000, 90000, 7000, 9000, 6000}, []bool{true, true, false, true, false, true}},
 		{"decorrelated slower", []float64{9000, 5000, 1800, 1850, 2400}, []float64{3000, 90000, 7000, 9000, 7500}, []bool{true, true, true, true, true, false}},
 	}
+	// Two sizes: Brooker's orderings must hold at both.
+	t.Run("equal cheaper and decorrelated slower at the larger size", func(t *testing.T) {
+		calls := [][]float64{{900, 9000}, {500, 5000}, {180, 1800}, {190, 1790}, {240, 2400}}
+		times := [][]float64{{300, 3000}, {9000, 90000}, {700, 7000}, {900, 9000}, {600, 7500}}
+		claims := jitterClaims([]int{19, 190}, calls, times)
+		if claims[4].Holds || claims[5].Holds {
+			t.Errorf("orderings that fail at 190 clients hold: %s; %s", claims[4].Measured, claims[5].Measured)
+		}
+		if want := "equal over full at 19, 190 clients: calls 5.6%, -0.6%; time 28.6%, 28.6%"; claims[4].Measured != want {
+			t.Errorf("measured %q, want %q", claims[4].Measured, want)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls, times := make([][]float64, 5), make([][]float64, 5)
 			for s := range 5 {
 				calls[s], times[s] = []float64{tt.calls[s]}, []float64{tt.times[s]}
 			}
-			claims := jitterClaims(190, 0, calls, times)
+			claims := jitterClaims([]int{190}, calls, times)
 			for i, c := range claims {
 				if c.Holds != tt.holds[i] {
 					t.Errorf("claim %d (%s): Holds = %v, want %v; measured %s", i, c.Claim, c.Holds, tt.holds[i], c.Measured)
@@ -284,6 +296,7 @@ func TestOutageClaimsWeighCosts(t *testing.T) {
 		return rs
 	}
 	const thr, brk = 7 + 6, 7 + 5 // open stream rows
+	const cfull, cbudg = 3, 4     // closed population rows
 	tests := []struct {
 		name  string
 		set   func(rs []outageRow)
@@ -295,6 +308,11 @@ func TestOutageClaimsWeighCosts(t *testing.T) {
 		{"throttle never recovers", func(rs []outageRow) { rs[thr] = row(6000, 0.70, -1) }, 6, false},
 		{"breaker recovers late", func(rs []outageRow) { rs[brk] = row(4, 0.70, 9) }, 5, false},
 		{"breaker as published", func(rs []outageRow) { rs[brk] = row(4, 0.66, 3.9) }, 5, true},
+		// The closed population: the outage's schedule adds up to 12.7 s.
+		{"budget as published", func(rs []outageRow) { rs[cfull], rs[cbudg] = row(1300, 0.996, 3.8), row(175, 0.994, 9.5) }, 4, true},
+		{"budget multiplies load", func(rs []outageRow) { rs[cfull], rs[cbudg] = row(1300, 0.996, 3.8), row(8340, 0.80, 0) }, 4, false},
+		{"budget cuts load and success", func(rs []outageRow) { rs[cfull], rs[cbudg] = row(1300, 0.996, 3.8), row(175, 0.90, 9.5) }, 4, false},
+		{"budget recovers past the schedule", func(rs []outageRow) { rs[cfull], rs[cbudg] = row(1300, 0.996, 3.8), row(175, 0.994, 20) }, 4, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

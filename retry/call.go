@@ -126,19 +126,20 @@ func (c *Call) admitSlow(ctx context.Context) error {
 		c.state = running
 	}
 	if c.p.observer != nil {
-		c.observe(observe.Event{Kind: observe.Attempt, Attempt: c.attempt})
+		c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Attempt, Attempt: c.attempt})
 	}
 	return nil
 }
 
-// observe hands e to the policy's observer, with the context of the call's
-// latest Admit.
-func (c *Call) observe(e observe.Event) {
-	ctx := c.ctx
-	if ctx == nil {
-		ctx = context.Background()
+// obsCtx is the context the observer is told events with: the call's
+// latest Admit's. Each event site calls the observer itself with an
+// Event literal, so that the Event is built where the call passes it;
+// handing it through a helper copied it once more, just after writing it.
+func (c *Call) obsCtx() context.Context {
+	if c.ctx == nil {
+		return context.Background()
 	}
-	c.p.observer.Observe(ctx, e)
+	return c.ctx
 }
 
 func (c *Call) admitGuarded(ctx context.Context) error {
@@ -194,7 +195,7 @@ func (c *Call) gaveUp(reason error) {
 		h(GiveUpEvent{Attempts: c.attempt, Err: c.last, Reason: reason})
 	}
 	if c.p.observer != nil {
-		c.observe(observe.Event{Kind: observe.GiveUp, Attempt: c.attempt, Err: c.last, Reason: reason,
+		c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.GiveUp, Attempt: c.attempt, Err: c.last, Reason: reason,
 			Stop: stopName(reason), Delay: c.waited})
 	}
 }
@@ -278,7 +279,7 @@ func (c *Call) done(now, deadline time.Time, err error, draw uint64) Decision {
 		c.report(Outcome{})
 		c.succeeded()
 		if c.p.observer != nil {
-			c.observe(observe.Event{Kind: observe.Success, Attempt: c.attempt, Delay: c.waited})
+			c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Success, Attempt: c.attempt, Delay: c.waited})
 		}
 		return Decision{}
 	}
@@ -348,7 +349,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 		p.onRetry(RetryEvent{Attempt: c.attempt, Err: err, Class: class, Delay: d})
 	}
 	if p.observer != nil {
-		c.observe(observe.Event{Kind: observe.Retry, Attempt: c.attempt, Err: err, Class: class, Delay: d})
+		p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Retry, Attempt: c.attempt, Err: err, Class: class, Delay: d})
 	}
 	return Decision{Delay: d, Class: class}
 }

@@ -365,3 +365,40 @@ func TestHedgePooledSeeds(t *testing.T) {
 		t.Errorf("p999_ms %v, want the pooled %v", got, want)
 	}
 }
+
+// The ratelimit claims follow the measurements: as the source has it
+// (35% and 85%, a long job of hours against minutes) they hold; as this
+// model measures it (27%, and a long job near the limit either way) the
+// first and the last differ.
+func TestRatelimitClaimsFollowMeasurements(t *testing.T) {
+	p := defaultRatelimitParams() // 3000 x 10 and 3000 x 500, 1000/s
+	// util and done (s) by run: none, full for the published workload,
+	// half the burst, twice the burst, then the long one.
+	run := func(u ...float64) (util, done []float64) {
+		jobs := []float64{10, 10, 10, 10, 10, 10, 500, 500}
+		for i, v := range u {
+			util = append(util, v)
+			done = append(done, 3*jobs[i]/v)
+		}
+		return util, done
+	}
+	tests := []struct {
+		name  string
+		util  []float64
+		holds []bool
+	}{
+		{"as the source has it", []float64{0.35, 0.85, 0.25, 0.85, 0.45, 0.85, 0.35, 0.85}, []bool{true, true, true, true}},
+		{"as measured", []float64{0.27, 0.82, 0.18, 0.80, 0.41, 0.81, 0.995, 0.996}, []bool{false, true, true, false}},
+		{"full jitter far from the limit on the long job", []float64{0.35, 0.85, 0.25, 0.85, 0.45, 0.85, 0.35, 0.70}, []bool{true, true, true, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			util, done := run(tt.util...)
+			for i, c := range ratelimitClaims(p, util, done) {
+				if c.Holds != tt.holds[i] {
+					t.Errorf("claim %d (%s): Holds = %v, want %v; measured %s", i, c.Claim, c.Holds, tt.holds[i], c.Measured)
+				}
+			}
+		})
+	}
+}

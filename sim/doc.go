@@ -102,12 +102,17 @@
 // true}) the window still held the outage's failures and rejections after
 // the return, and the row recovered 115 s after it.
 //
-// ratelimit (closed): Brooker's AWS re:Invent material on backoff and
-// jitter. 3000 workers (--clients) each make 10 requests, one after another, to an
+// ratelimit (closed): figures attributed to Brooker's AWS material on
+// backoff and jitter as commonly cited; the primary text was not located,
+// and the report says so. 3000 workers (--clients) each make 10 requests,
+// one after another, to an
 // API limited to 1000 requests per second (a token bucket holding 100 ms
 // of it) that answers 429 beyond the limit; a 429 is a throttling error,
 // so the policy backs off from its throttled base (100 ms, cap 10 s,
-// 10 attempts, a call out of attempts starts over). Rows: utilisation
+// 10 attempts, a call out of attempts starts over). The same again with
+// half and with twice the bucket (the un-jittered figure depends on it),
+// and a long job of 500 requests per worker, 25 minutes at the limit, for
+// "hours to minutes". Rows: utilisation
 // (requests done over the limit times the completion time), completion
 // time, attempts per request, share throttled; exponential without jitter
 // against full jitter. The published figures are about 35% and 85%.

@@ -244,12 +244,14 @@ func ratelimitClaims(p *RatelimitParams, util, done []float64) []Claim {
 	return claims
 }
 
-// Events of the ratelimit model.
-const (
-	rlSend   int32 = iota // worker id sends an attempt
-	rlArrive              // worker id's attempt reaches the limiter
-	rlReply               // worker id's answer arrives; arg is 1 for success
-)
+// rlArrive is the ratelimit model's one event: worker id's attempt
+// reaches the limiter. An attempt's send and its answer's arrival are not
+// events of their own: nothing but the worker observes them (its policy
+// has no guards and an unlimited budget, and reads no clock), so the
+// answer is handled at the limiter's decision, with the time it arrives
+// (one hop later), and the worker's next attempt is scheduled from there.
+// That is the same model in a third of the events.
+const rlArrive int32 = 0
 
 type rlWorker struct {
 	jobs int        // left to do
@@ -277,7 +279,7 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 		limit: tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
 		r.workers[w] = rlWorker{jobs: jobs, call: pol.Begin(false)}
-		e.after(0, rlSend, int32(w), 0)
+		r.send(e, int32(w), 0)
 	}
 	e.run(r, -1)
 	return r.out
@@ -285,53 +287,48 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 
 func (r *ratelimitRun) hop(e *engine) time.Duration { return e.normal(r.p.Hop, r.p.Hop/5) }
 
+// send makes worker id's next attempt, sent after wait: it reaches the
+// limiter one hop later.
+func (r *ratelimitRun) send(e *engine, id int32, wait time.Duration) {
+	_ = r.workers[id].call.Admit(context.Background()) // no guards: never rejects
+	r.out.attempts++
+	e.after(wait+r.hop(e), rlArrive, id, 0)
+}
+
 func (r *ratelimitRun) handle(e *engine, ev event) {
 	w := &r.workers[ev.id]
-	switch ev.kind {
-	case rlSend:
-		_ = w.call.Admit(context.Background()) // no guards: never rejects
-		r.out.attempts++
-		e.after(r.hop(e), rlArrive, ev.id, 0)
-	case rlArrive:
-		ok := int64(0)
-		if r.limit.take(e.elapsed()) {
-			ok = 1
+	ok := r.limit.take(e.elapsed())
+	back := r.hop(e) // the answer's way back
+	at := e.elapsed() + back
+	if ok {
+		s := int(at / time.Second)
+		for len(r.out.good) <= s {
+			r.out.good = append(r.out.good, 0)
 		}
-		e.after(r.hop(e), rlReply, ev.id, ok)
-	case rlReply:
-		if ev.arg == 1 {
-			s := int(e.elapsed() / time.Second)
-			for len(r.out.good) <= s {
-				r.out.good = append(r.out.good, 0)
-			}
-			r.out.good[s]++
-			w.call.Done(e.Now(), time.Time{}, nil, 0)
-			w.jobs--
-			w.call = r.policy.Begin(false)
-			if w.jobs == 0 {
-				r.left--
-				if r.left == 0 {
-					r.out.done = e.elapsed()
-				}
-				return
-			}
-			e.after(0, rlSend, ev.id, 0)
+		r.out.good[s]++
+		w.call.Done(e.Now().Add(back), time.Time{}, nil, 0)
+		w.jobs--
+		w.call = r.policy.Begin(false)
+		if w.jobs == 0 {
+			r.left--
+			r.out.done = max(r.out.done, at)
 			return
 		}
-		r.out.throttled++
-		d := w.call.Done(e.Now(), time.Time{}, errTooMany, e.u64())
-		if d.Reason != nil {
-			// Out of attempts: the job is still to do; start it over
-			// (after the wait the policy asks for before it returns, if
-			// any).
-			var wait time.Duration
-			if d.Wait {
-				wait = d.Delay
-			}
-			w.call = r.policy.Begin(false)
-			e.after(wait, rlSend, ev.id, 0)
-			return
-		}
-		e.after(d.Delay, rlSend, ev.id, 0)
+		r.send(e, ev.id, back)
+		return
 	}
+	r.out.throttled++
+	d := w.call.Done(e.Now().Add(back), time.Time{}, errTooMany, e.u64())
+	if d.Reason != nil {
+		// Out of attempts: the job is still to do; start it over (after
+		// the wait the policy asks for before it returns, if any).
+		var wait time.Duration
+		if d.Wait {
+			wait = d.Delay
+		}
+		w.call = r.policy.Begin(false)
+		r.send(e, ev.id, back+wait)
+		return
+	}
+	r.send(e, ev.id, back+d.Delay)
 }

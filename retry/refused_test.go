@@ -287,3 +287,48 @@ func TestClosedPopulationLoad(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRefusedWait: whatever the schedule, the attempt limit, the draw and
+// the deadline, a refused retry's wait is at least the refused retry's own
+// delay, never negative, and ends before the deadline; the sum of the
+// delays left saturates instead of overflowing.
+func FuzzRefusedWait(f *testing.F) {
+	f.Add(int64(50*time.Millisecond), int64(20*time.Second), uint8(0), 3, uint64(0), int64(0), false)
+	f.Add(int64(time.Second), int64(time.Hour), uint8(1), math.MaxInt32, uint64(math.MaxUint64), int64(90*time.Second), true)
+	f.Add(int64(1), int64(math.MaxInt64), uint8(3), math.MaxInt, uint64(12345), int64(time.Millisecond), false)
+	f.Fuzz(func(t *testing.T, base, capd int64, jitter uint8, attempts int, u uint64, left int64, throttled bool) {
+		sched := backoff.Schedule{Base: time.Duration(base), ThrottledBase: time.Duration(base), Cap: time.Duration(capd), Jitter: backoff.Jitter(jitter % 4)}
+		cfg := Config{MaxAttempts: attempts, Backoff: sched, Budget: refuseAll{}}
+		if cfg.Validate() != nil || attempts < 2 {
+			return
+		}
+		var deadline time.Time
+		if left > 0 {
+			deadline = t0.Add(time.Duration(left))
+		}
+		err := errDown
+		if throttled {
+			err = MarkThrottled(errDown)
+		}
+		p := mustNew(t, cfg)
+		c := p.Begin(false)
+		_ = c.Admit(context.Background())
+		d := c.Done(t0, deadline, err, u)
+		cfg.OnBudgetExhausted = WaitRetryDelay
+		own := mustNew(t, cfg).Begin(false)
+		_ = own.Admit(context.Background())
+		o := own.Done(t0, deadline, err, u)
+		switch {
+		case d.Reason == ErrDeadline:
+			if o.Reason != ErrDeadline {
+				t.Fatalf("ErrDeadline, but the refused retry's own delay %v fits", o.Delay)
+			}
+		case d.Reason != ErrBudgetExhausted || !d.Wait:
+			t.Fatalf("Decision %+v, want a wait and ErrBudgetExhausted", d)
+		case d.Delay < o.Delay || d.Delay < 0:
+			t.Fatalf("wait %v, shorter than the refused retry's own %v", d.Delay, o.Delay)
+		case !deadline.IsZero() && !t0.Add(d.Delay).Before(deadline):
+			t.Fatalf("wait %v with %v left: it reaches the deadline", d.Delay, deadline.Sub(t0))
+		}
+	})
+}

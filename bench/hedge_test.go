@@ -160,10 +160,31 @@ func BenchmarkHedge(b *testing.B) {
 // answer at once, with a 1 ms hedge delay: what hedging costs the calls
 // that do not need it. A hedge can still start when the machine stalls
 // the primary for the whole delay; extra-req/op counts such hedges.
-func BenchmarkHedgePrimaryWins(b *testing.B) {
+//
+// The attempts never look at their context, as one answered from memory
+// does not: a context that sets up its cancellation only when watched
+// (unherd's) sets none up here. BenchmarkHedgePrimaryWinsWatched is the
+// same with attempts that do.
+func BenchmarkHedgePrimaryWins(b *testing.B) { benchPrimaryWins(b, false) }
+
+// BenchmarkHedgePrimaryWinsWatched is BenchmarkHedgePrimaryWins with
+// attempts that read their context's Done channel once before answering,
+// as attempts that do I/O do.
+func BenchmarkHedgePrimaryWinsWatched(b *testing.B) { benchPrimaryWins(b, true) }
+
+// benchPrimaryWins runs the primary-wins cases, with attempts that watch
+// their context if watched is set.
+func benchPrimaryWins(b *testing.B, watched bool) {
 	ctx := reqCtx(b)
 	fast := func(r *replicas) func(context.Context, int) (int, error) {
 		return func(ctx context.Context, attempt int) (int, error) {
+			if watched {
+				select {
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				default:
+				}
+			}
 			if attempt > 0 {
 				r.hedges.Add(1)
 			} else {

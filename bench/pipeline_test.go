@@ -29,12 +29,31 @@ const attemptTimeout = time.Second
 // in its library's default configuration. floor-direct is the bare call;
 // floor-timeout is the bare call under one context.WithTimeout, the least
 // any attempt timeout costs, since it needs a context of its own.
+//
+// The operation never looks at its context, as one answered from memory
+// does not: an attempt context that sets up its timer only when watched
+// (unherd's) arms none here, while context.WithTimeout always arms one.
+// BenchmarkPipelineWatched is the same with an operation that does.
 func BenchmarkPipeline(b *testing.B) {
+	benchPipeline(b, (*op).callCtx)
+}
+
+// BenchmarkPipelineWatched is BenchmarkPipeline with an operation that
+// reads its context's Done channel once before answering, as one that
+// does I/O does: every attempt context, unherd's included, then arms its
+// timer and follows the caller's context.
+func BenchmarkPipelineWatched(b *testing.B) {
+	benchPipeline(b, (*op).callWatch)
+}
+
+// benchPipeline runs the pipeline cases with call as the operation.
+func benchPipeline(b *testing.B, call func(*op, context.Context) (int, error)) {
 	b.Run("floor-direct", func(b *testing.B) {
 		b.ReportAllocs()
+		ctx := reqCtx(b)
 		o := newOp(0, errFail)
 		for b.Loop() {
-			v, err := o.call()
+			v, err := call(o, ctx)
 			checkResult(b, v, err)
 		}
 		o.check(b)
@@ -46,7 +65,7 @@ func BenchmarkPipeline(b *testing.B) {
 		o := newOp(0, errFail)
 		for b.Loop() {
 			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-			v, err := o.callCtx(actx)
+			v, err := call(o, actx)
 			cancel()
 			checkResult(b, v, err)
 		}
@@ -58,8 +77,9 @@ func BenchmarkPipeline(b *testing.B) {
 		p := unherdPipeline(b)
 		ctx := reqCtx(b)
 		o := newOp(0, errFail)
+		fn := func(ctx context.Context) (int, error) { return call(o, ctx) }
 		for b.Loop() {
-			v, err := retry.DoValue(ctx, p, o.callCtx)
+			v, err := retry.DoValue(ctx, p, fn)
 			checkResult(b, v, err)
 		}
 		o.check(b)
@@ -80,7 +100,7 @@ func BenchmarkPipeline(b *testing.B) {
 			adaptivethrottler.NewWithDefaults[int](),
 			timeout.New[int](attemptTimeout)).WithContext(reqCtx(b))
 		o := newOp(0, errFail)
-		fn := func(e failsafe.Execution[int]) (int, error) { return o.callCtx(e.Context()) }
+		fn := func(e failsafe.Execution[int]) (int, error) { return call(o, e.Context()) }
 		for b.Loop() {
 			v, err := exec.GetWithExecution(fn)
 			checkResult(b, v, err)

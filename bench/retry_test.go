@@ -56,6 +56,19 @@ func (o *op) call() (int, error) {
 // callCtx is the operation in the shape that takes a context.
 func (o *op) callCtx(context.Context) (int, error) { return o.call() }
 
+// callWatch is callCtx for an operation that looks at its context once
+// before answering, as one about to do I/O does: it reads Done (which
+// makes a context that sets up its cancellation lazily set it up) and
+// fails if the context has ended.
+func (o *op) callWatch(ctx context.Context) (int, error) {
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	default:
+		return o.call()
+	}
+}
+
 // check fails the benchmark unless every call made exactly fails+1
 // attempts.
 func (o *op) check(b *testing.B) {

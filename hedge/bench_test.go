@@ -62,3 +62,26 @@ func BenchmarkHedgePrimaryWinsParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHedgePrimaryWinsWatched is BenchmarkHedgePrimaryWins with a
+// primary that reads its context's Done channel once before answering,
+// as one that does I/O does, which sets up the context's cancellation.
+func BenchmarkHedgePrimaryWinsWatched(b *testing.B) {
+	b.ReportAllocs()
+	h := mustNew(b, Config{Delay: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fn := func(ctx context.Context, _ int) (int, error) {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		default:
+			return 1, nil
+		}
+	}
+	for b.Loop() {
+		if v, err := Do(ctx, h, fn, nil); v != 1 || err != nil {
+			b.Fatal(v, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/lazyctx"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -47,8 +48,10 @@ import (
 // cancelled context asks for.
 //
 // Cost: when the primary answers before the delay, Do starts no
-// goroutine, allocates only the primary's cancellable context, and arms
-// and stops one timer, reused across calls (BenchmarkHedgePrimaryWins).
+// goroutine, allocates only the primary's cancellable context (one
+// allocation, and three more only if fn reads its Done channel), and arms
+// and stops one timer, reused across calls (BenchmarkHedgePrimaryWins and
+// BenchmarkHedgePrimaryWinsWatched).
 // A request that may not hedge (see [Hedger.Begin]) runs fn(ctx, 0)
 // directly.
 func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
@@ -99,8 +102,8 @@ func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 	c := getCall[T](h)
 	c.parent, c.fn, c.cleanup, c.delay, c.start = ctx, fn, cleanup, delay, start
 	c.failuresWait = failuresWait
-	actx, cancel := context.WithCancelCause(ctx)
-	c.cancels = append(c.cancels, cancel)
+	actx := lazyctx.WithCancel(ctx)
+	c.attempts = append(c.attempts, actx)
 	c.started, c.running = 1, 1
 	c.arm()
 
@@ -114,7 +117,7 @@ func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 			// The timer never fired, so no other goroutine has seen c:
 			// the primary settles the call alone, and c goes back to the
 			// pool.
-			cancel(nil)
+			actx.Cancel(nil)
 			h.ended(ctx, start, err, false, false)
 			c.reset()
 			h.calls.Put(c)
@@ -175,16 +178,16 @@ type call[T any] struct {
 
 	failuresWait bool // DoFirstSuccess: a failure waits while others run
 
-	mu      sync.Mutex
-	started int  // attempts started, the primary included
-	running int  // attempts started and not yet delivered
-	closed  bool // the budget refused a hedge: start no more
-	settled bool
-	winner  int // attempt that settled the call, -1 if none did
-	v       T
-	err     error
-	cancels []context.CancelCauseFunc // by attempt
-	done    chan struct{}             // closed on settling; made with the first hedge
+	mu       sync.Mutex
+	started  int  // attempts started, the primary included
+	running  int  // attempts started and not yet delivered
+	closed   bool // the budget refused a hedge: start no more
+	settled  bool
+	winner   int // attempt that settled the call, -1 if none did
+	v        T
+	err      error
+	attempts []*lazyctx.Context // the attempts' contexts, by attempt
+	done     chan struct{}      // closed on settling; made with the first hedge
 }
 
 // getCall returns a pooled call for T, or a new one. A Hedger used with
@@ -193,7 +196,7 @@ func getCall[T any](h *Hedger) *call[T] {
 	if c, ok := h.calls.Get().(*call[T]); ok {
 		return c
 	}
-	c := &call[T]{h: h, cancels: make([]context.CancelCauseFunc, 0, 1+h.maxHedges)}
+	c := &call[T]{h: h, attempts: make([]*lazyctx.Context, 0, 1+h.maxHedges)}
 	// The timer exists before anything arms it, so that the arming Reset
 	// orders every field written before it before fire reads them.
 	c.timer = time.AfterFunc(math.MaxInt64, c.fire)
@@ -216,9 +219,9 @@ func (c *call[T]) rearm() {
 // reset clears c for the pool (only when its timer never fired).
 func (c *call[T]) reset() {
 	var zero T
-	clear(c.cancels)
+	clear(c.attempts)
 	c.parent, c.fn, c.cleanup, c.v, c.err = nil, nil, nil, zero, nil
-	c.cancels = c.cancels[:0]
+	c.attempts = c.attempts[:0]
 	c.started, c.running, c.closed, c.settled, c.winner, c.done = 0, 0, false, false, 0, nil
 	c.failuresWait = false
 }
@@ -282,8 +285,8 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 	i := c.started
 	c.started++
 	c.running++
-	ctx, cancel := context.WithCancelCause(c.parent)
-	c.cancels = append(c.cancels, cancel)
+	ctx := lazyctx.WithCancel(c.parent)
+	c.attempts = append(c.attempts, ctx)
 	if c.done == nil {
 		c.done = make(chan struct{})
 	}
@@ -343,7 +346,7 @@ func (c *call[T]) settle(i int, v T, err error) {
 		close(c.done)
 	}
 	c.mu.Unlock()
-	// No attempt starts after settling, so c.cancels is stable now.
+	// No attempt starts after settling, so c.attempts is stable now.
 	c.timer.Stop()
 	// A call settled because the caller gave up keeps the caller's cause
 	// for every attempt: the parent's cancellation may still be on its way
@@ -353,9 +356,9 @@ func (c *call[T]) settle(i int, v T, err error) {
 	if c.parent.Err() != nil {
 		lost = context.Cause(c.parent)
 	}
-	for j, cancel := range c.cancels {
+	for j, a := range c.attempts {
 		if j != i {
-			cancel(lost)
+			a.Cancel(lost)
 		}
 	}
 	c.h.ended(c.parent, c.start, err, hedged, i > 0)
@@ -406,7 +409,7 @@ func (c *call[T]) finish(v T, err error) (T, error) {
 	v, err, w := c.v, c.err, c.winner
 	c.mu.Unlock()
 	if w >= 0 {
-		c.cancels[w](nil)
+		c.attempts[w].Cancel(nil)
 	}
 	return v, err
 }

@@ -35,12 +35,17 @@ type target struct {
 }
 
 var targets = map[string]target{
-	"FirstSuccess":    {speedup: 10, zeroAllocs: true},
-	"RetryWait":       {floor: "floor-timer", floorRatio: 1.2, maxAllocs: 1, limitAllocs: true},
-	"BudgetParallel":  {speedup: 1, maxNs: 20, zeroAllocs: true},
-	"Pipeline":        {floor: "floor-timeout", floorOver: 50, floorAllocs: true},
-	"HTTPGet":         {overhead: 0.03},
-	"HTTPGetParallel": {overhead: 0.03},
+	"FirstSuccess":   {speedup: 10, zeroAllocs: true},
+	"RetryWait":      {floor: "floor-timer", floorRatio: 1.2, maxAllocs: 1, limitAllocs: true},
+	"BudgetParallel": {speedup: 1, maxNs: 20, zeroAllocs: true},
+	"Pipeline":       {floor: "floor-timeout", floorOver: 50, floorAllocs: true},
+	// The twins whose operation watches its context are held to the same
+	// targets: there every attempt context does the same work.
+	"PipelineWatched":         {floor: "floor-timeout", floorOver: 50, floorAllocs: true},
+	"HedgePrimaryWins":        {maxNs: 150, maxAllocs: 1, limitAllocs: true},
+	"HedgePrimaryWinsWatched": {maxNs: 150, maxAllocs: 1, limitAllocs: true},
+	"HTTPGet":                 {overhead: 0.03},
+	"HTTPGetParallel":         {overhead: 0.03},
 }
 
 // unequal names the scenarios that are floors rather than comparisons of

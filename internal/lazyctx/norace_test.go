@@ -1,0 +1,5 @@
+//go:build !race
+
+package lazyctx
+
+const raceEnabled = false

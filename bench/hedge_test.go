@@ -178,17 +178,19 @@ func benchPrimaryWins(b *testing.B, watched bool) {
 	ctx := reqCtx(b)
 	fast := func(r *replicas) func(context.Context, int) (int, error) {
 		return func(ctx context.Context, attempt int) (int, error) {
+			if attempt > 0 {
+				r.hedges.Add(1)
+			} else {
+				r.primaries.Add(1)
+			}
 			if watched {
+				// After the count: an attempt that a stall lets lose
+				// still counts as made.
 				select {
 				case <-ctx.Done():
 					return 0, ctx.Err()
 				default:
 				}
-			}
-			if attempt > 0 {
-				r.hedges.Add(1)
-			} else {
-				r.primaries.Add(1)
 			}
 			return want, nil
 		}

@@ -180,14 +180,15 @@
 // # Cost
 //
 // When the primary answers before the delay, Do starts no goroutine,
-// allocates only the primary's cancellable context (2 allocations: the
-// context and its cancel function), arms and stops one timer, which the
-// Hedger reuses across calls, and records the request with the budget
-// without reading the clock (BenchmarkHedgePrimaryWins; figures in
-// bench/BENCHMARKS.md). With the adaptive delay it also reads the clock
-// twice to measure the latency. A request that may not hedge (no latency
-// known yet, or suspended and not a probe) runs fn with the caller's
-// context and nothing else.
+// allocates only the primary's cancellable context (one allocation; its
+// cancellation is set up, three allocations more, only if fn reads its
+// Done channel), arms and stops one timer, which the Hedger reuses across
+// calls, and records the request with the budget without reading the
+// clock (BenchmarkHedgePrimaryWins and BenchmarkHedgePrimaryWinsWatched;
+// figures in bench/BENCHMARKS.md). With the adaptive delay it also reads
+// the clock twice to measure the latency. A request that may not hedge
+// (no latency known yet, or suspended and not a probe) runs fn with the
+// caller's context and nothing else.
 //
 // Because of that reuse, a Hedger used under testing/synctest must be
 // created and used inside one bubble.

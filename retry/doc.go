@@ -169,7 +169,11 @@
 // # Cost
 //
 // A call whose first attempt succeeds allocates nothing, starts no
-// goroutine, arms no timer and reads no clock (BenchmarkDoSuccess). A retry
+// goroutine, arms no timer and reads no clock (BenchmarkDoSuccess). Under
+// an attempt timeout it allocates the attempt's context and reads the
+// clock once; the context arms its timer and links to the caller's
+// context only if the attempt reads its Done channel
+// (BenchmarkDoAttemptTimeout and BenchmarkDoAttemptTimeoutWatched). A retry
 // with a zero delay arms no timer (BenchmarkDoRetry2). A call that waits
 // between attempts waits on one timer, reused for all its waits and taken
 // from (and given back to) a pool shared by all calls, so the waits

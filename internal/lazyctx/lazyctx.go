@@ -151,13 +151,15 @@ func (c *Context) Value(key any) any {
 }
 
 // Cancel ends the context with cause (context.Canceled if nil), unless it
-// has ended already. Cancelling a context that nobody watches costs no
-// allocation.
+// has ended already, as a context.CancelCauseFunc does: a parent that has
+// ended, or a deadline that has passed, ended it first even if nobody saw
+// it yet. Cancelling a context that nobody watches costs no allocation.
 func (c *Context) Cancel(cause error) {
 	if cause == nil {
 		cause = context.Canceled
 	}
 	c.mu.Lock()
+	c.endLocked()
 	if c.flags.Load()&cancelled == 0 {
 		c.cancelLocked(0, cause)
 	}
@@ -287,7 +289,15 @@ func (c *Context) arm() context.Context {
 		// (detached).
 		return c.inner
 	}
-	if c.endLocked(); c.flags.Load()&cancelled != 0 {
+	var left time.Duration // until the expiry, if any: one clock read
+	if !c.expiry.IsZero() {
+		if left = time.Until(c.expiry); left <= 0 {
+			c.endLocked()
+			return c.inner
+		}
+	}
+	if c.parent.Err() != nil {
+		c.endLocked()
 		return c.inner
 	}
 	end := c.end // one func value for both
@@ -296,8 +306,8 @@ func (c *Context) arm() context.Context {
 	}
 	// A parent that ends at or before the expiry ends the context first,
 	// through the hook: the context needs no timer of its own.
-	if d, ok := c.parent.Deadline(); !c.expiry.IsZero() && (!ok || c.expiry.Before(d)) {
-		c.timer = time.AfterFunc(time.Until(c.expiry), end)
+	if d, ok := c.parent.Deadline(); left > 0 && (!ok || c.expiry.Before(d)) {
+		c.timer = time.AfterFunc(left, end)
 	}
 	return c.inner
 }

@@ -98,6 +98,49 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
+// TestExpiryBeforeParentDeadline: a deadline of its own earlier than the
+// parent's ends the context first, with its own cause.
+func TestExpiryBeforeParentDeadline(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unwatched", true: "watched"}[watched], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				parent, cancel := context.WithTimeout(context.Background(), time.Hour)
+				defer cancel()
+				start := time.Now()
+				c := WithTimeout(parent, time.Second, errExpiry)
+				if d, _ := c.Deadline(); !d.Equal(start.Add(time.Second)) {
+					t.Errorf("Deadline() = %v, want its own, %v", d, start.Add(time.Second))
+				}
+				if watched {
+					<-c.Done()
+				} else {
+					time.Sleep(time.Second)
+				}
+				if got := time.Since(start); got != time.Second {
+					t.Errorf("ended after %v, want 1s", got)
+				}
+				checkEnded(t, c, context.DeadlineExceeded, errExpiry)
+				if !c.Expired() {
+					t.Error("Expired() = false")
+				}
+			})
+		})
+	}
+}
+
+// TestWatchedAfterExpiry: Done first called after the deadline has passed
+// returns a closed channel.
+func TestWatchedAfterExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := WithTimeout(context.Background(), time.Second, errExpiry)
+		time.Sleep(time.Second)
+		if !isClosed(c.Done()) {
+			t.Error("Done() open after the deadline")
+		}
+		checkEnded(t, c, context.DeadlineExceeded, errExpiry)
+	})
+}
+
 func TestExpiryDefaultCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := WithTimeout(context.Background(), time.Second, nil)
@@ -176,6 +219,26 @@ func TestParentEnds(t *testing.T) {
 	}
 }
 
+// TestWatchedParentCancel: once Done has been called, the parent's end
+// closes the channel by itself, with nobody calling Err: at once for
+// WithCancel (a child of the parent), from the hook's goroutine for
+// WithTimeout.
+func TestWatchedParentCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancelCause(context.Background())
+		follows := WithCancel(parent)
+		timed := WithTimeout(parent, time.Hour, errExpiry)
+		fdone, tdone := follows.Done(), timed.Done()
+		cancel(errParent)
+		if !isClosed(fdone) {
+			t.Error("WithCancel: Done open right after the parent's cancel")
+		}
+		<-tdone // the hook runs on a goroutine of its own
+		checkEnded(t, follows, context.Canceled, errParent)
+		checkEnded(t, timed, context.Canceled, errParent)
+	})
+}
+
 func TestCancel(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -216,6 +279,31 @@ func TestCancel(t *testing.T) {
 				if c.Expired() {
 					t.Error("Expired() = true after Cancel")
 				}
+			})
+		})
+	}
+}
+
+// TestCancelAfterUnseenEnd: Cancel on a context whose parent has ended,
+// or whose deadline has passed, keeps that end, as a
+// context.CancelCauseFunc does, whether or not anyone had seen it.
+func TestCancelAfterUnseenEnd(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unwatched", true: "watched"}[watched], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				parent, pcancel := context.WithCancelCause(context.Background())
+				follows := WithCancel(parent)
+				timed := WithTimeout(context.Background(), time.Second, errExpiry)
+				if watched {
+					follows.Done()
+					timed.Done()
+				}
+				pcancel(errParent)
+				time.Sleep(time.Second)
+				follows.Cancel(errOwn)
+				timed.Cancel(errOwn)
+				checkEnded(t, follows, context.Canceled, errParent)
+				checkEnded(t, timed, context.DeadlineExceeded, errExpiry)
 			})
 		})
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hedge
+
+const raceEnabled = false

@@ -130,28 +130,16 @@ func (r *callRun) handle(e *engine, ev event) {
 	m := r.m
 	switch ev.kind {
 	case callArrival:
-		id := r.alloc()
-		r.start(e, id)
+		// The next arrival is scheduled first: the gap is at least a
+		// microsecond (rates are capped), so this order is the one in
+		// which an attempt's callSend event, run after this handler,
+		// used to schedule its callArrive, and ties break as before.
 		e.after(time.Duration(float64(time.Second)/m.rate), callArrival, 0, 0)
+		r.start(e, r.alloc())
 	case callStart:
 		r.start(e, ev.id)
 	case callSend:
-		if err := r.slots[ev.id].call.Admit(context.Background()); err != nil {
-			// A guard rejected the attempt: a local rejection ends the
-			// call at once and is never retried.
-			r.stats.rejected++
-			r.end(e, ev.id)
-			return
-		}
-		r.stats.attempts++
-		r.stats.load[e.elapsed()/m.bucket]++
-		if t := e.elapsed(); t >= m.downFrom && t < m.downTo {
-			r.stats.attemptsInOutage++
-			if r.slots[ev.id].call.Attempts() == 1 {
-				r.stats.firstInOutage++
-			}
-		}
-		e.after(e.normal(m.hop, m.hopSD), callArrive, ev.id, 0)
+		r.send(e, ev.id)
 	case callArrive:
 		ok := int64(0)
 		if r.serve(e.elapsed()) {
@@ -177,7 +165,41 @@ func (r *callRun) alloc() int32 {
 
 func (r *callRun) start(e *engine, id int32) {
 	r.slots[id] = callSlot{call: r.policy.Begin(false)}
-	e.after(0, callSend, id, 0)
+	r.sendAfter(e, 0, id)
+}
+
+// sendAfter has slot id send an attempt d from now. With no delay and no
+// other event due at this instant, the callSend event would be the very
+// next one delivered, so the attempt is sent at once, without it: the
+// same draws in the same order, the same result, one event fewer per
+// call.
+func (r *callRun) sendAfter(e *engine, d time.Duration, id int32) {
+	if d <= 0 && e.alone() {
+		r.send(e, id)
+		return
+	}
+	e.after(d, callSend, id, 0)
+}
+
+// send has slot id send an attempt, if its guards admit it.
+func (r *callRun) send(e *engine, id int32) {
+	m := r.m
+	if err := r.slots[id].call.Admit(context.Background()); err != nil {
+		// A guard rejected the attempt: a local rejection ends the
+		// call at once and is never retried.
+		r.stats.rejected++
+		r.end(e, id)
+		return
+	}
+	r.stats.attempts++
+	r.stats.load[e.elapsed()/m.bucket]++
+	if t := e.elapsed(); t >= m.downFrom && t < m.downTo {
+		r.stats.attemptsInOutage++
+		if r.slots[id].call.Attempts() == 1 {
+			r.stats.firstInOutage++
+		}
+	}
+	e.after(e.normal(m.hop, m.hopSD), callArrive, id, 0)
 }
 
 // serve reports whether the dependency answers a request arriving at t
@@ -221,7 +243,7 @@ func (r *callRun) reply(e *engine, id int32, ok bool) {
 		r.end(e, id)
 		return
 	}
-	e.after(d.Delay, callSend, id, 0)
+	r.sendAfter(e, d.Delay, id)
 }
 
 // end finishes slot id's call: a closed client thinks and calls again; an

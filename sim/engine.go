@@ -97,6 +97,12 @@ func (e *engine) at(t time.Duration, kind, id int32, arg int64) {
 	e.put(event{at: t, kind: kind, id: id, arg: arg})
 }
 
+// alone reports whether no other event is due at the present instant:
+// an event scheduled now would be the next one delivered. A handler may
+// then do that event's work at once instead of scheduling it, with the
+// same result.
+func (e *engine) alone() bool { return e.head == len(e.due) }
+
 // after schedules an event d after now.
 func (e *engine) after(d time.Duration, kind, id int32, arg int64) {
 	e.at(e.now+d, kind, id, arg)

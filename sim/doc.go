@@ -184,6 +184,17 @@
 // (unhedged p50 30.1 and 33.4 ms): a queue that full feels the burstier
 // arrivals.
 //
+// Two more savings change nothing at all (TestHedgeFleetExact compares
+// them with the plain model, and the report's output is byte-identical
+// with and without them): a fleet's draws common to its four strategies
+// (stalls, key placement, primary service times and network delays) are
+// made once, the four runs advancing together half a second of virtual
+// time at a time and reading them from a shared tape (hedgetape.go); and
+// without hedging, where a primary can never be dropped, a copy's start
+// on its first-come-first-served server is worked out when it arrives,
+// unless a stall begins first, instead of through a wake-up event at the
+// instant a thread frees up (one event per key on the busy fleets).
+//
 // periodic (open): Brooker, "Timeouts, retries, and backoff with
 // jitter", Amazon Builders' Library, on jitter for periodic work, and
 // systemd.timer's RandomizedDelaySec. 10000 processes (--clients) each

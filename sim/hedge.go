@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -200,12 +199,13 @@ func RunHedge(ctx context.Context, p *HedgeParams, o Options) ([]HedgeOutcome, e
 		return nil, err
 	}
 	ns := len(hedgeStrategies)
-	outs, err := sweep(ctx, o, len(hedgeFleets)*ns, func(i int) hedgeOut {
-		return runHedge(ctx.Done(), o.Seed, uint64(i), p, fleet(i/ns), i%ns)
+	fleets, err := sweep(ctx, o, len(hedgeFleets), func(f int) []hedgeOut {
+		return runHedgeFleet(ctx.Done(), o.Seed, p, fleet(f))
 	})
 	if err != nil {
 		return nil, err
 	}
+	outs := slices.Concat(fleets...)
 	res := make([]HedgeOutcome, len(outs))
 	for i, out := range outs {
 		if out.err != nil {
@@ -321,49 +321,6 @@ type hedgeOut struct {
 	suspended  bool            // the hedger had suspended hedging at the end
 	unfinished int             // requests still open when the run stopped
 	err        error
-}
-
-func runHedge(done <-chan struct{}, seed, stream uint64, p *HedgeParams, fl fleet, strategy int) hedgeOut {
-	e := newEngine(seed, stream)
-	e.done = done
-	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: p.Rate,
-		count: make([]int32, p.Servers), picked: make([]bool, p.Keys), placed: make([][2]int32, p.Keys)}
-	for s := range r.servers {
-		r.servers[s] = hServer{free: make([]time.Duration, p.Threads), wakeAt: -1}
-	}
-	// Every strategy on a fleet sees the same stalls, key placement,
-	// primary service times and primary network delays (common random
-	// numbers): the fleet's draws come from a source of their own, seeded
-	// by the fleet alone.
-	r.env = rand.New(rand.NewPCG(seed, mix(1<<40+uint64(fl))))
-	var err error
-	if r.hedger, err = newHedger(strategy, p, e.Now); err != nil {
-		return hedgeOut{err: err}
-	}
-	switch fl {
-	case fleetLoaded, fleetSaturated:
-		r.rate = p.saturatedRate()
-	case fleetStalled:
-		if p.StallRate > 0 {
-			for s := range p.Servers {
-				e.after(r.stallGap(), hStall, int32(s), 0)
-			}
-		}
-	}
-	e.after(0, hArrival, 0, 0)
-	end := time.Duration(float64(p.Requests)/r.rate*float64(time.Second)) + time.Minute
-	e.run(r, end)
-	if missing := r.arrived - len(r.out.latencies); missing > 0 {
-		r.out.unfinished = missing
-		for range missing {
-			r.out.latencies = append(r.out.latencies, end) // counted as at least the run's length
-		}
-	}
-	if r.hedger != nil {
-		r.out.delay, _ = r.hedger.Delay()
-		r.out.suspended = r.hedger.Suspended()
-	}
-	return r.out
 }
 
 // newHedger builds the strategy's hedger (nil for no hedge and tied) on

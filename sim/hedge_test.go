@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -125,6 +126,40 @@ func TestRunHedge(t *testing.T) {
 		}
 		if o.P50 > o.P99 || o.P99 > o.P999 {
 			t.Errorf("%s/%s: percentiles out of order: %v %v %v", fl, st, o.P50, o.P99, o.P999)
+		}
+	}
+}
+
+// TestHedgeFleetExact: a fleet's strategies run together, reading the
+// fleet's draws from one tape, with unhedged primaries started ahead of
+// their instant (startAhead), compute exactly what each strategy computes
+// alone, with a source of its own and every copy started by serve.
+func TestHedgeFleetExact(t *testing.T) {
+	p := defaultHedgeParams()
+	// Two threads and frequent stalls, so that copies queue and stalls
+	// begin while they do.
+	p.Keys, p.Servers, p.Threads, p.Requests, p.StallRate = 100, 20, 2, 300, 0.5
+	for _, seed := range []uint64{1, 2} {
+		for fl := range len(hedgeFleets) {
+			got := runHedgeFleet(nil, seed, p, fleet(fl))
+			for st := range hedgeStrategies {
+				draws := &fleetDraws{src: rand.New(rand.NewPCG(seed, mix(1<<40+uint64(fl))))}
+				e := newEngine(seed, uint64(fl*len(hedgeStrategies)+st))
+				r, err := newHedgeRun(e, p, fleet(fl), st, draws)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.ahead = false
+				end := hedgeEnd(p, fleet(fl))
+				e.run(r, end)
+				want := r.finish(end)
+				if diff := cmp.Diff(want, got[st], cmp.AllowUnexported(hedgeOut{})); diff != "" {
+					t.Errorf("seed %d, %s fleet, %s: together and alone differ (-alone +together):\n%s", seed, hedgeFleets[fl], hedgeStrategies[st], diff)
+				}
+				if len(want.latencies) != p.Requests {
+					t.Errorf("seed %d, %s fleet, %s: %d latencies, want %d", seed, hedgeFleets[fl], hedgeStrategies[st], len(want.latencies), p.Requests)
+				}
+			}
 		}
 	}
 }

@@ -117,6 +117,7 @@ type hServer struct {
 	head    int
 	stalled time.Duration // no new work starts before this
 	wakeAt  time.Duration // a pending hWake, or -1
+	stallAt time.Duration // its next hStall; never if none
 }
 
 type hedgeRun struct {
@@ -124,11 +125,12 @@ type hedgeRun struct {
 	fleet     fleet
 	strategy  int
 	hedger    *hedge.Hedger // nil for no hedge and tied
+	ahead     bool          // start primaries ahead (startAhead): no hedge
 	reqs      []hRequest
 	leaves    []hLeaf
 	freeSlots []int32
 	servers   []hServer
-	env       *rand.Rand // the fleet's own draws: stalls and key placement
+	env       fleetCursor // the fleet's own draws: stalls, placement, primaries
 	rate      float64
 	arrived   int
 	count     []int32    // scratch, per server
@@ -167,8 +169,8 @@ func (r *hedgeRun) handle(e *engine, ev event) {
 		}
 	case hStall:
 		sv := &r.servers[ev.id]
-		sv.stalled = max(sv.stalled, e.elapsed()+time.Duration(r.env.ExpFloat64()*float64(r.p.StallMean)))
-		e.after(r.stallGap(), hStall, ev.id, 0)
+		sv.stalled = max(sv.stalled, e.elapsed()+r.stallLength())
+		r.stallIn(e, ev.id)
 	}
 }
 
@@ -193,8 +195,8 @@ func (r *hedgeRun) arrive(e *engine) {
 	// that the copies of one message sit side by side in memory.
 	clear(r.count)
 	for k := range r.p.Keys {
-		a := int32(r.env.IntN(r.p.Servers))
-		b := int32(r.env.IntN(r.p.Servers - 1))
+		a := r.envIntN(r.p.Servers)
+		b := r.envIntN(r.p.Servers - 1)
 		if b >= a {
 			b++
 		}
@@ -218,7 +220,7 @@ func (r *hedgeRun) arrive(e *engine) {
 		// source too, so that strategies differ only where they act.
 		*l = hLeaf{server: r.placed[k], state: [2]uint8{cQueued, cUnsent}, gen: q.gen,
 			cancelAt: [2]time.Duration{never, never}, answer: never,
-			service: r.draw(r.env), replyHop: r.hop(r.env)}
+			service: r.envDraw(), replyHop: r.envHop()}
 		if r.hedger != nil {
 			if d, ok := r.hedger.Begin(); ok {
 				l.mayHedge, q.delay, hedges = true, d, true
@@ -247,7 +249,7 @@ func (r *hedgeRun) arrive(e *engine) {
 	r.out.sent += int64(r.p.Keys)
 	for s := range r.p.Servers {
 		if off[s+1] > off[s] {
-			e.after(r.hop(r.env), hMessage, slot, packMsg(q.gen, 0, int32(s)))
+			e.after(r.envHop(), hMessage, slot, packMsg(q.gen, 0, int32(s)))
 		}
 	}
 	r.arrived++
@@ -325,6 +327,9 @@ func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
 	if round == 0 {
 		base := int32(int(slot) * r.p.Keys)
 		for i := q.off[0][s]; i < q.off[0][s+1]; i++ {
+			if r.ahead && sv.head == len(sv.queue) && r.startAhead(e, sv, base+i) {
+				continue
+			}
 			sv.queue = append(sv.queue, int64(2*(base+i))<<32|int64(q.gen))
 		}
 		r.serve(e, s)
@@ -403,6 +408,36 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 		sv.queue = append(sv.queue[:0], sv.queue[sv.head:]...)
 		sv.head = 0
 	}
+}
+
+// startAhead starts leaf's primary on server sv, whose queue is empty,
+// now if a thread is free, or else at the instant serve would start it,
+// without waiting for that instant, and reports whether it did. It is
+// used without hedging, where a primary has no other copy that could
+// have it dropped, and serve draws nothing for it: its start is then
+// known as soon as it arrives (the server is first come first served)
+// unless a stall begins before it, which it leaves to serve. The copy
+// starts when it would and does what it would; only the wake-up event
+// serve would schedule for it is saved (one per key on a busy fleet).
+func (r *hedgeRun) startAhead(e *engine, sv *hServer, leaf int32) bool {
+	start := max(e.elapsed(), sv.stalled, sv.free[0])
+	if start >= sv.stallAt {
+		return false
+	}
+	l := &r.leaves[leaf]
+	sv.free[0] = start + l.service
+	siftFree(sv.free)
+	r.out.executed++
+	l.state[0] = cStarted
+	r.started(e, leaf, 0, start+l.service+l.replyHop)
+	return true
+}
+
+// stallIn schedules server s's next stall.
+func (r *hedgeRun) stallIn(e *engine, s int32) {
+	d := r.stallGap()
+	r.servers[s].stallAt = e.elapsed() + d
+	e.after(d, hStall, s, 0)
 }
 
 // wake makes sure server s is served again at t.
@@ -525,11 +560,6 @@ func (r *hedgeRun) done(slot int32) {
 	r.out.latencies = append(r.out.latencies, q.maxAnswer-q.start)
 	q.gen++ // every copy still queued is now stale
 	r.freeSlots = append(r.freeSlots, slot)
-}
-
-// stallGap draws the time to a server's next stall.
-func (r *hedgeRun) stallGap() time.Duration {
-	return time.Duration(r.env.ExpFloat64() / r.p.StallRate * float64(time.Second))
 }
 
 // draw draws one copy's service time from src.

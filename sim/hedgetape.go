@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Common random numbers, drawn once. Every strategy on a fleet sees the
+// same stalls, key placement, primary service times and primary network
+// delays: they come from a source of the fleet's own, seeded by the seed
+// and the fleet alone, and every strategy's run takes the same draws from
+// it in the same order (arrivals come at fixed instants and stalls at
+// instants drawn from that source, whatever the strategy does). So the
+// draws are made once per fleet, by whichever run needs one first, kept
+// in a tape, and read back by the other runs: the four runs of a fleet
+// advance together, a few milliseconds of virtual time at a time, and the
+// tape forgets what all of them have read. Each run computes exactly what
+// it would compute with a source of its own.
+
+// fleetDraws is a fleet's tape of draws: vals[i] is draw number base+i.
+type fleetDraws struct {
+	src  *rand.Rand
+	vals []int64
+	base int
+}
+
+// fleetCursor is one run's place in its fleet's tape.
+type fleetCursor struct {
+	d   *fleetDraws
+	pos int
+}
+
+// next returns the cursor's next draw if some run made it already.
+func (c *fleetCursor) next() (int64, bool) {
+	if i := c.pos - c.d.base; i < len(c.d.vals) {
+		c.pos++
+		return c.d.vals[i], true
+	}
+	return 0, false
+}
+
+// put records v, just drawn from c.d.src, as the cursor's next draw.
+func (c *fleetCursor) put(v int64) int64 {
+	c.d.vals = append(c.d.vals, v)
+	c.pos++
+	return v
+}
+
+// forget drops the draws before pos: every run has read them.
+func (d *fleetDraws) forget(pos int) {
+	if n := pos - d.base; n > 0 {
+		d.vals = d.vals[:copy(d.vals, d.vals[n:])]
+		d.base = pos
+	}
+}
+
+// envIntN is the fleet's next uniform draw from [0, n).
+func (r *hedgeRun) envIntN(n int) int32 {
+	if v, ok := r.env.next(); ok {
+		return int32(v)
+	}
+	return int32(r.env.put(int64(r.env.d.src.IntN(n))))
+}
+
+// envDraw is the fleet's next primary service time.
+func (r *hedgeRun) envDraw() time.Duration {
+	if v, ok := r.env.next(); ok {
+		return time.Duration(v)
+	}
+	return time.Duration(r.env.put(int64(r.draw(r.env.d.src))))
+}
+
+// envHop is the fleet's next primary network delay.
+func (r *hedgeRun) envHop() time.Duration {
+	if v, ok := r.env.next(); ok {
+		return time.Duration(v)
+	}
+	return time.Duration(r.env.put(int64(r.hop(r.env.d.src))))
+}
+
+// stallGap is the time to a server's next stall, from the fleet's draws.
+func (r *hedgeRun) stallGap() time.Duration {
+	if v, ok := r.env.next(); ok {
+		return time.Duration(v)
+	}
+	return time.Duration(r.env.put(int64(r.env.d.src.ExpFloat64() / r.p.StallRate * float64(time.Second))))
+}
+
+// stallLength is the length of a stall, from the fleet's draws.
+func (r *hedgeRun) stallLength() time.Duration {
+	if v, ok := r.env.next(); ok {
+		return time.Duration(v)
+	}
+	return time.Duration(r.env.put(int64(r.env.d.src.ExpFloat64() * float64(r.p.StallMean))))
+}
+
+// hedgeStep is how much virtual time the runs of a fleet advance at a
+// time: short enough that the tape stays small (the loaded fleet draws
+// about three values per key, 1000 keys per request, 470 requests per
+// second), long enough that taking turns costs nothing.
+const hedgeStep = 500 * time.Millisecond
+
+// runHedgeFleet runs every strategy on fleet fl, together, and returns
+// their outcomes in HedgeStrategies order. Run i's engine is seeded with
+// stream fl*len(hedgeStrategies)+i, as if each ran alone.
+func runHedgeFleet(done <-chan struct{}, seed uint64, p *HedgeParams, fl fleet) []hedgeOut {
+	ns := len(hedgeStrategies)
+	draws := &fleetDraws{src: rand.New(rand.NewPCG(seed, mix(1<<40+uint64(fl))))}
+	outs := make([]hedgeOut, ns)
+	runs := make([]*hedgeRun, 0, ns)
+	engines := make([]*engine, 0, ns)
+	end := hedgeEnd(p, fl)
+	for strategy := range ns {
+		e := newEngine(seed, uint64(int(fl)*ns+strategy))
+		e.done = done
+		r, err := newHedgeRun(e, p, fl, strategy, draws)
+		if err != nil {
+			outs[strategy].err = err
+			return outs
+		}
+		runs, engines = append(runs, r), append(engines, e)
+	}
+	for t := time.Duration(0); t < end; {
+		t = min(t+hedgeStep, end)
+		low := int(^uint(0) >> 1)
+		for i, r := range runs {
+			engines[i].run(r, t)
+			low = min(low, r.env.pos)
+		}
+		draws.forget(low)
+		select {
+		case <-done:
+			return outs
+		default:
+		}
+	}
+	for i, r := range runs {
+		outs[i] = r.finish(end)
+	}
+	return outs
+}
+
+// hedgeEnd is when a run on fleet fl stops: a minute after the last
+// request arrived.
+func hedgeEnd(p *HedgeParams, fl fleet) time.Duration {
+	rate := p.Rate
+	if fl != fleetStalled {
+		rate = p.saturatedRate()
+	}
+	return time.Duration(float64(p.Requests)/rate*float64(time.Second)) + time.Minute
+}
+
+// newHedgeRun sets up one strategy's run on fleet fl, on engine e, with
+// the fleet's draws from draws.
+func newHedgeRun(e *engine, p *HedgeParams, fl fleet, strategy int, draws *fleetDraws) (*hedgeRun, error) {
+	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: p.Rate,
+		count: make([]int32, p.Servers), picked: make([]bool, p.Keys), placed: make([][2]int32, p.Keys),
+		env: fleetCursor{d: draws}, ahead: strategy == hedgeNone}
+	for s := range r.servers {
+		r.servers[s] = hServer{free: make([]time.Duration, p.Threads), wakeAt: -1, stallAt: never}
+	}
+	var err error
+	if r.hedger, err = newHedger(strategy, p, e.Now); err != nil {
+		return nil, err
+	}
+	switch fl {
+	case fleetLoaded, fleetSaturated:
+		r.rate = p.saturatedRate()
+	case fleetStalled:
+		if p.StallRate > 0 {
+			for s := range p.Servers {
+				r.stallIn(e, int32(s))
+			}
+		}
+	}
+	e.after(0, hArrival, 0, 0)
+	return r, nil
+}
+
+// finish returns the run's outcome once its engine has run to end.
+func (r *hedgeRun) finish(end time.Duration) hedgeOut {
+	if missing := r.arrived - len(r.out.latencies); missing > 0 {
+		r.out.unfinished = missing
+		for range missing {
+			r.out.latencies = append(r.out.latencies, end) // counted as at least the run's length
+		}
+	}
+	if r.hedger != nil {
+		r.out.delay, _ = r.hedger.Delay()
+		r.out.suspended = r.hedger.Suspended()
+	}
+	return r.out
+}

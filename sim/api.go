@@ -59,6 +59,14 @@ type Options struct {
 	// Progress, if set, is called with the number of runs done and the
 	// total, from any goroutine, serially.
 	Progress func(done, total int)
+	// Slots, if set, bounds the runs in progress across every sweep
+	// given the same channel: a run takes a slot (a send) before it
+	// starts and gives it back (a receive) when it ends, and runs waiting
+	// for one get it in the order they asked. A caller running several
+	// scenarios at once passes one channel with a slot per core, so that
+	// the cores stay busy to the end without more runs in memory than
+	// cores; it does not change any result.
+	Slots chan struct{}
 }
 
 // Result is what a scenario run produced: a table, the claims it checks,

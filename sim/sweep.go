@@ -32,17 +32,23 @@ func sweep[R any](ctx context.Context, o Options, n int, fn func(i int) R) ([]R,
 		go func() {
 			defer wg.Done()
 			for {
-				if ctx.Err() != nil {
-					return
+				if o.Slots != nil {
+					select {
+					case o.Slots <- struct{}{}:
+					case <-ctx.Done():
+						return
+					}
 				}
 				mu.Lock()
 				i := next
 				next++
 				mu.Unlock()
-				if i >= n {
+				if i >= n || ctx.Err() != nil {
+					release(o.Slots)
 					return
 				}
 				out[i] = fn(i)
+				release(o.Slots)
 				mu.Lock()
 				done++
 				if o.Progress != nil {
@@ -57,4 +63,11 @@ func sweep[R any](ctx context.Context, o Options, n int, fn func(i int) R) ([]R,
 		return nil, err
 	}
 	return out, nil
+}
+
+// release gives back a slot taken from slots, if any.
+func release(slots chan struct{}) {
+	if slots != nil {
+		<-slots
+	}
 }

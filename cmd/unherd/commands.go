@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unherd/unherd/cmd/unherd/internal/policy"
@@ -105,13 +107,18 @@ func (e *env) parse(fs *flag.FlagSet, args []string, synopsis string) error {
 	return nil
 }
 
-// runScenario runs s on seeds seeds (sim.RunSeeds), with progress on
-// stderr labelled desc unless quiet, and fills in what the result leaves
-// out.
+// runScenario runs s on seeds seeds, with progress on stderr labelled
+// desc unless quiet.
 func (e *env) runScenario(ctx context.Context, s sim.Scenario, p sim.Params, o sim.Options, seeds int, desc string, quiet bool) (*sim.Result, error) {
 	m := e.progress(desc, quiet)
 	o.Progress = m.Update
 	defer m.Finish()
+	return runSeeds(ctx, s, p, o, seeds)
+}
+
+// runSeeds runs s on seeds seeds (sim.RunSeeds) and fills in what the
+// result leaves out.
+func runSeeds(ctx context.Context, s sim.Scenario, p sim.Params, o sim.Options, seeds int) (*sim.Result, error) {
 	r, err := sim.RunSeeds(ctx, s, p, o, seeds)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name(), err)
@@ -168,31 +175,9 @@ func (e *env) report(ctx context.Context, args []string) error {
 		return fmt.Errorf("report: --out: %w", err)
 	}
 	start := e.now()
-	var entries []report.Entry
-	var failed []string
-	for _, s := range e.scenarios() {
-		entry := report.Entry{Name: s.Name(), Description: s.Describe()}
-		p := s.Params()
-		p.Quick()
-		t0 := e.now()
-		if err := p.Validate(); err != nil {
-			entry.Err = fmt.Errorf("report parameters: %s", paramMessage(err))
-		} else {
-			entry.Result, entry.Err = e.runScenario(ctx, s, p, rf.options(), *seeds, "report: "+s.Name(), rf.quiet)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if entry.Err != nil {
-			failed = append(failed, s.Name())
-			fmt.Fprintf(e.stderr, "unherd: report: %v\n", entry.Err)
-		} else {
-			if err := printResult(e.stdout, s.Describe(), entry.Result); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "(%s: %s)\n\n", s.Name(), e.now().Sub(t0).Round(time.Millisecond))
-		}
-		entries = append(entries, entry)
+	entries, failed, err := e.runReport(ctx, rf, *seeds, start)
+	if err != nil {
+		return err
 	}
 	if len(entries) == 0 {
 		return errors.New("report: no scenarios are registered")
@@ -214,6 +199,94 @@ func (e *env) report(ctx context.Context, args []string) error {
 		return fmt.Errorf("report: %d of %d scenarios failed: %s", len(failed), len(entries), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// runReport runs every scenario at its report sizes on seeds seeds, all
+// at once, and prints each result in the scenarios' order as soon as it
+// and the ones before it are done. The scenarios share one slot per
+// worker (one per core by default): their runs, seeds and scenarios
+// alike, queue for a slot in the order they ask, so the cores stay busy
+// until the last run ends instead of idling at the end of each scenario.
+// It returns the report's entries and the names of the scenarios that
+// failed.
+func (e *env) runReport(ctx context.Context, rf runFlags, seeds int, start time.Time) ([]report.Entry, []string, error) {
+	scenarios := e.scenarios()
+	ready := make([]chan struct{}, len(scenarios))
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		for _, r := range ready {
+			if r != nil {
+				<-r // every scenario stops before the report returns
+			}
+		}
+	}()
+	workers := rf.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	o := rf.options()
+	o.Slots = make(chan struct{}, workers)
+	m := e.progress(fmt.Sprintf("report (%d scenarios)", len(scenarios)), rf.quiet)
+	defer m.Finish()
+	progress := sumProgress(m.Update, len(scenarios))
+	entries := make([]report.Entry, len(scenarios))
+	took := make([]time.Duration, len(scenarios))
+	for i, s := range scenarios {
+		ready[i] = make(chan struct{})
+		entries[i] = report.Entry{Name: s.Name(), Description: s.Describe()}
+		p := s.Params()
+		p.Quick()
+		if err := p.Validate(); err != nil {
+			entries[i].Err = fmt.Errorf("report parameters: %s", paramMessage(err))
+			close(ready[i])
+			continue
+		}
+		so := o
+		so.Progress = progress(i)
+		go func() {
+			defer close(ready[i])
+			entries[i].Result, entries[i].Err = runSeeds(ctx, s, p, so, seeds)
+			took[i] = e.now().Sub(start)
+		}()
+	}
+	var failed []string
+	for i, s := range scenarios {
+		<-ready[i]
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if err := entries[i].Err; err != nil {
+			failed = append(failed, s.Name())
+			fmt.Fprintf(e.stderr, "unherd: report: %v\n", err)
+			continue
+		}
+		if err := printResult(e.stdout, s.Describe(), entries[i].Result); err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(e.stdout, "(%s: finished %s into the report; the scenarios run at once)\n\n", s.Name(), took[i].Round(time.Millisecond))
+	}
+	return entries, failed, nil
+}
+
+// sumProgress returns, for each of n concurrent tasks, a progress
+// function that reports the sum of the tasks' progress to update. A task
+// that has not reported yet counts for nothing.
+func sumProgress(update func(done, total int), n int) func(i int) func(done, total int) {
+	var mu sync.Mutex
+	done, total := make([]int, n), make([]int, n)
+	return func(i int) func(int, int) {
+		return func(d, t int) {
+			mu.Lock()
+			defer mu.Unlock()
+			done[i], total[i] = d, t
+			var sd, st int
+			for k := range n {
+				sd, st = sd+done[k], st+total[k]
+			}
+			update(sd, st)
+		}
+	}
 }
 
 // writableDir makes sure dir exists (creating it) and takes new files, so

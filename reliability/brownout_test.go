@@ -11,25 +11,15 @@ import (
 )
 
 // brownOut is the fault of TestBrownOut: 6 s in which the server answers
-// 503 to everything, with 1.5 s measured before it and 4 s after (more
-// than the longest a refused retry of the defaults waits after a 503, so
-// that the recovery of looping callers falls inside the run).
-var brownOut = schedule{warm: 500 * time.Millisecond, before: 1500 * time.Millisecond, fault: 6 * time.Second, after: 4 * time.Second}
+// 503 to everything, with 1.5 s measured before it and 1.5 s after.
+var brownOut = schedule{warm: 500 * time.Millisecond, before: 1500 * time.Millisecond, fault: 6 * time.Second, after: 1500 * time.Millisecond}
 
 // Goals for unherd's defaults, every one a ratio from the same run.
 const (
-	maxFaultLoad = 1.2 // load during the fault / load before
-	recoveredAt  = 0.9 // goodput fraction that counts as recovered
-	// maxRecovery is the time to get there after the fault. A call whose
-	// retry the empty budget refused waits out the rest of its schedule:
-	// after a 503, one draw over 1 s and 2 s (the throttled base and its
-	// double), so every looping caller is back within 3 s of the fault's
-	// end (90% of those in such waits within about 2 s; measured: 1.75 s
-	// in three runs, against 0.45 s when a refused retry waited only its
-	// own delay). That is the price of holding the load during the fault
-	// at about a tenth of the load before instead of a fifth.
-	maxRecovery   = 3 * time.Second
-	maxConnsRatio = 2.0 // new TCP connections / callers
+	maxFaultLoad  = 1.2         // load during the fault / load before
+	recoveredAt   = 0.9         // goodput fraction that counts as recovered
+	maxRecovery   = time.Second // time to get there after the fault
+	maxConnsRatio = 2.0         // new TCP connections / callers
 	recoveryAvg   = 250 * time.Millisecond
 )
 

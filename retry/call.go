@@ -323,10 +323,10 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 		stop := Decision{Reason: ErrBudgetExhausted, Delay: d, Class: class}
 		switch p.onExhausted {
 		case WaitSchedule:
-			// The wait is what the rest of the schedule would have waited,
-			// in one draw, and at least d; step 6 found d to end before
+			// The wait keeps the pace of the retries left, in one draw
+			// (at least a server's delay); step 6 found d to end before
 			// the deadline, and so does the wait.
-			stop.Delay, stop.Wait = p.remaining(c.attempt, c.max, class, d, now, deadline, draw), true
+			stop.Delay, stop.Wait = p.remaining(c.attempt, c.max, class, d, m.serverDelay != nil, now, deadline, draw), true
 		case WaitRetryDelay:
 			// The wait is d, the delay the refused retry itself would have
 			// waited (from the throttled base after a Throttled failure),
@@ -357,52 +357,59 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 // remaining is WaitSchedule's wait for a call whose retry after attempt
 // number attempt (of at most limit) the budget refused, with d the delay
 // that retry would have waited: one draw u, with the schedule's jitter,
-// over the sum of the capped delays of every retry left (from the
-// throttled base after a Throttled failure), so that its mean is what the
-// rest of the schedule would have waited on average and callers refused
-// together do not come back together. Full and decorrelated jitter draw
-// uniformly from [0, sum], equal jitter from [sum/2, sum], no jitter
-// waits the sum. The wait is at least d (which a server delay may have
-// lengthened); when it would end at or after the deadline it is drawn
-// again, from u's other half, within [d, deadline), which step 6 found
-// room for.
-func (p *Policy) remaining(attempt, limit int, class Class, d time.Duration, now, deadline time.Time, u uint64) time.Duration {
+// from the mean of the capped delays of the retries left (from the
+// throttled base after a throttling error), so that a caller that loops
+// comes back at the pace at which the rest of the schedule would have
+// retried, and callers refused together do not come back together. Full
+// and decorrelated jitter draw uniformly from [0, mean], equal jitter
+// from [mean/2, mean], no jitter waits the mean. A server's delay (the
+// floor in d) is honoured: the wait is at least d when the failure named
+// one (Retry-After). When the wait would end at or after the deadline it is drawn again,
+// from u's other half, within [d, deadline), which step 6 found room for.
+func (p *Policy) remaining(attempt, limit int, class Class, d time.Duration, server bool, now, deadline time.Time, u uint64) time.Duration {
 	s := p.backoff
 	throttled := class == Throttled
-	var sum time.Duration
-	for n := attempt - 1; n < limit-1; n++ {
+	left := limit - attempt // retries left, the refused one included
+	// The capped delays of the retries left: a growing prefix, then
+	// every retry at the cap (or a constant schedule's one delay). The
+	// mean is taken in floating point so that a huge attempt limit
+	// gives the cap, not a saturated sum over a huge count.
+	var prefix time.Duration
+	n, capped := attempt-1, 0
+	for ; n < limit-1; n++ {
 		t := s.Temp(n, throttled)
 		if n > attempt-1 && t == s.Temp(n-1, throttled) {
-			// Capped (or constant): every retry left waits t.
-			sum = addSat(sum, mulSat(t, limit-1-n))
+			capped = limit - 1 - n // every retry left waits t
 			break
 		}
-		sum = addSat(sum, t)
+		prefix = addSat(prefix, t)
+	}
+	meanF := float64(prefix) / float64(left)
+	if capped > 0 {
+		meanF += float64(s.Temp(n, throttled)) * (float64(capped) / float64(left))
+	}
+	mean := time.Duration(math.MaxInt64)
+	if meanF < float64(math.MaxInt64) {
+		mean = time.Duration(meanF)
 	}
 	var w time.Duration
 	switch s.Jitter {
 	case backoff.None:
-		w = sum
+		w = mean
 	case backoff.Equal:
-		w = sum - sum/2 + uniformOf(u, sum/2)
+		w = mean - mean/2 + uniformOf(u, mean/2)
 	default: // Full, Decorrelated
-		w = uniformOf(u, sum)
+		w = uniformOf(u, mean)
 	}
-	w = max(w, d)
+	if server {
+		w = max(w, d)
+	}
 	if !deadline.IsZero() {
-		if left := deadline.Sub(now); w >= left {
-			w = d + uniformOf(bits.RotateLeft64(u, 32), left-1-d)
+		if room := deadline.Sub(now); w >= room {
+			w = d + uniformOf(bits.RotateLeft64(u, 32), room-1-d)
 		}
 	}
 	return w
-}
-
-// mulSat is d*n for d >= 0 and n >= 0, saturating instead of overflowing.
-func mulSat(d time.Duration, n int) time.Duration {
-	if n > 0 && d > math.MaxInt64/time.Duration(n) {
-		return math.MaxInt64
-	}
-	return d * time.Duration(n)
 }
 
 // Cancel ends the call because the caller gave up: its context ended

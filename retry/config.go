@@ -37,17 +37,17 @@ const (
 	// waited (from the throttled base after a throttling error, or the
 	// server's delay if longer), then returns ErrBudgetExhausted.
 	WaitRetryDelay
-	// WaitSchedule waits what the rest of the schedule would have waited
-	// (one jittered draw over the capped delays of every retry left,
-	// from the throttled base after a throttling error, and at least the
-	// refused retry's own delay), then returns ErrBudgetExhausted. The
-	// default.
+	// WaitSchedule waits at the pace the rest of the schedule would have
+	// retried (one jittered draw from the mean of the capped delays of
+	// the retries left, from the throttled base after a throttling
+	// error, and at least a server's delay), then returns
+	// ErrBudgetExhausted. The default.
 	WaitSchedule
 )
 
 // DefaultOnBudgetExhausted is what a zero Config.OnBudgetExhausted means:
-// wait what the rest of the schedule would have waited, so that an empty
-// budget does not speed up a caller that loops.
+// wait at the pace of the retries left, so that an empty budget does not
+// speed up a caller that loops.
 const DefaultOnBudgetExhausted = WaitSchedule
 
 // ErrInvalidConfig is wrapped by every error Validate and New return.
@@ -139,22 +139,21 @@ type Config struct {
 	Budget budget.Budget
 
 	// OnBudgetExhausted says what a call does when the budget refuses its
-	// retry. WaitSchedule, the default, first waits what the rest of the
-	// schedule would have waited: one draw, with the schedule's jitter,
-	// over the capped delays of every retry the call had left (from the
-	// throttled base after a throttling error), so its mean is the mean
-	// of the waits it no longer makes, and at least the refused retry's
-	// own delay (or the server's, if longer). A caller that loops (a
-	// worker polling a queue, a closed population) so keeps the pace it
-	// would have kept without a budget instead of coming back early with
-	// a new call while the dependency is failing. The wait never reaches
-	// the deadline (when the draw would, the wait is drawn again within
-	// the time left, from the refused retry's delay up) and is cut short
-	// if the context ends. WaitRetryDelay waits only the refused retry's
-	// own delay: a caller that loops comes back after one retry's delay
-	// where it would have waited the whole schedule, so it offers several
-	// times the load (see the package doc, "A refused retry still
-	// waits"). WaitThenReturn waits the refused retry's normal-base delay,
+	// retry. WaitSchedule, the default, first waits at the pace of the
+	// retries the call had left: one draw, with the schedule's jitter,
+	// from the mean of their capped delays (from the throttled base
+	// after a throttling error), and at least the server's delay when
+	// the failure named one. A caller that loops (a worker polling a
+	// queue, a closed population) so comes back with a new call as often
+	// as the call would have retried without a budget, not sooner, and
+	// not so much later that it misses the dependency's return. The wait
+	// never reaches the deadline (when the draw would, the wait is drawn
+	// again within the time left, from the refused retry's delay up) and
+	// is cut short if the context ends. WaitRetryDelay waits only the
+	// refused retry's own delay: with a schedule that grows, a caller
+	// that loops comes back far sooner than its retries would have, so
+	// it offers several times the load (see the package doc, "A refused
+	// retry still waits"). WaitThenReturn waits the refused retry's normal-base delay,
 	// as the AWS SDKs do for long-polling operations; after a 503 that is
 	// shorter still. ReturnAtOnce returns ErrBudgetExhausted at once: for
 	// request paths whose caller does not loop and wants the error now.

@@ -108,16 +108,20 @@
 // back at once, and the empty budget would turn into more load, not less,
 // because a failure (a 503 from an overloaded server) usually comes back
 // faster than a success. Waiting only the refused retry's own delay is
-// not enough either: without a budget the call would have waited out the
-// rest of its schedule, so a caller that waits one retry's delay is back
-// long before it would have been. So by default (Config.OnBudgetExhausted,
-// WaitSchedule) a call whose retry the budget refuses first waits what
-// the rest of its schedule would have waited: one draw, with the
-// schedule's jitter, over the capped delays of every retry it had left
-// (from the throttled base after a throttling error), at least the
-// refused retry's own delay, then returns ErrBudgetExhausted. Its mean is
-// the mean of the waits the call no longer makes, and callers refused
-// together spread over the whole range instead of coming back together.
+// not enough either: early in a growing schedule that delay is short, so
+// a caller that waits it is back with a new first attempt far sooner
+// than its later retries would have come. Waiting out the whole rest of
+// the schedule goes too far the other way: the load falls well below
+// what the dependency saw without a budget, and callers that no longer
+// probe find it back seconds late. So by default
+// (Config.OnBudgetExhausted, WaitSchedule) a call whose retry the budget
+// refuses first waits at the pace of the retries it had left: one draw,
+// with the schedule's jitter, from the mean of their capped delays (from
+// the throttled base after a throttling error; at least a server's
+// delay), then returns ErrBudgetExhausted. A caller that loops so makes
+// one attempt in the time its call would have spent per retry, and
+// callers refused together spread over the whole range instead of coming
+// back together.
 // The wait never reaches the caller's deadline (when the draw would, it
 // is drawn again within the time left; a refused retry whose own delay
 // does not fit is not waited: ErrDeadline, at once) and ends with its
@@ -130,23 +134,22 @@
 //
 // Measured in virtual time (TestClosedPopulationLoad: 20 looping callers,
 // a dependency that fails everything, load while failing over load while
-// healthy): with 3 attempts 0.19 by default, 0.56 without a budget, 0.50
-// with WaitRetryDelay and 2.98 with ReturnAtOnce; with 8 attempts 0.01 by
+// healthy): with 3 attempts 0.35 by default, 0.56 without a budget, 0.50
+// with WaitRetryDelay and 2.98 with ReturnAtOnce; with 8 attempts 0.04 by
 // default, 0.05 without a budget, 0.50 with WaitRetryDelay. In package
 // sim's outage scenario (1000 looping callers, 8 attempts, a 30 s outage;
 // "unherd sim outage --seeds 5"), full jitter with the default budget
-// offers 175 attempts/s during the outage against 1,298/s for full jitter
-// alone (8,340/s with WaitRetryDelay), with 99.4% of calls succeeding
-// against 99.6%; the price is recovery, 9.5 s after the dependency
-// returns against 3.8 s, because callers that no longer probe find it
-// back later. Over loopback (package reliability, TestBrownOut: 200
-// looping callers and an open stream through unherdhttp's defaults, a
-// 6 s brown-out of 503s, whose refused retries wait up to 3 s), the
-// looping callers' load during the fault is about 0.1 times their load
-// before (about 0.2 with WaitRetryDelay), and their goodput is back
-// 1.75 s after the fault (0.45 s with WaitRetryDelay); an open stream
-// stays near 1.0 either way. RELIABILITY.md has the table for every
-// mode.
+// offers about 1,040 attempts/s during the outage against 1,298/s for
+// full jitter alone (8,340/s with WaitRetryDelay), with 96.9% of calls
+// succeeding against 99.6%, and is back 1.1 s after the dependency
+// returns against 3.8 s (waiting the whole rest of the schedule held the
+// load at 175/s but took 9.5 s to recover). Over loopback (package
+// reliability, TestBrownOut: 200 looping callers and an open stream
+// through unherdhttp's defaults, a 6 s brown-out of 503s), the looping
+// callers' load during the fault is 0.16 to 0.20 times their load before
+// (about 0.2 with WaitRetryDelay) and their goodput is back 0.4 to 0.8 s
+// after the fault; an open stream stays near 1.0 either way.
+// RELIABILITY.md has the table for every mode.
 //
 // Every stop returns an [*Error] that wraps the reason and the last
 // attempt's error: errors.Is(err, retry.ErrAttemptsExhausted) and

@@ -139,15 +139,16 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// A call the empty budget stops waits before it returns: by default the
-// rest of its schedule (50 and 100 ms at the highest draw), with
+// A call the empty budget stops waits before it returns: by default at
+// the pace of the retries it had left (50 and 100 ms, 75 ms on average,
+// at the highest draw), with
 // WaitRetryDelay or WaitThenReturn the refused retry's delay; with
 // ReturnAtOnce, it returns at once.
 func TestWaitThenReturn(t *testing.T) {
 	for _, tc := range []struct {
 		mode BudgetExhaustion
 		want time.Duration
-	}{{BudgetExhaustionDefault, 150 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitThenReturn, 50 * time.Millisecond}, {WaitRetryDelay, 50 * time.Millisecond}} {
+	}{{BudgetExhaustionDefault, 75 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitThenReturn, 50 * time.Millisecond}, {WaitRetryDelay, 50 * time.Millisecond}} {
 		synctest.Test(t, func(t *testing.T) {
 			b := &fakeBudget{allow: 0}
 			p := mustNew(t, Config{Budget: b, OnBudgetExhausted: tc.mode, Rand: constSource(math.MaxUint64)})

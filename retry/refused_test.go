@@ -31,13 +31,15 @@ func (b *refuseAfter) Withdraw(Class) bool {
 func (*refuseAfter) Record(budget.Attempt) {}
 
 // A retry the budget refused still waits before Do returns: by default
-// what the rest of the schedule would have waited, with WaitRetryDelay
-// the refused retry's own delay, with ReturnAtOnce nothing; the wait
-// never reaches the deadline.
+// at the pace of the retries it had left, with WaitRetryDelay the refused
+// retry's own delay, with ReturnAtOnce nothing; the wait never reaches
+// the deadline.
 func TestRefusedRetryWaits(t *testing.T) {
-	// A fixed 100 ms and 3 attempts: a call refused after its first
-	// attempt had two retries, 200 ms of waits, left.
-	fixed := backoff.Schedule{Base: 100 * time.Millisecond, Constant: true, Jitter: backoff.None}
+	// 100, 200 and 400 ms without jitter, and 4 attempts: a call refused
+	// after its first attempt had three retries left, 700 ms of waits,
+	// one every 233.3 ms on average.
+	grow := backoff.Schedule{Base: 100 * time.Millisecond, Cap: time.Second, Jitter: backoff.None}
+	const pace = 700 * time.Millisecond / 3
 	tests := []struct {
 		name     string
 		mode     BudgetExhaustion
@@ -46,20 +48,20 @@ func TestRefusedRetryWaits(t *testing.T) {
 		want     time.Duration
 		reason   error
 	}{
-		{"default: waits the rest of the schedule", BudgetExhaustionDefault, 0, 0, 200 * time.Millisecond, ErrBudgetExhausted},
-		{"WaitSchedule: the same", WaitSchedule, 0, 0, 200 * time.Millisecond, ErrBudgetExhausted},
+		{"default: waits at the schedule's pace", BudgetExhaustionDefault, 0, 0, pace, ErrBudgetExhausted},
+		{"WaitSchedule: the same", WaitSchedule, 0, 0, pace, ErrBudgetExhausted},
 		{"WaitRetryDelay: waits the refused retry's delay", WaitRetryDelay, 0, 0, 100 * time.Millisecond, ErrBudgetExhausted},
 		{"ReturnAtOnce: returns at once", ReturnAtOnce, 0, 0, 0, ErrBudgetExhausted},
 		{"a deadline before the retry's delay ends: at once", BudgetExhaustionDefault, 0, 50 * time.Millisecond, 0, ErrDeadline},
-		// The rest of the schedule (200 ms) does not fit before a 150 ms
-		// deadline; the wait is drawn again within [100 ms, 150 ms).
+		// The pace's 233 ms does not fit before a 150 ms deadline; the
+		// wait is drawn again within [100 ms, 150 ms).
 		{"a deadline inside the schedule, lowest draw", BudgetExhaustionDefault, 0, 150 * time.Millisecond, 100 * time.Millisecond, ErrBudgetExhausted},
 		{"a deadline inside the schedule, highest draw", BudgetExhaustionDefault, math.MaxUint64, 150 * time.Millisecond, 150*time.Millisecond - 1, ErrBudgetExhausted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := mustNew(t, Config{Budget: refuseAll{}, Backoff: fixed, OnBudgetExhausted: tc.mode, Rand: constSource(tc.draw)})
+				p := mustNew(t, Config{MaxAttempts: 4, Budget: refuseAll{}, Backoff: grow, OnBudgetExhausted: tc.mode, Rand: constSource(tc.draw)})
 				ctx := context.Background()
 				if tc.deadline > 0 {
 					var cancel context.CancelFunc
@@ -74,12 +76,12 @@ func TestRefusedRetryWaits(t *testing.T) {
 			})
 		})
 	}
-	c := mustNew(t, Config{Budget: refuseAll{}, Backoff: fixed}).Begin(false)
+	c := mustNew(t, Config{MaxAttempts: 4, Budget: refuseAll{}, Backoff: grow}).Begin(false)
 	_ = c.Admit(context.Background())
-	if d := c.Done(time.Time{}, time.Time{}, errDown, 0); d.Reason != ErrBudgetExhausted || !d.Wait || d.Delay != 200*time.Millisecond {
-		t.Errorf("Decision %+v, want ErrBudgetExhausted, Wait, Delay 200ms", d)
+	if d := c.Done(time.Time{}, time.Time{}, errDown, 0); d.Reason != ErrBudgetExhausted || !d.Wait || d.Delay != pace {
+		t.Errorf("Decision %+v, want ErrBudgetExhausted, Wait, Delay %v", d, pace)
 	}
-	c = mustNew(t, Config{Budget: refuseAll{}, Backoff: fixed, OnBudgetExhausted: ReturnAtOnce}).Begin(false)
+	c = mustNew(t, Config{MaxAttempts: 4, Budget: refuseAll{}, Backoff: grow, OnBudgetExhausted: ReturnAtOnce}).Begin(false)
 	_ = c.Admit(context.Background())
 	if d := c.Done(time.Time{}, time.Time{}, errDown, 0); d.Wait {
 		t.Errorf("Decision %+v with ReturnAtOnce, want no Wait", d)
@@ -106,11 +108,12 @@ func refusedWait(t *testing.T, cfg Config, allowed int, err error, deadline time
 	}
 }
 
-// WaitSchedule's wait is one draw, with the schedule's jitter, over the
-// capped delays of every retry left: its mean is the mean of the waits the
-// call no longer makes, and it is spread over the whole range, so callers
-// refused together do not come back together. Checked on several seeds.
-func TestRefusedWaitIsTheRestOfTheSchedule(t *testing.T) {
+// WaitSchedule's wait is one draw, with the schedule's jitter, from the
+// mean of the capped delays of the retries left: a looping caller comes
+// back as often as the rest of its schedule would have retried, and the
+// waits spread over the whole range, so callers refused together do not
+// come back together. Checked on several seeds.
+func TestRefusedWaitKeepsTheSchedulesPace(t *testing.T) {
 	const ms = time.Millisecond
 	sched := func(j backoff.Jitter) backoff.Schedule {
 		return backoff.Schedule{Base: 100 * ms, ThrottledBase: time.Second, Cap: time.Second, Jitter: j}
@@ -121,19 +124,19 @@ func TestRefusedWaitIsTheRestOfTheSchedule(t *testing.T) {
 		allowed  int // retries the budget allows before it refuses one
 		err      error
 		lo, hi   time.Duration // the range of the wait
-		wantMean time.Duration // the mean of the waits the call no longer makes
+		wantMean time.Duration // the mean wait between the retries the call no longer makes
 	}{
 		// 6 attempts: retries after attempts 1 to 5, capped delays 100,
-		// 200, 400, 800 and 1000 ms, 2.5 s in all; full jitter waits half
-		// of each on average.
-		{"full, refused first", backoff.Full, 0, errDown, 0, 2500 * ms, 1250 * ms},
+		// 200, 400, 800 and 1000 ms, 2.5 s in all, 500 ms each on
+		// average; full jitter waits half of that on average.
+		{"full, refused first", backoff.Full, 0, errDown, 0, 500 * ms, 250 * ms},
 		// Refused after attempt 3: 400, 800 and 1000 ms were left.
-		{"full, refused third", backoff.Full, 2, errDown, 0, 2200 * ms, 1100 * ms},
-		// Equal jitter waits half of each, plus up to half again.
-		{"equal, refused first", backoff.Equal, 0, errDown, 1250 * ms, 2500 * ms, 1875 * ms},
+		{"full, refused third", backoff.Full, 2, errDown, 0, 2200 * ms / 3, 1100 * ms / 3},
+		// Equal jitter waits half, plus up to half again.
+		{"equal, refused first", backoff.Equal, 0, errDown, 250 * ms, 500 * ms, 375 * ms},
 		// After a throttling error the delays grow from the throttled
 		// base: five retries of 1 s (the cap).
-		{"full, throttled", backoff.Full, 0, MarkThrottled(errDown), 0, 5000 * ms, 2500 * ms},
+		{"full, throttled", backoff.Full, 0, MarkThrottled(errDown), 0, 1000 * ms, 500 * ms},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,21 +165,22 @@ func TestRefusedWaitIsTheRestOfTheSchedule(t *testing.T) {
 			}
 		})
 	}
-	t.Run("no jitter waits the sum exactly", func(t *testing.T) {
+	t.Run("no jitter waits the mean exactly", func(t *testing.T) {
 		d := refusedWait(t, Config{MaxAttempts: 6, Backoff: sched(backoff.None)}, 0, errDown, time.Time{}, 12345)
-		if d.Delay != 2500*ms {
-			t.Errorf("wait %v, want 2.5s", d.Delay)
+		if d.Delay != 500*ms {
+			t.Errorf("wait %v, want 500ms", d.Delay)
 		}
 	})
-	t.Run("capped retries add up without a loop per attempt", func(t *testing.T) {
+	t.Run("capped retries count without a loop per attempt", func(t *testing.T) {
 		d := refusedWait(t, Config{MaxAttempts: 1000, Backoff: sched(backoff.None)}, 0, errDown, time.Time{}, 0)
-		// 100+200+400+800 ms, then 995 retries of 1 s.
-		if want := 1500*ms + 995*time.Second; d.Delay != want {
+		// 100+200+400+800 ms, then 995 retries of 1 s: 999 retries.
+		if want := (1500*ms + 995*time.Second) / 999; d.Delay < want-1 || d.Delay > want+1 {
 			t.Errorf("wait %v, want %v", d.Delay, want)
 		}
+		// With no practical limit, the pace is the cap's.
 		d = refusedWait(t, Config{MaxAttempts: math.MaxInt, Backoff: sched(backoff.None)}, 0, errDown, time.Time{}, 0)
-		if d.Delay != math.MaxInt64 {
-			t.Errorf("wait %v, want the saturated maximum", d.Delay)
+		if d.Delay < time.Second-ms || d.Delay > time.Second {
+			t.Errorf("wait %v, want the cap's 1s", d.Delay)
 		}
 	})
 	t.Run("a server delay longer than the draw is the floor", func(t *testing.T) {
@@ -195,7 +199,8 @@ func (e *serverDelayErr) Error() string             { return "slow down" }
 func (e *serverDelayErr) RetryAfter() time.Duration { return e.d }
 
 // Whatever the draw and the deadline, a refused retry's wait ends before
-// the deadline and is at least the refused retry's own delay.
+// the deadline, and is never waited when the refused retry's own delay
+// does not fit.
 func TestRefusedWaitBeforeDeadline(t *testing.T) {
 	cfg := Config{MaxAttempts: 8, Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Cap: 10 * time.Second}}
 	for seed := range uint64(5) {
@@ -215,8 +220,8 @@ func TestRefusedWaitBeforeDeadline(t *testing.T) {
 				}
 			case d.Reason != ErrBudgetExhausted || !d.Wait:
 				t.Fatalf("seed %d: Decision %+v, want a wait and ErrBudgetExhausted", seed, d)
-			case !t0.Add(d.Delay).Before(deadline) || d.Delay < own.Delay:
-				t.Fatalf("seed %d: wait %v with %v left, want at least the retry's own %v and less than what is left", seed, d.Delay, deadline.Sub(t0), own.Delay)
+			case !t0.Add(d.Delay).Before(deadline) || d.Delay < 0:
+				t.Fatalf("seed %d: wait %v with %v left, want less than what is left", seed, d.Delay, deadline.Sub(t0))
 			}
 		}
 	}
@@ -289,9 +294,10 @@ func TestClosedPopulationLoad(t *testing.T) {
 }
 
 // FuzzRefusedWait: whatever the schedule, the attempt limit, the draw and
-// the deadline, a refused retry's wait is at least the refused retry's own
-// delay, never negative, and ends before the deadline; the sum of the
-// delays left saturates instead of overflowing.
+// the deadline, a refused retry's wait is never negative, never longer
+// than the longest delay left (or the refused retry's own, if longer),
+// and ends before the deadline; the mean of the delays left neither
+// overflows nor collapses under a huge attempt limit.
 func FuzzRefusedWait(f *testing.F) {
 	f.Add(int64(50*time.Millisecond), int64(20*time.Second), uint8(0), 3, uint64(0), int64(0), false)
 	f.Add(int64(time.Second), int64(time.Hour), uint8(1), math.MaxInt32, uint64(math.MaxUint64), int64(90*time.Second), true)
@@ -325,8 +331,10 @@ func FuzzRefusedWait(f *testing.F) {
 			}
 		case d.Reason != ErrBudgetExhausted || !d.Wait:
 			t.Fatalf("Decision %+v, want a wait and ErrBudgetExhausted", d)
-		case d.Delay < o.Delay || d.Delay < 0:
-			t.Fatalf("wait %v, shorter than the refused retry's own %v", d.Delay, o.Delay)
+		case d.Delay < 0:
+			t.Fatalf("wait %v, negative", d.Delay)
+		case d.Delay > max(o.Delay, sched.Temp(attempts-2, throttled)):
+			t.Fatalf("wait %v, longer than the longest delay left %v and the refused retry's own %v", d.Delay, sched.Temp(attempts-2, throttled), o.Delay)
 		case !deadline.IsZero() && !t0.Add(d.Delay).Before(deadline):
 			t.Fatalf("wait %v with %v left: it reaches the deadline", d.Delay, deadline.Sub(t0))
 		}

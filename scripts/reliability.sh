@@ -60,13 +60,13 @@ population is 200 goroutines that each call in a loop, thinking 50-150 ms
 after a success and coming straight back after a failure; the open stream
 is about the same number of calls per second, each on its own. Load is
 requests per second reaching the server; "during" and "after" are the 6 s
-of the fault and the 4 s after it, over the 1.5 s before it. Goodput is
+of the fault and the 1.5 s after it, over the 1.5 s before it. Goodput is
 back when 250 ms of it reach 90% of the rate before the fault. New
 connections are those the server accepted over the whole run, per caller
 (200). The hand-written loops use the same connection pool as unherd's
 defaults, so that they differ in their retries only. With unherd's
 defaults the suite asserts at most 1.2x during the fault, goodput back
-within 3 s and under 2 connections per caller; the other rows are there
+within 1 s and under 2 connections per caller; the other rows are there
 for comparison. "Served before" below 100% means the client overloaded
 the server before the fault: the loop that retries at once turns every
 chance burst into a herd, healthy or not.

@@ -61,8 +61,9 @@ var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 
 // Config configures a [Transport]. The zero value is the safe default:
 // retry's defaults (3 attempts, full jitter from 50 ms, a token-bucket
-// retry budget per Transport, a retry the budget refused still waiting
-// out the rest of its schedule before the last response goes back (see
+// retry budget per Transport, a retry the budget refused still waiting,
+// at the pace of the retries it had left, before the last response goes
+// back (see
 // retry.Config.OnBudgetExhausted),
 // Retry-After honoured up to 30 s and a longer one ending the retries, a
 // single attempt behind [Middleware]), for a

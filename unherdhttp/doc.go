@@ -84,15 +84,15 @@
 // # Brown-outs and callers that loop
 //
 // When the retry budget is empty, a request whose retry it refused still
-// waits what the rest of its retry schedule would have waited before its
-// last response goes back (retry.Config.OnBudgetExhausted:
+// waits, at the pace of the retries it had left, before its last
+// response goes back (retry.Config.OnBudgetExhausted:
 // retry.ReturnAtOnce turns this off). A caller that loops,
 // coming straight back after a failure, so keeps the backoff's pace, and
 // a dependency that answers 503 to everything does not see its load
 // multiplied. Measured over loopback (package reliability: 200 looping
 // callers and an open stream, a 6 s brown-out of 503s; see
 // RELIABILITY.md), the defaults hold the server's load during the fault
-// at about 0.1 times its load before (an open stream: 1.0 times); with
+// at about 0.2 times its load before (an open stream: 1.0 times); with
 // ReturnAtOnce the looping callers multiplied it five- to twentyfold.
 //
 // # Retry-After

@@ -214,7 +214,11 @@
 // events due at the same instant run in the order they were scheduled, so
 // ties never depend on the queue's layout. Events are plain values in
 // typed slices (no closure, no allocation per event once the queue has
-// grown); BenchmarkEngine measures the loop. Virtual time
+// grown); BenchmarkEngine measures the loop. Work that would be the
+// very next event (due now, with nothing else due now) is done at once
+// instead of through the queue, with the same result: a call's first
+// attempt, and a retry without delay, in the outage, storm and what-if
+// runs. Virtual time
 // is a time.Duration since [Epoch]; objects that read a clock are given
 // the run's virtual Now. Every random draw comes from the run's PCG
 // source, seeded with Options.Seed and the run's index in its sweep, so a

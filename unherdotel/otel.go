@@ -103,17 +103,17 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m2.fillRate, err = m.Float64ObservableGauge("unherd.rate_limiter.fill_rate", metric.WithUnit("{token}/s"),
 		metric.WithDescription("A rate limiter's fill rate at its latest cut, wait or rejection."))
 	errs = append(errs, err)
-	m2.callRetries, err = m.Int64Histogram("grpc.client.call.retries", metric.WithUnit("{retry}"),
-		metric.WithDescription("Number of retries during the client call. If there were no retries, 0 is not reported."),
-		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5))
+	h := &callRetriesDesc
+	m2.callRetries, err = m.Int64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
+		metric.WithExplicitBucketBoundaries(h.bounds...))
 	errs = append(errs, err)
-	m2.callHedges, err = m.Int64Histogram("grpc.client.call.hedges", metric.WithUnit("{hedge}"),
-		metric.WithDescription("Number of hedges during the client call. If there were no hedges, 0 is not reported."),
-		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5))
+	h = &callHedgesDesc
+	m2.callHedges, err = m.Int64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
+		metric.WithExplicitBucketBoundaries(h.bounds...))
 	errs = append(errs, err)
-	m2.callRetryDelay, err = m.Float64Histogram("grpc.client.call.retry_delay", metric.WithUnit("s"),
-		metric.WithDescription("Total time of delay while there is no active attempt during the client call."),
-		metric.WithExplicitBucketBoundaries(latency...))
+	h = &callRetryDelayDesc
+	m2.callRetryDelay, err = m.Float64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
+		metric.WithExplicitBucketBoundaries(h.bounds...))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -121,18 +121,17 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	return &m2, nil
 }
 
-// latency are gRFC A66's latency bucket boundaries, in seconds.
-var latency = []float64{0, 0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002, 0.003, 0.004, 0.005,
-	0.006, 0.008, 0.01, 0.013, 0.016, 0.02, 0.025, 0.03, 0.04, 0.05, 0.065, 0.08, 0.1, 0.13, 0.16, 0.2, 0.25,
-	0.3, 0.4, 0.5, 0.65, 0.8, 1, 2, 5, 10, 20, 50, 100}
-
 // Observer returns the observer for the policy named policy (attribute
 // unherd.policy), recording the unherd.* instruments. It registers a
 // callback with the meter that lives as long as the MeterProvider: make
 // one observer per dependency and keep it, not one per call. Every
 // attribute set is built here, so an event builds none.
 func (m *Metrics) Observer(policy string) (observe.Observer, error) {
-	return m.observer(false, attribute.String(string(KeyPolicy), policy))
+	o, err := m.observer(false, attribute.String(string(KeyPolicy), policy))
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // GRPCObserver returns an observer for the calls to one gRPC method on
@@ -148,9 +147,43 @@ func (m *Metrics) Observer(policy string) (observe.Observer, error) {
 // reports its own hedges. method is the full method name
 // ("pkg.Service/Method"), target the channel's target URI, as gRFC A66
 // defines them. Like Observer, make one per method and target and keep
-// it.
+// it. The histograms are the SDK instruments New made; to aggregate
+// them in the observer instead, use GRPCObserverWith with a Producer.
 func (m *Metrics) GRPCObserver(method, target string) (observe.Observer, error) {
-	return m.observer(true, attribute.String(string(KeyMethod), method), attribute.String(string(KeyTarget), target))
+	return m.GRPCObserverWith(GRPCConfig{Method: method, Target: target})
+}
+
+// GRPCConfig configures GRPCObserverWith. The zero value of each field
+// other than Method and Target is the behaviour of GRPCObserver.
+type GRPCConfig struct {
+	// Method is the full method name ("pkg.Service/Method") and Target
+	// the channel's target URI, as gRFC A66 defines them: the
+	// attributes grpc.method and grpc.target.
+	Method, Target string
+
+	// Producer, if set, aggregates gRFC A96's histograms in the
+	// observer, with a few atomic adds per call that retried or hedged,
+	// and reports them through the Producer (which must be registered
+	// with the reader) instead of through the MeterProvider's histogram
+	// instruments. Nil, the default, records each through the SDK: an
+	// attribute-set lookup, the bucket search and the exemplar filter
+	// per record, but with exemplars, views and the reader's
+	// temporality (see the package doc).
+	Producer *Producer
+}
+
+// GRPCObserverWith is GRPCObserver configured by c.
+func (m *Metrics) GRPCObserverWith(c GRPCConfig) (observe.Observer, error) {
+	base := []attribute.KeyValue{attribute.String(string(KeyMethod), c.Method), attribute.String(string(KeyTarget), c.Target)}
+	o, err := m.observer(true, base...)
+	if err != nil {
+		return nil, err
+	}
+	if c.Producer != nil {
+		o.agg = newGRPCAgg(attribute.NewSet(base...), c.Producer.now())
+		c.Producer.add(o.agg)
+	}
+	return o, nil
 }
 
 const nstates = len(observe.BreakerStates)
@@ -163,6 +196,8 @@ type observer struct {
 	// grpc.method and grpc.target, made once: passed as rec..., it
 	// costs Record no slice and no allocation.
 	rec []metric.RecordOption
+	// agg, if not nil, takes the gRPC histograms instead of the SDK.
+	agg *grpcAgg
 
 	attempts, hedges, denied, won, lost, throttled, success atomic.Int64
 	delay                                                   atomic.Int64 // nanoseconds
@@ -179,7 +214,7 @@ type observer struct {
 	transitionSets                    [nstates][nstates]metric.ObserveOption
 }
 
-func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (observe.Observer, error) {
+func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (*observer, error) {
 	set := func(kv ...attribute.KeyValue) attribute.Set {
 		return attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), kv...)...)
 	}
@@ -268,8 +303,12 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 			// that retried (for retries, "0 is not reported"; gRPC's
 			// own implementation reports no retry_delay for a call
 			// without retries either).
-			o.m.callRetries.Record(ctx, int64(e.Attempt-1), o.rec...)
-			o.m.callRetryDelay.Record(ctx, e.Delay.Seconds(), o.rec...)
+			if o.agg != nil {
+				o.agg.recordCall(int64(e.Attempt-1), e.Delay)
+			} else {
+				o.m.callRetries.Record(ctx, int64(e.Attempt-1), o.rec...)
+				o.m.callRetryDelay.Record(ctx, e.Delay.Seconds(), o.rec...)
+			}
 		}
 	case observe.HedgeStarted:
 		o.hedges.Add(1)
@@ -282,7 +321,11 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 			o.lost.Add(1)
 		}
 		if o.grpc && e.Attempt > 0 { // A96: 0 is not reported
-			o.m.callHedges.Record(ctx, int64(e.Attempt), o.rec...)
+			if o.agg != nil {
+				o.agg.recordHedges(int64(e.Attempt))
+			} else {
+				o.m.callHedges.Record(ctx, int64(e.Attempt), o.rec...)
+			}
 		}
 	case observe.BreakerTransition:
 		from, to := observe.StateIndex(e.From), observe.StateIndex(e.To)

@@ -306,14 +306,16 @@ func TestNoAllocationPerCall(t *testing.T) {
 }
 
 // BenchmarkEvent is one event of each kind through the OpenTelemetry
-// observer (SDK with a manual reader), plain and gRPC.
+// observer (SDK with a manual reader), plain, gRPC, and gRPC with a
+// Producer (grpc-producer).
 func BenchmarkEvent(b *testing.B) {
-	m, _ := setup(b)
+	m, p, _ := withProducer(b)
 	ctx := context.Background()
 	for _, o := range []struct {
 		name string
 		obs  observe.Observer
-	}{{"plain", must(m.Observer("x"))}, {"grpc", must(m.GRPCObserver("s/M", "t"))}} {
+	}{{"plain", must(m.Observer("x"))}, {"grpc", must(m.GRPCObserver("s/M", "t"))},
+		{"grpc-producer", must(m.GRPCObserverWith(unherdotel.GRPCConfig{Method: "s/M", Target: "t", Producer: p}))}} {
 		for _, e := range events {
 			b.Run(o.name+"/"+e.Kind.String(), func(b *testing.B) {
 				b.ReportAllocs()
@@ -336,11 +338,16 @@ func must(o observe.Observer, err error) observe.Observer {
 
 // BenchmarkCalls is observetest.BenchmarkCalls with the OpenTelemetry
 // observers (SDK with a manual reader, default exemplar filter): plain,
-// and gRPC (gRFC A96's histograms as well).
+// gRPC (gRFC A96's histograms as well, through the SDK's instruments)
+// and gRPC with a Producer (grpc-producer).
 func BenchmarkCalls(b *testing.B) {
-	m, _ := setup(b)
+	m, p, _ := withProducer(b)
 	b.Run("plain", func(b *testing.B) { observetest.BenchmarkCalls(b, "otel", must(m.Observer("bench"))) })
 	b.Run("grpc", func(b *testing.B) {
 		observetest.BenchmarkCalls(b, "otel", must(m.GRPCObserver("s.S/M", "dns:///s:443")))
+	})
+	b.Run("grpc-producer", func(b *testing.B) {
+		observetest.BenchmarkCalls(b, "otel", must(m.GRPCObserverWith(
+			unherdotel.GRPCConfig{Method: "s.S/M", Target: "dns:///s:443", Producer: p})))
 	})
 }

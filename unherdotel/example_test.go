@@ -59,3 +59,53 @@ func ExampleMetrics_GRPCObserver() {
 	// Output:
 	// grpc.client.call.retries {retry} payments.Payments/Charge calls: 1 retries: 2
 }
+
+// The same call with gRFC A96's histograms aggregated in the observer
+// and handed to the reader by a Producer.
+func ExampleProducer() {
+	prod := unherdotel.NewProducer()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(prod))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	m, err := unherdotel.New(mp)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	obs, err := m.GRPCObserverWith(unherdotel.GRPCConfig{
+		Method: "payments.Payments/Charge", Target: "dns:///payments:443", Producer: prod})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := retry.New(retry.Config{Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}, Observer: obs})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	n := 0
+	_ = p.Do(context.Background(), func(context.Context) error {
+		if n++; n < 3 {
+			return errors.New("unavailable")
+		}
+		return nil
+	})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch h := mt.Data.(type) {
+			case metricdata.Histogram[int64]:
+				fmt.Println(mt.Name, "calls:", h.DataPoints[0].Count, "sum:", h.DataPoints[0].Sum)
+			case metricdata.Histogram[float64]:
+				fmt.Println(mt.Name, "calls:", h.DataPoints[0].Count, "sum:", h.DataPoints[0].Sum)
+			}
+		}
+	}
+	// Output:
+	// grpc.client.call.retries calls: 1 sum: 2
+	// grpc.client.call.retry_delay calls: 1 sum: 0
+}

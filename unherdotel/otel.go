@@ -71,7 +71,9 @@ type Metrics struct {
 //
 // The unherd.* counters are asynchronous: an event adds to an atomic
 // counter the observer holds, and a callback reports the totals when the
-// reader collects. The gRPC histograms are recorded per call.
+// reader collects. The gRPC histograms are recorded per call, through
+// the SDK or, with GRPCConfig.Producer, into the observer (see the
+// package doc).
 func New(mp metric.MeterProvider) (*Metrics, error) {
 	m := mp.Meter(ScopeName)
 	m2 := Metrics{meter: m}

@@ -182,8 +182,7 @@ func (m *Metrics) GRPCObserverWith(c GRPCConfig) (observe.Observer, error) {
 		return nil, err
 	}
 	if c.Producer != nil {
-		o.agg = newGRPCAgg(attribute.NewSet(base...), c.Producer.now())
-		c.Producer.add(o.agg)
+		o.agg = c.Producer.agg(attribute.NewSet(base...))
 	}
 	return o, nil
 }

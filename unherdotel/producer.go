@@ -29,24 +29,37 @@ import (
 // ScopeName. They differ in what the SDK would add at collection: they
 // are always cumulative (the reader's temporality selector does not
 // apply to a producer's data), they carry no exemplars, and the
-// MeterProvider's views do not apply to them. Each data point's start
-// time is when its observer was made.
+// MeterProvider's views do not apply to them. Observers made for the
+// same method and target share one data point, as they share one
+// series of the SDK's instruments; its start time is when the first of
+// them was made. The aggregation of every observer made with p lives as
+// long as p: make one observer per method and target and keep it.
 //
-// A Producer is safe for concurrent use; its zero value is not usable:
-// make one with NewProducer.
+// A Producer is safe for concurrent use. The zero value is a Producer
+// with no observer yet, as NewProducer returns.
 type Producer struct {
-	mu   sync.Mutex // held by Produce (the hot-cold swaps must not run concurrently) and by add
-	aggs []*grpcAgg // one per observer, in the order they were made
-	now  func() time.Time
+	mu   sync.Mutex                      // held by Produce (the hot-cold swaps must not overlap) and by agg
+	aggs []*grpcAgg                      // one per method and target, in the order first made
+	sets map[attribute.Distinct]*grpcAgg // the same, by attribute set
 }
 
 // NewProducer returns a Producer with no observer yet.
-func NewProducer() *Producer { return &Producer{now: time.Now} }
+func NewProducer() *Producer { return new(Producer) }
 
-func (p *Producer) add(a *grpcAgg) {
+// agg returns the aggregation for the attribute set, made on first use.
+func (p *Producer) agg(set attribute.Set) *grpcAgg {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, ok := p.sets[set.Equivalent()]; ok {
+		return a
+	}
+	a := newGRPCAgg(set, time.Now())
+	if p.sets == nil {
+		p.sets = map[attribute.Distinct]*grpcAgg{}
+	}
+	p.sets[set.Equivalent()] = a
 	p.aggs = append(p.aggs, a)
-	p.mu.Unlock()
+	return a
 }
 
 // Produce returns the cumulative histograms of every observer made with
@@ -57,7 +70,7 @@ func (p *Producer) add(a *grpcAgg) {
 func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t := p.now()
+	t := time.Now()
 	var retries, hedges []metricdata.HistogramDataPoint[int64]
 	var delays []metricdata.HistogramDataPoint[float64]
 	for _, a := range p.aggs {

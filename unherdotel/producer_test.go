@@ -136,7 +136,7 @@ func TestProducerMatchesSDK(t *testing.T) {
 		}
 		type pair struct{ sdk, prod observe.Observer }
 		var obs []pair
-		for _, method := range []string{"s.S/A", "s.S/B"} {
+		for _, method := range []string{"s.S/A", "s.S/B", "s.S/A"} { // two observers share s.S/A's series
 			obs = append(obs, pair{must(sdkM.GRPCObserver(method, "dns:///s:443")),
 				must(prodM.GRPCObserverWith(unherdotel.GRPCConfig{Method: method, Target: "dns:///s:443", Producer: p}))})
 		}

@@ -270,21 +270,26 @@ func (e *env) runReport(ctx context.Context, rf runFlags, seeds int, start time.
 }
 
 // sumProgress returns, for each of n concurrent tasks, a progress
-// function that reports the sum of the tasks' progress to update. A task
-// that has not reported yet counts for nothing.
+// function that reports the tasks' mean progress to update, in
+// hundredths of a task: the tasks' runs differ in size from one task to
+// the next (thousands of small jitter runs, a few long hedge runs), so a
+// task counts as much as any other whatever its number of runs. A task
+// that has not reported yet counts as not started.
 func sumProgress(update func(done, total int), n int) func(i int) func(done, total int) {
 	var mu sync.Mutex
-	done, total := make([]int, n), make([]int, n)
+	pct := make([]int, n)
 	return func(i int) func(int, int) {
 		return func(d, t int) {
 			mu.Lock()
 			defer mu.Unlock()
-			done[i], total[i] = d, t
-			var sd, st int
-			for k := range n {
-				sd, st = sd+done[k], st+total[k]
+			if t > 0 {
+				pct[i] = 100 * d / t
 			}
-			update(sd, st)
+			sum := 0
+			for _, p := range pct {
+				sum += p
+			}
+			update(sum, 100*n)
 		}
 	}
 }

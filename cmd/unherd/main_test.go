@@ -437,3 +437,20 @@ func TestParamErrorDoesNotStutter(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, want it to start with %q", code, errb.String(), want)
 	}
 }
+
+// TestSumProgress: the report's meter shows the scenarios' mean progress,
+// each scenario counting alike whatever its number of runs.
+func TestSumProgress(t *testing.T) {
+	var done, total int
+	progress := sumProgress(func(d, t int) { done, total = d, t }, 3)
+	progress(0)(5, 10)
+	progress(1)(1000, 1000)
+	if done != 150 || total != 300 {
+		t.Errorf("after half of one task and all of another of three: %d/%d, want 150/300", done, total)
+	}
+	progress(2)(1, 1)
+	progress(0)(10, 10)
+	if done != total {
+		t.Errorf("all tasks done: %d/%d, want done == total", done, total)
+	}
+}

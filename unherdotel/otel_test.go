@@ -351,3 +351,27 @@ func BenchmarkCalls(b *testing.B) {
 			unherdotel.GRPCConfig{Method: "s.S/M", Target: "dns:///s:443", Producer: p})))
 	})
 }
+
+// BenchmarkCallEndParallel is the end of a call that retried (2 retries,
+// 1 ms of delay) from every P at once into one gRPC observer's
+// histograms: through the SDK's instruments (grpc) and a Producer
+// (grpc-producer).
+func BenchmarkCallEndParallel(b *testing.B) {
+	m, p, _ := withProducer(b)
+	e := observe.Event{Kind: observe.Success, Attempt: 3, Delay: time.Millisecond}
+	for _, o := range []struct {
+		name string
+		obs  observe.Observer
+	}{{"grpc", must(m.GRPCObserver("s/M", "t"))},
+		{"grpc-producer", must(m.GRPCObserverWith(unherdotel.GRPCConfig{Method: "s/M", Target: "t", Producer: p}))}} {
+		b.Run(o.name, func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					o.obs.Observe(ctx, e)
+				}
+			})
+		})
+	}
+}

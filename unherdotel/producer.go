@@ -221,7 +221,7 @@ func (p *callPoint) reset() {
 
 func (p *callPoint) record(retries int64, d time.Duration) {
 	i := countBucket(retries)
-	p.joint[i][bucket(latency[:], d.Seconds())].Add(1)
+	p.joint[i][delayBucket(d)].Add(1)
 	if i == len(countBounds) {
 		p.over.Add(retries)
 	}
@@ -367,14 +367,14 @@ func (p *delayPoint) dataPoint(a *grpcAgg, t time.Time) (metricdata.HistogramDat
 		Min: metricdata.NewExtrema(p.min.Seconds()), Max: metricdata.NewExtrema(p.max.Seconds()), Sum: p.sum.Seconds()}, true
 }
 
-// bucket returns the index of the first bound at or above v, len(bounds)
-// if none: the bucket the SDK's explicit-bucket histogram puts v in
-// (buckets are (bounds[i-1], bounds[i]]).
-func bucket(bounds []float64, v float64) int {
-	lo, hi := 0, len(bounds)
+// delayBucket returns the bucket of latency the SDK's explicit-bucket
+// histogram puts d.Seconds() in (the first bound at or above it,
+// len(latency) if none), comparing nanoseconds with latencyNs.
+func delayBucket(d time.Duration) int {
+	lo, hi := 0, len(latencyNs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bounds[m] < v {
+		if latencyNs[m] < d {
 			lo = m + 1
 		} else {
 			hi = m
@@ -382,6 +382,23 @@ func bucket(bounds []float64, v float64) int {
 	}
 	return lo
 }
+
+// latencyNs[i] is the longest duration whose Seconds() is at most
+// latency[i]. Seconds() never decreases as a duration grows, so
+// d.Seconds() <= latency[i] exactly when d <= latencyNs[i].
+var latencyNs = func() (ns [len(latency)]time.Duration) {
+	for i, b := range latency {
+		d := time.Duration(b * 1e9)
+		for (d + 1).Seconds() <= b {
+			d++
+		}
+		for d.Seconds() > b {
+			d--
+		}
+		ns[i] = d
+	}
+	return ns
+}()
 
 // hotCold lets records run without a lock while a collection reads a
 // consistent snapshot: records go to the hot one of two points; a

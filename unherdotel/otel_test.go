@@ -49,6 +49,9 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metr
 			t.Errorf("scope %q", sm.Scope.Name)
 		}
 		for _, m := range sm.Metrics {
+			if _, dup := out[m.Name]; dup {
+				t.Errorf("%s reported twice", m.Name)
+			}
 			out[m.Name] = m
 		}
 	}

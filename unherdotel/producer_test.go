@@ -42,25 +42,11 @@ func withProducer(t testing.TB) (*unherdotel.Metrics, *unherdotel.Producer, *sdk
 // if one appears twice (from the SDK's instruments and the producer).
 func a96Metrics(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
+	all := collect(t, r)
 	out := map[string]metricdata.Metrics{}
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != unherdotel.ScopeName {
-			t.Errorf("scope %q", sm.Scope.Name)
-		}
-		for _, m := range sm.Metrics {
-			for _, name := range a96 {
-				if m.Name != name {
-					continue
-				}
-				if _, dup := out[name]; dup {
-					t.Errorf("%s reported twice", name)
-				}
-				out[name] = sortPoints(m)
-			}
+	for _, name := range a96 {
+		if m, ok := all[name]; ok {
+			out[name] = sortPoints(m)
 		}
 	}
 	return out

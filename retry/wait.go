@@ -19,8 +19,9 @@ var timers sync.Pool
 // used outside it (the runtime aborts), and a timer from outside would
 // not follow the bubble's clock; so there each wait makes a timer of its
 // own and nothing goes to the pool. A bubble's clock has no monotonic
-// reading, which tells the two apart (a clock without one elsewhere only
-// costs the pool).
+// reading, which tells the two apart when the caller has read the clock
+// (a clock without one elsewhere only costs the pool); see inBubble for
+// when it has not.
 type waiter struct {
 	t *time.Timer // a timer from the pool, fired and drained; nil if none
 }
@@ -33,10 +34,7 @@ func (w *waiter) wait(ctx context.Context, d time.Duration, now time.Time) bool 
 	if t != nil {
 		t.Reset(d)
 	} else {
-		if now.IsZero() {
-			now = time.Now()
-		}
-		if now == now.Round(0) { // no monotonic reading: in a bubble
+		if now.IsZero() && inBubble() || !now.IsZero() && now == now.Round(0) {
 			return waitOn(ctx, time.NewTimer(d))
 		}
 		t, _ = timers.Get().(*time.Timer)
@@ -55,6 +53,20 @@ func (w *waiter) wait(ctx context.Context, d time.Duration, now time.Time) bool 
 	w.t = nil
 	return false
 }
+
+// started is when this package was initialised, with a monotonic
+// reading.
+var started = time.Now()
+
+// inBubble reports whether the calling goroutine is in a synctest bubble,
+// for one monotonic clock read, where time.Now costs two reads. Outside a
+// bubble time.Since(started) is measured on the monotonic clock and is
+// never negative. Inside one, time.Now is the bubble's clock, which starts
+// at midnight UTC, 2000-01-01, and has no monotonic reading, so Since
+// compares wall clocks and is negative: the bubble's clock is years
+// behind the time this process started. (A test that moved a bubble's
+// clock past that time, decades of virtual time, would defeat it.)
+func inBubble() bool { return time.Since(started) < 0 }
 
 // waitOn waits for t to fire or ctx to end, and reports whether t fired.
 // A timer that did not fire is stopped.

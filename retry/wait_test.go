@@ -72,6 +72,33 @@ func TestWaitTimersAndBubbles(t *testing.T) {
 	outside()
 }
 
+// inBubble tells a synctest bubble from the rest with one monotonic clock
+// read: outside it is false, inside it is true, also after a year of the
+// bubble's clock and with a deadline on the context.
+func TestInBubble(t *testing.T) {
+	if inBubble() {
+		t.Fatal("inBubble outside a bubble")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		if !inBubble() {
+			t.Fatal("not inBubble inside a bubble")
+		}
+		time.Sleep(365 * 24 * time.Hour)
+		if !inBubble() {
+			t.Fatal("not inBubble after a year of the bubble's clock")
+		}
+		go func() {
+			if !inBubble() {
+				t.Error("not inBubble on another goroutine of the bubble")
+			}
+		}()
+		synctest.Wait()
+	})
+	if inBubble() {
+		t.Fatal("inBubble after the bubble")
+	}
+}
+
 // TestWaitCancelled checks that a wait cut short by the caller ends the
 // call at once, and that the next call still waits its full delay.
 func TestWaitCancelled(t *testing.T) {

@@ -229,7 +229,14 @@ func (e *env) runReport(ctx context.Context, rf runFlags, seeds int, start time.
 	o.Slots = make(chan struct{}, workers)
 	m := e.progress(fmt.Sprintf("report (%d scenarios)", len(scenarios)), rf.quiet)
 	defer m.Finish()
-	progress := sumProgress(m.Update, len(scenarios))
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.Name()
+	}
+	progressOf, detail := sumProgress(m.Update, names)
+	if l, ok := m.(*progress.Lines); ok {
+		l.Detail(detail) // name what is still running on each line
+	}
 	entries := make([]report.Entry, len(scenarios))
 	took := make([]time.Duration, len(scenarios))
 	for i, s := range scenarios {
@@ -243,7 +250,7 @@ func (e *env) runReport(ctx context.Context, rf runFlags, seeds int, start time.
 			continue
 		}
 		so := o
-		so.Progress = progress(i)
+		so.Progress = progressOf(i)
 		go func() {
 			defer close(ready[i])
 			entries[i].Result, entries[i].Err = runSeeds(ctx, s, p, so, seeds)
@@ -269,19 +276,19 @@ func (e *env) runReport(ctx context.Context, rf runFlags, seeds int, start time.
 	return entries, failed, nil
 }
 
-// sumProgress returns, for each of n concurrent tasks, a progress
-// function that reports the tasks' mean progress to update, in
+// sumProgress returns, for each of the concurrent tasks named names, a
+// progress function that reports the tasks' mean progress to update, in
 // hundredths of a task: the tasks' runs differ in size from one task to
 // the next (thousands of small jitter runs, a few long hedge runs), so a
 // task counts as much as any other whatever its number of runs. A task
-// that has not reported yet counts as not started.
-func sumProgress(update func(done, total int), n int) func(i int) func(done, total int) {
+// that has not reported yet counts as not started. detail names the tasks
+// not finished yet, with their percentages ("hedge 40%, outage 62%").
+func sumProgress(update func(done, total int), names []string) (progress func(i int) func(done, total int), detail func() string) {
 	var mu sync.Mutex
-	pct := make([]int, n)
-	return func(i int) func(int, int) {
+	pct := make([]int, len(names))
+	progress = func(i int) func(int, int) {
 		return func(d, t int) {
 			mu.Lock()
-			defer mu.Unlock()
 			if t > 0 {
 				pct[i] = 100 * d / t
 			}
@@ -289,9 +296,26 @@ func sumProgress(update func(done, total int), n int) func(i int) func(done, tot
 			for _, p := range pct {
 				sum += p
 			}
-			update(sum, 100*n)
+			mu.Unlock()
+			update(sum, 100*len(names)) // outside mu: update may call detail
 		}
 	}
+	detail = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		var b strings.Builder
+		for i, p := range pct {
+			if p >= 100 {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %d%%", names[i], p)
+		}
+		return b.String()
+	}
+	return progress, detail
 }
 
 // writableDir makes sure dir exists (creating it) and takes new files, so

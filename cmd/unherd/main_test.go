@@ -439,18 +439,25 @@ func TestParamErrorDoesNotStutter(t *testing.T) {
 }
 
 // TestSumProgress: the report's meter shows the scenarios' mean progress,
-// each scenario counting alike whatever its number of runs.
+// each scenario counting alike whatever its number of runs, and names the
+// scenarios still running.
 func TestSumProgress(t *testing.T) {
 	var done, total int
-	progress := sumProgress(func(d, t int) { done, total = d, t }, 3)
+	progress, detail := sumProgress(func(d, t int) { done, total = d, t }, []string{"jitter", "hedge", "outage"})
 	progress(0)(5, 10)
 	progress(1)(1000, 1000)
 	if done != 150 || total != 300 {
 		t.Errorf("after half of one task and all of another of three: %d/%d, want 150/300", done, total)
 	}
+	if got, want := detail(), "jitter 50%, outage 0%"; got != want {
+		t.Errorf("detail %q, want %q", got, want)
+	}
 	progress(2)(1, 1)
 	progress(0)(10, 10)
 	if done != total {
 		t.Errorf("all tasks done: %d/%d, want done == total", done, total)
+	}
+	if got := detail(); got != "" {
+		t.Errorf("detail %q once every task is done, want none", got)
 	}
 }

@@ -25,6 +25,7 @@ type Lines struct {
 	mu          sync.Mutex
 	last        time.Time // when the last line was written; zero for none
 	done, total int
+	detail      func() string // appended to each line, if set and not empty
 }
 
 // NewLines returns a Lines that writes to w, each line starting with desc.
@@ -52,6 +53,19 @@ func (l *Lines) Update(done, total int) {
 	l.write(t)
 }
 
+// Detail sets f to say more on each line than the overall percentage
+// (which parts of the work are still running, say): its text follows the
+// line's figures after a colon, unless it is empty. f is called with the
+// Lines' lock held, so it must not call back into l.
+func (l *Lines) Detail(f func() string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.detail = f
+}
+
 // Finish writes the final state if any line was written before.
 func (l *Lines) Finish() {
 	if l == nil {
@@ -69,6 +83,12 @@ func (l *Lines) write(t time.Time) {
 	if l.total > 0 {
 		pct = 100 * l.done / l.total
 	}
-	fmt.Fprintf(l.w, "%s %d%% (%d/%d) after %s\n", l.desc, pct, l.done, l.total, t.Sub(l.start).Round(time.Second))
+	var more string
+	if l.detail != nil {
+		if d := l.detail(); d != "" {
+			more = ": " + d
+		}
+	}
+	fmt.Fprintf(l.w, "%s %d%% (%d/%d) after %s%s\n", l.desc, pct, l.done, l.total, t.Sub(l.start).Round(time.Second), more)
 	l.last = t
 }

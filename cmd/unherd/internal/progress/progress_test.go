@@ -110,3 +110,23 @@ func TestLinesQuiet(t *testing.T) {
 		t.Fatalf("quick work wrote %q", out.String())
 	}
 }
+
+// TestLinesDetail: a detail follows each line's figures after a colon,
+// and an empty one adds nothing.
+func TestLinesDetail(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	var out bytes.Buffer
+	l := NewLines(&out, "report", c.now)
+	detail := "hedge 40%"
+	l.Detail(func() string { return detail })
+	c.t = c.t.Add(DefaultDelay)
+	l.Update(1, 2)
+	detail = ""
+	l.Finish()
+	want := "report 50% (1/2) after 1s: hedge 40%\n" + "report 50% (1/2) after 1s\n"
+	if out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+	var nilLines *Lines
+	nilLines.Detail(func() string { return "x" })
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -70,12 +71,12 @@ func pooled(t *testing.T) http.RoundTripper {
 	return tr
 }
 
-// naive is the retry loop written by hand: three attempts, pause apart,
+// naive is the retry loop written by hand: three attempts, gap apart,
 // retrying any failure.
-func naive(pause time.Duration) func(ctx context.Context, rt http.RoundTripper, url string) bool {
+func naive(gap time.Duration) func(ctx context.Context, rt http.RoundTripper, url string) bool {
 	return func(ctx context.Context, rt http.RoundTripper, url string) bool {
 		for i := range 3 {
-			if i > 0 && pause > 0 && !sleep(ctx, pause) {
+			if i > 0 && gap > 0 && !pause.For(ctx, gap) {
 				return false
 			}
 			if get(ctx, rt, url) == http.StatusOK {
@@ -96,18 +97,6 @@ func get(ctx context.Context, rt http.RoundTripper, url string) int {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	return resp.StatusCode
-}
-
-// sleep waits d or until ctx ends, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // population drives a client type until ctx ends.
@@ -141,12 +130,12 @@ func closed(ctx context.Context, c clientType, rt http.RoundTripper, url string)
 	var wg sync.WaitGroup
 	for i := range callers {
 		r := rand.New(rand.NewPCG(uint64(i), 1))
-		pause := func() time.Duration { return think/2 + time.Duration(r.Int64N(int64(think))) }
+		thinkTime := func() time.Duration { return think/2 + time.Duration(r.Int64N(int64(think))) }
 		wg.Go(func() {
-			sleep(ctx, pause())
+			pause.For(ctx, thinkTime())
 			for ctx.Err() == nil {
 				if c.call(ctx, rt, url) {
-					sleep(ctx, pause())
+					pause.For(ctx, thinkTime())
 				}
 			}
 		})
@@ -163,7 +152,7 @@ func open(ctx context.Context, c clientType, rt http.RoundTripper, url string) {
 	next := time.Now()
 	for ctx.Err() == nil {
 		next = next.Add(time.Duration(r.ExpFloat64() / openRate * float64(time.Second)))
-		if d := time.Until(next); d > 0 && !sleep(ctx, d) {
+		if d := time.Until(next); d > 0 && !pause.For(ctx, d) {
 			break
 		}
 		wg.Go(func() { c.call(ctx, rt, url) })

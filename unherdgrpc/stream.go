@@ -273,21 +273,18 @@ func (s *clientStream) cancelLater() {
 	}
 }
 
-// Header returns the current attempt's header metadata.
-func (s *clientStream) Header() (metadata.MD, error) {
+// current returns the current attempt's stream.
+func (s *clientStream) current() grpc.ClientStream {
 	s.mu.Lock()
-	cs := s.cur
-	s.mu.Unlock()
-	return cs.Header()
+	defer s.mu.Unlock()
+	return s.cur
 }
 
+// Header returns the current attempt's header metadata.
+func (s *clientStream) Header() (metadata.MD, error) { return s.current().Header() }
+
 // Trailer returns the current attempt's trailer metadata.
-func (s *clientStream) Trailer() metadata.MD {
-	s.mu.Lock()
-	cs := s.cur
-	s.mu.Unlock()
-	return cs.Trailer()
-}
+func (s *clientStream) Trailer() metadata.MD { return s.current().Trailer() }
 
 // CloseSend closes the sending side, and will on every later attempt.
 func (s *clientStream) CloseSend() error {
@@ -299,12 +296,7 @@ func (s *clientStream) CloseSend() error {
 }
 
 // Context returns the current attempt's context.
-func (s *clientStream) Context() context.Context {
-	s.mu.Lock()
-	cs := s.cur
-	s.mu.Unlock()
-	return cs.Context()
-}
+func (s *clientStream) Context() context.Context { return s.current().Context() }
 
 // draw returns a random draw for the jitter: Config.Retry.Rand's, or
 // math/rand/v2's.

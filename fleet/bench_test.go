@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/fleet/fleettest"
 )
 
 // BenchmarkBudgetParallel is the hot path over the in-memory ledger, with
@@ -24,18 +24,5 @@ func BenchmarkBudgetParallel(b *testing.B) {
 	defer func() { cancel(); <-done }()
 	b.ReportAllocs()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			i++
-			if i%20 != 0 {
-				bud.Record(budget.Attempt{N: 1})
-				continue
-			}
-			bud.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
-			if bud.Withdraw(budget.Transient) {
-				bud.Record(budget.Attempt{N: 2, Charged: budget.Transient})
-			}
-		}
-	})
+	b.RunParallel(func(pb *testing.PB) { fleettest.Traffic(bud, pb) })
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/fleet/fleettest"
 	"github.com/unherd/unherd/unherdredis"
 )
 
@@ -34,21 +34,7 @@ func BenchmarkFleetBudgetParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		i, yes, no := 0, int64(0), int64(0)
-		for pb.Next() {
-			i++
-			if i%20 != 0 {
-				bud.Record(budget.Attempt{N: 1})
-				continue
-			}
-			bud.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
-			if bud.Withdraw(budget.Transient) {
-				bud.Record(budget.Attempt{N: 2, Charged: budget.Transient})
-				yes++
-			} else {
-				no++
-			}
-		}
+		yes, no := fleettest.Traffic(bud, pb)
 		retries.Add(yes)
 		refused.Add(no)
 	})

@@ -133,3 +133,26 @@ func CheckShare(t testing.TB, r ShareResult) {
 		t.Errorf("fleet retried only %d times, less than half its bound of %.0f", r.Retries, r.Bound)
 	}
 }
+
+// Traffic is one goroutine's share of a budget benchmark run under
+// b.RunParallel: 19 calls in 20 succeed at once; the 20th fails, withdraws
+// a retry and, if the budget allows it, succeeds on it. One pb.Next is
+// one call. It returns the retries the budget granted and refused.
+func Traffic(b budget.Budget, pb *testing.PB) (granted, refused int64) {
+	i := 0
+	for pb.Next() {
+		i++
+		if i%20 != 0 {
+			b.Record(budget.Attempt{N: 1})
+			continue
+		}
+		b.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
+		if b.Withdraw(budget.Transient) {
+			b.Record(budget.Attempt{N: 2, Charged: budget.Transient})
+			granted++
+		} else {
+			refused++
+		}
+	}
+	return granted, refused
+}

@@ -284,28 +284,36 @@ func TestNoAllocation(t *testing.T) {
 func TestNoAllocationPerCall(t *testing.T) {
 	m, _ := setup(t)
 	o := must(m.GRPCObserver("s.S/M", "t"))
-	ctx := context.Background()
 	for _, obs := range []observe.Observer{nil, o} {
-		p, err := retry.New(retry.Config{Observer: obs, Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		op := func(context.Context) error {
-			if n++; n%3 != 0 {
-				return errDown
-			}
-			return nil
-		}
-		_ = p.Do(ctx, op) // the first record of a point may allocate it
-		if allocs := testing.AllocsPerRun(100, func() {
-			if err := p.Do(ctx, op); err != nil {
-				t.Fatal(err)
-			}
-		}); allocs != 0 {
+		if allocs := callAllocs(t, obs); allocs != 0 {
 			t.Errorf("observer %v: a call with 2 retries allocates %v times", obs != nil, allocs)
 		}
 	}
+}
+
+// callAllocs returns the allocations of a retry.Do call that fails twice
+// and then succeeds, reported to obs, after one such call (the first
+// record of a data point may allocate it).
+func callAllocs(t *testing.T, obs observe.Observer) float64 {
+	t.Helper()
+	p, err := retry.New(retry.Config{Observer: obs, Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n := 0
+	op := func(context.Context) error {
+		if n++; n%3 != 0 {
+			return errDown
+		}
+		return nil
+	}
+	_ = p.Do(ctx, op)
+	return testing.AllocsPerRun(100, func() {
+		if err := p.Do(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // BenchmarkEvent is one event of each kind through the OpenTelemetry

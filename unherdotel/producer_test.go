@@ -15,8 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/unherd/unherd/backoff"
-	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdotel"
@@ -281,22 +279,7 @@ func TestProducerNoAllocation(t *testing.T) {
 			t.Errorf("%v: %v allocations", e.Kind, allocs)
 		}
 	}
-	pol, err := retry.New(retry.Config{Observer: o, Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	op := func(context.Context) error {
-		if n++; n%3 != 0 {
-			return errDown
-		}
-		return nil
-	}
-	if allocs := testing.AllocsPerRun(100, func() {
-		if err := pol.Do(ctx, op); err != nil {
-			t.Fatal(err)
-		}
-	}); allocs != 0 {
+	if allocs := callAllocs(t, o); allocs != 0 {
 		t.Errorf("a call with 2 retries allocates %v times", allocs)
 	}
 	sm, _ := p.Produce(ctx)

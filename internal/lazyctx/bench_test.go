@@ -12,65 +12,63 @@ import (
 // attempt that answers from memory does not.
 
 func BenchmarkWithCancel(b *testing.B) {
-	for _, watched := range []bool{false, true} {
-		suffix := map[bool]string{false: "", true: "-watched"}[watched]
-		b.Run("context"+suffix, func(b *testing.B) {
-			b.ReportAllocs()
-			parent, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			for b.Loop() {
-				ctx, cancel := context.WithCancelCause(parent)
-				if watched {
-					watch(b, ctx)
-				}
-				cancel(nil)
+	benchContexts(b,
+		func(b *testing.B, parent context.Context, watched bool) {
+			ctx, cancel := context.WithCancelCause(parent)
+			if watched {
+				watch(b, ctx)
 			}
-		})
-		b.Run("lazyctx"+suffix, func(b *testing.B) {
-			b.ReportAllocs()
-			parent, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			for b.Loop() {
-				ctx := WithCancel(parent)
-				if watched {
-					watch(b, ctx)
-				}
-				ctx.Cancel(nil)
+			cancel(nil)
+		},
+		func(b *testing.B, parent context.Context, watched bool) {
+			ctx := WithCancel(parent)
+			if watched {
+				watch(b, ctx)
 			}
+			ctx.Cancel(nil)
 		})
-	}
 }
 
 // BenchmarkWithTimeout compares WithTimeout then Detach (a successful
 // attempt) with context.WithTimeout then its cancel, the closest the
 // standard library has.
 func BenchmarkWithTimeout(b *testing.B) {
+	benchContexts(b,
+		func(b *testing.B, parent context.Context, watched bool) {
+			ctx, cancel := context.WithTimeout(parent, time.Second)
+			if watched {
+				watch(b, ctx)
+			}
+			cancel()
+		},
+		func(b *testing.B, parent context.Context, watched bool) {
+			ctx := WithTimeout(parent, time.Second, nil)
+			if watched {
+				watch(b, ctx)
+			}
+			ctx.Detach()
+		})
+}
+
+// benchContexts runs one op of the standard library's way (std) and of
+// lazyctx's (lazy) per iteration, under a cancellable parent, unwatched
+// and watched.
+func benchContexts(b *testing.B, std, lazy func(b *testing.B, parent context.Context, watched bool)) {
 	for _, watched := range []bool{false, true} {
 		suffix := map[bool]string{false: "", true: "-watched"}[watched]
-		b.Run("context"+suffix, func(b *testing.B) {
-			b.ReportAllocs()
-			parent, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			for b.Loop() {
-				ctx, cancel := context.WithTimeout(parent, time.Second)
-				if watched {
-					watch(b, ctx)
+		for _, c := range []struct {
+			name string
+			op   func(*testing.B, context.Context, bool)
+		}{{"context", std}, {"lazyctx", lazy}} {
+			b.Run(c.name+suffix, func(b *testing.B) {
+				b.ReportAllocs()
+				parent, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				for b.Loop() {
+					c.op(b, parent, watched)
 				}
-				cancel()
-			}
-		})
-		b.Run("lazyctx"+suffix, func(b *testing.B) {
-			b.ReportAllocs()
-			parent, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			for b.Loop() {
-				ctx := WithTimeout(parent, time.Second, nil)
-				if watched {
-					watch(b, ctx)
-				}
-				ctx.Detach()
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -55,10 +55,11 @@ type engine struct {
 	last    uint64 // the radix heap's reference time: last <= every pending event's time
 	due     []event
 	head    int             // next event of due to deliver
-	buckets [16][16][]event // [level][digit]
+	buckets [16][64][]event // [level][digit]; levels 11 to 15 are never used
 	levels  uint32          // bit l set: some buckets[l][...] is not empty
-	digits  [16]uint16      // bit d of digits[l] set: buckets[l][d] is not empty
-	rng     *rand.Rand
+	digits  [16]uint64      // bit d of digits[l] set: buckets[l][d] is not empty
+	pcg     *rand.PCG       // the run's random source
+	rng     *rand.Rand      // draws from pcg
 	events  uint64 // events handled so far
 	// done, if set, stops the run early when closed; the sweep then
 	// discards its result.
@@ -70,7 +71,8 @@ type engine struct {
 // differ by stream (their index), so a run's draws depend on nothing but
 // the two.
 func newEngine(seed, stream uint64) *engine {
-	return &engine{rng: rand.New(rand.NewPCG(seed, mix(stream)))}
+	pcg := rand.NewPCG(seed, mix(stream))
+	return &engine{pcg: pcg, rng: rand.New(pcg)}
 }
 
 // mix spreads consecutive stream numbers over the PCG's state space
@@ -121,30 +123,36 @@ func (e *engine) bucket(t uint64) *[]event {
 	if x == 0 {
 		return &e.due
 	}
-	l := uint(bits.Len64(x)-1) / 4 & 15
-	d := (t >> (4 * l)) & 15
+	l := uint(bits.Len64(x)-1) / 6 & 15
+	d := (t >> (6 * l)) & 63
 	e.levels |= 1 << l
 	e.digits[l] |= 1 << d
 	return &e.buckets[l][d]
 }
 
-// next returns the earliest pending event without removing it, or false
-// if none is pending.
-func (e *engine) next() (*event, bool) {
-	if e.head < len(e.due) {
-		return &e.due[e.head], true
-	}
+// refill moves the earliest pending events into due, which must have
+// been delivered in full, or reports false if no event is pending.
+func (e *engine) refill() bool {
 	e.due, e.head = e.due[:0], 0
 	if e.levels == 0 {
-		return nil, false
+		return false
 	}
 	// The lowest non-empty bucket holds the earliest events.
 	l := bits.TrailingZeros32(e.levels) & 15
-	d := bits.TrailingZeros16(e.digits[l]) & 15
+	d := bits.TrailingZeros64(e.digits[l]) & 63
 	src := e.buckets[l][d]
 	e.digits[l] &^= 1 << d
 	if e.digits[l] == 0 {
 		e.levels &^= 1 << l
+	}
+	// Its events all go to lower levels or to due, never back to it.
+	e.buckets[l][d] = src[:0]
+	if len(src) == 1 {
+		// The common case on a sparse queue: the bucket's one event is
+		// the earliest.
+		e.last = uint64(src[0].at)
+		e.due = append(e.due, src[0])
+		return true
 	}
 	min := uint64(src[0].at)
 	for i := 1; i < len(src); i++ {
@@ -157,8 +165,7 @@ func (e *engine) next() (*event, bool) {
 		b := e.bucket(uint64(src[i].at))
 		*b = append(*b, src[i])
 	}
-	e.buckets[l][d] = src[:0]
-	return &e.due[0], true
+	return true
 }
 
 // run delivers events to h in (time, sequence) order until the queue is
@@ -167,10 +174,10 @@ func (e *engine) next() (*event, bool) {
 // queue still holds later events.
 func (e *engine) run(h handler, until time.Duration) {
 	for {
-		p, ok := e.next()
-		if !ok {
+		if e.head == len(e.due) && !e.refill() {
 			return
 		}
+		p := &e.due[e.head]
 		if until >= 0 && p.at > until {
 			e.now = until
 			return
@@ -194,10 +201,14 @@ func (e *engine) run(h handler, until time.Duration) {
 
 // u64 is a uniformly random 64-bit draw, for backoff.Schedule.Delay and
 // retry.Step.Rand.
-func (e *engine) u64() uint64 { return e.rng.Uint64() }
+// It calls the PCG directly rather than through rng's Source interface:
+// the same draw, without the dynamic call.
+func (e *engine) u64() uint64 { return e.pcg.Uint64() }
 
 // float is uniform in [0, 1).
-func (e *engine) float() float64 { return e.rng.Float64() }
+// It is rand.Rand.Float64's formula on u64: the same value from the same
+// source.
+func (e *engine) float() float64 { return float64(e.u64()<<11>>11) / (1 << 53) }
 
 // normal draws |Normal(mean, sd)|, the network hop of Brooker's model.
 func (e *engine) normal(mean, sd time.Duration) time.Duration {

@@ -60,7 +60,7 @@ type engine struct {
 	digits  [16]uint64      // bit d of digits[l] set: buckets[l][d] is not empty
 	pcg     *rand.PCG       // the run's random source
 	rng     *rand.Rand      // draws from pcg
-	events  uint64 // events handled so far
+	events  uint64          // events handled so far
 	// done, if set, stops the run early when closed; the sweep then
 	// discards its result.
 	done <-chan struct{}

@@ -33,17 +33,21 @@ type handler interface {
 // runs in parallel each have their own.
 //
 // The queue is a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) with
-// 4-bit digits, which fits a simulation because no event is ever scheduled
+// 6-bit digits, which fits a simulation because no event is ever scheduled
 // before the present. Times are compared with last, the latest time the
 // queue has handed out: events due exactly at last wait in due, in the
 // order they were scheduled; any other event sits in the bucket named by
-// the highest 4-bit digit (level) in which its time differs from last and
+// the highest 6-bit digit (level) in which its time differs from last and
 // by its own value of that digit. Scheduling is an append. When due runs
-// dry, the lowest non-empty bucket holds the earliest events: it is scanned
-// for its earliest time, which becomes last, and its events move to due or
-// to lower levels. An event moves at most once per level, and in practice
-// two or three times, where a binary heap would compare it at every one of
-// its levels.
+// dry, the lowest non-empty bucket holds the earliest events: a bucket of
+// one event hands it out at once; a larger one is scanned for its
+// earliest time, which becomes last, and its events move to due or to
+// lower levels. An event moves at most once per level, and in practice
+// once or twice, where a binary heap would compare it at every one of its
+// levels. A level's 64 buckets have one 64-bit word of flags, so the
+// lowest non-empty bucket is two trailing-zero counts away; wider digits
+// move events less often but spread them over more memory, and measured
+// slower.
 //
 // Every bucket stays in scheduling order: an append is the latest event
 // scheduled, and a move copies one bucket, in order, into lower ones that

@@ -76,6 +76,27 @@ func TestAttemptContextCause(t *testing.T) {
 	}
 }
 
+// A context derived from the attempt's, as an HTTP or gRPC client derives
+// one for each request, ends at the attempt timeout as a child of a
+// context.WithTimeout does: with DeadlineExceeded and the attempt's cause.
+func TestAttemptDerivedContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{AttemptTimeout: time.Second, MaxAttempts: 1})
+		err := p.Do(t.Context(), func(ctx context.Context) error {
+			derived, cancel := context.WithCancel(ctx)
+			defer cancel()
+			<-derived.Done()
+			if cause := context.Cause(derived); cause != ErrAttemptTimeout {
+				t.Errorf("derived Cause() = %v, want ErrAttemptTimeout", cause)
+			}
+			return derived.Err()
+		})
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrAttemptTimeout) {
+			t.Errorf("err = %v, want the derived context's DeadlineExceeded, as an attempt timeout", err)
+		}
+	})
+}
+
 // The successful attempt's context, watched or not, follows the caller's
 // context no more: the caller's cancel after the call does not reach it,
 // and it reports no deadline.

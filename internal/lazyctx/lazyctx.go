@@ -18,7 +18,9 @@
 // context.Cause finds the cause, and contexts derived from a Context
 // (context.WithCancel, WithTimeout, AfterFunc) register with that inner
 // context directly, as they do with a cancelCtx: they call Done first,
-// which sets it up. A Context that has ended before anyone watched it sets
+// which sets it up. They end with the Context's Err: DeadlineExceeded
+// after a deadline, its own or its parent's, as children of a
+// context.WithTimeout do. A Context that has ended before anyone watched it sets
 // up an inner context already cancelled with its cause the first time
 // Done or Value is called, so Cause and every derived context see what a
 // context.WithCancelCause would show.
@@ -72,6 +74,12 @@ type Context struct {
 	cancelInner context.CancelCauseFunc
 	timer       *time.Timer // ends the context at expiry, once armed
 	stopParent  func() bool // unhooks from parent, once armed
+	// expire, set while arming an inner context over values, cancels
+	// inner with context.DeadlineExceeded and expireCause: what
+	// context.WithCancelCause does to a child when its parent, a
+	// context that is not a cancelCtx, ends (see values.AfterFunc).
+	expire      func()
+	expireCause context.Context // a context cancelled with the cause, for Cause(values)
 }
 
 // WithCancel returns a Context that ends when parent does or when Cancel
@@ -243,7 +251,12 @@ func (c *Context) endLocked() {
 // never reports an end that Done does not show. The caller holds c.mu.
 func (c *Context) cancelLocked(bits uint32, cause error) {
 	c.cause = cause
-	if c.cancelInner != nil {
+	switch {
+	case bits&deadline != 0 && c.expire != nil:
+		// A deadline's end: inner and the contexts derived from it end
+		// with DeadlineExceeded, as children of a timerCtx would.
+		c.expireLocked()
+	case c.cancelInner != nil:
 		c.cancelInner(cause)
 	}
 	c.unhookLocked()
@@ -281,7 +294,11 @@ func (c *Context) arm() context.Context {
 	}
 	if f&cancelled != 0 {
 		// Closed before armed is set, so that no Done reports it open.
-		c.cancelInner(c.cause)
+		if f&deadline != 0 && c.expire != nil {
+			c.expireLocked()
+		} else {
+			c.cancelInner(c.cause)
+		}
 	}
 	c.flags.Store(f | armed)
 	if f&(cancelled|follows|detached) != 0 {
@@ -312,12 +329,64 @@ func (c *Context) arm() context.Context {
 	return c.inner
 }
 
+// expireLocked ends inner at a deadline: with context.DeadlineExceeded
+// as its Err and that of every context derived from it, and c.cause as
+// their cause. The caller holds c.mu and has set c.cause.
+func (c *Context) expireLocked() {
+	cc, cancel := context.WithCancelCause(context.Background())
+	cancel(c.cause)
+	c.expireCause = cc
+	f := c.expire
+	c.expire = nil
+	f()
+}
+
 // values is the parent of a Context's inner context when that must not
 // follow the Context's parent: the parent's values, without its
-// cancellation or deadline.
+// cancellation or deadline. It lets the Context end inner with
+// context.DeadlineExceeded, which a cancel func cannot do: as it is not
+// a cancelCtx but has a Done channel and an AfterFunc method,
+// context.WithCancelCause hands it the func that ends the child with
+// values' Err and context.Cause (see Context.expireLocked). Its Done
+// channel never closes: nothing but inner's setup looks at it.
 type values Context
 
+// never is values' Done channel.
+var never = make(chan struct{})
+
 func (v *values) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (v *values) Done() <-chan struct{}       { return nil }
-func (v *values) Err() error                  { return nil }
-func (v *values) Value(key any) any           { return v.parent.Value(key) }
+func (v *values) Done() <-chan struct{}       { return never }
+
+// Err is DeadlineExceeded once expireLocked has run; the caller of
+// expireLocked holds v.mu.
+func (v *values) Err() error {
+	if v.expireCause != nil {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Value returns the parent's value for key, except the one key that
+// context.Cause looks up, which after expireLocked finds a context
+// cancelled with the cause: of the keys it could be asked for, only
+// that one has a value in a context.WithCancelCause of Background.
+func (v *values) Value(key any) any {
+	if v.expireCause != nil {
+		if x := v.expireCause.Value(key); x != nil {
+			return x
+		}
+	}
+	return v.parent.Value(key)
+}
+
+// AfterFunc keeps f, which context.WithCancelCause passes while arm
+// builds inner (under v.mu), for expireLocked. Its stop func runs when
+// inner is cancelled otherwise, under v.mu too.
+func (v *values) AfterFunc(f func()) (stop func() bool) {
+	v.expire = f
+	return func() bool {
+		stopped := v.expire != nil
+		v.expire = nil
+		return stopped
+	}
+}

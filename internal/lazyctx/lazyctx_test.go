@@ -316,17 +316,28 @@ func TestDerived(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		end       func(c *Context, pcancel context.CancelCauseFunc)
+		wantErr   error
 		wantCause error
 	}{
-		{"cancel", func(c *Context, _ context.CancelCauseFunc) { c.Cancel(errOwn) }, errOwn},
-		{"parent", func(_ *Context, pcancel context.CancelCauseFunc) { pcancel(errParent) }, errParent},
-		{"expiry", func(*Context, context.CancelCauseFunc) { time.Sleep(time.Second) }, errExpiry},
+		{"cancel", func(c *Context, _ context.CancelCauseFunc) { c.Cancel(errOwn) }, context.Canceled, errOwn},
+		{"parent", func(_ *Context, pcancel context.CancelCauseFunc) { pcancel(errParent) }, context.Canceled, errParent},
+		{"parent-deadline", func(*Context, context.CancelCauseFunc) {
+			time.Sleep(time.Second / 2)
+			synctest.Wait() // the parent's timer has run
+		}, context.DeadlineExceeded, context.DeadlineExceeded},
+		{"expiry", func(*Context, context.CancelCauseFunc) { time.Sleep(time.Second) }, context.DeadlineExceeded, errExpiry},
 	} {
 		for _, before := range []bool{false, true} {
 			t.Run(tc.name+map[bool]string{false: "/after", true: "/before"}[before], func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
+					var parent context.Context
 					parent, pcancel := context.WithCancelCause(context.Background())
 					defer pcancel(nil)
+					if tc.name == "parent-deadline" {
+						var cancel context.CancelFunc
+						parent, cancel = context.WithTimeout(parent, time.Second/2)
+						defer cancel()
+					}
 					c := WithTimeout(parent, time.Second, errExpiry)
 					if before {
 						tc.end(c, pcancel)
@@ -335,7 +346,7 @@ func TestDerived(t *testing.T) {
 					defer cancelChild()
 					timed, cancelTimed := context.WithTimeout(c, time.Hour)
 					defer cancelTimed()
-					if d, _ := timed.Deadline(); !before && !d.Equal(time.Now().Add(time.Second)) {
+					if d, _ := timed.Deadline(); !before && !d.Equal(c.expiry) && tc.name != "parent-deadline" {
 						t.Errorf("derived WithTimeout(1h) has deadline %v, want its parent's 1s", d)
 					}
 					ran := make(chan struct{})
@@ -348,11 +359,18 @@ func TestDerived(t *testing.T) {
 					}
 					// The derived contexts end with c, at once: they are
 					// children of its inner cancelCtx, which is closed by
-					// the time c reports its end.
-					c.Err()
+					// the time c reports its end. They end with c's Err
+					// too: DeadlineExceeded after a deadline, as children
+					// of a context.WithTimeout do.
+					if got := c.Err(); got != tc.wantErr {
+						t.Errorf("Err() = %v, want %v", got, tc.wantErr)
+					}
 					for name, d := range map[string]context.Context{"WithCancel": child, "WithTimeout": timed} {
 						if !isClosed(d.Done()) {
 							t.Errorf("derived %s still open", name)
+						}
+						if got := d.Err(); got != tc.wantErr {
+							t.Errorf("derived %s: Err = %v, want %v", name, got, tc.wantErr)
 						}
 						if got := context.Cause(d); got != tc.wantCause {
 							t.Errorf("derived %s: Cause = %v, want %v", name, got, tc.wantCause)

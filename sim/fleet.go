@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -95,18 +96,32 @@ func RunFleet(p FleetParams, seed uint64) (FleetResult, error) {
 	return res, nil
 }
 
-// Event kinds of the fleet model.
-const (
-	fleetRequest int32 = iota
-	fleetSyncStart
-	fleetSyncEnd
-)
+// fleetSync is the fleet model's one event: client id's sync with the
+// ledger comes back.
+const fleetSync int32 = 0
 
+// fleetModel is one run of the fleet experiment.
+//
+// A client's requests touch nothing but its own budget, and the floors'
+// clients share nothing at all, so neither is an event. With per-client
+// floors each client is run on its own, its whole stream of requests in
+// time order, one client after another. With the fleet budget the
+// ledger is shared: the one event is a client's sync, in time order over
+// the fleet, and the client's requests since its last sync are run when
+// it comes, each at its own instant and in order, those before the
+// report first (Report), those during the round trip next, then the
+// ledger's answer (Ledger.SyncAt halfway through the round trip,
+// Budget.Settle at its end). Each budget, and the ledger, sees its calls
+// at the same instants and in the same order as with an event per
+// request; the budgets read no clock of their own here (their Now serves
+// Sync and Run only), so the results are the same model's, in a third of
+// the events and with one client's state in the cache at a time. Only
+// the order of the random draws differs.
 type fleetModel struct {
 	p        FleetParams
-	buds     []budget.Budget
+	mean     time.Duration // between a client's requests
 	fleets   []*fleetb.Budget
-	reports  []fleetb.Report
+	next     []time.Duration // each client's next request, fleet budget only
 	ledger   *fleetb.Ledger
 	perSec   []int64
 	row      FleetRow
@@ -126,36 +141,18 @@ func (refuseAll) Record(budget.Attempt)      {}
 func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool) (FleetRow, []int64, error) {
 	e := newEngine(seed, 0)
 	e.done = done
-	now := e.Now
-	m := &fleetModel{p: p, buds: make([]budget.Budget, p.Clients), perSec: make([]int64, int(p.Outage/time.Second)+1), interval: fleetb.DefaultSyncInterval}
-	m.row.Budget = "per-client floors"
+	m := &fleetModel{p: p, mean: time.Duration(float64(time.Second) / p.Rate),
+		perSec: make([]int64, int(p.Outage/time.Second)+1), interval: fleetb.DefaultSyncInterval}
+	end := p.Before + p.Outage + p.After
+	var err error
 	if shared {
-		m.row.Budget = "fleet budget"
-		m.ledger = fleetb.NewLedger(now)
-		m.fleets = make([]*fleetb.Budget, p.Clients)
-		m.reports = make([]fleetb.Report, p.Clients)
+		err = m.runShared(e, end)
+	} else {
+		err = m.runFloors(e, done, end)
 	}
-	for i := range p.Clients {
-		var b budget.Budget
-		if shared {
-			fb, err := fleetb.New(fleetb.Config{Now: now, ID: strconv.Itoa(i), Fallback: refuseAll{}}, m.ledger)
-			if err != nil {
-				return FleetRow{}, nil, err
-			}
-			m.fleets[i] = fb
-			b = fb
-			e.at(time.Duration(e.float()*float64(m.interval)), fleetSyncStart, int32(i), 0)
-		} else {
-			r, err := budget.NewRatio(budget.RatioConfig{Now: now})
-			if err != nil {
-				return FleetRow{}, nil, err
-			}
-			b = r
-		}
-		m.buds[i] = b
-		e.at(e.exp(time.Duration(float64(time.Second)/p.Rate)), fleetRequest, int32(i), 0)
+	if err != nil {
+		return FleetRow{}, nil, err
 	}
-	e.run(m, p.Before+p.Outage+p.After)
 	o := p.Outage.Seconds()
 	m.row.RetriesPerSecond = float64(m.row.Retries) / o
 	for _, n := range m.perSec[:len(m.perSec)-1] {
@@ -167,29 +164,89 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 	return m.row, m.perSec[:len(m.perSec)-1], nil
 }
 
+// runFloors runs the per-client floors, one client after another: a
+// budget.Ratio each, on a clock that reads the instant of the request at
+// hand.
+func (m *fleetModel) runFloors(e *engine, done <-chan struct{}, end time.Duration) error {
+	m.row.Budget = "per-client floors"
+	var now time.Duration
+	clock := func() time.Time { return Epoch.Add(now) }
+	for i := range m.p.Clients {
+		if i%1024 == 0 && done != nil {
+			select {
+			case <-done:
+				return nil // the sweep discards a stopped run
+			default:
+			}
+		}
+		b, err := budget.NewRatio(budget.RatioConfig{Now: clock})
+		if err != nil {
+			return err
+		}
+		for t := e.exp(m.mean); t <= end; t += e.exp(m.mean) {
+			now = t
+			m.call(b, t)
+		}
+	}
+	return nil
+}
+
+// runShared runs the fleet budget: a fleetb.Budget per client over one
+// fleetb.Ledger, each client syncing every interval from a random phase.
+func (m *fleetModel) runShared(e *engine, end time.Duration) error {
+	m.row.Budget = "fleet budget"
+	m.ledger = fleetb.NewLedger(e.Now)
+	m.fleets = make([]*fleetb.Budget, m.p.Clients)
+	m.next = make([]time.Duration, m.p.Clients)
+	// The clients are alike but for their phase: numbered in the order
+	// of their phases, they sync in the order they lie in memory.
+	phase := make([]time.Duration, m.p.Clients)
+	for i := range phase {
+		phase[i] = time.Duration(e.float() * float64(m.interval))
+	}
+	slices.Sort(phase)
+	for i := range m.p.Clients {
+		fb, err := fleetb.New(fleetb.Config{Now: e.Now, ID: strconv.Itoa(i), Fallback: refuseAll{}}, m.ledger)
+		if err != nil {
+			return err
+		}
+		m.fleets[i] = fb
+		e.at(phase[i]+m.p.RTT, fleetSync, int32(i), 0)
+		m.next[i] = e.exp(m.mean)
+	}
+	e.run(m, end)
+	for i := range m.p.Clients {
+		m.requests(e, int32(i), end)
+	}
+	return nil
+}
+
 func (m *fleetModel) handle(e *engine, ev event) {
-	switch ev.kind {
-	case fleetRequest:
-		m.call(e, ev.id)
-		e.after(e.exp(time.Duration(float64(time.Second)/m.p.Rate)), fleetRequest, ev.id, 0)
-	case fleetSyncStart:
-		m.reports[ev.id] = m.fleets[ev.id].Report(e.Now())
-		e.after(m.p.RTT, fleetSyncEnd, ev.id, 0)
-	case fleetSyncEnd:
-		// The script runs halfway through the round trip.
-		r := m.reports[ev.id]
-		g := m.ledger.SyncAt(e.Now().Add(-m.p.RTT/2), r)
-		m.fleets[ev.id].Settle(e.Now(), r, g, nil)
-		m.row.Syncs++
-		e.after(m.interval-m.p.RTT, fleetSyncStart, ev.id, 0)
+	b := m.fleets[ev.id]
+	back := e.elapsed()
+	sent := back - m.p.RTT
+	m.requests(e, ev.id, sent)
+	r := b.Report(Epoch.Add(sent))
+	m.requests(e, ev.id, back)
+	// The script runs halfway through the round trip.
+	g := m.ledger.SyncAt(Epoch.Add(back-m.p.RTT/2), r)
+	b.Settle(e.Now(), r, g, nil)
+	m.row.Syncs++
+	e.after(m.interval, fleetSync, ev.id, 0)
+}
+
+// requests makes client id's requests up to the instant upto, in order.
+func (m *fleetModel) requests(e *engine, id int32, upto time.Duration) {
+	b := m.fleets[id]
+	for m.next[id] <= upto {
+		m.call(b, m.next[id])
+		m.next[id] += e.exp(m.mean)
 	}
 }
 
-// call makes one request of client id: every attempt fails during the
-// outage, the first succeeds otherwise.
-func (m *fleetModel) call(e *engine, id int32) {
-	b := m.buds[id]
-	t := e.elapsed()
+// call makes one request, at t, through budget b: every attempt fails
+// during the outage, the first succeeds otherwise.
+func (m *fleetModel) call(b budget.Budget, t time.Duration) {
 	down := t >= m.p.Before && t < m.p.Before+m.p.Outage
 	if !down {
 		if t < m.p.Before {

@@ -51,8 +51,7 @@ var (
 
 const (
 	callStart   int32 = iota // a call starts in slot id
-	callSend                 // slot id sends an attempt
-	callArrive               // slot id's attempt reaches the dependency
+	callSend                 // slot id sends an attempt; arg is its hop to the dependency
 	callReply                // slot id's answer arrives; arg is 1 for success
 	callArrival              // open stream: the next call arrives
 	callEnd                  // slot id's call ends, after the wait its policy asked for
@@ -68,10 +67,15 @@ type callSlot struct {
 type callRun struct {
 	m      *callModel
 	policy *retry.Policy
-	slots  []callSlot
-	free   []int32     // open stream: unused slots
-	limit  tokenBucket // the dependency's capacity
-	stats  callStats
+	// pure is true when the policy has no guard and no budget: its
+	// Admit and Done then read no clock and touch nothing the other
+	// calls share, so a call can be carried on past the present (see
+	// follow).
+	pure  bool
+	slots []callSlot
+	free  []int32     // open stream: unused slots
+	limit tokenBucket // the dependency's capacity
+	stats callStats
 }
 
 // runCalls runs one seeded run of m with policy spec s.
@@ -83,7 +87,7 @@ func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policy
 		return nil, err
 	}
 	nb := int(m.end/m.bucket) + 1
-	r := &callRun{m: m, policy: p,
+	r := &callRun{m: m, policy: p, pure: s.guard == guardNone && s.budget == budgetNone,
 		limit: tokenBucket{rate: m.capacity, burst: m.capacity / 10, tokens: m.capacity / 10},
 		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}
 	if m.closed {
@@ -127,29 +131,18 @@ func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec,
 }
 
 func (r *callRun) handle(e *engine, ev event) {
-	m := r.m
 	switch ev.kind {
 	case callArrival:
-		// The next arrival is scheduled first: the gap is at least a
-		// microsecond (rates are capped), so this order is the one in
-		// which an attempt's callSend event, run after this handler,
-		// used to schedule its callArrive, and ties break as before.
-		e.after(time.Duration(float64(time.Second)/m.rate), callArrival, 0, 0)
+		e.after(time.Duration(float64(time.Second)/r.m.rate), callArrival, 0, 0)
 		r.start(e, r.alloc())
 	case callStart:
 		r.start(e, ev.id)
 	case callSend:
-		r.send(e, ev.id)
-	case callArrive:
-		ok := int64(0)
-		if r.serve(e.elapsed()) {
-			ok = 1
-		}
-		e.after(e.normal(m.hop, m.hopSD), callReply, ev.id, ok)
+		r.send(e, ev.id, time.Duration(ev.arg))
 	case callReply:
 		r.reply(e, ev.id, ev.arg == 1)
 	case callEnd:
-		r.end(e, ev.id)
+		r.end(e, ev.id, e.elapsed())
 	}
 }
 
@@ -163,95 +156,167 @@ func (r *callRun) alloc() int32 {
 	return int32(len(r.slots) - 1)
 }
 
+// hop draws a one-way network delay.
+func (r *callRun) hop(e *engine) time.Duration { return e.normal(r.m.hop, r.m.hopSD) }
+
+// down reports whether the dependency is down at t.
+func (r *callRun) down(t time.Duration) bool { return t >= r.m.downFrom && t < r.m.downTo }
+
 func (r *callRun) start(e *engine, id int32) {
 	r.slots[id] = callSlot{call: r.policy.Begin(false)}
-	r.sendAfter(e, 0, id)
+	r.send(e, id, r.hop(e))
 }
 
-// sendAfter has slot id send an attempt d from now. With no delay and no
-// other event due at this instant, the callSend event would be the very
-// next one delivered, so the attempt is sent at once, without it: the
-// same draws in the same order, the same result, one event fewer per
-// call.
-func (r *callRun) sendAfter(e *engine, d time.Duration, id int32) {
-	if d <= 0 && e.alone() {
-		r.send(e, id)
-		return
-	}
-	e.after(d, callSend, id, 0)
-}
-
-// send has slot id send an attempt, if its guards admit it.
-func (r *callRun) send(e *engine, id int32) {
-	m := r.m
-	if err := r.slots[id].call.Admit(context.Background()); err != nil {
-		// A guard rejected the attempt: a local rejection ends the
-		// call at once and is never retried.
+// admit asks slot id's call to start an attempt sent at t and counts it;
+// a guard's rejection ends the call at once, and a local rejection is
+// never retried.
+func (r *callRun) admit(e *engine, id int32, t time.Duration) bool {
+	c := &r.slots[id].call
+	if err := c.Admit(context.Background()); err != nil {
 		r.stats.rejected++
-		r.end(e, id)
-		return
+		r.end(e, id, t)
+		return false
 	}
-	r.stats.attempts++
-	r.stats.load[e.elapsed()/m.bucket]++
-	if t := e.elapsed(); t >= m.downFrom && t < m.downTo {
-		r.stats.attemptsInOutage++
-		if r.slots[id].call.Attempts() == 1 {
-			r.stats.firstInOutage++
+	st := &r.stats
+	st.attempts++
+	st.load[t/r.m.bucket]++
+	if r.down(t) {
+		st.attemptsInOutage++
+		if c.Attempts() == 1 {
+			st.firstInOutage++
 		}
 	}
-	e.after(e.normal(m.hop, m.hopSD), callArrive, id, 0)
+	return true
+}
+
+// send has slot id send an attempt now, which reaches the dependency hop
+// later. The dependency's answer is decided here, in the order attempts
+// are sent (see serve), and the answer travels back one more hop.
+func (r *callRun) send(e *engine, id int32, hop time.Duration) {
+	t := e.elapsed()
+	if !r.admit(e, id, t) {
+		return
+	}
+	ok := r.serve(t + hop)
+	back := t + hop + r.hop(e)
+	if r.pure {
+		r.follow(e, id, back, ok)
+		return
+	}
+	var arg int64
+	if ok {
+		arg = 1
+	}
+	e.at(back, callReply, id, arg)
 }
 
 // serve reports whether the dependency answers a request arriving at t
-// with success: it is up and has capacity left.
+// with success: it is up and has capacity left. It is asked when the
+// request is sent, in the order requests are sent, which is not quite the
+// order in which they arrive (hops vary): the capacity's token bucket is
+// refilled to the latest arrival time it has been asked about, so it
+// still serves capacity per second over any stretch of time.
 func (r *callRun) serve(t time.Duration) bool {
-	m := r.m
-	if t >= m.downFrom && t < m.downTo {
+	if r.down(t) {
 		return false
 	}
-	if m.capacity <= 0 {
+	if r.m.capacity <= 0 {
 		return true
 	}
 	// A token bucket holding a tenth of a second's capacity.
-	return r.limit.take(t)
+	return r.limit.take(max(t, r.limit.last))
 }
 
+// reply delivers slot id's answer now; the call goes on after the wait
+// its policy asks for.
 func (r *callRun) reply(e *engine, id int32, ok bool) {
-	s := &r.slots[id]
-	if ok {
-		s.call.Done(e.Now(), time.Time{}, nil, 0)
-		r.stats.succeeded++
-		r.stats.good[e.elapsed()/r.m.bucket]++
-		r.end(e, id)
+	t := e.elapsed()
+	d, more := r.answer(e, id, t, ok)
+	if !more {
 		return
 	}
-	err := errDown
-	if t := e.elapsed(); t < r.m.downFrom || t >= r.m.downTo {
-		err = errOverloaded
+	hop := r.hop(e)
+	if d == 0 {
+		r.send(e, id, hop)
+		return
 	}
-	d := s.call.Done(e.Now(), time.Time{}, err, e.u64())
-	if d.Reason != nil {
-		if d.Reason == retry.ErrBudgetExhausted {
-			r.stats.budgetOut++
-		}
-		if d.Wait {
-			// The policy waits before it returns the error
-			// (retry.WaitThenReturn): the caller hears of it later.
-			e.after(d.Delay, callEnd, id, 0)
+	e.at(t+d, callSend, id, int64(hop))
+}
+
+// follow carries a pure policy's call on from the answer to its attempt
+// that reaches it at t (ok for a success), without going through the
+// queue: its Admit and Done depend on nothing but the call and the times
+// given them, and the answer to an attempt that reaches the dependency
+// while it is down is known when the attempt is sent. So a retry whose
+// attempt arrives during the outage is made here, at once, with its
+// virtual times, and the call stops at the first attempt that reaches
+// the dependency while it is up: that attempt is sent by an event at
+// its time, where its share of the capacity is decided in time order.
+// Nothing the run would not reach (an answer or a send after its end)
+// is counted.
+func (r *callRun) follow(e *engine, id int32, t time.Duration, ok bool) {
+	m := r.m
+	for t <= m.end {
+		d, more := r.answer(e, id, t, ok)
+		if !more {
 			return
 		}
-		r.end(e, id)
-		return
+		next, hop := t+d, r.hop(e)
+		if next > m.end {
+			return
+		}
+		if !r.down(next + hop) {
+			e.at(next, callSend, id, int64(hop))
+			return
+		}
+		if !r.admit(e, id, next) {
+			return
+		}
+		t, ok = next+hop+r.hop(e), false
 	}
-	r.sendAfter(e, d.Delay, id)
 }
 
-// end finishes slot id's call: a closed client thinks and calls again; an
-// open stream's slot is freed.
-func (r *callRun) end(e *engine, id int32) {
+// answer has slot id's call hear at t (now, or later for follow) how its
+// attempt ended. It reports whether the call goes on, and after what
+// delay; if not, the call has ended, or will after the wait its policy
+// asked for.
+func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Duration, bool) {
+	c := &r.slots[id].call
+	now := Epoch.Add(t)
+	if ok {
+		c.Done(now, time.Time{}, nil, 0)
+		r.stats.succeeded++
+		r.stats.good[t/r.m.bucket]++
+		r.end(e, id, t)
+		return 0, false
+	}
+	err := errDown
+	if !r.down(t) {
+		err = errOverloaded
+	}
+	d := c.Done(now, time.Time{}, err, e.u64())
+	if d.Reason == nil {
+		return d.Delay, true
+	}
+	if d.Reason == retry.ErrBudgetExhausted {
+		r.stats.budgetOut++
+	}
+	if d.Wait {
+		// The policy waits before it returns the error
+		// (retry.WaitThenReturn): the caller hears of it later.
+		e.at(t+d.Delay, callEnd, id, 0)
+		return 0, false
+	}
+	r.end(e, id, t)
+	return 0, false
+}
+
+// end finishes slot id's call at t: a closed client thinks and calls
+// again; an open stream's slot is freed.
+func (r *callRun) end(e *engine, id int32, t time.Duration) {
 	r.stats.calls++
 	if r.m.closed {
-		e.after(e.exp(r.m.think), callStart, id, 0)
+		e.at(t+e.exp(r.m.think), callStart, id, 0)
 		return
 	}
 	r.free = append(r.free, id)

@@ -71,37 +71,59 @@ type callRun struct {
 	// Admit and Done then read no clock and touch nothing the other
 	// calls share, so a call can be carried on past the present (see
 	// follow).
-	pure  bool
-	slots []callSlot
-	free  []int32     // open stream: unused slots
-	limit tokenBucket // the dependency's capacity
-	stats callStats
+	pure bool
+	// pending counts the events the run has scheduled, other than the
+	// open stream's next arrival, that are not yet delivered; when it is
+	// not zero, none of them is due before floor (see arrive).
+	pending int
+	floor   time.Duration
+	// arrivals is the most arrivals one callArrival event takes in:
+	// maxArrivals, or 1 to compare with one event per arrival.
+	arrivals int
+	slots    []callSlot
+	free     []int32     // open stream: unused slots
+	limit    tokenBucket // the dependency's capacity
+	stats    callStats
 }
 
 // runCalls runs one seeded run of m with policy spec s.
 func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policySpec) (*callStats, error) {
 	e := newEngine(seed, stream)
 	e.done = done
+	r, err := newCallRun(e, m, s)
+	if err != nil {
+		return nil, err
+	}
+	r.run(e)
+	return &r.stats, nil
+}
+
+// newCallRun builds a run of m with policy spec s on e.
+func newCallRun(e *engine, m *callModel, s *policySpec) (*callRun, error) {
 	p, err := s.build(e)
 	if err != nil {
 		return nil, err
 	}
 	nb := int(m.end/m.bucket) + 1
-	r := &callRun{m: m, policy: p, pure: s.guard == guardNone && s.budget == budgetNone,
+	return &callRun{m: m, policy: p, pure: s.guard == guardNone && s.budget == budgetNone, arrivals: maxArrivals,
 		limit: tokenBucket{rate: m.capacity, burst: m.capacity / 10, tokens: m.capacity / 10},
-		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}
+		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}, nil
+}
+
+// run starts the callers and runs e to the model's end.
+func (r *callRun) run(e *engine) {
+	m := r.m
 	if m.closed {
 		r.slots = make([]callSlot, m.clients)
 		for c := range m.clients {
 			// Start the population spread over one think time, as if it
 			// had been running for a while.
-			e.after(time.Duration(e.float()*float64(m.think)), callStart, int32(c), 0)
+			r.at(e, time.Duration(e.float()*float64(m.think)), callStart, int32(c), 0)
 		}
 	} else {
 		e.after(0, callArrival, 0, 0)
 	}
 	e.run(r, m.end)
-	return &r.stats, nil
 }
 
 // sweepCalls runs every spec against the model of every population
@@ -131,19 +153,56 @@ func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec,
 }
 
 func (r *callRun) handle(e *engine, ev event) {
+	if ev.kind == callArrival {
+		r.arrive(e)
+		return
+	}
+	r.pending--
 	switch ev.kind {
-	case callArrival:
-		e.after(time.Duration(float64(time.Second)/r.m.rate), callArrival, 0, 0)
-		r.start(e, r.alloc())
 	case callStart:
-		r.start(e, ev.id)
+		r.start(e, ev.id, e.elapsed())
 	case callSend:
-		r.send(e, ev.id, time.Duration(ev.arg))
+		r.send(e, ev.id, e.elapsed(), time.Duration(ev.arg))
 	case callReply:
 		r.reply(e, ev.id, ev.arg == 1)
 	case callEnd:
 		r.end(e, ev.id, e.elapsed())
 	}
+}
+
+// at schedules an event at t (not before now) and keeps pending and
+// floor.
+func (r *callRun) at(e *engine, t time.Duration, kind, id int32, arg int64) {
+	if r.pending == 0 || t < r.floor {
+		r.floor = t
+	}
+	r.pending++
+	e.at(t, kind, id, arg)
+}
+
+// maxArrivals bounds the arrivals one callArrival event takes in, so that
+// a run still checks often enough whether it should stop.
+const maxArrivals = 1024
+
+// arrive takes in the open stream's arrivals from now on, at fixed
+// intervals, and schedules the next one it leaves. With a pure policy,
+// the arrivals due before any other event of the run are started here,
+// each at its own time: nothing else would have happened in between (the
+// dependency's capacity is decided in time order, and a pure policy reads
+// no clock), so the run is the same as with an event per arrival, with
+// fewer events. Other policies take one arrival per event: their guards
+// and budgets read the engine's clock.
+func (r *callRun) arrive(e *engine) {
+	gap := time.Duration(float64(time.Second) / r.m.rate)
+	t := e.elapsed()
+	for n := 1; ; n++ {
+		r.start(e, r.alloc(), t)
+		t += gap
+		if !r.pure || n >= r.arrivals || t > r.m.end || (r.pending > 0 && t >= r.floor) {
+			break
+		}
+	}
+	e.at(t, callArrival, 0, 0)
 }
 
 func (r *callRun) alloc() int32 {
@@ -162,9 +221,27 @@ func (r *callRun) hop(e *engine) time.Duration { return e.normal(r.m.hop, r.m.ho
 // down reports whether the dependency is down at t.
 func (r *callRun) down(t time.Duration) bool { return t >= r.m.downFrom && t < r.m.downTo }
 
-func (r *callRun) start(e *engine, id int32) {
+// start begins a call in slot id at t (now, or later for an arrival
+// taken in early) and sends its first attempt.
+func (r *callRun) start(e *engine, id int32, t time.Duration) {
 	r.slots[id] = callSlot{call: r.policy.Begin(false)}
-	r.send(e, id, r.hop(e))
+	if t > e.elapsed() {
+		r.send(e, id, t, r.hop(e))
+		return
+	}
+	r.sendNow(e, id, r.hop(e))
+}
+
+// sendNow has slot id send an attempt now. With no other event due at
+// this instant, a callSend event would be the very next one delivered, so
+// the attempt is sent at once, without it; otherwise it goes through the
+// queue, after the events already due now.
+func (r *callRun) sendNow(e *engine, id int32, hop time.Duration) {
+	if e.alone() {
+		r.send(e, id, e.elapsed(), hop)
+		return
+	}
+	r.at(e, e.elapsed(), callSend, id, int64(hop))
 }
 
 // admit asks slot id's call to start an attempt sent at t and counts it;
@@ -189,11 +266,12 @@ func (r *callRun) admit(e *engine, id int32, t time.Duration) bool {
 	return true
 }
 
-// send has slot id send an attempt now, which reaches the dependency hop
-// later. The dependency's answer is decided here, in the order attempts
-// are sent (see serve), and the answer travels back one more hop.
-func (r *callRun) send(e *engine, id int32, hop time.Duration) {
-	t := e.elapsed()
+// send has slot id send an attempt at t (now, or for a pure policy the
+// time of an arrival taken in early, see arrive), which reaches the
+// dependency hop later. The dependency's answer is decided here, in the
+// order attempts are sent (see serve), and the answer travels back one
+// more hop.
+func (r *callRun) send(e *engine, id int32, t, hop time.Duration) {
 	if !r.admit(e, id, t) {
 		return
 	}
@@ -207,7 +285,7 @@ func (r *callRun) send(e *engine, id int32, hop time.Duration) {
 	if ok {
 		arg = 1
 	}
-	e.at(back, callReply, id, arg)
+	r.at(e, back, callReply, id, arg)
 }
 
 // serve reports whether the dependency answers a request arriving at t
@@ -237,10 +315,10 @@ func (r *callRun) reply(e *engine, id int32, ok bool) {
 	}
 	hop := r.hop(e)
 	if d == 0 {
-		r.send(e, id, hop)
+		r.sendNow(e, id, hop)
 		return
 	}
-	e.at(t+d, callSend, id, int64(hop))
+	r.at(e, t+d, callSend, id, int64(hop))
 }
 
 // follow carries a pure policy's call on from the answer to its attempt
@@ -266,7 +344,7 @@ func (r *callRun) follow(e *engine, id int32, t time.Duration, ok bool) {
 			return
 		}
 		if !r.down(next + hop) {
-			e.at(next, callSend, id, int64(hop))
+			r.at(e, next, callSend, id, int64(hop))
 			return
 		}
 		if !r.admit(e, id, next) {
@@ -282,9 +360,9 @@ func (r *callRun) follow(e *engine, id int32, t time.Duration, ok bool) {
 // asked for.
 func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Duration, bool) {
 	c := &r.slots[id].call
-	now := Epoch.Add(t)
 	if ok {
-		c.Done(now, time.Time{}, nil, 0)
+		// After a success, Done uses neither the time nor the draw.
+		c.Done(time.Time{}, time.Time{}, nil, 0)
 		r.stats.succeeded++
 		r.stats.good[t/r.m.bucket]++
 		r.end(e, id, t)
@@ -294,7 +372,7 @@ func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Du
 	if !r.down(t) {
 		err = errOverloaded
 	}
-	d := c.Done(now, time.Time{}, err, e.u64())
+	d := c.Done(Epoch.Add(t), time.Time{}, err, e.u64())
 	if d.Reason == nil {
 		return d.Delay, true
 	}
@@ -304,7 +382,7 @@ func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Du
 	if d.Wait {
 		// The policy waits before it returns the error
 		// (retry.WaitThenReturn): the caller hears of it later.
-		e.at(t+d.Delay, callEnd, id, 0)
+		r.at(e, t+d.Delay, callEnd, id, 0)
 		return 0, false
 	}
 	r.end(e, id, t)
@@ -316,7 +394,7 @@ func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Du
 func (r *callRun) end(e *engine, id int32, t time.Duration) {
 	r.stats.calls++
 	if r.m.closed {
-		e.at(t+e.exp(r.m.think), callStart, id, 0)
+		r.at(e, t+e.exp(r.m.think), callStart, id, 0)
 		return
 	}
 	r.free = append(r.free, id)

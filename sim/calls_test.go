@@ -1,9 +1,14 @@
 package sim
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -36,4 +41,83 @@ func TestCallsWaitThenReturn(t *testing.T) {
 			waiting.attempts, atOnce.attempts)
 	}
 	t.Logf("attempts during a 10 s outage, 100 looping clients: %d returning at once, %d waiting first", atOnce.attempts, waiting.attempts)
+}
+
+// outageModel is a small outage: 2 s of health, 3 s down, 3 s after.
+func outageModel(closed bool) *callModel {
+	return &callModel{closed: closed, clients: 200, think: 50 * time.Millisecond, rate: 2000,
+		hop: 10 * time.Millisecond, hopSD: 2 * time.Millisecond, capacity: 4000,
+		downFrom: 2 * time.Second, downTo: 5 * time.Second, end: 8 * time.Second, bucket: 100 * time.Millisecond}
+}
+
+// pureSpecs are policies without guard or budget, which the model carries
+// through the outage without events (callRun.follow).
+func pureSpecs() []policySpec {
+	return []policySpec{
+		{name: "no backoff", attempts: 4, sched: immediate(), budget: budgetNone},
+		{name: "full jitter", attempts: 4, sched: exponential(100*time.Millisecond, time.Second, backoff.Full), budget: budgetNone},
+	}
+}
+
+// testRun runs m with s on seed 1, with set applied to the run first, and
+// returns its statistics and the number of events it took.
+func testRun(t *testing.T, m *callModel, s *policySpec, set func(r *callRun)) (*callStats, uint64) {
+	t.Helper()
+	e := newEngine(1, 0)
+	r, err := newCallRun(e, m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(r)
+	r.run(e)
+	return &r.stats, e.events
+}
+
+// An open stream's arrivals taken in together, when no other event falls
+// between them, give the very run that one event per arrival gives.
+func TestArrivalsTakenTogether(t *testing.T) {
+	for _, s := range pureSpecs() {
+		t.Run(s.name, func(t *testing.T) {
+			one, oneEvents := testRun(t, outageModel(false), &s, func(r *callRun) { r.arrivals = 1 })
+			many, manyEvents := testRun(t, outageModel(false), &s, func(*callRun) {})
+			if diff := cmp.Diff(one, many, cmp.AllowUnexported(callStats{})); diff != "" {
+				t.Errorf("one event per arrival and arrivals taken together differ (-one +together):\n%s", diff)
+			}
+			if manyEvents >= oneEvents/2 {
+				t.Errorf("%d events with arrivals taken together, %d with one per arrival: want fewer than half", manyEvents, oneEvents)
+			}
+		})
+	}
+}
+
+// A call of a pure policy carried through the outage at once (follow)
+// matches the same call driven by an event per answer, as every other
+// policy is: the draws come in another order, so the two runs agree
+// within sampling noise, not to the byte.
+func TestPureCallsFollowed(t *testing.T) {
+	for _, closed := range []bool{true, false} {
+		for _, s := range pureSpecs() {
+			t.Run(fmt.Sprintf("closed=%v/%s", closed, s.name), func(t *testing.T) {
+				events, eventsN := testRun(t, outageModel(closed), &s, func(r *callRun) { r.pure = false })
+				followed, followedN := testRun(t, outageModel(closed), &s, func(*callRun) {})
+				near := func(what string, a, b int64, frac float64) {
+					t.Helper()
+					if d := math.Abs(float64(a - b)); d > frac*float64(max(a, b)) {
+						t.Errorf("%s: %d driven by events, %d followed: want within %.0f%%", what, a, b, 100*frac)
+					}
+				}
+				near("attempts", events.attempts, followed.attempts, 0.02)
+				near("attempts in the outage", events.attemptsInOutage, followed.attemptsInOutage, 0.02)
+				near("first attempts in the outage", events.firstInOutage, followed.firstInOutage, 0.02)
+				near("calls", events.calls, followed.calls, 0.02)
+				near("succeeded", events.succeeded, followed.succeeded, 0.02)
+				if followedN >= eventsN*3/4 {
+					t.Errorf("%d events followed, %d driven by events: want a quarter fewer at least", followedN, eventsN)
+				}
+				t.Logf("attempts %d / %d, in the outage %d / %d, succeeded %d / %d; events %d / %d",
+					events.attempts, followed.attempts, events.attemptsInOutage, followed.attemptsInOutage,
+					events.succeeded, followed.succeeded, eventsN, followedN)
+			})
+		}
+	}
 }

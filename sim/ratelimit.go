@@ -96,8 +96,10 @@ func (p *RatelimitParams) Validate() error {
 	switch {
 	case p.Base > p.Cap:
 		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
-	case !(p.LongLimit >= 0):
-		return invalid("long-limit", "%v is negative", p.LongLimit)
+	case math.IsInf(p.Limit, 1):
+		return invalid("limit", "%v is not a rate", p.Limit)
+	case !(p.LongLimit >= 0) || math.IsInf(p.LongLimit, 1):
+		return invalid("long-limit", "%v must be 0 (none) or a positive rate", p.LongLimit)
 	case work > 1e7:
 		return invalid("jobs", "--clients times --jobs is more than 10000000 requests")
 	case work/p.Limit > 3600:

@@ -245,16 +245,24 @@
 // (unhedged p50 30.1 and 33.4 ms): a queue that full feels the burstier
 // arrivals.
 //
-// Two more savings change nothing at all (TestHedgeFleetExact compares
+// Four more savings change nothing at all (TestHedgeFleetExact compares
 // them with the plain model, and the report's output is byte-identical
 // with and without them): a fleet's draws common to its four strategies
 // (stalls, key placement, primary service times and network delays) are
 // made once, the four runs advancing together half a second of virtual
-// time at a time and reading them from a shared tape (hedgetape.go); and
-// without hedging, where a primary can never be dropped, a copy's start
-// on its first-come-first-served server is worked out when it arrives,
-// unless a stall begins first, instead of through a wake-up event at the
-// instant a thread frees up (one event per key on the busy fleets).
+// time at a time and reading them from a shared tape (hedgetape.go);
+// where nothing can drop a primary before it starts (without hedging,
+// for a key the hedger did not let hedge, or when it starts before the
+// request's hedge delay), its start on its first-come-first-served
+// server is worked out when it arrives, unless a stall begins first,
+// instead of through a wake-up event at the instant a thread frees up
+// (one event per key on the busy fleets); a fixed hedge's key is
+// settled when its other copy starts or is dropped rather than by an
+// event at its answer's arrival, since that hedger's delay and budget do
+// not depend on when it hears; and tied requests on the saturated fleet
+// are not run at all: a twin queues at its primary's own shard, behind
+// it, and is dropped there without running, so their outcome is the
+// unhedged one with every twin counted as sent.
 //
 // periodic (open): Brooker, "Timeouts, retries, and backoff with
 // jitter", Amazon Builders' Library, on jitter for periodic work, and

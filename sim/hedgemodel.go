@@ -30,7 +30,11 @@ import (
 //   - A key's answer is settled without an event when no other copy can
 //     beat it (no hedge can still be sent, or the other copy is resolved);
 //     only keys whose primary answers after the hedge delay, the few a
-//     hedge is for, get an event at their answer's arrival.
+//     hedge is for, get an event at their answer's arrival, and only for
+//     the default hedger, which needs to hear of them then (answerEvents).
+//   - A primary that nothing can drop before it starts is started when it
+//     arrives, at the instant a thread will take it (startAhead), without
+//     a wake-up event.
 //
 // None of this changes what the model computes, except that the copies
 // of one message share one network delay: each copy starts at the instant
@@ -83,11 +87,11 @@ const never = time.Duration(math.MaxInt64)
 // tied twin.
 type hLeaf struct {
 	server   [2]int32
-	cancelAt [2]time.Duration // tied: when the other copy's start reaches this one's server
-	answer   time.Duration    // earliest answer among started copies; never if none
-	service  time.Duration    // the primary's work; on the saturated fleet every copy's
-	replyHop time.Duration    // the primary's answer's network delay
-	gen      uint32           // its request's gen when it arrived
+	answer   time.Duration // earliest answer among started copies; never if none
+	service  time.Duration // the primary's work; on the saturated fleet every copy's
+	replyHop time.Duration // the primary's answer's network delay
+	gen      uint32        // its request's gen when it arrived
+	slot     int32         // its request's slot
 	state    [2]uint8
 	winner   uint8
 	mayHedge bool // Begin allowed a hedge
@@ -121,22 +125,30 @@ type hServer struct {
 }
 
 type hedgeRun struct {
-	p         *HedgeParams
-	fleet     fleet
-	strategy  int
-	hedger    *hedge.Hedger // nil for no hedge and tied
-	ahead     bool          // start primaries ahead (startAhead): no hedge
-	reqs      []hRequest
-	leaves    []hLeaf
-	freeSlots []int32
-	servers   []hServer
-	env       fleetCursor // the fleet's own draws: stalls, placement, primaries
-	rate      float64
-	arrived   int
-	count     []int32    // scratch, per server
-	picked    []bool     // scratch, per key
-	placed    [][2]int32 // scratch, per key: primary and second server
-	out       hedgeOut
+	p        *HedgeParams
+	fleet    fleet
+	strategy int
+	hedger   *hedge.Hedger // nil for no hedge and tied
+	ahead    bool          // start primaries ahead where nothing can drop them (startAhead)
+	// answerEvents: settle a key that another copy may still beat when
+	// its answer arrives, through an event, rather than when that copy
+	// starts or is dropped. Only the default hedger needs it: its delay
+	// and budget depend on when it hears of each key. The fixed hedge's
+	// hedger does not (fixed delay, no budget, never suspended), and a
+	// key settled later still has the same answer.
+	answerEvents bool
+	reqs         []hRequest
+	leaves       []hLeaf
+	cancelAt     [][2]time.Duration // tied only, per leaf: when the other copy's start reaches each copy's server
+	freeSlots    []int32
+	servers      []hServer
+	env          fleetCursor // the fleet's own draws: stalls, placement, primaries
+	rate         float64
+	arrived      int
+	count        []int32    // scratch, per server
+	picked       []bool     // scratch, per key
+	placed       [][2]int32 // scratch, per key: primary and second server
+	out          hedgeOut
 }
 
 func (r *hedgeRun) handle(e *engine, ev event) {
@@ -160,7 +172,7 @@ func (r *hedgeRun) handle(e *engine, ev event) {
 		}
 	case hAnswer:
 		l := &r.leaves[ev.id]
-		if r.reqs[int(ev.id)/r.p.Keys].gen == uint32(ev.arg) && !l.final && l.answer == e.elapsed() {
+		if r.reqs[l.slot].gen == uint32(ev.arg) && !l.final && l.answer == e.elapsed() {
 			r.settle(e, ev.id)
 		}
 	case hDone:
@@ -218,9 +230,8 @@ func (r *hedgeRun) arrive(e *engine) {
 		r.count[a]++
 		// The primary's work and reply delay come from the fleet's
 		// source too, so that strategies differ only where they act.
-		*l = hLeaf{server: r.placed[k], state: [2]uint8{cQueued, cUnsent}, gen: q.gen,
-			cancelAt: [2]time.Duration{never, never}, answer: never,
-			service: r.envDraw(), replyHop: r.envHop()}
+		*l = hLeaf{server: r.placed[k], state: [2]uint8{cQueued, cUnsent}, gen: q.gen, slot: slot,
+			answer: never, service: r.envDraw(), replyHop: r.envHop()}
 		if r.hedger != nil {
 			if d, ok := r.hedger.Begin(); ok {
 				l.mayHedge, q.delay, hedges = true, d, true
@@ -236,6 +247,7 @@ func (r *hedgeRun) arrive(e *engine) {
 		q.delay, hedges = 2*r.p.Hop, true
 		for k := range r.p.Keys {
 			r.leaves[base+k].mayHedge = true
+			r.cancelAt[base+k] = [2]time.Duration{never, never}
 		}
 	case r.hedger == nil:
 		q.timerDone = true
@@ -272,6 +284,9 @@ func (r *hedgeRun) alloc() int32 {
 		q.off[i] = make([]int32, r.p.Servers+1)
 	}
 	r.leaves = slices.Grow(r.leaves, r.p.Keys)[:len(r.leaves)+r.p.Keys] // arrive fills them
+	if r.strategy == hedgeTied {
+		r.cancelAt = slices.Grow(r.cancelAt, r.p.Keys)[:len(r.leaves)]
+	}
 	return int32(len(r.reqs) - 1)
 }
 
@@ -336,8 +351,7 @@ func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
 		return
 	}
 	for _, c := range q.ids[q.off[1][s]:q.off[1][s+1]] {
-		l := &r.leaves[c/2]
-		if l.cancelAt[c%2] <= now || l.answer <= now {
+		if r.cancelled(c/2, int(c%2), now) {
 			r.drop(e, c/2, int(c%2))
 			continue
 		}
@@ -365,7 +379,7 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 			sv.head++
 			continue
 		}
-		if l.cancelAt[cp] <= now || l.answer <= now {
+		if r.cancelled(int32(leaf), cp, now) {
 			sv.head++
 			r.drop(e, int32(leaf), cp)
 			continue
@@ -398,7 +412,8 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 			if l.server[0] != l.server[1] {
 				lag = e.normal(r.p.CancelHop, r.p.CancelHop/5)
 			}
-			l.cancelAt[1-cp] = min(l.cancelAt[1-cp], now+lag)
+			ca := &r.cancelAt[leaf][1-cp]
+			*ca = min(*ca, now+lag)
 		}
 		r.started(e, int32(leaf), cp, now+svc+hop)
 	}
@@ -412,23 +427,38 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 
 // startAhead starts leaf's primary on server sv, whose queue is empty,
 // now if a thread is free, or else at the instant serve would start it,
-// without waiting for that instant, and reports whether it did. It is
-// used without hedging, where a primary has no other copy that could
-// have it dropped, and serve draws nothing for it: its start is then
-// known as soon as it arrives (the server is first come first served)
-// unless a stall begins before it, which it leaves to serve. The copy
-// starts when it would and does what it would; only the wake-up event
-// serve would schedule for it is saved (one per key on a busy fleet).
+// without waiting for that instant, and reports whether it did. The
+// server is first come first served, so the primary's start is known as
+// soon as it arrives, unless a stall begins before it or its key's other
+// copy could have it dropped first; both cases it leaves to serve. No
+// other copy exists before the request's hedge delay (a hedge, or a
+// tied twin, is sent no sooner), and none ever without hedging or for a
+// key the hedger did not let hedge. A tied primary whose twin goes to
+// another server is left to serve too, because its start draws the
+// cancellation's network delay from the run's source, and drawing it
+// early would change the draws' order. The copy starts when it would
+// and does what it would; only the wake-up event serve would schedule
+// for it is saved (one per key on a busy fleet).
 func (r *hedgeRun) startAhead(e *engine, sv *hServer, leaf int32) bool {
 	start := max(e.elapsed(), sv.stalled, sv.free[0])
 	if start >= sv.stallAt {
 		return false
 	}
 	l := &r.leaves[leaf]
+	if r.strategy != hedgeNone && l.mayHedge {
+		q := &r.reqs[l.slot]
+		if start >= q.start+q.delay || r.strategy == hedgeTied && l.server[0] != l.server[1] {
+			return false
+		}
+	}
 	sv.free[0] = start + l.service
 	siftFree(sv.free)
 	r.out.executed++
 	l.state[0] = cStarted
+	if r.strategy == hedgeTied {
+		ca := &r.cancelAt[leaf][1]
+		*ca = min(*ca, start) // the twin's server is this one: it knows at once
+	}
 	r.started(e, leaf, 0, start+l.service+l.replyHop)
 	return true
 }
@@ -450,6 +480,13 @@ func (r *hedgeRun) wake(e *engine, s int32, t time.Duration) {
 	e.at(t, hWake, s, 0)
 }
 
+// cancelled reports whether leaf's copy cp is to be dropped at now: its
+// key has its answer, or (tied) the other copy's start has reached its
+// server.
+func (r *hedgeRun) cancelled(leaf int32, cp int, now time.Duration) bool {
+	return r.leaves[leaf].answer <= now || r.cancelAt != nil && r.cancelAt[leaf][cp] <= now
+}
+
 // pending reports whether leaf's copy cp may still start: it is queued,
 // or it is a hedge or twin that its request may still send.
 func (r *hedgeRun) pending(leaf int32, cp int) bool {
@@ -458,7 +495,7 @@ func (r *hedgeRun) pending(leaf int32, cp int) bool {
 	case cQueued:
 		return true
 	case cUnsent:
-		q := &r.reqs[int(leaf)/r.p.Keys]
+		q := &r.reqs[l.slot]
 		return cp == 1 && l.mayHedge && !q.timerDone && l.answer > q.start+q.delay
 	}
 	return false
@@ -476,9 +513,9 @@ func (r *hedgeRun) started(e *engine, leaf int32, cp int, answer time.Duration) 
 	switch {
 	case !r.pending(leaf, 1-cp):
 		r.settle(e, leaf) // nothing else can answer sooner
-	case l.answer == answer && r.strategy != hedgeTied:
+	case l.answer == answer && r.answerEvents:
 		// The other copy may still beat it: settle when it arrives.
-		e.at(answer, hAnswer, leaf, int64(r.reqs[int(leaf)/r.p.Keys].gen))
+		e.at(answer, hAnswer, leaf, int64(r.reqs[l.slot].gen))
 	}
 }
 
@@ -523,7 +560,7 @@ func (r *hedgeRun) timer(e *engine, slot int32) {
 func (r *hedgeRun) settle(e *engine, leaf int32) {
 	l := &r.leaves[leaf]
 	l.final = true
-	slot := int32(int(leaf) / r.p.Keys)
+	slot := l.slot
 	q := &r.reqs[slot]
 	if l.answer <= e.elapsed() {
 		r.tell(q, l) // settled by its answer's arrival

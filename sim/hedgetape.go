@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -111,6 +112,9 @@ func runHedgeFleet(done <-chan struct{}, seed uint64, p *HedgeParams, fl fleet) 
 	engines := make([]*engine, 0, ns)
 	end := hedgeEnd(p, fl)
 	for strategy := range ns {
+		if fl == fleetSaturated && strategy == hedgeTied {
+			break // tiedOnShard: the unhedged run's outcome
+		}
 		e := newEngine(seed, uint64(int(fl)*ns+strategy))
 		e.done = done
 		r, err := newHedgeRun(e, p, fl, strategy, draws)
@@ -137,7 +141,29 @@ func runHedgeFleet(done <-chan struct{}, seed uint64, p *HedgeParams, fl fleet) 
 	for i, r := range runs {
 		outs[i] = r.finish(end)
 	}
+	if len(runs) < ns {
+		outs[hedgeTied] = tiedOnShard(outs[hedgeNone])
+	}
 	return outs
+}
+
+// tiedOnShard is the outcome of tied requests on the saturated fleet,
+// given the unhedged run's outcome there. A key's twin goes to its
+// primary's own shard, two network delays after the primary: it queues
+// behind it, first come first served, and the shard, which starts the
+// primary first, drops the twin at once (it needs no cancellation
+// message). The twin never runs, so every key is answered when and as
+// without the twin: the run is the unhedged run with every twin sent,
+// and simulating it would spend a queue entry and a wake-up per key on
+// nothing. (A twin could reach the shard before its primary only if the
+// primary's network delay exceeded the twin's by more than two mean
+// hops, ten standard deviations of the spread of Hop/5.)
+// TestHedgeFleetExact runs the twins and compares.
+func tiedOnShard(none hedgeOut) hedgeOut {
+	out := none
+	out.latencies = slices.Clone(none.latencies)
+	out.sent += none.keys // every twin
+	return out
 }
 
 // hedgeEnd is when a run on fleet fl stops: a minute after the last
@@ -155,7 +181,8 @@ func hedgeEnd(p *HedgeParams, fl fleet) time.Duration {
 func newHedgeRun(e *engine, p *HedgeParams, fl fleet, strategy int, draws *fleetDraws) (*hedgeRun, error) {
 	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: p.Rate,
 		count: make([]int32, p.Servers), picked: make([]bool, p.Keys), placed: make([][2]int32, p.Keys),
-		env: fleetCursor{d: draws}, ahead: strategy == hedgeNone}
+		env: fleetCursor{d: draws}, ahead: true,
+		answerEvents: strategy == hedgeDefault}
 	for s := range r.servers {
 		r.servers[s] = hServer{free: make([]time.Duration, p.Threads), wakeAt: -1, stallAt: never}
 	}

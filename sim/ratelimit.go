@@ -176,6 +176,11 @@ func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result
 	done := make([]float64, len(outs)) // seconds
 	chart := Chart{Name: "ratelimit_goodput", Title: "Useful requests per second against the limit",
 		XLabel: "time (s)", YLabel: "successful requests per second"}
+	var long *Chart
+	if p.LongLimit > 0 {
+		long = &Chart{Name: "ratelimit_long_goodput", Title: fmt.Sprintf("Useful requests per second against a limit of %v/s (long workload)", p.LongLimit),
+			XLabel: "time (min)", YLabel: "successful requests per second, mean over each minute"}
+	}
 	for i, out := range outs {
 		if out.err != nil {
 			return nil, out.err
@@ -196,19 +201,35 @@ func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result
 			"utilisation_pct": round(100*util[i], 1), "completion_s": round(done[i], 1),
 			"ideal_s": round(jobs/w.limit, 1), "attempts_per_job": round(float64(out.attempts)/jobs, 2),
 			"throttled_pct": round(100*float64(out.throttled)/float64(out.attempts), 1)})
-		if i >= ns {
-			continue // the chart shows the published workload
+		switch {
+		case i < ns: // the published workload, second by second
+			chart.Series = append(chart.Series, goodput(ratelimitStrategies[i], out.good, 1))
+		case long != nil && i/ns == len(workloads)-1:
+			long.Series = append(long.Series, goodput(ratelimitStrategies[i%ns], out.good, 60))
 		}
-		s := Series{Name: ratelimitStrategies[i]}
-		for b, n := range out.good {
-			s.X = append(s.X, float64(b))
-			s.Y = append(s.Y, float64(n))
-		}
-		chart.Series = append(chart.Series, s)
 	}
 	res.Charts = []Chart{chart}
+	if long != nil {
+		res.Charts = append(res.Charts, *long)
+	}
 	res.Claims = ratelimitClaims(p, util, done)
 	return res, nil
+}
+
+// goodput is a run's successes per second, as the mean of each span of
+// width seconds, at the span's start (in seconds for width 1, in minutes
+// for width 60).
+func goodput(name string, good []int64, width int) Series {
+	s := Series{Name: name}
+	for b := 0; b < len(good); b += width {
+		var n int64
+		for _, g := range good[b:min(b+width, len(good))] {
+			n += g
+		}
+		s.X = append(s.X, float64(b/width))
+		s.Y = append(s.Y, float64(n)/float64(width))
+	}
+	return s
 }
 
 // rlWorkload is one workload of the ratelimit scenario: the limiter's

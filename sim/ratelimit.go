@@ -352,7 +352,7 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			r.out.good = append(r.out.good, 0)
 		}
 		r.out.good[s]++
-		w.call.Done(e.Now().Add(back), time.Time{}, nil, 0)
+		w.call.Done(Epoch.Add(at), time.Time{}, nil, 0)
 		w.jobs--
 		w.call = r.policy.Begin(false)
 		if w.jobs == 0 {
@@ -364,7 +364,7 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 		return
 	}
 	r.out.throttled++
-	d := w.call.Done(e.Now().Add(back), time.Time{}, errTooMany, e.u64())
+	d := w.call.Done(Epoch.Add(at), time.Time{}, errTooMany, e.u64())
 	if d.Reason != nil {
 		// Out of attempts: the job is still to do; start it over (after
 		// the wait the policy asks for before it returns, if any).

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/unherd/unherd/backoff"
 )
 
 // The long workload's limit is a rate or 0, and sizes work of at most an
@@ -61,5 +63,26 @@ func TestRatelimitLongWorkload(t *testing.T) {
 				t.Errorf("long workload's ideal_s = %v, want 10 (200 requests at 20/s)", got)
 			}
 		}
+	}
+}
+
+// BenchmarkRatelimitLong runs the long workload at its report size (3000
+// x 10 requests against 20/s) with each strategy, and reports the
+// attempts, each one event, handled per second.
+func BenchmarkRatelimitLong(b *testing.B) {
+	for _, j := range []struct {
+		name   string
+		jitter backoff.Jitter
+	}{{"exponential", backoff.None}, {"full", backoff.Full}} {
+		b.Run(j.name, func(b *testing.B) {
+			p := defaultRatelimitParams()
+			p.Limit = p.LongLimit
+			var attempts int64
+			for i := range b.N {
+				out := runRatelimit(nil, 1, uint64(i), p, j.jitter)
+				attempts += out.attempts
+			}
+			b.ReportMetric(float64(attempts)/b.Elapsed().Seconds(), "attempts/s")
+		})
 	}
 }

@@ -203,38 +203,19 @@ func (r *hedgeRun) arrive(e *engine) {
 	q.start, q.timerDone, q.remaining, q.maxAnswer = now, false, r.p.Keys, 0
 	base := int(slot) * r.p.Keys
 	hedges := false
-	// Place the keys, then lay their leaves out by primary server, so
+	// The keys' placement and primaries, laid out by primary server so
 	// that the copies of one message sit side by side in memory.
-	clear(r.count)
-	for k := range r.p.Keys {
-		a := r.envIntN(r.p.Servers)
-		b := r.envIntN(r.p.Servers - 1)
-		if b >= a {
-			b++
-		}
-		if r.fleet == fleetSaturated {
-			b = a // the key's shard, whichever front-end the copy goes through
-		}
-		r.placed[k] = [2]int32{a, b}
-		r.count[a]++
+	ad := r.arrivalDraws()
+	copy(q.off[0], ad.off)
+	for i := range ad.keys {
+		kd := &ad.keys[i]
+		r.leaves[base+i] = hLeaf{server: kd.server, state: [2]uint8{cQueued, cUnsent}, gen: q.gen, slot: slot,
+			answer: never, service: kd.service, replyHop: kd.replyHop}
 	}
-	off := q.off[0]
-	off[0] = 0
-	for s, n := range r.count {
-		off[s+1] = off[s] + n
-	}
-	copy(r.count, off[:r.p.Servers])
-	for k := range r.p.Keys {
-		a := r.placed[k][0]
-		l := &r.leaves[base+int(r.count[a])]
-		r.count[a]++
-		// The primary's work and reply delay come from the fleet's
-		// source too, so that strategies differ only where they act.
-		*l = hLeaf{server: r.placed[k], state: [2]uint8{cQueued, cUnsent}, gen: q.gen, slot: slot,
-			answer: never, service: r.envDraw(), replyHop: r.envHop()}
-		if r.hedger != nil {
+	if r.hedger != nil {
+		for k := range r.p.Keys {
 			if d, ok := r.hedger.Begin(); ok {
-				l.mayHedge, q.delay, hedges = true, d, true
+				r.leaves[base+int(ad.pos[k])].mayHedge, q.delay, hedges = true, d, true
 			}
 		}
 	}
@@ -259,10 +240,8 @@ func (r *hedgeRun) arrive(e *engine) {
 	}
 	// The primaries: one message per server, a range of the leaves.
 	r.out.sent += int64(r.p.Keys)
-	for s := range r.p.Servers {
-		if off[s+1] > off[s] {
-			e.after(r.envHop(), hMessage, slot, packMsg(q.gen, 0, int32(s)))
-		}
+	for i, s := range ad.servers {
+		e.after(ad.hops[i], hMessage, slot, packMsg(q.gen, 0, s))
 	}
 	r.arrived++
 	if r.arrived < r.p.Requests {

@@ -14,15 +14,39 @@ import (
 // instants drawn from that source, whatever the strategy does). So the
 // draws are made once per fleet, by whichever run needs one first, kept
 // in a tape, and read back by the other runs: the four runs of a fleet
-// advance together, a few milliseconds of virtual time at a time, and the
-// tape forgets what all of them have read. Each run computes exactly what
-// it would compute with a source of its own.
+// advance together, half a second of virtual time at a time, and the
+// tape forgets what all of them have read. A request's draws are kept
+// laid out as the runs use them (hArrivalDraws), so that the others copy
+// them instead of redoing the layout. Each run computes exactly what it
+// would compute with a source of its own.
 
 // fleetDraws is a fleet's tape of draws: vals[i] is draw number base+i.
+// An arrival's draws take one place in it, the index of their layout in
+// arrivals.
 type fleetDraws struct {
-	src  *rand.Rand
-	vals []int64
-	base int
+	src      *rand.Rand
+	vals     []int64
+	base     int
+	arrivals []*hArrivalDraws // made since the runs last took turns
+	spare    []*hArrivalDraws // for reuse
+}
+
+// hArrivalDraws are one fan-out request's draws from its fleet's source
+// (its keys' servers, its primaries' service times and network delays),
+// laid out as the runs use them. Every run reads the same, so the first
+// run to reach the arrival makes them and the others copy them.
+type hArrivalDraws struct {
+	keys    []hKeyDraws     // by primary server: the leaves' order
+	pos     []int32         // key k's place in keys (k is the order of the draws)
+	off     []int32         // keys[off[s]:off[s+1]] have their primary on server s
+	servers []int32         // the servers with keys, in order
+	hops    []time.Duration // the network delay of each one's message
+}
+
+// hKeyDraws is one key's draws.
+type hKeyDraws struct {
+	server            [2]int32 // primary, second copy
+	service, replyHop time.Duration
 }
 
 // fleetCursor is one run's place in its fleet's tape.
@@ -40,43 +64,81 @@ func (c *fleetCursor) next() (int64, bool) {
 	return 0, false
 }
 
-// put records v, just drawn from c.d.src, as the cursor's next draw.
+// put records v, just drawn from c.d.src (or an arrival's index), as the
+// cursor's next draw.
 func (c *fleetCursor) put(v int64) int64 {
 	c.d.vals = append(c.d.vals, v)
 	c.pos++
 	return v
 }
 
-// forget drops the draws before pos: every run has read them.
+// forget drops the draws before pos, and every arrival's: every run has
+// read them.
 func (d *fleetDraws) forget(pos int) {
 	if n := pos - d.base; n > 0 {
 		d.vals = d.vals[:copy(d.vals, d.vals[n:])]
 		d.base = pos
 	}
+	d.spare = append(d.spare, d.arrivals...)
+	clear(d.arrivals)
+	d.arrivals = d.arrivals[:0]
 }
 
-// envIntN is the fleet's next uniform draw from [0, n).
-func (r *hedgeRun) envIntN(n int) int32 {
+// arrivalDraws returns the next fan-out request's draws: its fleet's, if
+// another run made them, or else made now, in the order a run of its own
+// would make them: each key's primary server and second server, then
+// each key's primary service time and reply delay, then each message's
+// network delay.
+func (r *hedgeRun) arrivalDraws() *hArrivalDraws {
+	d := r.env.d
 	if v, ok := r.env.next(); ok {
-		return int32(v)
+		return d.arrivals[v]
 	}
-	return int32(r.env.put(int64(r.env.d.src.IntN(n))))
-}
-
-// envDraw is the fleet's next primary service time.
-func (r *hedgeRun) envDraw() time.Duration {
-	if v, ok := r.env.next(); ok {
-		return time.Duration(v)
+	r.env.put(int64(len(d.arrivals)))
+	var ad *hArrivalDraws
+	if n := len(d.spare); n > 0 {
+		ad, d.spare = d.spare[n-1], d.spare[:n-1]
+	} else {
+		ad = &hArrivalDraws{keys: make([]hKeyDraws, r.p.Keys), pos: make([]int32, r.p.Keys),
+			off: make([]int32, r.p.Servers+1)}
 	}
-	return time.Duration(r.env.put(int64(r.draw(r.env.d.src))))
-}
-
-// envHop is the fleet's next primary network delay.
-func (r *hedgeRun) envHop() time.Duration {
-	if v, ok := r.env.next(); ok {
-		return time.Duration(v)
+	d.arrivals = append(d.arrivals, ad)
+	src, count, placed := d.src, r.count, r.placed
+	clear(count)
+	for k := range placed {
+		a := int32(src.IntN(r.p.Servers))
+		b := int32(src.IntN(r.p.Servers - 1))
+		if b >= a {
+			b++
+		}
+		if r.fleet == fleetSaturated {
+			b = a // the key's shard, whichever front-end the copy goes through
+		}
+		placed[k] = [2]int32{a, b}
+		count[a]++
 	}
-	return time.Duration(r.env.put(int64(r.hop(r.env.d.src))))
+	ad.off[0] = 0
+	ad.servers = ad.servers[:0]
+	for s, n := range count {
+		ad.off[s+1] = ad.off[s] + n
+		if n > 0 {
+			ad.servers = append(ad.servers, int32(s))
+		}
+	}
+	copy(count, ad.off[:r.p.Servers])
+	for k, sv := range placed {
+		i := count[sv[0]]
+		count[sv[0]]++
+		ad.pos[k] = i
+		// The primary's work and reply delay come from the fleet's
+		// source too, so that strategies differ only where they act.
+		ad.keys[i] = hKeyDraws{server: sv, service: r.draw(src), replyHop: r.hop(src)}
+	}
+	ad.hops = ad.hops[:0]
+	for range ad.servers {
+		ad.hops = append(ad.hops, r.hop(src))
+	}
+	return ad
 }
 
 // stallGap is the time to a server's next stall, from the fleet's draws.

@@ -252,9 +252,10 @@
 // made once, the four runs advancing together half a second of virtual
 // time at a time and reading them from a shared tape (hedgetape.go);
 // where nothing can drop a primary before it starts (without hedging,
-// for a key the hedger did not let hedge, or when it starts before the
-// request's hedge delay), its start on its first-come-first-served
-// server is worked out when it arrives, unless a stall begins first,
+// for a key the hedger did not let hedge or did not hedge at the
+// request's hedge delay, or when it starts before that delay), its
+// start on its first-come-first-served server is worked out as soon as
+// nothing is before it in the queue, unless a stall begins first,
 // instead of through a wake-up event at the instant a thread frees up
 // (one event per key on the busy fleets); a fixed hedge's key is
 // settled when its other copy starts or is dropped rather than by an

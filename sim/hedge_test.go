@@ -132,7 +132,7 @@ func TestRunHedge(t *testing.T) {
 
 // TestHedgeFleetExact: a fleet's strategies run together, reading the
 // fleet's draws from one tape, with primaries that nothing can drop
-// started ahead of their instant (startAhead), a fixed hedge's keys
+// started ahead of their instant (aheadAt), a fixed hedge's keys
 // settled without an event at their answer (answerEvents), and tied
 // requests on the saturated fleet taken from the unhedged run
 // (tiedOnShard), compute exactly what each strategy computes alone, with

@@ -32,9 +32,9 @@ import (
 //     only keys whose primary answers after the hedge delay, the few a
 //     hedge is for, get an event at their answer's arrival, and only for
 //     the default hedger, which needs to hear of them then (answerEvents).
-//   - A primary that nothing can drop before it starts is started when it
-//     arrives, at the instant a thread will take it (startAhead), without
-//     a wake-up event.
+//   - A primary that nothing can drop before it starts is started as
+//     soon as nothing is before it in its server's queue, at the instant
+//     a thread will take it (aheadAt), without a wake-up event.
 //
 // None of this changes what the model computes, except that the copies
 // of one message share one network delay: each copy starts at the instant
@@ -129,7 +129,7 @@ type hedgeRun struct {
 	fleet    fleet
 	strategy int
 	hedger   *hedge.Hedger // nil for no hedge and tied
-	ahead    bool          // start primaries ahead where nothing can drop them (startAhead)
+	ahead    bool          // start primaries ahead where nothing can drop them (aheadAt)
 	// answerEvents: settle a key that another copy may still beat when
 	// its answer arrives, through an event, rather than when that copy
 	// starts or is dropped. Only the default hedger needs it: its delay
@@ -321,7 +321,7 @@ func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
 	if round == 0 {
 		base := int32(int(slot) * r.p.Keys)
 		for i := q.off[0][s]; i < q.off[0][s+1]; i++ {
-			if r.ahead && sv.head == len(sv.queue) && r.startAhead(e, sv, base+i) {
+			if sv.head == len(sv.queue) && r.startAhead(e, sv, base+i) {
 				continue
 			}
 			sv.queue = append(sv.queue, int64(2*(base+i))<<32|int64(q.gen))
@@ -363,12 +363,17 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 			r.drop(e, int32(leaf), cp)
 			continue
 		}
-		if now < sv.stalled {
-			r.wake(e, s, sv.stalled)
-			return
-		}
-		if sv.free[0] > now {
-			r.wake(e, s, sv.free[0])
+		if now < sv.stalled || sv.free[0] > now {
+			if start, ok := r.aheadAt(sv, int32(leaf), cp, now); ok {
+				sv.head++
+				r.startAt(e, sv, int32(leaf), start)
+				continue
+			}
+			if now < sv.stalled {
+				r.wake(e, s, sv.stalled)
+			} else {
+				r.wake(e, s, sv.free[0])
+			}
 			return
 		}
 		sv.head++
@@ -406,30 +411,53 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 
 // startAhead starts leaf's primary on server sv, whose queue is empty,
 // now if a thread is free, or else at the instant serve would start it,
-// without waiting for that instant, and reports whether it did. The
-// server is first come first served, so the primary's start is known as
-// soon as it arrives, unless a stall begins before it or its key's other
-// copy could have it dropped first; both cases it leaves to serve. No
-// other copy exists before the request's hedge delay (a hedge, or a
-// tied twin, is sent no sooner), and none ever without hedging or for a
-// key the hedger did not let hedge. A tied primary whose twin goes to
-// another server is left to serve too, because its start draws the
-// cancellation's network delay from the run's source, and drawing it
-// early would change the draws' order. The copy starts when it would
-// and does what it would; only the wake-up event serve would schedule
-// for it is saved (one per key on a busy fleet).
+// without waiting for that instant, and reports whether it did (see
+// aheadAt).
 func (r *hedgeRun) startAhead(e *engine, sv *hServer, leaf int32) bool {
-	start := max(e.elapsed(), sv.stalled, sv.free[0])
-	if start >= sv.stallAt {
-		return false
+	start, ok := r.aheadAt(sv, leaf, 0, e.elapsed())
+	if ok {
+		r.startAt(e, sv, leaf, start)
+	}
+	return ok
+}
+
+// aheadAt reports whether leaf's copy cp, next in line on server sv at
+// now, may be started ahead of its instant, and that instant. The server
+// is first come first served, so a copy's start is known as soon as
+// nothing is before it in the queue, unless a stall begins before it or
+// its key's other copy could have it dropped first; both cases it leaves
+// to serve. Only a primary qualifies, and only when no other copy can
+// exist before it starts: without hedging; for a key the hedger did not
+// let hedge, or did not hedge at its request's hedge delay; or when it
+// starts before that delay (a hedge, or a tied twin, is sent no sooner).
+// A tied primary whose twin goes to another server is left to serve too,
+// because its start draws the cancellation's network delay from the
+// run's source, and drawing it early would change the draws' order. The
+// copy starts when it would and does what it would; only the wake-up
+// event serve would schedule for it is saved (one per key on a busy
+// fleet).
+func (r *hedgeRun) aheadAt(sv *hServer, leaf int32, cp int, now time.Duration) (time.Duration, bool) {
+	start := max(now, sv.stalled, sv.free[0])
+	if !r.ahead || cp != 0 || start >= sv.stallAt {
+		return 0, false
 	}
 	l := &r.leaves[leaf]
-	if r.strategy != hedgeNone && l.mayHedge {
-		q := &r.reqs[l.slot]
-		if start >= q.start+q.delay || r.strategy == hedgeTied && l.server[0] != l.server[1] {
-			return false
-		}
+	if r.strategy == hedgeNone || !l.mayHedge {
+		return start, true
 	}
+	q := &r.reqs[l.slot]
+	if q.timerDone && l.state[1] == cUnsent {
+		return start, true // not hedged at the hedge delay: never will be
+	}
+	if start >= q.start+q.delay || r.strategy == hedgeTied && l.server[0] != l.server[1] {
+		return 0, false
+	}
+	return start, true
+}
+
+// startAt starts leaf's primary on server sv at start (see aheadAt).
+func (r *hedgeRun) startAt(e *engine, sv *hServer, leaf int32, start time.Duration) {
+	l := &r.leaves[leaf]
 	sv.free[0] = start + l.service
 	siftFree(sv.free)
 	r.out.executed++
@@ -439,7 +467,6 @@ func (r *hedgeRun) startAhead(e *engine, sv *hServer, leaf int32) bool {
 		*ca = min(*ca, start) // the twin's server is this one: it knows at once
 	}
 	r.started(e, leaf, 0, start+l.service+l.replyHop)
-	return true
 }
 
 // stallIn schedules server s's next stall.

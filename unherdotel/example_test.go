@@ -15,12 +15,15 @@ import (
 )
 
 // A gRPC method's retry policy: one call that fails twice, then succeeds,
-// recorded as gRFC A96's grpc.client.call.retries.
+// recorded as gRFC A96's grpc.client.call.retries. The Producer
+// registered with the reader and given to New hands the histograms to
+// the reader.
 func ExampleMetrics_GRPCObserver() {
-	reader := sdkmetric.NewManualReader()
+	prod := unherdotel.NewProducer()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(prod))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	m, err := unherdotel.New(mp)
+	m, err := unherdotel.New(mp, prod)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -60,20 +63,20 @@ func ExampleMetrics_GRPCObserver() {
 	// grpc.client.call.retries {retry} payments.Payments/Charge calls: 1 retries: 2
 }
 
-// The same call with gRFC A96's histograms aggregated in the observer
-// and handed to the reader by a Producer.
-func ExampleProducer() {
-	prod := unherdotel.NewProducer()
-	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(prod))
+// The same call with gRFC A96's histograms recorded through the
+// MeterProvider's histogram instruments (no Producer): they work with
+// any MeterProvider and carry exemplars, at several times the cost per
+// call.
+func ExampleNew_sdkInstruments() {
+	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	m, err := unherdotel.New(mp)
+	m, err := unherdotel.New(mp, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	obs, err := m.GRPCObserverWith(unherdotel.GRPCConfig{
-		Method: "payments.Payments/Charge", Target: "dns:///payments:443", Producer: prod})
+	obs, err := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -43,6 +43,8 @@ type Metrics struct {
 	// gRFC A96's per-call histograms, recorded only by GRPCObserver.
 	callRetries, callHedges metric.Int64Histogram
 	callRetryDelay          metric.Float64Histogram
+	// prod, if not nil, aggregates them instead (see New).
+	prod *Producer
 }
 
 // New creates the instruments on mp's meter for ScopeName. Instrument
@@ -71,12 +73,23 @@ type Metrics struct {
 //
 // The unherd.* counters are asynchronous: an event adds to an atomic
 // counter the observer holds, and a callback reports the totals when the
-// reader collects. The gRPC histograms are recorded per call, through
-// the SDK or, with GRPCConfig.Producer, into the observer (see the
-// package doc).
-func New(mp metric.MeterProvider) (*Metrics, error) {
+// reader collects.
+//
+// prod is where the gRPC histograms go. Given the Producer registered
+// with mp's readers (sdkmetric.WithProducer(prod) when each reader is
+// made), the gRPC observers aggregate them themselves, a few atomic adds
+// per call that retried or hedged, and prod hands them to each reader
+// when it collects. If mp collects without it (prod is registered with
+// none of mp's readers), prod reports ErrProducerNotRegistered to the
+// OpenTelemetry error handler and the observers record the histograms
+// through mp's histogram instruments from then on; the calls that ended
+// before are not in them. Nil records them through mp's instruments from
+// the start: several times the cost per call, but with exemplars, views
+// and the reader's temporality (see the package doc). Give one Producer
+// to the Metrics of one MeterProvider only.
+func New(mp metric.MeterProvider, prod *Producer) (*Metrics, error) {
 	m := mp.Meter(ScopeName)
-	m2 := Metrics{meter: m}
+	m2 := Metrics{meter: m, prod: prod}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
 		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -120,6 +133,17 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if prod != nil {
+		// Every collection of mp tells prod, which notices one that did
+		// not collect it. The callback observes nothing.
+		_, err := m.RegisterCallback(func(ctx context.Context, _ metric.Observer) error {
+			prod.collected(ctx)
+			return nil
+		}, m2.attempts)
+		if err != nil {
+			return nil, err
+		}
+	}
 	return &m2, nil
 }
 
@@ -148,41 +172,17 @@ func (m *Metrics) Observer(policy string) (observe.Observer, error) {
 // what it does with Observer. Inside a retry loop, each hedged attempt
 // reports its own hedges. method is the full method name
 // ("pkg.Service/Method"), target the channel's target URI, as gRFC A66
-// defines them. Like Observer, make one per method and target and keep
-// it. The histograms are the SDK instruments New made; to aggregate
-// them in the observer instead, use GRPCObserverWith with a Producer.
+// defines them. The histograms go to the Producer given to New, or
+// through the MeterProvider's instruments without one. Like Observer,
+// make one per method and target and keep it.
 func (m *Metrics) GRPCObserver(method, target string) (observe.Observer, error) {
-	return m.GRPCObserverWith(GRPCConfig{Method: method, Target: target})
-}
-
-// GRPCConfig configures GRPCObserverWith. The zero value of each field
-// other than Method and Target is the behaviour of GRPCObserver.
-type GRPCConfig struct {
-	// Method is the full method name ("pkg.Service/Method") and Target
-	// the channel's target URI, as gRFC A66 defines them: the
-	// attributes grpc.method and grpc.target.
-	Method, Target string
-
-	// Producer, if set, aggregates gRFC A96's histograms in the
-	// observer, with a few atomic adds per call that retried or hedged,
-	// and reports them through the Producer (which must be registered
-	// with the reader) instead of through the MeterProvider's histogram
-	// instruments. Nil, the default, records each through the SDK: an
-	// attribute-set lookup, the bucket search and the exemplar filter
-	// per record, but with exemplars, views and the reader's
-	// temporality (see the package doc).
-	Producer *Producer
-}
-
-// GRPCObserverWith is GRPCObserver configured by c.
-func (m *Metrics) GRPCObserverWith(c GRPCConfig) (observe.Observer, error) {
-	base := []attribute.KeyValue{attribute.String(string(KeyMethod), c.Method), attribute.String(string(KeyTarget), c.Target)}
+	base := []attribute.KeyValue{attribute.String(string(KeyMethod), method), attribute.String(string(KeyTarget), target)}
 	o, err := m.observer(true, base...)
 	if err != nil {
 		return nil, err
 	}
-	if c.Producer != nil {
-		o.agg = c.Producer.agg(attribute.NewSet(base...))
+	if m.prod != nil {
+		o.agg = m.prod.agg(attribute.NewSet(base...))
 	}
 	return o, nil
 }
@@ -197,7 +197,8 @@ type observer struct {
 	// grpc.method and grpc.target, made once: passed as rec..., it
 	// costs Record no slice and no allocation.
 	rec []metric.RecordOption
-	// agg, if not nil, takes the gRPC histograms instead of the SDK.
+	// agg, if not nil, takes the gRPC histograms instead of the SDK's
+	// instruments, until the Producer finds it is not collected.
 	agg *grpcAgg
 
 	attempts, hedges, denied, won, lost, throttled, success atomic.Int64
@@ -304,7 +305,7 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 			// that retried (for retries, "0 is not reported"; gRPC's
 			// own implementation reports no retry_delay for a call
 			// without retries either).
-			if o.agg != nil {
+			if o.agg != nil && !o.m.prod.direct.Load() {
 				o.agg.recordCall(int64(e.Attempt-1), e.Delay)
 			} else {
 				o.m.callRetries.Record(ctx, int64(e.Attempt-1), o.rec...)
@@ -322,7 +323,7 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 			o.lost.Add(1)
 		}
 		if o.grpc && e.Attempt > 0 { // A96: 0 is not reported
-			if o.agg != nil {
+			if o.agg != nil && !o.m.prod.direct.Load() {
 				o.agg.recordHedges(int64(e.Attempt))
 			} else {
 				o.m.callHedges.Record(ctx, int64(e.Attempt), o.rec...)

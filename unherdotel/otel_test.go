@@ -24,17 +24,34 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var errDown = errors.New("down")
 
+// setup returns Metrics made as the package doc says, with a Producer
+// registered with the reader and given to New.
 func setup(t testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	m, _, r := withProducer(t)
+	return m, r
+}
+
+// setupSDK returns Metrics made with a nil Producer: gRFC A96's
+// histograms go through the SDK's histogram instruments.
+func setupSDK(t testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader) {
 	t.Helper()
 	r := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	m, err := unherdotel.New(mp)
+	m, err := unherdotel.New(mp, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m, r
 }
+
+// setups are the two ways to record gRFC A96's histograms: a Producer
+// (the default the package doc gives) and the SDK's instruments.
+var setups = []struct {
+	name  string
+	setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)
+}{{"producer", setup}, {"sdk", setupSDK}}
 
 // collect returns the data points of every instrument, by name.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
@@ -171,8 +188,15 @@ func TestCounters(t *testing.T) {
 }
 
 // TestGRPC: gRFC A96's per-call histograms, with grpc.method and
-// grpc.target; calls without retries or hedges report no 0.
+// grpc.target; calls without retries or hedges report no 0; through a
+// Producer and through the SDK's instruments.
 func TestGRPC(t *testing.T) {
+	for _, s := range setups {
+		t.Run(s.name, func(t *testing.T) { testGRPC(t, s.setup) })
+	}
+}
+
+func testGRPC(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)) {
 	m, r := setup(t)
 	o := must(m.GRPCObserver("helloworld.Greeter/SayHello", "dns:///greeter:50051"))
 	retried(t, o, 3) // 2 retries each, 10+20 ms of delay
@@ -225,8 +249,15 @@ func TestGRPC(t *testing.T) {
 
 // TestGRPCFirstAttempt: calls that neither retried nor hedged (a
 // first-attempt success, a permanent failure, a local rejection before
-// any attempt) record none of A96's histograms, not even a zero delay.
+// any attempt) record none of A96's histograms, not even a zero delay,
+// through a Producer or the SDK's instruments.
 func TestGRPCFirstAttempt(t *testing.T) {
+	for _, s := range setups {
+		t.Run(s.name, func(t *testing.T) { testGRPCFirstAttempt(t, s.setup) })
+	}
+}
+
+func testGRPCFirstAttempt(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)) {
 	m, r := setup(t)
 	o := must(m.GRPCObserver("s.S/M", "dns:///s:443"))
 	p, err := retry.New(retry.Config{Observer: o})
@@ -265,28 +296,34 @@ var events = []observe.Event{
 	{Kind: observe.RateCut, Rate: 0.5},
 }
 
+// TestNoAllocation: no event allocates, through a plain observer and a
+// gRPC one with a Producer or the SDK's instruments.
 func TestNoAllocation(t *testing.T) {
-	m, _ := setup(t)
-	ctx := context.Background()
-	for _, o := range []observe.Observer{must(m.Observer("x")), must(m.GRPCObserver("s/M", "t"))} {
-		for _, e := range events {
-			o.Observe(ctx, e) // the first record of a point may allocate it
-			if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
-				t.Errorf("%v: %v allocations", e.Kind, allocs)
+	for _, s := range setups {
+		m, _ := s.setup(t)
+		ctx := context.Background()
+		for _, o := range []observe.Observer{must(m.Observer("x")), must(m.GRPCObserver("s/M", "t"))} {
+			for _, e := range events {
+				o.Observe(ctx, e) // the first record of a point may allocate it
+				if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
+					t.Errorf("%s: %v: %v allocations", s.name, e.Kind, allocs)
+				}
 			}
 		}
 	}
 }
 
 // TestNoAllocationPerCall: a whole call that retries twice allocates
-// nothing, with the gRPC observer (five events, two histogram records) as
-// without one.
+// nothing, with the gRPC observer (five events, two histogram records,
+// through a Producer or the SDK's instruments) as without one.
 func TestNoAllocationPerCall(t *testing.T) {
-	m, _ := setup(t)
-	o := must(m.GRPCObserver("s.S/M", "t"))
-	for _, obs := range []observe.Observer{nil, o} {
-		if allocs := callAllocs(t, obs); allocs != 0 {
-			t.Errorf("observer %v: a call with 2 retries allocates %v times", obs != nil, allocs)
+	for _, s := range setups {
+		m, _ := s.setup(t)
+		o := must(m.GRPCObserver("s.S/M", "t"))
+		for _, obs := range []observe.Observer{nil, o} {
+			if allocs := callAllocs(t, obs); allocs != 0 {
+				t.Errorf("%s: observer %v: a call with 2 retries allocates %v times", s.name, obs != nil, allocs)
+			}
 		}
 	}
 }
@@ -317,16 +354,18 @@ func callAllocs(t *testing.T, obs observe.Observer) float64 {
 }
 
 // BenchmarkEvent is one event of each kind through the OpenTelemetry
-// observer (SDK with a manual reader), plain, gRPC, and gRPC with a
-// Producer (grpc-producer).
+// observers (SDK with a manual reader): plain, gRPC with a Producer (the
+// package doc's setup) and gRPC through the SDK's histogram instruments
+// (grpc-sdk, New with a nil Producer).
 func BenchmarkEvent(b *testing.B) {
-	m, p, _ := withProducer(b)
+	m, _ := setup(b)
+	sdkM, _ := setupSDK(b)
 	ctx := context.Background()
 	for _, o := range []struct {
 		name string
 		obs  observe.Observer
 	}{{"plain", must(m.Observer("x"))}, {"grpc", must(m.GRPCObserver("s/M", "t"))},
-		{"grpc-producer", must(m.GRPCObserverWith(unherdotel.GRPCConfig{Method: "s/M", Target: "t", Producer: p}))}} {
+		{"grpc-sdk", must(sdkM.GRPCObserver("s/M", "t"))}} {
 		for _, e := range events {
 			b.Run(o.name+"/"+e.Kind.String(), func(b *testing.B) {
 				b.ReportAllocs()
@@ -349,32 +388,32 @@ func must(o observe.Observer, err error) observe.Observer {
 
 // BenchmarkCalls is observetest.BenchmarkCalls with the OpenTelemetry
 // observers (SDK with a manual reader, default exemplar filter): plain,
-// gRPC (gRFC A96's histograms as well, through the SDK's instruments)
-// and gRPC with a Producer (grpc-producer).
+// gRPC with a Producer (the package doc's setup) and gRPC through the
+// SDK's histogram instruments (grpc-sdk).
 func BenchmarkCalls(b *testing.B) {
-	m, p, _ := withProducer(b)
+	m, _ := setup(b)
+	sdkM, _ := setupSDK(b)
 	b.Run("plain", func(b *testing.B) { observetest.BenchmarkCalls(b, "otel", must(m.Observer("bench"))) })
 	b.Run("grpc", func(b *testing.B) {
 		observetest.BenchmarkCalls(b, "otel", must(m.GRPCObserver("s.S/M", "dns:///s:443")))
 	})
-	b.Run("grpc-producer", func(b *testing.B) {
-		observetest.BenchmarkCalls(b, "otel", must(m.GRPCObserverWith(
-			unherdotel.GRPCConfig{Method: "s.S/M", Target: "dns:///s:443", Producer: p})))
+	b.Run("grpc-sdk", func(b *testing.B) {
+		observetest.BenchmarkCalls(b, "otel", must(sdkM.GRPCObserver("s.S/M", "dns:///s:443")))
 	})
 }
 
 // BenchmarkCallEndParallel is the end of a call that retried (2 retries,
 // 1 ms of delay) from every P at once into one gRPC observer's
-// histograms: through the SDK's instruments (grpc) and a Producer
-// (grpc-producer).
+// histograms: through a Producer (grpc) and the SDK's instruments
+// (grpc-sdk).
 func BenchmarkCallEndParallel(b *testing.B) {
-	m, p, _ := withProducer(b)
+	m, _ := setup(b)
+	sdkM, _ := setupSDK(b)
 	e := observe.Event{Kind: observe.Success, Attempt: 3, Delay: time.Millisecond}
 	for _, o := range []struct {
 		name string
 		obs  observe.Observer
-	}{{"grpc", must(m.GRPCObserver("s/M", "t"))},
-		{"grpc-producer", must(m.GRPCObserverWith(unherdotel.GRPCConfig{Method: "s/M", Target: "t", Producer: p}))}} {
+	}{{"grpc", must(m.GRPCObserver("s/M", "t"))}, {"grpc-sdk", must(sdkM.GRPCObserver("s/M", "t"))}} {
 		b.Run(o.name, func(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()

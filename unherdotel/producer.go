@@ -2,6 +2,7 @@ package unherdotel
 
 import (
 	"context"
+	"errors"
 	"math"
 	"runtime"
 	"slices"
@@ -9,21 +10,46 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
+// ErrProducerNotRegistered is reported to the OpenTelemetry error
+// handler (otel.Handle) when a MeterProvider collected the Metrics a
+// Producer was given to, but no reader collected the Producer: it was
+// not registered with sdkmetric.WithProducer. Its gRPC observers then
+// record gRFC A96's histograms through the MeterProvider's instruments.
+var ErrProducerNotRegistered = errors.New("unherdotel: the MeterProvider collected, but not the Producer given to New: " +
+	"register it with sdkmetric.WithProducer on every reader; gRFC A96's histograms go through " +
+	"the MeterProvider's histogram instruments from now on, without the calls that ended before")
+
+// producerGrace is how long after the first collection of a Producer's
+// Metrics (or after that collection's deadline, if later) a collection
+// without the Producer means it is not registered: by then the first
+// collection, which would have collected it, has ended.
+const producerGrace = time.Second
+
 // Producer aggregates gRFC A96's per-call histograms of the gRPC
-// observers made with it (GRPCConfig.Producer) and reports them when a
+// observers of the Metrics it is given to (New) and reports them when a
 // reader collects. It implements the OpenTelemetry SDK's
 // go.opentelemetry.io/otel/sdk/metric.Producer: register it with every
-// reader that should export the histograms, with
-// sdkmetric.WithProducer(p), when the reader is made. A reader without
-// it does not see them.
+// reader of the MeterProvider, with sdkmetric.WithProducer(p), when the
+// reader is made, and give it to New with that MeterProvider.
 //
-// The histograms it reports are those the SDK instruments of
-// Metrics.GRPCObserver would give: the same names, units, descriptions,
+// If the MeterProvider collects and no reader collects p, p reports
+// ErrProducerNotRegistered to the OpenTelemetry error handler (which
+// logs it by default) and hands the histograms over to the
+// MeterProvider's histogram instruments: the observers record them
+// there from then on, and p reports nothing more. It tells by time: a
+// collection of the Metrics that comes a second or more after the first
+// one, or after that first one's deadline, with no collection of p in
+// between. It cannot tell a reader without p when another reader of
+// the same MeterProvider has it: register it with each.
+//
+// The histograms it reports are those the SDK's instruments would
+// give (New with a nil Producer): the same names, units, descriptions,
 // bucket boundaries, attributes (grpc.method, grpc.target), counts,
 // sums, minimums and maximums, under the instrumentation scope
 // ScopeName. They differ in what the SDK would add at collection: they
@@ -32,15 +58,21 @@ import (
 // MeterProvider's views do not apply to them. Observers made for the
 // same method and target share one data point, as they share one
 // series of the SDK's instruments; its start time is when the first of
-// them was made. The aggregation of every observer made with p lives as
-// long as p: make one observer per method and target and keep it.
+// them was made. The aggregation of every observer lives as long as p:
+// make one observer per method and target and keep it.
 //
 // A Producer is safe for concurrent use. The zero value is a Producer
 // with no observer yet, as NewProducer returns.
 type Producer struct {
-	mu   sync.Mutex                      // held by Produce (the hot-cold swaps must not overlap) and by agg
+	mu   sync.Mutex                      // held by Produce (the hot-cold swaps must not overlap), agg and collected
 	aggs []*grpcAgg                      // one per method and target, in the order first made
 	sets map[attribute.Distinct]*grpcAgg // the same, by attribute set
+	due  time.Time                       // zero until a first collection of the Metrics; see producerGrace
+
+	// produced is set by the first Produce; direct, once the Metrics
+	// were collected without it, sends the observers to the SDK's
+	// instruments. Both are set under mu and never cleared.
+	produced, direct atomic.Bool
 }
 
 // NewProducer returns a Producer with no observer yet.
@@ -62,14 +94,19 @@ func (p *Producer) agg(set attribute.Set) *grpcAgg {
 	return a
 }
 
-// Produce returns the cumulative histograms of every observer made with
-// p that has recorded at least one call: one ScopeMetrics for ScopeName
-// holding those of grpc.client.call.retries, grpc.client.call.hedges
-// and grpc.client.call.retry_delay that have a data point, or none if
-// nothing was recorded. It never fails.
+// Produce returns the cumulative histograms of every gRPC observer of
+// p's Metrics that has recorded at least one call: one ScopeMetrics for
+// ScopeName holding those of grpc.client.call.retries,
+// grpc.client.call.hedges and grpc.client.call.retry_delay that have a
+// data point, or none if nothing was recorded (or the histograms went
+// over to the SDK's instruments, see Producer). It never fails.
 func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.produced.Store(true)
+	if p.direct.Load() {
+		return nil, nil // the SDK's instruments have them
+	}
 	t := time.Now()
 	var retries, hedges []metricdata.HistogramDataPoint[int64]
 	var delays []metricdata.HistogramDataPoint[float64]
@@ -103,6 +140,31 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		return nil, nil
 	}
 	return []metricdata.ScopeMetrics{{Scope: instrumentation.Scope{Name: ScopeName}, Metrics: ms}}, nil
+}
+
+// collected is called by every collection of a Metrics given p (its
+// callback, which runs before the reader's producers): see Producer.
+func (p *Producer) collected(ctx context.Context) {
+	if p.produced.Load() || p.direct.Load() {
+		return
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.produced.Load() || p.direct.Load():
+		return
+	case p.due.IsZero():
+		p.due = now.Add(producerGrace)
+		if d, ok := ctx.Deadline(); ok && d.After(p.due) {
+			p.due = d
+		}
+		return
+	case now.Before(p.due):
+		return
+	}
+	p.direct.Store(true)
+	otel.Handle(ErrProducerNotRegistered)
 }
 
 // histogramDesc is one of A96's histograms as an instrument declares it.

@@ -2,14 +2,17 @@ package unherdotel_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -22,14 +25,15 @@ import (
 
 var a96 = []string{"grpc.client.call.retries", "grpc.client.call.hedges", "grpc.client.call.retry_delay"}
 
-// withProducer is setup with a Producer registered with the reader.
+// withProducer returns Metrics given a Producer registered with the
+// reader, as the package doc says.
 func withProducer(t testing.TB) (*unherdotel.Metrics, *unherdotel.Producer, *sdkmetric.ManualReader) {
 	t.Helper()
 	p := unherdotel.NewProducer()
 	r := sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	m, err := unherdotel.New(mp)
+	m, err := unherdotel.New(mp, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +112,13 @@ func callEnds(rng *rand.Rand, n int) []observe.Event {
 // times and exemplars are not compared.
 func TestProducerMatchesSDK(t *testing.T) {
 	for seed := range uint64(5) {
-		sdkM, sdkR := setup(t)
+		sdkM, sdkR := setupSDK(t)
 		p := unherdotel.NewProducer()
 		r1 := sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
 		r2 := sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r1), sdkmetric.WithReader(r2))
 		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-		prodM, err := unherdotel.New(mp)
+		prodM, err := unherdotel.New(mp, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +126,7 @@ func TestProducerMatchesSDK(t *testing.T) {
 		var obs []pair
 		for _, method := range []string{"s.S/A", "s.S/B", "s.S/A"} { // two observers share s.S/A's series
 			obs = append(obs, pair{must(sdkM.GRPCObserver(method, "dns:///s:443")),
-				must(prodM.GRPCObserverWith(unherdotel.GRPCConfig{Method: method, Target: "dns:///s:443", Producer: p}))})
+				must(prodM.GRPCObserver(method, "dns:///s:443"))})
 		}
 		rng := rand.New(rand.NewPCG(seed, 1))
 		ctx := context.Background()
@@ -186,7 +190,7 @@ func TestProducerNothing(t *testing.T) {
 	if sm, err := p.Produce(context.Background()); err != nil || sm != nil {
 		t.Fatalf("Produce = %v, %v with no observer", sm, err)
 	}
-	o := must(m.GRPCObserverWith(unherdotel.GRPCConfig{Method: "s.S/M", Target: "t", Producer: p}))
+	o := must(m.GRPCObserver("s.S/M", "t"))
 	pol, err := retry.New(retry.Config{Observer: o})
 	if err != nil {
 		t.Fatal(err)
@@ -210,8 +214,8 @@ func TestProducerNothing(t *testing.T) {
 // counts, sums of exactly 2 retries and 1 ms per call), counts never
 // go down, and the last collection has every call.
 func TestProducerConcurrent(t *testing.T) {
-	m, p, r := withProducer(t)
-	o := must(m.GRPCObserverWith(unherdotel.GRPCConfig{Method: "s.S/M", Target: "t", Producer: p}))
+	m, _, r := withProducer(t)
+	o := must(m.GRPCObserver("s.S/M", "t"))
 	const workers, calls = 4, 20000
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -272,7 +276,7 @@ func TestProducerConcurrent(t *testing.T) {
 // nothing, per event and per call that retried twice.
 func TestProducerNoAllocation(t *testing.T) {
 	m, p, _ := withProducer(t)
-	o := must(m.GRPCObserverWith(unherdotel.GRPCConfig{Method: "s.S/M", Target: "t", Producer: p}))
+	o := must(m.GRPCObserver("s.S/M", "t"))
 	ctx := context.Background()
 	for _, e := range events {
 		if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
@@ -289,5 +293,124 @@ func TestProducerNoAllocation(t *testing.T) {
 	// events has one Success after 2 attempts; each retry.Do call adds one.
 	if c := sm[0].Metrics[0].Data.(metricdata.Histogram[int64]).DataPoints[0].Count; c < 100 {
 		t.Errorf("grpc.client.call.retries count %d: the calls were not recorded", c)
+	}
+}
+
+// otelErrors collects what the OpenTelemetry error handler receives: the
+// tests install the handler once (the global handler delegates to the
+// first one set) and read it with takeOTelErrors.
+var otelErrors struct {
+	once sync.Once
+	mu   sync.Mutex
+	errs []error
+}
+
+// takeOTelErrors installs the handler if need be and returns, and
+// forgets, the errors it has received.
+func takeOTelErrors() []error {
+	otelErrors.once.Do(func() {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			otelErrors.mu.Lock()
+			defer otelErrors.mu.Unlock()
+			otelErrors.errs = append(otelErrors.errs, err)
+		}))
+	})
+	otelErrors.mu.Lock()
+	defer otelErrors.mu.Unlock()
+	errs := otelErrors.errs
+	otelErrors.errs = nil
+	return errs
+}
+
+// TestProducerNotRegistered: a Producer given to New but registered with
+// no reader. Collections before a second after the first, or before the
+// first's deadline if later, report nothing; the next one reports
+// ErrProducerNotRegistered, once, to the OpenTelemetry error handler,
+// and from then on the observer records through the SDK's instruments:
+// the reader sees the calls that ended after it (not those before), and
+// the Producer reports nothing. A registered Producer collected at the
+// same times reports no error and every call.
+func TestProducerNotRegistered(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration // of the first collection's context, 0 for none
+		due      time.Duration // after the first collection: the switch
+	}{{"no deadline", 0, time.Second}, {"deadline", 10 * time.Second, 10 * time.Second}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testNotRegistered(t, c.deadline, c.due) })
+		})
+	}
+}
+
+func testNotRegistered(t *testing.T, deadline, due time.Duration) {
+	takeOTelErrors()
+	p := unherdotel.NewProducer()
+	r := sdkmetric.NewManualReader() // without p
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	m, err := unherdotel.New(mp, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := must(m.GRPCObserver("s.S/M", "t"))
+	regM, _, regR := withProducer(t)
+	regO := must(regM.GRPCObserver("s.S/M", "t"))
+
+	retries := func(r *sdkmetric.ManualReader) uint64 {
+		got, ok := a96Metrics(t, r)["grpc.client.call.retries"]
+		if !ok {
+			return 0
+		}
+		return got.Data.(metricdata.Histogram[int64]).DataPoints[0].Count
+	}
+	var start time.Time
+	for i, c := range []struct {
+		at               time.Duration // after the first collection
+		errs             int           // ErrProducerNotRegistered reported by it
+		retries, regRetr uint64        // calls in grpc.client.call.retries, unregistered and registered
+	}{
+		{0, 0, 0, 1},
+		{due - time.Millisecond, 0, 0, 2},
+		{due, 1, 0, 3}, // the switch
+		{due + time.Second, 0, 1, 4},
+		{due + time.Minute, 0, 2, 5},
+	} {
+		retriedCtx(t, context.Background(), o) // 30 ms of delays
+		retriedCtx(t, context.Background(), regO)
+		ctx := context.Background()
+		if i == 0 {
+			start = time.Now()
+			if deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, deadline)
+				defer cancel()
+			}
+		}
+		time.Sleep(time.Until(start.Add(c.at)))
+		var rm metricdata.ResourceMetrics
+		if err := r.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		errs := takeOTelErrors()
+		if len(errs) != c.errs {
+			t.Errorf("collection %d: errors %v, want %d", i, errs, c.errs)
+		}
+		for _, err := range errs {
+			if !errors.Is(err, unherdotel.ErrProducerNotRegistered) {
+				t.Errorf("collection %d: error %v", i, err)
+			}
+		}
+		if n := retries(r); n != c.retries {
+			t.Errorf("collection %d: unregistered: %d calls in grpc.client.call.retries, want %d", i, n, c.retries)
+		}
+		if n := retries(regR); n != c.regRetr {
+			t.Errorf("collection %d: registered: %d calls in grpc.client.call.retries, want %d", i, n, c.regRetr)
+		}
+		if errs := takeOTelErrors(); len(errs) != 0 {
+			t.Errorf("collection %d: the registered Producer reported %v", i, errs)
+		}
+	}
+	if sm, err := p.Produce(context.Background()); err != nil || sm != nil {
+		t.Errorf("Produce = %v, %v after the switch", sm, err)
 	}
 }

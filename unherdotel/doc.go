@@ -1,10 +1,14 @@
 // Package unherdotel records unherd's observe events as OpenTelemetry
 // metrics, including gRPC's per-call retry metrics of gRFC A96.
 //
-// Create the instruments once from a MeterProvider, then give each
-// dependency's policies an observer:
+// Create a Producer, register it with the MeterProvider's readers,
+// create the instruments once from that MeterProvider and the Producer,
+// then give each dependency's policies an observer:
 //
-//	m, err := unherdotel.New(otel.GetMeterProvider())
+//	prod := unherdotel.NewProducer()
+//	reader := sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithProducer(prod))
+//	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+//	m, err := unherdotel.New(mp, prod)
 //	obs, err := m.Observer("payments")
 //	p, err := retry.New(retry.Config{Observer: obs})
 //
@@ -34,34 +38,32 @@
 // what a Prometheus counter does. Every attribute set and record option
 // is built when the observer is made; nothing is allocated per event.
 //
-// # The gRPC histograms: SDK instruments or a Producer
+// # The gRPC histograms: a Producer or the SDK's instruments
 //
-// By default the gRPC histograms are the MeterProvider's synchronous
-// histogram instruments, and each record goes through the SDK: an
-// attribute-set lookup, the bucket search, the exemplar filter. A call
-// that retried records two, a hedged call one, and a call that did
-// neither, almost every call, none. That costs several times what the
-// counters do, and only on calls that already paid for a failed attempt
-// and a wait, so it is the default: it works with any MeterProvider
-// (the global one included) and needs no wiring, the MeterProvider's
-// views and the reader's temporality apply, and a call recorded in a
-// sampled span leaves an exemplar that links the histogram to its trace.
+// OpenTelemetry has no asynchronous histogram, so A96's histograms reach
+// the reader another way: the gRPC observers aggregate them themselves
+// (a few atomic adds per call that retried or hedged, no lock, no
+// allocation), and the Producer hands them to each reader when it
+// collects, through the SDK's external-producer hook. That is why New
+// takes the Producer and each reader must be made with it. A reader
+// made without it would not see the histograms, so the Producer watches
+// for that: if the MeterProvider collects and no reader collects the
+// Producer, it reports ErrProducerNotRegistered to the OpenTelemetry
+// error handler (logged by default) and the observers record the
+// histograms through the MeterProvider's instruments from then on. The
+// calls that ended before that collection are missing from them. A
+// reader without the Producer goes unnoticed if another reader of the
+// same MeterProvider has it, and so does a MeterProvider that collects
+// only once (at shutdown): register it with every reader.
 //
-// A service that retries or hedges many calls per second can move that
-// cost off the call: a [Producer] given in GRPCConfig aggregates the
-// histograms in the observer (a few atomic adds per call that retried
-// or hedged, no lock, no allocation) and hands them to the SDK when a
-// reader collects, through the SDK's external-producer hook. Register
-// it with each reader; a reader without it does not see the histograms:
-//
-//	prod := unherdotel.NewProducer()
-//	reader := sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithProducer(prod))
-//	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-//	m, err := unherdotel.New(mp)
-//	obs, err := m.GRPCObserverWith(unherdotel.GRPCConfig{
-//		Method: "payments.Payments/Charge", Target: "dns:///payments:443", Producer: prod})
-//
-// The data are the same (names, units, buckets, attributes, counts,
-// sums, minimums and maximums), but always cumulative, without
-// exemplars, and outside the MeterProvider's views.
+// The data are those of the SDK's histogram instruments (names, units,
+// buckets, attributes, counts, sums, minimums and maximums), but always
+// cumulative, without exemplars, and outside the MeterProvider's views.
+// For those, or for a MeterProvider whose readers cannot take a
+// producer, pass a nil Producer to New: the histograms are then the
+// MeterProvider's synchronous histogram instruments, and each record
+// goes through the SDK (an attribute-set lookup, the bucket search, the
+// exemplar filter), several times what the counters cost, on every call
+// that retried or hedged. A call recorded in a sampled span then leaves
+// an exemplar that links the histogram to its trace.
 package unherdotel

@@ -14,6 +14,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/observe/observetest"
 	"github.com/unherd/unherd/retry"
@@ -423,5 +424,91 @@ func BenchmarkCallEndParallel(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// recorder keeps the events it observes.
+type recorder struct{ evs []observe.Event }
+
+func (r *recorder) Observe(_ context.Context, e observe.Event) { r.evs = append(r.evs, e) }
+
+// callEvents returns the events of one call of each of
+// observetest.BenchmarkCalls's kinds (success, retry2, hedged), made the
+// same way, by name.
+func callEvents(b *testing.B) map[string][]observe.Event {
+	out := map[string][]observe.Event{}
+	ctx := context.Background()
+	for name, failures := range map[string]int{"success": 0, "retry2": 2} {
+		rec := new(recorder)
+		cfg := retry.Config{Observer: rec}
+		if failures > 0 {
+			cfg.Budget, cfg.Backoff = budget.Unlimited, backoff.Schedule{Immediate: true}
+		}
+		p, err := retry.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		if err := p.Do(ctx, func(context.Context) error {
+			if n++; n <= failures {
+				return errDown
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		out[name] = rec.evs
+	}
+	rec := new(recorder)
+	h, err := hedge.New(hedge.Config{Delay: time.Hour, MaxHedges: 1, Budget: budget.Unlimited,
+		NonFatal: func(error) bool { return true }, Observer: rec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := hedge.Do(ctx, h, func(_ context.Context, attempt int) (int, error) {
+		if attempt == 0 {
+			return 0, errDown
+		}
+		return attempt, nil
+	}, nil); err != nil {
+		b.Fatal(err)
+	}
+	out["hedged"] = rec.evs
+	for name, evs := range out {
+		if len(evs) != observetest.Events[name] {
+			b.Fatalf("call=%s: %d events, observetest.Events says %d", name, len(evs), observetest.Events[name])
+		}
+	}
+	return out
+}
+
+// BenchmarkCallEvents is the observers' part of BenchmarkCalls without
+// the calls: the events of one call of each kind, replayed into the
+// observer (plain, gRPC with a Producer, gRPC through the SDK's
+// instruments). It reports ns/event, the per-event cost BenchmarkCalls
+// measures as a difference, without the noise of the calls themselves
+// (the hedged call's allocations most of all).
+func BenchmarkCallEvents(b *testing.B) {
+	m, _ := setup(b)
+	sdkM, _ := setupSDK(b)
+	calls := callEvents(b)
+	ctx := context.Background()
+	for _, call := range []string{"success", "retry2", "hedged"} {
+		evs := calls[call]
+		for _, o := range []struct {
+			name string
+			obs  observe.Observer
+		}{{"plain", must(m.Observer("bench"))}, {"grpc", must(m.GRPCObserver("s.S/M", "dns:///s:443"))},
+			{"grpc-sdk", must(sdkM.GRPCObserver("s.S/M", "dns:///s:443"))}} {
+			b.Run("call="+call+"/obs="+o.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, e := range evs {
+						o.obs.Observe(ctx, e)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+			})
+		}
 	}
 }

@@ -46,7 +46,8 @@ const producerGrace = time.Second
 // collection of the Metrics that comes a second or more after the first
 // one, or after that first one's deadline, with no collection of p in
 // between. It cannot tell a reader without p when another reader of
-// the same MeterProvider has it: register it with each.
+// the same MeterProvider has it, nor a MeterProvider that collects only
+// once (at shutdown, say): register it with each reader.
 //
 // The histograms it reports are those the SDK's instruments would
 // give (New with a nil Producer): the same names, units, descriptions,
@@ -148,23 +149,30 @@ func (p *Producer) collected(ctx context.Context) {
 	if p.produced.Load() || p.direct.Load() {
 		return
 	}
-	now := time.Now()
+	if p.switchToSDK(ctx, time.Now()) {
+		otel.Handle(ErrProducerNotRegistered) // outside the lock: the handler is the user's
+	}
+}
+
+// switchToSDK sets direct, and reports true, if a collection at now
+// with ctx shows that p is not collected: see Producer.
+func (p *Producer) switchToSDK(ctx context.Context, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.produced.Load() || p.direct.Load():
-		return
+		return false
 	case p.due.IsZero():
 		p.due = now.Add(producerGrace)
 		if d, ok := ctx.Deadline(); ok && d.After(p.due) {
 			p.due = d
 		}
-		return
+		return false
 	case now.Before(p.due):
-		return
+		return false
 	}
 	p.direct.Store(true)
-	otel.Handle(ErrProducerNotRegistered)
+	return true
 }
 
 // histogramDesc is one of A96's histograms as an instrument declares it.

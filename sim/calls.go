@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/unherd/unherd/retry"
@@ -51,7 +52,7 @@ var (
 
 const (
 	callStart   int32 = iota // a call starts in slot id
-	callSend                 // slot id sends an attempt; arg is its hop to the dependency
+	callSend                 // slot id sends an attempt
 	callReply                // slot id's answer arrives; arg is 1 for success
 	callArrival              // open stream: the next call arrives
 	callEnd                  // slot id's call ends, after the wait its policy asked for
@@ -59,14 +60,16 @@ const (
 
 // callSlot is one call in flight: its retry state, which the policy's
 // state machine keeps (attempts, previous delay, charged class, the
-// guard's ticket).
+// guard's ticket), and the way out of its next attempt.
 type callSlot struct {
 	call retry.Call
+	out  time.Duration // the next attempt's hop to the dependency
 }
 
 type callRun struct {
 	m      *callModel
 	policy *retry.Policy
+	tripSD time.Duration // deviation of a round trip, √2 hopSD
 	// pure is true when the policy has no guard and no budget: its
 	// Admit and Done then read no clock and touch nothing the other
 	// calls share, so a call can be carried on past the present (see
@@ -105,7 +108,7 @@ func newCallRun(e *engine, m *callModel, s *policySpec) (*callRun, error) {
 		return nil, err
 	}
 	nb := int(m.end/m.bucket) + 1
-	return &callRun{m: m, policy: p, pure: s.guard == guardNone && s.budget == budgetNone, arrivals: maxArrivals,
+	return &callRun{m: m, policy: p, tripSD: time.Duration(math.Sqrt2 * float64(m.hopSD)), pure: s.guard == guardNone && s.budget == budgetNone, arrivals: maxArrivals,
 		limit: tokenBucket{rate: m.capacity, burst: m.capacity / 10, tokens: m.capacity / 10},
 		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}, nil
 }
@@ -118,6 +121,7 @@ func (r *callRun) run(e *engine) {
 		for c := range m.clients {
 			// Start the population spread over one think time, as if it
 			// had been running for a while.
+			r.slots[c].out = r.hop(e)
 			r.at(e, time.Duration(e.float()*float64(m.think)), callStart, int32(c), 0)
 		}
 	} else {
@@ -162,7 +166,7 @@ func (r *callRun) handle(e *engine, ev event) {
 	case callStart:
 		r.start(e, ev.id, e.elapsed())
 	case callSend:
-		r.send(e, ev.id, e.elapsed(), time.Duration(ev.arg))
+		r.send(e, ev.id, e.elapsed())
 	case callReply:
 		r.reply(e, ev.id, ev.arg == 1)
 	case callEnd:
@@ -215,8 +219,21 @@ func (r *callRun) alloc() int32 {
 	return int32(len(r.slots) - 1)
 }
 
-// hop draws a one-way network delay.
+// hop draws a one-way network delay: an open stream's call on its way
+// out, and a closed client's first.
 func (r *callRun) hop(e *engine) time.Duration { return e.normal(r.m.hop, r.m.hopSD) }
+
+// trip draws slot id's answer's way back and its next attempt's way out
+// (its next call's, for a closed client) as one round trip: the sum of
+// two independent |Normal(hop, hopSD)| hops is Normal(2 hop, √2 hopSD) (a
+// hop below zero is five deviations away), split in half. It returns the
+// way back and keeps the way out in the slot.
+func (r *callRun) trip(e *engine, id int32) time.Duration {
+	rt := e.normal(2*r.m.hop, r.tripSD)
+	back := rt / 2
+	r.slots[id].out = rt - back
+	return back
+}
 
 // down reports whether the dependency is down at t.
 func (r *callRun) down(t time.Duration) bool { return t >= r.m.downFrom && t < r.m.downTo }
@@ -224,24 +241,28 @@ func (r *callRun) down(t time.Duration) bool { return t >= r.m.downFrom && t < r
 // start begins a call in slot id at t (now, or later for an arrival
 // taken in early) and sends its first attempt.
 func (r *callRun) start(e *engine, id int32, t time.Duration) {
-	r.slots[id] = callSlot{call: r.policy.Begin(false)}
+	s := &r.slots[id]
+	s.call = r.policy.Begin(false)
+	if !r.m.closed {
+		s.out = r.hop(e)
+	}
 	if t > e.elapsed() {
-		r.send(e, id, t, r.hop(e))
+		r.send(e, id, t)
 		return
 	}
-	r.sendNow(e, id, r.hop(e))
+	r.sendNow(e, id)
 }
 
 // sendNow has slot id send an attempt now. With no other event due at
 // this instant, a callSend event would be the very next one delivered, so
 // the attempt is sent at once, without it; otherwise it goes through the
 // queue, after the events already due now.
-func (r *callRun) sendNow(e *engine, id int32, hop time.Duration) {
+func (r *callRun) sendNow(e *engine, id int32) {
 	if e.alone() {
-		r.send(e, id, e.elapsed(), hop)
+		r.send(e, id, e.elapsed())
 		return
 	}
-	r.at(e, e.elapsed(), callSend, id, int64(hop))
+	r.at(e, e.elapsed(), callSend, id, 0)
 }
 
 // admit asks slot id's call to start an attempt sent at t and counts it;
@@ -268,15 +289,16 @@ func (r *callRun) admit(e *engine, id int32, t time.Duration) bool {
 
 // send has slot id send an attempt at t (now, or for a pure policy the
 // time of an arrival taken in early, see arrive), which reaches the
-// dependency hop later. The dependency's answer is decided here, in the
-// order attempts are sent (see serve), and the answer travels back one
-// more hop.
-func (r *callRun) send(e *engine, id int32, t, hop time.Duration) {
+// dependency the slot's way out later. The dependency's answer is decided
+// here, in the order attempts are sent (see serve), and the answer
+// travels back half a round trip (see trip).
+func (r *callRun) send(e *engine, id int32, t time.Duration) {
 	if !r.admit(e, id, t) {
 		return
 	}
-	ok := r.serve(t + hop)
-	back := t + hop + r.hop(e)
+	a := t + r.slots[id].out
+	ok := r.serve(a)
+	back := a + r.trip(e, id)
 	if r.pure {
 		r.follow(e, id, back, ok)
 		return
@@ -313,12 +335,11 @@ func (r *callRun) reply(e *engine, id int32, ok bool) {
 	if !more {
 		return
 	}
-	hop := r.hop(e)
 	if d == 0 {
-		r.sendNow(e, id, hop)
+		r.sendNow(e, id)
 		return
 	}
-	r.at(e, t+d, callSend, id, int64(hop))
+	r.at(e, t+d, callSend, id, 0)
 }
 
 // follow carries a pure policy's call on from the answer to its attempt
@@ -339,18 +360,19 @@ func (r *callRun) follow(e *engine, id int32, t time.Duration, ok bool) {
 		if !more {
 			return
 		}
-		next, hop := t+d, r.hop(e)
+		next := t + d
 		if next > m.end {
 			return
 		}
-		if !r.down(next + hop) {
-			r.at(e, next, callSend, id, int64(hop))
+		a := next + r.slots[id].out
+		if !r.down(a) {
+			r.at(e, next, callSend, id, 0)
 			return
 		}
 		if !r.admit(e, id, next) {
 			return
 		}
-		t, ok = next+hop+r.hop(e), false
+		t, ok = a+r.trip(e, id), false
 	}
 }
 

@@ -100,17 +100,19 @@ func TestPureCallsFollowed(t *testing.T) {
 			t.Run(fmt.Sprintf("closed=%v/%s", closed, s.name), func(t *testing.T) {
 				events, eventsN := testRun(t, outageModel(closed), &s, func(r *callRun) { r.pure = false })
 				followed, followedN := testRun(t, outageModel(closed), &s, func(*callRun) {})
-				near := func(what string, a, b int64, frac float64) {
+				// near: within three deviations of the difference of two
+				// counts with Poisson noise.
+				near := func(what string, a, b int64) {
 					t.Helper()
-					if d := math.Abs(float64(a - b)); d > frac*float64(max(a, b)) {
-						t.Errorf("%s: %d driven by events, %d followed: want within %.0f%%", what, a, b, 100*frac)
+					if d, tol := math.Abs(float64(a-b)), 3*math.Sqrt(float64(a+b)); d > tol {
+						t.Errorf("%s: %d driven by events, %d followed: want within %.0f", what, a, b, tol)
 					}
 				}
-				near("attempts", events.attempts, followed.attempts, 0.02)
-				near("attempts in the outage", events.attemptsInOutage, followed.attemptsInOutage, 0.02)
-				near("first attempts in the outage", events.firstInOutage, followed.firstInOutage, 0.02)
-				near("calls", events.calls, followed.calls, 0.02)
-				near("succeeded", events.succeeded, followed.succeeded, 0.02)
+				near("attempts", events.attempts, followed.attempts)
+				near("attempts in the outage", events.attemptsInOutage, followed.attemptsInOutage)
+				near("first attempts in the outage", events.firstInOutage, followed.firstInOutage)
+				near("calls", events.calls, followed.calls)
+				near("succeeded", events.succeeded, followed.succeeded)
 				if followedN >= eventsN*3/4 {
 					t.Errorf("%d events followed, %d driven by events: want a quarter fewer at least", followedN, eventsN)
 				}

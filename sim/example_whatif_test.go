@@ -39,7 +39,7 @@ func ExampleWhatIf() {
 	}
 	fmt.Println("overall:", rep.Overall)
 	// Output:
-	// closed better  load during the outage 0.15x capacity (default 0.46x), 98.2% of calls succeed (default 78.2%)
+	// closed better  load during the outage 0.15x capacity (default 0.47x), 98.2% of calls succeed (default 78.2%)
 	// open   worse   load during the outage 2.45x capacity (default 0.50x), 71.3% of calls succeed (default 70.0%)
 	// overall: worse
 }

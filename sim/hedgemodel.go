@@ -615,21 +615,29 @@ func (r *hedgeRun) hop(src *rand.Rand) time.Duration {
 	return time.Duration(math.Abs(float64(r.p.Hop) + src.NormFloat64()*float64(r.p.Hop/5)))
 }
 
-// siftFree restores the min-heap order of free after free[0] grew.
+// siftFree restores the min-heap order of free after free[0] grew: it
+// moves the hole left by free[0] down the path of the smaller children
+// and puts the new time where it stops.
 func siftFree(free []time.Duration) {
-	i, n := 0, len(free)
-	for {
-		m, c := i, 2*i+1
-		if c < n && free[c] < free[m] {
-			m = c
-		}
-		if c+1 < n && free[c+1] < free[m] {
-			m = c + 1
-		}
-		if m == i {
-			return
-		}
-		free[i], free[m] = free[m], free[i]
-		i = m
+	n := len(free)
+	if n < 2 {
+		return
 	}
+	x := free[0]
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && free[c+1] < free[c] {
+			c++
+		}
+		if free[c] >= x {
+			break
+		}
+		free[i] = free[c]
+		i = c
+	}
+	free[i] = x
 }

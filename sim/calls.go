@@ -70,6 +70,8 @@ type callRun struct {
 	m      *callModel
 	policy *retry.Policy
 	tripSD time.Duration // deviation of a round trip, √2 hopSD
+	// perBucket is 1/bucket, in buckets per nanosecond (see bucketOf).
+	perBucket float64
 	// pure is true when the policy has no guard and no budget: its
 	// Admit and Done then read no clock and touch nothing the other
 	// calls share, so a call can be carried on past the present (see
@@ -108,7 +110,8 @@ func newCallRun(e *engine, m *callModel, s *policySpec) (*callRun, error) {
 		return nil, err
 	}
 	nb := int(m.end/m.bucket) + 1
-	return &callRun{m: m, policy: p, tripSD: time.Duration(math.Sqrt2 * float64(m.hopSD)), pure: s.guard == guardNone && s.budget == budgetNone, arrivals: maxArrivals,
+	return &callRun{m: m, policy: p, tripSD: time.Duration(math.Sqrt2 * float64(m.hopSD)),
+		perBucket: 1 / float64(m.bucket), pure: s.guard == guardNone && s.budget == budgetNone, arrivals: maxArrivals,
 		limit: tokenBucket{rate: m.capacity, burst: m.capacity / 10, tokens: m.capacity / 10},
 		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}, nil
 }
@@ -219,6 +222,21 @@ func (r *callRun) alloc() int32 {
 	return int32(len(r.slots) - 1)
 }
 
+// bucketOf returns the index of the load and goodput buckets holding t,
+// t/bucket: a multiplication, corrected to the exact quotient (the
+// product is off by far less than one), costs less than the division at
+// every attempt.
+func (r *callRun) bucketOf(t time.Duration) int {
+	b := int(float64(t) * r.perBucket)
+	switch w := r.m.bucket; {
+	case time.Duration(b)*w > t:
+		b--
+	case time.Duration(b+1)*w <= t:
+		b++
+	}
+	return b
+}
+
 // hop draws a one-way network delay: an open stream's call on its way
 // out, and a closed client's first.
 func (r *callRun) hop(e *engine) time.Duration { return e.normal(r.m.hop, r.m.hopSD) }
@@ -277,7 +295,7 @@ func (r *callRun) admit(e *engine, id int32, t time.Duration) bool {
 	}
 	st := &r.stats
 	st.attempts++
-	st.load[t/r.m.bucket]++
+	st.load[r.bucketOf(t)]++
 	if r.down(t) {
 		st.attemptsInOutage++
 		if c.Attempts() == 1 {
@@ -386,7 +404,7 @@ func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Du
 		// After a success, Done uses neither the time nor the draw.
 		c.Done(time.Time{}, time.Time{}, nil, 0)
 		r.stats.succeeded++
-		r.stats.good[t/r.m.bucket]++
+		r.stats.good[r.bucketOf(t)]++
 		r.end(e, id, t)
 		return 0, false
 	}

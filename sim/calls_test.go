@@ -123,3 +123,21 @@ func TestPureCallsFollowed(t *testing.T) {
 		}
 	}
 }
+
+// bucketOf is t/bucket, at the bucket boundaries and between them.
+func TestBucketOf(t *testing.T) {
+	for _, w := range []time.Duration{100 * time.Millisecond, time.Second, 7 * time.Millisecond} {
+		m := &callModel{bucket: w, end: time.Hour}
+		r := &callRun{m: m, perBucket: 1 / float64(w)}
+		for k := time.Duration(0); k*w <= m.end; k++ {
+			for _, at := range []time.Duration{k*w - 1, k * w, k*w + 1, k*w + w/2} {
+				if at < 0 {
+					continue
+				}
+				if got, want := r.bucketOf(at), int(at/w); got != want {
+					t.Fatalf("bucket %v: bucketOf(%d) = %d, want %d", w, at, got, want)
+				}
+			}
+		}
+	}
+}

@@ -163,9 +163,10 @@ func (e *env) report(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	out := fs.String("out", "report", "`directory` to write report.md, charts and CSV files into; checked before anything runs")
 	seeds := fs.Int("seeds", reportSeeds, "`number` of seeds, from --seed on, every claim is judged on (1 to 100)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (pprof format; scripts/pgo.sh makes the build's profile with it)")
 	var rf runFlags
 	rf.register(fs)
-	if err := e.parse(fs, args, "unherd report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet]"); err != nil {
+	if err := e.parse(fs, args, "unherd report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet] [--cpuprofile FILE]"); err != nil {
 		return err
 	}
 	if *seeds < 1 || *seeds > 100 {
@@ -173,6 +174,13 @@ func (e *env) report(ctx context.Context, args []string) error {
 	}
 	if err := writableDir(*out); err != nil {
 		return fmt.Errorf("report: --out: %w", err)
+	}
+	if *cpuprofile != "" {
+		stop, err := startProfile(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("report: --cpuprofile: %w", err)
+		}
+		defer stop()
 	}
 	start := e.now()
 	entries, failed, err := e.runReport(ctx, rf, *seeds, start)

@@ -301,6 +301,26 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// --cpuprofile writes a pprof CPU profile (gzip-compressed protocol
+// buffers) of the run; a path that cannot be created fails before anything
+// runs.
+func TestReportCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.pprof")
+	code, _, stderr := runFake(t, "report", "--out", dir, "--cpuprofile", prof)
+	if code != exitFailure || !strings.Contains(stderr, "1 of 2 scenarios failed: broken") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile %s: %v, %d bytes, want a gzip stream", prof, err, len(b))
+	}
+	code, stdout, stderr := runFake(t, "report", "--out", dir, "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "cpu.pprof"))
+	if code != exitFailure || !strings.Contains(stderr, "report: --cpuprofile: open ") || strings.Contains(stdout, "== fake") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
 func TestReportScenarioFails(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runFake(t, "report", "--out", dir)

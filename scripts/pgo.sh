@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerates cmd/unherd/default.pgo, the CPU profile that go build, go run
+# and go install use to optimise the unherd command (profile-guided
+# optimisation), from one run of the report at its default sizes. Run it
+# after a change that moves the simulator's hot paths; commit the result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+go run ./cmd/unherd report --quiet --out "$out/report" --cpuprofile "$out/cpu.pprof" >/dev/null
+mv "$out/cpu.pprof" cmd/unherd/default.pgo
+echo "wrote cmd/unherd/default.pgo ($(wc -c < cmd/unherd/default.pgo) bytes)"

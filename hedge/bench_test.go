@@ -2,6 +2,9 @@ package hedge
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -84,4 +87,57 @@ func BenchmarkHedgePrimaryWinsWatched(b *testing.B) {
 			b.Fatal(v, err)
 		}
 	}
+}
+
+// hedgerLatencies are lognormal latencies around 10 ms, seeded.
+func hedgerLatencies(n int) []time.Duration {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = time.Duration(float64(10*time.Millisecond) * math.Exp(0.5*r.NormFloat64()))
+	}
+	return out
+}
+
+// BenchmarkHedgerRequest is the decision path of one successful request
+// on the default Hedger (adaptive delay, default ratio budget), warmed up,
+// as the simulator drives it for every key: Begin, Observe, End(nil).
+func BenchmarkHedgerRequest(b *testing.B) {
+	b.ReportAllocs()
+	h := mustNew(b, Config{})
+	lat := hedgerLatencies(1024)
+	for _, d := range lat {
+		h.Observe(d)
+	}
+	if _, ok := h.Begin(); !ok {
+		b.Fatal("hedging not enabled after warm-up")
+	}
+	i := 0
+	for b.Loop() {
+		h.Begin()
+		h.Observe(lat[i&1023])
+		h.End(nil)
+		i++
+	}
+}
+
+// BenchmarkHedgerRequestParallel is BenchmarkHedgerRequest from every
+// core on one Hedger.
+func BenchmarkHedgerRequestParallel(b *testing.B) {
+	b.ReportAllocs()
+	h := mustNew(b, Config{})
+	lat := hedgerLatencies(1024)
+	for _, d := range lat {
+		h.Observe(d)
+	}
+	var seed atomic.Uint32
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(seed.Add(1)) * 97
+		for pb.Next() {
+			h.Begin()
+			h.Observe(lat[i&1023])
+			h.End(nil)
+			i++
+		}
+	})
 }

@@ -3,6 +3,7 @@ package hedge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -198,4 +199,30 @@ func TestRefundHedgeAdmittedAfterSettling(t *testing.T) {
 			t.Errorf("withdrawn %d, refunded %d; want 1 and 1", b.withdrawn, b.refunded)
 		}
 	})
+}
+
+// TestEndRecordsIntoRatio: End(nil) counts a request in a Ratio budget
+// (by the direct call of its success path), a rejection does not, and
+// with SharedWithRetry End counts nothing.
+func TestEndRecordsIntoRatio(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	for _, shared := range []bool{false, true} {
+		r, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, NoFloor: true, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mustNew(t, Config{Budget: r, SharedWithRetry: shared})
+		h.End(nil)
+		h.End(nil)
+		h.End(errBoom)
+		h.End(fmt.Errorf("open: %w", retry.ErrRejected))
+		want := int64(3)
+		if shared {
+			want = 0
+		}
+		if got, _ := r.Counts(now); got != want {
+			t.Errorf("SharedWithRetry %v: the budget counts %d requests, want %d", shared, got, want)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/unherd/unherd/observe"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/quantile"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -45,7 +45,9 @@ type Hedger struct {
 	minSamples  int
 	maxHedges   int
 	budget      budget.Budget
-	record      bool // End records requests with the budget (not SharedWithRetry)
+	ratio       *budget.Ratio // budget when it is a Ratio and End records: End calls it directly
+	ceiling     time.Duration // maxDelay, or the largest Duration if none
+	record      bool          // End records requests with the budget (not SharedWithRetry)
 	classify    func(error) budget.Class
 	nonFatal    func(error) bool
 	minWinShare float64
@@ -90,6 +92,13 @@ func New(cfg Config) (*Hedger, error) {
 		}
 		h.budget = b
 	}
+	if h.record {
+		h.ratio, _ = h.budget.(*budget.Ratio)
+	}
+	h.ceiling = time.Duration(math.MaxInt64)
+	if h.maxDelay > 0 {
+		h.ceiling = h.maxDelay
+	}
 	if h.fixed == 0 {
 		q := cmp.Or(cfg.Quantile, DefaultQuantile)
 		est, err := quantile.New(quantile.Config{Window: cfg.Window, Quantiles: []float64{q}})
@@ -115,6 +124,24 @@ func (h *Hedger) MaxHedges() int { return h.maxHedges }
 // estimator has too few latencies it returns MaxDelay, or false if there
 // is no MaxDelay: do not hedge yet. It is a few atomic loads.
 func (h *Hedger) Delay() (time.Duration, bool) {
+	if d, ok := h.warmDelay(); ok {
+		return d, true
+	}
+	return h.coldDelay()
+}
+
+// warmDelay is Delay in the common case, an adaptive delay with a warm
+// estimator (ok false otherwise). It inlines into Delay and Begin.
+func (h *Hedger) warmDelay() (d time.Duration, ok bool) {
+	if h.est == nil || !h.warm.Load() {
+		return 0, false
+	}
+	d, _ = h.est.Tracked(0)
+	return min(max(d, h.minDelay), h.ceiling), true
+}
+
+// coldDelay is Delay for a fixed delay, or while the estimator is cold.
+func (h *Hedger) coldDelay() (time.Duration, bool) {
 	if h.est == nil {
 		return h.fixed, true
 	}
@@ -126,14 +153,10 @@ func (h *Hedger) Delay() (time.Duration, bool) {
 		if d == 0 {
 			return h.maxDelay, h.maxDelay > 0
 		}
-	} else if n >= h.minSamples && !h.warm.Load() {
+	} else {
 		h.warm.Store(true)
 	}
-	d = max(d, h.minDelay)
-	if h.maxDelay > 0 {
-		d = min(d, h.maxDelay)
-	}
-	return d, true
+	return min(max(d, h.minDelay), h.ceiling), true
 }
 
 // Begin starts a request: it returns the hedge delay and whether this
@@ -142,9 +165,11 @@ func (h *Hedger) Delay() (time.Duration, bool) {
 // ProbeEvery. Begin tells the budget nothing: the request is recorded by
 // End, once its outcome is known.
 func (h *Hedger) Begin() (time.Duration, bool) {
-	d, ok := h.Delay()
+	d, ok := h.warmDelay()
 	if !ok {
-		return 0, false
+		if d, ok = h.coldDelay(); !ok {
+			return 0, false
+		}
 	}
 	if h.Suspended() && (h.probes.Add(1)-1)%h.probeGap.Load() != 0 {
 		return 0, false
@@ -180,11 +205,17 @@ func (h *Hedger) Observe(latency time.Duration) {
 	}
 	h.est.Record(latency)
 	if !h.warm.Load() {
-		for {
-			old := h.coldMax.Load()
-			if int64(latency) <= old || h.coldMax.CompareAndSwap(old, int64(latency)) {
-				break
-			}
+		h.observeCold(latency)
+	}
+}
+
+// observeCold keeps the largest latency observed while the estimator is
+// cold, which Delay returns until it is warm.
+func (h *Hedger) observeCold(latency time.Duration) {
+	for {
+		old := h.coldMax.Load()
+		if int64(latency) <= old || h.coldMax.CompareAndSwap(old, int64(latency)) {
+			return
 		}
 	}
 }
@@ -235,17 +266,24 @@ func (h *Hedger) Result(hedgeWon bool) {
 // Config.SharedWithRetry, End records nothing: the retry policy records
 // the attempt that made the request.
 func (h *Hedger) End(err error) {
+	if err == nil && h.ratio != nil {
+		// The common case: a success, recorded into a Ratio budget by a
+		// direct call (inlined: one atomic add), not through the
+		// interface.
+		h.ratio.Record(budget.Attempt{N: 1})
+		return
+	}
 	if !h.record {
 		return
 	}
-	a := budget.Attempt{N: 1}
-	if err != nil {
-		if errors.Is(err, retry.ErrRejected) {
-			return
-		}
-		a.Failed, a.Class = true, h.classify(err)
+	if err == nil {
+		h.budget.Record(budget.Attempt{N: 1})
+		return
 	}
-	h.budget.Record(a)
+	if errors.Is(err, retry.ErrRejected) {
+		return
+	}
+	h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: h.classify(err)})
 }
 
 // WinShare returns the exponentially decaying share of hedged requests

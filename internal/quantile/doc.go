@@ -16,7 +16,9 @@
 // of a logarithm, which keeps Record to a few nanoseconds. Values from
 // 1 ns to 2^43 ns (about 2.4 hours) are distinct; longer ones share the
 // last bucket. The counts take 2 x 2,432 x 4 bytes, about 19 KiB, whatever
-// the number of samples.
+// the number of samples, and a bitmap per half marks the buckets that hold
+// counts (2 x 38 words), so that a rescan or a rotation visits the few
+// hundred buckets latencies fill rather than all of them.
 //
 // # Window
 //
@@ -32,7 +34,8 @@
 // # Cost
 //
 // Record adds into one bucket counter and one sample counter with atomic
-// adds: no lock, no allocation (BenchmarkQuantileRecordParallel). Every
+// adds (and marks the bucket, the first time in a half-window): no lock,
+// no allocation (BenchmarkQuantileRecordParallel). Every
 // Window/4 samples (and at every power of two before that, so a new
 // estimator has estimates early) one Record call rescans the buckets and
 // stores the tracked quantiles, which Tracked returns with two atomic

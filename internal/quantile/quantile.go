@@ -45,8 +45,17 @@ type Config struct {
 	Quantiles []float64
 }
 
+// nMarks is the number of words of a half-window's bitmap of buckets.
+const nMarks = (nBuckets + 63) / 64
+
 // hist is one half-window of counts.
 type hist [nBuckets]atomic.Uint32
+
+// marks is one half-window's bitmap of the buckets that may hold a count:
+// bit i%64 of word i/64 is set for every bucket i whose count is not zero
+// (and possibly for some that are). Scans and rotations visit the marked
+// buckets only: latencies fill a few hundred of the 2,432.
+type marks [nMarks]atomic.Uint64
 
 // Estimator estimates latency quantiles over a window of recent samples.
 // It is safe for concurrent use. Record is lock-free and allocation-free;
@@ -61,21 +70,24 @@ type hist [nBuckets]atomic.Uint32
 // rotation may land in either half.
 type Estimator struct {
 	hists [2]hist
-	// cur is the index of the half receiving samples; read on every
-	// Record and written once per Window samples, so it sits on its own
-	// cache line, away from the counter every Record increments.
-	_   [64]byte
-	cur atomic.Uint32
-	_   [60]byte
-	n   atomic.Uint64 // samples ever recorded
-	_   [56]byte
+	marks [2]marks
+	_     [64 + (64-2*nMarks*8%64)%64]byte // the next field starts a line
 
-	window      uint64 // power of two
-	refreshMask uint64 // refresh when n&refreshMask == 0 (after warm-up)
-	quantiles   []float64
+	// Read on every Record or Tracked and written at most once per
+	// Window/4 samples, these share one cache line, away from n, the
+	// counter every Record increments: a Record touches four lines
+	// (these, n, its bucket and the bucket's marks).
+	cur         atomic.Uint32  // the half receiving samples
+	window      uint64         // power of two
+	refreshMask uint64         // refresh when n&refreshMask == 0 (after warm-up)
 	tracked     []atomic.Int64 // cached value per quantile, ns
 	trackedN    atomic.Uint64  // samples in the window at the last refresh
+	_           [8]byte
 
+	n atomic.Uint64 // samples ever recorded
+	_ [56]byte
+
+	quantiles []float64
 	rotateMu  sync.Mutex
 	refreshMu sync.Mutex
 }
@@ -139,8 +151,27 @@ func value(i int) time.Duration {
 // locks nor allocates, except that one call in Window/4 recomputes the
 // tracked quantiles and one in Window clears the older half-window.
 func (e *Estimator) Record(d time.Duration) {
-	e.hists[e.cur.Load()&1][bucket(d)].Add(1)
+	half, b := e.cur.Load()&1, bucket(d)
+	e.hists[half][b].Add(1)
+	// The bucket is marked after its count is added, so a rotation,
+	// which unmarks before it clears, never leaves a count unmarked. A
+	// marked bucket costs a plain load: only its first sample of a
+	// half-window pays a locked or.
+	if m, bit := &e.marks[half][b/64], uint64(1)<<(b%64); m.Load()&bit == 0 {
+		m.Or(bit)
+	}
 	n := e.n.Add(1)
+	// One test for the common case: a rotation (n a multiple of the
+	// window) is also a refresh point, and early powers of two lie below
+	// refreshMask.
+	if n&e.refreshMask != 0 && n > e.refreshMask {
+		return
+	}
+	e.due(n)
+}
+
+// due rotates and refreshes as sample n requires.
+func (e *Estimator) due(n uint64) {
 	if n&(e.window-1) == 0 {
 		e.rotate()
 	}
@@ -154,9 +185,13 @@ func (e *Estimator) rotate() {
 	e.rotateMu.Lock()
 	defer e.rotateMu.Unlock()
 	old := 1 - e.cur.Load()&1
-	h := &e.hists[old]
-	for i := range h {
-		h[i].Store(0)
+	h, mk := &e.hists[old], &e.marks[old]
+	for k := range mk {
+		// Unmark first, then clear what was marked: a count added
+		// meanwhile is either cleared or marked again by its Record.
+		for m := mk[k].Swap(0); m != 0; m &= m - 1 {
+			h[k*64+bits.TrailingZeros64(m)].Store(0)
+		}
 	}
 	e.cur.Store(old)
 }
@@ -205,15 +240,19 @@ func (e *Estimator) at(q float64, total uint64) time.Duration {
 	rank := rankOf(q, total)
 	var seen uint64
 	last := 0
-	for i := 0; i < nBuckets; i++ {
-		c := uint64(e.hists[0][i].Load()) + uint64(e.hists[1][i].Load())
-		if c == 0 {
-			continue
-		}
-		seen += c
-		last = i
-		if seen >= rank {
-			break
+	for k := range nMarks {
+		// Unmarked buckets hold nothing: skip them a word at a time.
+		for m := e.marks[0][k].Load() | e.marks[1][k].Load(); m != 0; m &= m - 1 {
+			i := k*64 + bits.TrailingZeros64(m)
+			c := uint64(e.hists[0][i].Load()) + uint64(e.hists[1][i].Load())
+			if c == 0 {
+				continue
+			}
+			seen += c
+			last = i
+			if seen >= rank {
+				return value(last)
+			}
 		}
 	}
 	return value(last)

@@ -250,3 +250,80 @@ func TestConcurrentRecord(t *testing.T) {
 		t.Errorf("count %d, want 20000", n)
 	}
 }
+
+// TestMarksCoverCounts records samples whose range moves across several
+// rotations and checks, after every sample, that each bucket with a count
+// is marked, and at every power of two and refresh point that the marked
+// scan returns what a scan of every bucket returns: the marks only spare
+// work.
+func TestMarksCoverCounts(t *testing.T) {
+	e := mustNew(t, Config{Window: 256, Quantiles: []float64{0.95}})
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 5 * 512 {
+		// The median moves from 1 us to 10 s, so old buckets empty out
+		// and new ones fill, in both halves.
+		med := float64(time.Microsecond) * math.Pow(10, float64(i)/512)
+		e.Record(time.Duration(med * math.Exp(r.NormFloat64())))
+		for h := range e.hists {
+			for b := range e.hists[h] {
+				if e.hists[h][b].Load() != 0 && e.marks[h][b/64].Load()&(1<<(b%64)) == 0 {
+					t.Fatalf("after %d samples: bucket %d of half %d holds %d, unmarked", i+1, b, h, e.hists[h][b].Load())
+				}
+			}
+		}
+		if n := i + 1; n&(n-1) == 0 || n%64 == 0 {
+			total := e.count()
+			for _, q := range testQuantiles {
+				if got, want := e.at(q, total), scanAll(e, q, total); got != want {
+					t.Fatalf("after %d samples: q%v = %v, a scan of every bucket gives %v", n, q, got, want)
+				}
+			}
+		}
+	}
+}
+
+// scanAll is Estimator.at without the marks: every bucket in order.
+func scanAll(e *Estimator, q float64, total uint64) time.Duration {
+	if total == 0 {
+		return 0
+	}
+	rank := rankOf(q, total)
+	var seen uint64
+	last := 0
+	for i := range nBuckets {
+		c := uint64(e.hists[0][i].Load()) + uint64(e.hists[1][i].Load())
+		if c == 0 {
+			continue
+		}
+		seen += c
+		last = i
+		if seen >= rank {
+			break
+		}
+	}
+	return value(last)
+}
+
+// TestConcurrentRotation records from several goroutines through many
+// rotations (run it with -race) and checks, once they are done, that every
+// bucket with a count is marked.
+func TestConcurrentRotation(t *testing.T) {
+	e := mustNew(t, Config{Window: 64, Quantiles: []float64{0.5}})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 20000 {
+				e.Record(time.Duration(r.Int64N(int64(time.Second))))
+			}
+		})
+	}
+	wg.Wait()
+	for h := range e.hists {
+		for b := range e.hists[h] {
+			if e.hists[h][b].Load() != 0 && e.marks[h][b/64].Load()&(1<<(b%64)) == 0 {
+				t.Errorf("bucket %d of half %d holds %d, unmarked", b, h, e.hists[h][b].Load())
+			}
+		}
+	}
+}

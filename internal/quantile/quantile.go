@@ -53,7 +53,8 @@ type hist [nBuckets]atomic.Uint32
 
 // marks is one half-window's bitmap of the buckets that may hold a count:
 // bit i%64 of word i/64 is set for every bucket i whose count is not zero
-// (and possibly for some that are). Scans and rotations visit the marked
+// (and possibly for some that are), once the Record that made it non-zero
+// has returned. Scans and rotations visit the marked
 // buckets only: latencies fill a few hundred of the 2,432.
 type marks [nMarks]atomic.Uint64
 
@@ -152,13 +153,12 @@ func value(i int) time.Duration {
 // tracked quantiles and one in Window clears the older half-window.
 func (e *Estimator) Record(d time.Duration) {
 	half, b := e.cur.Load()&1, bucket(d)
-	e.hists[half][b].Add(1)
-	// The bucket is marked after its count is added, so a rotation,
-	// which unmarks before it clears, never leaves a count unmarked. A
-	// marked bucket costs a plain load: only its first sample of a
-	// half-window pays a locked or.
-	if m, bit := &e.marks[half][b/64], uint64(1)<<(b%64); m.Load()&bit == 0 {
-		m.Or(bit)
+	if e.hists[half][b].Add(1) == 1 {
+		// The bucket's first count since it was cleared marks it, after
+		// the add: a rotation, which unmarks before it clears, either
+		// clears this count or leaves it marked. Later counts pay
+		// nothing for the marks.
+		e.marks[half][b/64].Or(1 << (b % 64))
 	}
 	n := e.n.Add(1)
 	// One test for the common case: a rotation (n a multiple of the

@@ -39,29 +39,38 @@ import (
 //     error that settled it): the budget hears of the request then, with
 //     its real outcome, and only then.
 type Hedger struct {
+	// Read by every request: one cache line (the struct is 256 bytes, a
+	// size class whose objects start on a line).
+	est         *quantile.Estimator // nil for a fixed delay
+	ratio       *budget.Ratio       // budget when it is a Ratio and End records: End calls it directly
 	fixed       time.Duration
 	minDelay    time.Duration
-	maxDelay    time.Duration
-	minSamples  int
-	maxHedges   int
-	budget      budget.Budget
-	ratio       *budget.Ratio // budget when it is a Ratio and End records: End calls it directly
 	ceiling     time.Duration // maxDelay, or the largest Duration if none
-	record      bool          // End records requests with the budget (not SharedWithRetry)
-	classify    func(error) budget.Class
-	nonFatal    func(error) bool
 	minWinShare float64
 	probeEvery  uint64
-	est         *quantile.Estimator // nil for a fixed delay
-	observer    observe.Observer
+	record      bool // End records requests with the budget (not SharedWithRetry)
+	_           [7]byte
 
+	// Written while hedging: a line of their own, so that writes to
+	// them do not evict the fields above from other cores, nor collide
+	// with a neighbouring object.
 	winShare atomic.Uint64 // float64 bits, exponentially decaying
 	probes   atomic.Uint64 // requests seen while suspended
 	probeGap atomic.Uint64 // requests per probe now: probeEvery, doubled per lost probe
 	coldMax  atomic.Int64  // largest latency observed while the estimator is cold
 	warm     atomic.Bool   // the estimator has minSamples latencies
+	_        [28]byte
+
+	maxDelay   time.Duration
+	minSamples int
+	maxHedges  int
+	budget     budget.Budget
+	classify   func(error) budget.Class
+	nonFatal   func(error) bool
+	observer   observe.Observer
 
 	calls sync.Pool // *call[T] of the last T used, with their timers
+	_     [16]byte  // to 256 bytes (TestHedgerLayout)
 }
 
 // New validates cfg and returns a Hedger built from it.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -221,4 +222,24 @@ func TestDefaultBudget(t *testing.T) {
 			t.Errorf("admitted %d hedges for 1000 requests, want 100", admitted)
 		}
 	})
+}
+
+// TestHedgerLayout checks the layout the Hedger's comments describe: a
+// size that is a multiple of a cache line (so allocations start on one),
+// the per-request fields in the first line and the written ones in the
+// second.
+func TestHedgerLayout(t *testing.T) {
+	var h Hedger
+	if size := unsafe.Sizeof(h); size%64 != 0 {
+		t.Errorf("Hedger is %d bytes, not a multiple of 64", size)
+	}
+	if off := unsafe.Offsetof(h.record); off >= 64 {
+		t.Errorf("record at offset %d, outside the first line", off)
+	}
+	if off := unsafe.Offsetof(h.winShare); off != 64 {
+		t.Errorf("winShare at offset %d, want 64", off)
+	}
+	if off := unsafe.Offsetof(h.maxDelay); off != 128 {
+		t.Errorf("maxDelay at offset %d, want 128", off)
+	}
 }

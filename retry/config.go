@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"errors"
 	"fmt"
 	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
@@ -51,7 +50,7 @@ const (
 const DefaultOnBudgetExhausted = WaitSchedule
 
 // ErrInvalidConfig is wrapped by every error Validate and New return.
-var ErrInvalidConfig = errors.New("retry: invalid config")
+var ErrInvalidConfig = newSentinel("retry: invalid config")
 
 // Config configures a [Policy]. The zero value is safe and is what most
 // callers want: 3 attempts (the first plus 2 retries), full jitter from a

@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -11,31 +10,41 @@ import (
 // errors.Is(err, ErrBudgetExhausted) and friends work directly.
 var (
 	// ErrAttemptsExhausted: the last allowed attempt failed.
-	ErrAttemptsExhausted = errors.New("retry: attempts exhausted")
+	ErrAttemptsExhausted = newSentinel("retry: attempts exhausted")
 	// ErrDeadline: the next wait would have ended after the caller's
 	// deadline, so it was not started.
-	ErrDeadline = errors.New("retry: next wait would pass the deadline")
+	ErrDeadline = newSentinel("retry: next wait would pass the deadline")
 	// ErrBudgetExhausted: the retry budget refused the next retry.
-	ErrBudgetExhausted = errors.New("retry: budget exhausted")
+	ErrBudgetExhausted = newSentinel("retry: budget exhausted")
 	// ErrPermanent: the error was classified permanent; repeating the call
 	// cannot fix it.
-	ErrPermanent = errors.New("retry: permanent error")
+	ErrPermanent = newSentinel("retry: permanent error")
 	// ErrFinal: the error was marked with MarkFinal: not to be repeated,
 	// whatever its class.
-	ErrFinal = errors.New("retry: not retried (marked final)")
+	ErrFinal = newSentinel("retry: not retried (marked final)")
 	// ErrCancelled: the caller's context was cancelled or reached its
 	// deadline, during an attempt or a wait.
-	ErrCancelled = errors.New("retry: cancelled")
+	ErrCancelled = newSentinel("retry: cancelled")
 	// ErrRejected: a guard (circuit breaker, throttle) refused the attempt
 	// locally; a local rejection is never retried, whether a guard in
 	// Config.Guards made it or the operation returned it (see
 	// NewRejection).
-	ErrRejected = errors.New("retry: rejected locally")
+	ErrRejected = newSentinel("retry: rejected locally")
 	// ErrServerDelayTooLong: the server asked for a longer wait than
 	// Config.MaxServerDelay. Retrying sooner than the server allowed would
 	// only be refused again, so the loop stops.
-	ErrServerDelayTooLong = errors.New("retry: server asked to wait longer than MaxServerDelay")
+	ErrServerDelayTooLong = newSentinel("retry: server asked to wait longer than MaxServerDelay")
 )
+
+// sentinel is the type of the package's sentinel errors: errors.New's,
+// but a type of the package's own, so that the error classification
+// tells them from any other error by its type alone, without comparing
+// each node of an error tree with every sentinel.
+type sentinel struct{ msg string }
+
+func newSentinel(msg string) error { return &sentinel{msg} }
+
+func (e *sentinel) Error() string { return e.msg }
 
 // rejection is a local-rejection sentinel that matches ErrRejected.
 type rejection struct{ msg string }
@@ -53,7 +62,7 @@ func NewRejection(msg string) error { return &rejection{msg} }
 
 // ErrAttemptTimeout is the context cause of an attempt whose per-attempt
 // timeout expired. Such an attempt is a retryable timeout.
-var ErrAttemptTimeout = errors.New("retry: attempt timed out")
+var ErrAttemptTimeout = newSentinel("retry: attempt timed out")
 
 // Error is the error Do returns when a call fails. It keeps why the loop
 // stopped, how many attempts ran, the last attempt's error and, for a

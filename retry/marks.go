@@ -1,6 +1,9 @@
 package retry
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // marks is what the retry decision needs to know about an error tree,
 // gathered in one walk: a failed attempt's error used to be walked seven
@@ -27,54 +30,122 @@ func inspect(err error) (m marks) {
 	return m
 }
 
+// The method sets walk looks for. A ServerDelay is any error with a
+// RetryAfter method.
+type (
+	isser        = interface{ Is(error) bool }
+	delayer      = interface{ RetryAfter() time.Duration }
+	timeouter    = interface{ Timeout() bool }
+	unwrapper    = interface{ Unwrap() error }
+	multiWrapper = interface{ Unwrap() []error }
+)
+
 func (m *marks) walk(err error) {
 	for err != nil {
-		switch err.(type) {
-		case *permanentError:
-			m.permanent = true
-		case *finalError:
-			m.final = true
+		// One type switch sorts the node: the package's own wrappers and
+		// sentinels by their concrete types (type-word comparisons), then
+		// the rest by method set, in one cached look-up (where separate
+		// assertions cost one look-up each). The cases are tried in
+		// order, so a node reaches the unwrapper, multiWrapper and
+		// default cases only without Is, RetryAfter and Timeout methods.
+		// Every case records exactly what inspectNode would: a node can
+		// equal one of the package's sentinels only if it is a *sentinel,
+		// and context.Canceled only if it has no method but Error.
+		switch e := err.(type) {
 		case *throttledError:
 			m.throttled = true
-		}
-		// The sentinels' dynamic types are pointers, so these comparisons
-		// never panic on a non-comparable error type.
-		switch err {
-		case ErrRejected:
-			m.rejected = true
-		case ErrPermanent:
+			err = e.err
+		case *afterError:
+			if m.serverDelay == nil {
+				m.serverDelay = e
+			}
+			err = e.err
+		case *permanentError:
 			m.permanent = true
-		case ErrFinal:
+			err = e.err
+		case *finalError:
 			m.final = true
-		case context.Canceled:
-			m.canceled = true
-		}
-		if is, ok := err.(interface{ Is(error) bool }); ok {
-			m.rejected = m.rejected || is.Is(ErrRejected)
-			m.permanent = m.permanent || is.Is(ErrPermanent)
-			m.final = m.final || is.Is(ErrFinal)
-			m.canceled = m.canceled || is.Is(context.Canceled)
-		}
-		if m.serverDelay == nil {
-			if sd, ok := err.(ServerDelay); ok {
-				m.serverDelay = sd
+			err = e.err
+		case *sentinel:
+			// No Is, Unwrap, RetryAfter or Timeout method: a leaf.
+			switch e {
+			case ErrRejected:
+				m.rejected = true
+			case ErrPermanent:
+				m.permanent = true
+			case ErrFinal:
+				m.final = true
 			}
-		}
-		if m.timeout == nil {
-			if t, ok := err.(interface{ Timeout() bool }); ok {
-				m.timeout = t
+			return
+		case *Error:
+			// Unwrap without the slice it allocates: the same nodes in
+			// the same order, nil ones left out.
+			m.walk(e.Reason)
+			m.walk(e.Last)
+			m.walk(e.Cause)
+			return
+		case isser, delayer, timeouter:
+			m.inspectNode(err)
+			switch u := err.(type) {
+			case unwrapper:
+				err = u.Unwrap()
+			case multiWrapper:
+				for _, e := range u.Unwrap() {
+					m.walk(e)
+				}
+				return
+			default:
+				return
 			}
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
+		case unwrapper:
+			err = e.Unwrap()
+		case multiWrapper:
+			for _, e := range e.Unwrap() {
 				m.walk(e)
 			}
 			return
 		default:
+			// Only such a node can be context.Canceled, whose type has
+			// no method but Error. Its dynamic type is a pointer, so the
+			// comparison never panics on a non-comparable error type.
+			m.canceled = m.canceled || err == context.Canceled
 			return
+		}
+	}
+}
+
+// inspectNode records the marks of one node of an error tree, not
+// looking below it: errors.Is's test of the node for ErrRejected,
+// ErrPermanent, ErrFinal and context.Canceled (the node itself, or its Is
+// method), and the node as the tree's first ServerDelay or first error
+// with a Timeout method if there was none before it.
+func (m *marks) inspectNode(err error) {
+	// The sentinels' dynamic types are pointers, so these comparisons
+	// never panic on a non-comparable error type.
+	switch err {
+	case ErrRejected:
+		m.rejected = true
+	case ErrPermanent:
+		m.permanent = true
+	case ErrFinal:
+		m.final = true
+	case context.Canceled:
+		m.canceled = true
+	}
+	if is, ok := err.(isser); ok {
+		m.rejected = m.rejected || is.Is(ErrRejected)
+		m.permanent = m.permanent || is.Is(ErrPermanent)
+		m.final = m.final || is.Is(ErrFinal)
+		m.canceled = m.canceled || is.Is(context.Canceled)
+	}
+	if m.serverDelay == nil {
+		if sd, ok := err.(ServerDelay); ok {
+			m.serverDelay = sd
+		}
+	}
+	if m.timeout == nil {
+		if t, ok := err.(timeouter); ok {
+			m.timeout = t
 		}
 	}
 }

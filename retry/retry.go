@@ -3,7 +3,6 @@ package retry
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
@@ -174,7 +173,7 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 
 // ErrRetryableResult is the error of an attempt whose result asked for
 // another try; see [OnResult].
-var ErrRetryableResult = errors.New("retry: result asks for another attempt")
+var ErrRetryableResult = newSentinel("retry: result asks for another attempt")
 
 // OnResult wraps fn so that a result for which again reports true counts
 // as a failed attempt: fn's value is kept and its error is

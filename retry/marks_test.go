@@ -1,0 +1,201 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// Error types for random error trees: each has a different method set, so
+// that inspect meets every shape errors.Is and errors.As handle.
+type (
+	// isLeaf's Is method reports target.
+	isLeaf struct{ target error }
+	// timeoutLeaf's Timeout method reports timeout.
+	timeoutLeaf struct{ timeout bool }
+	// delayLeaf is a ServerDelay of its own.
+	delayLeaf struct{ d time.Duration }
+	// flatLeaf is a value type that cannot be compared: a comparison of
+	// two flatLeafs would panic.
+	flatLeaf struct{ msg []string }
+	// isWrapper wraps err and is also target.
+	isWrapper struct {
+		err, target error
+	}
+	// timeoutWrapper wraps err and reports timeout, as *url.Error does.
+	timeoutWrapper struct {
+		err     error
+		timeout bool
+	}
+	// multiIs wraps errs and is also target.
+	multiIs struct {
+		errs   []error
+		target error
+	}
+)
+
+func (e *isLeaf) Error() string                { return "is leaf" }
+func (e *isLeaf) Is(target error) bool         { return target == e.target }
+func (e *timeoutLeaf) Error() string           { return "timeout leaf" }
+func (e *timeoutLeaf) Timeout() bool           { return e.timeout }
+func (e *delayLeaf) Error() string             { return "delay leaf" }
+func (e *delayLeaf) RetryAfter() time.Duration { return e.d }
+func (e flatLeaf) Error() string               { return "flat leaf" }
+func (e *isWrapper) Error() string             { return "is wrapper" }
+func (e *isWrapper) Unwrap() error             { return e.err }
+func (e *isWrapper) Is(target error) bool      { return target == e.target }
+func (e *timeoutWrapper) Error() string        { return "timeout wrapper" }
+func (e *timeoutWrapper) Unwrap() error        { return e.err }
+func (e *timeoutWrapper) Timeout() bool        { return e.timeout }
+func (e *multiIs) Error() string               { return "multi is" }
+func (e *multiIs) Unwrap() []error             { return e.errs }
+func (e *multiIs) Is(target error) bool        { return target == e.target }
+func (e *multiIs) RetryAfter() time.Duration   { return time.Second }
+func (e *delayLeaf) Is(target error) bool      { return false }
+
+// marksTargets are the errors isLeaf, isWrapper and multiIs report being.
+var marksTargets = []error{ErrRejected, ErrPermanent, ErrFinal, context.Canceled, ErrAttemptsExhausted, errBoom}
+
+// randomTree returns a random error tree at most depth levels deep.
+func randomTree(r *rand.Rand, depth int) error {
+	target := func() error { return marksTargets[r.IntN(len(marksTargets))] }
+	if depth == 0 || r.IntN(4) == 0 {
+		switch r.IntN(13) {
+		case 0:
+			return errBoom
+		case 1:
+			return context.Canceled
+		case 2:
+			return context.DeadlineExceeded
+		case 3:
+			return ErrRejected
+		case 4:
+			return ErrPermanent
+		case 5:
+			return ErrFinal
+		case 6:
+			return ErrAttemptsExhausted
+		case 7:
+			return NewRejection("rejected")
+		case 8:
+			return &isLeaf{target()}
+		case 9:
+			return &timeoutLeaf{r.IntN(2) == 0}
+		case 10:
+			return &delayLeaf{time.Duration(r.IntN(3)-1) * time.Second}
+		case 11:
+			return flatLeaf{[]string{"x"}}
+		default:
+			return errors.New("fresh")
+		}
+	}
+	sub := func() error { return randomTree(r, depth-1) }
+	orNil := func() error {
+		if r.IntN(3) == 0 {
+			return nil
+		}
+		return sub()
+	}
+	switch r.IntN(13) {
+	case 0:
+		return MarkPermanent(sub())
+	case 1:
+		return MarkFinal(sub())
+	case 2:
+		return MarkThrottled(sub())
+	case 3:
+		return WithServerDelay(sub(), time.Duration(r.IntN(3)-1)*time.Second)
+	case 4:
+		return fmt.Errorf("wrapped: %w", sub())
+	case 5:
+		return fmt.Errorf("two: %w, %w", sub(), sub())
+	case 6:
+		return errors.Join(sub(), sub(), sub())
+	case 7:
+		return &Error{Reason: orNil(), Attempts: 2, Last: orNil(), Cause: orNil()}
+	case 8:
+		return &timeoutError{sub()}
+	case 9:
+		return &isWrapper{sub(), target()}
+	case 10:
+		return &timeoutWrapper{sub(), r.IntN(2) == 0}
+	case 11:
+		return &multiIs{[]error{sub(), sub()}, target()}
+	default:
+		return &afterError{sub(), time.Second} // a server delay without the throttled mark
+	}
+}
+
+// marksOf is what inspect must find in err, by errors.Is and errors.As
+// (none of the trees' errors has an As method, which inspect does not
+// call and errors.As would).
+func marksOf(err error) marks {
+	var m marks
+	m.rejected = errors.Is(err, ErrRejected)
+	m.permanent = errors.Is(err, ErrPermanent)
+	m.final = errors.Is(err, ErrFinal)
+	m.canceled = errors.Is(err, context.Canceled)
+	var te *throttledError
+	m.throttled = errors.As(err, &te)
+	var sd ServerDelay
+	if errors.As(err, &sd) {
+		m.serverDelay = sd
+	}
+	var to interface{ Timeout() bool }
+	if errors.As(err, &to) {
+		m.timeout = to
+	}
+	return m
+}
+
+// sameMarks reports whether inspect's marks got are want, the same nodes
+// for the server delay and the timeout. Neither kind of node is a flatLeaf,
+// so the comparisons cannot panic.
+func sameMarks(got, want marks) bool {
+	return got.permanent == want.permanent && got.final == want.final && got.throttled == want.throttled &&
+		got.rejected == want.rejected && got.canceled == want.canceled &&
+		got.serverDelay == want.serverDelay && got.timeout == want.timeout
+}
+
+// TestInspectMatchesErrorsIs checks inspect's one walk against errors.Is
+// and errors.As on random error trees of every shape, and on the trees the
+// simulator and the loop's own errors make.
+func TestInspectMatchesErrorsIs(t *testing.T) {
+	fixed := []error{
+		errBoom,
+		MarkThrottled(errBoom),
+		WithServerDelay(errBoom, time.Second),
+		&timeoutError{context.DeadlineExceeded},
+		&Error{Reason: ErrPermanent, Attempts: 1, Last: errBoom},
+		&Error{Reason: ErrRejected, Attempts: 1, Cause: NewRejection("open")},
+		fmt.Errorf("get: %w", context.Canceled),
+		flatLeaf{},
+	}
+	for _, err := range fixed {
+		if got, want := inspect(err), marksOf(err); !sameMarks(got, want) {
+			t.Errorf("inspect(%v) = %+v, want %+v", err, got, want)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		err := randomTree(r, 4)
+		if got, want := inspect(err), marksOf(err); !sameMarks(got, want) {
+			t.Fatalf("tree %d: inspect(%v) = %+v, want %+v", i, err, got, want)
+		}
+	}
+}
+
+// FuzzInspect is TestInspectMatchesErrorsIs over trees the fuzzer's seeds
+// draw.
+func FuzzInspect(f *testing.F) {
+	f.Add(uint64(1), uint64(2), uint8(4))
+	f.Fuzz(func(t *testing.T, s1, s2 uint64, depth uint8) {
+		err := randomTree(rand.New(rand.NewPCG(s1, s2)), int(depth%6))
+		if got, want := inspect(err), marksOf(err); !sameMarks(got, want) {
+			t.Fatalf("inspect(%v) = %+v, want %+v", err, got, want)
+		}
+	})
+}

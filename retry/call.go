@@ -180,6 +180,14 @@ func (c *Call) report(o Outcome) {
 		return
 	}
 	c.state = idle
+	if len(c.p.guards) != 0 {
+		c.tellGuards(o)
+	}
+}
+
+// tellGuards is report's part for a policy with guards, apart so that
+// report inlines.
+func (c *Call) tellGuards(o Outcome) {
 	ts := c.tickets[:]
 	if c.more != nil {
 		ts = c.more
@@ -256,30 +264,11 @@ func (c *Call) refund() {
 //
 // When it stops the call, Done runs Config.OnGiveUp first.
 func (c *Call) Done(now, deadline time.Time, err error, draw uint64) Decision {
-	if err != nil || c.p.hooked {
-		return c.done(now, deadline, err, draw)
-	}
-	c.succeeded()
-	return Decision{}
-}
-
-// succeeded tells the budget that the attempt in flight succeeded.
-func (c *Call) succeeded() {
-	c.state = idle
-	c.p.budget.Record(budget.Attempt{N: c.attempt, Charged: c.charged})
-}
-
-// done is Done for a failure, or for any outcome when there are guards to
-// tell or an observer. It is not inlined, so that Done stays small enough to inline on
-// the success path.
-//
-//go:noinline
-func (c *Call) done(now, deadline time.Time, err error, draw uint64) Decision {
 	if err == nil {
-		c.report(Outcome{})
-		c.succeeded()
-		if c.p.observer != nil {
-			c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Success, Attempt: c.attempt, Delay: c.waited})
+		if c.p.hooked {
+			c.succeededHooked()
+		} else {
+			c.succeeded()
 		}
 		return Decision{}
 	}
@@ -290,11 +279,30 @@ func (c *Call) done(now, deadline time.Time, err error, draw uint64) Decision {
 	return d
 }
 
+// succeeded tells the budget that the attempt in flight succeeded.
+func (c *Call) succeeded() {
+	c.state = idle
+	c.p.budget.Record(budget.Attempt{N: c.attempt, Charged: c.charged})
+}
+
+// succeededHooked is succeeded when there are guards to tell or an
+// observer.
+func (c *Call) succeededHooked() {
+	c.report(Outcome{})
+	c.succeeded()
+	if c.p.observer != nil {
+		c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Success, Attempt: c.attempt, Delay: c.waited})
+	}
+}
+
 // failed is Done's decision for a failure.
 func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision {
 	p := c.p
 	c.last = err
-	m := inspect(err)
+	// The marks are gathered in place: inspect's result, copied out with
+	// wide loads just after the walk's narrow stores, stalled the copy.
+	var m marks
+	m.walk(err)
 	if m.rejected {
 		c.report(Outcome{Err: err, Abandoned: true})
 		return Decision{Reason: ErrRejected, Class: Permanent}
@@ -374,19 +382,20 @@ func (p *Policy) remaining(attempt, limit int, class Class, d time.Duration, ser
 	// every retry at the cap (or a constant schedule's one delay). The
 	// mean is taken in floating point so that a huge attempt limit
 	// gives the cap, not a saturated sum over a huge count.
-	var prefix time.Duration
-	n, capped := attempt-1, 0
-	for ; n < limit-1; n++ {
-		t := s.Temp(n, throttled)
-		if n > attempt-1 && t == s.Temp(n-1, throttled) {
+	var prefix, t, last time.Duration // last: the previous retry's t
+	capped := 0
+	for n := attempt - 1; n < limit-1; n++ {
+		t = s.Temp(n, throttled)
+		if n > attempt-1 && t == last {
 			capped = limit - 1 - n // every retry left waits t
 			break
 		}
 		prefix = addSat(prefix, t)
+		last = t
 	}
 	meanF := float64(prefix) / float64(left)
 	if capped > 0 {
-		meanF += float64(s.Temp(n, throttled)) * (float64(capped) / float64(left))
+		meanF += float64(t) * (float64(capped) / float64(left))
 	}
 	mean := time.Duration(math.MaxInt64)
 	if meanF < float64(math.MaxInt64) {

@@ -117,16 +117,27 @@ func (c *Call) Admit(ctx context.Context) error {
 //go:noinline
 func (c *Call) admitSlow(ctx context.Context) error {
 	c.ctx = ctx
-	if len(c.p.guards) != 0 {
-		if err := c.admitGuarded(ctx); err != nil {
-			return err
+	p := c.p
+	if gs := p.guards; len(gs) != 0 {
+		ts := c.tickets[:]
+		if len(gs) > len(ts) {
+			if c.more == nil {
+				c.more = make([]uint64, len(gs))
+			}
+			ts = c.more
 		}
-	} else {
-		c.attempt++
-		c.state = running
+		for i, g := range gs {
+			t, err := g.Admit(ctx)
+			if err != nil {
+				return c.rejected(ctx, ts[:i], err)
+			}
+			ts[i] = t
+		}
 	}
-	if c.p.observer != nil {
-		c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Attempt, Attempt: c.attempt})
+	c.attempt++
+	c.state = running
+	if p.observer != nil {
+		p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Attempt, Attempt: c.attempt})
 	}
 	return nil
 }
@@ -142,36 +153,20 @@ func (c *Call) obsCtx() context.Context {
 	return c.ctx
 }
 
-func (c *Call) admitGuarded(ctx context.Context) error {
-	gs := c.p.guards
-	ts := c.tickets[:]
-	if len(gs) > len(ts) {
-		if c.more == nil {
-			c.more = make([]uint64, len(gs))
-		}
-		ts = c.more
+// rejected ends the call whose next attempt a guard rejected with err:
+// the guards that had admitted it, whose tickets are ts, hear that it was
+// abandoned, and the retry withdrawn for it (if any) is refunded.
+func (c *Call) rejected(ctx context.Context, ts []uint64, err error) error {
+	c.tell(ts, Outcome{Abandoned: true})
+	c.refund()
+	if ctx.Err() != nil {
+		// A guard that waits (a rate limiter) gave up because the
+		// caller did.
+		c.gaveUp(ErrCancelled)
+		return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: context.Cause(ctx)}
 	}
-	for i, g := range gs {
-		t, err := g.Admit(ctx)
-		if err != nil {
-			for j := range i {
-				c.p.tellGuard(j, ctx, ts[j], Outcome{Abandoned: true})
-			}
-			c.refund()
-			if ctx.Err() != nil {
-				// A guard that waits (a rate limiter) gave up because the
-				// caller did.
-				c.gaveUp(ErrCancelled)
-				return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: context.Cause(ctx)}
-			}
-			c.gaveUp(ErrRejected)
-			return &Error{Reason: ErrRejected, Attempts: c.attempt, Last: c.last, Cause: err}
-		}
-		ts[i] = t
-	}
-	c.attempt++
-	c.state = running
-	return nil
+	c.gaveUp(ErrRejected)
+	return &Error{Reason: ErrRejected, Attempts: c.attempt, Last: c.last, Cause: err}
 }
 
 // report tells the guards how the attempt in flight ended.
@@ -192,8 +187,28 @@ func (c *Call) tellGuards(o Outcome) {
 	if c.more != nil {
 		ts = c.more
 	}
-	for i := range c.p.guards {
-		c.p.tellGuard(i, c.ctx, ts[i], o)
+	c.tell(ts[:len(c.p.guards)], o)
+}
+
+// tell tells the first len(ts) guards, which admitted the attempt with
+// the tickets ts, how it ended: with the call's context, a guard that is a
+// ContextGuard.
+func (c *Call) tell(ts []uint64, o Outcome) {
+	p := c.p
+	gs := p.guards[:len(ts)]
+	if p.ctxGuards == nil {
+		for i, g := range gs {
+			g.Done(ts[i], o)
+		}
+		return
+	}
+	cgs := p.ctxGuards[:len(ts)]
+	for i, g := range gs {
+		if cg := cgs[i]; cg != nil {
+			cg.DoneContext(c.ctx, ts[i], o)
+		} else {
+			g.Done(ts[i], o)
+		}
 	}
 }
 

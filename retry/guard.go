@@ -61,18 +61,6 @@ func contextGuards(gs []Guard) []ContextGuard {
 	return cgs
 }
 
-// tellGuard tells guard i how the attempt it admitted with ticket ended,
-// with the call's context ctx if the guard is a ContextGuard.
-func (p *Policy) tellGuard(i int, ctx context.Context, ticket uint64, o Outcome) {
-	if p.ctxGuards != nil {
-		if cg := p.ctxGuards[i]; cg != nil {
-			cg.DoneContext(ctx, ticket, o)
-			return
-		}
-	}
-	p.guards[i].Done(ticket, o)
-}
-
 // maxStackGuards is how many guards' tickets a Call holds without
 // allocating.
 const maxStackGuards = 4

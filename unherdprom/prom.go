@@ -97,7 +97,9 @@ func (m *Metrics) Observer(policy string) observe.Observer {
 	for i, from := range observe.BreakerStates {
 		o.state[i] = m.breakerState.WithLabelValues(policy, from)
 		for j, to := range observe.BreakerStates {
-			o.transitions[i][j] = m.transitions.WithLabelValues(policy, from, to)
+			if i != j { // a state never changes into itself: no series for that
+				o.transitions[i][j] = m.transitions.WithLabelValues(policy, from, to)
+			}
 		}
 	}
 	return o
@@ -111,7 +113,7 @@ type observer struct {
 	stops                         [observe.NumStops]prometheus.Counter
 	hedges, denied                prometheus.Counter
 	hedgeWon, hedgeLost           prometheus.Counter
-	transitions                   [nstates][nstates]prometheus.Counter
+	transitions                   [nstates][nstates]prometheus.Counter // nil where from == to
 	state                         [nstates]prometheus.Gauge
 	throttled                     prometheus.Counter
 	probability                   prometheus.Gauge
@@ -147,7 +149,7 @@ func (o *observer) Observe(_ context.Context, e observe.Event) {
 		o.hedgeLost.Inc()
 	case observe.BreakerTransition:
 		from, to := observe.StateIndex(e.From), observe.StateIndex(e.To)
-		if from < 0 || to < 0 {
+		if from < 0 || to < 0 || from == to {
 			return
 		}
 		o.transitions[from][to].Inc()

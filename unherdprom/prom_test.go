@@ -3,6 +3,7 @@ package unherdprom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -190,6 +191,12 @@ func TestScrape(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	// A state never changes into itself, so no series says it did.
+	for _, state := range []string{"closed", "open", "half-open"} {
+		if self := fmt.Sprintf(`from=%q,policy="payments",to=%q`, state, state); strings.Contains(text, self) {
+			t.Errorf("scrape has a transition from %s to itself", state)
 		}
 	}
 	if t.Failed() {

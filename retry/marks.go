@@ -86,23 +86,11 @@ func (m *marks) walk(err error) {
 			return
 		case isser, delayer, timeouter:
 			m.inspectNode(err)
-			switch u := err.(type) {
-			case unwrapper:
-				err = u.Unwrap()
-			case multiWrapper:
-				for _, e := range u.Unwrap() {
-					m.walk(e)
-				}
-				return
-			default:
-				return
-			}
+			err = m.below(err)
 		case unwrapper:
 			err = e.Unwrap()
 		case multiWrapper:
-			for _, e := range e.Unwrap() {
-				m.walk(e)
-			}
+			m.walkAll(e.Unwrap())
 			return
 		default:
 			// Only such a node can be context.Canceled, whose type has
@@ -111,6 +99,26 @@ func (m *marks) walk(err error) {
 			m.canceled = m.canceled || err == context.Canceled
 			return
 		}
+	}
+}
+
+// below walks what a node with marks of its own wraps: it returns the
+// one error it wraps, to walk next, or walks the several it wraps and
+// returns nil, as it does for a leaf.
+func (m *marks) below(err error) error {
+	switch u := err.(type) {
+	case unwrapper:
+		return u.Unwrap()
+	case multiWrapper:
+		m.walkAll(u.Unwrap())
+	}
+	return nil
+}
+
+// walkAll walks each of errs in turn.
+func (m *marks) walkAll(errs []error) {
+	for _, e := range errs {
+		m.walk(e)
 	}
 }
 

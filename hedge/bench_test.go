@@ -99,11 +99,9 @@ func hedgerLatencies(n int) []time.Duration {
 	return out
 }
 
-// BenchmarkHedgerRequest is the decision path of one successful request
-// on the default Hedger (adaptive delay, default ratio budget), warmed up,
-// as the simulator drives it for every key: Begin, Observe, End(nil).
-func BenchmarkHedgerRequest(b *testing.B) {
-	b.ReportAllocs()
+// warmHedger returns a default Hedger that has observed 1024 latencies,
+// enough to hedge, and those latencies.
+func warmHedger(b *testing.B) (*Hedger, []time.Duration) {
 	h := mustNew(b, Config{})
 	lat := hedgerLatencies(1024)
 	for _, d := range lat {
@@ -112,6 +110,15 @@ func BenchmarkHedgerRequest(b *testing.B) {
 	if _, ok := h.Begin(); !ok {
 		b.Fatal("hedging not enabled after warm-up")
 	}
+	return h, lat
+}
+
+// BenchmarkHedgerRequest is the decision path of one successful request
+// on the default Hedger (adaptive delay, default ratio budget), warmed up,
+// as the simulator drives it for every key: Begin, Observe, End(nil).
+func BenchmarkHedgerRequest(b *testing.B) {
+	b.ReportAllocs()
+	h, lat := warmHedger(b)
 	i := 0
 	for b.Loop() {
 		h.Begin()
@@ -125,11 +132,7 @@ func BenchmarkHedgerRequest(b *testing.B) {
 // core on one Hedger.
 func BenchmarkHedgerRequestParallel(b *testing.B) {
 	b.ReportAllocs()
-	h := mustNew(b, Config{})
-	lat := hedgerLatencies(1024)
-	for _, d := range lat {
-		h.Observe(d)
-	}
+	h, lat := warmHedger(b)
 	var seed atomic.Uint32
 	b.RunParallel(func(pb *testing.PB) {
 		i := int(seed.Add(1)) * 97

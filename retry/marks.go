@@ -122,24 +122,14 @@ func (m *marks) walkAll(errs []error) {
 	}
 }
 
-// inspectNode records the marks of one node of an error tree, not
-// looking below it: errors.Is's test of the node for ErrRejected,
-// ErrPermanent, ErrFinal and context.Canceled (the node itself, or its Is
-// method), and the node as the tree's first ServerDelay or first error
-// with a Timeout method if there was none before it.
+// inspectNode records the marks of one node of an error tree with an Is,
+// RetryAfter or Timeout method, not looking below it: errors.Is's test of
+// the node's Is method for ErrRejected, ErrPermanent, ErrFinal and
+// context.Canceled, and the node as the tree's first ServerDelay or first
+// error with a Timeout method if there was none before it. Such a node
+// never equals one of those sentinels (theirs have none of the three
+// methods), so walk's own cases are the only ones to compare with them.
 func (m *marks) inspectNode(err error) {
-	// The sentinels' dynamic types are pointers, so these comparisons
-	// never panic on a non-comparable error type.
-	switch err {
-	case ErrRejected:
-		m.rejected = true
-	case ErrPermanent:
-		m.permanent = true
-	case ErrFinal:
-		m.final = true
-	case context.Canceled:
-		m.canceled = true
-	}
 	if is, ok := err.(isser); ok {
 		m.rejected = m.rejected || is.Is(ErrRejected)
 		m.permanent = m.permanent || is.Is(ErrPermanent)

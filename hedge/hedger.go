@@ -42,14 +42,13 @@ type Hedger struct {
 	// Read by every request: one cache line (the struct is 256 bytes, a
 	// size class whose objects start on a line).
 	est         *quantile.Estimator // nil for a fixed delay
-	ratio       *budget.Ratio       // budget when it is a Ratio and End records: End calls it directly
 	fixed       time.Duration
 	minDelay    time.Duration
 	ceiling     time.Duration // maxDelay, or the largest Duration if none
 	minWinShare float64
 	probeEvery  uint64
 	record      bool // End records requests with the budget (not SharedWithRetry)
-	_           [7]byte
+	_           [15]byte
 
 	// Written while hedging: a line of their own, so that writes to
 	// them do not evict the fields above from other cores, nor collide
@@ -100,9 +99,6 @@ func New(cfg Config) (*Hedger, error) {
 			return nil, fmt.Errorf("%w: default budget: %w", ErrInvalidConfig, err)
 		}
 		h.budget = b
-	}
-	if h.record {
-		h.ratio, _ = h.budget.(*budget.Ratio)
 	}
 	h.ceiling = time.Duration(math.MaxInt64)
 	if h.maxDelay > 0 {
@@ -275,13 +271,6 @@ func (h *Hedger) Result(hedgeWon bool) {
 // Config.SharedWithRetry, End records nothing: the retry policy records
 // the attempt that made the request.
 func (h *Hedger) End(err error) {
-	if err == nil && h.ratio != nil {
-		// The common case: a success, recorded into a Ratio budget by a
-		// direct call (inlined: one atomic add), not through the
-		// interface.
-		h.ratio.Record(budget.Attempt{N: 1})
-		return
-	}
 	if !h.record {
 		return
 	}

@@ -380,13 +380,13 @@ func (v *values) Value(key any) any {
 }
 
 // AfterFunc keeps f, which context.WithCancelCause passes while arm
-// builds inner (under v.mu), for expireLocked. Its stop func runs when
-// inner is cancelled otherwise, under v.mu too.
+// builds inner (under v.mu), for expireLocked. The stop func it returns
+// (run when inner is cancelled otherwise) has nothing to do: f runs at
+// most once, from expireLocked, and never once inner is cancelled, as the
+// Context has then ended. A func without state costs no allocation.
 func (v *values) AfterFunc(f func()) (stop func() bool) {
 	v.expire = f
-	return func() bool {
-		stopped := v.expire != nil
-		v.expire = nil
-		return stopped
-	}
+	return stopNothing
 }
+
+func stopNothing() bool { return false }

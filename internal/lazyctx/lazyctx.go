@@ -78,8 +78,11 @@ type Context struct {
 	// inner with context.DeadlineExceeded and expireCause: what
 	// context.WithCancelCause does to a child when its parent, a
 	// context that is not a cancelCtx, ends (see values.AfterFunc).
-	expire      func()
-	expireCause context.Context // a context cancelled with the cause, for Cause(values)
+	expire func()
+	// expireCause, set by expireLocked, is a context cancelled with the
+	// cause, for Cause(values). Atomic: values.Value reads it without
+	// c.mu, for any Value call on inner.
+	expireCause atomic.Pointer[context.Context]
 }
 
 // WithCancel returns a Context that ends when parent does or when Cancel
@@ -335,7 +338,7 @@ func (c *Context) arm() context.Context {
 func (c *Context) expireLocked() {
 	cc, cancel := context.WithCancelCause(context.Background())
 	cancel(c.cause)
-	c.expireCause = cc
+	c.expireCause.Store(&cc)
 	f := c.expire
 	c.expire = nil
 	f()
@@ -360,7 +363,7 @@ func (v *values) Done() <-chan struct{}       { return never }
 // Err is DeadlineExceeded once expireLocked has run; the caller of
 // expireLocked holds v.mu.
 func (v *values) Err() error {
-	if v.expireCause != nil {
+	if v.expireCause.Load() != nil {
 		return context.DeadlineExceeded
 	}
 	return nil
@@ -371,8 +374,8 @@ func (v *values) Err() error {
 // cancelled with the cause: of the keys it could be asked for, only
 // that one has a value in a context.WithCancelCause of Background.
 func (v *values) Value(key any) any {
-	if v.expireCause != nil {
-		if x := v.expireCause.Value(key); x != nil {
+	if cc := v.expireCause.Load(); cc != nil {
+		if x := (*cc).Value(key); x != nil {
 			return x
 		}
 	}

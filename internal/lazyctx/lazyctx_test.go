@@ -483,6 +483,30 @@ func TestValues(t *testing.T) {
 	}
 }
 
+// TestValueAtExpiry reads a watched context's values while its deadline
+// ends it on the timer's goroutine: the values stay the parent's
+// throughout, and the end has the expiry's cause. It runs on real time
+// (a millisecond), so that the race detector sees the timer's goroutine
+// and the reader run at once.
+func TestValueAtExpiry(t *testing.T) {
+	for range 20 {
+		parent := context.WithValue(context.Background(), key{}, "v")
+		c := WithTimeout(parent, time.Millisecond, errExpiry)
+		done := c.Done()
+		for ended := false; !ended; {
+			select {
+			case <-done:
+				ended = true
+			default:
+			}
+			if got := c.Value(key{}); got != "v" {
+				t.Fatalf("Value = %v, want v", got)
+			}
+		}
+		checkEnded(t, c, context.DeadlineExceeded, errExpiry)
+	}
+}
+
 // TestCauseBeforeValue: a context cancelled before anyone watched it has
 // its own cause, not its parent's, even when the parent ends later.
 func TestCauseBeforeValue(t *testing.T) {

@@ -14,10 +14,14 @@ type tokenBucket struct {
 }
 
 // take refills the bucket to time t and reports whether a request
-// arriving then is admitted, taking its token if so. t never decreases.
+// arriving then is admitted, taking its token if so. A t before the
+// latest one asked about counts as that one: the bucket is not refilled
+// for it (the call model asks in send order, not arrival order).
 func (b *tokenBucket) take(t time.Duration) bool {
-	b.tokens = min(b.burst, b.tokens+b.rate*(t-b.last).Seconds())
-	b.last = t
+	if t > b.last {
+		b.tokens = min(b.burst, b.tokens+b.rate*(t-b.last).Seconds())
+		b.last = t
+	}
 	if b.tokens < 1 {
 		return false
 	}

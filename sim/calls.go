@@ -70,6 +70,7 @@ type callRun struct {
 	m      *callModel
 	policy *retry.Policy
 	tripSD time.Duration // deviation of a round trip, √2 hopSD
+	gap    time.Duration // between an open stream's arrivals
 	// perBucket is 1/bucket, in buckets per nanosecond (see bucketOf).
 	perBucket float64
 	// pure is true when the policy has no guard and no budget: its
@@ -110,8 +111,12 @@ func newCallRun(e *engine, m *callModel, s *policySpec) (*callRun, error) {
 		return nil, err
 	}
 	nb := int(m.end/m.bucket) + 1
-	return &callRun{m: m, policy: p, tripSD: time.Duration(math.Sqrt2 * float64(m.hopSD)),
-		perBucket: 1 / float64(m.bucket), pure: s.guard == guardNone && s.budget == budgetNone, arrivals: maxArrivals,
+	var gap time.Duration
+	if m.rate > 0 {
+		gap = time.Duration(float64(time.Second) / m.rate)
+	}
+	return &callRun{gap: gap, m: m, policy: p, tripSD: time.Duration(math.Sqrt2 * float64(m.hopSD)),
+		perBucket: 1 / float64(m.bucket), pure: s.pure(), arrivals: maxArrivals,
 		limit: tokenBucket{rate: m.capacity, burst: m.capacity / 10, tokens: m.capacity / 10},
 		stats: callStats{load: make([]int64, nb), good: make([]int64, nb)}}, nil
 }
@@ -200,7 +205,7 @@ const maxArrivals = 1024
 // fewer events. Other policies take one arrival per event: their guards
 // and budgets read the engine's clock.
 func (r *callRun) arrive(e *engine) {
-	gap := time.Duration(float64(time.Second) / r.m.rate)
+	gap := r.gap
 	t := e.elapsed()
 	for n := 1; ; n++ {
 		r.start(e, r.alloc(), t)
@@ -342,7 +347,7 @@ func (r *callRun) serve(t time.Duration) bool {
 		return true
 	}
 	// A token bucket holding a tenth of a second's capacity.
-	return r.limit.take(max(t, r.limit.last))
+	return r.limit.take(t)
 }
 
 // reply delivers slot id's answer now; the call goes on after the wait

@@ -186,18 +186,30 @@ func (e *engine) run(h handler, until time.Duration) {
 			e.now = until
 			return
 		}
-		if e.events&(1<<16-1) == 0 && e.done != nil {
-			select {
-			case <-e.done:
-				return
-			default:
-			}
+		if e.events&(1<<16-1) == 0 && e.stopped() {
+			return
 		}
 		ev := *p
 		e.head++
 		e.now = ev.at
 		e.events++
 		h.handle(e, ev)
+	}
+}
+
+// stopped reports whether done is set and closed: the run should stop,
+// and its sweep discards the result. Loops that do a run's work without
+// events (fleet's per-client floors, the hedge fleets' shared steps) ask
+// it too.
+func (e *engine) stopped() bool {
+	if e.done == nil {
+		return false
+	}
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -148,7 +148,7 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 	if shared {
 		err = m.runShared(e, end)
 	} else {
-		err = m.runFloors(e, done, end)
+		err = m.runFloors(e, end)
 	}
 	if err != nil {
 		return FleetRow{}, nil, err
@@ -167,17 +167,13 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 // runFloors runs the per-client floors, one client after another: a
 // budget.Ratio each, on a clock that reads the instant of the request at
 // hand.
-func (m *fleetModel) runFloors(e *engine, done <-chan struct{}, end time.Duration) error {
+func (m *fleetModel) runFloors(e *engine, end time.Duration) error {
 	m.row.Budget = "per-client floors"
 	var now time.Duration
 	clock := func() time.Time { return Epoch.Add(now) }
 	for i := range m.p.Clients {
-		if i%1024 == 0 && done != nil {
-			select {
-			case <-done:
-				return nil // the sweep discards a stopped run
-			default:
-			}
+		if i%1024 == 0 && e.stopped() {
+			return nil // the sweep discards a stopped run
 		}
 		b, err := budget.NewRatio(budget.RatioConfig{Now: clock})
 		if err != nil {

@@ -194,10 +194,8 @@ func runHedgeFleet(done <-chan struct{}, seed uint64, p *HedgeParams, fl fleet) 
 			low = min(low, r.env.pos)
 		}
 		draws.forget(low)
-		select {
-		case <-done:
+		if engines[0].stopped() {
 			return outs
-		default:
 		}
 	}
 	for i, r := range runs {

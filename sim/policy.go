@@ -118,6 +118,11 @@ func specOf(p Policy) (policySpec, error) {
 	return s, nil
 }
 
+// pure reports whether a policy built from s has neither guard nor
+// budget: its Admit and Done read no clock and touch nothing that other
+// calls share, so a model may play its calls out ahead of the clock.
+func (s *policySpec) pure() bool { return s.guard == guardNone && s.budget == budgetNone }
+
 // build returns the run's own retry.Policy, with its budget and guard on
 // the run's virtual clock; the guard's jitter is seeded by a draw from e.
 // The models drive the policy's state machine (retry.Call), which tells

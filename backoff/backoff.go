@@ -197,13 +197,13 @@ func temp(b, c time.Duration, constant bool, n int) time.Duration {
 func delay(b, c time.Duration, j Jitter, constant bool, n int, prev time.Duration, u uint64) time.Duration {
 	switch j {
 	case Full:
-		return uniform(u, temp(b, c, constant, n))
+		return Uniform(u, temp(b, c, constant, n))
 	case None:
 		return temp(b, c, constant, n)
 	case Equal:
 		t := temp(b, c, constant, n)
 		half := t / 2
-		return t - half + uniform(u, half)
+		return t - half + Uniform(u, half)
 	default: // Decorrelated
 		return decorrelated(b, c, prev, u)
 	}
@@ -213,7 +213,7 @@ func delay(b, c time.Duration, j Jitter, constant bool, n int, prev time.Duratio
 // than overflow (the draw then lands above c all but always, as it would
 // without saturation).
 func capAfterDraw(b, c time.Duration, constant bool, n int, u uint64) time.Duration {
-	return min(c, uniform(u, temp(b, math.MaxInt64, constant, n)))
+	return min(c, Uniform(u, temp(b, math.MaxInt64, constant, n)))
 }
 
 // decorrelated is min(c, uniform[b, 3*prev]) with prev at least b: the
@@ -232,12 +232,16 @@ func decorrelated(b, c, prev time.Duration, u uint64) time.Duration {
 	if prev <= math.MaxInt64/3 {
 		hi = 3 * prev
 	}
-	return min(c, b+uniform(u, hi-b))
+	return min(c, b+Uniform(u, hi-b))
 }
 
-// uniform maps u onto [0, max] without division: the high word of
-// u*(max+1) is uniform over that range (to within 2^-64).
-func uniform(u uint64, max time.Duration) time.Duration {
+// Uniform maps a uniformly random 64-bit draw u onto [0, max], 0 for
+// max <= 0, without division: the high word of u*(max+1) is uniform over
+// that range to within 2^-64. It is the draw every jitter of a Schedule
+// makes; use it to jitter a delay of your own the same way (the retry
+// loop does, for the wait of a refused retry and the jitter on top of a
+// server-directed delay).
+func Uniform(u uint64, max time.Duration) time.Duration {
 	if max <= 0 {
 		return 0
 	}

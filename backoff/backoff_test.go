@@ -334,3 +334,25 @@ func TestCapAfterDraw(t *testing.T) {
 		t.Errorf("without CapAfterDraw %d draws sit at the cap, want at most 1", fullAtCap)
 	}
 }
+
+// Uniform covers [0, max] from the smallest draw to the largest, and
+// gives 0 for a range that is empty or negative.
+func TestUniform(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		u    uint64
+		max  time.Duration
+		want time.Duration
+	}{
+		{"smallest draw", 0, time.Second, 0},
+		{"largest draw", math.MaxUint64, time.Second, time.Second},
+		{"middle draw", 1 << 63, 2 * time.Second, time.Second},
+		{"zero range", math.MaxUint64, 0, 0},
+		{"negative range", math.MaxUint64, -time.Second, 0},
+		{"largest range", math.MaxUint64, math.MaxInt64, math.MaxInt64},
+	} {
+		if got := Uniform(tc.u, tc.max); got != tc.want {
+			t.Errorf("%s: Uniform(%d, %v) = %v, want %v", tc.name, tc.u, tc.max, got, tc.want)
+		}
+	}
+}

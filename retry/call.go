@@ -421,16 +421,16 @@ func (p *Policy) remaining(attempt, limit int, class Class, d time.Duration, ser
 	case backoff.None:
 		w = mean
 	case backoff.Equal:
-		w = mean - mean/2 + uniformOf(u, mean/2)
+		w = mean - mean/2 + backoff.Uniform(u, mean/2)
 	default: // Full, Decorrelated
-		w = uniformOf(u, mean)
+		w = backoff.Uniform(u, mean)
 	}
 	if server {
 		w = max(w, d)
 	}
 	if !deadline.IsZero() {
 		if room := deadline.Sub(now); w >= room {
-			w = d + uniformOf(bits.RotateLeft64(u, 32), room-1-d)
+			w = d + backoff.Uniform(bits.RotateLeft64(u, 32), room-1-d)
 		}
 	}
 	return w

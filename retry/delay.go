@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/unherd/unherd/backoff"
 )
 
 // delay is the wait before retry number attempt (1 for the first retry)
@@ -51,17 +53,7 @@ func (p *Policy) serverJitterOf(s time.Duration, u uint64) time.Duration {
 	if jf := float64(s) * p.serverJitter; jf < math.MaxInt64 {
 		j = time.Duration(jf)
 	}
-	return uniformOf(bits.RotateLeft64(u, 32), j)
-}
-
-// uniformOf maps the draw u onto [0, top] (0 for top <= 0): the high word
-// of u*(max+1), uniform over that range to within 2^-64.
-func uniformOf(u uint64, top time.Duration) time.Duration {
-	if top <= 0 {
-		return 0
-	}
-	hi, _ := bits.Mul64(u, uint64(top)+1)
-	return time.Duration(hi)
+	return backoff.Uniform(bits.RotateLeft64(u, 32), j)
 }
 
 // addSat is a+b for non-negative durations, saturating instead of

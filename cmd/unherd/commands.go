@@ -291,9 +291,14 @@ func (e *env) runReport(ctx context.Context, rf runFlags, seeds int, start time.
 // task counts as much as any other whatever its number of runs. A task
 // that has not reported yet counts as not started. detail names the tasks
 // not finished yet, with their percentages ("hedge 40%, outage 62%").
+// The sums reach update in the order they grow: one computed before
+// another but delivered after it is dropped, so the progress never goes
+// back.
 func sumProgress(update func(done, total int), names []string) (progress func(i int) func(done, total int), detail func() string) {
 	var mu sync.Mutex
 	pct := make([]int, len(names))
+	var sendMu sync.Mutex // held to call update; never while holding mu
+	sent := -1            // the largest sum update has had
 	progress = func(i int) func(int, int) {
 		return func(d, t int) {
 			mu.Lock()
@@ -305,7 +310,12 @@ func sumProgress(update func(done, total int), names []string) (progress func(i 
 				sum += p
 			}
 			mu.Unlock()
-			update(sum, 100*len(names)) // outside mu: update may call detail
+			sendMu.Lock()
+			if sum > sent {
+				sent = sum
+				update(sum, 100*len(names)) // outside mu: update may call detail
+			}
+			sendMu.Unlock()
 		}
 	}
 	detail = func() string {

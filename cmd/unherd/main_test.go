@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -479,5 +480,30 @@ func TestSumProgress(t *testing.T) {
 	}
 	if got := detail(); got != "" {
 		t.Errorf("detail %q once every task is done, want none", got)
+	}
+}
+
+// Tasks reporting at once never make the sum go back, and the last sum
+// update hears is every task done.
+func TestSumProgressConcurrent(t *testing.T) {
+	names := []string{"a", "b", "c", "d"}
+	var got []int // only update appends, and it is called one at a time
+	progress, _ := sumProgress(func(d, _ int) { got = append(got, d) }, names)
+	var wg sync.WaitGroup
+	for i := range names {
+		wg.Go(func() {
+			for d := 1; d <= 200; d++ {
+				progress(i)(d, 200)
+			}
+		})
+	}
+	wg.Wait()
+	for k := 1; k < len(got); k++ {
+		if got[k] < got[k-1] {
+			t.Fatalf("progress went back from %d to %d", got[k-1], got[k])
+		}
+	}
+	if len(got) == 0 || got[len(got)-1] != 100*len(names) {
+		t.Fatalf("last sum %v, want %d", got[len(got)-1:], 100*len(names))
 	}
 }

@@ -216,6 +216,11 @@ type observer struct {
 	transitionSets                    [nstates][nstates]metric.ObserveOption
 }
 
+// aggregating reports whether the gRPC histograms go to agg, for the
+// Producer, rather than to the SDK's instruments: there is an agg, and
+// the Producer has not found that no reader collects it.
+func (o *observer) aggregating() bool { return o.agg != nil && !o.m.prod.direct.Load() }
+
 func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (*observer, error) {
 	set := func(kv ...attribute.KeyValue) attribute.Set {
 		return attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), kv...)...)
@@ -305,7 +310,7 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 			// that retried (for retries, "0 is not reported"; gRPC's
 			// own implementation reports no retry_delay for a call
 			// without retries either).
-			if o.agg != nil && !o.m.prod.direct.Load() {
+			if o.aggregating() {
 				o.agg.recordCall(int64(e.Attempt-1), e.Delay)
 			} else {
 				o.m.callRetries.Record(ctx, int64(e.Attempt-1), o.rec...)
@@ -323,7 +328,7 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 			o.lost.Add(1)
 		}
 		if o.grpc && e.Attempt > 0 { // A96: 0 is not reported
-			if o.agg != nil && !o.m.prod.direct.Load() {
+			if o.aggregating() {
 				o.agg.recordHedges(int64(e.Attempt))
 			} else {
 				o.m.callHedges.Record(ctx, int64(e.Attempt), o.rec...)

@@ -226,20 +226,26 @@ func tiedOnShard(none hedgeOut) hedgeOut {
 	return out
 }
 
+// hedgeRate is the requests per second that arrive at fleet fl: the
+// stalled fleet's own rate, or the rate that loads the others to their
+// utilisation.
+func hedgeRate(p *HedgeParams, fl fleet) float64 {
+	if fl == fleetStalled {
+		return p.Rate
+	}
+	return p.saturatedRate()
+}
+
 // hedgeEnd is when a run on fleet fl stops: a minute after the last
 // request arrived.
 func hedgeEnd(p *HedgeParams, fl fleet) time.Duration {
-	rate := p.Rate
-	if fl != fleetStalled {
-		rate = p.saturatedRate()
-	}
-	return time.Duration(float64(p.Requests)/rate*float64(time.Second)) + time.Minute
+	return time.Duration(float64(p.Requests)/hedgeRate(p, fl)*float64(time.Second)) + time.Minute
 }
 
 // newHedgeRun sets up one strategy's run on fleet fl, on engine e, with
 // the fleet's draws from draws.
 func newHedgeRun(e *engine, p *HedgeParams, fl fleet, strategy int, draws *fleetDraws) (*hedgeRun, error) {
-	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: p.Rate,
+	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: hedgeRate(p, fl),
 		count: make([]int32, p.Servers), picked: make([]bool, p.Keys), placed: make([][2]int32, p.Keys),
 		env: fleetCursor{d: draws}, ahead: true,
 		answerEvents: strategy == hedgeDefault}
@@ -250,14 +256,9 @@ func newHedgeRun(e *engine, p *HedgeParams, fl fleet, strategy int, draws *fleet
 	if r.hedger, err = newHedger(strategy, p, e.Now); err != nil {
 		return nil, err
 	}
-	switch fl {
-	case fleetLoaded, fleetSaturated:
-		r.rate = p.saturatedRate()
-	case fleetStalled:
-		if p.StallRate > 0 {
-			for s := range p.Servers {
-				r.stallIn(e, int32(s))
-			}
+	if fl == fleetStalled && p.StallRate > 0 {
+		for s := range p.Servers {
+			r.stallIn(e, int32(s))
 		}
 	}
 	e.after(0, hArrival, 0, 0)

@@ -230,10 +230,12 @@ func tiedOnShard(none hedgeOut) hedgeOut {
 // stalled fleet's own rate, or the rate that loads the others to their
 // utilisation.
 func hedgeRate(p *HedgeParams, fl fleet) float64 {
-	if fl == fleetStalled {
+	switch fl {
+	case fleetLoaded, fleetSaturated:
+		return p.saturatedRate()
+	default: // fleetStalled
 		return p.Rate
 	}
-	return p.saturatedRate()
 }
 
 // hedgeEnd is when a run on fleet fl stops: a minute after the last

@@ -52,38 +52,61 @@ fuzz_module() {
 			;;
 		esac
 	done
+	# The loop runs in a subshell of the pipeline: its exit 1, or a
+	# go test -list that fails, is the pipeline's status (pipefail).
+	local rc=$?
 	rm -f "$out"
+	return "$rc"
 }
 
 # Every module in the tree: the root and the nested ones.
 mapfile -t modules < <(find . -name go.mod -not -path './.bin/*' -printf '%h\n' | sort)
 
-echo "==> gofmt"
-unformatted=$(gofmt -l $(printf '%s ' "${modules[@]}") | grep -v '^\.bin/' || true)
-if [[ -n "$unformatted" ]]; then
-	echo "gofmt would change these files; run gofmt -w on them:" >&2
-	echo "$unformatted" >&2
-	exit 1
-fi
+# Every step runs even when an earlier one failed, so one broken module
+# does not hide the state of the others; the failures are listed at the end
+# and make the run fail.
+failures=()
+step() {
+	local name=$1
+	shift
+	echo "==> $name"
+	if ! "$@"; then
+		echo "FAILED: $name" >&2
+		failures+=("$name")
+	fi
+}
+in_module() { (cd "$1" && shift && "$@"); }
+fuzz_in() { (cd "$1" && fuzz_module); }
+gofmt_clean() {
+	local unformatted
+	unformatted=$(gofmt -l "${modules[@]}" | grep -v '^\.bin/' || true)
+	if [[ -n "$unformatted" ]]; then
+		echo "gofmt would change these files; run gofmt -w on them:" >&2
+		echo "$unformatted" >&2
+		return 1
+	fi
+}
+
+step gofmt gofmt_clean
 
 for m in "${modules[@]}"; do
-	echo "==> $m: go vet"
-	(cd "$m" && go vet ./...)
-	echo "==> $m: staticcheck"
-	(cd "$m" && "$GOBIN/staticcheck" ./...)
-	echo "==> $m: go test -race -shuffle=on"
-	(cd "$m" && go test -race -shuffle=on -count=1 ./...)
-	echo "==> $m: benchmarks, once each"
-	(cd "$m" && go test -run '^$' -bench . -benchtime=1x ./... >/dev/null)
-	echo "==> $m: fuzz, ${FUZZTIME} per target"
-	(cd "$m" && fuzz_module)
+	step "$m: go vet" in_module "$m" go vet ./...
+	step "$m: staticcheck" in_module "$m" "$GOBIN/staticcheck" ./...
+	step "$m: go test -race -shuffle=on" in_module "$m" go test -race -shuffle=on -count=1 ./...
+	step "$m: benchmarks, once each" in_module "$m" sh -c 'go test -run "^$" -bench . -benchtime=1x ./... >/dev/null'
+	step "$m: fuzz, ${FUZZTIME} per target" fuzz_in "$m"
 done
 # The loopback reliability suite (package reliability) measures load and
 # recovery in real time, so it runs alone, after everything else, and
 # without the race detector, whose slowdown would change the load it
 # measures; the code it drives is race-tested above.
-echo "==> reliability suite (-tags reliability)"
-go vet -tags reliability ./reliability/
-"$GOBIN/staticcheck" -tags reliability ./reliability/
-go test -tags reliability -count=1 ./reliability/
+step "reliability suite: go vet" go vet -tags reliability ./reliability/
+step "reliability suite: staticcheck" "$GOBIN/staticcheck" -tags reliability ./reliability/
+step "reliability suite (-tags reliability)" go test -tags reliability -count=1 ./reliability/
+
+if ((${#failures[@]})); then
+	echo "==> ${#failures[@]} step(s) failed:" >&2
+	printf '    %s\n' "${failures[@]}" >&2
+	exit 1
+fi
 echo "==> all checks passed"

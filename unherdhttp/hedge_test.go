@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -33,10 +35,14 @@ func newHedger(t *testing.T, delay time.Duration) *hedge.Hedger {
 }
 
 // A GET whose primary hangs is answered by its hedge, which carries the
-// attempt header; the primary is cancelled.
+// attempt header; the primary is cancelled. The hedge answers only once the
+// primary has reached the server: on a loaded machine the hedge delay can
+// pass before the primary's connection is accepted, and a primary
+// cancelled before it arrived would never be seen ending.
 func TestHedgeWins(t *testing.T) {
 	var mu sync.Mutex
 	var attempts []string
+	primaryArrived := make(chan struct{})
 	primaryCancelled := make(chan struct{})
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		a := r.Header.Get(unherdhttp.AttemptHeader)
@@ -44,8 +50,14 @@ func TestHedgeWins(t *testing.T) {
 		attempts = append(attempts, a)
 		mu.Unlock()
 		if a == "" {
+			close(primaryArrived)
 			<-r.Context().Done()
 			close(primaryCancelled)
+			return
+		}
+		select {
+		case <-primaryArrived:
+		case <-r.Context().Done():
 			return
 		}
 		io.WriteString(w, "hedge "+a)
@@ -55,9 +67,10 @@ func TestHedgeWins(t *testing.T) {
 	if err != nil || status != 200 || body != "hedge 2" {
 		t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, "hedge 2")
 	}
-	<-primaryCancelled // the server saw the primary's connection end
+	await.Recv(t, primaryCancelled, "the server to see the primary's request cancelled")
 	mu.Lock()
 	defer mu.Unlock()
+	slices.Sort(attempts) // the hedge may reach the server first
 	if diff := cmp.Diff([]string{"", "2"}, attempts); diff != "" {
 		t.Errorf("attempt headers (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,31 @@
+// Package await bounds a test's waits on channels. A bare receive in a
+// test hangs until go test's own ten-minute timeout when the machine is
+// loaded or the code is wrong; Recv fails the test after Timeout instead,
+// naming what it waited for.
+package await
+
+import (
+	"testing"
+	"time"
+)
+
+// Timeout is how long Recv waits. It is far longer than any wait in a
+// passing test, even on a loaded machine, and far shorter than go test's
+// default timeout.
+const Timeout = 30 * time.Second
+
+// Recv returns the next value received from ch (the zero value when ch is
+// closed). When none arrives within Timeout it fails the test with
+// t.Fatalf, saying it waited for what.
+func Recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(Timeout)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("waited %v for %s", Timeout, what)
+		panic("unreachable")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/redelivery"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdnats"
@@ -228,7 +229,7 @@ func TestConsume(t *testing.T) {
 		t.Error("not every message was handled within 10 s")
 	}
 	cc.Drain()
-	<-cc.Closed()
+	await.Recv(t, cc.Closed(), "the consumer to close after draining")
 	if settleErr != nil {
 		t.Errorf("settling: %v", settleErr)
 	}

@@ -8,7 +8,7 @@ require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/sethvargo/go-retry v0.5.0
-	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd v0.1.0
 )
 
 require (

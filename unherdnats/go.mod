@@ -4,7 +4,7 @@ go 1.25
 
 require (
 	github.com/nats-io/nats.go v1.53.1
-	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

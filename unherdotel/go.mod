@@ -4,7 +4,7 @@ go 1.25
 
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd v0.1.0
 	go.opentelemetry.io/otel v1.43.0
 	go.opentelemetry.io/otel/metric v1.43.0
 	go.opentelemetry.io/otel/sdk v1.43.0

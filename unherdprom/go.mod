@@ -5,7 +5,7 @@ go 1.25
 require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
-	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -4,8 +4,8 @@ go 1.25
 
 require (
 	github.com/redis/go-redis/v9 v9.22.0
-	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
-	github.com/unherd/unherd/toxitest v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd v0.1.0
+	github.com/unherd/unherd/toxitest v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -5,12 +5,12 @@ go 1.25
 require (
 	github.com/jackc/pgx/v5 v5.8.0
 	github.com/redis/go-redis/v9 v9.22.0
-	github.com/unherd/unherd/unherdpg v0.0.0-00010101000000-000000000000
-	github.com/unherd/unherd/unherdredis v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd/unherdpg v0.1.0
+	github.com/unherd/unherd/unherdredis v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/schollz/progressbar/v3 v3.18.0
-	github.com/unherd/unherd v0.0.0-00010101000000-000000000000
-	github.com/unherd/unherd/unherdvet v0.0.0-00010101000000-000000000000
+	github.com/unherd/unherd v0.1.0
+	github.com/unherd/unherd/unherdvet v0.1.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/term v0.36.0

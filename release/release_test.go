@@ -128,12 +128,12 @@ func main() {
 		panic(err)
 	}
 	calls := 0
-	err = retry.Do(context.Background(), p, func(context.Context) error {
+	_, err = retry.DoValue(context.Background(), p, func(context.Context) (struct{}, error) {
 		calls++
 		if calls < 2 {
-			return errors.New("transient")
+			return struct{}{}, errors.New("transient")
 		}
-		return nil
+		return struct{}{}, nil
 	})
 	fmt.Println("calls:", calls, "err:", err)
 }

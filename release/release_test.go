@@ -85,9 +85,13 @@ func TestReleaseFromProxy(t *testing.T) {
 		"GOSUMDB=off",
 	}
 	t.Cleanup(func() {
-		// The module cache is read-only unless made writable; -modcacherw
-		// makes it so, and this empties it for TempDir's removal.
-		exec.Command("go", "clean", "-modcache").Run()
+		// Empty the test's own module cache (never the host's: the
+		// command runs with env) so that TempDir can remove it.
+		clean := exec.Command("go", "clean", "-modcache")
+		clean.Env = append(os.Environ(), env...)
+		if out, err := clean.CombinedOutput(); err != nil {
+			t.Errorf("go clean -modcache of the test's cache: %v\n%s", err, out)
+		}
 	})
 
 	run(t, tmp, env, "go", "install", "github.com/unherd/unherd/cmd/unherd@"+version)

@@ -177,36 +177,40 @@ func recordKey(key string) []byte {
 	return sum[:]
 }
 
-// Claim implements idempotency.Store. When it fails, the Claim it
-// returns carries the token it drew, which may own the record if a
-// statement committed before the failure.
+// Claim implements idempotency.Store. When it fails after a statement
+// was sent, the Claim it returns carries the token it drew, which owns
+// the record if the statement took effect.
 func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
 	tok := idempotency.NewToken()
-	unknown := idempotency.Claim{Token: tok}
 	rk := recordKey(key)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return idempotency.Claim{}, fmt.Errorf("unherdpg: claim: %w", err)
+	}
+	defer conn.Release()
 	for range 3 {
 		var (
 			state    int16
 			fpv, rsp []byte
 			live     bool
 		)
-		err := s.pool.QueryRow(ctx, s.claimSQL, rk, int64(tok), fp[:], ms(lease)).Scan(&state, &fpv, &rsp, &live)
+		err := conn.QueryRow(ctx, s.claimSQL, rk, int64(tok), fp[:], ms(lease)).Scan(&state, &fpv, &rsp, &live)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// A concurrent claim committed after this statement began.
-			err = s.pool.QueryRow(ctx, s.selectSQL, rk).Scan(&state, &fpv, &rsp, &live)
+			err = conn.QueryRow(ctx, s.selectSQL, rk).Scan(&state, &fpv, &rsp, &live)
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue // and its record is gone again: start over
 			}
 		}
 		if err != nil {
-			return unknown, fmt.Errorf("unherdpg: claim: %w", err)
+			return unknown(tok, err), fmt.Errorf("unherdpg: claim: %w", err)
 		}
 		if live {
 			return decodeClaim(state, fpv, rsp, tok)
 		}
-		tag, err := s.pool.Exec(ctx, s.takeoverSQL, rk, int64(tok), fp[:], ms(lease))
+		tag, err := conn.Exec(ctx, s.takeoverSQL, rk, int64(tok), fp[:], ms(lease))
 		if err != nil {
-			return unknown, fmt.Errorf("unherdpg: claim: %w", err)
+			return unknown(tok, err), fmt.Errorf("unherdpg: claim: %w", err)
 		}
 		if tag.RowsAffected() == 1 {
 			return idempotency.Claim{State: idempotency.Acquired, Token: tok}, nil
@@ -216,6 +220,15 @@ func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprin
 	// The record keeps changing under this claim; report it in flight,
 	// the answer that runs nothing.
 	return idempotency.Claim{State: idempotency.InFlight, Fingerprint: fp}, nil
+}
+
+// unknown is the Claim returned with err: the token, unless err says the
+// statement was never sent.
+func unknown(tok uint64, err error) idempotency.Claim {
+	if pgconn.SafeToRetry(err) {
+		return idempotency.Claim{}
+	}
+	return idempotency.Claim{Token: tok}
 }
 
 func decodeClaim(state int16, fpv, rsp []byte, tok uint64) (idempotency.Claim, error) {

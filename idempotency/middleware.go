@@ -129,6 +129,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	for {
 		c, err := m.claim(r.Context(), sk, fp)
 		if err != nil {
+			m.unclaim(r, sk, c.Token, err)
 			if m.failOpen {
 				m.report(r, err)
 				next.ServeHTTP(w, withBody(r, body))
@@ -373,17 +374,26 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 // completion lost for good leaves the record in flight, and the key runs
 // again once its lease expires.
 func (m *Middleware) complete(r *http.Request, key string, token uint64, resp *Response) error {
+	return m.persist(r, m.lease/2, func(ctx context.Context) error {
+		return m.store.Complete(ctx, key, token, resp, m.ttl)
+	})
+}
+
+// persist calls op, each call bounded by the store timeout, until it
+// succeeds or finds the lease lost, or until within has passed since the
+// first failure.
+func (m *Middleware) persist(r *http.Request, within time.Duration, op func(context.Context) error) error {
 	var deadline time.Time // set at the first failure
 	gap := 10 * time.Millisecond
 	for {
 		ctx, cancel := m.storeCtx(r.Context())
-		err := m.store.Complete(ctx, key, token, resp, m.ttl)
+		err := op(ctx)
 		cancel()
 		if err == nil || errors.Is(err, ErrLeaseLost) {
 			return err
 		}
 		if deadline.IsZero() {
-			deadline = time.Now().Add(m.lease / 2)
+			deadline = time.Now().Add(within)
 		}
 		d := m.spread(gap)
 		if time.Now().Add(d).After(deadline) {

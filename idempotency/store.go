@@ -33,6 +33,13 @@ type Store interface {
 	// lease of the given length, unless a live record exists. It returns
 	// Acquired and the new token, or the existing record's state and
 	// fingerprint (and, when Completed, its response).
+	//
+	// When Claim fails after the claim may have taken effect (its
+	// context ended, or the connection broke, while the claim was on its
+	// way or its answer on the way back), it returns the token it drew
+	// in Claim.Token with the error, so that the caller can release a
+	// record it may own but does not know of; a zero Token says the claim
+	// did not take effect.
 	Claim(ctx context.Context, key string, fp Fingerprint, lease time.Duration) (Claim, error)
 	// Renew extends the lease of the in-flight record that token owns to
 	// lease from now.

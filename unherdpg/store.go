@@ -3,6 +3,7 @@ package unherdpg
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,18 +19,48 @@ import (
 // DefaultTable is the table a Store keeps its records in.
 const DefaultTable = "unherd_idempotency"
 
+// DefaultTxTimeout bounds a transaction InTx runs, from the moment it
+// asks for a connection to its commit.
+const DefaultTxTimeout = 10 * time.Second
+
 // StoreConfig configures a [Store]. The zero value uses DefaultTable in
-// the connection's search path.
+// the connection's search path, bounds InTx's transactions by
+// DefaultTxTimeout, and keeps a quarter of the pool's connections for the
+// records.
 type StoreConfig struct {
 	// Schema, if set, qualifies Table.
 	Schema string
 	// Table names the table. Zero means DefaultTable.
 	Table string
+
+	// TxTimeout bounds each transaction InTx runs, from the moment it
+	// asks for a connection to its commit, on the client (the context fn
+	// receives) and on the server (statement_timeout and
+	// idle_in_transaction_session_timeout, set for the transaction): a
+	// transaction stuck on a dead connection is abandoned and rolled
+	// back, whatever the handler's context, instead of holding its
+	// connection and the record's row. Keep it below the middleware's
+	// Lease. Zero means DefaultTxTimeout.
+	TxTimeout time.Duration
+
+	// ReservedConns is how many of the pool's connections InTx leaves to
+	// the records: InTx runs at most MaxConns - ReservedConns
+	// transactions at once, so that claims, renewals, completions and
+	// releases never wait behind the handlers' transactions. Zero means
+	// a quarter of the pool's MaxConns, at least 1; it is capped at
+	// MaxConns - 1. Statements the handler sends on the pool outside
+	// InTx are not counted: give them a pool of their own.
+	ReservedConns int32
 }
 
 // Store is an idempotency.Store on PostgreSQL, shared by every process
 // that uses the same table. Create the table with EnsureSchema, or apply
 // SchemaSQL as a migration of your own.
+//
+// A record's key is the SHA-256 of the store key (the principal and the
+// client's key), kept as bytea: the client's key is not stored in clear,
+// and no key or principal, whatever bytes it holds, reaches the database
+// as text it could reject.
 //
 // A claim is one INSERT ... ON CONFLICT DO NOTHING that also reads the
 // existing record, so of concurrent claims exactly one acquires the key;
@@ -41,8 +72,11 @@ type StoreConfig struct {
 //
 // It is safe for concurrent use.
 type Store struct {
-	pool  *pgxpool.Pool
-	table string // quoted, qualified
+	pool      *pgxpool.Pool
+	table     string // quoted, qualified
+	txTimeout time.Duration
+	txSlots   chan struct{} // one per transaction InTx may run at once
+	beginSQL  string
 
 	claimSQL, takeoverSQL, selectSQL, renewSQL, completeSQL, releaseSQL, expiredSQL string
 }
@@ -54,9 +88,20 @@ func NewStore(pool *pgxpool.Pool, cfg StoreConfig) *Store {
 		id = pgx.Identifier{cfg.Schema, id[0]}
 	}
 	t := id.Sanitize()
+	maxConns := pool.Config().MaxConns
+	reserved := cfg.ReservedConns
+	if reserved <= 0 {
+		reserved = max(maxConns/4, 1)
+	}
+	reserved = min(reserved, maxConns-1)
+	txTimeout := cmp.Or(cfg.TxTimeout, DefaultTxTimeout)
 	return &Store{
-		pool:  pool,
-		table: t,
+		pool:      pool,
+		table:     t,
+		txTimeout: txTimeout,
+		txSlots:   make(chan struct{}, max(maxConns-reserved, 1)),
+		beginSQL: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d",
+			ms(txTimeout), ms(txTimeout)),
 		// The CTE inserts the record, or reads the existing one in the
 		// same round trip; DO NOTHING takes no lock on an existing row, so
 		// duplicates do not queue behind each other. A row committed by a
@@ -82,17 +127,28 @@ SELECT state, fingerprint, response, expires_at > now() FROM ` + t + ` WHERE key
 
 // SchemaSQL returns the statements that create the Store's table and
 // index if they do not exist, for a migration tool.
+//
+// A table created by an earlier version, whose key column is text (the
+// store key in clear), is converted in place: each key is replaced by its
+// SHA-256, so its records stay valid. The conversion rewrites the table
+// under an exclusive lock; on a large table, run it at a quiet time.
 func (s *Store) SchemaSQL() string {
 	idx := pgx.Identifier{strings.Trim(s.table[strings.LastIndex(s.table, ".")+1:], `"`) + "_expires_at"}.Sanitize()
+	lit := "'" + strings.ReplaceAll(s.table, "'", "''") + "'"
 	return `CREATE TABLE IF NOT EXISTS ` + s.table + ` (
-	key         text        PRIMARY KEY,
+	key         bytea       PRIMARY KEY, -- SHA-256 of the store key
 	token       bigint      NOT NULL,
 	state       smallint    NOT NULL, -- 1 in flight, 2 completed
 	fingerprint bytea       NOT NULL,
 	response    bytea,                -- idempotency.Response.MarshalBinary
 	expires_at  timestamptz NOT NULL  -- the lease's end in flight, the TTL's once completed
 );
-CREATE INDEX IF NOT EXISTS ` + idx + ` ON ` + s.table + ` (expires_at);`
+CREATE INDEX IF NOT EXISTS ` + idx + ` ON ` + s.table + ` (expires_at);
+DO $unherd$ BEGIN
+	IF (SELECT atttypid = 'text'::regtype FROM pg_attribute WHERE attrelid = to_regclass(` + lit + `) AND attname = 'key') THEN
+		ALTER TABLE ` + s.table + ` ALTER COLUMN key TYPE bytea USING sha256(convert_to(key, 'UTF8'));
+	END IF;
+END $unherd$;`
 }
 
 // EnsureSchema creates the table and its index if they do not exist.
@@ -115,32 +171,46 @@ func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
 
 func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
-// Claim implements idempotency.Store.
+// recordKey is the value of a record's key column: the SHA-256 of key.
+func recordKey(key string) []byte {
+	sum := sha256.Sum256([]byte(key))
+	return sum[:]
+}
+
+// Claim implements idempotency.Store. When it fails after a statement
+// was sent, the Claim it returns carries the token it drew, which owns
+// the record if the statement took effect.
 func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
 	tok := idempotency.NewToken()
+	rk := recordKey(key)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return idempotency.Claim{}, fmt.Errorf("unherdpg: claim: %w", err)
+	}
+	defer conn.Release()
 	for range 3 {
 		var (
 			state    int16
 			fpv, rsp []byte
 			live     bool
 		)
-		err := s.pool.QueryRow(ctx, s.claimSQL, key, int64(tok), fp[:], ms(lease)).Scan(&state, &fpv, &rsp, &live)
+		err := conn.QueryRow(ctx, s.claimSQL, rk, int64(tok), fp[:], ms(lease)).Scan(&state, &fpv, &rsp, &live)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// A concurrent claim committed after this statement began.
-			err = s.pool.QueryRow(ctx, s.selectSQL, key).Scan(&state, &fpv, &rsp, &live)
+			err = conn.QueryRow(ctx, s.selectSQL, rk).Scan(&state, &fpv, &rsp, &live)
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue // and its record is gone again: start over
 			}
 		}
 		if err != nil {
-			return idempotency.Claim{}, fmt.Errorf("unherdpg: claim: %w", err)
+			return unknown(tok, err), fmt.Errorf("unherdpg: claim: %w", err)
 		}
 		if live {
 			return decodeClaim(state, fpv, rsp, tok)
 		}
-		tag, err := s.pool.Exec(ctx, s.takeoverSQL, key, int64(tok), fp[:], ms(lease))
+		tag, err := conn.Exec(ctx, s.takeoverSQL, rk, int64(tok), fp[:], ms(lease))
 		if err != nil {
-			return idempotency.Claim{}, fmt.Errorf("unherdpg: claim: %w", err)
+			return unknown(tok, err), fmt.Errorf("unherdpg: claim: %w", err)
 		}
 		if tag.RowsAffected() == 1 {
 			return idempotency.Claim{State: idempotency.Acquired, Token: tok}, nil
@@ -150,6 +220,15 @@ func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprin
 	// The record keeps changing under this claim; report it in flight,
 	// the answer that runs nothing.
 	return idempotency.Claim{State: idempotency.InFlight, Fingerprint: fp}, nil
+}
+
+// unknown is the Claim returned with err: the token, unless err says the
+// statement was never sent.
+func unknown(tok uint64, err error) idempotency.Claim {
+	if pgconn.SafeToRetry(err) {
+		return idempotency.Claim{}
+	}
+	return idempotency.Claim{Token: tok}
 }
 
 func decodeClaim(state int16, fpv, rsp []byte, tok uint64) (idempotency.Claim, error) {
@@ -189,7 +268,7 @@ func fenced(tag pgconn.CommandTag, err error, op string) error {
 
 // Renew implements idempotency.Store.
 func (s *Store) Renew(ctx context.Context, key string, token uint64, lease time.Duration) error {
-	tag, err := s.pool.Exec(ctx, s.renewSQL, key, int64(token), ms(lease))
+	tag, err := s.pool.Exec(ctx, s.renewSQL, recordKey(key), int64(token), ms(lease))
 	return fenced(tag, err, "renew")
 }
 
@@ -203,13 +282,13 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token uint6
 	if err != nil {
 		return err
 	}
-	tag, err := db.Exec(ctx, s.completeSQL, key, int64(token), data, ms(ttl))
+	tag, err := db.Exec(ctx, s.completeSQL, recordKey(key), int64(token), data, ms(ttl))
 	return fenced(tag, err, "complete")
 }
 
 // Release implements idempotency.Store.
 func (s *Store) Release(ctx context.Context, key string, token uint64) error {
-	tag, err := s.pool.Exec(ctx, s.releaseSQL, key, int64(token))
+	tag, err := s.pool.Exec(ctx, s.releaseSQL, recordKey(key), int64(token))
 	return fenced(tag, err, "release")
 }
 

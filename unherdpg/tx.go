@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,6 +15,9 @@ import (
 // ErrNoResponse is returned by InTx when fn returns neither a response
 // nor an error.
 var ErrNoResponse = errors.New("unherdpg: transaction function returned no response")
+
+// rollbackTimeout bounds the rollback of a transaction InTx abandons.
+const rollbackTimeout = time.Second
 
 // InTx runs fn in a transaction on the Store's pool and commits it, so
 // that a handler's side effects and its idempotency record are durable
@@ -33,12 +37,34 @@ var ErrNoResponse = errors.New("unherdpg: transaction function returned no respo
 // middleware then releases the key so that a retry runs again); InTx
 // returns the error, or the 5xx response with a nil error. Without a
 // lease in ctx, InTx is a plain transaction.
+//
+// The transaction is bounded by StoreConfig.TxTimeout whatever ctx's own
+// deadline (a handler may pass a context.WithoutCancel so that a charge is
+// not abandoned when its client hangs up), and waits for one of the pool's
+// connections InTx may take (StoreConfig.ReservedConns) within that bound:
+// past it, InTx rolls back and returns an error wrapping
+// context.DeadlineExceeded.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error)) (*idempotency.Response, error) {
-	tx, err := s.pool.Begin(ctx)
+	ctx, cancel := context.WithTimeout(ctx, s.txTimeout)
+	defer cancel()
+	select {
+	case s.txSlots <- struct{}{}:
+		defer func() { <-s.txSlots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("unherdpg: begin: waiting for a connection: %w", context.Cause(ctx))
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL})
 	if err != nil {
 		return nil, fmt.Errorf("unherdpg: begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
+	defer func() {
+		// A no-op after Commit. Bounded, though ctx may be done: a
+		// rollback that cannot reach the server closes the connection,
+		// and the server rolls back when it sees it go.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
 	resp, err := fn(ctx, tx)
 	switch {
 	case err != nil:

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -84,12 +86,19 @@ return 1
 
 func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
-// Claim implements idempotency.Store.
+// Claim implements idempotency.Store. When it fails, unless the script
+// surely did not run (no connection could be had, or Redis answered with
+// an error), the Claim it returns carries the token it drew, which owns
+// the record if the script ran.
 func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
 	tok := idempotency.NewToken()
 	v, err := claimScript.Run(ctx, s.c, []string{s.RecordKey(key)}, strconv.FormatUint(tok, 10), fp[:], ms(lease)).Slice()
 	if err != nil {
-		return idempotency.Claim{}, fmt.Errorf("unherdredis: claim: %w", err)
+		var c idempotency.Claim
+		if mayHaveRun(err) {
+			c.Token = tok
+		}
+		return c, fmt.Errorf("unherdredis: claim: %w", err)
 	}
 	st, _ := v[0].(string)
 	switch st {
@@ -115,6 +124,22 @@ func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprin
 		}
 	}
 	return c, nil
+}
+
+// mayHaveRun reports whether a script that failed with err may have run:
+// unless no connection could be had, or Redis answered with an error.
+func mayHaveRun(err error) bool {
+	var op *net.OpError
+	var rerr redis.Error
+	switch {
+	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
+		return false
+	case errors.As(err, &op) && op.Op == "dial":
+		return false
+	case errors.As(err, &rerr):
+		return false
+	}
+	return true
 }
 
 func fenced(n int64, err error, op string) error {

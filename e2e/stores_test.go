@@ -1,0 +1,546 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/toxitest"
+	"github.com/unherd/unherd/unherdpg"
+	"github.com/unherd/unherd/unherdredis"
+)
+
+// The tests of this file run each scenario against both shared stores,
+// with two server instances on one store, each with connections of its
+// own through one Toxiproxy proxy in front of the store. A handler
+// execution has an effect that the test counts (a row committed with the
+// record through unherdpg.InTx, or an entry in a log when the store is
+// Redis) and a body naming the execution, so that a replay of another
+// execution's response shows.
+
+// execution is a handler's effect for key: it returns the response to
+// send, or an error (answered 503, the key released).
+type execution func(ctx context.Context, key, body string) (*idempotency.Response, error)
+
+// backing is one store as the tests use it.
+type backing struct {
+	name string
+	// upstream is the address the proxy forwards to.
+	upstream string
+	// open connects one instance through addr and returns its store and
+	// its handler's effect.
+	open func(t *testing.T, addr string) (idempotency.Store, execution)
+	// executions returns, for each key, the bodies of its executions in
+	// the order they took effect.
+	executions func(t *testing.T) map[string][]string
+}
+
+// backings returns both stores, each ready for one test.
+func backings(t *testing.T) []backing {
+	admin, schema := requireServices(t)
+	table := pgx.Identifier{schema, "executions"}.Sanitize()
+	if _, err := admin.Exec(context.Background(), "CREATE TABLE "+table+" (n bigserial, key text NOT NULL, body text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unherdpg.NewStore(admin, unherdpg.StoreConfig{Schema: schema}).EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	log := map[string][]string{}
+	return []backing{{
+		name:     "Redis",
+		upstream: redisAddr(),
+		open: func(t *testing.T, addr string) (idempotency.Store, execution) {
+			s := unherdredis.NewStore(newRedis(t, addr), unherdredis.StoreConfig{Prefix: "unherd:e2e:" + schema + ":"})
+			return s, func(_ context.Context, key, body string) (*idempotency.Response, error) {
+				mu.Lock()
+				log[key] = append(log[key], body)
+				mu.Unlock()
+				return &idempotency.Response{Status: http.StatusCreated, Body: []byte(body)}, nil
+			}
+		},
+		executions: func(*testing.T) map[string][]string {
+			mu.Lock()
+			defer mu.Unlock()
+			return cloneLog(log)
+		},
+	}, {
+		name:     "PostgreSQL",
+		upstream: upstreamOf(t, postgresDSN()),
+		open: func(t *testing.T, addr string) (idempotency.Store, execution) {
+			s := unherdpg.NewStore(newPool(t, proxiedDSN(t, postgresDSN(), addr), ""), unherdpg.StoreConfig{Schema: schema})
+			return s, func(ctx context.Context, key, body string) (*idempotency.Response, error) {
+				return s.InTx(ctx, func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error) {
+					if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, body) VALUES ($1, $2)", key, body); err != nil {
+						return nil, err
+					}
+					return &idempotency.Response{Status: http.StatusCreated, Body: []byte(body)}, nil
+				})
+			}
+		},
+		executions: func(t *testing.T) map[string][]string {
+			rows, err := admin.Query(context.Background(), "SELECT key, body FROM "+table+" ORDER BY n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			for rows.Next() {
+				var k, b string
+				if err := rows.Scan(&k, &b); err != nil {
+					t.Fatal(err)
+				}
+				got[k] = append(got[k], b)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		},
+	}}
+}
+
+func cloneLog(m map[string][]string) map[string][]string {
+	c := make(map[string][]string, len(m))
+	for k, v := range m {
+		c[k] = slices.Clone(v)
+	}
+	return c
+}
+
+// cluster is two server instances on one store, behind one proxy.
+type cluster struct {
+	proxy *toxitest.Proxy
+	urls  []string
+	lost  atomic.Int64 // first responses thrown away
+}
+
+// Headers of the tests' requests.
+const (
+	attemptHeader = "X-Attempt" // 0 for a key's first request
+	keyHeader     = "X-Key"     // the key in clear, for the execution log
+)
+
+// newCluster starts two instances on b. hold is how long a handler runs
+// before its effect; lose picks the keys whose first response is lost
+// after the server answered.
+func newCluster(t *testing.T, b backing, hold time.Duration, lose func(key string) bool) *cluster {
+	t.Helper()
+	c := &cluster{proxy: toxitest.New(t, b.upstream)}
+	var seq atomic.Int64
+	for i := range 2 {
+		store, exec := b.open(t, c.proxy.Addr)
+		m, err := idempotency.New(idempotency.Config{Store: store, Required: true, Lease: 10 * time.Second, Wait: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get(keyHeader)
+			time.Sleep(hold)
+			// A charge, once begun, is not abandoned because the client
+			// hung up.
+			resp, err := exec(context.WithoutCancel(r.Context()), key, fmt.Sprintf("execution %d on instance %d of %s", seq.Add(1), i, key))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			resp.Send(w)
+		}))
+		srv := httptest.NewServer(lostResponses(h, func(r *http.Request) bool {
+			return r.Header.Get(attemptHeader) == "0" && lose(r.Header.Get(keyHeader))
+		}, &c.lost))
+		t.Cleanup(srv.Close)
+		c.urls = append(c.urls, srv.URL)
+	}
+	return c
+}
+
+// answer is one request's outcome as the client saw it.
+type answer struct {
+	key         string
+	start, end  time.Duration // since the run's start
+	status      int           // 0: no response (connection lost, timeout)
+	replayed    bool
+	body        string
+	code        string // the problem's code, for 409 and 503
+	transportEr string
+}
+
+// client sends the tests' requests and keeps every answer.
+type client struct {
+	c     *http.Client
+	start time.Time
+	mu    sync.Mutex
+	log   []answer
+}
+
+func newClient(t *testing.T, start time.Time) *client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 512}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &client{c: &http.Client{Transport: tr, Timeout: 10 * time.Second}, start: start}
+}
+
+// send sends key's attempt'th request to instance url.
+func (c *client) send(url, key string, attempt int) answer {
+	req, _ := http.NewRequest(http.MethodPost, url+"/charges", strings.NewReader("charge "+key))
+	req.Header.Set(idempotency.KeyHeader, `"`+key+`"`)
+	req.Header.Set(keyHeader, key)
+	req.Header.Set(attemptHeader, strconv.Itoa(attempt))
+	a := answer{key: key, start: time.Since(c.start)}
+	resp, err := c.c.Do(req)
+	if err != nil {
+		a.transportEr = err.Error()
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		a.status, a.body = resp.StatusCode, string(body)
+		a.replayed = resp.Header.Get(idempotency.ReplayedHeader) == "true"
+		if i := strings.Index(a.body, `"code":"`); i >= 0 {
+			a.code, _, _ = strings.Cut(a.body[i+8:], `"`)
+		}
+	}
+	a.end = time.Since(c.start)
+	c.mu.Lock()
+	c.log = append(c.log, a)
+	c.mu.Unlock()
+	return a
+}
+
+// pay sends key's requests, alternating instances, until one is answered
+// 201 or the time runs out, and returns the last answer. Between
+// attempts it waits a jittered, growing pause.
+func (c *client) pay(urls []string, key string, first int, within time.Duration) answer {
+	deadline := time.Now().Add(within)
+	gap := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		a := c.send(urls[(first+attempt)%len(urls)], key, attempt)
+		if a.status == http.StatusCreated || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(gap/2 + rand.N(gap/2))
+		gap = min(2*gap, 400*time.Millisecond)
+	}
+}
+
+func (c *client) answers() []answer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.log)
+}
+
+// summary counts answers by kind.
+type summary struct {
+	n, created, replayed, inFlight, unavailable, other, noResponse int
+	slowest                                                        time.Duration
+}
+
+func (s *summary) add(a answer) {
+	s.n++
+	s.slowest = max(s.slowest, a.end-a.start)
+	switch {
+	case a.status == http.StatusCreated && a.replayed:
+		s.replayed++
+	case a.status == http.StatusCreated:
+		s.created++
+	case a.status == http.StatusConflict:
+		s.inFlight++
+	case a.status == http.StatusServiceUnavailable:
+		s.unavailable++
+	case a.status == 0:
+		s.noResponse++
+	default:
+		s.other++
+	}
+}
+
+func (s summary) String() string {
+	return fmt.Sprintf("%5d requests: %5d created, %5d replayed, %4d 409, %4d 503, %4d other, %4d no response; slowest %v",
+		s.n, s.created, s.replayed, s.inFlight, s.unavailable, s.other, s.noResponse, s.slowest.Round(time.Millisecond))
+}
+
+func summarize(as []answer) summary {
+	var s summary
+	for _, a := range as {
+		s.add(a)
+	}
+	return s
+}
+
+// timeline logs the answers per second of their end.
+func timeline(t *testing.T, as []answer, mark func(second int) string) {
+	t.Helper()
+	var secs []summary
+	for _, a := range as {
+		i := int(a.end / time.Second)
+		for len(secs) <= i {
+			secs = append(secs, summary{})
+		}
+		secs[i].add(a)
+	}
+	var b strings.Builder
+	for i, s := range secs {
+		fmt.Fprintf(&b, "\n  %2ds  %v  %s", i, s, mark(i))
+	}
+	t.Logf("per second:%s", b.String())
+}
+
+// checkExecutions checks that every key ran exactly once and that its
+// final answer carried its execution's body.
+func checkExecutions(t *testing.T, b backing, finals map[string]answer) {
+	t.Helper()
+	got := b.executions(t)
+	dup, missing, differ := 0, 0, 0
+	for key, a := range finals {
+		ex := got[key]
+		switch {
+		case len(ex) > 1:
+			dup++
+			if dup <= 5 {
+				t.Errorf("key %s ran %d times: %q", key, len(ex), ex)
+			}
+		case len(ex) == 0:
+			missing++
+			if missing <= 5 {
+				t.Errorf("key %s never ran; its last answer: %+v", key, a)
+			}
+		}
+		if len(ex) > 0 && (a.status != http.StatusCreated || a.body != ex[0]) {
+			differ++
+			if differ <= 5 {
+				t.Errorf("key %s: final answer %d %q, want 201 %q (its first execution's)", key, a.status, a.body, ex[0])
+			}
+		}
+	}
+	t.Logf("%d keys: %d ran more than once, %d never ran, %d final answers not their first execution's", len(finals), dup, missing, differ)
+}
+
+// One key, 1,000 concurrent requests split over two instances whose
+// connections to the store are all new: the handler runs once, and
+// every answer is the original, a replay or a 409, never a 503.
+func TestStoresOneKeyColdPool(t *testing.T) {
+	for _, b := range backings(t) {
+		t.Run(b.name, func(t *testing.T) {
+			c := newCluster(t, b, 100*time.Millisecond, func(string) bool { return false })
+			cl := newClient(t, time.Now())
+			key := fmt.Sprintf("one-%d", time.Now().UnixNano())
+			var ready, wg sync.WaitGroup
+			ready.Add(1)
+			for i := range 1000 {
+				wg.Go(func() {
+					ready.Wait()
+					cl.send(c.urls[i%2], key, 1)
+				})
+			}
+			ready.Done()
+			wg.Wait()
+			as := cl.answers()
+			s := summarize(as)
+			t.Logf("%s: %v", b.name, s)
+			if s.unavailable+s.other+s.noResponse > 0 {
+				for _, a := range as {
+					if a.status != http.StatusCreated && a.status != http.StatusConflict {
+						t.Errorf("answer %d %s %s (after %v), want the original, a replay or 409", a.status, a.code, a.transportEr, (a.end - a.start).Round(time.Millisecond))
+						break
+					}
+				}
+			}
+			if s.created != 1 {
+				t.Errorf("%d original answers, want 1", s.created)
+			}
+			checkExecutions(t, b, map[string]answer{key: {status: http.StatusCreated, body: firstCreated(as)}})
+		})
+	}
+}
+
+func firstCreated(as []answer) string {
+	for _, a := range as {
+		if a.status == http.StatusCreated {
+			return a.body
+		}
+	}
+	return ""
+}
+
+// 2,000 keys, the first response of a third of them lost after the
+// server answered: every key runs once, and its final answer is its
+// execution's, replayed.
+func TestStoresLostResponses(t *testing.T) {
+	const keys = 2000
+	for _, b := range backings(t) {
+		t.Run(b.name, func(t *testing.T) {
+			prefix := fmt.Sprintf("lost-%d-", time.Now().UnixNano())
+			lose := func(key string) bool {
+				n, _ := strconv.Atoi(strings.TrimPrefix(key, prefix))
+				return n%3 == 0
+			}
+			c := newCluster(t, b, 0, lose)
+			start := time.Now()
+			cl := newClient(t, start)
+			work := make(chan int)
+			var mu sync.Mutex
+			finals := map[string]answer{}
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Go(func() {
+					for n := range work {
+						key := prefix + strconv.Itoa(n)
+						a := cl.pay(c.urls, key, n, 20*time.Second)
+						mu.Lock()
+						finals[key] = a
+						mu.Unlock()
+					}
+				})
+			}
+			for n := range keys {
+				work <- n
+			}
+			close(work)
+			wg.Wait()
+			t.Logf("%s in %v: %v; %d first responses lost", b.name, time.Since(start).Round(time.Millisecond), summarize(cl.answers()), c.lost.Load())
+			if got := c.lost.Load(); got < keys/3 {
+				t.Errorf("%d first responses lost, want %d", got, keys/3+1)
+			}
+			checkExecutions(t, b, finals)
+		})
+	}
+}
+
+// The store behind latency throughout, connection resets for a while,
+// then a 2 s outage, under 2,000 keys arriving at 250/s, a third of their
+// first responses lost: no key runs twice or never, a 503 comes only
+// while the store cannot be reached (or within 5 s of its return), and
+// no request takes over 5 s.
+func TestStoresOutage(t *testing.T) {
+	const (
+		keys        = 2000
+		rate        = 250 // keys per second
+		resetsFrom  = 1 * time.Second
+		resetsUntil = 2500 * time.Millisecond
+		resetEvery  = 300 * time.Millisecond
+		resetFor    = 40 * time.Millisecond
+		downAt      = 3 * time.Second
+		downFor     = 2 * time.Second
+		recovery    = 5 * time.Second // after the store is back, answers are normal again within this
+		slowest     = 5 * time.Second
+	)
+	for _, b := range backings(t) {
+		t.Run(b.name, func(t *testing.T) {
+			prefix := fmt.Sprintf("outage-%d-", time.Now().UnixNano())
+			lose := func(key string) bool {
+				n, _ := strconv.Atoi(strings.TrimPrefix(key, prefix))
+				return n%3 == 0
+			}
+			c := newCluster(t, b, 0, lose)
+			start := time.Now()
+			cl := newClient(t, start)
+
+			// The faults, on their own schedule. unreachable lists the
+			// windows in which the store could not be reached.
+			type window struct{ from, to time.Duration }
+			var unreachable []window
+			faults := make(chan struct{})
+			go func() {
+				defer close(faults)
+				slow := c.proxy.Latency(t, 3*time.Millisecond, 2*time.Millisecond)
+				defer slow()
+				time.Sleep(resetsFrom)
+				for time.Since(start) < resetsUntil {
+					w := window{from: time.Since(start)}
+					heal := c.proxy.ResetPeer(t, 0)
+					time.Sleep(resetFor)
+					heal()
+					w.to = time.Since(start)
+					unreachable = append(unreachable, w)
+					time.Sleep(resetEvery - resetFor)
+				}
+				time.Sleep(downAt - time.Since(start))
+				w := window{from: time.Since(start)}
+				up := c.proxy.Down(t)
+				time.Sleep(downFor)
+				up()
+				w.to = time.Since(start)
+				unreachable = append(unreachable, w)
+			}()
+
+			var mu sync.Mutex
+			finals := map[string]answer{}
+			var wg sync.WaitGroup
+			tick := time.NewTicker(time.Second / rate)
+			for n := range keys {
+				<-tick.C
+				wg.Go(func() {
+					key := prefix + strconv.Itoa(n)
+					a := cl.pay(c.urls, key, n, 30*time.Second)
+					mu.Lock()
+					finals[key] = a
+					mu.Unlock()
+				})
+			}
+			tick.Stop()
+			wg.Wait()
+			select {
+			case <-faults:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the fault schedule did not end within 10s of the last answer")
+			}
+			as := cl.answers()
+			outage := unreachable[len(unreachable)-1]
+			timeline(t, as, func(s int) string {
+				at := time.Duration(s) * time.Second
+				switch {
+				case at+time.Second > outage.from && at < outage.to:
+					return "store down"
+				case at+time.Second > unreachable[0].from && at < unreachable[len(unreachable)-2].to:
+					return "resets"
+				}
+				return ""
+			})
+			t.Logf("%s in %v: %v; %d first responses lost; %d reset windows, outage %v to %v",
+				b.name, time.Since(start).Round(time.Millisecond), summarize(as), c.lost.Load(), len(unreachable)-1,
+				outage.from.Round(time.Millisecond), outage.to.Round(time.Millisecond))
+
+			var late, slow, lastUnavailable time.Duration
+			for _, a := range as {
+				if a.end-a.start > slowest {
+					slow++
+					if slow <= 3 {
+						t.Errorf("a request took %v (%d %s %s), want at most %v", (a.end - a.start).Round(time.Millisecond), a.status, a.code, a.transportEr, slowest)
+					}
+				}
+				if a.status != http.StatusServiceUnavailable {
+					continue
+				}
+				lastUnavailable = max(lastUnavailable, a.end)
+				ok := false
+				for _, w := range unreachable {
+					grace := time.Second
+					if w == outage {
+						grace = recovery
+					}
+					ok = ok || (a.end >= w.from && a.start <= w.to+grace)
+				}
+				if !ok {
+					late++
+					if late <= 3 {
+						t.Errorf("503 %s at %v-%v, while the store was reachable", a.code, a.start.Round(time.Millisecond), a.end.Round(time.Millisecond))
+					}
+				}
+			}
+			t.Logf("last 503 answered %v after the store came back; %d 503s while it was reachable; %d requests over %v",
+				(lastUnavailable - outage.to).Round(time.Millisecond), late, slow, slowest)
+			checkExecutions(t, b, finals)
+		})
+	}
+}

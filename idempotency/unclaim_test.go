@@ -1,0 +1,69 @@
+package idempotency_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/unherd/idempotency"
+)
+
+// lostAnswers is a shared store whose claims, while lose is set, take
+// effect but whose answers never arrive: the caller's timeout ends them.
+type lostAnswers struct {
+	*idempotency.Memory
+	lose atomic.Bool
+}
+
+func (s *lostAnswers) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
+	c, err := s.Memory.Claim(ctx, key, fp, lease)
+	if err != nil || !s.lose.Load() {
+		return c, err
+	}
+	<-ctx.Done()
+	return idempotency.Claim{Token: c.Token}, ctx.Err()
+}
+
+// A claim that took effect in the store but timed out on the
+// middleware's side does not hold the key for its lease: the client's
+// retry, moments later, runs.
+func TestAmbiguousClaimReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &lostAnswers{Memory: mem}
+		m, err := idempotency.New(idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int32
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs.Add(1)
+			w.WriteHeader(http.StatusCreated)
+		}))
+		send := func() int {
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
+			r.Header.Set(idempotency.KeyHeader, "k")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w.Code
+		}
+		store.lose.Store(true)
+		if code := send(); code != http.StatusServiceUnavailable {
+			t.Fatalf("a claim whose answer was lost: %d, want 503", code)
+		}
+		store.lose.Store(false)
+		time.Sleep(time.Second) // the client's backoff
+		synctest.Wait()
+		if code := send(); code != http.StatusCreated || runs.Load() != 1 {
+			t.Errorf("the retry 1s later: %d after %d runs, want 201 from its own run (not 409 for the lease)", code, runs.Load())
+		}
+	})
+}

@@ -1,0 +1,203 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/unherdredis"
+)
+
+// The fleet of the outage run: 8 processes with the default budget (10%
+// of the requests of the last 10 s, plus 10 retries per second for the
+// fleet, synced every second), each sending 160 requests a second that
+// all fail and ask for a retry, so that the fleet wants far more retries
+// than its share of 0.1 * 1280 + 10 = 138 a second.
+const (
+	fleetProcs   = 8
+	fleetRate    = 160                   // requests per second per process
+	fleetTick    = 25 * time.Millisecond // requests go out in batches of fleetRate/40
+	fleetKill    = 22500 * time.Millisecond
+	fleetRestart = 32500 * time.Millisecond
+	fleetEnd     = 45 * time.Second
+	// fleetFrom is the first second checked: the floor of a fresh
+	// fleet's window (10 retries a second over 10 s) is a reserve that a
+	// new fleet may spend in one burst, so the first window and its echo
+	// are left out.
+	fleetFrom = 20
+	// fleetTolerance is how far a second may stray from the share.
+	fleetTolerance = 1.25
+)
+
+// killableRedis is a redis-server of the test's own on a free port, which
+// the test kills by its pid and starts again on the same port, empty.
+type killableRedis struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startKillableRedis(t *testing.T) *killableRedis {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		unavailable(t, "redis-server is needed to kill a Redis in the middle of the test: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	s := &killableRedis{t: t, bin: bin, dir: t.TempDir(), addr: addr}
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *killableRedis) start() {
+	s.t.Helper()
+	_, port, _ := net.SplitHostPort(s.addr)
+	s.cmd = exec.Command(s.bin, "--bind", "127.0.0.1", "--port", port, "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(s.dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		unavailable(s.t, "starting redis-server: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", s.addr, 100*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("redis-server at %s did not accept connections within 5s: %v", s.addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kill kills the server by its pid, as a crash or a lost host would.
+func (s *killableRedis) kill() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// fleetSecond is what the fleet did in one second of the run.
+type fleetSecond struct {
+	requests, retries           atomic.Int64
+	shared, fallback, switching atomic.Int64 // processes' states, sampled at each batch
+}
+
+// TestFleetBudgetRedisKilled runs 8 fleet budgets, each with its own
+// Redis client (8 processes in one), on a redis-server that the test
+// kills mid-run and starts again, empty, 10 s later. Every whole second
+// from the 20th on, through the death and the return, the retries the
+// fleet admitted are within 1.25x of its share (0.1 * that second's
+// requests + 10), above and below. It prints the per-second timeline.
+//
+// The fleet package does not meet this yet (its fallback starts with a
+// full window and the restarted ledger grants a full window at once), so
+// the test runs only when UNHERD_FLEET_OUTAGE=1 asks for it.
+func TestFleetBudgetRedisKilled(t *testing.T) {
+	if os.Getenv("UNHERD_FLEET_OUTAGE") != "1" {
+		t.Skip("SKIPPED: the fleet budget's Redis outage run is known to fail; set UNHERD_FLEET_OUTAGE=1 to run it (45 s)")
+	}
+	s := startKillableRedis(t)
+	prefix := fmt.Sprintf("unherd:e2e:fleet:%d:", time.Now().UnixNano())
+	buds := make([]*unherdredis.Budget, fleetProcs)
+	for i := range buds {
+		c := redis.NewClient(&redis.Options{Addr: s.addr, DialTimeout: 100 * time.Millisecond,
+			ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, PoolSize: 4})
+		t.Cleanup(func() { _ = c.Close() })
+		b, err := unherdredis.NewBudget(c, "outage", unherdredis.BudgetConfig{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buds[i] = b
+	}
+	defer func() {
+		for _, b := range buds {
+			_ = b.Close()
+		}
+	}()
+
+	seconds := make([]fleetSecond, int(fleetEnd/time.Second)+1)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, b := range buds {
+		wg.Go(func() {
+			tick := time.NewTicker(fleetTick)
+			defer tick.Stop()
+			per := int(fleetRate * fleetTick / time.Second)
+			for {
+				now := <-tick.C
+				at := now.Sub(start)
+				if at >= fleetEnd {
+					return
+				}
+				sec := &seconds[int(at/time.Second)]
+				switch b.State() {
+				case fleet.Shared:
+					sec.shared.Add(1)
+				default:
+					sec.fallback.Add(1)
+				}
+				for range per {
+					b.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
+					sec.requests.Add(1)
+					if b.Withdraw(budget.Transient) {
+						sec.retries.Add(1)
+						b.Record(budget.Attempt{N: 2, Failed: true, Class: budget.Transient, Charged: budget.Transient})
+					}
+				}
+			}
+		})
+	}
+	events := map[int]string{}
+	timer := time.NewTimer(time.Until(start.Add(fleetKill)))
+	<-timer.C
+	s.kill()
+	events[int(fleetKill/time.Second)] = "Redis killed"
+	timer.Reset(time.Until(start.Add(fleetRestart)))
+	<-timer.C
+	s.start()
+	events[int(fleetRestart/time.Second)] = "Redis started again, empty"
+	wg.Wait()
+
+	var lines []string
+	bad := 0
+	for i := range int(fleetEnd / time.Second) {
+		sec := &seconds[i]
+		req, ret := sec.requests.Load(), sec.retries.Load()
+		share := budget.DefaultRatio*float64(req) + budget.DefaultMinPerSecond
+		ratio := float64(ret) / share
+		mark := ""
+		if i >= fleetFrom && (ratio > fleetTolerance || ratio < 1/fleetTolerance) {
+			mark = "  <- out of bounds"
+			bad++
+		}
+		lines = append(lines, fmt.Sprintf("%3d s  requests %5d  share %6.1f  admitted %5d  %5.2fx  shared/fallback batches %3d/%3d  %s%s",
+			i, req, share, ret, ratio, sec.shared.Load(), sec.fallback.Load(), events[i], mark))
+	}
+	t.Logf("admitted retries per second (seconds before %d are the warm-up, not checked):\n%s", fleetFrom, strings.Join(lines, "\n"))
+	if bad > 0 {
+		t.Errorf("%d seconds from the %dth on admitted retries outside 1/%.2f to %.2f times the share", bad, fleetFrom, fleetTolerance, fleetTolerance)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // Defaults applied to zero fields of [Config].
 const (
 	// DefaultMaxBufferedMessages is how many messages a stream keeps, to
-	// send again on a retry, before its first response message arrives.
+	// send again on a retry, before its response headers arrive.
 	DefaultMaxBufferedMessages = 64
 	// DefaultMaxBufferedBytes bounds the encoded size of those messages,
 	// as grpc-go's own retry buffer (grpc.MaxRetryRPCBufferSize) does.
@@ -41,14 +41,15 @@ var ErrInvalidConfig = errors.New("unherdgrpc: invalid config")
 // caller that retries), UNAVAILABLE retried, RESOURCE_EXHAUSTED retried
 // from the throttled base, everything else returned at once, pushback
 // honoured up to 30 s, no per-attempt timeout, streams retried until
-// their first response message with up to 64 messages (256 KiB) buffered,
+// their response headers with up to 64 messages (256 KiB) buffered,
 // and no hedging.
 type Config struct {
 	// Retry configures the retry loop, shared by every method of the
 	// channel. Retry.AttemptTimeout (or Retry.Timeouts) bounds each
 	// attempt inside the call's own deadline: its expiry, a
 	// DEADLINE_EXCEEDED of the attempt and not of the call, is retried.
-	// For a stream it bounds the wait for the first response message.
+	// For a stream it bounds the wait for the first response message (an
+	// expiry after the response headers ends the call: it is committed).
 	// Retry.Observer receives the loop's events: an
 	// unherdotel.Metrics.GRPCObserver there records gRFC A96's per-call
 	// retry metrics.
@@ -82,8 +83,8 @@ type Config struct {
 	Method func(fullMethod string) bool
 
 	// MaxBufferedMessages bounds the messages a stream keeps to send
-	// again on a retry; a stream that sends more before its first
-	// response commits (is no longer retried). Zero means
+	// again on a retry; a stream that sends more before its response
+	// headers commits (is no longer retried). Zero means
 	// DefaultMaxBufferedMessages.
 	MaxBufferedMessages int
 
@@ -217,11 +218,14 @@ func (c *Client) StreamClientInterceptor() grpc.StreamClientInterceptor {
 var noChannelRetry grpc.CallOption = grpc.MaxRetryRPCBufferSize(0)
 
 // callOptions returns opts with extra (noChannelRetry, or a no-op on a
-// channel without grpc-go's retries) and, if tr is not nil, a
-// grpc.Trailer for tr.
-func callOptions(opts []grpc.CallOption, extra grpc.CallOption, tr *metadata.MD) []grpc.CallOption {
+// channel without grpc-go's retries) and, for each of tr and hdr that is
+// not nil, a grpc.Trailer for tr and a grpc.Header for hdr.
+func callOptions(opts []grpc.CallOption, extra grpc.CallOption, tr, hdr *metadata.MD) []grpc.CallOption {
 	n := len(opts) + 1
 	if tr != nil {
+		n++
+	}
+	if hdr != nil {
 		n++
 	}
 	out := make([]grpc.CallOption, len(opts), n)
@@ -229,6 +233,9 @@ func callOptions(opts []grpc.CallOption, extra grpc.CallOption, tr *metadata.MD)
 	out = append(out, extra)
 	if tr != nil {
 		out = append(out, grpc.Trailer(tr))
+	}
+	if hdr != nil {
+		out = append(out, grpc.Header(hdr))
 	}
 	return out
 }
@@ -288,31 +295,33 @@ type unaryCall struct {
 	sent    int  // requests sent so far
 	retries bool // the call may be sent more than once: send RetriesKey
 	tr      metadata.MD
-	optBuf  [4]grpc.CallOption // the attempt's call options, when few
+	hdr     metadata.MD        // the attempt's response headers, nil if none came
+	optBuf  [5]grpc.CallOption // the attempt's call options, when few
 }
 
 // attempt makes one attempt of the retry loop under actx, the attempt's
 // context.
 func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
-	u.tr = nil
-	err := u.send(actx, u.sent, u.reply, &u.tr)
+	u.tr, u.hdr = nil, nil
+	err := u.send(actx, u.sent, u.reply, &u.tr, &u.hdr)
 	u.sent++
 	if err == nil {
 		return struct{}{}, nil
 	}
-	return struct{}{}, u.c.judge(u.ctx, actx, err, u.tr)
+	return struct{}{}, committed(u.c.judge(u.ctx, actx, err, u.tr), u.hdr)
 }
 
 // send sends the request for the attempt that has previous requests
-// before it, filling reply and the trailer tr.
-func (u *unaryCall) send(actx context.Context, previous int, reply any, tr *metadata.MD) error {
+// before it, filling reply, the trailer tr and the response headers hdr
+// (left nil when the server answered with trailers only).
+func (u *unaryCall) send(actx context.Context, previous int, reply any, tr, hdr *metadata.MD) error {
 	var opts []grpc.CallOption
-	if len(u.opts)+2 <= len(u.optBuf) && tr == &u.tr {
+	if len(u.opts)+3 <= len(u.optBuf) && tr == &u.tr {
 		// The unhedged call's attempts run one at a time: one buffer
 		// serves them all.
-		opts = append(append(u.optBuf[:0], u.opts...), u.extra, grpc.Trailer(tr))
+		opts = append(append(u.optBuf[:0], u.opts...), u.extra, grpc.Trailer(tr), grpc.Header(hdr))
 	} else {
-		opts = callOptions(u.opts, u.extra, tr)
+		opts = callOptions(u.opts, u.extra, tr, hdr)
 	}
 	return u.invoker(u.c.outgoing(actx, u.retries, previous), u.method, u.req, reply, u.cc, opts...)
 }

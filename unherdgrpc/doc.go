@@ -35,11 +35,17 @@
 // unherdotel.Metrics.GRPCObserver set as retry.Config.Observer records
 // gRFC A96's per-call retry metrics.
 //
-// Streams are retried only until their first response message arrives,
-// A6's commit point: until then the messages sent (up to
-// Config.MaxBufferedMessages and MaxBufferedBytes) are kept and sent
-// again on the next attempt; after it, or past the limits, a failure goes
-// to the caller as it is.
+// A call is committed, and never retried again, once its response
+// headers arrive, as A6 says ("the RPC is committed" when "the client
+// receives Response-Headers"): a server that sent its headers, or its
+// first message, and then failed has handed the caller state that a
+// retry cannot take back. A status sent in trailers only (a failure
+// before anything else) leaves the call open. Until the commit a stream
+// keeps the messages sent (up to Config.MaxBufferedMessages and
+// MaxBufferedBytes) and sends them again on the next attempt; after it,
+// or past the limits, a failure goes to the caller as it is. A stream's
+// Header waits for the headers, commits when they come, and retries an
+// attempt that ended without them, as grpc-go's own retries do.
 //
 // # Hedging
 //

@@ -58,8 +58,8 @@ func (h *hedgedCall) attempt(actx context.Context) (proto.Message, error) {
 func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 	previous := int(h.sent.Add(1)) - 1
 	reply := h.proto.ProtoReflect().New().Interface()
-	var tr metadata.MD
-	err := h.u.send(hctx, previous, reply, &tr)
+	var tr, hdr metadata.MD
+	err := h.u.send(hctx, previous, reply, &tr, &hdr)
 	if err == nil {
 		return reply, nil
 	}
@@ -67,5 +67,5 @@ func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 	// DoFirstSuccess, as is every failure while another request runs.
 	// judge asks actx, not hctx, whether the attempt's own timeout
 	// expired: hctx also ends when another request wins.
-	return nil, h.u.c.judge(h.u.ctx, actx, err, tr)
+	return nil, committed(h.u.c.judge(h.u.ctx, actx, err, tr), hdr)
 }

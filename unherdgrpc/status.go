@@ -154,6 +154,18 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 	return mark(out, class)
 }
 
+// committed marks the judged error of an attempt that received response
+// headers (hdr not nil) as the end of the call: A6 commits an RPC when
+// its client receives Response-Headers, and a committed RPC is never
+// retried. The class stays, so budgets and guards count the failure as
+// what it is. An attempt answered with trailers only has no headers.
+func committed(judged error, hdr metadata.MD) error {
+	if hdr == nil {
+		return judged
+	}
+	return retry.MarkFinal(judged)
+}
+
 // class is the class of a status code: Config.Codes, then DefaultCodes.
 func (c *Client) class(code codes.Code) retry.Class {
 	if cl, ok := c.codes[code]; ok {

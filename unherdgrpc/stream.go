@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/retry"
@@ -34,8 +35,8 @@ func (c *Client) stream(extra grpc.CallOption) grpc.StreamClientInterceptor {
 	}
 }
 
-// clientStream is a stream retried until its first response message
-// arrives (the commit point): until then every message sent is kept, up
+// clientStream is a stream retried until its response headers or first
+// message arrive (the commit point, A6): until then every message sent is kept, up
 // to the Client's limits, and sent again on a new attempt after a
 // retryable failure. Once committed it is the attempt's own stream.
 // RecvMsg makes the retries, the wait between attempts included, so a
@@ -64,6 +65,7 @@ type clientStream struct {
 	sent      []any // messages to send again, until the commit
 	size      int   // their encoded size, for protocol buffers
 	attempts  int
+	ended     error // how the call ended, when Header saw it end: RecvMsg returns it
 }
 
 // next starts the next attempt, waiting for it if the call's Decision
@@ -78,7 +80,7 @@ func (s *clientStream) next() error {
 		if t := s.attemptTimeout(); t > 0 {
 			s.timer = time.AfterFunc(t, func() { cancel(retry.ErrAttemptTimeout) })
 		}
-		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, s.extra, nil)...)
+		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, s.extra, nil, nil)...)
 		s.attempts++
 		if err == nil {
 			s.cur = cs
@@ -186,11 +188,17 @@ func (s *clientStream) SendMsg(m any) error {
 
 // RecvMsg receives the next message. Until the commit, a failed attempt
 // is retried by the Client's policy, with the buffered messages sent
-// again; the first message received (or the stream's clean end) commits.
+// again; the first message received, the stream's clean end or the
+// response headers commit (an attempt that failed after its headers is
+// not retried: A6 commits an RPC when its client receives them).
 func (s *clientStream) RecvMsg(m any) error {
 	s.mu.Lock()
 	for {
 		cs, committed := s.cur, s.committed
+		if ended := s.ended; ended != nil {
+			s.mu.Unlock()
+			return ended
+		}
 		if committed {
 			s.mu.Unlock()
 			err := cs.RecvMsg(m)
@@ -203,7 +211,7 @@ func (s *clientStream) RecvMsg(m any) error {
 		err := cs.RecvMsg(m)
 		s.mu.Lock()
 		if s.cur != cs {
-			continue // unreachable: only RecvMsg replaces the attempt
+			continue // another goroutine's Header retried the attempt
 		}
 		if err == nil || err == io.EOF {
 			s.commit()
@@ -215,19 +223,38 @@ func (s *clientStream) RecvMsg(m any) error {
 			s.mu.Unlock()
 			return err
 		}
-		if ferr := s.failed(s.actx, err, cs); ferr != nil {
-			s.commit()
-			s.reported = true
+		if again, ferr := s.retryFailed(cs, err); !again {
 			s.mu.Unlock()
 			return ferr
 		}
-		if nerr := s.next(); nerr != nil {
-			s.commit()
-			s.reported = true
-			s.mu.Unlock()
-			return nerr
-		}
 	}
+}
+
+// retryFailed handles the failure err of the current attempt cs, under
+// mu: it reports whether a new attempt has started; if not, the stream
+// is committed and ferr is the error for the caller. An attempt that
+// received response headers is committed (A6) and its failure goes to
+// the caller as it is, as a committed stream's does.
+func (s *clientStream) retryFailed(cs grpc.ClientStream, err error) (again bool, ferr error) {
+	if hdr, _ := cs.Header(); hdr != nil {
+		// The stream is done, so Header does not wait.
+		s.commit()
+		s.mu.Unlock()
+		s.endCommitted(err)
+		s.mu.Lock()
+		return false, err
+	}
+	if ferr := s.failed(s.actx, err, cs); ferr != nil {
+		s.commit()
+		s.reported = true
+		return false, ferr
+	}
+	if nerr := s.next(); nerr != nil {
+		s.commit()
+		s.reported = true
+		return false, nerr
+	}
+	return true, nil
 }
 
 // reportedLocked reports, under mu, whether the call has heard how it
@@ -280,8 +307,49 @@ func (s *clientStream) current() grpc.ClientStream {
 	return s.cur
 }
 
-// Header returns the current attempt's header metadata.
-func (s *clientStream) Header() (metadata.MD, error) { return s.current().Header() }
+// Header returns the response headers, and commits the stream when
+// they arrive (A6). An attempt that ended without headers (a status in
+// trailers only) is retried here as RecvMsg would retry it, and Header
+// returns the next attempt's headers; when the retries end, it returns
+// nil and nil, and RecvMsg returns the call's error, as grpc-go's
+// ClientStream documents.
+func (s *clientStream) Header() (metadata.MD, error) {
+	s.mu.Lock()
+	for {
+		cs := s.cur
+		if s.committed {
+			s.mu.Unlock()
+			return cs.Header()
+		}
+		s.mu.Unlock()
+		md, err := cs.Header()
+		s.mu.Lock()
+		if s.cur != cs {
+			continue // another goroutine's RecvMsg retried the attempt
+		}
+		if md != nil || err != nil {
+			if md != nil {
+				s.commit()
+			}
+			s.mu.Unlock()
+			return md, err
+		}
+		// No headers and no error: the attempt has ended, with its status
+		// in the trailers. A failure is RecvMsg's to see; read it here.
+		rerr := cs.RecvMsg(new(emptypb.Empty))
+		if rerr == nil || rerr == io.EOF {
+			s.mu.Unlock()
+			return nil, nil // cannot happen: trailers only carry no message
+		}
+		if again, ferr := s.retryFailed(cs, rerr); !again {
+			// As grpc-go's Header: nil and nil, and RecvMsg reports how
+			// the call ended.
+			s.ended = ferr
+			s.mu.Unlock()
+			return nil, nil
+		}
+	}
+}
 
 // Trailer returns the current attempt's trailer metadata.
 func (s *clientStream) Trailer() metadata.MD { return s.current().Trailer() }

@@ -1,0 +1,223 @@
+package unherdgrpc_test
+
+// Conformance with gRFC A6, "gRPC Retry Design"
+// (https://github.com/grpc/proposal/blob/master/A6-client-retries.md):
+// scenarios ported from the proposal's text, from grpc-go's
+// test/retry_test.go and from grpc-java's hedging tests
+// (RetriableStreamTest), each test named after its source, run against a
+// real gRPC server on loopback TCP. Where unherd departs from a source on
+// purpose, the test asserts unherd's documented rule and says why.
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/unherd/unherd/unherdgrpc"
+)
+
+// step is what the scripted server does with one request, in the order
+// the requests arrive.
+type step struct {
+	header   bool          // send response headers before anything else
+	pushback []string      // grpc-retry-pushback-ms values for the trailer
+	stall    time.Duration // wait this long (or until the request ends) first
+	msgs     int           // stream: messages sent before the status
+	code     codes.Code
+}
+
+// script is a TestService that answers the n-th request by its n-th step
+// (OK once the steps run out) and records when each request arrived and
+// whether it ended cancelled.
+type script struct {
+	testpb.UnimplementedTestServiceServer
+	start time.Time
+
+	mu        sync.Mutex
+	steps     []step
+	arrivals  []time.Duration
+	cancelled int
+}
+
+func newScript(steps ...step) *script { return &script{start: time.Now(), steps: steps} }
+
+func (s *script) next() step {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.arrivals)
+	s.arrivals = append(s.arrivals, time.Since(s.start))
+	if n < len(s.steps) {
+		return s.steps[n]
+	}
+	return step{}
+}
+
+func (s *script) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.arrivals)
+}
+
+func (s *script) times() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.arrivals...)
+}
+
+func (s *script) cancels() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancelled
+}
+
+// run plays st on a request whose context is ctx; send sends a stream
+// message (nil for a unary call).
+func (s *script) run(ctx context.Context, st step, sendHeader func(metadata.MD) error, send func() error) error {
+	if st.header {
+		if err := sendHeader(metadata.Pairs("a6-test", "header")); err != nil {
+			return err
+		}
+	}
+	if st.stall > 0 {
+		t := time.NewTimer(st.stall)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.cancelled++
+			s.mu.Unlock()
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	for range st.msgs {
+		if err := send(); err != nil {
+			return err
+		}
+	}
+	if len(st.pushback) != 0 {
+		_ = grpc.SetTrailer(ctx, metadata.MD{unherdgrpc.PushbackKey: st.pushback})
+	}
+	if st.code != codes.OK {
+		return status.Error(st.code, "scripted "+st.code.String())
+	}
+	return nil
+}
+
+func (s *script) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	st := s.next()
+	err := s.run(ctx, st, func(md metadata.MD) error { return grpc.SendHeader(ctx, md) }, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &testpb.SimpleResponse{}, nil
+}
+
+func (s *script) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+	st := s.next()
+	return s.run(stream.Context(), st, stream.SendHeader, func() error { return stream.Send(&testpb.StreamingOutputCallResponse{}) })
+}
+
+// a6Client converts a service config's methodConfig (and retryThrottling)
+// and returns a client of s over loopback TCP.
+func a6Client(t *testing.T, s *script, methodConfig, throttling string) testpb.TestServiceClient {
+	t.Helper()
+	cfg, err := unherdgrpc.ParseMethodConfig([]byte(methodConfig), []byte(throttling))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := unherdgrpc.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testpb.NewTestServiceClient(serve(t, s, true, nil, c.DialOptions()...))
+}
+
+// bounded returns a context that ends after a generous bound, so that a
+// hang fails the test instead of stalling it.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// retry4 is grpc-go's retry_test.go policy: 4 attempts, 10 ms apart.
+const retry4 = `{"retryPolicy":{"maxAttempts":4,"initialBackoff":".01s","maxBackoff":".01s","backoffMultiplier":1.0,"retryableStatusCodes":["UNAVAILABLE"]}}`
+
+// A6, "When Retries are Valid": "An RPC becomes committed [when] the
+// client receives Response-Headers". grpc-go's TestRetryStreaming case
+// "No retry after header", for a unary call and for a stream whose
+// caller never asks for the headers.
+func TestA6CommitOnResponseHeaders(t *testing.T) {
+	t.Run("unary", func(t *testing.T) {
+		s := newScript(step{header: true, code: codes.Unavailable})
+		_, err := a6Client(t, s, retry4, "").UnaryCall(bounded(t), &testpb.SimpleRequest{})
+		if status.Code(err) != codes.Unavailable || s.count() != 1 {
+			t.Fatalf("err %v after %d requests; want UNAVAILABLE after 1 (committed by the headers)", err, s.count())
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		s := newScript(step{header: true, code: codes.Unavailable})
+		stream, err := a6Client(t, s, retry4, "").StreamingOutputCall(bounded(t), &testpb.StreamingOutputCallRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = stream.Recv()
+		if status.Code(err) != codes.Unavailable || s.count() != 1 {
+			t.Fatalf("err %v after %d requests; want UNAVAILABLE after 1 (committed by the headers)", err, s.count())
+		}
+	})
+	t.Run("trailers-only is not committed", func(t *testing.T) {
+		s := newScript(step{code: codes.Unavailable}, step{code: codes.Unavailable})
+		_, err := a6Client(t, s, retry4, "").UnaryCall(bounded(t), &testpb.SimpleRequest{})
+		if err != nil || s.count() != 3 {
+			t.Fatalf("err %v after %d requests; want success after 3", err, s.count())
+		}
+	})
+}
+
+// grpc-go TestRetryStreaming, "No retry after header": the caller reads
+// the headers, then the stream fails: one attempt.
+func TestGRPCGoRetryStreamingNoRetryAfterHeader(t *testing.T) {
+	s := newScript(step{header: true, code: codes.Unavailable})
+	stream, err := a6Client(t, s, retry4, "").StreamingOutputCall(bounded(t), &testpb.StreamingOutputCallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Header(); err != nil {
+		t.Fatalf("Header: %v", err)
+	}
+	_, err = stream.Recv()
+	if status.Code(err) != codes.Unavailable || s.count() != 1 {
+		t.Fatalf("err %v after %d requests; want UNAVAILABLE after 1", err, s.count())
+	}
+}
+
+// grpc-go TestRetryStreaming, "Retry via ClientStream.Header()": asking
+// for the headers of an attempt that failed (trailers only) retries it,
+// and the headers are the next attempt's.
+func TestGRPCGoRetryStreamingRetryViaHeader(t *testing.T) {
+	s := newScript(step{code: codes.Unavailable}, step{header: true, msgs: 1})
+	stream, err := a6Client(t, s, retry4, "").StreamingOutputCall(bounded(t), &testpb.StreamingOutputCallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := stream.Header()
+	if err != nil || len(md.Get("a6-test")) != 1 {
+		t.Fatalf("Header = %v, %v; want the second attempt's headers", md, err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatalf("Recv: %v", err)
+	}
+	if _, err := stream.Recv(); err != io.EOF || s.count() != 2 {
+		t.Fatalf("Recv = %v after %d requests; want io.EOF after 2", err, s.count())
+	}
+}

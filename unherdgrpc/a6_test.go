@@ -66,18 +66,6 @@ func (s *script) count() int {
 	return len(s.arrivals)
 }
 
-func (s *script) times() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.arrivals...)
-}
-
-func (s *script) cancels() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cancelled
-}
-
 // run plays st on a request whose context is ctx; send sends a stream
 // message (nil for a unary call).
 func (s *script) run(ctx context.Context, st step, sendHeader func(metadata.MD) error, send func() error) error {

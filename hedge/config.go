@@ -69,6 +69,11 @@ type Config struct {
 	// the Quantile of recent latencies, bounded by MinDelay and MaxDelay.
 	Delay time.Duration
 
+	// NoDelay starts every hedge at once, with the primary, instead of
+	// one delay apart: gRPC's hedgingDelay of "0s" (proposal A6). It
+	// needs Delay zero, which otherwise means the adaptive delay.
+	NoDelay bool
+
 	// Quantile is the latency quantile the adaptive delay tracks, in
 	// (0, 1). Zero means DefaultQuantile (0.95).
 	Quantile float64
@@ -123,7 +128,9 @@ type Config struct {
 	// call open: the next hedge starts at once instead of after the delay
 	// (gRPC's nonFatalStatusCodes, proposal A6), and the call fails only
 	// when no attempt is left. Any other error settles the call at once
-	// and cancels the other attempts. Nil means every error is fatal.
+	// and cancels the other attempts, in Do and DoFirstSuccess alike.
+	// Nil means every error is fatal to Do; DoFirstSuccess then waits
+	// for the other attempts instead (see DoFirstSuccess).
 	NonFatal func(error) bool
 
 	// MinWinShare is the share of hedges that must win (answer before the
@@ -161,6 +168,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Delay < 0:
 		return fmt.Errorf("%w: Delay %v is negative; use 0 for the adaptive delay", ErrInvalidConfig, c.Delay)
+	case c.NoDelay && c.Delay != 0:
+		return fmt.Errorf("%w: NoDelay with Delay %v: a hedge cannot start both at once and after a delay", ErrInvalidConfig, c.Delay)
 	case c.Quantile != 0 && !(c.Quantile > 0 && c.Quantile < 1): // also rejects NaN
 		return fmt.Errorf("%w: Quantile %v is outside (0, 1)", ErrInvalidConfig, c.Quantile)
 	case c.MinDelay < 0:

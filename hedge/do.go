@@ -35,7 +35,10 @@ import (
 // arrive. If the caller's context ends, every attempt's context ends with
 // it and no error counts as non-fatal any more: the first attempt to fail
 // settles the call with its own error (usually ctx.Err()), and if Do is
-// waiting on hedges alone it returns context.Cause(ctx) at once.
+// waiting on hedges alone it returns context.Cause(ctx) at once. An
+// error can steer the hedges to come: one that carries [WithPushback]
+// delays the next hedge or stops them all, and one marked by [MarkFatal]
+// settles the call whatever Config.NonFatal says.
 //
 // Lifetimes: Do returns only once the attempts it runs on the caller's
 // goroutine have returned (the primary, and any attempt that a non-fatal
@@ -59,15 +62,19 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 }
 
 // DoFirstSuccess hedges like [Do] but waits for the first success: a
-// failure settles the call only when no other attempt is running. An
-// attempt that fails while another is still running drops its error
-// (whatever Config.NonFatal says) and the call waits for the others, and
-// the hedges not yet started still start on time. The first success
-// settles the call at once;
-// if every attempt fails, the last failure is handled as Do handles any
-// failure (a fatal one settles the call with its error, a non-fatal one
-// starts the next hedge at once), so the error returned is the last
-// failure's. Once the caller's context has ended, failures no longer
+// failure settles the call only when no other attempt is running. With
+// Config.NonFatal nil, an attempt that fails while another is still
+// running drops its error and the call waits for the others, and the
+// hedges not yet started still start on time. The first success settles
+// the call at once; if every attempt fails, the last failure is handled
+// as Do handles any failure (it settles the call with its error), so the
+// error returned is the last failure's. With Config.NonFatal set,
+// DoFirstSuccess follows Do's rule, which NonFatal then states in full:
+// a fatal error settles the call at once and cancels the others (gRPC's
+// hedging, proposal A6), a non-fatal one starts the next hedge at once.
+// An error marked by MarkFatal settles the call at once either way, and
+// one that carries WithPushback delays or stops the hedges to come
+// either way. Once the caller's context has ended, failures no longer
 // wait. An attempt counts as running from the moment Do starts it, so a
 // failure cannot settle the call while a hedge it has just started is
 // about to run.
@@ -181,11 +188,13 @@ type call[T any] struct {
 	mu       sync.Mutex
 	started  int  // attempts started, the primary included
 	running  int  // attempts started and not yet delivered
-	closed   bool // the budget refused a hedge: start no more
+	closed   bool // the budget refused a hedge, or a pushback said stop: start no more
+	pending  bool // a pushback armed the timer: the next hedge is still to come
 	settled  bool
 	winner   int // attempt that settled the call, -1 if none did
 	v        T
 	err      error
+	lastErr  error              // the last failure delivered, for a call a pending hedge kept open
 	attempts []*lazyctx.Context // the attempts' contexts, by attempt
 	done     chan struct{}      // closed on settling; made with the first hedge
 }
@@ -220,16 +229,49 @@ func (c *call[T]) rearm() {
 func (c *call[T]) reset() {
 	var zero T
 	clear(c.attempts)
-	c.parent, c.fn, c.cleanup, c.v, c.err = nil, nil, nil, zero, nil
+	c.parent, c.fn, c.cleanup, c.v, c.err, c.lastErr = nil, nil, nil, zero, nil, nil
 	c.attempts = c.attempts[:0]
 	c.started, c.running, c.closed, c.settled, c.winner, c.done = 0, 0, false, false, 0, nil
+	c.pending = false
 	c.failuresWait = false
 }
 
-// open reports whether err leaves the call open (it is non-fatal and the
-// caller is still waiting).
+// open reports whether err leaves the call open (it is non-fatal, not
+// marked by MarkFatal, and the caller is still waiting).
 func (c *call[T]) open(err error) bool {
-	return c.h.isNonFatal(err) && c.parent.Err() == nil
+	return c.h.isNonFatal(err) && c.parent.Err() == nil && !isFatal(err)
+}
+
+// dropped reports whether DoFirstSuccess drops err, a failure while
+// another attempt runs: only without Config.NonFatal, and never a
+// failure marked by MarkFatal.
+func (c *call[T]) dropped(err error) bool {
+	return c.failuresWait && c.h.nonFatal == nil && c.running > 0 && c.parent.Err() == nil && !isFatal(err)
+}
+
+// pushback applies a pushback that err carries, with c.mu held: a
+// negative one starts no more hedges; another arms the timer for the
+// next hedge that long from now, and keeps the call open until it
+// starts. It reports whether the next hedge now waits for the timer.
+func (c *call[T]) pushback(err error) (waits bool) {
+	d, ok := pushbackOf(err)
+	if !ok || c.parent.Err() != nil {
+		return false
+	}
+	if d < 0 {
+		c.closed, c.pending = true, false
+		c.timer.Stop()
+		return false
+	}
+	if c.closed || c.started > c.h.maxHedges {
+		return false
+	}
+	c.pending = true
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	c.timer.Reset(d)
+	return true
 }
 
 // fire runs on the timer's goroutine when a delay passes with no answer:
@@ -239,7 +281,19 @@ func (c *call[T]) fire() {
 	if ctx, i, ok := c.startNext(); ok {
 		c.observeStart(i)
 		c.run(ctx, i)
+		return
 	}
+	// A pushback kept the call open for this hedge, which did not start
+	// (the budget refused it): with nothing running, the last failure
+	// settles the call.
+	c.mu.Lock()
+	if c.pending && !c.settled && c.running == 0 {
+		var zero T
+		c.settle(-1, zero, c.lastErr)
+		return
+	}
+	c.pending = false
+	c.mu.Unlock()
 }
 
 // run runs attempt i and whatever attempts its non-fatal failures start at
@@ -271,17 +325,27 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 	c.mu.Lock()
 	if !admitted {
 		c.closed = true
+		if c.pending && !c.settled && c.running == 0 {
+			// The hedge a pushback kept the call open for will not
+			// start: with nothing running, the last failure settles it.
+			var zero T
+			c.settle(-1, zero, c.lastErr)
+			return nil, 0, false
+		}
+		c.pending = false
 		c.mu.Unlock()
 		return nil, 0, false
 	}
-	if c.settled || c.started > c.h.maxHedges {
-		// Lost a race with another start or the end: the hedge paid for
-		// will not run, so its cost goes back (outside the lock).
+	if c.settled || c.closed || c.started > c.h.maxHedges {
+		// Lost a race with another start, the end or a pushback that
+		// stopped the hedges: the hedge paid for will not run, so its
+		// cost goes back (outside the lock).
 		c.mu.Unlock()
 		c.h.Refund()
 		return nil, 0, false
 	}
 	defer c.mu.Unlock()
+	c.pending = false
 	i := c.started
 	c.started++
 	c.running++
@@ -312,12 +376,23 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 		}
 		return nil, 0, false
 	}
-	if err != nil && c.failuresWait && c.running > 0 && c.parent.Err() == nil {
+	var waits bool
+	if err != nil {
+		c.lastErr = err
+		waits = c.pushback(err)
+	}
+	if err != nil && c.dropped(err) {
 		c.mu.Unlock()
 		return nil, 0, false
 	}
 	if err == nil || !c.open(err) {
 		c.settle(i, v, err)
+		return nil, 0, false
+	}
+	if waits {
+		// A pushback set when the next hedge starts; the timer starts
+		// it, or fire settles the call if it may not.
+		c.mu.Unlock()
 		return nil, 0, false
 	}
 	c.mu.Unlock()
@@ -326,7 +401,7 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 		return ctx, j, true
 	}
 	c.mu.Lock()
-	if !c.settled && c.running == 0 {
+	if !c.settled && c.running == 0 && !c.pending {
 		var zero T
 		c.settle(-1, zero, err)
 		return nil, 0, false

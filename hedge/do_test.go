@@ -121,18 +121,57 @@ func TestDo(t *testing.T) {
 			outcomes: []outcome{{after: 3 * ms, err: errBoom}, {after: 5 * ms, value: 2}},
 			wantErr:  errBoom, wantAt: 3 * ms, started: map[int]time.Duration{0: 0},
 		},
+		// With NonFatal set, DoFirstSuccess follows Do's rule (gRPC's
+		// hedging, proposal A6): a non-fatal error starts the next hedge at
+		// once, and a fatal one settles the call at once.
 		{
-			name: "failures wait: a non-fatal error while another runs starts no hedge", wait: true,
+			name: "failures wait, NonFatal set: a non-fatal error while another runs starts the next hedge at once", wait: true,
 			cfg: Config{NonFatal: nonFatal, MaxHedges: 2}, allow: -1,
 			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 2 * ms, err: errA}, {after: 5 * ms, value: 3}},
-			want:     3, wantAt: 25 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 20 * ms},
+			want:     3, wantAt: 17 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 12 * ms},
 			lost: []int{0}, withdrawn: 2,
 		},
 		{
-			name: "failures wait: a non-fatal last failure starts the next hedge at once", wait: true,
+			name: "failures wait, NonFatal set: a non-fatal failure starts the next hedge at once", wait: true,
 			cfg: Config{NonFatal: nonFatal, MaxHedges: 2}, allow: -1,
 			outcomes: []outcome{{after: 15 * ms, err: errA}, {after: 7 * ms, err: errB}, {after: 3 * ms, value: 3}},
-			want:     3, wantAt: 20 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 17 * ms}, withdrawn: 2,
+			want:     3, wantAt: 18 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 15 * ms}, withdrawn: 2,
+		},
+		{
+			name: "failures wait, NonFatal set: a fatal error while another runs settles the call", wait: true,
+			cfg: Config{NonFatal: func(err error) bool { return err == errA }, MaxHedges: 2}, allow: -1,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 2 * ms, err: errBoom}, {after: 5 * ms, value: 3}},
+			wantErr:  errBoom, wantAt: 12 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms},
+			lost: []int{0}, withdrawn: 1,
+		},
+		{
+			name: "failures wait: an error marked fatal while another runs settles the call", wait: true, allow: -1,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 2 * ms, err: MarkFatal(errBoom)}},
+			wantErr:  errBoom, wantAt: 12 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms},
+			lost: []int{0}, withdrawn: 1,
+		},
+		{
+			name: "failures wait: a negative pushback while another runs stops the hedges", wait: true,
+			cfg: Config{MaxHedges: 2}, allow: -1,
+			outcomes: []outcome{{after: 30 * ms, value: 1}, {after: 2 * ms, err: WithPushback(errA, -1)}, {after: 1 * ms, value: 3}},
+			want:     1, wantAt: 30 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms}, withdrawn: 1,
+		},
+		{
+			name: "a pushback delays the next hedge, and the one after follows a delay later", cfg: Config{NonFatal: nonFatal, MaxHedges: 3}, allow: -1,
+			outcomes: []outcome{{after: 5 * ms, err: WithPushback(errA, 20*ms)}, {after: 100 * ms, value: 2}, {after: 2 * ms, value: 3}},
+			want:     3, wantAt: 37 * ms, started: map[int]time.Duration{0: 0, 1: 25 * ms, 2: 35 * ms},
+			lost: []int{1}, withdrawn: 2,
+		},
+		{
+			name: "NoDelay starts every hedge at once", cfg: Config{NoDelay: true, MaxHedges: 2}, allow: -1,
+			outcomes: []outcome{{after: 30 * ms, value: 1}, {after: 20 * ms, value: 2}, {after: 10 * ms, value: 3}},
+			want:     3, wantAt: 10 * ms, started: map[int]time.Duration{0: 0, 1: 0, 2: 0},
+			lost: []int{0, 1}, withdrawn: 2,
+		},
+		{
+			name: "a pushback the budget refuses settles with the last failure", cfg: Config{NonFatal: nonFatal}, allow: 0,
+			outcomes: []outcome{{after: 5 * ms, err: WithPushback(errA, 20*ms)}, {after: 1 * ms, value: 2}},
+			wantErr:  errA, wantAt: 25 * ms, started: map[int]time.Duration{0: 0},
 		},
 	}
 	for _, tc := range tests {
@@ -140,7 +179,7 @@ func TestDo(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := &fakeBudget{allow: tc.allow}
 				cfg := tc.cfg
-				if cfg.Delay == 0 {
+				if cfg.Delay == 0 && !cfg.NoDelay {
 					cfg.Delay = 10 * ms
 				}
 				cfg.Budget = b

@@ -104,7 +104,7 @@ func New(cfg Config) (*Hedger, error) {
 	if h.maxDelay > 0 {
 		h.ceiling = h.maxDelay
 	}
-	if h.fixed == 0 {
+	if h.fixed == 0 && !cfg.NoDelay {
 		q := cmp.Or(cfg.Quantile, DefaultQuantile)
 		est, err := quantile.New(quantile.Config{Window: cfg.Window, Quantiles: []float64{q}})
 		if err != nil {

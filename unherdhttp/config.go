@@ -126,9 +126,10 @@ type Config struct {
 	// success wins; a failed request (a failure status or a transport
 	// error) waits for the others, and only when all have failed does the
 	// last failure go to the retry loop. The losers are cancelled and their
-	// responses, if any, drained and closed. The hedger's Config.NonFatal
-	// applies only to that last failure: if it says non-fatal, the next
-	// hedge starts at once. Only requests that may be repeated (see the
+	// responses, if any, drained and closed. A hedger with
+	// Config.NonFatal set follows its rule instead: a fatal failure
+	// settles the attempt at once, a non-fatal one starts the next hedge
+	// at once (see hedge.DoFirstSuccess). Only requests that may be repeated (see the
 	// package doc) and whose method is in HedgeMethods are hedged; their
 	// GetBody must be safe to call from several goroutines at once, as
 	// http.NewRequest's is. One Hedger may serve several Transports. Nil

@@ -140,8 +140,10 @@
 // failed, the last failure is the attempt's, and the retry loop judges it
 // as usual. A primary that fails before its hedge delay so ends the
 // attempt at once, and the retry loop's backoff, not a hedge, follows.
-// The hedger's Config.NonFatal only matters for that last failure: one it
-// calls non-fatal starts the next hedge at once, as in package hedge.
+// A hedger with Config.NonFatal set follows package hedge's rule
+// instead: a failure it calls fatal settles the attempt at once and
+// cancels the others, one it calls non-fatal starts the next hedge at
+// once (see hedge.DoFirstSuccess).
 // Failures are never fed to the hedger's latency estimator. The losing
 // requests are cancelled, and every response that does not go back is
 // drained and closed. A hedge draws on the hedger's budget, not the retry

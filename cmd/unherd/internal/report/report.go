@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -75,7 +77,7 @@ func Write(dir string, h Header, entries []Entry) ([]string, error) {
 		}
 	}
 	path := filepath.Join(dir, "report.md")
-	if err := os.WriteFile(path, md.Bytes(), 0o644); err != nil {
+	if err := create(dir, "report.md", md.Bytes()); err != nil {
 		return files, err
 	}
 	return append([]string{path}, files...), nil
@@ -143,12 +145,49 @@ func section(md *bytes.Buffer, dir string, e Entry) ([]string, error) {
 }
 
 func writeFile(dir, name string, data []byte, files *[]string) error {
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := create(dir, name, data); err != nil {
 		return err
 	}
-	*files = append(*files, path)
+	*files = append(*files, filepath.Join(dir, name))
 	return nil
+}
+
+// ErrLink is wrapped by the error Write returns when a file it would write
+// is a symbolic link: the report never writes through one, which could
+// overwrite a file outside its folder.
+var ErrLink = errors.New("report: the output file is a symbolic link; remove it or choose another --out folder")
+
+// create writes data to the file name in dir, replacing a regular file
+// but never writing through a link: the data goes to a new file in dir,
+// which then takes the name's place, so a link planted under the name is
+// replaced, not followed, and no path leaves dir (os.Root).
+func create(dir, name string, data []byte) (err error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if fi, err := root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s", ErrLink, filepath.Join(dir, name))
+	}
+	tmp := fmt.Sprintf(".%s.%d.tmp", name, os.Getpid())
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
 }
 
 // writeParams writes the parameters as a two-column table, sorted by name.

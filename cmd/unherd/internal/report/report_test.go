@@ -78,3 +78,28 @@ func TestSafeName(t *testing.T) {
 		t.Error("unsafe characters kept")
 	}
 }
+
+// A link planted in the output folder under a name the report writes is
+// never written through: Write fails with ErrLink and the link's target
+// keeps its content.
+func TestWriteRefusesLinks(t *testing.T) {
+	for _, name := range []string{"report.md", "fake.csv", "fake-calls.svg"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			victim := filepath.Join(t.TempDir(), "victim")
+			if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(victim, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Write(dir, Header{Seed: 7, Command: "unherd report --seed 7"}, entries())
+			if !errors.Is(err, ErrLink) {
+				t.Errorf("Write with %s a link: %v, want ErrLink", name, err)
+			}
+			if got, err := os.ReadFile(victim); err != nil || string(got) != "precious" {
+				t.Errorf("the link's target holds %q, %v; want it untouched", got, err)
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@
 // Most users take the Redis ledger of package unherdredis, which runs
 // this package's Budget over a [Transport] on Redis:
 //
-//	b, err := unherdredis.NewBudget(rdb, "payments", fleet.Config{})
+//	b, err := unherdredis.NewBudget(rdb, "payments", unherdredis.BudgetConfig{})
 //	defer b.Close()
 //	cfg := retry.Config{Budget: b}
 //
@@ -33,6 +33,21 @@
 // through Config.OnState and [Budget.State], and returns to the shared
 // budget at the first sync that succeeds. No Withdraw or Record ever
 // waits for the ledger.
+//
+// What an operator sizes and watches: the sync interval (Config.Interval,
+// 1 s with 10% jitter; a process whose lease runs low syncs early, at most
+// ten times an interval), which sets how stale each process's view of the
+// fleet may be; the sync timeout (200 ms), after which a process counts
+// the ledger as unreachable; the largest lease (Config.MaxLease), which
+// bounds what one process can spend between syncs; and the ledger's own
+// client timeouts (for Redis, the client's dial, read and write timeouts,
+// which should be no longer than the sync timeout, and which Close waits
+// for). The ledger keeps a window and one lease record per process, each
+// expiring two windows after its last sync. Watch Budget.State (or
+// Config.OnState): a fleet in fallback is bounded per process, not as a
+// fleet. While the ledger is unreachable, admitted retries can rise above
+// the fleet's share for a few seconds at the fall-back and at the return
+// (a known limit, tracked as an open issue).
 //
 // [Budget.Report] and [Budget.Settle] split a sync into its two halves
 // for drivers that carry the round trip themselves, such as the

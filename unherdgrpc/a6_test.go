@@ -13,6 +13,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -207,5 +208,52 @@ func TestGRPCGoRetryStreamingRetryViaHeader(t *testing.T) {
 	}
 	if _, err := stream.Recv(); err != io.EOF || s.count() != 2 {
 		t.Fatalf("Recv = %v after %d requests; want io.EOF after 2", err, s.count())
+	}
+}
+
+// gRFC A6, "Hedging Policy": without retryThrottling no throttling
+// applies, so a converted hedgingPolicy sends every hedge maxAttempts
+// allows, hedgingDelay apart, even from a client that has never sent a
+// request; a hedgingDelay of "0s", or none, sends them all at once.
+func TestA6HedgingWithoutThrottling(t *testing.T) {
+	for _, tc := range []struct {
+		name, delay string
+		wantBy      time.Duration // all three requests sent by then
+	}{
+		{"hedgingDelay 20ms", `,"hedgingDelay":"0.02s"`, 40 * time.Millisecond},
+		{"hedgingDelay 0s", `,"hedgingDelay":"0s"`, 0},
+		{"hedgingDelay absent", ``, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg, err := unherdgrpc.ParseMethodConfig([]byte(`{"hedgingPolicy":{"maxAttempts":3`+tc.delay+`}}`), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := &hedgeServer{primary: fault{untilDone: true}, hedged: fault{untilDone: true}}
+				c := newClient(t, cfg)
+				cc := serve(t, s, false, nil, c.DialOptions()...)
+				start := time.Now()
+				sent := make(chan time.Duration, 1)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				go func() {
+					for s.count() < 3 && ctx.Err() == nil {
+						time.Sleep(time.Millisecond)
+					}
+					sent <- time.Since(start)
+				}()
+				if _, err := unary(ctx, cc); status.Code(err) != codes.DeadlineExceeded {
+					t.Errorf("call ended with %v, want DEADLINE_EXCEEDED (every replica stalls)", err)
+				}
+				sentBy := <-sent // in the bubble: a deadlock fails the test
+				if got := s.count(); got != 3 {
+					t.Fatalf("%d requests, want 3 (the primary and 2 hedges)", got)
+				}
+				if sentBy > tc.wantBy+time.Millisecond {
+					t.Errorf("the third request was sent after %v, want by %v", sentBy, tc.wantBy)
+				}
+			})
+		})
 	}
 }

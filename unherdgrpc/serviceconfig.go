@@ -81,14 +81,15 @@ type a6Throttling struct {
 // A hedgingPolicy becomes Config.Hedge, with one attempt per hedge and no
 // retries (Retry.MaxAttempts 1), as in A6: maxAttempts, at least 2 and
 // treated as 5 above it, counts the original request, so it is
-// hedge.Config.MaxHedges+1; hedgingDelay, which must be positive (unherd
-// starts hedges one delay apart, and a zero hedge.Config.Delay would mean
-// its adaptive delay instead), is hedge.Config.Delay; nonFatalStatusCodes
-// is hedge.Config.NonFatal.
+// hedge.Config.MaxHedges+1; a positive hedgingDelay is hedge.Config.Delay,
+// and "0s" or none (A6's default) is hedge.Config.NoDelay, every hedge
+// sent at once; nonFatalStatusCodes is hedge.Config.NonFatal.
 //
 // retryThrottling becomes a budget.GRPC, A6's own token bucket, shared by
-// retries and hedges as in A6; without it, the Config keeps unherd's
-// default budgets. A6 applies one such bucket to a whole server name:
+// retries and hedges as in A6. Without it A6 throttles nothing: a
+// converted hedgingPolicy sends every hedge it allows (budget.Unlimited,
+// and no suspension of hedges that do not win), and a retryPolicy keeps
+// unherd's default retry budget. A6 applies one such bucket to a whole server name:
 // give the Configs of all of a channel's methods the same Budget.
 //
 // Unknown fields, both policies at once, and values A6 forbids are errors
@@ -220,16 +221,24 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	if hp.HedgingDelay == nil {
-		return Config{}, fmt.Errorf("%w: hedgingPolicy.hedgingDelay is missing, which A6 reads as 0 (every hedge at once); unherd starts hedges one delay apart: give a positive delay", ErrServiceConfig)
+	// A6: hedgingDelay defaults to 0, every hedge sent at once.
+	var delay time.Duration
+	if hp.HedgingDelay != nil {
+		if delay, err = parseProtoDuration(*hp.HedgingDelay); err != nil {
+			return Config{}, fmt.Errorf("%w: hedgingPolicy.hedgingDelay: %w", ErrServiceConfig, err)
+		}
+		if delay < 0 {
+			return Config{}, fmt.Errorf("%w: hedgingPolicy.hedgingDelay %q is negative", ErrServiceConfig, *hp.HedgingDelay)
+		}
 	}
-	delay, err := requiredDuration(hp.HedgingDelay, "hedgingPolicy.hedgingDelay")
-	if err != nil {
-		return Config{}, err
-	}
-	hc := hedge.Config{Delay: delay, MaxHedges: attempts - 1}
+	hc := hedge.Config{Delay: delay, NoDelay: delay == 0, MaxHedges: attempts - 1}
 	if b != nil {
 		hc.Budget, hc.SharedWithRetry = b, true
+	} else {
+		// A6 throttles hedges only through retryThrottling: without it
+		// every hedge the policy allows is sent, and the hedger never
+		// suspends itself for hedges that do not win.
+		hc.Budget, hc.MinWinShare = budget.Unlimited, -1
 	}
 	if len(hp.NonFatalStatusCodes) != 0 {
 		nonFatal := make(map[codes.Code]bool, len(hp.NonFatalStatusCodes))

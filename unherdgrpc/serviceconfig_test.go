@@ -121,8 +121,6 @@ func TestParseMethodConfigErrors(t *testing.T) {
 		{"no codes", `{"retryPolicy":{` + strings.Replace(ok, `"UNAVAILABLE"`, ``, 1) + `}}`, ``, "at least one code"},
 		{"unknown code", `{"retryPolicy":{` + strings.Replace(ok, `"UNAVAILABLE"`, `"SOMETIMES"`, 1) + `}}`, ``, "invalid code"},
 		{"OK retried", `{"retryPolicy":{` + strings.Replace(ok, `"UNAVAILABLE"`, `"OK"`, 1) + `}}`, ``, "lists OK"},
-		{"zero hedging delay", `{"hedgingPolicy":{"maxAttempts":2,"hedgingDelay":"0s"}}`, ``, "must be positive"},
-		{"no hedging delay", `{"hedgingPolicy":{"maxAttempts":2}}`, ``, "one delay apart"},
 		{"throttling tokens", `{"retryPolicy":{` + ok + `}}`, `{"maxTokens":0,"tokenRatio":0.1}`, "maxTokens 0"},
 		{"throttling ratio", `{"retryPolicy":{` + ok + `}}`, `{"maxTokens":10}`, "tokenRatio is required"},
 	}

@@ -151,8 +151,8 @@ func permanentTransportError(err error) bool {
 // statusClass is the default classification of a response: failed is
 // false for a response to hand back as it is. A 500, and any 5xx this
 // package does not name (505, 507, 520 to 527, ...), is a server failure
-// (Transient, so guards count it) but is retried only with Retry500; 501
-// Not Implemented is permanent.
+// (Transient, so guards count it), retried unless NoRetry500; 501 Not
+// Implemented is permanent.
 func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
 	switch code {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
@@ -171,7 +171,7 @@ func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
 	return 0, false
 }
 
-// serverFailure reports the statuses that are retried only with Retry500:
+// serverFailure reports the statuses NoRetry500 keeps from being retried:
 // 500 and the 5xx this package does not name.
 func serverFailure(code int) bool {
 	switch code {
@@ -210,9 +210,9 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 		// The server has seen the request, or its body is gone: stop, but
 		// let budgets and guards count the failure as what it is.
 		return nil, retry.MarkFinal(mark(&NotReplayedError{Method: c.method(), Err: se}, class))
-	case serverFailure(resp.StatusCode) && !t.retry500 && !hooked:
-		// The default rule: a server failure, retried only with Retry500.
-		// A hook that classified the status itself has overridden it.
+	case serverFailure(resp.StatusCode) && t.noRetry500 && !hooked:
+		// NoRetry500: a server failure, not retried. A hook that
+		// classified the status itself has overridden it.
 		return nil, retry.MarkFinal(se)
 	}
 	if v := resp.Header.Get("Retry-After"); v != "" {

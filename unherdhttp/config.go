@@ -140,10 +140,14 @@ type Config struct {
 	// Nil means GET and HEAD.
 	HedgeMethods []string
 
-	// Retry500 makes 500 Internal Server Error retryable (transient). By
-	// default a 500 is returned at once: it more often reports a bug than
-	// an overload.
-	Retry500 bool
+	// NoRetry500 returns a 500 Internal Server Error, and any 5xx this
+	// package does not name but 501 (505, 507, 520 to 527, ...), at once
+	// instead of retrying it. By default they are retried, as
+	// go-retryablehttp, the AWS SDKs and .NET's standard resilience
+	// handler retry them: a 500 is often an overloaded or restarting
+	// server, and the retry budget bounds what a server bug can cost.
+	// Guards count them as server failures either way.
+	NoRetry500 bool
 
 	// AutoIdempotencyKey adds an Idempotency-Key header, a random UUIDv4
 	// drawn once per logical request and sent as a quoted Structured

@@ -43,10 +43,13 @@
 //
 // Of the outcomes of a request that may be repeated:
 //
-//   - 408, 429, 502, 503 and 504 are retried; 500, and any other 5xx
-//     but 501 (505, 507, 520 to 527, ...), only with Config.Retry500:
-//     they are server failures, which guards count, but more often a bug
-//     than an overload. 429 and 503 are throttling answers: they wait
+//   - 408, 429, 502, 503 and 504 are retried, and so are 500 and any
+//     other 5xx but 501 (505, 507, 520 to 527, ...), as go-retryablehttp,
+//     the AWS SDKs and .NET's standard resilience handler retry them,
+//     unless Config.NoRetry500: a 500 is as often an overloaded or
+//     restarting server as a bug, and the retry budget bounds what a bug
+//     costs (a few retries per hundred requests once the budget is
+//     empty). 429 and 503 are throttling answers: they wait
 //     from the schedule's throttled base. Other 4xx and 501 are permanent
 //     and go back at once.
 //   - Transport errors (connection refused or reset, an unexpected EOF on
@@ -75,7 +78,7 @@
 // connection is reused.
 //
 // Guards (breakers, throttles) and budgets see every attempt with its own
-// class. A failure the loop must not repeat (a 500 without Retry500, a
+// class. A failure the loop must not repeat (a 500 with NoRetry500, a
 // POST the server may have seen, a body that cannot be rewound) is marked
 // with retry.MarkFinal: the loop stops with retry.ErrFinal, and a breaker
 // still counts a 500 or a 503 as the server failure it is. Only permanent

@@ -142,29 +142,29 @@ func TestInvalidRequestsDoNotOpenBreaker(t *testing.T) {
 }
 
 // A 5xx this package does not name is a server failure like 500: the
-// guards count it, and it is retried only with Retry500.
+// guards count it, and it is retried unless NoRetry500.
 func TestUnknown5xx(t *testing.T) {
 	for _, code := range []int{505, 507, 520, 527, 599} {
-		for _, retry500 := range []bool{false, true} {
+		for _, noRetry500 := range []bool{false, true} {
 			u, hits := countingServer(t, code)
 			g := &outcomeGuard{}
 			cfg := fast
 			cfg.Guards = []retry.Guard{g}
-			tr := newTransport(t, unherdhttp.Config{Retry: cfg, Retry500: retry500})
+			tr := newTransport(t, unherdhttp.Config{Retry: cfg, NoRetry500: noRetry500})
 			req, _ := http.NewRequest(http.MethodGet, u.String(), nil)
 			status, _, err := do(tr, req)
 			if err != nil || status != code {
-				t.Fatalf("%d (Retry500 %v): got %d, %v; want the response", code, retry500, status, err)
+				t.Fatalf("%d (NoRetry500 %v): got %d, %v; want the response", code, noRetry500, status, err)
 			}
 			want := []string{"transient"}
-			if retry500 {
+			if !noRetry500 {
 				want = []string{"transient", "transient", "transient"}
 			}
 			if int(hits.Load()) != len(want) {
-				t.Errorf("%d (Retry500 %v): server saw %d requests, want %d", code, retry500, hits.Load(), len(want))
+				t.Errorf("%d (NoRetry500 %v): server saw %d requests, want %d", code, noRetry500, hits.Load(), len(want))
 			}
 			if diff := cmp.Diff(want, g.log); diff != "" {
-				t.Errorf("%d (Retry500 %v): guard heard (-want +got):\n%s", code, retry500, diff)
+				t.Errorf("%d (NoRetry500 %v): guard heard (-want +got):\n%s", code, noRetry500, diff)
 			}
 		}
 	}

@@ -28,10 +28,9 @@ import (
 // retries, or no layer would retry at all.
 //
 // Marking says the caller retries the request, not every answer: a
-// Transport at the edge retries 502, 503 and 504 (and 500 only with
-// Config.Retry500). A handler whose nested call failed should answer
-// with a status its caller retries, 503 or 502, rather than 500, or the
-// failure ends every layer's retries.
+// Transport at the edge retries 500, 502, 503 and 504 (500 not with
+// Config.NoRetry500). A handler whose nested call failed should answer
+// with a status every caller retries, 503 or 502, rather than 500.
 //
 // Work that outlives the request or is not on its behalf should start
 // from retry.WithoutOuterRetry(ctx).

@@ -30,7 +30,7 @@ type Transport struct {
 	attemptTimeout time.Duration
 	timeouts       retry.TimeoutSource
 	connectTimeout time.Duration
-	retry500       bool
+	noRetry500     bool
 	autoKey        bool
 	maxBuffered    int64
 	maxDrained     int64
@@ -55,7 +55,7 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 		attemptTimeout: cfg.AttemptTimeout,
 		timeouts:       cfg.Timeouts,
 		connectTimeout: cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
-		retry500:       cfg.Retry500,
+		noRetry500:     cfg.NoRetry500,
 		autoKey:        cfg.AutoIdempotencyKey,
 		maxBuffered:    cmp.Or(cfg.MaxBufferedBody, DefaultMaxBufferedBody),
 		maxDrained:     cmp.Or(cfg.MaxDrainedBody, DefaultMaxDrainedBody),

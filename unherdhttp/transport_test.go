@@ -76,7 +76,7 @@ func TestStatusClassification(t *testing.T) {
 	tests := []struct {
 		name       string
 		status     int
-		retry500   bool
+		noRetry500 bool
 		wantHits   int
 		wantStatus int
 		wantBody   string
@@ -87,9 +87,10 @@ func TestStatusClassification(t *testing.T) {
 		{"502 retried", 502, false, 2, 200, "ok 2"},
 		{"503 retried", 503, false, 2, 200, "ok 2"},
 		{"504 retried", 504, false, 2, 200, "ok 2"},
-		{"500 retried by opt-in", 500, true, 2, 200, "ok 2"},
+		{"500 retried by default", 500, false, 2, 200, "ok 2"},
+		{"505 retried by default", 505, false, 2, 200, "ok 2"},
 		// Permanent statuses go back at once.
-		{"500 not retried by default", 500, false, 1, 500, "fail 1"},
+		{"500 not retried with NoRetry500", 500, true, 1, 500, "fail 1"},
 		{"501 permanent", 501, false, 1, 501, "fail 1"},
 		{"400 permanent", 400, false, 1, 400, "fail 1"},
 		{"404 permanent", 404, false, 1, 404, "fail 1"},
@@ -99,7 +100,7 @@ func TestStatusClassification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &failFirst{n: 1, status: tc.status}
 			srv := newServer(t, f.ServeHTTP)
-			tr := newTransport(t, unherdhttp.Config{Retry: fast, Retry500: tc.retry500})
+			tr := newTransport(t, unherdhttp.Config{Retry: fast, NoRetry500: tc.noRetry500})
 			status, body, err := get(t, tr, srv.URL)
 			if err != nil {
 				t.Fatal(err)
@@ -247,8 +248,8 @@ func TestClassifyHook(t *testing.T) {
 }
 
 // A Classify hook that leaves a 500 to the default rules (ok false)
-// leaves the default 500 rule in force: not retried without Retry500.
-// Only a hook that classifies the 500 itself makes it retryable.
+// leaves the 500 rule in force: retried, but not with NoRetry500. A hook
+// that classifies the 500 itself overrides NoRetry500.
 func TestClassifyHookKeeps500Rule(t *testing.T) {
 	defaults := func(*http.Response, error) (retry.Class, bool) { return 0, false }
 	transient500 := func(resp *http.Response, _ error) (retry.Class, bool) {
@@ -260,19 +261,19 @@ func TestClassifyHookKeeps500Rule(t *testing.T) {
 	tests := []struct {
 		name       string
 		classify   func(*http.Response, error) (retry.Class, bool)
-		retry500   bool
+		noRetry500 bool
 		wantHits   int
 		wantStatus int
 	}{
-		{"hook defers: 500 not retried", defaults, false, 1, 500},
-		{"hook defers, Retry500: 500 retried", defaults, true, 2, 200},
-		{"hook classifies 500 as transient: retried", transient500, false, 2, 200},
+		{"hook defers: 500 retried", defaults, false, 2, 200},
+		{"hook defers, NoRetry500: 500 not retried", defaults, true, 1, 500},
+		{"hook classifies 500 as transient, NoRetry500: retried", transient500, true, 2, 200},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &failFirst{n: 1, status: http.StatusInternalServerError}
 			srv := newServer(t, f.ServeHTTP)
-			tr := newTransport(t, unherdhttp.Config{Retry: fast, Retry500: tc.retry500, Classify: tc.classify})
+			tr := newTransport(t, unherdhttp.Config{Retry: fast, NoRetry500: tc.noRetry500, Classify: tc.classify})
 			status, _, err := get(t, tr, srv.URL)
 			if err != nil || status != tc.wantStatus || f.count() != tc.wantHits {
 				t.Errorf("got %d, %v after %d requests; want %d after %d", status, err, f.count(), tc.wantStatus, tc.wantHits)
@@ -367,14 +368,15 @@ func (g *classGuard) Done(_ uint64, o retry.Outcome) {
 // class, so a circuit breaker counts 500s and 503s to a POST.
 func TestGuardsSeeServerFailures(t *testing.T) {
 	tests := []struct {
-		name   string
-		method string
-		status int
-		want   []string
+		name       string
+		method     string
+		status     int
+		noRetry500 bool
+		want       []string
 	}{
-		{"500 not retried is transient", http.MethodGet, 500, []string{"transient"}},
-		{"503 to a POST is throttled", http.MethodPost, 503, []string{"throttled"}},
-		{"404 is permanent", http.MethodGet, 404, []string{"permanent"}},
+		{"500 not retried (NoRetry500) is transient", http.MethodGet, 500, true, []string{"transient"}},
+		{"503 to a POST is throttled", http.MethodPost, 503, false, []string{"throttled"}},
+		{"404 is permanent", http.MethodGet, 404, false, []string{"permanent"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -383,7 +385,7 @@ func TestGuardsSeeServerFailures(t *testing.T) {
 			g := &classGuard{}
 			cfg := fast
 			cfg.Guards = []retry.Guard{g}
-			tr := newTransport(t, unherdhttp.Config{Retry: cfg})
+			tr := newTransport(t, unherdhttp.Config{Retry: cfg, NoRetry500: tc.noRetry500})
 			req, err := http.NewRequest(tc.method, srv.URL, strings.NewReader("x"))
 			if err != nil {
 				t.Fatal(err)

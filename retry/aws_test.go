@@ -243,8 +243,11 @@ func TestAWS2026PublishedCases(t *testing.T) {
 		{"long-polling backoff when token bucket empty", longPoll, 0, false, []awsStep{
 			{err500, awsQuotaExceeded, 0, 50 * ms},
 		}},
+		// Retry Behavior 2.1 and the Java v2 and Rust SDKs' test data wait
+		// from the throttling base (1 s); aws-sdk-go-v2's copy of the case
+		// waits 50 ms.
 		{"long-polling backoff after throttling error when token bucket empty", longPoll, 0, false, []awsStep{
-			{errThrottle, awsQuotaExceeded, 0, 50 * ms},
+			{errThrottle, awsQuotaExceeded, 0, 1000 * ms},
 		}},
 		{"long-polling max attempts exceeded must not delay", longPoll2, -1, false, []awsStep{
 			{err500, awsRetry, 486, 50 * ms},

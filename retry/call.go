@@ -350,19 +350,12 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 			// (at least a server's delay); step 6 found d to end before
 			// the deadline, and so does the wait.
 			stop.Delay, stop.Wait = p.remaining(c.attempt, c.max, class, d, m.serverDelay != nil, now, deadline, draw), true
-		case WaitRetryDelay:
+		case WaitRetryDelay, WaitThenReturn:
 			// The wait is d, the delay the refused retry itself would have
-			// waited (from the throttled base after a Throttled failure),
-			// which step 6 found to end before the deadline.
+			// waited (from the throttled base after a Throttled failure,
+			// as the AWS long-polling rule says), which step 6 found to
+			// end before the deadline.
 			stop.Wait = true
-		case WaitThenReturn:
-			// The AWS SDKs' long-polling rule: the schedule's normal delay
-			// for this retry (even after a throttling error), or the
-			// server's delay if longer.
-			w, _ := p.delay(c.attempt, c.prev, Transient, m.serverDelay, draw)
-			if deadline.IsZero() || deadline.Sub(now) > w {
-				stop.Delay, stop.Wait = w, true
-			}
 		}
 		return stop
 	}

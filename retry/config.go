@@ -27,10 +27,13 @@ const (
 	BudgetExhaustionDefault BudgetExhaustion = iota
 	// ReturnAtOnce returns ErrBudgetExhausted at once.
 	ReturnAtOnce
-	// WaitThenReturn waits the schedule's normal delay for the retry (from
-	// the normal base even after a throttling error), or the server's
-	// delay if longer, then returns ErrBudgetExhausted: the AWS SDKs'
-	// rule for long-polling operations.
+	// WaitThenReturn waits the delay the refused retry would have waited
+	// (from the throttled base after a throttling error, or the server's
+	// delay if longer), then returns ErrBudgetExhausted: the AWS SDKs'
+	// rule for long-polling operations as "Retry Behavior 2.1" specifies
+	// it and the SDKs for Java v2 and Rust test it (1 s after a throttling
+	// error). aws-sdk-go-v2 waits from the normal base instead (50 ms);
+	// unherd follows the specification. It waits as WaitRetryDelay does.
 	WaitThenReturn
 	// WaitRetryDelay waits the delay the refused retry itself would have
 	// waited (from the throttled base after a throttling error, or the

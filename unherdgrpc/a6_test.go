@@ -257,3 +257,102 @@ func TestA6HedgingWithoutThrottling(t *testing.T) {
 		})
 	}
 }
+
+// timedServer is a hedgeServer that records when each request arrived.
+type timedServer struct {
+	hedgeServer
+	start    time.Time
+	mu       sync.Mutex
+	arrivals []time.Duration
+}
+
+func (s *timedServer) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	s.mu.Lock()
+	s.arrivals = append(s.arrivals, time.Since(s.start))
+	s.mu.Unlock()
+	return s.hedgeServer.UnaryCall(ctx, req)
+}
+
+func (s *timedServer) times() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.arrivals...)
+}
+
+// hedgingConfig converts an A6 hedgingPolicy without retryThrottling.
+func hedgingConfig(t *testing.T, policy string) unherdgrpc.Config {
+	t.Helper()
+	cfg, err := unherdgrpc.ParseMethodConfig([]byte(`{"hedgingPolicy":`+policy+`}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// gRFC A6, "Hedging Policy": a status not in nonFatalStatusCodes ends the
+// call with that status at once and cancels the outstanding requests
+// (grpc-java's hedging tests: a fatal status code commits the call).
+func TestA6HedgingFatalStatusEndsCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &timedServer{hedgeServer: hedgeServer{primary: fault{untilDone: true}, hedged: fault{code: codes.InvalidArgument}}, start: time.Now()}
+		c := newClient(t, hedgingConfig(t, `{"maxAttempts":3,"hedgingDelay":"0.1s","nonFatalStatusCodes":["UNAVAILABLE"]}`))
+		cc := serve(t, s, false, nil, c.DialOptions()...)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := unary(ctx, cc)
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("call ended with %v, want the hedge's INVALID_ARGUMENT", err)
+		}
+		if took := time.Since(start); took > 150*time.Millisecond {
+			t.Errorf("call took %v, want it to end when the fatal status arrived (100ms)", took)
+		}
+		synctest.Wait()
+		if got := s.count(); got != 2 {
+			t.Errorf("%d requests, want 2 (no hedge after the fatal status)", got)
+		}
+	})
+}
+
+// gRFC A6, "Pushback" for hedging (grpc-java's hedging pushback tests):
+// a negative or malformed grpc-retry-pushback-ms stops further hedges; a
+// valid one delays the next hedge by that many milliseconds.
+func TestA6HedgingPushback(t *testing.T) {
+	for _, tc := range []struct {
+		name, pushback string
+		wantRequests   int
+		wantSecond     time.Duration // when the second request arrives
+	}{
+		{"negative stops hedges", "-1", 1, 0},
+		{"malformed stops hedges", "soon", 1, 0},
+		{"300 ms delays the next hedge", "300", 2, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &timedServer{hedgeServer: hedgeServer{primary: fault{code: codes.Unavailable, pushback: tc.pushback}}, start: time.Now()}
+				c := newClient(t, hedgingConfig(t, `{"maxAttempts":3,"hedgingDelay":"0.1s","nonFatalStatusCodes":["UNAVAILABLE"]}`))
+				cc := serve(t, s, false, nil, c.DialOptions()...)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				_, err := unary(ctx, cc)
+				synctest.Wait()
+				times := s.times()
+				if len(times) != tc.wantRequests {
+					t.Fatalf("%d requests at %v (call: %v), want %d", len(times), times, err, tc.wantRequests)
+				}
+				if tc.wantRequests == 1 {
+					if status.Code(err) != codes.Unavailable {
+						t.Errorf("call ended with %v, want the primary's UNAVAILABLE", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Errorf("call ended with %v, want the hedge's success", err)
+				}
+				if got := times[1] - times[0]; got != tc.wantSecond {
+					t.Errorf("second request %v after the first, want %v", got, tc.wantSecond)
+				}
+			})
+		})
+	}
+}

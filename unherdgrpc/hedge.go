@@ -64,8 +64,22 @@ func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 		return reply, nil
 	}
 	// A request that lost the race ends with CANCELLED; it is dropped by
-	// DoFirstSuccess, as is every failure while another request runs.
-	// judge asks actx, not hctx, whether the attempt's own timeout
-	// expired: hctx also ends when another request wins.
-	return nil, committed(h.u.c.judge(h.u.ctx, actx, err, tr), hdr)
+	// DoFirstSuccess. judge asks actx, not hctx, whether the attempt's own
+	// timeout expired: hctx also ends when another request wins.
+	judged := committed(h.u.c.judge(h.u.ctx, actx, err, tr), hdr)
+	switch {
+	case hdr != nil:
+		// A6: a request whose response headers arrived commits the call;
+		// its failure is the call's, and the other requests are cancelled.
+		return nil, hedge.MarkFatal(judged)
+	case hctx.Err() != nil:
+		return nil, judged
+	}
+	// A6: the server's pushback steers the hedges to come: a valid one
+	// delays the next hedge by that much, a negative or malformed one
+	// stops them.
+	if d, ok := parsePushback(tr); ok {
+		return nil, hedge.WithPushback(judged, d)
+	}
+	return nil, judged
 }

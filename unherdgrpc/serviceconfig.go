@@ -240,13 +240,13 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 		// suspends itself for hedges that do not win.
 		hc.Budget, hc.MinWinShare = budget.Unlimited, -1
 	}
-	if len(hp.NonFatalStatusCodes) != 0 {
-		nonFatal := make(map[codes.Code]bool, len(hp.NonFatalStatusCodes))
-		for _, c := range hp.NonFatalStatusCodes {
-			nonFatal[c] = true
-		}
-		hc.NonFatal = func(err error) bool { return nonFatal[status.Code(err)] }
+	// A6: a status not in nonFatalStatusCodes (all of them when the list
+	// is empty) ends the call at once and cancels the outstanding hedges.
+	nonFatal := make(map[codes.Code]bool, len(hp.NonFatalStatusCodes))
+	for _, c := range hp.NonFatalStatusCodes {
+		nonFatal[c] = true
 	}
+	hc.NonFatal = func(err error) bool { return nonFatal[status.Code(err)] }
 	h, err := hedge.New(hc)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: hedgingPolicy: %w", ErrServiceConfig, err)

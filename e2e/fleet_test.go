@@ -101,8 +101,8 @@ func (s *killableRedis) kill() {
 
 // fleetSecond is what the fleet did in one second of the run.
 type fleetSecond struct {
-	requests, retries           atomic.Int64
-	shared, fallback atomic.Int64 // processes' states, sampled at each batch
+	requests, retries atomic.Int64
+	shared, fallback  atomic.Int64 // processes' states, sampled at each batch
 }
 
 // TestFleetBudgetRedisKilled runs 8 fleet budgets, each with its own

@@ -192,9 +192,14 @@ func newClient(t *testing.T, start time.Time) *client {
 	return &client{c: &http.Client{Transport: tr, Timeout: 10 * time.Second}, start: start}
 }
 
+// serviceHost is the name clients reach the instances by: the Host is
+// part of a request's fingerprint.
+const serviceHost = "payments.test"
+
 // send sends key's attempt'th request to instance url.
 func (c *client) send(url, key string, attempt int) answer {
 	req, _ := http.NewRequest(http.MethodPost, url+"/charges", strings.NewReader("charge "+key))
+	req.Host = serviceHost // both instances behind one name, as a load balancer shows them
 	req.Header.Set(idempotency.KeyHeader, `"`+key+`"`)
 	req.Header.Set(keyHeader, key)
 	req.Header.Set(attemptHeader, strconv.Itoa(attempt))

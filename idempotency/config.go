@@ -69,7 +69,8 @@ type Config struct {
 	StrictSyntax bool
 
 	// FingerprintHeaders names the request headers that, besides the
-	// method, path, query and body, make up the fingerprint; a request
+	// method, Host, escaped path, query and body, make up the
+	// fingerprint; a request
 	// that reuses a key with a different fingerprint is a 422. Nil means
 	// Content-Type.
 	FingerprintHeaders []string
@@ -118,6 +119,13 @@ type Config struct {
 	// cannot be reached to claim a key, instead of answering 503: more
 	// availability, and duplicates when retries meet a store outage.
 	FailOpen bool
+
+	// StoreHeader reports whether a response header field is stored with
+	// the record and sent again on a replay; the first answer always
+	// carries every field the handler set. Nil means StorableHeader,
+	// which keeps credentials, sessions and hop-by-hop fields out of the
+	// store.
+	StoreHeader func(name string) bool
 
 	// OnError, if set, receives store errors the client is not told
 	// about: a record not completed or released, a lease lost while the

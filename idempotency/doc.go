@@ -32,10 +32,19 @@
 //     keys bare (unherdhttp's Transport sends them quoted). A malformed key,
 //     a key over 255 bytes, or a missing key on a route that requires one
 //     is 400.
-//   - Keys are scoped by Config.Principal: two callers' keys never meet.
-//   - The fingerprint of a request is a SHA-256 of its method, path and
-//     query, Config.FingerprintHeaders (Content-Type by default) and body.
-//     A key reused with another fingerprint is 422, and nothing runs.
+//   - Keys are scoped by Config.Principal: two callers' keys never meet,
+//     and the keys of a route without a Principal live apart from every
+//     principal's, even in a store other services share (StoreKey).
+//   - The fingerprint of a request is a SHA-256 of its method, Host, path
+//     as the client escaped it (/a%2Fb is not /a/b), query,
+//     Config.FingerprintHeaders (Content-Type by default) and body, each
+//     field after its length. A key reused with another fingerprint is
+//     422, and nothing runs. Instances that share a store must be reached
+//     by one name (a load balancer's), or a retry sent to another name is
+//     422 rather than a replay.
+//   - A stored response keeps the header fields Config.StoreHeader allows
+//     (by default StorableHeader: no cookies, credentials or hop-by-hop
+//     fields); a replay sets them, replacing any an outer handler set.
 //   - A key whose first request still runs is 409 with Retry-After, or,
 //     with Config.Wait, waits that long for the first to finish and then
 //     replays its response.

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // MaxKeyLength is the longest key accepted, in bytes (Stripe's limit; the
@@ -316,4 +317,21 @@ func isTChar(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// StoreKey returns the key a record is stored under: the client's key in
+// a namespace of its caller. With scoped false (no principal configured)
+// the namespace is the one shared by every unscoped caller; with scoped
+// true it is the principal's own, the principal's length written before
+// it, so that no choice of principal and key, scoped or not, names
+// another caller's record: "u" and the key, or "p", the principal's
+// length in decimal, ":", the principal and the key. The HTTP middleware
+// and unherdgrpc's server interceptor both store under it, so a store
+// they share keeps every caller apart; a Store that needs a key of its
+// own form hashes this one.
+func StoreKey(principal string, scoped bool, key string) string {
+	if !scoped {
+		return "u" + key
+	}
+	return "p" + strconv.Itoa(len(principal)) + ":" + principal + key
 }

@@ -94,3 +94,37 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// Two different callers' keys never share a stored key, whether or not
+// a principal scopes them.
+func FuzzStoreKeyInjective(f *testing.F) {
+	f.Add("alice", true, "xcc1", "", false, "5:alicexcc1")
+	f.Add("alice", true, "xcc1", "", false, "p5:alicexcc1")
+	f.Add("alic", true, "exc", "alice", true, "xc")
+	f.Add("", true, "k", "", false, "k")
+	f.Fuzz(func(t *testing.T, p1 string, s1 bool, k1, p2 string, s2 bool, k2 string) {
+		if !s1 {
+			p1 = ""
+		}
+		if !s2 {
+			p2 = ""
+		}
+		same := p1 == p2 && s1 == s2 && k1 == k2
+		if a, b := idempotency.StoreKey(p1, s1, k1), idempotency.StoreKey(p2, s2, k2); (a == b) != same {
+			t.Errorf("StoreKey(%q, %v, %q) = %q and StoreKey(%q, %v, %q) = %q", p1, s1, k1, a, p2, s2, k2, b)
+		}
+	})
+}
+
+func TestStorableHeader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Content-Type": true, "Location": true, "ETag": true, "WWW-Authenticate": true, "Retry-After": true,
+		"Set-Cookie": false, "set-cookie": false, "Authorization": false, "Proxy-Authorization": false,
+		"X-Auth-Token": false, "X-Api-Key": false, "X-Session-Id": false, "X-Client-Secret": false,
+		"Connection": false, "Transfer-Encoding": false, "Content-Length": false, "Date": false,
+	} {
+		if got := idempotency.StorableHeader(name); got != want {
+			t.Errorf("StorableHeader(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package idempotency
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -19,6 +21,9 @@ type Lease struct {
 	TTL time.Duration
 	// MaxResponseBody is the largest response body to store.
 	MaxResponseBody int64
+	// StoreHeader reports whether a response header field is stored;
+	// nil means StorableHeader.
+	StoreHeader func(name string) bool
 
 	completed atomic.Bool
 }
@@ -48,3 +53,79 @@ func LeaseFromContext(ctx context.Context) (*Lease, bool) {
 func ContextWithLease(ctx context.Context, l *Lease) context.Context {
 	return context.WithValue(ctx, leaseKey{}, l)
 }
+
+// Stored returns what of resp the record keeps: resp without the header
+// fields StoreHeader turns away, and without its body (Omitted) when the
+// body is longer than MaxResponseBody or was not kept. resp itself is
+// not changed; it is returned as it is when all of it is kept.
+func (l *Lease) Stored(resp *Response) *Response {
+	keep := l.StoreHeader
+	if keep == nil {
+		keep = StorableHeader
+	}
+	omit := resp.Omitted || int64(len(resp.Body)) > l.MaxResponseBody
+	drop := false
+	for name := range resp.Header {
+		if !keep(name) {
+			drop = true
+			break
+		}
+	}
+	if !omit && !drop {
+		return resp
+	}
+	stored := &Response{Status: resp.Status, Header: resp.Header, Body: resp.Body}
+	if omit {
+		stored.Body, stored.Omitted = nil, true
+	}
+	if drop {
+		stored.Header = make(http.Header, len(resp.Header))
+		for name, vs := range resp.Header {
+			if keep(name) {
+				stored.Header[name] = vs
+			}
+		}
+	}
+	return stored
+}
+
+// StorableHeader reports whether a response header field is fit to be
+// stored and replayed, the rule a Config without StoreHeader follows. It
+// turns away, whatever their case:
+//
+//   - fields that carry credentials or sessions: Set-Cookie, Set-Cookie2,
+//     Cookie, Authorization, Proxy-Authorization, Authentication-Info,
+//     Proxy-Authentication-Info, and any field whose name contains
+//     "auth", "token", "secret", "password", "passwd", "session",
+//     "cookie", "credential", "api-key", "apikey" or "signature"
+//     (X-Auth-Token, X-Api-Key, X-Session-Id, ...), but for the
+//     challenges WWW-Authenticate and Proxy-Authenticate, which a stored
+//     401 or 407 needs;
+//   - hop-by-hop fields, which describe one connection: Connection,
+//     Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding,
+//     Upgrade;
+//   - fields net/http writes for each response: Content-Length and
+//     Date.
+//
+// A replay then carries the handler's other fields (Content-Type,
+// Location, ETag, Cache-Control, ...). A service whose replays need a
+// field this turns away, or that stores less, sets Config.StoreHeader.
+func StorableHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+		"content-length", "date":
+		return false
+	case "www-authenticate", "proxy-authenticate":
+		return true // a challenge, part of a 401 or 407, not a secret
+	}
+	for _, s := range secretWords {
+		if strings.Contains(n, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// secretWords mark a header field's name as one that carries a secret.
+var secretWords = []string{"auth", "token", "secret", "password", "passwd", "session", "cookie", "credential", "api-key", "apikey", "signature"}

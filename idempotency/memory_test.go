@@ -160,3 +160,10 @@ func TestMemoryExactlyOnce(t *testing.T) {
 	s := newMemory(t, idempotency.MemoryConfig{})
 	t.Log(storetest.ExactlyOnce(t, 1000, 100*time.Millisecond, s, s))
 }
+
+// An attacker's requests through the middleware on the memory store: no
+// caller reads another's response, no secret is stored, no differing
+// request replays.
+func TestMemoryHostile(t *testing.T) {
+	storetest.Hostile(t, newMemory(t, idempotency.MemoryConfig{}))
+}

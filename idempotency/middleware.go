@@ -5,12 +5,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ type Middleware struct {
 	required     bool
 	strict       bool
 	fpHeaders    []string
+	storeHeader  func(string) bool
 	ttl          time.Duration
 	lease        time.Duration
 	wait         time.Duration
@@ -53,6 +55,7 @@ func New(cfg Config) (*Middleware, error) {
 		required:     cfg.Required,
 		strict:       cfg.StrictSyntax,
 		fpHeaders:    cfg.FingerprintHeaders,
+		storeHeader:  cfg.StoreHeader,
 		ttl:          cmp.Or(cfg.TTL, DefaultTTL),
 		lease:        cmp.Or(cfg.Lease, DefaultLease),
 		wait:         cfg.Wait,
@@ -117,11 +120,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	sk := key
+	var p string
 	if m.principal != nil {
-		p := m.principal(r)
-		sk = strconv.Itoa(len(p)) + ":" + p + key
+		p = m.principal(r)
 	}
+	sk := StoreKey(p, m.principal != nil, key)
 	fp := m.fingerprint(r, body)
 
 	var deadline time.Time // of the wait, set at the first in-flight answer
@@ -216,25 +219,25 @@ func withBody(r *http.Request, body []byte) *http.Request {
 }
 
 func (m *Middleware) fingerprint(r *http.Request, body []byte) Fingerprint {
-	// One fixed-size hash over the method, path, query and headers, then
-	// the body itself when it fits in the buffer or else the body's own
-	// hash: nothing is allocated.
+	// One fixed-size hash over the method, the host, the path as the
+	// client escaped it (/a%2Fb is not /a/b), the query and the headers,
+	// each field written after its length so that no field's bytes can
+	// pass for another's, then the body itself when it fits in the buffer
+	// or else the body's own hash: nothing is allocated.
 	var buf [1024]byte
-	b := append(buf[:0], r.Method...)
-	b = append(b, 0)
-	b = append(b, r.URL.Path...)
-	b = append(b, '?')
-	b = append(b, r.URL.RawQuery...)
+	b := appendField(buf[:0], r.Method)
+	b = appendField(b, r.Host)
+	b = appendField(b, escapedPath(r.URL))
+	b = appendField(b, r.URL.RawQuery)
 	for _, name := range m.fpHeaders {
-		b = append(b, 0)
-		b = append(b, name...)
-		for _, v := range r.Header.Values(name) {
-			b = append(b, 0)
-			b = append(b, v...)
+		vs := r.Header.Values(name)
+		b = appendField(b, name)
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = appendField(b, v)
 		}
 	}
-	b = append(b, 0)
-	if len(b)+len(body) <= len(buf) {
+	if len(b)+len(body) < len(buf) {
 		b = append(b, 'b')
 		b = append(b, body...)
 	} else {
@@ -243,6 +246,21 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) Fingerprint {
 		b = append(b, sum[:]...)
 	}
 	return sha256.Sum256(b)
+}
+
+// appendField appends s to b after its length.
+func appendField(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// escapedPath returns the path as the request line had it when the
+// server parsed one (RequestURI), else u's escaped form.
+func escapedPath(u *url.URL) string {
+	if u.RawPath != "" {
+		return u.RawPath
+	}
+	return u.EscapedPath()
 }
 
 // storeCtx bounds a store call; it outlives the client's request, so
@@ -303,7 +321,7 @@ func (*bodyReader) Close() error { return nil }
 
 // run serves a request that holds the key's lease.
 func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, key string, token uint64, body []byte) {
-	f := &flight{lease: Lease{Key: key, Token: token, TTL: m.ttl, MaxResponseBody: m.maxResp}}
+	f := &flight{lease: Lease{Key: key, Token: token, TTL: m.ttl, MaxResponseBody: m.maxResp, StoreHeader: m.storeHeader}}
 	lease := &f.lease
 	ctx := r.Context()
 	rn := &f.rn
@@ -354,11 +372,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	case resp.Status >= 500 && !lease.completed.Load():
 		m.release(r, key, token)
 	case !lease.completed.Load():
-		stored := resp
-		if rec.streams {
-			stored = &Response{Status: resp.Status, Header: resp.Header, Omitted: true}
-		}
-		if err := m.complete(r, key, token, stored); err != nil {
+		if err := m.complete(r, key, token, lease.Stored(resp)); err != nil {
 			m.report(r, fmt.Errorf("idempotency: key %q: completing the record: %w", key, err))
 		}
 	}

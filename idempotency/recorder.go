@@ -3,6 +3,7 @@ package idempotency
 import (
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 )
 
@@ -112,13 +113,15 @@ func replay(w http.ResponseWriter, resp *Response) {
 	resp.Send(w)
 }
 
-// Send writes the response to w: its headers, added to w's, its status
-// and its body. A handler that builds its response as a Response (to
-// store it in its own transaction, as unherdpg's InTx does) sends it so.
+// Send writes the response to w: its header fields, each replacing any
+// field of that name w already has (one an outer middleware set), its
+// status and its body. A handler that builds its response as a Response
+// (to store it in its own transaction, as unherdpg's InTx does) sends it
+// so.
 func (r *Response) Send(w http.ResponseWriter) {
 	h := w.Header()
 	for k, vs := range r.Header {
-		h[k] = append(h[k], vs...)
+		h[k] = slices.Clone(vs)
 	}
 	w.WriteHeader(r.Status)
 	_, _ = w.Write(r.Body)

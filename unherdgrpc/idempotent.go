@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -167,10 +166,11 @@ func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *
 		return nil, status.Errorf(codes.Internal, "unherdgrpc: fingerprinting the request: %v", err)
 	}
 	fp := fingerprint(info.FullMethod, body)
+	var p string
 	if id.principal != nil {
-		p := id.principal(ctx)
-		key = strconv.Itoa(len(p)) + ":" + p + key
+		p = id.principal(ctx)
 	}
+	key = idempotency.StoreKey(p, id.principal != nil, key)
 	lease := id.lease
 	if id.local {
 		lease = localLease

@@ -259,3 +259,39 @@ func TestIdempotencyLeaseRenewed(t *testing.T) {
 		}
 	})
 }
+
+// A principal-scoped service and an unscoped one share a store: a key
+// crafted to spell the scoped service's stored key for alice runs its own
+// call instead of replaying hers.
+func TestIdempotencyCrossPrincipal(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(ctx context.Context) string {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if v := md.Get("x-user"); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	scoped, open := &countServer{}, &countServer{}
+	scopedCC := idempotentConn(t, scoped, unherdgrpc.IdempotencyConfig{Store: m, Principal: user})
+	openCC := idempotentConn(t, open, unherdgrpc.IdempotencyConfig{Store: m})
+	alice := metadata.AppendToOutgoingContext(keyed("xcc1"), "x-user", "alice")
+	if _, _, err := call(scopedCC, alice, "charge"); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"5:alicexcc1", "p5:alicexcc1", "alicexcc1", "uxcc1"} {
+		_, hdr, err := call(openCC, keyed(key), "charge")
+		if err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		if len(hdr.Get(unherdgrpc.ReplayedKey)) > 0 {
+			t.Errorf("unscoped key %q replayed alice's call", key)
+		}
+	}
+	if n := open.runs.Load(); n != 4 {
+		t.Errorf("the unscoped service ran %d calls, want 4", n)
+	}
+}

@@ -238,3 +238,11 @@ func BenchmarkMiddlewarePostgreSQL(b *testing.B) {
 	s, _ := newStore(b, newPool(b))
 	storetest.BenchmarkNewKeys(b, s)
 }
+
+// An attacker's requests through the middleware on PostgreSQL: no caller
+// reads another's response, no secret is stored, no differing request
+// replays.
+func TestStoreHostile(t *testing.T) {
+	s, _ := newStore(t, newPool(t))
+	storetest.Hostile(t, s)
+}

@@ -76,11 +76,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 	}
 	lease, ok := idempotency.LeaseFromContext(ctx)
 	if ok {
-		stored := resp
-		if int64(len(resp.Body)) > lease.MaxResponseBody {
-			stored = &idempotency.Response{Status: resp.Status, Header: resp.Header, Omitted: true}
-		}
-		if err := s.complete(ctx, tx, lease.Key, lease.Token, stored, lease.TTL); err != nil {
+		if err := s.complete(ctx, tx, lease.Key, lease.Token, lease.Stored(resp), lease.TTL); err != nil {
 			return nil, err
 		}
 	}

@@ -140,3 +140,10 @@ func BenchmarkMiddlewareRedis(b *testing.B) {
 	s := unherdredis.NewStore(newClient(b), unherdredis.StoreConfig{})
 	storetest.BenchmarkNewKeys(b, s)
 }
+
+// An attacker's requests through the middleware on Redis: no caller
+// reads another's response, no secret is stored, no differing request
+// replays.
+func TestStoreHostile(t *testing.T) {
+	storetest.Hostile(t, unherdredis.NewStore(newClient(t), unherdredis.StoreConfig{}))
+}

@@ -133,22 +133,23 @@ type Config struct {
 	OnError func(r *http.Request, err error)
 }
 
+// keeper returns the part of c a Keeper takes.
+func (c *Config) keeper() KeeperConfig {
+	return KeeperConfig{Store: c.Store, TTL: c.TTL, Lease: c.Lease, StoreTimeout: c.StoreTimeout, MaxResponseBody: c.MaxResponseBody, StoreHeader: c.StoreHeader}
+}
+
+// validate checks what is the middleware's own; NewKeeper checks the rest.
 func (c *Config) validate() error {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
-	}{{"TTL", c.TTL}, {"Lease", c.Lease}, {"Wait", c.Wait}, {"HandlerTimeout", c.HandlerTimeout}, {"StoreTimeout", c.StoreTimeout}} {
+	}{{"Wait", c.Wait}, {"HandlerTimeout", c.HandlerTimeout}} {
 		if f.d < 0 {
 			return fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, f.name, f.d)
 		}
 	}
-	switch {
-	case c.MaxRequestBody < 0:
+	if c.MaxRequestBody < 0 {
 		return fmt.Errorf("%w: MaxRequestBody %d is negative", ErrInvalidConfig, c.MaxRequestBody)
-	case c.MaxResponseBody < 0:
-		return fmt.Errorf("%w: MaxResponseBody %d is negative", ErrInvalidConfig, c.MaxResponseBody)
-	case c.Lease > 0 && c.TTL > 0 && c.TTL < c.Lease:
-		return fmt.Errorf("%w: TTL %v is shorter than Lease %v", ErrInvalidConfig, c.TTL, c.Lease)
 	}
 	return nil
 }

@@ -89,4 +89,10 @@
 // unherdpg hold stores that a fleet shares; unherdpg's can also complete
 // the record in the handler's own database transaction, so that the
 // effect and its record commit together.
+//
+// The flight of a request from claim to completion (bounded store calls,
+// renewals, completion retried, a claim whose outcome was lost released
+// by its token) is a Keeper's, which the middleware drives and so does
+// unherdgrpc's server interceptor: a server of another protocol drives
+// one too, and stores its keys under StoreKey.
 package idempotency

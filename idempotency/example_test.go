@@ -1,6 +1,8 @@
 package idempotency_test
 
 import (
+	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,4 +43,38 @@ func Example() {
 	// 201 replayed="true" charge 1
 	// 201 replayed="true" charge 1
 	// charges: 1
+}
+
+// A Keeper gives a protocol of your own the same exactly-once rules: a
+// message handler claims each message's key, runs the side effect once,
+// and answers duplicates from the stored outcome.
+func ExampleKeeper() {
+	k, err := idempotency.NewKeeper(idempotency.KeeperConfig{}) // a Memory store
+	if err != nil {
+		panic(err)
+	}
+	sent := 0
+	handle := func(ctx context.Context, account, key string, msg []byte) string {
+		c, f, err := k.Claim(ctx, idempotency.StoreKey(account, true, key), sha256.Sum256(msg), nil)
+		switch {
+		case err != nil:
+			return "store unavailable: nothing done, try again"
+		case c.State == idempotency.Completed:
+			return string(c.Response.Body) + " (replayed)"
+		case c.State == idempotency.InFlight:
+			return "still running: try again later"
+		}
+		sent++ // the side effect, run under f, the flight's context
+		out := fmt.Sprintf("email %d sent", sent)
+		if err := f.Complete(&idempotency.Response{Status: 200, Body: []byte(out)}); err != nil {
+			fmt.Println(err)
+		}
+		return out
+	}
+	for range 2 {
+		fmt.Println(handle(context.Background(), "acct_1", "welcome-42", []byte("to: ada@example.com")))
+	}
+	// Output:
+	// email 1 sent
+	// email 1 sent (replayed)
 }

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strings"
@@ -19,7 +20,8 @@ type Lease struct {
 	Token uint64
 	// TTL is how long the completed record is to be kept.
 	TTL time.Duration
-	// MaxResponseBody is the largest response body to store.
+	// MaxResponseBody is the largest response body to store. Zero means
+	// DefaultMaxResponseBody.
 	MaxResponseBody int64
 	// StoreHeader reports whether a response header field is stored;
 	// nil means StorableHeader.
@@ -63,7 +65,7 @@ func (l *Lease) Stored(resp *Response) *Response {
 	if keep == nil {
 		keep = StorableHeader
 	}
-	omit := resp.Omitted || int64(len(resp.Body)) > l.MaxResponseBody
+	omit := resp.Omitted || int64(len(resp.Body)) > cmp.Or(l.MaxResponseBody, DefaultMaxResponseBody)
 	drop := false
 	for name := range resp.Header {
 		if !keep(name) {

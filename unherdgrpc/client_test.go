@@ -14,6 +14,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -293,7 +294,7 @@ func TestInvalidConfig(t *testing.T) {
 			}
 		})
 	}
-	if _, err := unherdgrpc.NewServer(unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{TTL: -1}}); !errors.Is(err, unherdgrpc.ErrInvalidConfig) {
+	if _, err := unherdgrpc.NewServer(unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{TTL: -1}}}); !errors.Is(err, unherdgrpc.ErrInvalidConfig) {
 		t.Fatalf("NewServer: %v, want ErrInvalidConfig", err)
 	}
 }

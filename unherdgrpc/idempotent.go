@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -49,13 +48,23 @@ const (
 // record itself (unherdpg's InTx) marks it with Lease.MarkCompleted, and
 // the interceptor then leaves the record alone.
 type IdempotencyConfig struct {
-	// Store keeps the records: idempotency.Memory for one process, or a
-	// shared store (unherdredis, unherdpg) for a fleet. Nil means a new
-	// Memory store with its defaults.
-	Store idempotency.Store
+	// KeeperConfig holds the store and its times, as the HTTP middleware
+	// has them: Store (idempotency.Memory for one process, or a shared
+	// store such as unherdredis's or unherdpg's for a fleet; nil means a
+	// new Memory store), TTL (how long a completed record is kept), Lease
+	// (the in-flight lease of a claim in a shared store, renewed every
+	// third of its length while the handler runs; a renewal that finds
+	// the lease lost cancels the handler's context, and its outcome is
+	// not stored), StoreTimeout (each store call's bound) and
+	// MaxResponseBody (the largest reply stored; a larger one completes
+	// the record without it, and a replay fails with FAILED_PRECONDITION).
+	// Zero values mean the idempotency package's defaults. StoreHeader has
+	// no effect: no metadata is stored.
+	idempotency.KeeperConfig
 
 	// Principal returns who is calling, so that two callers' keys never
-	// collide. Nil means every caller shares one key space.
+	// collide. Nil means every caller shares one key space, apart from
+	// every principal's (idempotency.StoreKey).
 	Principal func(ctx context.Context) string
 
 	// Method reports whether a method honours keys. Nil means every unary
@@ -66,22 +75,6 @@ type IdempotencyConfig struct {
 	// an INVALID_ARGUMENT.
 	Required bool
 
-	// TTL is how long a completed record is kept. Zero means
-	// idempotency.DefaultTTL (24 h).
-	TTL time.Duration
-
-	// Lease is the in-flight lease of a claim in a shared store, renewed
-	// every third of its length while the handler runs, so that it only
-	// bounds how long a key stays blocked after its process died; a
-	// renewal that finds the lease lost cancels the handler's context,
-	// and its outcome is not stored. Zero means idempotency.DefaultLease
-	// (30 s). A Memory store's claim lasts until the handler returns.
-	Lease time.Duration
-
-	// StoreTimeout bounds each store call. Zero means
-	// idempotency.DefaultStoreTimeout (2 s).
-	StoreTimeout time.Duration
-
 	// NewReply returns an empty reply message of a method, for a replay.
 	// Nil means looking the method's output type up in the global
 	// protocol buffer registry, where generated code registers it.
@@ -89,57 +82,30 @@ type IdempotencyConfig struct {
 }
 
 type idempotent struct {
-	store     idempotency.Store
-	local     bool // a Memory store: claims last until the handler returns
+	k         *idempotency.Keeper
 	principal func(context.Context) string
 	method    func(string) bool
 	required  bool
-	ttl       time.Duration
-	lease     time.Duration
-	timeout   time.Duration
 	newReply  func(string) (proto.Message, error)
 }
 
 func newIdempotent(cfg IdempotencyConfig) (*idempotent, error) {
-	for name, d := range map[string]time.Duration{"TTL": cfg.TTL, "Lease": cfg.Lease, "StoreTimeout": cfg.StoreTimeout} {
-		if d < 0 {
-			return nil, fmt.Errorf("%w: Idempotency.%s %v is negative", ErrInvalidConfig, name, d)
-		}
+	k, err := idempotency.NewKeeper(cfg.KeeperConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Idempotency: %w", ErrInvalidConfig, err)
 	}
 	id := &idempotent{
-		store:     cfg.Store,
+		k:         k,
 		principal: cfg.Principal,
 		method:    cfg.Method,
 		required:  cfg.Required,
-		ttl:       orDuration(cfg.TTL, idempotency.DefaultTTL),
-		lease:     orDuration(cfg.Lease, idempotency.DefaultLease),
-		timeout:   orDuration(cfg.StoreTimeout, idempotency.DefaultStoreTimeout),
 		newReply:  cfg.NewReply,
 	}
-	if id.store == nil {
-		m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
-		if err != nil {
-			return nil, fmt.Errorf("%w: Idempotency: %w", ErrInvalidConfig, err)
-		}
-		id.store = m
-	}
-	_, id.local = id.store.(*idempotency.Memory)
 	if id.newReply == nil {
 		id.newReply = registryReply
 	}
 	return id, nil
 }
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
-// localLease is the lease of a claim in a Memory store: until the
-// handler returns, since the store dies with the process.
-const localLease = time.Duration(1 << 62)
 
 // serve runs a unary call under the idempotency rules.
 func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -171,13 +137,7 @@ func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *
 		p = id.principal(ctx)
 	}
 	key = idempotency.StoreKey(p, id.principal != nil, key)
-	lease := id.lease
-	if id.local {
-		lease = localLease
-	}
-	sctx, cancel := id.storeCtx(ctx)
-	c, err := id.store.Claim(sctx, key, fp, lease)
-	cancel()
+	c, f, err := id.k.Claim(ctx, key, fp, nil)
 	switch {
 	case err != nil:
 		return nil, status.Errorf(codes.Unavailable, "unherdgrpc: the idempotency store could not be reached; nothing was done: %v", err)
@@ -188,7 +148,7 @@ func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *
 	case c.State == idempotency.Completed:
 		return id.replay(ctx, info.FullMethod, c.Response)
 	}
-	return id.run(ctx, req, info, handler, key, c.Token)
+	return id.run(f, req, handler)
 }
 
 // fingerprint identifies what a call asks for: its method and request.
@@ -202,10 +162,6 @@ func fingerprint(method string, body []byte) idempotency.Fingerprint {
 	return fp
 }
 
-func (id *idempotent) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), id.timeout)
-}
-
 // retriedCode reports the statuses a client retries, or that say the
 // call may not have run: a call ending with one releases its key.
 func retriedCode(c codes.Code) bool {
@@ -217,80 +173,44 @@ func retriedCode(c codes.Code) bool {
 	return false
 }
 
-// run serves a call that holds its key's claim.
-func (id *idempotent) run(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler, key string, token uint64) (resp any, err error) {
-	hctx := ctx
-	var rn *renewal
-	if !id.local {
-		// A Memory record is claimed until its handler returns; a shared
-		// store's lease is renewed while the handler runs.
-		var cancel context.CancelCauseFunc
-		hctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		rn = &renewal{id: id, ctx: ctx, key: key, token: token, cancel: cancel}
-		rn.start()
-	}
-	l := &idempotency.Lease{Key: key, Token: token, TTL: id.ttl}
-	hctx = idempotency.ContextWithLease(hctx, l)
+// run serves a call that holds its key's claim, under the flight.
+func (id *idempotent) run(f *idempotency.Flight, req any, handler grpc.UnaryHandler) (resp any, err error) {
 	returned := false
 	defer func() {
 		if !returned {
-			if rn != nil {
-				_ = rn.stop()
-			}
-			id.release(ctx, key, token) // a panic: let the retry run again
+			f.Release() // a panic: let the retry run again
 		}
 	}()
-	resp, err = handler(hctx, req)
+	resp, err = handler(f, req)
 	returned = true
-	if rn != nil && rn.stop() != nil {
-		// The lease was lost while the handler ran: another claim may own
-		// the key now, and the outcome is not stored.
-		return resp, err
-	}
-	if l.Completed() {
-		// The handler completed the record itself, in the transaction of
-		// its own writes (unherdpg's InTx).
-		return resp, err
-	}
 	if err != nil {
 		st := status.Convert(err)
 		if retriedCode(st.Code()) {
-			id.release(ctx, key, token)
+			f.Release()
 			return resp, err
 		}
 		b, merr := proto.Marshal(st.Proto())
-		if merr == nil {
-			id.complete(ctx, key, token, &idempotency.Response{Status: int(st.Code()), Body: b})
-		} else {
-			id.release(ctx, key, token)
+		if merr != nil {
+			f.Release()
+			return resp, err
 		}
+		_ = f.Complete(&idempotency.Response{Status: int(st.Code()), Body: b})
 		return resp, err
 	}
 	pm, ok := resp.(proto.Message)
 	if !ok {
-		id.release(ctx, key, token)
+		f.Release()
 		return resp, nil
 	}
 	b, merr := proto.Marshal(pm)
 	if merr != nil {
-		id.release(ctx, key, token)
+		f.Release()
 		return resp, nil
 	}
-	id.complete(ctx, key, token, &idempotency.Response{Status: int(codes.OK), Body: b})
+	// A completion that fails leaves the record in flight until its
+	// lease runs out: the client has its reply, and a retry is 409.
+	_ = f.Complete(&idempotency.Response{Status: int(codes.OK), Body: b})
 	return resp, nil
-}
-
-func (id *idempotent) complete(ctx context.Context, key string, token uint64, r *idempotency.Response) {
-	sctx, cancel := id.storeCtx(ctx)
-	defer cancel()
-	_ = id.store.Complete(sctx, key, token, r, id.ttl)
-}
-
-func (id *idempotent) release(ctx context.Context, key string, token uint64) {
-	sctx, cancel := id.storeCtx(ctx)
-	defer cancel()
-	_ = id.store.Release(sctx, key, token)
 }
 
 // replay answers a call from a completed record.

@@ -151,7 +151,7 @@ func TestIdempotencySharedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &countServer{}
-	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{Store: sharedStore{m}, Principal: func(context.Context) string { return "acct-1" }})
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: sharedStore{m}}, Principal: func(context.Context) string { return "acct-1" }})
 	for range 3 {
 		if _, _, err := call(cc, keyed("k"), "a"); err != nil {
 			t.Fatal(err)
@@ -200,7 +200,7 @@ func TestIdempotencyHandlerCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &countingStore{Memory: m}
-	srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{Store: store}})
+	srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: store}}})
 	cc := serve(t, &completingServer{store: store}, false, srv.ServerOptions())
 	for range 2 {
 		resp, _, err := call(cc, keyed("k"), "a")
@@ -240,7 +240,7 @@ func TestIdempotencyLeaseRenewed(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &slowServer{hold: 9 * time.Second}
-		srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{Store: sharedStore{m}, Lease: 3 * time.Second}})
+		srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: sharedStore{m}, Lease: 3 * time.Second}}})
 		cc := serve(t, s, false, srv.ServerOptions())
 		done := make(chan error, 1)
 		go func() {
@@ -276,8 +276,8 @@ func TestIdempotencyCrossPrincipal(t *testing.T) {
 		return ""
 	}
 	scoped, open := &countServer{}, &countServer{}
-	scopedCC := idempotentConn(t, scoped, unherdgrpc.IdempotencyConfig{Store: m, Principal: user})
-	openCC := idempotentConn(t, open, unherdgrpc.IdempotencyConfig{Store: m})
+	scopedCC := idempotentConn(t, scoped, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: m}, Principal: user})
+	openCC := idempotentConn(t, open, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: m}})
 	alice := metadata.AppendToOutgoingContext(keyed("xcc1"), "x-user", "alice")
 	if _, _, err := call(scopedCC, alice, "charge"); err != nil {
 		t.Fatal(err)
@@ -293,5 +293,53 @@ func TestIdempotencyCrossPrincipal(t *testing.T) {
 	}
 	if n := open.runs.Load(); n != 4 {
 		t.Errorf("the unscoped service ran %d calls, want 4", n)
+	}
+}
+
+// lostAnswers is a shared store whose claims, while lose is set, take
+// effect but whose answers never arrive: the caller's timeout ends them.
+type lostAnswers struct {
+	sharedStore
+	lose atomic.Bool
+}
+
+func (s *lostAnswers) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
+	c, err := s.sharedStore.Claim(ctx, key, fp, lease)
+	if err != nil || !s.lose.Load() {
+		return c, err
+	}
+	<-ctx.Done()
+	return idempotency.Claim{Token: c.Token}, ctx.Err()
+}
+
+// A claim that took effect in the store but timed out on the
+// interceptor's side does not hold the key for its 30 s lease: the
+// client's retry, moments later, runs, as over HTTP.
+func TestIdempotencyAmbiguousClaimReleased(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &lostAnswers{sharedStore: sharedStore{m}}
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}})
+	store.lose.Store(true)
+	if _, _, err := call(cc, keyed("k"), "a"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a claim whose answer was lost: %v, want UNAVAILABLE", err)
+	}
+	store.lose.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _, err := call(cc, keyed("k"), "a")
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.Aborted || time.Now().After(deadline) {
+			t.Fatalf("the retry: %v; want it to run within 5 s, not to wait out the 30 s lease", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := s.runs.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
 	}
 }

@@ -1,0 +1,356 @@
+package idempotency
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// KeeperConfig configures a Keeper: the store and the times every
+// protocol's middleware shares. The zero value keeps records in a new
+// Memory store for DefaultTTL, with a DefaultLease and each store call
+// bounded by DefaultStoreTimeout.
+type KeeperConfig struct {
+	// Store keeps the records. Nil means a new Memory store with its
+	// defaults, which serves one process only.
+	Store Store
+	// TTL is how long a completed record is kept. Zero means DefaultTTL.
+	TTL time.Duration
+	// Lease is how long a claim on a key lasts in a shared store unless
+	// renewed; it is renewed every third of its length while the handler
+	// runs. Zero means DefaultLease. A Memory store's claims last until
+	// the handler returns.
+	Lease time.Duration
+	// StoreTimeout bounds each call to a shared store. Zero means
+	// DefaultStoreTimeout.
+	StoreTimeout time.Duration
+	// MaxResponseBody is the largest response body stored (Lease.Stored).
+	// Zero means DefaultMaxResponseBody.
+	MaxResponseBody int64
+	// StoreHeader reports whether a response header field is stored. Nil
+	// means StorableHeader.
+	StoreHeader func(name string) bool
+}
+
+func (c *KeeperConfig) validate() error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"TTL", c.TTL}, {"Lease", c.Lease}, {"StoreTimeout", c.StoreTimeout}} {
+		if f.d < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, f.name, f.d)
+		}
+	}
+	if c.MaxResponseBody < 0 {
+		return fmt.Errorf("%w: MaxResponseBody %d is negative", ErrInvalidConfig, c.MaxResponseBody)
+	}
+	if ttl, lease := cmp.Or(c.TTL, DefaultTTL), cmp.Or(c.Lease, DefaultLease); ttl < lease {
+		return fmt.Errorf("%w: TTL %v is shorter than Lease %v", ErrInvalidConfig, ttl, lease)
+	}
+	return nil
+}
+
+// Keeper holds idempotency keys in a Store for a server middleware of any
+// protocol: it claims a request's key, renews the claim while the handler
+// runs, and completes the record with the response or releases it. The
+// HTTP Middleware drives one, and so does unherdgrpc's server
+// interceptor; a middleware for another protocol needs only this:
+//
+//	c, f, err := k.Claim(ctx, idempotency.StoreKey(principal, true, key), fingerprint, report)
+//	// c.State Acquired: run the handler under f (a context), then
+//	f.Complete(resp) // or f.Release() when the client should retry
+//	// Completed: answer c.Response; InFlight: ask the client to wait
+//
+// A Keeper is safe for concurrent use.
+type Keeper struct {
+	store        Store
+	local        bool // the store is a *Memory
+	ttl          time.Duration
+	lease        time.Duration
+	storeTimeout time.Duration
+	maxResp      int64
+	storeHeader  func(string) bool
+	polls        atomic.Uint64
+}
+
+// NewKeeper validates cfg, fills in its defaults and returns a Keeper.
+// Every error wraps ErrInvalidConfig.
+func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	k := &Keeper{
+		store:        cfg.Store,
+		ttl:          cmp.Or(cfg.TTL, DefaultTTL),
+		lease:        cmp.Or(cfg.Lease, DefaultLease),
+		storeTimeout: cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
+		maxResp:      cmp.Or(cfg.MaxResponseBody, DefaultMaxResponseBody),
+		storeHeader:  cfg.StoreHeader,
+	}
+	if k.store == nil {
+		s, err := NewMemory(MemoryConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		k.store = s
+	}
+	_, k.local = k.store.(*Memory)
+	return k, nil
+}
+
+// localLease is the lease of a claim in a Memory store: until the
+// handler returns. A Memory store dies with the process that holds its
+// leases, so no lease needs to outlive a crash.
+const localLease = time.Duration(1 << 62)
+
+// Flight is one request's hold on its key, from claim to completion. It
+// is the context the handler runs under once the claim is acquired: it
+// carries the Lease (LeaseFromContext) and is cancelled, with the store's
+// error as its cause, if a renewal finds the lease lost. Its methods are
+// called by the one goroutine serving the request.
+type Flight struct {
+	context.Context
+	k      *Keeper
+	report func(error)
+	lease  Lease
+	cancel context.CancelCauseFunc
+	rn     renewer
+}
+
+// Value returns the flight's Lease for LeaseFromContext, without a
+// context.WithValue.
+func (f *Flight) Value(key any) any {
+	if key == (leaseKey{}) {
+		return &f.lease
+	}
+	return f.Context.Value(key)
+}
+
+// Lease returns the flight's lease: its key and, once acquired, its token.
+func (f *Flight) Lease() *Lease { return &f.lease }
+
+// storeCtx bounds a store call; it outlives the client's request, so
+// that a client that hangs up does not leave a record half done. Calls
+// to the Memory store, which never wait, are not bounded.
+func (k *Keeper) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if k.local {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), k.storeTimeout)
+}
+
+// Claim claims key (a StoreKey) for a request of fingerprint fp, served
+// under ctx, within the store timeout. When the claim is Acquired, the
+// returned Flight holds the key: its renewals run, the handler runs under
+// it, and it must end with Complete or Release. report, if not nil,
+// receives the store errors the flight cannot return: a renewal that
+// failed, a release that failed, a claim whose outcome was not known and
+// could not be released. A claim that failed after it may have reached
+// the store (the store returned the token it drew with the error) is
+// released by that token in the background, so that a claim that did
+// take effect does not hold the key for a whole lease.
+func (k *Keeper) Claim(ctx context.Context, key string, fp Fingerprint, report func(error)) (Claim, *Flight, error) {
+	cctx := ctx
+	lease := k.lease
+	if k.local {
+		lease = localLease
+	} else {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, k.storeTimeout)
+		defer cancel()
+	}
+	c, err := k.store.Claim(cctx, key, fp, lease)
+	switch {
+	case err != nil:
+		k.unclaim(ctx, key, c.Token, err, report)
+	case c.State == Acquired:
+		f := &Flight{Context: ctx, k: k, report: report, lease: Lease{Key: key, Token: c.Token, TTL: k.ttl, MaxResponseBody: k.maxResp, StoreHeader: k.storeHeader}}
+		f.hold()
+		return c, f, nil
+	}
+	return c, nil, err
+}
+
+// hold makes the flight the handler's context and, for a shared store,
+// starts the renewals.
+func (f *Flight) hold() {
+	if f.k.local {
+		// A Memory record lives and dies with this process and is claimed
+		// until its handler returns: it needs no renewal.
+		return
+	}
+	f.Context, f.cancel = context.WithCancelCause(f.Context)
+	f.rn = renewer{f: f}
+	f.rn.mu.Lock() // renew reads t under mu
+	f.rn.t = time.AfterFunc(f.k.lease/3, f.rn.renew)
+	f.rn.mu.Unlock()
+}
+
+// Stop stops the renewals, waiting for one in progress, and returns an
+// error wrapping ErrLeaseLost if a renewal found the lease lost while
+// the handler ran: another claim may hold the key now. Complete and
+// Release stop the renewals themselves.
+func (f *Flight) Stop() error {
+	err := f.rn.stop()
+	if f.cancel != nil {
+		f.cancel(nil)
+	}
+	return err
+}
+
+// Complete stores resp as the outcome of the flight's request (what
+// Lease.Stored keeps of it) and ends the flight. A completion that fails
+// is tried again, after pauses spread between half and all of a ceiling
+// that doubles from 10 ms (so that the handlers a store outage failed
+// together do not retry together), for up to half a lease (the lease,
+// renewed last when the handler returned, keeps the key meanwhile): a
+// completion lost for good leaves the record in flight, and the key runs
+// again once its lease expires. A handler that completed the record
+// itself (Lease.MarkCompleted) is not completed again. Complete returns
+// an error wrapping ErrLeaseLost if the lease was lost while the handler
+// ran; nothing is stored then.
+func (f *Flight) Complete(resp *Response) error {
+	if err := f.Stop(); err != nil {
+		return fmt.Errorf("idempotency: key %q: the lease was lost while the handler ran; its response was not stored: %w", f.lease.Key, err)
+	}
+	if f.lease.Completed() {
+		return nil
+	}
+	stored := f.lease.Stored(resp)
+	err := f.k.persist(f.Context, f.k.lease/2, func(ctx context.Context) error {
+		return f.k.store.Complete(ctx, f.lease.Key, f.lease.Token, stored, f.k.ttl)
+	})
+	if err != nil {
+		return fmt.Errorf("idempotency: key %q: completing the record: %w", f.lease.Key, err)
+	}
+	return nil
+}
+
+// Release ends the flight without an outcome, so that the client's retry
+// runs the handler again, unless the handler completed the record itself
+// or the lease was lost. An error is given to the flight's report.
+func (f *Flight) Release() {
+	if f.Stop() != nil || f.lease.Completed() {
+		return // another claim may hold the key; or there is an outcome
+	}
+	ctx, cancel := f.k.storeCtx(f.Context)
+	defer cancel()
+	if err := f.k.store.Release(ctx, f.lease.Key, f.lease.Token); err != nil {
+		f.fail(fmt.Errorf("idempotency: key %q: releasing the record: %w", f.lease.Key, err))
+	}
+}
+
+func (f *Flight) fail(err error) {
+	if f.report != nil {
+		f.report(err)
+	}
+}
+
+// unclaim resolves a claim whose outcome the Keeper did not learn: Claim
+// failed (its store timeout passed, or the connection broke) after the
+// claim may have reached the store, and the store returned the token it
+// drew (see Store). If the claim did take effect, nobody holds the record
+// it made, and the key would answer 409 until its lease ran out; unclaim
+// releases it by its token, in the background and again while the store
+// does not answer, until a lease has passed (when the record, if any, has
+// expired anyway). A release that finds no record of the token's is the
+// common answer: the claim never took effect.
+func (k *Keeper) unclaim(ctx context.Context, key string, token uint64, cause error, report func(error)) {
+	if token == 0 {
+		return // the store knows the claim did not take effect
+	}
+	go func() {
+		err := k.persist(ctx, k.lease, func(ctx context.Context) error { return k.store.Release(ctx, key, token) })
+		if err != nil && !errors.Is(err, ErrLeaseLost) && report != nil {
+			report(fmt.Errorf("idempotency: key %q: releasing a claim whose outcome was not known (%w): %w", key, cause, err))
+		}
+	}()
+}
+
+// persist calls op, each call bounded by the store timeout, until it
+// succeeds or finds the lease lost, or until within has passed since the
+// first failure.
+func (k *Keeper) persist(ctx context.Context, within time.Duration, op func(context.Context) error) error {
+	var deadline time.Time // set at the first failure
+	gap := 10 * time.Millisecond
+	for {
+		sctx, cancel := k.storeCtx(ctx)
+		err := op(sctx)
+		cancel()
+		if err == nil || errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(within)
+		}
+		d := k.spread(gap)
+		if time.Now().Add(d).After(deadline) {
+			return err
+		}
+		time.Sleep(d)
+		gap *= 2
+	}
+}
+
+// spread returns a pause between d/2 and d, a different one for each
+// call: requests that a store failed together, or duplicates that arrived
+// together, do not call the store together again. The fractions come
+// from a golden-ratio sequence over the calls, not from a random source,
+// so runs are repeatable.
+func (k *Keeper) spread(d time.Duration) time.Duration {
+	x := float64((k.polls.Add(1)*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+	return d/2 + time.Duration(x*float64(d/2))
+}
+
+// renewer renews a lease every third of its length until stopped. A
+// renewal that finds the lease lost cancels the handler's context; one
+// that fails otherwise is tried again after a sixth of the lease.
+type renewer struct {
+	f       *Flight
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	lost    error
+}
+
+func (rn *renewer) renew() {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.stopped || rn.lost != nil {
+		return
+	}
+	f := rn.f
+	ctx, cancel := f.k.storeCtx(f.Context)
+	err := f.k.store.Renew(ctx, f.lease.Key, f.lease.Token, f.k.lease)
+	cancel()
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		rn.lost = err
+		f.cancel(err)
+		return
+	case err != nil:
+		// The store may be back before the lease runs out: try again
+		// sooner.
+		f.fail(fmt.Errorf("idempotency: key %q: renewing the lease: %w", f.lease.Key, err))
+		rn.t.Reset(f.k.lease / 6)
+		return
+	}
+	rn.t.Reset(f.k.lease / 3)
+}
+
+// stop stops the renewals, waiting for one in progress, and returns the
+// error of a renewal that found the lease lost.
+func (rn *renewer) stop() error {
+	if rn.t == nil {
+		return nil // never started
+	}
+	rn.t.Stop()
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.stopped = true
+	return rn.lost
+}

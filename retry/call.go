@@ -225,11 +225,23 @@ func (c *Call) gaveUp(reason error) {
 
 // stopName names a stop reason for the observer.
 func stopName(reason error) observe.Stop {
-	for i, r := range [...]error{ErrAttemptsExhausted, ErrBudgetExhausted, ErrDeadline, ErrPermanent,
-		ErrFinal, ErrCancelled, ErrRejected, ErrServerDelayTooLong} {
-		if reason == r {
-			return observe.StopAttemptsExhausted + observe.Stop(i)
-		}
+	switch reason {
+	case ErrAttemptsExhausted:
+		return observe.StopAttemptsExhausted
+	case ErrBudgetExhausted:
+		return observe.StopBudgetExhausted
+	case ErrDeadline:
+		return observe.StopDeadline
+	case ErrPermanent:
+		return observe.StopPermanent
+	case ErrFinal:
+		return observe.StopFinal
+	case ErrCancelled:
+		return observe.StopCancelled
+	case ErrRejected:
+		return observe.StopRejected
+	case ErrServerDelayTooLong:
+		return observe.StopServerDelayTooLong
 	}
 	return observe.StopOther
 }

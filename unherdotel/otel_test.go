@@ -15,8 +15,8 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/observe/observetest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdotel"
 )
@@ -387,19 +387,19 @@ func must(o observe.Observer, err error) observe.Observer {
 	return o
 }
 
-// BenchmarkCalls is observetest.BenchmarkCalls with the OpenTelemetry
+// BenchmarkCalls is observecheck.BenchmarkCalls with the OpenTelemetry
 // observers (SDK with a manual reader, default exemplar filter): plain,
 // gRPC with a Producer (the package doc's setup) and gRPC through the
 // SDK's histogram instruments (grpc-sdk).
 func BenchmarkCalls(b *testing.B) {
 	m, _ := setup(b)
 	sdkM, _ := setupSDK(b)
-	b.Run("plain", func(b *testing.B) { observetest.BenchmarkCalls(b, "otel", must(m.Observer("bench"))) })
+	b.Run("plain", func(b *testing.B) { observecheck.BenchmarkCalls(b, "otel", must(m.Observer("bench"))) })
 	b.Run("grpc", func(b *testing.B) {
-		observetest.BenchmarkCalls(b, "otel", must(m.GRPCObserver("s.S/M", "dns:///s:443")))
+		observecheck.BenchmarkCalls(b, "otel", must(m.GRPCObserver("s.S/M", "dns:///s:443")))
 	})
 	b.Run("grpc-sdk", func(b *testing.B) {
-		observetest.BenchmarkCalls(b, "otel", must(sdkM.GRPCObserver("s.S/M", "dns:///s:443")))
+		observecheck.BenchmarkCalls(b, "otel", must(sdkM.GRPCObserver("s.S/M", "dns:///s:443")))
 	})
 }
 
@@ -433,7 +433,7 @@ type recorder struct{ evs []observe.Event }
 func (r *recorder) Observe(_ context.Context, e observe.Event) { r.evs = append(r.evs, e) }
 
 // callEvents returns the events of one call of each of
-// observetest.BenchmarkCalls's kinds (success, retry2, hedged), made the
+// observecheck.BenchmarkCalls's kinds (success, retry2, hedged), made the
 // same way, by name.
 func callEvents(b *testing.B) map[string][]observe.Event {
 	out := map[string][]observe.Event{}
@@ -475,8 +475,8 @@ func callEvents(b *testing.B) map[string][]observe.Event {
 	}
 	out["hedged"] = rec.evs
 	for name, evs := range out {
-		if len(evs) != observetest.Events[name] {
-			b.Fatalf("call=%s: %d events, observetest.Events says %d", name, len(evs), observetest.Events[name])
+		if len(evs) != observecheck.Events[name] {
+			b.Fatalf("call=%s: %d events, observecheck.Events says %d", name, len(evs), observecheck.Events[name])
 		}
 	}
 	return out

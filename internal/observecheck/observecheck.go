@@ -1,7 +1,9 @@
-// Package observetest holds what the tests of observe's adapters share:
+// Package observecheck checks and measures what retry, hedge and the guards
+// report to an observe.Observer, outside package observe (which they
+// import): the event sequences, and benchmarks shared by every adapter:
 // benchmarks of whole calls with and without an observer, so that every
 // adapter's per-event cost is measured the same way.
-package observetest
+package observecheck
 
 import (
 	"context"

@@ -1,12 +1,12 @@
-package observe_test
+package observecheck_test
 
 import (
 	"context"
 	"sync/atomic"
 	"testing"
 
+	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/observe/observetest"
 )
 
 // counter counts events: the cheapest observer that does something.
@@ -15,8 +15,8 @@ type counter struct{ n atomic.Int64 }
 func (c *counter) Observe(_ context.Context, e observe.Event) { c.n.Add(1) }
 
 // BenchmarkObserver measures calls with and without an observer (see
-// observetest.BenchmarkCalls): the difference divided by the events is
+// observecheck.BenchmarkCalls): the difference divided by the events is
 // the cost of one event.
 func BenchmarkObserver(b *testing.B) {
-	observetest.BenchmarkCalls(b, "counter", new(counter))
+	observecheck.BenchmarkCalls(b, "counter", new(counter))
 }

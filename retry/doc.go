@@ -132,24 +132,8 @@
 // the error at once, on a request path, set ReturnAtOnce; the AWS presets
 // do, as the SDKs do outside long polling.
 //
-// Measured in virtual time (TestClosedPopulationLoad: 20 looping callers,
-// a dependency that fails everything, load while failing over load while
-// healthy): with 3 attempts 0.35 by default, 0.56 without a budget, 0.50
-// with WaitRetryDelay and 2.98 with ReturnAtOnce; with 8 attempts 0.04 by
-// default, 0.05 without a budget, 0.50 with WaitRetryDelay. In package
-// sim's outage scenario (1000 looping callers, 8 attempts, a 30 s outage;
-// "unherd sim outage --seeds 5"), full jitter with the default budget
-// offers about 1,040 attempts/s during the outage against 1,298/s for
-// full jitter alone (8,340/s with WaitRetryDelay), with 96.9% of calls
-// succeeding against 99.6%, and is back 1.1 s after the dependency
-// returns against 3.8 s (waiting the whole rest of the schedule held the
-// load at 175/s but took 9.5 s to recover). Over loopback (package
-// reliability, TestBrownOut: 200 looping callers and an open stream
-// through unherdhttp's defaults, a 6 s brown-out of 503s), the looping
-// callers' load during the fault is 0.16 to 0.20 times their load before
-// (about 0.2 with WaitRetryDelay) and their goodput is back 0.4 to 0.8 s
-// after the fault; an open stream stays near 1.0 either way.
-// RELIABILITY.md has the table for every mode.
+// bench/NOTES.md ("Refused retries") gives the load each mode offers a
+// failing dependency, measured, and RELIABILITY.md the loopback table.
 //
 // Every stop returns an [*Error] that wraps the reason and the last
 // attempt's error: errors.Is(err, retry.ErrAttemptsExhausted) and

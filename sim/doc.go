@@ -124,11 +124,7 @@
 // arrivals due before any other event are taken in by one event (the same
 // run as with one event per arrival). A budget, breaker or throttle still
 // hears of every attempt through an event at its time, in virtual-time
-// order. At the published sizes this cut the outage's events per seed from
-// 72 M to about 18 M and its CPU time to less than half; on 8 seeds at a
-// fifth of the size (--clients 200 --rate 2000 --capacity 4000) every row
-// agreed with the event-per-hop model within its seed-to-seed spread, and
-// every claim held on every seed with both.
+// order. bench/NOTES.md has what the model saved, and how it was checked.
 //
 // ratelimit (closed): figures attributed to Brooker's AWS material on
 // backoff and jitter as commonly cited (3000 workers behind a

@@ -53,7 +53,7 @@ func serve(t *testing.T, cfg idempotency.Config, h http.Handler) (string, *http.
 // completed record: the victim's retry is replayed, and the handler does
 // not run a second time. The flooder gets 503s once the store is full.
 func TestMemoryFloodKeepsCompleted(t *testing.T) {
-	store := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 64 << 10})
+	store := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 16 << 10})
 	const victimKey = `"victim-charge-1"`
 	var victimRuns atomic.Int32
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +69,7 @@ func TestMemoryFloodKeepsCompleted(t *testing.T) {
 	if st, _, _ := post(t, c, url, victimKey, ""); st != http.StatusCreated {
 		t.Fatalf("victim's first request: %d", st)
 	}
-	const flood = 3000 // about ten times what 64 KiB holds
+	const flood = 1000 // over ten times what 16 KiB holds
 	refused := 0
 	for i := 0; i < flood && refused < 20; i++ {
 		switch st, _, _ := post(t, c, url, `"flood-`+strconv.Itoa(i)+`"`, ""); st {

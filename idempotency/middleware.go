@@ -118,18 +118,27 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	sk := key
+	cctx := r.Context() // of the claims: names the principal to the store
 	if m.principal != nil {
 		p := m.principal(r)
 		sk = strconv.Itoa(len(p)) + ":" + p + key
+		cctx = WithPrincipal(cctx, p)
 	}
 	fp := m.fingerprint(r, body)
 
 	var deadline time.Time // of the wait, set at the first in-flight answer
 	gap := 10 * time.Millisecond
 	for {
-		c, err := m.claim(r.Context(), sk, fp)
+		c, err := m.claim(cctx, sk, fp)
 		if err != nil {
 			m.unclaim(r, sk, c.Token, err)
+			if errors.Is(err, ErrStoreFull) {
+				// Not an outage: running unprotected would let a flood
+				// of keys turn idempotency off for everyone.
+				writeProblem(w, http.StatusServiceUnavailable, CodeStoreFull, "the idempotency store has no room for this key now; nothing was done", 1)
+				m.report(r, err)
+				return
+			}
 			if m.failOpen {
 				m.report(r, err)
 				next.ServeHTTP(w, withBody(r, body))

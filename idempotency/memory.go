@@ -414,8 +414,8 @@ func (s *memShard) remove(r *memRecord) {
 // reclaim makes room in a full shard: it evicts the expired records
 // found among the oldest or, when one may have expired elsewhere and
 // enough claims came since the last look, among all; and it rebuilds the
-// maps when a third of the slots counted belong to deleted records. It
-// reports whether it freed anything.
+// maps when the slots counted for deleted records number a quarter of
+// the live ones or more. It reports whether it freed anything.
 func (s *memShard) reclaim(now int64) bool {
 	before := s.bytes
 	s.sweep(now, 64)
@@ -433,7 +433,7 @@ func (s *memShard) reclaim(now int64) bool {
 		}
 		s.nextScan = next
 	}
-	if live := int64(len(s.m)+len(s.owners)) * slotCost; s.slots-live >= s.slots/3 && s.slots > 0 {
+	if live := int64(len(s.m)+len(s.owners)) * slotCost; s.slots > live && s.slots-live >= live/4 {
 		m := make(map[string]*memRecord, len(s.m))
 		for r := s.head; r != nil; r = r.next {
 			m[r.key] = r

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -170,4 +171,87 @@ func FuzzResponseUnmarshal(f *testing.F) {
 func TestMemoryExactlyOnce(t *testing.T) {
 	s := newMemory(t, idempotency.MemoryConfig{})
 	t.Log(storetest.ExactlyOnce(t, 1000, 100*time.Millisecond, s, s))
+}
+
+func TestNewMemoryRejectsShare(t *testing.T) {
+	for _, share := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := idempotency.NewMemory(idempotency.MemoryConfig{MaxShare: share}); err == nil {
+			t.Errorf("MaxShare %v accepted", share)
+		}
+	}
+}
+
+func TestPrincipalFromContext(t *testing.T) {
+	ctx := context.Background()
+	if p, ok := idempotency.PrincipalFromContext(ctx); ok {
+		t.Errorf("no principal: got %q", p)
+	}
+	if p, ok := idempotency.PrincipalFromContext(idempotency.WithPrincipal(ctx, "")); !ok || p != "" {
+		t.Errorf("empty principal: %q %v, want \"\" true", p, ok)
+	}
+	type other struct{}
+	ctx = idempotency.WithPrincipal(context.WithValue(ctx, other{}, 1), "acct_1")
+	if p, ok := idempotency.PrincipalFromContext(ctx); !ok || p != "acct_1" || ctx.Value(other{}) != 1 {
+		t.Errorf("principal %q %v, other value %v", p, ok, ctx.Value(other{}))
+	}
+}
+
+// A principal is refused past its share while another principal, and
+// claims without a principal, still find room; releasing its records
+// gives the share back.
+func TestMemoryShare(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 64 << 10, MaxShare: 0.25})
+	claim := func(ctx context.Context, key string) (uint64, error) {
+		c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Hour)
+		return c.Token, err
+	}
+	a := idempotency.WithPrincipal(ctx, "a")
+	held := map[string]uint64{}
+	for i := 0; ; i++ {
+		key := "a" + strconv.Itoa(i)
+		token, err := claim(a, key)
+		if err != nil {
+			if !errors.Is(err, idempotency.ErrStoreFull) {
+				t.Fatalf("claim past the share: %v, want ErrStoreFull", err)
+			}
+			break
+		}
+		held[key] = token
+		if i > 1000 {
+			t.Fatal("a principal holds over 1000 records in a quarter of 64 KiB")
+		}
+	}
+	if _, err := claim(idempotency.WithPrincipal(ctx, "b"), "b0"); err != nil {
+		t.Errorf("another principal's claim: %v", err)
+	}
+	unscoped := 0
+	for ; unscoped < 10000; unscoped++ {
+		if _, err := claim(ctx, "u"+strconv.Itoa(unscoped)); err != nil {
+			break
+		}
+	}
+	if unscoped <= len(held) {
+		t.Errorf("claims without a principal: %d held, want them bound by the store, not by a share (%d)", unscoped, len(held))
+	}
+	// The store is full now: releasing a's records makes room for a again.
+	if _, err := claim(a, "a-new"); !errors.Is(err, idempotency.ErrStoreFull) {
+		t.Fatalf("claim in a full store: %v, want ErrStoreFull", err)
+	}
+	for key, token := range held {
+		if err := m.Release(ctx, key, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for ; n < 10000; n++ {
+		if _, err := claim(a, "a-new"+strconv.Itoa(n)); err != nil {
+			break
+		}
+	}
+	// The map slots of released records are counted until their waste
+	// makes the shard rebuild its maps, at a quarter of the live ones.
+	if n < len(held)*3/4 || n > len(held) {
+		t.Errorf("after releasing its %d records, the principal claimed %d", len(held), n)
+	}
 }

@@ -160,8 +160,9 @@ func heapAlloc() int64 {
 }
 
 // MaxBytes bounds the heap the store holds: a flood of small records,
-// then (once they expired) one of larger ones, never takes the live heap
-// past 1.25 times MaxBytes. What the store holds is measured as the live
+// then (once they expired) one of larger ones, then one of small records
+// each of its own principal, never takes the live heap past 1.25 times
+// MaxBytes. What the store holds is measured as the live
 // heap with the store less the live heap once it is dropped, at the end,
 // so that other tests' objects do not blur it.
 func TestMemoryMaxBytesBoundsHeap(t *testing.T) {
@@ -177,10 +178,14 @@ func TestMemoryMaxBytesBoundsHeap(t *testing.T) {
 			refused, held, n int
 		}
 		var phases []phase
-		fill := func(name string, n int, body []byte) {
+		fill := func(name string, n int, body []byte, principals bool) {
 			p := phase{name: name, n: n}
 			for i := range n {
 				key := name + "-" + strconv.Itoa(i)
+				ctx := ctx
+				if principals {
+					ctx = idempotency.WithPrincipal(ctx, "principal-"+strconv.Itoa(i))
+				}
 				c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Minute)
 				if err != nil {
 					p.refused++
@@ -193,9 +198,11 @@ func TestMemoryMaxBytesBoundsHeap(t *testing.T) {
 			p.heap, p.held = heapAlloc(), m.Len()
 			phases = append(phases, p)
 		}
-		fill("small", flood, make([]byte, 32))
+		fill("small", flood, make([]byte, 32), false)
 		time.Sleep(2 * time.Hour) // every record expires
-		fill("large", flood/20, make([]byte, 2000))
+		fill("large", flood/20, make([]byte, 2000), false)
+		time.Sleep(2 * time.Hour)
+		fill("principals", flood, make([]byte, 32), true)
 		runtime.KeepAlive(m)
 		m = nil
 		base := heapAlloc()

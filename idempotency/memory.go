@@ -33,12 +33,12 @@ type MemoryConfig struct {
 	// MaxBytes bounds the heap the records hold, spread evenly over the
 	// shards. Everything a record keeps alive is counted, as the
 	// allocator rounds it: the record, its key, its encoded response
-	// (headers and body), and its slot in the shard's map (a Go map
-	// does not shrink: slots are counted as they are filled, and a
-	// shard rebuilds its map to reclaim those of deleted records when it
-	// needs the room). The count is an upper bound: the store holds a
-	// little less than MaxBytes of records and the heap it takes stays
-	// within MaxBytes.
+	// (headers and body), its slot in the shard's map (a Go map does
+	// not shrink: slots are counted as they are filled, and a shard
+	// rebuilds its map to reclaim those of deleted records when it needs
+	// the room), and the account of each principal holding records. The
+	// count is an upper bound: the store holds a little less than
+	// MaxBytes of records and the heap it takes stays within MaxBytes.
 	//
 	// A live record, in flight or completed, is never evicted to make
 	// room: forgetting a completed key would run its request again.
@@ -51,15 +51,15 @@ type MemoryConfig struct {
 	// "replay-unavailable". Zero means DefaultMaxBytes.
 	MaxBytes int64
 
-	// MaxShare bounds, as a fraction of each shard, the bytes the
+	// MaxShare bounds, as a fraction of MaxBytes, the bytes the
 	// records of one principal hold, so that a principal flooding the
 	// store with keys is refused (ErrStoreFull) while the others still
 	// find room. The principal is the one WithPrincipal put in the
 	// claim's context, which the middleware does when Config.Principal
-	// is set; keys spread evenly over the shards, so a principal holds
-	// at most about MaxShare of the store. A completion that would take
-	// its principal past the share keeps its status only, as one that
-	// does not fit the store.
+	// is set. A completion that would take its principal past the share
+	// keeps its status only, as one that does not fit the store. A
+	// principal's expired records count against its share until the
+	// store evicts them, as it is used.
 	//
 	// Claims made without a principal (a middleware without
 	// Config.Principal) are not bounded by a share: such a middleware
@@ -84,21 +84,34 @@ type Memory struct {
 	seed   maphash.Seed
 	epoch  time.Time // instants are nanoseconds since epoch, on the monotonic clock
 	shards []memShard
-	token  atomic.Uint64
+	accts  []memAccts // the principals holding records, by the hash of their names
+	share  int64      // bytes one principal's records may hold
+	// ownerBytes counts the principals' entries, taken from every
+	// shard's room in equal parts.
+	ownerBytes atomic.Int64
+	token      atomic.Uint64
+}
+
+// memAccts holds the accounts of some of the principals. Its lock is
+// taken under a shard's, never the other way round.
+type memAccts struct {
+	mu         sync.Mutex
+	m          map[string]*memOwner
+	share      int64         // the Memory's
+	ownerBytes *atomic.Int64 // the Memory's
+	_          [64]byte      // keeps neighbouring locks off one cache line
 }
 
 type memShard struct {
-	mu     sync.Mutex
-	m      map[string]*memRecord
-	owners map[string]*memOwner // principals holding records here
+	mu sync.Mutex
+	m  map[string]*memRecord
 	// head and tail link the records by age, the oldest first; a record
 	// moves to the tail when it completes.
 	head, tail *memRecord
 	bytes      int64 // counted against max, map slots included
 	max        int64 // bytes this shard may hold
-	share      int64 // bytes one principal's records may hold
-	// slots is the part of bytes that counts the maps' slots: one per
-	// insertion since the maps were last rebuilt, deletions not
+	// slots is the part of bytes that counts the map's slots: one per
+	// insertion since the map was last rebuilt, deletions not
 	// refunded, as a Go map does not shrink.
 	slots int64
 	// nextSweep is when the oldest live completed record expires: no
@@ -126,6 +139,7 @@ type memRecord struct {
 }
 
 type memOwner struct {
+	accts *memAccts // whose lock guards bytes
 	name  string
 	bytes int64 // of its records' sizes
 }
@@ -146,6 +160,13 @@ var (
 // with its control byte) takes: a growing Go map fills at least 7/16 of
 // its slots, and the allocator rounds its tables up.
 const slotCost = 64
+
+// ownerSize is what a principal's entry holds: the entry, its name, and
+// two map slots, as the map of the entries is not rebuilt but reuses the
+// slots of deleted entries once they are a tenth of it.
+func ownerSize(name string) int64 {
+	return ownerCost + allocSize(len(name)) + 2*slotCost
+}
 
 // sizeClasses are the sizes the Go allocator rounds a small object up
 // to (those of the runtime's size class table).
@@ -177,15 +198,21 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		return nil, fmt.Errorf("idempotency: MemoryConfig.MaxShare %v is not a fraction from 0 to 1; use 0 for %v, 1 for no bound", cfg.MaxShare, DefaultMaxShare)
 	}
 	n := cmp.Or(cfg.Shards, DefaultShards)
-	m := &Memory{seed: maphash.MakeSeed(), epoch: time.Now(), shards: make([]memShard, n)}
-	limit := max(cmp.Or(cfg.MaxBytes, DefaultMaxBytes)/int64(n), 1)
-	share := int64(cmp.Or(cfg.MaxShare, DefaultMaxShare) * float64(limit))
+	total := cmp.Or(cfg.MaxBytes, DefaultMaxBytes)
+	m := &Memory{
+		seed:   maphash.MakeSeed(),
+		epoch:  time.Now(),
+		shards: make([]memShard, n),
+		accts:  make([]memAccts, n),
+		share:  int64(cmp.Or(cfg.MaxShare, DefaultMaxShare) * float64(total)),
+	}
+	limit := max(total/int64(n), 1)
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.m = make(map[string]*memRecord)
-		s.owners = make(map[string]*memOwner)
-		s.max, s.share = limit, share
+		s.max = limit
 		s.nextScan = math.MaxInt64
+		m.accts[i] = memAccts{m: make(map[string]*memOwner), share: m.share, ownerBytes: &m.ownerBytes}
 	}
 	return m, nil
 }
@@ -233,47 +260,35 @@ func (m *Memory) Claim(ctx context.Context, key string, fp Fingerprint, lease ti
 	}
 	defer s.mu.Unlock()
 	size := recordCost + allocSize(len(key)) + omittedCost
-	o, err := s.room(size, principal, scoped, now)
+	o, err := m.room(s, size, principal, scoped, now)
 	if err != nil {
 		return Claim{}, err
-	}
-	if scoped && o == nil {
-		o = &memOwner{name: strings.Clone(principal)}
-		s.owners[o.name] = o
-		s.bytes += ownerCost + allocSize(len(o.name)) + slotCost
-		s.slots += slotCost
 	}
 	// The key is copied: the caller's string may share its memory with
 	// more than the key (a header line), which the store would keep.
 	r := &memRecord{key: strings.Clone(key), owner: o, fp: fp, token: m.token.Add(1), expires: after(now, lease), state: InFlight}
 	s.m[r.key] = r
-	s.bytes += slotCost
+	s.bytes += slotCost + size
 	s.slots += slotCost
-	s.resize(r, size)
+	r.size = size
 	s.push(r)
 	return Claim{State: Acquired, Token: r.token}, nil
 }
 
-// room makes sure a new record of size bytes fits, with the owner entry
-// of its principal if it has none yet, evicting expired records if need
-// be. It returns the principal's owner entry, nil if none.
-func (s *memShard) room(size int64, principal string, scoped bool, now int64) (*memOwner, error) {
+// room makes room in s for a new record of size bytes, evicting expired
+// records if need be, and counts them against the principal's share.
+// It returns the principal's account, nil if none.
+func (m *Memory) room(s *memShard, size int64, principal string, scoped bool, now int64) (*memOwner, error) {
 	for tried := false; ; tried = true {
-		var o *memOwner
-		need := size + slotCost
-		if scoped {
-			if o = s.owners[principal]; o == nil {
-				need += ownerCost + allocSize(len(principal)) + slotCost
-			}
-		}
 		var err error
-		switch {
-		case scoped && (o != nil && o.bytes+size > s.share || o == nil && size > s.share):
-			err = fmt.Errorf("%w: this caller's records take its share of the store (%d of a shard's %d bytes); retry once some expire", ErrStoreFull, s.share, s.max)
-		case s.bytes+need > s.max:
+		if s.bytes+size+slotCost+m.ownerBytes.Load()/int64(len(m.shards)) > s.max {
 			err = fmt.Errorf("%w: its live records take all %d bytes of a shard; retry once some expire", ErrStoreFull, s.max)
-		default:
+		} else if !scoped {
+			return nil, nil
+		} else if o := m.take(principal, size); o != nil {
 			return o, nil
+		} else {
+			err = fmt.Errorf("%w: this caller's live records take its share of the store (%d bytes); retry once some expire", ErrStoreFull, m.share)
 		}
 		if tried || !s.reclaim(now) {
 			return nil, err
@@ -281,9 +296,58 @@ func (s *memShard) room(size int64, principal string, scoped bool, now int64) (*
 	}
 }
 
-// fits reports whether a record of r's owner can grow by n bytes.
-func (s *memShard) fits(r *memRecord, n int64) bool {
-	return s.bytes+n <= s.max && (r.owner == nil || r.owner.bytes+n <= s.share)
+func (m *Memory) accounts(principal string) *memAccts {
+	return &m.accts[maphash.String(m.seed, principal)%uint64(len(m.accts))]
+}
+
+// take counts n more bytes against the principal's share, creating its
+// account if it has none, and returns the account; nil if they do not
+// fit in the share.
+func (m *Memory) take(principal string, n int64) *memOwner {
+	a := m.accounts(principal)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := a.m[principal]
+	if o == nil {
+		if n > m.share {
+			return nil
+		}
+		o = &memOwner{accts: a, name: strings.Clone(principal)}
+		a.m[o.name] = o
+		m.ownerBytes.Add(ownerSize(o.name))
+	}
+	if o.bytes+n > m.share {
+		return nil
+	}
+	o.bytes += n
+	return o
+}
+
+// add counts n bytes more, or fewer, against o's share, and deletes the
+// account when it holds nothing; it reports false, and counts nothing,
+// when they do not fit. A nil o has no share.
+func (o *memOwner) add(n int64) bool {
+	if o == nil {
+		return true
+	}
+	a := o.accts
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n > 0 && o.bytes+n > a.share {
+		return false
+	}
+	o.bytes += n
+	if o.bytes == 0 {
+		delete(a.m, o.name)
+		a.ownerBytes.Add(-ownerSize(o.name))
+	}
+	return true
+}
+
+// fits reports whether r can grow by n bytes, and if so counts them
+// against its owner's share.
+func (m *Memory) fits(s *memShard, r *memRecord, n int64) bool {
+	return s.bytes+n+m.ownerBytes.Load()/int64(len(m.shards)) <= s.max && r.owner.add(n)
 }
 
 // owned returns the live record token owns, under s.mu; with inFlight,
@@ -325,12 +389,16 @@ func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Res
 	}
 	base := recordCost + allocSize(len(key))
 	size := base + allocSize(cap(data))
-	if grow := size - r.size; grow > 0 && !s.fits(r, grow) && (!s.reclaim(now) || !s.fits(r, grow)) {
+	if d := size - r.size; d > 0 && !m.fits(s, r, d) && (!s.reclaim(now) || !m.fits(s, r, d)) {
 		// The claim reserved room for this.
 		data, _ = (&Response{Status: resp.Status, Omitted: true}).MarshalBinary()
 		size = base + allocSize(cap(data))
+		r.owner.add(size - r.size) // not positive
+	} else if d <= 0 {
+		r.owner.add(d)
 	}
-	s.resize(r, size)
+	s.bytes += size - r.size
+	r.size = size
 	r.state, r.data, r.expires = Completed, data, after(now, ttl)
 	s.nextScan = min(s.nextScan, r.expires)
 	s.unlink(r)
@@ -364,16 +432,6 @@ func (m *Memory) Len() int {
 	return n
 }
 
-// resize sets the bytes counted for r, for the shard and r's owner.
-func (s *memShard) resize(r *memRecord, size int64) {
-	d := size - r.size
-	r.size = size
-	s.bytes += d
-	if r.owner != nil {
-		r.owner.bytes += d
-	}
-}
-
 // push appends r at the tail, as the newest.
 func (s *memShard) push(r *memRecord) {
 	r.prev, r.next = s.tail, nil
@@ -399,22 +457,21 @@ func (s *memShard) unlink(r *memRecord) {
 	r.prev, r.next = nil, nil
 }
 
-// remove deletes r, and its owner entry when r was the owner's last
-// record. The map slots stay counted until the maps are rebuilt.
+// remove deletes r, and its owner's account when r was the owner's last
+// record. Its map slot stays counted until the map is rebuilt.
 func (s *memShard) remove(r *memRecord) {
 	s.unlink(r)
 	delete(s.m, r.key)
-	s.resize(r, 0)
-	if o := r.owner; o != nil && o.bytes == 0 {
-		delete(s.owners, o.name)
-		s.bytes -= ownerCost + allocSize(len(o.name))
+	s.bytes -= r.size
+	if r.owner != nil {
+		r.owner.add(-r.size)
 	}
 }
 
 // reclaim makes room in a full shard: it evicts the expired records
 // found among the oldest or, when one may have expired elsewhere and
 // enough claims came since the last look, among all; and it rebuilds the
-// maps when the slots counted for deleted records number a quarter of
+// map when the slots counted for deleted records number a quarter of
 // the live ones or more. It reports whether it freed anything.
 func (s *memShard) reclaim(now int64) bool {
 	before := s.bytes
@@ -433,17 +490,12 @@ func (s *memShard) reclaim(now int64) bool {
 		}
 		s.nextScan = next
 	}
-	if live := int64(len(s.m)+len(s.owners)) * slotCost; s.slots > live && s.slots-live >= live/4 {
+	if live := int64(len(s.m)) * slotCost; s.slots > live && s.slots-live >= live/4 {
 		m := make(map[string]*memRecord, len(s.m))
 		for r := s.head; r != nil; r = r.next {
 			m[r.key] = r
 		}
 		s.m = m
-		o := make(map[string]*memOwner, len(s.owners))
-		for k, v := range s.owners {
-			o[k] = v
-		}
-		s.owners = o
 		s.bytes -= s.slots - live
 		s.slots = live
 	}

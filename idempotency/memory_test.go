@@ -255,3 +255,22 @@ func TestMemoryShare(t *testing.T) {
 		t.Errorf("after releasing its %d records, the principal claimed %d", len(held), n)
 	}
 }
+
+// The share is of the whole store, not of a shard: with the defaults, a
+// principal's response of a few hundred KiB, larger than a tenth of a
+// shard, is stored and replayed.
+func TestMemoryShareOfStore(t *testing.T) {
+	ctx := idempotency.WithPrincipal(context.Background(), "acct_1")
+	m := newMemory(t, idempotency.MemoryConfig{})
+	c, err := m.Claim(ctx, "k", idempotency.Fingerprint{}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Complete(ctx, "k", c.Token, &idempotency.Response{Status: 200, Body: make([]byte, 600<<10)}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c, err = m.Claim(ctx, "k", idempotency.Fingerprint{}, time.Hour)
+	if err != nil || c.State != idempotency.Completed || c.Response.Omitted || len(c.Response.Body) != 600<<10 {
+		t.Errorf("a 600 KiB response: %v %v, want it completed and replayed whole", c.State, err)
+	}
+}

@@ -216,3 +216,26 @@ func TestMemoryMaxBytesBoundsHeap(t *testing.T) {
 		}
 	})
 }
+
+// A full store is answered 503 store-full, and nothing runs, even with
+// FailOpen: a flood of keys must not turn idempotency off.
+func TestStoreFullFailsClosed(t *testing.T) {
+	store := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 4 << 10})
+	c := &charger{}
+	h := newHandler(t, idempotency.Config{Store: store, FailOpen: true}, c)
+	for i := range 100 {
+		w := do(h, "POST", "/charges", `"k`+strconv.Itoa(i)+`"`, "1")
+		if w.Code == http.StatusCreated {
+			continue
+		}
+		wantProblem(t, w, http.StatusServiceUnavailable, idempotency.CodeStoreFull)
+		if w.Header().Get("Retry-After") == "" {
+			t.Error("a store-full answer without Retry-After")
+		}
+		if int(c.runs.Load()) != i {
+			t.Errorf("%d runs for %d keys stored: the refused request ran", c.runs.Load(), i)
+		}
+		return
+	}
+	t.Fatal("100 keys fit in 4 KiB")
+}

@@ -51,7 +51,7 @@ func Example() {
 func ExampleMemoryConfig() {
 	store, err := idempotency.NewMemory(idempotency.MemoryConfig{
 		MaxBytes: 1 << 20,
-		MaxShare: 0.05, // one caller holds at most about 52 KiB
+		MaxShare: 0.05, // one caller holds at most 51.2 KiB
 	})
 	if err != nil {
 		panic(err)

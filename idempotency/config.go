@@ -48,8 +48,11 @@ type Config struct {
 	Store Store
 
 	// Principal returns who is calling (an account or API key ID, after
-	// authentication), so that two callers' keys never collide. Nil
-	// means every caller shares one key space: only right when keys are
+	// authentication), so that two callers' keys never collide. The
+	// middleware also names it to the store in the claim's context
+	// (WithPrincipal), so that a store can bound each caller's share of
+	// it, as Memory does (MemoryConfig.MaxShare). Nil means every caller
+	// shares one key space, and one share: only right when keys are
 	// random UUIDs and callers trust each other.
 	Principal func(*http.Request) string
 
@@ -117,7 +120,10 @@ type Config struct {
 
 	// FailOpen runs the handler without idempotency when the store
 	// cannot be reached to claim a key, instead of answering 503: more
-	// availability, and duplicates when retries meet a store outage.
+	// availability, and duplicates when retries meet a store outage. A
+	// store that answers it is full (ErrStoreFull) is not an outage, and
+	// is answered 503 all the same: otherwise a flood of keys would turn
+	// idempotency off for every caller.
 	FailOpen bool
 
 	// StoreHeader reports whether a response header field is stored with

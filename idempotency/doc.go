@@ -74,21 +74,24 @@
 //
 // When the store fails, the middleware fails closed: a request whose key
 // cannot be claimed is 503 with Retry-After, and nothing runs. With
-// Config.FailOpen it runs the handler unprotected instead. When the store
-// fails after the handler ran, the completion is tried again for up to
-// half a lease and the client gets its response either way; a completion
-// lost for good leaves the record in flight until its lease runs out, and
-// then the key runs again. Handlers whose effects live in the database
-// close that gap by completing the record in their own transaction
-// (unherdpg's InTx).
+// Config.FailOpen it runs the handler unprotected instead. A store that
+// is full (ErrStoreFull) is no outage: its refusal is 503 "store-full",
+// FailOpen or not. When the store fails after the handler ran, the
+// completion is tried again for up to half a lease and the client gets
+// its response either way; a completion lost for good leaves the record
+// in flight until its lease runs out, and then the key runs again.
+// Handlers whose effects live in the database close that gap by
+// completing the record in their own transaction (unherdpg's InTx).
 //
 // A Store is four calls (Claim, Renew, Complete, Release) with fencing
 // tokens; package storetest is the conformance suite every store runs.
-// Memory is sharded, bounded in bytes and evicts expired records as it
-// goes; it serves one process. The nested modules unherdredis and
-// unherdpg hold stores that a fleet shares; unherdpg's can also complete
-// the record in the handler's own database transaction, so that the
-// effect and its record commit together.
+// Memory is sharded, bounded in bytes and, per caller, in its share of
+// them; it evicts expired records as it goes, never a live one, and when
+// full refuses new keys (503) rather than forget one that completed. It
+// serves one process. The nested modules unherdredis and unherdpg hold
+// stores that a fleet shares; unherdpg's can also complete the record in
+// the handler's own database transaction, so that the effect and its
+// record commit together.
 //
 // The flight of a request from claim to completion (bounded store calls,
 // renewals, completion retried, a claim whose outcome was lost released

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 
 	"github.com/unherd/unherd/idempotency"
@@ -77,4 +78,51 @@ func ExampleKeeper() {
 	// Output:
 	// email 1 sent
 	// email 1 sent (replayed)
+}
+
+// A Memory store bounds what one caller's keys hold: a caller flooding
+// the store with new keys is refused (503 "store-full") once its records
+// take its share, while other callers' keys still run, and the keys it
+// holds still replay.
+func ExampleMemoryConfig() {
+	store, err := idempotency.NewMemory(idempotency.MemoryConfig{
+		MaxBytes: 1 << 20,
+		MaxShare: 0.05, // one caller holds at most 51.2 KiB
+	})
+	if err != nil {
+		panic(err)
+	}
+	m, err := idempotency.New(idempotency.Config{
+		Store:     store,
+		Principal: func(r *http.Request) string { return r.Header.Get("X-Account") },
+	})
+	if err != nil {
+		panic(err)
+	}
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	post := func(account, key string) int {
+		r := httptest.NewRequest(http.MethodPost, "/charges", strings.NewReader(`{"amount":100}`))
+		r.Header.Set("X-Account", account)
+		r.Header.Set("Idempotency-Key", key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+
+	first := post("acct_flood", "key-0")
+	refused := 0
+	for i := 1; i <= 2000; i++ {
+		if post("acct_flood", "key-"+strconv.Itoa(i)) == http.StatusServiceUnavailable {
+			refused++
+		}
+	}
+	fmt.Println("flooder's first key:", first, "then refused:", refused > 0)
+	fmt.Println("flooder's first key again:", post("acct_flood", "key-0"))
+	fmt.Println("another caller:", post("acct_other", "key-0"))
+	// Output:
+	// flooder's first key: 201 then refused: true
+	// flooder's first key again: 201
+	// another caller: 201
 }

@@ -5,72 +5,186 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Defaults applied to zero fields of [MemoryConfig].
 const (
 	DefaultShards   = 64
 	DefaultMaxBytes = 64 << 20
+	// DefaultMaxShare is the part of the store one principal's records
+	// may hold: ten principals flooding together fill it.
+	DefaultMaxShare = 0.1
 )
 
 // MemoryConfig configures a [Memory] store. The zero value is 64 shards
-// holding at most 64 MiB.
+// holding at most 64 MiB, a tenth of it at most for one principal.
 type MemoryConfig struct {
 	// Shards is the number of independently locked parts the keys are
 	// spread over. Zero means DefaultShards.
 	Shards int
-	// MaxBytes bounds the memory the records hold, keys, headers and
-	// bodies counted, spread evenly over the shards. When a shard is
-	// full, its oldest completed and expired records are evicted first;
-	// a completed record that still does not fit keeps its status but
-	// not its body (Response.Omitted), and a claim that does not fit
-	// fails with ErrStoreFull. Zero means DefaultMaxBytes.
+
+	// MaxBytes bounds the heap the records hold, spread evenly over the
+	// shards. Everything a record keeps alive is counted, as the
+	// allocator rounds it: the record, its key, its encoded response
+	// (headers and body), its slot in the shard's map (a Go map does
+	// not shrink: slots are counted as they are filled, and a shard
+	// rebuilds its map to reclaim those of deleted records when it needs
+	// the room), and the account of each principal holding records. The
+	// count is an upper bound: the store holds a little less than
+	// MaxBytes of records and the heap it takes stays within MaxBytes.
+	//
+	// A live record, in flight or completed, is never evicted to make
+	// room: forgetting a completed key would run its request again.
+	// Expired records are evicted, the oldest as the store is used and
+	// any of them when a shard is full. When a shard has no room for a
+	// new claim, Claim fails with an error wrapping ErrStoreFull, which
+	// the middleware answers 503 with Retry-After; a completion that
+	// does not fit keeps its status but not its body (Response.Omitted),
+	// in the room its claim reserved, and is replayed as 409
+	// "replay-unavailable". Zero means DefaultMaxBytes.
 	MaxBytes int64
+
+	// MaxShare bounds, as a fraction of MaxBytes, the bytes the
+	// records of one principal hold, so that a principal flooding the
+	// store with keys is refused (ErrStoreFull) while the others still
+	// find room. The principal is the one WithPrincipal put in the
+	// claim's context, which the middleware does when Config.Principal
+	// is set. A completion that would take its principal past the share
+	// keeps its status only, as one that does not fit the store. A
+	// principal's expired records count against its share until the
+	// store evicts them, as it is used.
+	//
+	// Claims made without a principal (a middleware without
+	// Config.Principal) are not bounded by a share: such a middleware
+	// cannot tell its callers apart, and bounding them all as one would
+	// only shrink the store; MaxBytes bounds them. Zero means
+	// DefaultMaxShare; 1 turns the bound off.
+	MaxShare float64
 }
 
 // Memory is an in-process Store: records live in a sharded map, expire
-// by their lease or TTL (evicted lazily as the shard is used), and are
-// bounded in total size. It serves one process; a fleet of servers needs
-// a shared store such as the Redis and PostgreSQL ones of unherd's nested
-// modules. The middleware claims its keys until the handler returns, with
-// no lease to renew: a record cannot outlive the process that would have
-// to renew it. It is safe for concurrent use.
+// by their lease or TTL, and are bounded in total size (see
+// MemoryConfig.MaxBytes) and per principal (MemoryConfig.MaxShare). A
+// full store refuses new keys rather than forget live ones: a completed
+// record is kept for its whole TTL, so a flood of keys can deny new
+// claims for up to a TTL, but never makes a completed request run again.
+// It serves one process; a fleet of servers needs a shared store such as
+// the Redis and PostgreSQL ones of unherd's nested modules. The
+// middleware claims its keys until the handler returns, with no lease to
+// renew: a record cannot outlive the process that would have to renew
+// it. It is safe for concurrent use.
 type Memory struct {
 	seed   maphash.Seed
+	epoch  time.Time // instants are nanoseconds since epoch, on the monotonic clock
 	shards []memShard
-	token  atomic.Uint64
+	accts  []memAccts // the principals holding records, by the hash of their names
+	share  int64      // bytes one principal's records may hold
+	// ownerBytes counts the principals' entries, taken from every
+	// shard's room in equal parts.
+	ownerBytes atomic.Int64
+	token      atomic.Uint64
+}
+
+// memAccts holds the accounts of some of the principals. Its lock is
+// taken under a shard's, never the other way round.
+type memAccts struct {
+	mu         sync.Mutex
+	m          map[string]*memOwner
+	share      int64         // the Memory's
+	ownerBytes *atomic.Int64 // the Memory's
+	_          [64]byte      // keeps neighbouring locks off one cache line
 }
 
 type memShard struct {
-	mu    sync.Mutex
-	m     map[string]memRecord // values without pointers but data, so that the collector has little to scan
-	fifo  []fifoEntry          // records by age, with stale entries
-	head  int
-	bytes int64
-	gen   uint64 // numbers insertions, so that stale fifo entries are told apart
+	mu sync.Mutex
+	m  map[string]*memRecord
+	// head and tail link the records by age, the oldest first; a record
+	// moves to the tail when it completes.
+	head, tail *memRecord
+	bytes      int64 // counted against max, map slots included
+	max        int64 // bytes this shard may hold
+	// slots is the part of bytes that counts the map's slots: one per
+	// insertion since the map was last rebuilt, deletions not
+	// refunded, as a Go map does not shrink.
+	slots int64
 	// nextSweep is when the oldest live completed record expires: no
-	// sweep is needed before.
-	nextSweep time.Time
-	max       int64    // bytes this shard may hold
-	_         [64]byte // keeps neighbouring shards' locks off one cache line
-}
-
-type fifoEntry struct {
-	key string
-	gen uint64
+	// sweep of the oldest is needed before.
+	nextSweep int64
+	// nextScan is at or before the earliest expiry of any record: a
+	// full shard scans all its records for expired ones only after it,
+	// and after claims numbering an eighth of its records have been
+	// made since the last scan.
+	nextScan int64
+	claims   int
+	_        [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 type memRecord struct {
-	state   State // InFlight or Completed
-	token   uint64
-	gen     uint64
-	fp      Fingerprint
-	data    []byte // the response, encoded by MarshalBinary
-	expires time.Time
-	size    int64
+	key        string
+	prev, next *memRecord
+	owner      *memOwner // nil for a claim without a principal
+	data       []byte    // the response, encoded by MarshalBinary; never modified once stored
+	fp         Fingerprint
+	token      uint64
+	expires    int64
+	size       int64 // bytes counted for the record, its key and data
+	state      State // InFlight or Completed
+}
+
+type memOwner struct {
+	accts *memAccts // whose lock guards bytes
+	name  string
+	bytes int64 // of its records' sizes
+}
+
+// Bytes counted for what every record, and every principal, holds.
+var (
+	recordCost = allocSize(int(unsafe.Sizeof(memRecord{})))
+	ownerCost  = allocSize(int(unsafe.Sizeof(memOwner{})))
+	// omittedCost is the data of a completion that keeps its status
+	// only; a claim reserves it, so that its completion always fits.
+	omittedCost = func() int64 {
+		b, _ := (&Response{Status: 999, Omitted: true}).MarshalBinary()
+		return allocSize(cap(b))
+	}()
+)
+
+// slotCost bounds the bytes a map slot (a string key and a pointer,
+// with its control byte) takes: a growing Go map fills at least 7/16 of
+// its slots, and the allocator rounds its tables up.
+const slotCost = 64
+
+// ownerSize is what a principal's entry holds: the entry, its name, and
+// two map slots, as the map of the entries is not rebuilt but reuses the
+// slots of deleted entries once they are a tenth of it.
+func ownerSize(name string) int64 {
+	return ownerCost + allocSize(len(name)) + 2*slotCost
+}
+
+// sizeClasses are the sizes the Go allocator rounds a small object up
+// to (those of the runtime's size class table).
+var sizeClasses = [...]uint16{16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
+
+// allocSize is the bytes the allocator takes for an object of n bytes:
+// a small one is rounded up to its size class (16 bytes at least, which
+// also covers the tiny objects packed together), a large one to whole
+// 8 KiB pages.
+func allocSize(n int) int64 {
+	switch {
+	case n <= 0:
+		return 0
+	case n > 32<<10:
+		return (int64(n) + 8<<10 - 1) &^ (8<<10 - 1)
+	}
+	i, _ := slices.BinarySearch(sizeClasses[:], uint16(n))
+	return int64(sizeClasses[i])
 }
 
 // NewMemory returns an empty Memory store.
@@ -80,13 +194,25 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		return nil, fmt.Errorf("idempotency: MemoryConfig.Shards %d is negative; use 0 for %d", cfg.Shards, DefaultShards)
 	case cfg.MaxBytes < 0:
 		return nil, fmt.Errorf("idempotency: MemoryConfig.MaxBytes %d is negative; use 0 for %d", cfg.MaxBytes, DefaultMaxBytes)
+	case !(cfg.MaxShare >= 0 && cfg.MaxShare <= 1): // NaN too
+		return nil, fmt.Errorf("idempotency: MemoryConfig.MaxShare %v is not a fraction from 0 to 1; use 0 for %v, 1 for no bound", cfg.MaxShare, DefaultMaxShare)
 	}
 	n := cmp.Or(cfg.Shards, DefaultShards)
-	m := &Memory{seed: maphash.MakeSeed(), shards: make([]memShard, n)}
-	limit := max(cmp.Or(cfg.MaxBytes, DefaultMaxBytes)/int64(n), 1)
+	total := cmp.Or(cfg.MaxBytes, DefaultMaxBytes)
+	m := &Memory{
+		seed:   maphash.MakeSeed(),
+		epoch:  time.Now(),
+		shards: make([]memShard, n),
+		accts:  make([]memAccts, n),
+		share:  int64(cmp.Or(cfg.MaxShare, DefaultMaxShare) * float64(total)),
+	}
+	limit := max(total/int64(n), 1)
 	for i := range m.shards {
-		m.shards[i].m = make(map[string]memRecord)
-		m.shards[i].max = limit
+		s := &m.shards[i]
+		s.m = make(map[string]*memRecord)
+		s.max = limit
+		s.nextScan = math.MaxInt64
+		m.accts[i] = memAccts{m: make(map[string]*memOwner), share: m.share, ownerBytes: &m.ownerBytes}
 	}
 	return m, nil
 }
@@ -95,52 +221,148 @@ func (m *Memory) shard(key string) *memShard {
 	return &m.shards[maphash.String(m.seed, key)%uint64(len(m.shards))]
 }
 
-const recordOverhead = 160
+// now returns the instant, in nanoseconds since the store's epoch.
+func (m *Memory) now() int64 { return int64(time.Since(m.epoch)) }
 
-// Claim implements Store.
-func (m *Memory) Claim(_ context.Context, key string, fp Fingerprint, lease time.Duration) (Claim, error) {
-	now := time.Now()
+// after returns the instant d after now, saturating.
+func after(now int64, d time.Duration) int64 {
+	if d > 0 && now > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return now + int64(d)
+}
+
+// Claim implements Store. A new claim that finds no room fails with an
+// error wrapping ErrStoreFull; a principal named by WithPrincipal in ctx
+// has room up to its share (MemoryConfig.MaxShare).
+func (m *Memory) Claim(ctx context.Context, key string, fp Fingerprint, lease time.Duration) (Claim, error) {
+	principal, scoped := PrincipalFromContext(ctx)
+	now := m.now()
 	s := m.shard(key)
 	s.mu.Lock()
+	s.claims++
 	s.sweep(now, 2)
 	if r, ok := s.m[key]; ok {
-		if now.Before(r.expires) {
-			s.mu.Unlock()
+		if now < r.expires {
 			c := Claim{State: r.state, Fingerprint: r.fp}
-			if r.state == Completed {
+			data := r.data
+			s.mu.Unlock()
+			if c.State == Completed {
 				// data is never modified once stored: decode it unlocked.
 				c.Response = new(Response)
-				if err := c.Response.UnmarshalBinary(r.data); err != nil {
+				if err := c.Response.UnmarshalBinary(data); err != nil {
 					return Claim{}, err
 				}
 			}
 			return c, nil
 		}
-		s.remove(key, r)
+		s.remove(r)
 	}
 	defer s.mu.Unlock()
-	size := int64(len(key) + recordOverhead)
-	if !s.fit(size, now) {
-		return Claim{}, ErrStoreFull
+	size := recordCost + allocSize(len(key)) + omittedCost
+	o, err := m.room(s, size, principal, scoped, now)
+	if err != nil {
+		return Claim{}, err
 	}
-	r := memRecord{state: InFlight, token: m.token.Add(1), fp: fp, expires: now.Add(lease), size: size}
-	s.insert(key, r)
+	// The key is copied: the caller's string may share its memory with
+	// more than the key (a header line), which the store would keep.
+	r := &memRecord{key: strings.Clone(key), owner: o, fp: fp, token: m.token.Add(1), expires: after(now, lease), state: InFlight}
+	s.m[r.key] = r
+	s.bytes += slotCost + size
+	s.slots += slotCost
+	r.size = size
+	s.push(r)
 	return Claim{State: Acquired, Token: r.token}, nil
+}
+
+// room makes room in s for a new record of size bytes, evicting expired
+// records if need be, and counts them against the principal's share.
+// It returns the principal's account, nil if none.
+func (m *Memory) room(s *memShard, size int64, principal string, scoped bool, now int64) (*memOwner, error) {
+	for tried := false; ; tried = true {
+		var err error
+		if s.bytes+size+slotCost+m.ownerBytes.Load()/int64(len(m.shards)) > s.max {
+			err = fmt.Errorf("%w: its live records take all %d bytes of a shard; retry once some expire", ErrStoreFull, s.max)
+		} else if !scoped {
+			return nil, nil
+		} else if o := m.take(principal, size); o != nil {
+			return o, nil
+		} else {
+			err = fmt.Errorf("%w: this caller's live records take its share of the store (%d bytes); retry once some expire", ErrStoreFull, m.share)
+		}
+		if tried || !s.reclaim(now) {
+			return nil, err
+		}
+	}
+}
+
+func (m *Memory) accounts(principal string) *memAccts {
+	return &m.accts[maphash.String(m.seed, principal)%uint64(len(m.accts))]
+}
+
+// take counts n more bytes against the principal's share, creating its
+// account if it has none, and returns the account; nil if they do not
+// fit in the share.
+func (m *Memory) take(principal string, n int64) *memOwner {
+	a := m.accounts(principal)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := a.m[principal]
+	if o == nil {
+		if n > m.share {
+			return nil
+		}
+		o = &memOwner{accts: a, name: strings.Clone(principal)}
+		a.m[o.name] = o
+		m.ownerBytes.Add(ownerSize(o.name))
+	}
+	if o.bytes+n > m.share {
+		return nil
+	}
+	o.bytes += n
+	return o
+}
+
+// add counts n bytes more, or fewer, against o's share, and deletes the
+// account when it holds nothing; it reports false, and counts nothing,
+// when they do not fit. A nil o has no share.
+func (o *memOwner) add(n int64) bool {
+	if o == nil {
+		return true
+	}
+	a := o.accts
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n > 0 && o.bytes+n > a.share {
+		return false
+	}
+	o.bytes += n
+	if o.bytes == 0 {
+		delete(a.m, o.name)
+		a.ownerBytes.Add(-ownerSize(o.name))
+	}
+	return true
+}
+
+// fits reports whether r can grow by n bytes, and if so counts them
+// against its owner's share.
+func (m *Memory) fits(s *memShard, r *memRecord, n int64) bool {
+	return s.bytes+n+m.ownerBytes.Load()/int64(len(m.shards)) <= s.max && r.owner.add(n)
 }
 
 // owned returns the live record token owns, under s.mu; with inFlight,
 // only if it is still in flight.
-func (s *memShard) owned(key string, token uint64, now time.Time, inFlight bool) (memRecord, error) {
+func (s *memShard) owned(key string, token uint64, now int64, inFlight bool) (*memRecord, error) {
 	r, ok := s.m[key]
-	if !ok || r.token != token || !now.Before(r.expires) || inFlight && r.state != InFlight {
-		return memRecord{}, ErrLeaseLost
+	if !ok || r.token != token || now >= r.expires || inFlight && r.state != InFlight {
+		return nil, ErrLeaseLost
 	}
 	return r, nil
 }
 
 // Renew implements Store.
 func (m *Memory) Renew(_ context.Context, key string, token uint64, lease time.Duration) error {
-	now := time.Now()
+	now := m.now()
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,15 +370,16 @@ func (m *Memory) Renew(_ context.Context, key string, token uint64, lease time.D
 	if err != nil {
 		return err
 	}
-	r.expires = now.Add(lease)
-	s.m[key] = r
+	r.expires = after(now, lease)
+	s.nextScan = min(s.nextScan, r.expires)
 	return nil
 }
 
-// Complete implements Store.
+// Complete implements Store. A response that does not fit the store, or
+// its principal's share, is kept as its status only (Response.Omitted).
 func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Response, ttl time.Duration) error {
 	data, _ := resp.MarshalBinary() // encoded outside the lock
-	now := time.Now()
+	now := m.now()
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -164,14 +387,22 @@ func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Res
 	if err != nil {
 		return err
 	}
-	s.bytes -= r.size // the record is replaced in place below
-	size := int64(len(key)+recordOverhead) + int64(len(data))
-	if !s.fit(size, now) {
+	base := recordCost + allocSize(len(key))
+	size := base + allocSize(cap(data))
+	if d := size - r.size; d > 0 && !m.fits(s, r, d) && (!s.reclaim(now) || !m.fits(s, r, d)) {
+		// The claim reserved room for this.
 		data, _ = (&Response{Status: resp.Status, Omitted: true}).MarshalBinary()
-		size = int64(len(key)+recordOverhead) + int64(len(data))
+		size = base + allocSize(cap(data))
+		r.owner.add(size - r.size) // not positive
+	} else if d <= 0 {
+		r.owner.add(d)
 	}
-	r.state, r.data, r.size, r.expires = Completed, data, size, now.Add(ttl)
-	s.insert(key, r)
+	s.bytes += size - r.size
+	r.size = size
+	r.state, r.data, r.expires = Completed, data, after(now, ttl)
+	s.nextScan = min(s.nextScan, r.expires)
+	s.unlink(r)
+	s.push(r)
 	return nil
 }
 
@@ -180,11 +411,11 @@ func (m *Memory) Release(_ context.Context, key string, token uint64) error {
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.owned(key, token, time.Now(), true)
+	r, err := s.owned(key, token, m.now(), true)
 	if err != nil {
 		return err
 	}
-	s.remove(key, r)
+	s.remove(r)
 	return nil
 }
 
@@ -201,74 +432,99 @@ func (m *Memory) Len() int {
 	return n
 }
 
-func (s *memShard) insert(key string, r memRecord) {
-	s.gen++
-	r.gen = s.gen
-	s.m[key] = r
-	s.bytes += r.size
-	s.fifo = append(s.fifo, fifoEntry{key, r.gen})
-}
-
-func (s *memShard) remove(key string, r memRecord) {
-	delete(s.m, key)
-	s.bytes -= r.size
-}
-
-// fit evicts records, oldest first, until size more bytes fit; in-flight
-// records with a live lease are kept. It reports whether they fit.
-func (s *memShard) fit(size int64, now time.Time) bool {
-	for n := s.live(); s.bytes+size > s.max && n > 0; n-- {
-		e := s.pop()
-		r, ok := s.m[e.key]
-		if !ok || r.gen != e.gen {
-			continue
-		}
-		if r.state == InFlight && now.Before(r.expires) {
-			s.fifo = append(s.fifo, e)
-			continue
-		}
-		s.remove(e.key, r)
+// push appends r at the tail, as the newest.
+func (s *memShard) push(r *memRecord) {
+	r.prev, r.next = s.tail, nil
+	if s.tail != nil {
+		s.tail.next = r
+	} else {
+		s.head = r
 	}
-	return s.bytes+size <= s.max
+	s.tail = r
 }
 
-// sweep looks at up to n of the oldest entries and evicts the expired.
+func (s *memShard) unlink(r *memRecord) {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		s.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		s.tail = r.prev
+	}
+	r.prev, r.next = nil, nil
+}
+
+// remove deletes r, and its owner's account when r was the owner's last
+// record. Its map slot stays counted until the map is rebuilt.
+func (s *memShard) remove(r *memRecord) {
+	s.unlink(r)
+	delete(s.m, r.key)
+	s.bytes -= r.size
+	if r.owner != nil {
+		r.owner.add(-r.size)
+	}
+}
+
+// reclaim makes room in a full shard: it evicts the expired records
+// found among the oldest or, when one may have expired elsewhere and
+// enough claims came since the last look, among all; and it rebuilds the
+// map when the slots counted for deleted records number a quarter of
+// the live ones or more. It reports whether it freed anything.
+func (s *memShard) reclaim(now int64) bool {
+	before := s.bytes
+	s.sweep(now, 64)
+	if now >= s.nextScan && s.claims >= len(s.m)/8 {
+		s.claims = 0
+		next := int64(math.MaxInt64)
+		for r := s.head; r != nil; {
+			nx := r.next
+			if now >= r.expires {
+				s.remove(r)
+			} else {
+				next = min(next, r.expires)
+			}
+			r = nx
+		}
+		s.nextScan = next
+	}
+	if live := int64(len(s.m)) * slotCost; s.slots > live && s.slots-live >= live/4 {
+		m := make(map[string]*memRecord, len(s.m))
+		for r := s.head; r != nil; r = r.next {
+			m[r.key] = r
+		}
+		s.m = m
+		s.bytes -= s.slots - live
+		s.slots = live
+	}
+	return s.bytes < before
+}
+
+// sweep looks at up to n of the oldest records and evicts the expired.
 // It stops at the oldest completed record that is still live and skips
 // the work until that record expires: records are queued about in the
 // order they expire (exactly so when every record has one TTL).
-func (s *memShard) sweep(now time.Time, n int) {
-	if now.Before(s.nextSweep) {
+// In-flight records move to the tail, where they wait for completion.
+func (s *memShard) sweep(now int64, n int) {
+	if now < s.nextSweep {
 		return
 	}
-	for ; n > 0 && s.live() > 0; n-- {
-		e := s.fifo[s.head]
-		r, ok := s.m[e.key]
+	for ; n > 0 && s.head != nil; n-- {
+		r := s.head
 		switch {
-		case !ok || r.gen != e.gen:
-			s.pop()
-		case !now.Before(r.expires):
-			s.pop()
-			s.remove(e.key, r)
+		case now >= r.expires:
+			s.remove(r)
 		case r.state == InFlight:
-			s.fifo = append(s.fifo, s.pop())
+			if r.next == nil {
+				return
+			}
+			s.unlink(r)
+			s.push(r)
 		default:
 			s.nextSweep = r.expires
 			return
 		}
 	}
-}
-
-func (s *memShard) live() int { return len(s.fifo) - s.head }
-
-func (s *memShard) pop() fifoEntry {
-	e := s.fifo[s.head]
-	s.fifo[s.head] = fifoEntry{}
-	s.head++
-	if s.head > 64 && s.head*2 > len(s.fifo) {
-		n := copy(s.fifo, s.fifo[s.head:])
-		clear(s.fifo[n:])
-		s.fifo = s.fifo[:n]
-		s.head = 0
-	}
-	return e
 }

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -45,34 +46,45 @@ func TestNewMemoryRejectsNegative(t *testing.T) {
 	}
 }
 
-// A bounded store evicts completed records, oldest first, to make room,
-// keeps in-flight ones, and refuses a claim it has no room for.
+// A full store refuses new claims rather than forget a live record, in
+// flight or completed, and makes room by evicting expired ones.
 func TestMemoryBounded(t *testing.T) {
-	ctx := context.Background()
-	m := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 4 << 10})
-	body := &idempotency.Response{Status: 200, Body: make([]byte, 512)}
-	for i := range 100 {
-		key := "k" + strconv.Itoa(i)
-		c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Hour)
-		if err != nil {
-			t.Fatalf("claim %d: %v", i, err)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 8 << 10})
+		body := &idempotency.Response{Status: 200, Body: make([]byte, 512)}
+		held := 0
+		for i := range 100 {
+			key := "k" + strconv.Itoa(i)
+			c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Hour)
+			if err != nil {
+				if !errors.Is(err, idempotency.ErrStoreFull) {
+					t.Fatalf("claim %d: %v, want ErrStoreFull", i, err)
+				}
+				continue
+			}
+			if err := m.Complete(ctx, key, c.Token, body, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			held++
 		}
-		if err := m.Complete(ctx, key, c.Token, body, time.Hour); err != nil {
-			t.Fatal(err)
+		if held == 0 || held >= 16 {
+			t.Fatalf("%d records held in 8 KiB of 700-byte records", held)
 		}
-	}
-	if n := m.Len(); n >= 10 {
-		t.Errorf("%d records held in 4 KiB of 700-byte records", n)
-	}
-	c, _ := m.Claim(ctx, "k99", idempotency.Fingerprint{}, time.Hour)
-	if c.State != idempotency.Completed {
-		t.Errorf("newest record: state %v, want completed", c.State)
-	}
-	c, _ = m.Claim(ctx, "k0", idempotency.Fingerprint{}, time.Hour)
-	if c.State != idempotency.Acquired {
-		t.Errorf("oldest record: state %v, want evicted (acquired anew)", c.State)
-	}
+		for i := range held {
+			// The last completion may have found no room for its body.
+			key := "k" + strconv.Itoa(i)
+			if c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Hour); err != nil || c.State != idempotency.Completed || len(c.Response.Body) != 512 && i < held-1 {
+				t.Errorf("record %s of a full store: %v %v, want completed with its body", key, c.State, err)
+			}
+		}
+		time.Sleep(2 * time.Hour) // every record expires
+		if c, err := m.Claim(ctx, "new", idempotency.Fingerprint{}, time.Hour); err != nil || c.State != idempotency.Acquired {
+			t.Errorf("claim once the records expired: %v %v, want acquired", c.State, err)
+		}
+	})
 
+	ctx := context.Background()
 	full := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 1 << 10})
 	var err error
 	for i := 0; err == nil && i < 100; i++ {
@@ -84,7 +96,7 @@ func TestMemoryBounded(t *testing.T) {
 
 	// A completion too large for the bound keeps the status only.
 	small := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 1 << 10})
-	c, _ = small.Claim(ctx, "big", idempotency.Fingerprint{}, time.Hour)
+	c, _ := small.Claim(ctx, "big", idempotency.Fingerprint{}, time.Hour)
 	if err := small.Complete(ctx, "big", c.Token, &idempotency.Response{Status: 201, Body: make([]byte, 4<<10)}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -166,4 +178,106 @@ func TestMemoryExactlyOnce(t *testing.T) {
 // request replays.
 func TestMemoryHostile(t *testing.T) {
 	storetest.Hostile(t, newMemory(t, idempotency.MemoryConfig{}))
+}
+
+func TestNewMemoryRejectsShare(t *testing.T) {
+	for _, share := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := idempotency.NewMemory(idempotency.MemoryConfig{MaxShare: share}); err == nil {
+			t.Errorf("MaxShare %v accepted", share)
+		}
+	}
+}
+
+func TestPrincipalFromContext(t *testing.T) {
+	ctx := context.Background()
+	if p, ok := idempotency.PrincipalFromContext(ctx); ok {
+		t.Errorf("no principal: got %q", p)
+	}
+	if p, ok := idempotency.PrincipalFromContext(idempotency.WithPrincipal(ctx, "")); !ok || p != "" {
+		t.Errorf("empty principal: %q %v, want \"\" true", p, ok)
+	}
+	type other struct{}
+	ctx = idempotency.WithPrincipal(context.WithValue(ctx, other{}, 1), "acct_1")
+	if p, ok := idempotency.PrincipalFromContext(ctx); !ok || p != "acct_1" || ctx.Value(other{}) != 1 {
+		t.Errorf("principal %q %v, other value %v", p, ok, ctx.Value(other{}))
+	}
+}
+
+// A principal is refused past its share while another principal, and
+// claims without a principal, still find room; releasing its records
+// gives the share back.
+func TestMemoryShare(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 64 << 10, MaxShare: 0.25})
+	claim := func(ctx context.Context, key string) (uint64, error) {
+		c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Hour)
+		return c.Token, err
+	}
+	a := idempotency.WithPrincipal(ctx, "a")
+	held := map[string]uint64{}
+	for i := 0; ; i++ {
+		key := "a" + strconv.Itoa(i)
+		token, err := claim(a, key)
+		if err != nil {
+			if !errors.Is(err, idempotency.ErrStoreFull) {
+				t.Fatalf("claim past the share: %v, want ErrStoreFull", err)
+			}
+			break
+		}
+		held[key] = token
+		if i > 1000 {
+			t.Fatal("a principal holds over 1000 records in a quarter of 64 KiB")
+		}
+	}
+	if _, err := claim(idempotency.WithPrincipal(ctx, "b"), "b0"); err != nil {
+		t.Errorf("another principal's claim: %v", err)
+	}
+	unscoped := 0
+	for ; unscoped < 10000; unscoped++ {
+		if _, err := claim(ctx, "u"+strconv.Itoa(unscoped)); err != nil {
+			break
+		}
+	}
+	if unscoped <= len(held) {
+		t.Errorf("claims without a principal: %d held, want them bound by the store, not by a share (%d)", unscoped, len(held))
+	}
+	// The store is full now: releasing a's records makes room for a again.
+	if _, err := claim(a, "a-new"); !errors.Is(err, idempotency.ErrStoreFull) {
+		t.Fatalf("claim in a full store: %v, want ErrStoreFull", err)
+	}
+	for key, token := range held {
+		if err := m.Release(ctx, key, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for ; n < 10000; n++ {
+		if _, err := claim(a, "a-new"+strconv.Itoa(n)); err != nil {
+			break
+		}
+	}
+	// The map slots of released records are counted until their waste
+	// makes the shard rebuild its maps, at a quarter of the live ones.
+	if n < len(held)*3/4 || n > len(held) {
+		t.Errorf("after releasing its %d records, the principal claimed %d", len(held), n)
+	}
+}
+
+// The share is of the whole store, not of a shard: with the defaults, a
+// principal's response of a few hundred KiB, larger than a tenth of a
+// shard, is stored and replayed.
+func TestMemoryShareOfStore(t *testing.T) {
+	ctx := idempotency.WithPrincipal(context.Background(), "acct_1")
+	m := newMemory(t, idempotency.MemoryConfig{})
+	c, err := m.Claim(ctx, "k", idempotency.Fingerprint{}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Complete(ctx, "k", c.Token, &idempotency.Response{Status: 200, Body: make([]byte, 600<<10)}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c, err = m.Claim(ctx, "k", idempotency.Fingerprint{}, time.Hour)
+	if err != nil || c.State != idempotency.Completed || c.Response.Omitted || len(c.Response.Body) != 600<<10 {
+		t.Errorf("a 600 KiB response: %v %v, want it completed and replayed whole", c.State, err)
+	}
 }

@@ -99,8 +99,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	var p string
+	cctx := r.Context() // of the claims: names the principal to the store
 	if m.principal != nil {
 		p = m.principal(r)
+		cctx = WithPrincipal(cctx, p)
 	}
 	sk := StoreKey(p, m.principal != nil, key)
 	fp := m.fingerprint(r, body)
@@ -108,8 +110,15 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	var deadline time.Time // of the wait, set at the first in-flight answer
 	gap := 10 * time.Millisecond
 	for {
-		c, f, err := m.k.Claim(r.Context(), sk, fp, m.reporter(r))
+		c, f, err := m.k.Claim(cctx, sk, fp, m.reporter(r))
 		if err != nil {
+			if errors.Is(err, ErrStoreFull) {
+				// Not an outage: running unprotected would let a flood
+				// of keys turn idempotency off for everyone.
+				writeProblem(w, http.StatusServiceUnavailable, CodeStoreFull, "the idempotency store has no room for this key now; nothing was done", 1)
+				m.report(r, err)
+				return
+			}
 			if m.failOpen {
 				m.report(r, err)
 				next.ServeHTTP(w, withBody(r, body))

@@ -19,6 +19,7 @@ const (
 	CodeReplayUnavailable = "replay-unavailable" // 409: the key completed, its response was not stored
 	CodeKeyMismatch       = "key-mismatch"       // 422: the key was used with another request
 	CodeStoreUnavailable  = "store-unavailable"  // 503: the store failed; nothing ran
+	CodeStoreFull         = "store-full"         // 503: the store has no room for the key (ErrStoreFull); nothing ran
 	CodeHandlerTimeout    = "handler-timeout"    // 503: the handler exceeded HandlerTimeout
 )
 

@@ -111,8 +111,9 @@ var (
 	// ErrLeaseLost: the token no longer owns the record (its lease
 	// expired, or another claim took the key over).
 	ErrLeaseLost = errors.New("idempotency: lease lost")
-	// ErrStoreFull: a bounded store has no room for another in-flight
-	// record.
+	// ErrStoreFull: a bounded store has no room for another record, or
+	// none within the share of the principal the claim is made for. The
+	// middleware answers 503 (CodeStoreFull), even with FailOpen.
 	ErrStoreFull = errors.New("idempotency: store full")
 	// ErrBadRecord: a stored record could not be decoded.
 	ErrBadRecord = errors.New("idempotency: bad record")

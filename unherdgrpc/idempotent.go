@@ -38,7 +38,9 @@ const (
 // ReplayedKey) without running the handler; a call whose key is still
 // being served fails with ABORTED; a key reused with a different request
 // fails with FAILED_PRECONDITION; a missing key where Required is
-// INVALID_ARGUMENT. A handler that fails with a status a client retries
+// INVALID_ARGUMENT; a store that cannot be reached fails the call with
+// UNAVAILABLE, and a full one (idempotency.ErrStoreFull) with
+// RESOURCE_EXHAUSTED, nothing run. A handler that fails with a status a client retries
 // (UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED, DEADLINE_EXCEEDED,
 // INTERNAL, UNKNOWN, DATA_LOSS, CANCELLED) or panics releases the key,
 // so that the retry runs again. Requests and replies must be protocol
@@ -135,10 +137,13 @@ func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *
 	var p string
 	if id.principal != nil {
 		p = id.principal(ctx)
+		ctx = idempotency.WithPrincipal(ctx, p) // for a store that bounds each principal's share
 	}
 	key = idempotency.StoreKey(p, id.principal != nil, key)
 	c, f, err := id.k.Claim(ctx, key, fp, nil)
 	switch {
+	case errors.Is(err, idempotency.ErrStoreFull):
+		return nil, status.Errorf(codes.ResourceExhausted, "unherdgrpc: the idempotency store has no room for this key now; nothing was done: %v", err)
 	case err != nil:
 		return nil, status.Errorf(codes.Unavailable, "unherdgrpc: the idempotency store could not be reached; nothing was done: %v", err)
 	case c.State != idempotency.Acquired && c.Fingerprint != fp:

@@ -2,7 +2,8 @@ package sim
 
 import (
 	"context"
-	"flag"
+	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -33,19 +34,51 @@ type Scenario interface {
 
 // Params is a scenario's parameter set.
 type Params interface {
-	// Register defines every parameter as a flag on fs, bound to the set,
-	// with its current value as the default. The names seed, workers,
-	// json, out and policy belong to the command line and are not used.
-	Register(fs *flag.FlagSet)
-	// Validate reports a parameter that cannot work, naming it as its flag
-	// is named.
+	// Fields lists the parameters, bound to the set: a command line makes
+	// each a flag (with its current value as the default), a form an
+	// input. The names seed, workers, json, out and policy belong to the
+	// command line and are not used.
+	Fields() []Field
+	// Validate reports a parameter that cannot work, naming it as its
+	// field is named.
 	Validate() error
-	// Values returns the parameters by flag name, for JSON output.
-	Values() map[string]any
 	// Quick sets the report's sizes: the published ones wherever five
 	// seeds of them finish in a few seconds on two cores, else smaller
 	// sizes of the same shape (the scenario's doc says which).
 	Quick()
+}
+
+// Field is one parameter of a scenario.
+type Field struct {
+	// Name names the parameter: its flag, its key in Values.
+	Name string
+	// Usage says what it means, in a few words.
+	Usage string
+	// Value points at the parameter in its set: an *int, *float64,
+	// *time.Duration or *[]int (a list, written as ParseInts reads it).
+	Value any
+}
+
+// Values returns p's parameters by name, for JSON output: integers and
+// numbers as they are, durations as their String, lists as copies.
+func Values(p Params) map[string]any {
+	fs := p.Fields()
+	m := make(map[string]any, len(fs))
+	for _, f := range fs {
+		switch v := f.Value.(type) {
+		case *int:
+			m[f.Name] = *v
+		case *float64:
+			m[f.Name] = *v
+		case *time.Duration:
+			m[f.Name] = v.String()
+		case *[]int:
+			m[f.Name] = slices.Clone(*v)
+		default:
+			panic(fmt.Sprintf("sim: field %q holds a %T; want *int, *float64, *time.Duration or *[]int", f.Name, f.Value))
+		}
+	}
+	return m
 }
 
 // Options controls how a scenario runs, not what it simulates.

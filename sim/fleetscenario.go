@@ -3,23 +3,23 @@ package sim
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 )
 
 func init() { register(fleetScenario{}) }
 
-// Register implements Params: --clients, --rate, --attempts, --before,
-// --outage, --after, --rtt.
-func (p *FleetParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Clients, "clients", p.Clients, "client processes")
-	fs.Float64Var(&p.Rate, "rate", p.Rate, "requests per second per client")
-	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per request, the first included")
-	fs.DurationVar(&p.Before, "before", p.Before, "healthy time before the outage")
-	fs.DurationVar(&p.Outage, "outage", p.Outage, "length of the outage, in which every attempt fails")
-	fs.DurationVar(&p.After, "after", p.After, "time after the outage")
-	fs.DurationVar(&p.RTT, "rtt", p.RTT, "round trip of one sync to the shared ledger")
+// Fields implements Params.
+func (p *FleetParams) Fields() []Field {
+	return []Field{
+		{Name: "clients", Usage: "client processes", Value: &p.Clients},
+		{Name: "rate", Usage: "requests per second per client", Value: &p.Rate},
+		{Name: "attempts", Usage: "attempts per request, the first included", Value: &p.Attempts},
+		{Name: "before", Usage: "healthy time before the outage", Value: &p.Before},
+		{Name: "outage", Usage: "length of the outage, in which every attempt fails", Value: &p.Outage},
+		{Name: "after", Usage: "time after the outage", Value: &p.After},
+		{Name: "rtt", Usage: "round trip of one sync to the shared ledger", Value: &p.RTT},
+	}
 }
 
 // Validate implements Params.
@@ -49,12 +49,6 @@ func (p *FleetParams) Validate() error {
 		return invalid("rtt", "%v must be above 0 and below the 1s sync interval", p.RTT)
 	}
 	return nil
-}
-
-// Values implements Params.
-func (p *FleetParams) Values() map[string]any {
-	return map[string]any{"clients": p.Clients, "rate": p.Rate, "attempts": p.Attempts, "before": p.Before.String(),
-		"outage": p.Outage.String(), "after": p.After.String(), "rtt": p.RTT.String()}
 }
 
 // Quick implements Params: 20,000 clients, so that five seeds take
@@ -99,7 +93,7 @@ func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "fleet", Population: "open", Params: p.Values(),
+	res := &Result{Scenario: "fleet", Population: "open", Params: Values(p),
 		Columns: []string{"budget", "requests", "retries", "retries_per_s", "peak_per_s", "amplification", "syncs"}}
 	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage", XLabel: "second of the outage",
 		YLabel: "retries per second, log scale", YScale: ScaleLog}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -56,21 +55,23 @@ func defaultHedgeParams() *HedgeParams {
 		Hop: 250 * time.Microsecond, CancelHop: 10 * time.Microsecond}
 }
 
-// Register implements Params.
-func (p *HedgeParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Keys, "keys", p.Keys, "keys read by each request (fan-out)")
-	fs.IntVar(&p.Servers, "servers", p.Servers, "servers in the fleet")
-	fs.IntVar(&p.Threads, "threads", p.Threads, "worker threads per server")
-	fs.IntVar(&p.Requests, "requests", p.Requests, "fan-out requests per run")
-	fs.Float64Var(&p.Rate, "rate", p.Rate, "requests per second on the fleet with interference")
-	fs.Float64Var(&p.SaturatedLoad, "saturated-load", p.SaturatedLoad, "utilisation of the loaded and saturated fleets without hedging")
-	fs.DurationVar(&p.Service, "service", p.Service, "median service time of one key")
-	fs.Float64Var(&p.Sigma, "sigma", p.Sigma, "spread of the log-normal service time")
-	fs.Float64Var(&p.StallRate, "stall-rate", p.StallRate, "stalls per second per server")
-	fs.DurationVar(&p.StallMean, "stall-mean", p.StallMean, "mean length of a stall")
-	fs.DurationVar(&p.Delay, "delay", p.Delay, "fixed hedge delay")
-	fs.DurationVar(&p.Hop, "hop", p.Hop, "one-way network delay between client and server")
-	fs.DurationVar(&p.CancelHop, "cancel-hop", p.CancelHop, "one-way delay of a tied request's cancellation between servers")
+// Fields implements Params.
+func (p *HedgeParams) Fields() []Field {
+	return []Field{
+		{Name: "keys", Usage: "keys read by each request (fan-out)", Value: &p.Keys},
+		{Name: "servers", Usage: "servers in the fleet", Value: &p.Servers},
+		{Name: "threads", Usage: "worker threads per server", Value: &p.Threads},
+		{Name: "requests", Usage: "fan-out requests per run", Value: &p.Requests},
+		{Name: "rate", Usage: "requests per second on the fleet with interference", Value: &p.Rate},
+		{Name: "saturated-load", Usage: "utilisation of the loaded and saturated fleets without hedging", Value: &p.SaturatedLoad},
+		{Name: "service", Usage: "median service time of one key", Value: &p.Service},
+		{Name: "sigma", Usage: "spread of the log-normal service time", Value: &p.Sigma},
+		{Name: "stall-rate", Usage: "stalls per second per server", Value: &p.StallRate},
+		{Name: "stall-mean", Usage: "mean length of a stall", Value: &p.StallMean},
+		{Name: "delay", Usage: "fixed hedge delay", Value: &p.Delay},
+		{Name: "hop", Usage: "one-way network delay between client and server", Value: &p.Hop},
+		{Name: "cancel-hop", Usage: "one-way delay of a tied request's cancellation between servers", Value: &p.CancelHop},
+	}
 }
 
 // Validate implements Params.
@@ -103,15 +104,6 @@ func (p *HedgeParams) Validate() error {
 		return invalid("rate", "%v requests per second would keep the servers busy %.0f%% of the time", p.Rate, 100*p.load(p.Rate))
 	}
 	return nil
-}
-
-// Values implements Params.
-func (p *HedgeParams) Values() map[string]any {
-	return map[string]any{"keys": p.Keys, "servers": p.Servers, "threads": p.Threads,
-		"requests": p.Requests, "rate": p.Rate, "saturated-load": p.SaturatedLoad,
-		"service": p.Service.String(), "sigma": p.Sigma, "stall-rate": p.StallRate,
-		"stall-mean": p.StallMean.String(), "delay": p.Delay.String(), "hop": p.Hop.String(),
-		"cancel-hop": p.CancelHop.String()}
 }
 
 // Quick implements Params: 4000 requests per run instead of 5000. The
@@ -248,7 +240,7 @@ func (hedgeScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 // RunHedge's outcomes.
 func hedgeResult(p *HedgeParams, outs []HedgeOutcome) *Result {
 	ns := len(hedgeStrategies)
-	res := &Result{Scenario: "hedge", Population: "open", Params: p.Values(),
+	res := &Result{Scenario: "hedge", Population: "open", Params: Values(p),
 		Columns: []string{"fleet", "strategy", "p50_ms", "p99_ms", "p999_ms", "extra_sent_pct",
 			"extra_executed_pct", "hedge_delay_ms", "hedging_suspended"}}
 	for _, out := range outs {

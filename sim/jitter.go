@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -41,14 +40,16 @@ func defaultJitterParams() *JitterParams {
 	return p
 }
 
-// Register implements Params.
-func (p *JitterParams) Register(fs *flag.FlagSet) {
-	fs.Var(&intList{flag: "clients", v: &p.Clients}, "clients", "comma-separated numbers of contending clients")
-	fs.IntVar(&p.Runs, "runs", p.Runs, "runs averaged per point")
-	fs.DurationVar(&p.Base, "base", p.Base, "backoff base")
-	fs.DurationVar(&p.Cap, "cap", p.Cap, "backoff cap")
-	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean network hop")
-	fs.DurationVar(&p.HopSD, "hop-sd", p.HopSD, "standard deviation of a network hop")
+// Fields implements Params.
+func (p *JitterParams) Fields() []Field {
+	return []Field{
+		{Name: "clients", Usage: "comma-separated numbers of contending clients", Value: &p.Clients},
+		{Name: "runs", Usage: "runs averaged per point", Value: &p.Runs},
+		{Name: "base", Usage: "backoff base", Value: &p.Base},
+		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
+		{Name: "hop", Usage: "mean network hop", Value: &p.Hop},
+		{Name: "hop-sd", Usage: "standard deviation of a network hop", Value: &p.HopSD},
+	}
 }
 
 // Validate implements Params.
@@ -88,12 +89,6 @@ func (p *JitterParams) Validate() error {
 	return nil
 }
 
-// Values implements Params.
-func (p *JitterParams) Values() map[string]any {
-	return map[string]any{"clients": append([]int(nil), p.Clients...), "runs": p.Runs,
-		"base": p.Base.String(), "cap": p.Cap.String(), "hop": p.Hop.String(), "hop-sd": p.HopSD.String()}
-}
-
 // Quick implements Params: every 30 clients from 10 to 190, 10 runs each.
 func (p *JitterParams) Quick() {
 	p.Clients = []int{10, 40, 70, 100, 130, 160, 190}
@@ -130,7 +125,7 @@ func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "jitter", Population: "closed", Params: p.Values(),
+	res := &Result{Scenario: "jitter", Population: "closed", Params: Values(p),
 		Columns: []string{"strategy", "clients", "calls", "time_ms"}}
 	calls := make([][]float64, ns) // by strategy, by clients
 	times := make([][]float64, ns)

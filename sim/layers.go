@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math"
 	"time"
@@ -39,15 +38,17 @@ func defaultLayersParams() *LayersParams {
 		Ratio: 0.1, Hop: time.Millisecond}
 }
 
-// Register implements Params.
-func (p *LayersParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Layers, "layers", p.Layers, "services in the chain, each retrying its call to the next")
-	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per call at each layer, counting the first")
-	fs.Float64Var(&p.Fail, "fail", p.Fail, "share of the dependency's answers that fail")
-	fs.Float64Var(&p.Rate, "rate", p.Rate, "requests per second at the edge")
-	fs.DurationVar(&p.Duration, "duration", p.Duration, "how long requests arrive")
-	fs.Float64Var(&p.Ratio, "ratio", p.Ratio, "share of each layer's ratio budget")
-	fs.DurationVar(&p.Hop, "hop", p.Hop, "one-way delay between layers")
+// Fields implements Params.
+func (p *LayersParams) Fields() []Field {
+	return []Field{
+		{Name: "layers", Usage: "services in the chain, each retrying its call to the next", Value: &p.Layers},
+		{Name: "attempts", Usage: "attempts per call at each layer, counting the first", Value: &p.Attempts},
+		{Name: "fail", Usage: "share of the dependency's answers that fail", Value: &p.Fail},
+		{Name: "rate", Usage: "requests per second at the edge", Value: &p.Rate},
+		{Name: "duration", Usage: "how long requests arrive", Value: &p.Duration},
+		{Name: "ratio", Usage: "share of each layer's ratio budget", Value: &p.Ratio},
+		{Name: "hop", Usage: "one-way delay between layers", Value: &p.Hop},
+	}
 }
 
 // Validate implements Params.
@@ -72,12 +73,6 @@ func (p *LayersParams) Validate() error {
 		return invalid("duration", "%v is under 2s", p.Duration)
 	}
 	return nil
-}
-
-// Values implements Params.
-func (p *LayersParams) Values() map[string]any {
-	return map[string]any{"layers": p.Layers, "attempts": p.Attempts, "fail": p.Fail, "rate": p.Rate,
-		"duration": p.Duration.String(), "ratio": p.Ratio, "hop": p.Hop.String()}
 }
 
 // Quick implements Params: 20 s of requests instead of 30 s.
@@ -115,7 +110,7 @@ func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "layers", Population: "open", Params: p.Values(),
+	res := &Result{Scenario: "layers", Population: "open", Params: Values(p),
 		Columns: []string{"mode", "requests", "dependency_attempts", "amplification", "late_amplification", "success_pct"}}
 	amp := make([]float64, len(outs))
 	late := make([]float64, len(outs))

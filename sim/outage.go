@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"time"
 
@@ -49,20 +48,22 @@ func defaultOutageParams() *OutageParams {
 		Hop: 10 * time.Millisecond}
 }
 
-// Register implements Params.
-func (p *OutageParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Clients, "clients", p.Clients, "closed population: number of clients")
-	fs.DurationVar(&p.Think, "think", p.Think, "closed population: mean think time between calls")
-	fs.Float64Var(&p.Rate, "rate", p.Rate, "open stream: calls arriving per second")
-	fs.Float64Var(&p.Capacity, "capacity", p.Capacity, "requests per second the dependency serves when up")
-	fs.DurationVar(&p.Before, "before", p.Before, "healthy time before the outage")
-	fs.DurationVar(&p.Down, "down", p.Down, "length of the outage")
-	fs.DurationVar(&p.After, "after", p.After, "time observed after the outage")
-	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per call, counting the first")
-	fs.DurationVar(&p.Base, "base", p.Base, "backoff base")
-	fs.DurationVar(&p.Cap, "cap", p.Cap, "backoff cap")
-	fs.DurationVar(&p.FixedDelay, "fixed", p.FixedDelay, "delay of the fixed policy")
-	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean one-way network delay")
+// Fields implements Params.
+func (p *OutageParams) Fields() []Field {
+	return []Field{
+		{Name: "clients", Usage: "closed population: number of clients", Value: &p.Clients},
+		{Name: "think", Usage: "closed population: mean think time between calls", Value: &p.Think},
+		{Name: "rate", Usage: "open stream: calls arriving per second", Value: &p.Rate},
+		{Name: "capacity", Usage: "requests per second the dependency serves when up", Value: &p.Capacity},
+		{Name: "before", Usage: "healthy time before the outage", Value: &p.Before},
+		{Name: "down", Usage: "length of the outage", Value: &p.Down},
+		{Name: "after", Usage: "time observed after the outage", Value: &p.After},
+		{Name: "attempts", Usage: "attempts per call, counting the first", Value: &p.Attempts},
+		{Name: "base", Usage: "backoff base", Value: &p.Base},
+		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
+		{Name: "fixed", Usage: "delay of the fixed policy", Value: &p.FixedDelay},
+		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
+	}
 }
 
 // Validate implements Params.
@@ -91,14 +92,6 @@ func (p *OutageParams) Validate() error {
 		return invalid("after", "--before, --down and --after add up to more than an hour")
 	}
 	return nil
-}
-
-// Values implements Params.
-func (p *OutageParams) Values() map[string]any {
-	return map[string]any{"clients": p.Clients, "think": p.Think.String(), "rate": p.Rate,
-		"capacity": p.Capacity, "before": p.Before.String(), "down": p.Down.String(),
-		"after": p.After.String(), "attempts": p.Attempts, "base": p.Base.String(),
-		"cap": p.Cap.String(), "fixed": p.FixedDelay.String(), "hop": p.Hop.String()}
 }
 
 // Quick implements Params. It changes nothing: the report runs the
@@ -173,7 +166,7 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &Result{Scenario: "outage", Population: "closed and open", Params: p.Values(),
+	res := &Result{Scenario: "outage", Population: "closed and open", Params: Values(p),
 		Columns: []string{"population", "policy", "baseline_rps", "outage_rps", "peak_rps", "peak_x", "pulse",
 			"amplification", "recover_s", "failed", "success_pct"}}
 	var rows []outageRow

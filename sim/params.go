@@ -36,30 +36,13 @@ func invalid(flag, format string, args ...any) error {
 	return &ParamError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
-// intList is a comma-separated list of integers as a flag.Value, bound to
-// the list at v and to the flag it is registered as, which its errors
-// name.
-type intList struct {
-	flag string
-	v    *[]int
-}
-
-func (l *intList) String() string {
-	if l == nil || l.v == nil {
-		return ""
-	}
-	s := make([]string, len(*l.v))
-	for i, v := range *l.v {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, ",")
-}
-
-// Set replaces the list with the integers in s. Spaces around an integer
-// and empty items are ignored; anything else that is not an integer, or a
-// list with no integer at all, is an error wrapping ErrInvalidParams. The
-// list is left as it was on error.
-func (l *intList) Set(s string) error {
+// ParseInts reads a comma-separated list of integers, the form of a list
+// parameter (a Field whose Value is an *[]int) on a command line or in a
+// link, for the parameter named name, which its errors name. Spaces
+// around an integer and empty items are ignored; anything else that is
+// not an integer, or a list with no integer at all, is an error wrapping
+// ErrInvalidParams.
+func ParseInts(name, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
@@ -68,15 +51,23 @@ func (l *intList) Set(s string) error {
 		}
 		v, err := strconv.Atoi(f)
 		if err != nil {
-			return invalid(l.flag, "%q is not an integer", f)
+			return nil, invalid(name, "%q is not an integer", f)
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return invalid(l.flag, "the list %q holds no integer", s)
+		return nil, invalid(name, "the list %q holds no integer", s)
 	}
-	*l.v = out
-	return nil
+	return out, nil
+}
+
+// FormatInts writes a list as ParseInts reads it.
+func FormatInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // checkPositive reports a value that must be above zero.

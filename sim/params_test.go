@@ -2,8 +2,6 @@ package sim
 
 import (
 	"errors"
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -33,84 +31,56 @@ func TestIntListSet(t *testing.T) {
 		{"inner space", "1 2", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := []int{42}
-			l := &intList{flag: "clients", v: &v}
-			err := l.Set(tc.in)
+			v, err := ParseInts("clients", tc.in)
 			if tc.want == nil {
 				if err == nil {
-					t.Fatalf("Set(%q) = nil, list %v; want an error", tc.in, v)
+					t.Fatalf("ParseInts(%q) = %v, nil; want an error", tc.in, v)
 				}
 				if !errors.Is(err, ErrInvalidParams) || !strings.Contains(err.Error(), "--clients") {
-					t.Errorf("Set(%q) = %v; want an error wrapping ErrInvalidParams naming --clients", tc.in, err)
-				}
-				if diff := cmp.Diff([]int{42}, v); diff != "" {
-					t.Errorf("Set(%q) failed but changed the list (-before +after):\n%s", tc.in, diff)
+					t.Errorf("ParseInts(%q) = %v; want an error wrapping ErrInvalidParams naming --clients", tc.in, err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Set(%q) = %v", tc.in, err)
+				t.Fatalf("ParseInts(%q) = %v", tc.in, err)
 			}
 			if diff := cmp.Diff(tc.want, v); diff != "" {
-				t.Errorf("Set(%q) (-want +got):\n%s", tc.in, diff)
+				t.Errorf("ParseInts(%q) (-want +got):\n%s", tc.in, diff)
+			}
+			if back, err := ParseInts("clients", FormatInts(v)); err != nil || !slices.Equal(back, v) {
+				t.Errorf("ParseInts(FormatInts(%v)) = %v, %v", v, back, err)
 			}
 		})
 	}
 }
 
-// TestIntListFlag checks the list as the command line uses it: the default
-// shown is the current list, and Parse replaces it.
-func TestIntListFlag(t *testing.T) {
-	p := defaultStormParams()
-	fs := flag.NewFlagSet("storm", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	p.Register(fs)
-	if got, want := fs.Lookup("attempts").DefValue, (&intList{v: &p.Attempts}).String(); got != want || got == "" {
-		t.Errorf("--attempts default shown as %q, want %q", got, want)
-	}
-	if err := fs.Parse([]string{"--attempts", "2, 4"}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]int{2, 4}, p.Attempts); diff != "" {
-		t.Errorf("--attempts (-want +got):\n%s", diff)
-	}
-	if err := fs.Parse([]string{"--attempts", "two"}); err == nil || !strings.Contains(err.Error(), "--attempts") {
-		t.Errorf("--attempts two: error %v, want one naming --attempts", err)
-	}
-}
 
-// FuzzIntList checks that Set never panics, that a list it accepts comes
-// back unchanged through String and Set, and that what it rejects is an
-// error wrapping ErrInvalidParams that names the flag and leaves the list
-// as it was.
-func FuzzIntList(f *testing.F) {
+// FuzzParseInts checks that ParseInts never panics, that a list it
+// accepts comes back unchanged through FormatInts, and that what it
+// rejects is an error wrapping ErrInvalidParams that names the parameter.
+func FuzzParseInts(f *testing.F) {
 	for _, s := range []string{"10,20", " 1 , 2 ", "", ",", "a", "1,,2", "-5,+3", "0x10",
 		"9223372036854775807", "-9223372036854775808", "9223372036854775808", "1,2,x", "١"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		before := []int{42}
-		v := slices.Clone(before)
-		l := &intList{flag: "clients", v: &v}
-		if err := l.Set(s); err != nil {
+		v, err := ParseInts("clients", s)
+		if err != nil {
 			if !errors.Is(err, ErrInvalidParams) || !strings.Contains(err.Error(), "--clients") {
-				t.Fatalf("Set(%q) = %v; want an error wrapping ErrInvalidParams naming --clients", s, err)
-			}
-			if !slices.Equal(v, before) {
-				t.Fatalf("Set(%q) failed but changed the list to %v", s, v)
+				t.Fatalf("ParseInts(%q) = %v; want an error wrapping ErrInvalidParams naming --clients", s, err)
 			}
 			return
 		}
 		if len(v) == 0 || len(v) > strings.Count(s, ",")+1 {
-			t.Fatalf("Set(%q) accepted %d integers from %d items", s, len(v), strings.Count(s, ",")+1)
+			t.Fatalf("ParseInts(%q) accepted %d integers from %d items", s, len(v), strings.Count(s, ",")+1)
 		}
-		str := l.String()
-		var back []int
-		if err := (&intList{flag: "clients", v: &back}).Set(str); err != nil {
-			t.Fatalf("Set(%q) gave %v, whose String %q is rejected: %v", s, v, str, err)
+		str := FormatInts(v)
+		back, err := ParseInts("clients", str)
+		if err != nil {
+			t.Fatalf("ParseInts(%q) gave %v, whose form %q is rejected: %v", s, v, str, err)
 		}
 		if !slices.Equal(back, v) {
-			t.Fatalf("Set(%q) gave %v; through String %q it became %v", s, v, str, back)
+			t.Fatalf("ParseInts(%q) gave %v; through %q it became %v", s, v, str, back)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"time"
@@ -52,15 +51,17 @@ func defaultPeriodicParams() *PeriodicParams {
 		Window: 10 * time.Second, Deploy: 5 * time.Second, Capacity: 500, Runs: 5}
 }
 
-// Register implements Params.
-func (p *PeriodicParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Clients, "clients", p.Clients, "processes in the fleet, each running one job per interval")
-	fs.DurationVar(&p.Interval, "interval", p.Interval, "the jobs' period")
-	fs.DurationVar(&p.Duration, "duration", p.Duration, "length of each run")
-	fs.DurationVar(&p.Window, "window", p.Window, "jitter window after each slot for the window strategy")
-	fs.DurationVar(&p.Deploy, "deploy", p.Deploy, "span over which the fleet's processes start")
-	fs.IntVar(&p.Capacity, "capacity", p.Capacity, "requests per second the dependency serves")
-	fs.IntVar(&p.Runs, "runs", p.Runs, "runs per strategy")
+// Fields implements Params.
+func (p *PeriodicParams) Fields() []Field {
+	return []Field{
+		{Name: "clients", Usage: "processes in the fleet, each running one job per interval", Value: &p.Clients},
+		{Name: "interval", Usage: "the jobs' period", Value: &p.Interval},
+		{Name: "duration", Usage: "length of each run", Value: &p.Duration},
+		{Name: "window", Usage: "jitter window after each slot for the window strategy", Value: &p.Window},
+		{Name: "deploy", Usage: "span over which the fleet's processes start", Value: &p.Deploy},
+		{Name: "capacity", Usage: "requests per second the dependency serves", Value: &p.Capacity},
+		{Name: "runs", Usage: "runs per strategy", Value: &p.Runs},
+	}
 }
 
 // Validate implements Params.
@@ -92,12 +93,6 @@ func (p *PeriodicParams) Validate() error {
 		return invalid("deploy", "%v must be in [0, --interval %v]", p.Deploy, p.Interval)
 	}
 	return nil
-}
-
-// Values implements Params.
-func (p *PeriodicParams) Values() map[string]any {
-	return map[string]any{"clients": p.Clients, "interval": p.Interval.String(), "duration": p.Duration.String(),
-		"window": p.Window.String(), "deploy": p.Deploy.String(), "capacity": p.Capacity, "runs": p.Runs}
 }
 
 // Quick implements Params: 5 minutes, 2 runs per strategy.
@@ -134,7 +129,7 @@ func (periodicScenario) Run(ctx context.Context, ps Params, o Options) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "periodic", Population: "open", Params: p.Values(),
+	res := &Result{Scenario: "periodic", Population: "open", Params: Values(p),
 		Columns: []string{"strategy", "peak_rps", "p99_rps", "mean_rps", "excess_share", "mean_lag_s"}}
 	stats := make([]periodicStats, ns)
 	chart := Chart{Name: "periodic_load", Title: "Requests per second reaching the dependency (first run, first 3 intervals)",

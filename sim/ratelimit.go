@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"time"
@@ -67,17 +66,19 @@ func defaultRatelimitParams() *RatelimitParams {
 		Base: 100 * time.Millisecond, Cap: 10 * time.Second, Attempts: 10, Hop: 10 * time.Millisecond}
 }
 
-// Register implements Params.
-func (p *RatelimitParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.Workers, "clients", p.Workers, "number of simulated workers (clients) consuming the API, each with --jobs requests; not --workers, which sets the goroutines running the simulation")
-	fs.IntVar(&p.Jobs, "jobs", p.Jobs, "requests each worker must get through")
-	fs.Float64Var(&p.LongLimit, "long-limit", p.LongLimit, "rate limit of the long workload, requests per second: the same work against a tighter limit, minutes of it at the limit; 0 skips it")
-	fs.Float64Var(&p.Limit, "limit", p.Limit, "the API's rate limit, requests per second")
-	fs.DurationVar(&p.Burst, "burst", p.Burst, "how much of the limit passes at once, in time")
-	fs.DurationVar(&p.Base, "base", p.Base, "backoff base (after a 429)")
-	fs.DurationVar(&p.Cap, "cap", p.Cap, "backoff cap")
-	fs.IntVar(&p.Attempts, "attempts", p.Attempts, "attempts per call, counting the first")
-	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean one-way network delay")
+// Fields implements Params.
+func (p *RatelimitParams) Fields() []Field {
+	return []Field{
+		{Name: "clients", Usage: "number of simulated workers (clients) consuming the API, each with --jobs requests; not --workers, which sets the goroutines running the simulation", Value: &p.Workers},
+		{Name: "jobs", Usage: "requests each worker must get through", Value: &p.Jobs},
+		{Name: "long-limit", Usage: "rate limit of the long workload, requests per second: the same work against a tighter limit, minutes of it at the limit; 0 skips it", Value: &p.LongLimit},
+		{Name: "limit", Usage: "the API's rate limit, requests per second", Value: &p.Limit},
+		{Name: "burst", Usage: "how much of the limit passes at once, in time", Value: &p.Burst},
+		{Name: "base", Usage: "backoff base (after a 429)", Value: &p.Base},
+		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
+		{Name: "attempts", Usage: "attempts per call, counting the first", Value: &p.Attempts},
+		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
+	}
 }
 
 // Validate implements Params.
@@ -108,12 +109,6 @@ func (p *RatelimitParams) Validate() error {
 		return invalid("long-limit", "the work would take more than an hour at --long-limit %v", p.LongLimit)
 	}
 	return nil
-}
-
-// Values implements Params.
-func (p *RatelimitParams) Values() map[string]any {
-	return map[string]any{"clients": p.Workers, "jobs": p.Jobs, "long-limit": p.LongLimit, "limit": p.Limit, "burst": p.Burst.String(),
-		"base": p.Base.String(), "cap": p.Cap.String(), "attempts": p.Attempts, "hop": p.Hop.String()}
 }
 
 // Quick implements Params. It changes nothing: the published setup runs
@@ -170,7 +165,7 @@ func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "ratelimit", Population: "closed", Params: p.Values(),
+	res := &Result{Scenario: "ratelimit", Population: "closed", Params: Values(p),
 		Columns: []string{"workload", "strategy", "utilisation_pct", "completion_s", "ideal_s", "attempts_per_job", "throttled_pct"}}
 	util := make([]float64, len(outs))
 	done := make([]float64, len(outs)) // seconds

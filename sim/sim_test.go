@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -187,7 +186,7 @@ func TestWrongParamsType(t *testing.T) {
 	}
 }
 
-func TestParamsDefaultsAndFlags(t *testing.T) {
+func TestParamsDefaultsAndFields(t *testing.T) {
 	for _, s := range Scenarios() {
 		p := s.Params()
 		if err := p.Validate(); err != nil {
@@ -197,34 +196,22 @@ func TestParamsDefaultsAndFlags(t *testing.T) {
 		if err := p.Validate(); err != nil {
 			t.Errorf("%s quick: %v", s.Name(), err)
 		}
-		fs := flag.NewFlagSet(s.Name(), flag.ContinueOnError)
-		p.Register(fs)
-		for name := range p.Values() {
-			if fs.Lookup(name) == nil {
-				t.Errorf("%s: value %q has no flag", s.Name(), name)
+		seen := map[string]bool{}
+		for _, f := range p.Fields() {
+			if seen[f.Name] {
+				t.Errorf("%s: field %q twice", s.Name(), f.Name)
+			}
+			seen[f.Name] = true
+			if reservedFlags[f.Name] {
+				t.Errorf("%s: field %q is a name the command line defines itself", s.Name(), f.Name)
+			}
+			if f.Usage == "" {
+				t.Errorf("%s: field %q says nothing of what it means", s.Name(), f.Name)
 			}
 		}
-		fs.VisitAll(func(f *flag.Flag) {
-			if _, ok := p.Values()[f.Name]; !ok {
-				t.Errorf("%s: flag --%s is missing from Values", s.Name(), f.Name)
-			}
-			if reservedFlags[f.Name] {
-				t.Errorf("%s: flag --%s is one the command line defines itself", s.Name(), f.Name)
-			}
-		})
-	}
-	p := defaultJitterParams()
-	fs := flag.NewFlagSet("jitter", flag.ContinueOnError)
-	p.Register(fs)
-	if err := fs.Parse([]string{"-clients", "10, 30,50", "-runs", "7"}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]int{10, 30, 50}, p.Clients); diff != "" || p.Runs != 7 {
-		t.Errorf("after parsing: clients %v, runs %d", p.Clients, p.Runs)
-	}
-	fs.SetOutput(new(bytes.Buffer))
-	if err := fs.Parse([]string{"-clients", "10,x"}); err == nil {
-		t.Error("--clients 10,x parsed")
+		if v := Values(p); len(v) != len(seen) { // Values panics on a field of another type
+			t.Errorf("%s: %d values for %d fields", s.Name(), len(v), len(seen))
+		}
 	}
 }
 

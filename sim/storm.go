@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,15 +43,17 @@ func defaultStormParams() *StormParams {
 		Ratio: 0.1, Duration: 60 * time.Second, Hop: 10 * time.Millisecond}
 }
 
-// Register implements Params.
-func (p *StormParams) Register(fs *flag.FlagSet) {
-	fs.Float64Var(&p.Rate, "rate", p.Rate, "open stream: calls arriving per second")
-	fs.IntVar(&p.Clients, "clients", p.Clients, "closed population: number of clients")
-	fs.DurationVar(&p.Think, "think", p.Think, "closed population: mean think time between calls")
-	fs.Var(&intList{flag: "attempts", v: &p.Attempts}, "attempts", "comma-separated attempt limits to sweep")
-	fs.Float64Var(&p.Ratio, "ratio", p.Ratio, "ratio budget: share of requests that may be retried")
-	fs.DurationVar(&p.Duration, "duration", p.Duration, "length of each run")
-	fs.DurationVar(&p.Hop, "hop", p.Hop, "mean one-way network delay")
+// Fields implements Params.
+func (p *StormParams) Fields() []Field {
+	return []Field{
+		{Name: "rate", Usage: "open stream: calls arriving per second", Value: &p.Rate},
+		{Name: "clients", Usage: "closed population: number of clients", Value: &p.Clients},
+		{Name: "think", Usage: "closed population: mean think time between calls", Value: &p.Think},
+		{Name: "attempts", Usage: "comma-separated attempt limits to sweep", Value: &p.Attempts},
+		{Name: "ratio", Usage: "ratio budget: share of requests that may be retried", Value: &p.Ratio},
+		{Name: "duration", Usage: "length of each run", Value: &p.Duration},
+		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
+	}
 }
 
 // Validate implements Params.
@@ -87,13 +88,6 @@ func (p *StormParams) Validate() error {
 		return invalid("duration", "%v is over an hour", p.Duration)
 	}
 	return nil
-}
-
-// Values implements Params.
-func (p *StormParams) Values() map[string]any {
-	return map[string]any{"rate": p.Rate, "clients": p.Clients, "think": p.Think.String(),
-		"attempts": append([]int(nil), p.Attempts...), "ratio": p.Ratio,
-		"duration": p.Duration.String(), "hop": p.Hop.String()}
 }
 
 // Quick implements Params: the runs are already small; it shortens them to
@@ -167,7 +161,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &Result{Scenario: "storm", Population: "closed and open", Params: p.Values(),
+	res := &Result{Scenario: "storm", Population: "closed and open", Params: Values(p),
 		Columns: []string{"population", "policy", "attempts", "budget", "load_rps", "first_s_rps", "amplification", "success_pct"}}
 	var rows []stormRow
 	half := int(p.Duration/(100*time.Millisecond)) / 2

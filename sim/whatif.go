@@ -113,7 +113,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 	if err != nil {
 		return nil, err
 	}
-	outage := &Result{Scenario: "outage", Population: ores.Population, Params: op.Values(),
+	outage := &Result{Scenario: "outage", Population: ores.Population, Params: Values(op),
 		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "recover_s", "failed"),
 		Charts:  ores.Charts}
 	outage.Params["policy"] = policy
@@ -141,7 +141,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 	if err != nil {
 		return nil, err
 	}
-	storm := &Result{Scenario: "storm", Population: "closed and open", Params: sp.Values(),
+	storm := &Result{Scenario: "storm", Population: "closed and open", Params: Values(sp),
 		Columns: append(append([]string(nil), whatIfColumns...), "load_rps")}
 	storm.Params["policy"] = policy
 	for _, r := range srows {

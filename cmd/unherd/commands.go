@@ -130,7 +130,7 @@ func runSeeds(ctx context.Context, s sim.Scenario, p sim.Params, o sim.Options, 
 		r.Scenario = s.Name()
 	}
 	if r.Params == nil {
-		r.Params = p.Values()
+		r.Params = sim.Values(p)
 	}
 	return r, nil
 }
@@ -378,18 +378,11 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	seeds := fs.Int("seeds", 1, "`number` of seeds, from --seed on, to judge the claims on, as the report does (1 to 100)")
 	var rf runFlags
 	rf.register(fs)
-	own := flag.NewFlagSet(name, flag.ContinueOnError)
-	p.Register(own)
-	var clash error
-	own.VisitAll(func(f *flag.Flag) {
+	for _, f := range p.Fields() {
 		if fs.Lookup(f.Name) != nil || slices.Contains(reserved, f.Name) {
-			clash = fmt.Errorf("sim %s: the scenario defines flag -%s, which unherd sim uses itself", name, f.Name)
-			return
+			return fmt.Errorf("sim %s: the scenario defines flag -%s, which unherd sim uses itself", name, f.Name)
 		}
-		fs.Var(f.Value, f.Name, f.Usage)
-	})
-	if clash != nil {
-		return clash
+		fs.Var(fieldValue(f), f.Name, f.Usage)
 	}
 	synopsis := fmt.Sprintf("unherd sim %s [flags] [--json] [--seed N]\n\n%s\nPopulation: %s.", name, s.Describe(), s.Population())
 	err := e.parse(fs, args[1:], synopsis)
@@ -581,4 +574,77 @@ func summary(d map[string]any) string {
 		s += fmt.Sprintf(", attempt timeout %v", t)
 	}
 	return s
+}
+
+// fieldValue is a scenario's parameter as a flag.Value.
+func fieldValue(f sim.Field) flag.Value {
+	switch v := f.Value.(type) {
+	case *int:
+		return (*intValue)(v)
+	case *float64:
+		return (*floatValue)(v)
+	case *time.Duration:
+		return (*durationValue)(v)
+	case *[]int:
+		return &intsValue{name: f.Name, v: v}
+	}
+	panic(fmt.Sprintf("unherd: scenario parameter %q holds a %T", f.Name, f.Value))
+}
+
+// The flag package's values for these types are not exported; these
+// read and write them the same way.
+type (
+	intValue      int
+	floatValue    float64
+	durationValue time.Duration
+)
+
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *intValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*v = intValue(n)
+	return nil
+}
+func (v *floatValue) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+func (v *floatValue) Set(s string) error {
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*v = floatValue(n)
+	return nil
+}
+func (v *durationValue) String() string { return time.Duration(*v).String() }
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*v = durationValue(d)
+	return nil
+}
+
+// intsValue is a list parameter: sim.ParseInts's form.
+type intsValue struct {
+	name string
+	v    *[]int
+}
+
+func (l *intsValue) String() string {
+	if l == nil || l.v == nil {
+		return ""
+	}
+	return sim.FormatInts(*l.v)
+}
+
+func (l *intsValue) Set(s string) error {
+	v, err := sim.ParseInts(l.name, s)
+	if err != nil {
+		return err
+	}
+	*l.v = v
+	return nil
 }

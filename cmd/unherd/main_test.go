@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,8 +31,8 @@ type fake struct {
 
 type fakeParams struct{ size int }
 
-func (p *fakeParams) Register(fs *flag.FlagSet) {
-	fs.IntVar(&p.size, "size", p.size, "numbers to square")
+func (p *fakeParams) Fields() []sim.Field {
+	return []sim.Field{{Name: "size", Usage: "numbers to square", Value: &p.size}}
 }
 
 func (p *fakeParams) Validate() error {
@@ -41,8 +42,7 @@ func (p *fakeParams) Validate() error {
 	return nil
 }
 
-func (p *fakeParams) Values() map[string]any { return map[string]any{"size": p.size} }
-func (p *fakeParams) Quick()                 { p.size = 3 }
+func (p *fakeParams) Quick() { p.size = 3 }
 
 func (f fake) Name() string       { return f.name }
 func (f fake) Describe() string   { return "Squares small numbers, for tests." }
@@ -54,7 +54,7 @@ func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result
 		return nil, f.err
 	}
 	fp := p.(*fakeParams)
-	r := &sim.Result{Scenario: f.name, Population: "closed", Params: p.Values(), Columns: []string{"n", "square"}}
+	r := &sim.Result{Scenario: f.name, Population: "closed", Params: sim.Values(p), Columns: []string{"n", "square"}}
 	var xs, ys []float64
 	for i := 1; i <= fp.size; i++ {
 		if err := ctx.Err(); err != nil {
@@ -361,8 +361,10 @@ type clash struct{ fake }
 
 type clashParams struct{ fakeParams }
 
-func (p *clashParams) Register(fs *flag.FlagSet) { fs.Bool("json", false, "clash") }
-func (clash) Params() sim.Params                 { return &clashParams{} }
+func (p *clashParams) Fields() []sim.Field {
+	return []sim.Field{{Name: "json", Usage: "clash", Value: &p.size}}
+}
+func (clash) Params() sim.Params { return &clashParams{} }
 
 func TestFlagClash(t *testing.T) {
 	var out, errb bytes.Buffer
@@ -505,5 +507,56 @@ func TestSumProgressConcurrent(t *testing.T) {
 	}
 	if len(got) == 0 || got[len(got)-1] != 100*len(names) {
 		t.Fatalf("last sum %v, want %d", got[len(got)-1:], 100*len(names))
+	}
+}
+
+// TestScenarioFlags checks a scenario's parameters as flags: the default
+// shown is the current value, Parse sets the set's fields, and a list
+// that does not parse names its flag.
+func TestScenarioFlags(t *testing.T) {
+	for _, c := range []struct {
+		scenario string
+		args     []string
+		check    func(p sim.Params) string
+	}{
+		{"jitter", []string{"-clients", "10, 30,50", "-runs", "7", "-hop", "5ms"}, func(p sim.Params) string {
+			v := sim.Values(p)
+			if fmt.Sprintf("%v %v %v", v["clients"], v["runs"], v["hop"]) != "[10 30 50] 7 5ms" {
+				return fmt.Sprint(v)
+			}
+			return ""
+		}},
+		{"storm", []string{"--attempts", "2, 4", "--ratio", "0.25"}, func(p sim.Params) string {
+			v := sim.Values(p)
+			if fmt.Sprintf("%v %v", v["attempts"], v["ratio"]) != "[2 4] 0.25" {
+				return fmt.Sprint(v)
+			}
+			return ""
+		}},
+	} {
+		s, ok := sim.Lookup(c.scenario)
+		if !ok {
+			t.Fatalf("no scenario %q", c.scenario)
+		}
+		p := s.Params()
+		fs := flag.NewFlagSet(c.scenario, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		for _, f := range p.Fields() {
+			fs.Var(fieldValue(f), f.Name, f.Usage)
+			if got, want := fs.Lookup(f.Name).DefValue, fmt.Sprint(sim.Values(p)[f.Name]); strings.Trim(strings.ReplaceAll(want, " ", ","), "[]") != got {
+				t.Errorf("%s --%s: default shown as %q, want %q", c.scenario, f.Name, got, want)
+			}
+		}
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%s %v: %v", c.scenario, c.args, err)
+		}
+		if bad := c.check(p); bad != "" {
+			t.Errorf("%s %v: values %s", c.scenario, c.args, bad)
+		}
+		if c.scenario == "storm" {
+			if err := fs.Parse([]string{"--attempts", "two"}); err == nil || !strings.Contains(err.Error(), "--attempts") {
+				t.Errorf("--attempts two: error %v, want one naming --attempts", err)
+			}
+		}
 	}
 }

@@ -54,7 +54,6 @@ func TestIntListSet(t *testing.T) {
 	}
 }
 
-
 // FuzzParseInts checks that ParseInts never panics, that a list it
 // accepts comes back unchanged through FormatInts, and that what it
 // rejects is an error wrapping ErrInvalidParams that names the parameter.

@@ -79,12 +79,17 @@ func ExampleParseMethodConfig() {
 	fmt.Println("UNAVAILABLE:", cfg.Codes[codes.Unavailable], "RESOURCE_EXHAUSTED:", cfg.Codes[codes.ResourceExhausted], "ABORTED:", cfg.Codes[codes.Aborted])
 	fmt.Printf("budget: %T\n", cfg.Retry.Budget)
 
-	_, err = unherdgrpc.ParseMethodConfig([]byte(`{"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
+	cfg, err = unherdgrpc.ParseMethodConfig([]byte(`{"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
 		"maxBackoff": "1s", "backoffMultiplier": 1.5, "retryableStatusCodes": ["UNAVAILABLE"]}}`), nil)
+	fmt.Println("multiplier:", cfg.Retry.Backoff.Multiplier, "third ceiling:", cfg.Retry.Backoff.Temp(2, false), err)
+
+	_, err = unherdgrpc.ParseMethodConfig([]byte(`{"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
+		"maxBackoff": "1s", "backoffMultiplier": 0, "retryableStatusCodes": ["UNAVAILABLE"]}}`), nil)
 	fmt.Println(err)
 	// Output:
 	// attempts: 4 base: 100ms cap: 2s
 	// UNAVAILABLE: transient RESOURCE_EXHAUSTED: throttled ABORTED: permanent
 	// budget: *budget.GRPC
-	// unherdgrpc: service config does not convert: retryPolicy.backoffMultiplier 1.5: unherd's schedule doubles (2) or stays constant (1); use one of those
+	// multiplier: 1.5 third ceiling: 225ms <nil>
+	// unherdgrpc: service config does not convert: retryPolicy.backoffMultiplier 0 must be positive
 }

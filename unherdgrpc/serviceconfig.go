@@ -64,14 +64,14 @@ type a6Throttling struct {
 //     values above 5 are treated as 5;
 //   - initialBackoff is Backoff.Base and Backoff.ThrottledBase (A6 has no
 //     separate base after throttling), maxBackoff is Backoff.Cap;
-//   - backoffMultiplier must be 2 (unherd's schedule doubles) or 1
-//     (Backoff.Constant); any other multiplier is an error;
+//   - backoffMultiplier, which A6 requires to be positive, is
+//     Backoff.Multiplier (1 is Backoff.Constant, 2 the zero value);
 //   - retryableStatusCodes become Codes: the codes listed are retried
 //     (RESOURCE_EXHAUSTED as throttled), every other code is permanent;
 //   - perAttemptRecvTimeout, if present, is AttemptTimeout.
 //
 // The delays are drawn with full jitter, uniformly in [0, min(cap,
-// initialBackoff*2^n)], as A6 first specified. A6 changed in 2024 to
+// initialBackoff*backoffMultiplier^n)], as A6 first specified. A6 changed in 2024 to
 // multiply the un-jittered delay by a uniform draw in [0.8, 1.2], which
 // grpc-go does now; unherd keeps full jitter, which spreads clients that
 // failed together over the whole window instead of a band of ±20%
@@ -158,16 +158,15 @@ func parseRetry(js []byte, b budget.Budget) (Config, error) {
 		return Config{}, err
 	}
 	sched := backoff.Schedule{Base: initial, ThrottledBase: initial, Cap: maxb}
-	switch {
-	case rp.BackoffMultiplier == nil:
+	switch m := rp.BackoffMultiplier; {
+	case m == nil:
 		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier is required", ErrServiceConfig)
-	case *rp.BackoffMultiplier == 2:
-	case *rp.BackoffMultiplier == 1:
+	case !(*m > 0):
+		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v must be positive", ErrServiceConfig, *m)
+	case *m == 1:
 		sched.Constant = true
-	case *rp.BackoffMultiplier > 0:
-		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v: unherd's schedule doubles (2) or stays constant (1); use one of those", ErrServiceConfig, *rp.BackoffMultiplier)
-	default:
-		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v must be positive", ErrServiceConfig, *rp.BackoffMultiplier)
+	case *m != backoff.DefaultMultiplier:
+		sched.Multiplier = *m
 	}
 	if initial > maxb {
 		// A6 caps every delay at maxBackoff, the first included.

@@ -93,3 +93,33 @@ func ExampleParseMethodConfig() {
 	// multiplier: 1.5 third ceiling: 225ms <nil>
 	// unherdgrpc: service config does not convert: retryPolicy.backoffMultiplier 0 must be positive
 }
+
+func ExampleParseServiceConfig() {
+	sc, err := unherdgrpc.ParseServiceConfig([]byte(`{
+		"loadBalancingConfig": [{"round_robin": {}}],
+		"methodConfig": [
+			{"name": [{"service": "payments.Payments"}],
+			 "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "2s",
+				"backoffMultiplier": 1.5, "retryableStatusCodes": ["UNAVAILABLE"]}},
+			{"name": [{"service": "payments.Payments", "method": "Charge"}], "timeout": "2s"},
+			{"name": [{}],
+			 "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}
+		],
+		"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+	}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range []string{"/payments.Payments/Refund", "/payments.Payments/Charge", "/ledger.Ledger/Get"} {
+		cfg, ok := sc.Policy(m)
+		fmt.Println(m, ok, "attempts:", cfg.Retry.MaxAttempts, "hedged:", cfg.Hedge != nil)
+	}
+	fmt.Println("throttle tokens:", sc.Throttle().Tokens())
+	// Dial with sc.DialOptions() to install it on the channel.
+	// Output:
+	// /payments.Payments/Refund true attempts: 4 hedged: false
+	// /payments.Payments/Charge false attempts: 0 hedged: false
+	// /ledger.Ledger/Get true attempts: 1 hedged: true
+	// throttle tokens: 10
+}

@@ -93,7 +93,9 @@ type a6Throttling struct {
 // give the Configs of all of a channel's methods the same Budget.
 //
 // Unknown fields, both policies at once, and values A6 forbids are errors
-// that wrap ErrServiceConfig and name the field.
+// that wrap ErrServiceConfig and name the field. To convert a whole
+// service config, with each method's policy picked by name and one
+// throttle for the channel, use ParseServiceConfig.
 func ParseMethodConfig(methodConfig, retryThrottling []byte) (Config, error) {
 	var mc struct {
 		RetryPolicy   json.RawMessage `json:"retryPolicy"`
@@ -110,16 +112,7 @@ func ParseMethodConfig(methodConfig, retryThrottling []byte) (Config, error) {
 		}
 		b = g
 	}
-	hasRetry, hasHedge := isSet(mc.RetryPolicy), isSet(mc.HedgingPolicy)
-	switch {
-	case hasRetry && hasHedge:
-		return Config{}, fmt.Errorf("%w: methodConfig sets both retryPolicy and hedgingPolicy; A6 allows one", ErrServiceConfig)
-	case hasRetry:
-		return parseRetry(mc.RetryPolicy, b)
-	case hasHedge:
-		return parseHedging(mc.HedgingPolicy, b)
-	}
-	return Config{}, fmt.Errorf("%w: methodConfig has neither retryPolicy nor hedgingPolicy", ErrServiceConfig)
+	return convertMethod(mc.RetryPolicy, mc.HedgingPolicy, b)
 }
 
 func isSet(m json.RawMessage) bool {

@@ -86,7 +86,11 @@ type a6Throttling struct {
 // sent at once; nonFatalStatusCodes is hedge.Config.NonFatal.
 //
 // retryThrottling becomes a budget.GRPC, A6's own token bucket, shared by
-// retries and hedges as in A6. Without it A6 throttles nothing: a
+// retries and hedges as in A6, and counting as A6 does: each request a
+// converted hedgingPolicy sends, hedges included, that fails with a
+// non-fatal status or a pushback that stops hedging costs a token, each
+// that succeeds puts tokenRatio back, and the requests that lose the race
+// count for nothing. Without it A6 throttles nothing: a
 // converted hedgingPolicy sends every hedge it allows (budget.Unlimited,
 // and no suspension of hedges that do not win), and a retryPolicy keeps
 // unherd's default retry budget. A6 applies one such bucket to a whole server name:
@@ -225,6 +229,10 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	}
 	hc := hedge.Config{Delay: delay, NoDelay: delay == 0, MaxHedges: attempts - 1}
 	if b != nil {
+		// The hedger withdraws before each hedge and records nothing
+		// (SharedWithRetry): A6 counts every hedged request, and the
+		// interceptor records each one (a6Accounting), where the retry
+		// loop and the hedger would record each call once.
 		hc.Budget, hc.SharedWithRetry = b, true
 	} else {
 		// A6 throttles hedges only through retryThrottling: without it
@@ -246,6 +254,10 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	cfg := Config{Hedge: h}
 	cfg.Retry.MaxAttempts = 1
 	cfg.Retry.Budget = b
+	if b != nil {
+		cfg.Retry.Budget = budget.Unlimited // records nothing: a6 does
+		cfg.a6 = &a6Accounting{throttle: b, nonFatal: nonFatal}
+	}
 	return cfg, nil
 }
 
@@ -324,4 +336,27 @@ func digits(s string) bool {
 		}
 	}
 	return true
+}
+
+// a6Accounting records the requests of a converted hedgingPolicy with
+// the retry throttle one by one, as A6 counts them: "Every failed RPC
+// will decrement the token_count by 1. Every successful RPC will
+// increment the token_count by tokenRatio", where only a non-fatal status
+// or a pushback that says not to retry counts as a failure.
+type a6Accounting struct {
+	throttle budget.Budget
+	nonFatal map[codes.Code]bool
+}
+
+// request records one request's outcome: err is its error (nil for a
+// success), stop whether its pushback said not to retry. A request that
+// lost the race, or that the caller cancelled, is not passed here.
+func (a *a6Accounting) request(err error, stop bool) {
+	switch {
+	case a == nil:
+	case err == nil:
+		a.throttle.Record(budget.Attempt{N: 1})
+	case stop || a.nonFatal[status.Code(err)]:
+		a.throttle.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
+	}
 }

@@ -29,19 +29,45 @@ const maxA6Attempts = 5
 // a6Retry is A6's retryPolicy object, with the perAttemptRecvTimeout of
 // its later amendment.
 type a6Retry struct {
-	MaxAttempts           *int         `json:"maxAttempts"`
-	InitialBackoff        *string      `json:"initialBackoff"`
-	MaxBackoff            *string      `json:"maxBackoff"`
-	BackoffMultiplier     *float64     `json:"backoffMultiplier"`
-	RetryableStatusCodes  []codes.Code `json:"retryableStatusCodes"`
-	PerAttemptRecvTimeout *string      `json:"perAttemptRecvTimeout"`
+	MaxAttempts           *int     `json:"maxAttempts"`
+	InitialBackoff        *string  `json:"initialBackoff"`
+	MaxBackoff            *string  `json:"maxBackoff"`
+	BackoffMultiplier     *float64 `json:"backoffMultiplier"`
+	RetryableStatusCodes  a6Codes  `json:"retryableStatusCodes"`
+	PerAttemptRecvTimeout *string  `json:"perAttemptRecvTimeout"`
+}
+
+// a6Codes is a list of status codes as A6 writes them: "in the integer
+// form or the case-insensitive string form (eg. [14], ["UNAVAILABLE"] or
+// ["unavailable"])".
+type a6Codes []codes.Code
+
+// UnmarshalJSON reads each code with codes.Code's own decoder, a string
+// in upper case.
+func (cs *a6Codes) UnmarshalJSON(js []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return err
+	}
+	out := make(a6Codes, len(raw))
+	for i, r := range raw {
+		var name string
+		if json.Unmarshal(r, &name) == nil {
+			r, _ = json.Marshal(strings.ToUpper(name))
+		}
+		if err := out[i].UnmarshalJSON(r); err != nil {
+			return err
+		}
+	}
+	*cs = out
+	return nil
 }
 
 // a6Hedging is A6's hedgingPolicy object.
 type a6Hedging struct {
-	MaxAttempts         *int         `json:"maxAttempts"`
-	HedgingDelay        *string      `json:"hedgingDelay"`
-	NonFatalStatusCodes []codes.Code `json:"nonFatalStatusCodes"`
+	MaxAttempts         *int    `json:"maxAttempts"`
+	HedgingDelay        *string `json:"hedgingDelay"`
+	NonFatalStatusCodes a6Codes `json:"nonFatalStatusCodes"`
 }
 
 // a6Throttling is A6's retryThrottling object.

@@ -60,6 +60,14 @@ func TestParseMethodConfigRetry(t *testing.T) {
 			retried:  []codes.Code{codes.Unavailable},
 		},
 		{
+			name: "codes in A6's case-insensitive string form",
+			mc: `{"retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"1s","backoffMultiplier":2,
+				"retryableStatusCodes":["unavailable","Aborted",4]}}`,
+			attempts: 2,
+			sched:    backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: time.Second},
+			retried:  []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded},
+		},
+		{
 			name: "initial above max is capped",
 			mc: `{"retryPolicy":{"maxAttempts":2,"initialBackoff":"3s","maxBackoff":"1s","backoffMultiplier":2,
 				"retryableStatusCodes":["UNAVAILABLE"]}}`,

@@ -395,3 +395,33 @@ func TestA6ExponentialBackoffMultiplier(t *testing.T) {
 		}
 	})
 }
+
+// gRFC A6, "Hedging Policy" and "Throttling Retry Attempts and Hedged
+// RPCs": only maxAttempts, hedgingDelay and the throttle decide whether a
+// hedge is sent. A converted hedgingPolicy with retryThrottling keeps
+// hedging however often the primary wins (unherd's own hedger suspends
+// hedges that keep losing; A6 has no such rule).
+func TestA6HedgingNotSuspendedWhenHedgesLose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := unherdgrpc.ParseMethodConfig([]byte(`{"hedgingPolicy":{"maxAttempts":2,"hedgingDelay":"0.1s","nonFatalStatusCodes":["UNAVAILABLE"]}}`),
+			[]byte(`{"maxTokens":10,"tokenRatio":0.1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &hedgeServer{primary: fault{stall: 150 * time.Millisecond}, hedged: fault{stall: 200 * time.Millisecond}}
+		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+		const calls = 150
+		for i := range calls {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err := unary(ctx, cc)
+			cancel()
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		synctest.Wait()
+		if got := s.count(); got != 2*calls {
+			t.Errorf("%d requests for %d calls, want %d: a hedge for every call", got, calls, 2*calls)
+		}
+	})
+}

@@ -109,7 +109,9 @@ type a6Throttling struct {
 // treated as 5 above it, counts the original request, so it is
 // hedge.Config.MaxHedges+1; a positive hedgingDelay is hedge.Config.Delay,
 // and "0s" or none (A6's default) is hedge.Config.NoDelay, every hedge
-// sent at once; nonFatalStatusCodes is hedge.Config.NonFatal.
+// sent at once; nonFatalStatusCodes is hedge.Config.NonFatal. The
+// hedger's own suspension of hedges that keep losing is off, as A6 has
+// none.
 //
 // retryThrottling becomes a budget.GRPC, A6's own token bucket, shared by
 // retries and hedges as in A6, and counting as A6 does: each request a
@@ -117,10 +119,11 @@ type a6Throttling struct {
 // non-fatal status or a pushback that stops hedging costs a token, each
 // that succeeds puts tokenRatio back, and the requests that lose the race
 // count for nothing. Without it A6 throttles nothing: a
-// converted hedgingPolicy sends every hedge it allows (budget.Unlimited,
-// and no suspension of hedges that do not win), and a retryPolicy keeps
-// unherd's default retry budget. A6 applies one such bucket to a whole server name:
-// give the Configs of all of a channel's methods the same Budget.
+// converted hedgingPolicy sends every hedge it allows (budget.Unlimited),
+// and a retryPolicy keeps unherd's default retry budget. A6 applies one
+// such bucket to a whole server name; each ParseMethodConfig call makes
+// its own, so convert a channel's methods together with
+// ParseServiceConfig, which shares one.
 //
 // Unknown fields, both policies at once, and values A6 forbids are errors
 // that wrap ErrServiceConfig and name the field. To convert a whole
@@ -253,7 +256,9 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 			return Config{}, fmt.Errorf("%w: hedgingPolicy.hedgingDelay %q is negative", ErrServiceConfig, *hp.HedgingDelay)
 		}
 	}
-	hc := hedge.Config{Delay: delay, NoDelay: delay == 0, MaxHedges: attempts - 1}
+	// A6 has no rule that suspends hedges which keep losing: only
+	// maxAttempts, hedgingDelay and the throttle decide.
+	hc := hedge.Config{Delay: delay, NoDelay: delay == 0, MaxHedges: attempts - 1, MinWinShare: -1}
 	if b != nil {
 		// The hedger withdraws before each hedge and records nothing
 		// (SharedWithRetry): A6 counts every hedged request, and the
@@ -262,9 +267,8 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 		hc.Budget, hc.SharedWithRetry = b, true
 	} else {
 		// A6 throttles hedges only through retryThrottling: without it
-		// every hedge the policy allows is sent, and the hedger never
-		// suspends itself for hedges that do not win.
-		hc.Budget, hc.MinWinShare = budget.Unlimited, -1
+		// every hedge the policy allows is sent.
+		hc.Budget = budget.Unlimited
 	}
 	// A6: a status not in nonFatalStatusCodes (all of them when the list
 	// is empty) ends the call at once and cancels the outstanding hedges.

@@ -14,6 +14,9 @@ const (
 	DefaultBase          = 50 * time.Millisecond
 	DefaultThrottledBase = 1 * time.Second
 	DefaultCap           = 20 * time.Second
+	// DefaultMultiplier is the growth of the ceiling per retry when
+	// Schedule.Multiplier is zero: it doubles.
+	DefaultMultiplier = 2
 )
 
 // Jitter selects how randomness spreads a delay. The zero value is Full.
@@ -59,11 +62,13 @@ func ParseJitter(s string) (Jitter, error) {
 
 // Schedule is a capped exponential (or constant) delay schedule with
 // jitter. The zero value is full jitter, base 50 ms, throttled base 1 s,
-// cap 20 s. A Schedule is a value without state: it is safe to copy and to
-// use from many goroutines at once.
+// cap 20 s, and a ceiling that doubles with each retry. A Schedule is a
+// value without state: it is safe to copy and to use from many goroutines
+// at once.
 type Schedule struct {
 	// Base is the ceiling of the first retry's delay; each later retry
-	// doubles it. Zero means DefaultBase (50 ms).
+	// multiplies it by Multiplier (doubles it, by default). Zero means
+	// DefaultBase (50 ms).
 	Base time.Duration
 	// ThrottledBase replaces Base after a throttling error (HTTP 429, gRPC
 	// RESOURCE_EXHAUSTED): a server that asks for less traffic should get a
@@ -74,15 +79,28 @@ type Schedule struct {
 	Cap time.Duration
 	// Jitter spreads delays; the zero value is Full.
 	Jitter Jitter
-	// Constant, when true, keeps temp at the base instead of doubling it
+	// Multiplier is the factor by which the ceiling grows from one retry
+	// to the next: temp = min(Cap, base*Multiplier^n), as gRPC's
+	// backoffMultiplier (proposal A6), resilience4j's, Polly's and
+	// cenkalti/backoff's multipliers are. Zero means DefaultMultiplier
+	// (2: each retry doubles the ceiling). It must be finite and not
+	// negative; 1 keeps the ceiling at the base, and a value between 0
+	// and 1 shrinks it with each retry, as A6 allows (the ceiling never
+	// falls below zero). Full, Equal and None jitter and CapAfterDraw all
+	// draw from that ceiling. Decorrelated jitter has none (it grows from
+	// the previous delay, by Brooker's factor of 3), so it accepts only 0
+	// or 2 here; a Constant schedule accepts only 0 or 1.
+	Multiplier float64
+	// Constant, when true, keeps temp at the base instead of growing it
 	// (jitter still applies; use None for a fixed delay).
 	Constant bool
 	// Immediate, when true, makes every delay zero: retries run back to
 	// back. It exists for tests and benchmarks; never point it at a real
 	// dependency.
 	Immediate bool
-	// CapAfterDraw, with Full jitter, draws from [0, base*2^n] and caps
-	// the draw, instead of drawing within [0, min(cap, base*2^n)]. It is
+	// CapAfterDraw, with Full jitter, draws from [0, base*Multiplier^n]
+	// and caps the draw, instead of drawing within
+	// [0, min(cap, base*Multiplier^n)]. It is
 	// the AWS SDKs' standard mode ("retry behaviour 2.0"), which computes
 	// min(b*2^n, cap) with b uniform in [0, 1]: once base*2^n passes the
 	// cap, a growing share of the delays sit exactly at the cap. Other
@@ -91,9 +109,19 @@ type Schedule struct {
 }
 
 // Validate reports a schedule that cannot work as configured: negative
-// durations, a base above the cap, an unknown jitter, or decorrelated
-// jitter on a constant schedule.
+// durations, a base above the cap, an unknown jitter, decorrelated
+// jitter on a constant schedule, or a Multiplier that is negative, not
+// finite, or at odds with Constant or Decorrelated.
 func (s Schedule) Validate() error {
+	m := s.Multiplier
+	switch {
+	case m < 0 || math.IsNaN(m) || math.IsInf(m, 0):
+		return fmt.Errorf("%w: Multiplier %v is not a finite factor of zero or more; use zero for the default doubling", ErrInvalid, m)
+	case s.Constant && m != 0 && m != 1:
+		return fmt.Errorf("%w: Multiplier %v on a Constant schedule, whose ceiling never grows; drop one of them", ErrInvalid, m)
+	case s.Jitter == Decorrelated && m != 0 && m != DefaultMultiplier:
+		return fmt.Errorf("%w: Multiplier %v with decorrelated jitter, which grows from the previous delay by a factor of 3 and has no ceiling to multiply; use Full, Equal or None jitter", ErrInvalid, m)
+	}
 	switch {
 	case s.Base < 0:
 		return fmt.Errorf("%w: Base %v is negative; use zero for the 50ms default", ErrInvalid, s.Base)
@@ -150,6 +178,9 @@ func (s Schedule) Delay(n int, prev time.Duration, u uint64) time.Duration {
 		return 0
 	}
 	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, false)
+	if grows(s.Multiplier) {
+		return scaledDelay(b, c, s.Jitter, s.Constant, s.CapAfterDraw, s.Multiplier, n, prev, u)
+	}
 	if s.CapAfterDraw && s.Jitter == Full {
 		return capAfterDraw(b, c, s.Constant, n, u)
 	}
@@ -163,19 +194,25 @@ func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Durat
 		return 0
 	}
 	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, true)
+	if grows(s.Multiplier) {
+		return scaledDelay(b, c, s.Jitter, s.Constant, s.CapAfterDraw, s.Multiplier, n, prev, u)
+	}
 	if s.CapAfterDraw && s.Jitter == Full {
 		return capAfterDraw(b, c, s.Constant, n, u)
 	}
 	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
 }
 
-// Temp returns the un-jittered ceiling for retry n: min(cap, base*2^n), or
-// base for a constant schedule.
+// Temp returns the un-jittered ceiling for retry n:
+// min(cap, base*Multiplier^n), or base for a constant schedule.
 func (s Schedule) Temp(n int, throttled bool) time.Duration {
 	if s.Immediate {
 		return 0
 	}
 	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
+	if grows(s.Multiplier) {
+		return scaled(b, c, s.Constant, s.Multiplier, n)
+	}
 	return temp(b, c, s.Constant, n)
 }
 
@@ -192,24 +229,61 @@ func temp(b, c time.Duration, constant bool, n int) time.Duration {
 	return b << uint(n)
 }
 
+// grows reports whether m, a Schedule's Multiplier, is other than the
+// default doubling, which temp computes exactly with shifts.
+func grows(m float64) bool { return m != 0 && m != DefaultMultiplier }
+
+// scaled is min(c, b*m^n), or b if constant, for 0 < b <= c and a
+// multiplier m other than 2, computed in floating point: m^n overflows to
+// +Inf (and the result to c) or underflows to 0 rather than wrap. A
+// float64 below float64(c) converts to a Duration no larger than c, since
+// float64(c) is the float nearest c.
+func scaled(b, c time.Duration, constant bool, m float64, n int) time.Duration {
+	if constant || n <= 0 || m == 1 {
+		return b
+	}
+	f := float64(b) * math.Pow(m, float64(n))
+	if !(f < float64(c)) {
+		return c
+	}
+	return min(time.Duration(f), c)
+}
+
+// scaledDelay is Delay for a multiplier m other than 2: the jitter of
+// delay, drawn from scaled's ceiling.
+func scaledDelay(b, c time.Duration, j Jitter, constant, capAfter bool, m float64, n int, prev time.Duration, u uint64) time.Duration {
+	if capAfter && j == Full {
+		return min(c, Uniform(u, scaled(b, math.MaxInt64, constant, m, n)))
+	}
+	if j == Decorrelated {
+		return decorrelated(b, c, prev, u)
+	}
+	return jitter(j, scaled(b, c, constant, m, n), u)
+}
+
 // delay applies jitter j to the schedule with base b and cap c. Taking the
 // fields as arguments, not the struct, keeps them in registers.
 func delay(b, c time.Duration, j Jitter, constant bool, n int, prev time.Duration, u uint64) time.Duration {
+	if j == Decorrelated {
+		return decorrelated(b, c, prev, u)
+	}
+	return jitter(j, temp(b, c, constant, n), u)
+}
+
+// jitter applies Full, Equal or None jitter to the ceiling t.
+func jitter(j Jitter, t time.Duration, u uint64) time.Duration {
 	switch j {
 	case Full:
-		return Uniform(u, temp(b, c, constant, n))
+		return Uniform(u, t)
 	case None:
-		return temp(b, c, constant, n)
-	case Equal:
-		t := temp(b, c, constant, n)
+		return t
+	default: // Equal
 		half := t / 2
 		return t - half + Uniform(u, half)
-	default: // Decorrelated
-		return decorrelated(b, c, prev, u)
 	}
 }
 
-// capAfterDraw is min(c, uniform[0, b*2^n]), b*2^n saturating rather
+// capAfterDraw is min(c, uniform[0, b*m^n]), b*m^n saturating rather
 // than overflow (the draw then lands above c all but always, as it would
 // without saturation).
 func capAfterDraw(b, c time.Duration, constant bool, n int, u uint64) time.Duration {

@@ -30,6 +30,18 @@ func TestTemp(t *testing.T) {
 		{"base above cap clamps", Schedule{Base: time.Hour, Cap: time.Minute}, 0, false, time.Minute},
 		{"max durations", Schedule{Base: math.MaxInt64, Cap: math.MaxInt64}, 62, false, math.MaxInt64},
 		{"1ns base 62 doublings", Schedule{Base: 1, Cap: math.MaxInt64}, 62, false, 1 << 62},
+		{"multiplier 2 is the default", Schedule{Multiplier: 2}, 3, false, 400 * ms},
+		{"multiplier 1.5", Schedule{Base: 100 * ms, Multiplier: 1.5}, 2, false, 225 * ms},
+		{"multiplier 1.5 throttled", Schedule{Multiplier: 1.5}, 2, true, 2250 * ms},
+		{"multiplier 1.5 capped", Schedule{Base: 100 * ms, Cap: time.Second, Multiplier: 1.5}, 6, false, time.Second},
+		{"multiplier 3", Schedule{Base: ms, Multiplier: 3}, 4, false, 81 * ms},
+		{"multiplier 1 stays at base", Schedule{Base: time.Second, Multiplier: 1}, 1 << 40, false, time.Second},
+		{"multiplier 0.5 shrinks", Schedule{Base: time.Second, Multiplier: 0.5}, 2, false, 250 * ms},
+		{"multiplier 0.5 reaches zero", Schedule{Base: time.Second, Multiplier: 0.5}, 1000, false, 0},
+		{"huge multiplier gives cap", Schedule{Multiplier: math.MaxFloat64}, 2, false, DefaultCap},
+		{"tiny multiplier huge attempt", Schedule{Multiplier: math.SmallestNonzeroFloat64}, math.MaxInt, false, 0},
+		{"multiplier near 1 max int attempt gives cap", Schedule{Multiplier: 1 + 1e-15}, math.MaxInt, false, DefaultCap},
+		{"multiplier max durations", Schedule{Base: math.MaxInt64, Cap: math.MaxInt64, Multiplier: 1.5}, 62, false, math.MaxInt64},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,6 +201,16 @@ func TestValidate(t *testing.T) {
 		{"small cap with small throttled", Schedule{Cap: 500 * time.Millisecond, ThrottledBase: 100 * time.Millisecond}, true},
 		{"unknown jitter", Schedule{Jitter: 9}, false},
 		{"constant decorrelated", Schedule{Constant: true, Jitter: Decorrelated}, false},
+		{"multiplier 1.5", Schedule{Multiplier: 1.5}, true},
+		{"multiplier below 1", Schedule{Multiplier: 0.5}, true},
+		{"negative multiplier", Schedule{Multiplier: -2}, false},
+		{"NaN multiplier", Schedule{Multiplier: math.NaN()}, false},
+		{"infinite multiplier", Schedule{Multiplier: math.Inf(1)}, false},
+		{"constant multiplier 1", Schedule{Constant: true, Multiplier: 1}, true},
+		{"constant multiplier 3", Schedule{Constant: true, Multiplier: 3}, false},
+		{"decorrelated multiplier 2", Schedule{Jitter: Decorrelated, Multiplier: 2}, true},
+		{"decorrelated multiplier 1.5", Schedule{Jitter: Decorrelated, Multiplier: 1.5}, false},
+		{"equal multiplier 1.5", Schedule{Jitter: Equal, Multiplier: 1.5}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,4 +377,121 @@ func TestUniform(t *testing.T) {
 			t.Errorf("%s: Uniform(%d, %v) = %v, want %v", tc.name, tc.u, tc.max, got, tc.want)
 		}
 	}
+}
+
+// TestMultiplierJitters checks that every jitter that draws from the
+// ceiling draws from the multiplied one: Full, Equal and None, in Delay
+// and ThrottledDelay alike, and CapAfterDraw.
+func TestMultiplierJitters(t *testing.T) {
+	ms := time.Millisecond
+	const top = math.MaxUint64 // a draw of (nearly) the whole range
+	const half = uint64(1) << 63
+	base := Schedule{Base: 100 * ms, Cap: 10 * time.Second, Multiplier: 1.5}
+	tests := []struct {
+		name      string
+		jitter    Jitter
+		capAfter  bool
+		throttled bool
+		n         int
+		u         uint64
+		want      time.Duration
+	}{
+		{"none", None, false, false, 2, 0, 225 * ms},
+		{"full top", Full, false, false, 2, top, 225 * ms},
+		{"full half", Full, false, false, 2, half, 112500 * time.Microsecond},
+		{"equal zero draw", Equal, false, false, 2, 0, 112500 * time.Microsecond},
+		{"equal top", Equal, false, false, 2, top, 225 * ms},
+		{"none throttled", None, false, true, 2, 0, 2250 * ms},
+		{"cap after draw", Full, true, false, 12, top, 10 * time.Second},
+		{"cap after draw below cap", Full, true, false, 2, half, 112500 * time.Microsecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base
+			s.Jitter, s.CapAfterDraw = tc.jitter, tc.capAfter
+			if err := s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			var got time.Duration
+			if tc.throttled {
+				got = s.ThrottledDelay(tc.n, 0, tc.u)
+			} else {
+				got = s.Delay(tc.n, 0, tc.u)
+			}
+			if got != tc.want {
+				t.Fatalf("delay %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMultiplierDefaultUnchanged checks that Multiplier 0 and 2 give the
+// zero value's delays exactly, for every jitter and many draws: the
+// simulator's published results depend on them.
+func TestMultiplierDefaultUnchanged(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for j := Full; j <= None; j++ {
+		for _, capAfter := range []bool{false, true} {
+			zero := Schedule{Jitter: j, CapAfterDraw: capAfter}
+			two := zero
+			two.Multiplier = 2
+			for i := 0; i < 2000; i++ {
+				n, prev, u := r.IntN(80), time.Duration(r.Int64N(int64(30*time.Second))), r.Uint64()
+				if a, b := zero.Delay(n, prev, u), two.Delay(n, prev, u); a != b {
+					t.Fatalf("%v: Delay(%d, %v, %d) = %v with Multiplier 0, %v with 2", j, n, prev, u, a, b)
+				}
+				if a, b := zero.ThrottledDelay(n, prev, u), two.ThrottledDelay(n, prev, u); a != b {
+					t.Fatalf("%v: ThrottledDelay(%d) = %v with Multiplier 0, %v with 2", j, n, a, b)
+				}
+			}
+		}
+	}
+}
+
+// FuzzSchedule checks the multiplied schedule's invariants for any
+// multiplier, base, cap and attempt: the ceiling never negative, never
+// above the cap, monotone in the attempt (growing for a multiplier of 1
+// or more, shrinking below 1, and never above the base then), and every
+// delay within [0, cap], with no overflow however large the attempt or
+// the multiplier.
+func FuzzSchedule(f *testing.F) {
+	f.Add(int64(0), int64(0), 1.5, uint8(0), 0, uint64(0))
+	f.Add(int64(1), int64(math.MaxInt64), 1.0000001, uint8(1), math.MaxInt-1, uint64(math.MaxUint64))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), math.MaxFloat64, uint8(4), 62, uint64(1<<63))
+	f.Add(int64(1e9), int64(2e9), 0.5, uint8(3), 1000, uint64(7))
+	f.Add(int64(1), int64(1), math.SmallestNonzeroFloat64, uint8(2), 1, uint64(3))
+	f.Add(int64(3), int64(math.MaxInt64), 3.0, uint8(0), 39, uint64(99))
+	f.Fuzz(func(t *testing.T, base, capd int64, m float64, jitter uint8, n int, u uint64) {
+		s := Schedule{Base: time.Duration(base), Cap: time.Duration(capd), Multiplier: m, Jitter: Jitter(jitter % 4), CapAfterDraw: jitter&4 != 0}
+		if s.Validate() != nil {
+			return
+		}
+		n = max(n, 0) // negative attempts are the first; covered by FuzzDelay
+		grows := m == 0 || m >= 1
+		for _, throttled := range []bool{false, true} {
+			b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
+			tn := s.Temp(n, throttled)
+			if tn < 0 || tn > c {
+				t.Fatalf("Temp(%d) = %v outside [0, cap %v]", n, tn, c)
+			}
+			if n < math.MaxInt {
+				next := s.Temp(n+1, throttled)
+				if grows && (next < tn || tn < b) || !grows && (next > tn || tn > b) {
+					t.Fatalf("multiplier %v: Temp(%d) = %v, Temp(%d) = %v, base %v: not monotone from the base", m, n, tn, n+1, next, b)
+				}
+			}
+			var d time.Duration
+			if throttled {
+				d = s.ThrottledDelay(n, 0, u)
+			} else {
+				d = s.Delay(n, 0, u)
+			}
+			if d < 0 || d > c {
+				t.Fatalf("delay %v outside [0, cap %v]", d, c)
+			}
+			if s.Jitter != Decorrelated && !s.CapAfterDraw && d > tn {
+				t.Fatalf("delay %v above the ceiling %v", d, tn)
+			}
+		}
+	})
 }

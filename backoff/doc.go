@@ -1,7 +1,8 @@
 // Package backoff computes how long to wait before a retry.
 //
 // A [Schedule] is a small value: capped exponential growth
-// temp = min(Cap, Base*2^n) with a [Jitter] applied, or a constant delay.
+// temp = min(Cap, Base*Multiplier^n) with a [Jitter] applied, or a
+// constant delay; the Multiplier is 2 unless set.
 // Its zero value is the safe default: full jitter, base 50 ms, throttled
 // base 1 s, cap 20 s. A Schedule holds no state, so one value can be shared
 // by any number of goroutines; the only state a schedule needs (the

@@ -3,7 +3,8 @@ package budget
 import (
 	"cmp"
 	"fmt"
-	"math"
+	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -35,12 +36,17 @@ const milli = 1000
 type GRPCConfig struct {
 	// MaxTokens is the most tokens the budget holds, and what it starts
 	// with; retries are allowed only while more than half remain. It must
-	// be in (0, 1000] and is kept to three decimal places. Zero means
+	// be in (0, 1000] and is kept to three decimal places, like
+	// TokenRatio. Zero means
 	// DefaultMaxTokens (10).
 	MaxTokens float64
-	// TokenRatio is what a success puts back (a failure costs 1). It is
-	// rounded to three decimal places and must be at least 0.001 and at
-	// most 1000. Zero means DefaultTokenRatio (0.1).
+	// TokenRatio is what a success puts back (a failure costs 1). A6
+	// supports "up to 3 decimal places": the digits of its shortest
+	// decimal form after the third are dropped, not rounded, as gRPC's
+	// C++ client drops them from the service config's text and its Java
+	// client truncates (0.0015 is 0.001, 0.9999 is 0.999; grpc-go keeps
+	// every digit of the float). It must be at
+	// least 0.001 and at most 1000. Zero means DefaultTokenRatio (0.1).
 	TokenRatio float64
 }
 
@@ -61,9 +67,16 @@ func (c *GRPCConfig) Validate() error {
 	return nil
 }
 
-// toMilli converts v, known to be in [0, 1000], to thousandths, rounding to
-// the nearest so that 0.57 is 570 and not 569.
-func toMilli(v float64) int64 { return int64(math.Round(v * milli)) }
+// toMilli converts v, known to be in [0, 1000], to thousandths: the
+// first three decimals of its shortest decimal form, the rest dropped.
+// Working on the decimal digits, not on v*1000, keeps 0.57 at 570 (v*1000
+// is 569.99... in binary) and still drops the fourth digit of 0.9999.
+func toMilli(v float64) int64 {
+	whole, frac, _ := strings.Cut(strconv.FormatFloat(v, 'f', -1, 64), ".")
+	w, _ := strconv.ParseInt(whole, 10, 64)
+	f, _ := strconv.ParseInt((frac + "000")[:3], 10, 64)
+	return w*milli + f
+}
 
 // GRPC is gRPC's retry throttling (proposal A6): a token count that each
 // retryable failure lowers by 1 and each success raises by TokenRatio,

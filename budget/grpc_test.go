@@ -41,8 +41,8 @@ func TestGRPC(t *testing.T) {
 			rec(firstOK, 2.71),
 			rec(firstOK, 3), // capped
 		}},
-		{"threshold with an odd number of thousandths", GRPCConfig{MaxTokens: 1.001, TokenRatio: 0.0005}, []step{
-			// TokenRatio 0.0005 rounds to 0.001.
+		{"threshold with an odd number of thousandths", GRPCConfig{MaxTokens: 1.001, TokenRatio: 0.0019}, []step{
+			// TokenRatio 0.0019 is 0.001: the fourth decimal is dropped.
 			rec(fail(Transient), 0.001),
 			w(Transient, false, 0.001),
 			rec(firstOK, 0.002),
@@ -73,5 +73,41 @@ func TestGRPCThreshold(t *testing.T) {
 	g.tokens.Store(501) // 0.501 > 0.5005
 	if !g.Withdraw(Transient) {
 		t.Fatal("0.501 tokens of 1.001 refused a retry")
+	}
+}
+
+// TestGRPCTokenRatioPrecision checks A6's "up to 3 decimal places" as
+// gRPC's C++ client reads a tokenRatio (it keeps the first three digits
+// after the point and drops the rest) and its Java client computes it
+// (the float times 1000, truncated): a success after one failure leaves
+// maxTokens - 1 + tokenRatio at three decimals.
+func TestGRPCTokenRatioPrecision(t *testing.T) {
+	tests := []struct {
+		ratio, maxTokens, want float64
+	}{
+		{0.1, 10, 9.1},
+		{0.0015, 10, 9.001},   // not 9.002: the 5 is dropped
+		{0.9999, 10, 9.999},   // not 10
+		{0.57, 10, 9.57},      // 0.57*1000 is 569.99... in binary; the digits are 570
+		{0.001, 10, 9.001},    // the smallest ratio
+		{1.2345, 10, 10},      // 9 + 1.234, capped at maxTokens
+		{0.5, 10.0009, 9.5},   // maxTokens 10.000: 9 + 0.5
+		{0.25, 2.9999, 2.249}, // maxTokens 2.999: 1.999 + 0.25
+	}
+	for _, tc := range tests {
+		g, err := NewGRPC(GRPCConfig{MaxTokens: tc.maxTokens, TokenRatio: tc.ratio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Record(fail(Transient))
+		g.Record(firstOK)
+		if got := g.Tokens(); got != tc.want {
+			t.Errorf("maxTokens %v, tokenRatio %v: %v tokens after a failure and a success, want %v", tc.maxTokens, tc.ratio, got, tc.want)
+		}
+	}
+	for _, ratio := range []float64{0.0009, 0.0005, 1e-9} {
+		if _, err := NewGRPC(GRPCConfig{TokenRatio: ratio}); err == nil {
+			t.Errorf("tokenRatio %v accepted; it is 0 at three decimal places", ratio)
+		}
 	}
 }

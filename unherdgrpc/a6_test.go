@@ -356,3 +356,72 @@ func TestA6HedgingPushback(t *testing.T) {
 		})
 	}
 }
+
+// topDraw is a random source whose every draw is the largest, so that
+// full jitter waits the whole ceiling.
+type topDraw struct{}
+
+func (topDraw) Uint64() uint64 { return ^uint64(0) }
+
+// gRFC A6, "Exponential Backoff": the n-th retry waits
+// random(0, min(initialBackoff*backoffMultiplier^(n-1), maxBackoff)), for
+// any positive backoffMultiplier. With every draw at the top of its range
+// the retries of a policy with multiplier 1.5 arrive 100, 150 and 200 ms
+// apart (the third ceiling, 225 ms, capped at maxBackoff 0.2s).
+func TestA6ExponentialBackoffMultiplier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := unherdgrpc.ParseMethodConfig([]byte(`{"retryPolicy":{"maxAttempts":4,"initialBackoff":"0.1s",
+			"maxBackoff":"0.2s","backoffMultiplier":1.5,"retryableStatusCodes":["UNAVAILABLE"]}}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Retry.Rand = topDraw{}
+		s := &timedServer{hedgeServer: hedgeServer{primary: fault{code: codes.Unavailable}, hedged: fault{code: codes.Unavailable}}, start: time.Now()}
+		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := unary(ctx, cc); status.Code(err) != codes.Unavailable {
+			t.Fatalf("call ended with %v, want UNAVAILABLE after 4 attempts", err)
+		}
+		times := s.times()
+		want := []time.Duration{0, 100 * time.Millisecond, 250 * time.Millisecond, 450 * time.Millisecond}
+		if len(times) != len(want) {
+			t.Fatalf("requests at %v, want at %v", times, want)
+		}
+		for i := range want {
+			if times[i]-times[0] != want[i] {
+				t.Fatalf("requests at %v, want at %v (from the first)", times, want)
+			}
+		}
+	})
+}
+
+// gRFC A6, "Hedging Policy" and "Throttling Retry Attempts and Hedged
+// RPCs": only maxAttempts, hedgingDelay and the throttle decide whether a
+// hedge is sent. A converted hedgingPolicy with retryThrottling keeps
+// hedging however often the primary wins (unherd's own hedger suspends
+// hedges that keep losing; A6 has no such rule).
+func TestA6HedgingNotSuspendedWhenHedgesLose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := unherdgrpc.ParseMethodConfig([]byte(`{"hedgingPolicy":{"maxAttempts":2,"hedgingDelay":"0.1s","nonFatalStatusCodes":["UNAVAILABLE"]}}`),
+			[]byte(`{"maxTokens":10,"tokenRatio":0.1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &hedgeServer{primary: fault{stall: 150 * time.Millisecond}, hedged: fault{stall: 200 * time.Millisecond}}
+		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+		const calls = 150
+		for i := range calls {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err := unary(ctx, cc)
+			cancel()
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		synctest.Wait()
+		if got := s.count(); got != 2*calls {
+			t.Errorf("%d requests for %d calls, want %d: a hedge for every call", got, calls, 2*calls)
+		}
+	})
+}

@@ -91,6 +91,10 @@ type Config struct {
 	// MaxBufferedBytes bounds the encoded size of those messages, as
 	// grpc.MaxRetryRPCBufferSize does. Zero means DefaultMaxBufferedBytes.
 	MaxBufferedBytes int
+
+	// a6, set by the conversion of a hedgingPolicy with retryThrottling,
+	// records each hedged request with the throttle.
+	a6 *a6Accounting
 }
 
 // Validate reports settings that cannot work, naming the field.
@@ -139,6 +143,7 @@ type Client struct {
 	maxMsgs    int
 	maxBytes   int
 	retriesVal string // the RetriesKey value
+	a6         *a6Accounting
 
 	// For streams, which drive a retry.Call themselves.
 	attemptTimeout time.Duration
@@ -162,6 +167,7 @@ func NewClient(cfg Config) (*Client, error) {
 		methodOK: cfg.Method,
 		maxMsgs:  cfg.MaxBufferedMessages,
 		maxBytes: cfg.MaxBufferedBytes,
+		a6:       cfg.a6,
 	}
 	if c.maxMsgs == 0 {
 		c.maxMsgs = DefaultMaxBufferedMessages

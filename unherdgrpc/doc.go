@@ -68,8 +68,12 @@
 // retries, send every attempt with grpc.MaxRetryRPCBufferSize(0), which
 // makes grpc-go commit the attempt as soon as its first message is sent,
 // so that they do not multiply with a service config's retryPolicy
-// either (see [Client]). [ParseMethodConfig] converts an existing
-// retryPolicy, hedgingPolicy and retryThrottling to a Config; A6's 2024
+// either (see [Client]). [ParseServiceConfig] converts a whole service
+// config (the JSON grpc.WithDefaultServiceConfig takes): each method's
+// policy is picked by name as grpc-go picks it, and one retryThrottling
+// budget serves the channel; its DialOptions install it.
+// [ParseMethodConfig] converts one methodConfig entry's retryPolicy or
+// hedgingPolicy, and a retryThrottling, to a Config. A6's 2024
 // jitter (each delay multiplied by a uniform draw in [0.8, 1.2]) becomes
 // full jitter, uniform in [0, delay], as A6 first had it.
 //

@@ -79,12 +79,47 @@ func ExampleParseMethodConfig() {
 	fmt.Println("UNAVAILABLE:", cfg.Codes[codes.Unavailable], "RESOURCE_EXHAUSTED:", cfg.Codes[codes.ResourceExhausted], "ABORTED:", cfg.Codes[codes.Aborted])
 	fmt.Printf("budget: %T\n", cfg.Retry.Budget)
 
-	_, err = unherdgrpc.ParseMethodConfig([]byte(`{"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
+	cfg, err = unherdgrpc.ParseMethodConfig([]byte(`{"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
 		"maxBackoff": "1s", "backoffMultiplier": 1.5, "retryableStatusCodes": ["UNAVAILABLE"]}}`), nil)
+	fmt.Println("multiplier:", cfg.Retry.Backoff.Multiplier, "third ceiling:", cfg.Retry.Backoff.Temp(2, false), err)
+
+	_, err = unherdgrpc.ParseMethodConfig([]byte(`{"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
+		"maxBackoff": "1s", "backoffMultiplier": 0, "retryableStatusCodes": ["UNAVAILABLE"]}}`), nil)
 	fmt.Println(err)
 	// Output:
 	// attempts: 4 base: 100ms cap: 2s
 	// UNAVAILABLE: transient RESOURCE_EXHAUSTED: throttled ABORTED: permanent
 	// budget: *budget.GRPC
-	// unherdgrpc: service config does not convert: retryPolicy.backoffMultiplier 1.5: unherd's schedule doubles (2) or stays constant (1); use one of those
+	// multiplier: 1.5 third ceiling: 225ms <nil>
+	// unherdgrpc: service config does not convert: retryPolicy.backoffMultiplier 0 must be positive
+}
+
+func ExampleParseServiceConfig() {
+	sc, err := unherdgrpc.ParseServiceConfig([]byte(`{
+		"loadBalancingConfig": [{"round_robin": {}}],
+		"methodConfig": [
+			{"name": [{"service": "payments.Payments"}],
+			 "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "2s",
+				"backoffMultiplier": 1.5, "retryableStatusCodes": ["UNAVAILABLE"]}},
+			{"name": [{"service": "payments.Payments", "method": "Charge"}], "timeout": "2s"},
+			{"name": [{}],
+			 "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}
+		],
+		"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+	}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range []string{"/payments.Payments/Refund", "/payments.Payments/Charge", "/ledger.Ledger/Get"} {
+		cfg, ok := sc.Policy(m)
+		fmt.Println(m, ok, "attempts:", cfg.Retry.MaxAttempts, "hedged:", cfg.Hedge != nil)
+	}
+	fmt.Println("throttle tokens:", sc.Throttle().Tokens())
+	// Dial with sc.DialOptions() to install it on the channel.
+	// Output:
+	// /payments.Payments/Refund true attempts: 4 hedged: false
+	// /payments.Payments/Charge false attempts: 0 hedged: false
+	// /ledger.Ledger/Get true attempts: 1 hedged: true
+	// throttle tokens: 10
 }

@@ -61,7 +61,13 @@ func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 	var tr, hdr metadata.MD
 	err := h.u.send(hctx, previous, reply, &tr, &hdr)
 	if err == nil {
+		h.u.c.a6.request(nil, false)
 		return reply, nil
+	}
+	pushback, hasPushback := parsePushback(tr)
+	if hdr != nil || hctx.Err() == nil {
+		// Not a request that lost the race or that the caller cancelled.
+		h.u.c.a6.request(err, hasPushback && pushback < 0)
 	}
 	// A request that lost the race ends with CANCELLED; it is dropped by
 	// DoFirstSuccess. judge asks actx, not hctx, whether the attempt's own
@@ -78,8 +84,8 @@ func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 	// A6: the server's pushback steers the hedges to come: a valid one
 	// delays the next hedge by that much, a negative or malformed one
 	// stops them.
-	if d, ok := parsePushback(tr); ok {
-		return nil, hedge.WithPushback(judged, d)
+	if hasPushback {
+		return nil, hedge.WithPushback(judged, pushback)
 	}
 	return nil, judged
 }

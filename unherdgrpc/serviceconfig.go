@@ -29,19 +29,45 @@ const maxA6Attempts = 5
 // a6Retry is A6's retryPolicy object, with the perAttemptRecvTimeout of
 // its later amendment.
 type a6Retry struct {
-	MaxAttempts           *int         `json:"maxAttempts"`
-	InitialBackoff        *string      `json:"initialBackoff"`
-	MaxBackoff            *string      `json:"maxBackoff"`
-	BackoffMultiplier     *float64     `json:"backoffMultiplier"`
-	RetryableStatusCodes  []codes.Code `json:"retryableStatusCodes"`
-	PerAttemptRecvTimeout *string      `json:"perAttemptRecvTimeout"`
+	MaxAttempts           *int     `json:"maxAttempts"`
+	InitialBackoff        *string  `json:"initialBackoff"`
+	MaxBackoff            *string  `json:"maxBackoff"`
+	BackoffMultiplier     *float64 `json:"backoffMultiplier"`
+	RetryableStatusCodes  a6Codes  `json:"retryableStatusCodes"`
+	PerAttemptRecvTimeout *string  `json:"perAttemptRecvTimeout"`
+}
+
+// a6Codes is a list of status codes as A6 writes them: "in the integer
+// form or the case-insensitive string form (eg. [14], ["UNAVAILABLE"] or
+// ["unavailable"])".
+type a6Codes []codes.Code
+
+// UnmarshalJSON reads each code with codes.Code's own decoder, a string
+// in upper case.
+func (cs *a6Codes) UnmarshalJSON(js []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return err
+	}
+	out := make(a6Codes, len(raw))
+	for i, r := range raw {
+		var name string
+		if json.Unmarshal(r, &name) == nil {
+			r, _ = json.Marshal(strings.ToUpper(name))
+		}
+		if err := out[i].UnmarshalJSON(r); err != nil {
+			return err
+		}
+	}
+	*cs = out
+	return nil
 }
 
 // a6Hedging is A6's hedgingPolicy object.
 type a6Hedging struct {
-	MaxAttempts         *int         `json:"maxAttempts"`
-	HedgingDelay        *string      `json:"hedgingDelay"`
-	NonFatalStatusCodes []codes.Code `json:"nonFatalStatusCodes"`
+	MaxAttempts         *int    `json:"maxAttempts"`
+	HedgingDelay        *string `json:"hedgingDelay"`
+	NonFatalStatusCodes a6Codes `json:"nonFatalStatusCodes"`
 }
 
 // a6Throttling is A6's retryThrottling object.
@@ -64,14 +90,14 @@ type a6Throttling struct {
 //     values above 5 are treated as 5;
 //   - initialBackoff is Backoff.Base and Backoff.ThrottledBase (A6 has no
 //     separate base after throttling), maxBackoff is Backoff.Cap;
-//   - backoffMultiplier must be 2 (unherd's schedule doubles) or 1
-//     (Backoff.Constant); any other multiplier is an error;
+//   - backoffMultiplier, which A6 requires to be positive, is
+//     Backoff.Multiplier (1 is Backoff.Constant, 2 the zero value);
 //   - retryableStatusCodes become Codes: the codes listed are retried
 //     (RESOURCE_EXHAUSTED as throttled), every other code is permanent;
 //   - perAttemptRecvTimeout, if present, is AttemptTimeout.
 //
 // The delays are drawn with full jitter, uniformly in [0, min(cap,
-// initialBackoff*2^n)], as A6 first specified. A6 changed in 2024 to
+// initialBackoff*backoffMultiplier^n)], as A6 first specified. A6 changed in 2024 to
 // multiply the un-jittered delay by a uniform draw in [0.8, 1.2], which
 // grpc-go does now; unherd keeps full jitter, which spreads clients that
 // failed together over the whole window instead of a band of ±20%
@@ -83,17 +109,26 @@ type a6Throttling struct {
 // treated as 5 above it, counts the original request, so it is
 // hedge.Config.MaxHedges+1; a positive hedgingDelay is hedge.Config.Delay,
 // and "0s" or none (A6's default) is hedge.Config.NoDelay, every hedge
-// sent at once; nonFatalStatusCodes is hedge.Config.NonFatal.
+// sent at once; nonFatalStatusCodes is hedge.Config.NonFatal. The
+// hedger's own suspension of hedges that keep losing is off, as A6 has
+// none.
 //
 // retryThrottling becomes a budget.GRPC, A6's own token bucket, shared by
-// retries and hedges as in A6. Without it A6 throttles nothing: a
-// converted hedgingPolicy sends every hedge it allows (budget.Unlimited,
-// and no suspension of hedges that do not win), and a retryPolicy keeps
-// unherd's default retry budget. A6 applies one such bucket to a whole server name:
-// give the Configs of all of a channel's methods the same Budget.
+// retries and hedges as in A6, and counting as A6 does: each request a
+// converted hedgingPolicy sends, hedges included, that fails with a
+// non-fatal status or a pushback that stops hedging costs a token, each
+// that succeeds puts tokenRatio back, and the requests that lose the race
+// count for nothing. Without it A6 throttles nothing: a
+// converted hedgingPolicy sends every hedge it allows (budget.Unlimited),
+// and a retryPolicy keeps unherd's default retry budget. A6 applies one
+// such bucket to a whole server name; each ParseMethodConfig call makes
+// its own, so convert a channel's methods together with
+// ParseServiceConfig, which shares one.
 //
 // Unknown fields, both policies at once, and values A6 forbids are errors
-// that wrap ErrServiceConfig and name the field.
+// that wrap ErrServiceConfig and name the field. To convert a whole
+// service config, with each method's policy picked by name and one
+// throttle for the channel, use ParseServiceConfig.
 func ParseMethodConfig(methodConfig, retryThrottling []byte) (Config, error) {
 	var mc struct {
 		RetryPolicy   json.RawMessage `json:"retryPolicy"`
@@ -110,16 +145,7 @@ func ParseMethodConfig(methodConfig, retryThrottling []byte) (Config, error) {
 		}
 		b = g
 	}
-	hasRetry, hasHedge := isSet(mc.RetryPolicy), isSet(mc.HedgingPolicy)
-	switch {
-	case hasRetry && hasHedge:
-		return Config{}, fmt.Errorf("%w: methodConfig sets both retryPolicy and hedgingPolicy; A6 allows one", ErrServiceConfig)
-	case hasRetry:
-		return parseRetry(mc.RetryPolicy, b)
-	case hasHedge:
-		return parseHedging(mc.HedgingPolicy, b)
-	}
-	return Config{}, fmt.Errorf("%w: methodConfig has neither retryPolicy nor hedgingPolicy", ErrServiceConfig)
+	return convertMethod(mc.RetryPolicy, mc.HedgingPolicy, b)
 }
 
 func isSet(m json.RawMessage) bool {
@@ -158,16 +184,15 @@ func parseRetry(js []byte, b budget.Budget) (Config, error) {
 		return Config{}, err
 	}
 	sched := backoff.Schedule{Base: initial, ThrottledBase: initial, Cap: maxb}
-	switch {
-	case rp.BackoffMultiplier == nil:
+	switch m := rp.BackoffMultiplier; {
+	case m == nil:
 		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier is required", ErrServiceConfig)
-	case *rp.BackoffMultiplier == 2:
-	case *rp.BackoffMultiplier == 1:
+	case !(*m > 0):
+		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v must be positive", ErrServiceConfig, *m)
+	case *m == 1:
 		sched.Constant = true
-	case *rp.BackoffMultiplier > 0:
-		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v: unherd's schedule doubles (2) or stays constant (1); use one of those", ErrServiceConfig, *rp.BackoffMultiplier)
-	default:
-		return Config{}, fmt.Errorf("%w: retryPolicy.backoffMultiplier %v must be positive", ErrServiceConfig, *rp.BackoffMultiplier)
+	case *m != backoff.DefaultMultiplier:
+		sched.Multiplier = *m
 	}
 	if initial > maxb {
 		// A6 caps every delay at maxBackoff, the first included.
@@ -231,14 +256,19 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 			return Config{}, fmt.Errorf("%w: hedgingPolicy.hedgingDelay %q is negative", ErrServiceConfig, *hp.HedgingDelay)
 		}
 	}
-	hc := hedge.Config{Delay: delay, NoDelay: delay == 0, MaxHedges: attempts - 1}
+	// A6 has no rule that suspends hedges which keep losing: only
+	// maxAttempts, hedgingDelay and the throttle decide.
+	hc := hedge.Config{Delay: delay, NoDelay: delay == 0, MaxHedges: attempts - 1, MinWinShare: -1}
 	if b != nil {
+		// The hedger withdraws before each hedge and records nothing
+		// (SharedWithRetry): A6 counts every hedged request, and the
+		// interceptor records each one (a6Accounting), where the retry
+		// loop and the hedger would record each call once.
 		hc.Budget, hc.SharedWithRetry = b, true
 	} else {
 		// A6 throttles hedges only through retryThrottling: without it
-		// every hedge the policy allows is sent, and the hedger never
-		// suspends itself for hedges that do not win.
-		hc.Budget, hc.MinWinShare = budget.Unlimited, -1
+		// every hedge the policy allows is sent.
+		hc.Budget = budget.Unlimited
 	}
 	// A6: a status not in nonFatalStatusCodes (all of them when the list
 	// is empty) ends the call at once and cancels the outstanding hedges.
@@ -254,6 +284,10 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	cfg := Config{Hedge: h}
 	cfg.Retry.MaxAttempts = 1
 	cfg.Retry.Budget = b
+	if b != nil {
+		cfg.Retry.Budget = budget.Unlimited // records nothing: a6 does
+		cfg.a6 = &a6Accounting{throttle: b, nonFatal: nonFatal}
+	}
 	return cfg, nil
 }
 
@@ -332,4 +366,27 @@ func digits(s string) bool {
 		}
 	}
 	return true
+}
+
+// a6Accounting records the requests of a converted hedgingPolicy with
+// the retry throttle one by one, as A6 counts them: "Every failed RPC
+// will decrement the token_count by 1. Every successful RPC will
+// increment the token_count by tokenRatio", where only a non-fatal status
+// or a pushback that says not to retry counts as a failure.
+type a6Accounting struct {
+	throttle budget.Budget
+	nonFatal map[codes.Code]bool
+}
+
+// request records one request's outcome: err is its error (nil for a
+// success), stop whether its pushback said not to retry. A request that
+// lost the race, or that the caller cancelled, is not passed here.
+func (a *a6Accounting) request(err error, stop bool) {
+	switch {
+	case a == nil:
+	case err == nil:
+		a.throttle.Record(budget.Attempt{N: 1})
+	case stop || a.nonFatal[status.Code(err)]:
+		a.throttle.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
+	}
 }

@@ -44,6 +44,30 @@ func TestParseMethodConfigRetry(t *testing.T) {
 			retried:  []codes.Code{codes.Aborted},
 		},
 		{
+			name: "multiplier 1.5, as A6 allows any positive one",
+			mc: `{"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"2s","backoffMultiplier":1.5,
+				"retryableStatusCodes":["UNAVAILABLE"]}}`,
+			attempts: 3,
+			sched:    backoff.Schedule{Base: 100 * time.Millisecond, ThrottledBase: 100 * time.Millisecond, Cap: 2 * time.Second, Multiplier: 1.5},
+			retried:  []codes.Code{codes.Unavailable},
+		},
+		{
+			name: "multiplier below 1 shrinks",
+			mc: `{"retryPolicy":{"maxAttempts":3,"initialBackoff":"1s","maxBackoff":"2s","backoffMultiplier":0.5,
+				"retryableStatusCodes":["UNAVAILABLE"]}}`,
+			attempts: 3,
+			sched:    backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: 2 * time.Second, Multiplier: 0.5},
+			retried:  []codes.Code{codes.Unavailable},
+		},
+		{
+			name: "codes in A6's case-insensitive string form",
+			mc: `{"retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"1s","backoffMultiplier":2,
+				"retryableStatusCodes":["unavailable","Aborted",4]}}`,
+			attempts: 2,
+			sched:    backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: time.Second},
+			retried:  []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded},
+		},
+		{
 			name: "initial above max is capped",
 			mc: `{"retryPolicy":{"maxAttempts":2,"initialBackoff":"3s","maxBackoff":"1s","backoffMultiplier":2,
 				"retryableStatusCodes":["UNAVAILABLE"]}}`,
@@ -99,8 +123,11 @@ func TestParseMethodConfigHedgingAndThrottling(t *testing.T) {
 	if d, ok := cfg.Hedge.Delay(); !ok || d != 20*time.Millisecond {
 		t.Errorf("hedge delay %v, want 20ms", d)
 	}
-	if _, ok := cfg.Retry.Budget.(*budget.GRPC); !ok {
-		t.Errorf("Budget %T, want *budget.GRPC from retryThrottling", cfg.Retry.Budget)
+	// The throttle is the hedger's, and each request is recorded with it
+	// (TestGrpcJavaHedging_throttledByHedgingStreams); the retry loop,
+	// which makes one attempt, records nothing.
+	if cfg.Retry.Budget != budget.Unlimited {
+		t.Errorf("Retry.Budget %T, want budget.Unlimited", cfg.Retry.Budget)
 	}
 }
 
@@ -114,7 +141,8 @@ func TestParseMethodConfigErrors(t *testing.T) {
 		{"both", `{"retryPolicy":{` + ok + `},"hedgingPolicy":{"maxAttempts":2,"hedgingDelay":"1s"}}`, ``, "both"},
 		{"unknown field", `{"retryPolicy":{` + ok + `,"jitter":0.2}}`, ``, `unknown field "jitter"`},
 		{"one attempt", `{"retryPolicy":{` + strings.Replace(ok, `"maxAttempts":3`, `"maxAttempts":1`, 1) + `}}`, ``, "maxAttempts 1 must be at least 2"},
-		{"multiplier", `{"retryPolicy":{` + strings.Replace(ok, `"backoffMultiplier":2`, `"backoffMultiplier":1.5`, 1) + `}}`, ``, "doubles (2) or stays constant (1)"},
+		{"zero multiplier", `{"retryPolicy":{` + strings.Replace(ok, `"backoffMultiplier":2`, `"backoffMultiplier":0`, 1) + `}}`, ``, "backoffMultiplier 0 must be positive"},
+		{"negative multiplier", `{"retryPolicy":{` + strings.Replace(ok, `"backoffMultiplier":2`, `"backoffMultiplier":-1.5`, 1) + `}}`, ``, "backoffMultiplier -1.5 must be positive"},
 		{"no multiplier", `{"retryPolicy":{` + strings.Replace(ok, `,"backoffMultiplier":2`, ``, 1) + `}}`, ``, "backoffMultiplier is required"},
 		{"bad duration", `{"retryPolicy":{` + strings.Replace(ok, `"0.1s"`, `"100ms"`, 1) + `}}`, ``, "initialBackoff"},
 		{"zero backoff", `{"retryPolicy":{` + strings.Replace(ok, `"0.1s"`, `"0s"`, 1) + `}}`, ``, "must be positive"},

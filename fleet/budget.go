@@ -2,10 +2,11 @@ package fleet
 
 import (
 	"cmp"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,8 +102,15 @@ type Config struct {
 	// ID names the process in the ledger. Empty means 16 random hex
 	// digits; two budgets must not share an ID.
 	ID string
-	// Now is the clock of Sync and Run. Nil means time.Now.
+	// Now is the clock of Sync, Run and Withdraw. Nil means time.Now.
 	Now func() time.Time
+	// Rand supplies the random draws: the jitter of the sync interval,
+	// and the admission of a process that earns less than one retry per
+	// hundredth of the window (see [Budget.WithdrawAt]). Nil means the
+	// global math/rand/v2 source. A budget calls it from many goroutines,
+	// so it must be safe for concurrent use; seeded sources are for tests
+	// and simulations.
+	Rand rand.Source
 }
 
 // Validate reports settings that cannot work, naming the field.
@@ -160,10 +168,14 @@ type Budget struct {
 	_        pad
 	requests atomic.Int64
 	_        pad
+	pace     pacer
+	_        pad
+	local    atomic.Int64 // retries the fallback allowed since the last successful sync
 	state    atomic.Int32
 	lowWater atomic.Int64 // a Withdraw leaving fewer tokens wakes Run
 	short    atomic.Int64 // retries refused for want of tokens since Report
 	woken    atomic.Bool
+	starved  atomic.Bool // the last grant was less than the want
 	_        pad
 
 	// Read-only after New.
@@ -177,7 +189,11 @@ type Budget struct {
 	maxLease int64
 	onState  func(State, error)
 	now      func() time.Time
+	rand     func() uint64
 	wake     chan struct{}
+	ratio    float64
+	floor    float64       // the fleet's MinPerSecond, 0 with NoFloor
+	span     time.Duration // credits saved are capped at what this span earns
 
 	syncing    sync.Mutex // held by Sync across its round trip
 	mu         sync.Mutex // guards what follows
@@ -188,7 +204,15 @@ type Budget struct {
 	fleetReq   int64
 	fleetRet   int64
 	syncs      int64
+	sentLocal  int64 // local counted by the last Report
+	paceAt     int64 // unix ns of the last Settle, for the request rate
+	paceReq    int64 // requests counted at paceAt
+	floorShare float64
+	booked     [Slots]bookedSlot // requests this process booked, per slot
 }
+
+// bookedSlot is the requests a process booked in one slot of the window.
+type bookedSlot struct{ idx, n int64 }
 
 // New validates cfg and returns a budget that syncs through t. It starts
 // no goroutine: call Run, or Sync yourself.
@@ -201,10 +225,11 @@ func New(cfg Config, t Transport) (*Budget, error) {
 	}
 	window := cmp.Or(cfg.Window, budget.DefaultWindow)
 	ratio := cmp.Or(cfg.Ratio, budget.DefaultRatio)
-	var reserve float64
+	var floor float64
 	if !cfg.NoFloor {
-		reserve = cmp.Or(cfg.MinPerSecond, budget.DefaultMinPerSecond) * window.Seconds()
+		floor = cmp.Or(cfg.MinPerSecond, budget.DefaultMinPerSecond)
 	}
+	reserve := floor * window.Seconds()
 	b := &Budget{
 		t:        t,
 		fallback: cfg.Fallback,
@@ -216,10 +241,23 @@ func New(cfg Config, t Transport) (*Budget, error) {
 		now:      cfg.Now,
 		wake:     make(chan struct{}, 1),
 		want:     1,
+		rand:     rand.Uint64,
+		ratio:    ratio,
+		floor:    floor,
+		span:     window / 100,
 	}
 	if cfg.Now == nil {
 		b.now = time.Now
 	}
+	if cfg.Rand != nil {
+		b.rand = cfg.Rand.Uint64
+	}
+	// Until a sync tells it its share of the fleet's floor, a process
+	// earns the fallback's floor (or the fleet's, if lower), and saves
+	// at most one credit.
+	b.floorShare = min(floor, DefaultFallbackMinPerSecond)
+	b.paceAt = b.now().UnixNano()
+	b.pace.set(b.paceAt, 0, ratio, b.floorShare, 1)
 	b.interval, b.timeout = cfg.intervals()
 	b.lowWater.Store(math.MinInt64)
 	if b.fallback == nil {
@@ -231,36 +269,73 @@ func New(cfg Config, t Transport) (*Budget, error) {
 	}
 	if b.id == "" {
 		var raw [8]byte
-		_, _ = rand.Read(raw[:])
+		_, _ = crand.Read(raw[:])
 		b.id = hex.EncodeToString(raw[:])
 	}
 	return b, nil
 }
 
-// Withdraw reports whether a retry may go ahead: it takes a token from the
-// lease, or asks the fallback when the budget holds no lease. A Permanent
-// failure is never retried.
+// Withdraw is WithdrawAt at the budget's clock's now (Config.Now).
 func (b *Budget) Withdraw(c failure.Class) bool {
+	if c >= failure.Permanent {
+		return false // without reading the clock
+	}
+	return b.WithdrawAt(b.now(), c)
+}
+
+// WithdrawAt reports whether a retry may go ahead at the instant now. A
+// Permanent failure is never retried.
+//
+// A retry needs two things. First, a credit from the process's pacer:
+// each request recorded earns Ratio credits, and the process's share of
+// the fleet's floor (its share of the fleet's requests in the window,
+// as of the last sync) earns credits over time; credits saved are capped
+// at what a hundredth of the window earns, so retries are spread evenly
+// over time and an outage does not begin with a burst. A process whose
+// cap is below one credit admits with a probability equal to its
+// credit, drawn from Config.Rand. Second, a token: from the lease while
+// the budget is Shared; otherwise from what is left of the lease, and
+// then from the fallback, whose retries the next successful sync
+// reports to the ledger as spent.
+func (b *Budget) WithdrawAt(now time.Time, c failure.Class) bool {
 	if c >= failure.Permanent {
 		return false
 	}
-	if State(b.state.Load()) != Shared {
-		return b.fallback.Withdraw(c)
+	ok, took := b.pace.take(now.UnixNano(), b.requests.Load(), b.draw)
+	if !ok {
+		return false
 	}
-	n := b.tokens.Add(-1)
-	if n < b.lowWater.Load() && !b.woken.Load() && b.woken.CompareAndSwap(false, true) {
-		select {
-		case b.wake <- struct{}{}:
-		default:
+	shared := State(b.state.Load()) == Shared
+	if shared || b.tokens.Load() > 0 {
+		n := b.tokens.Add(-1)
+		if shared && n < b.lowWater.Load() && !b.woken.Load() && b.woken.CompareAndSwap(false, true) {
+			select {
+			case b.wake <- struct{}{}:
+			default:
+			}
+		}
+		if n >= 0 {
+			return true
+		}
+		b.tokens.Add(1)
+		if shared {
+			// The pacer's credit is spent: short counts the retries the
+			// pace allowed and the lease did not, so that the next sync
+			// asks for more.
+			b.short.Add(1)
+			return false
 		}
 	}
-	if n >= 0 {
+	if b.fallback.Withdraw(c) {
+		b.local.Add(1)
 		return true
 	}
-	b.tokens.Add(1)
-	b.short.Add(1) // so that the next sync asks for more
+	b.pace.undo(took)
 	return false
 }
+
+// draw returns a uniform number in [0, 1) from the budget's source.
+func (b *Budget) draw() float64 { return float64(b.rand()>>11) / (1 << 53) }
 
 // Record counts a request when a is a call's first attempt, and passes a
 // to the fallback.
@@ -271,15 +346,20 @@ func (b *Budget) Record(a budget.Attempt) {
 	b.fallback.Record(a)
 }
 
-// Refund gives back a retry withdrawn but not made: to the lease, or to
-// the fallback if it is a budget.Refunder and the budget is not Shared.
+// Refund gives back a retry withdrawn but not made: its pacer credit, and
+// its token to the lease, or to the fallback if it is a budget.Refunder
+// and the budget is not Shared.
 func (b *Budget) Refund(c failure.Class) {
+	b.pace.undo(1)
 	if State(b.state.Load()) == Shared {
 		b.tokens.Add(1)
 		return
 	}
 	if r, ok := b.fallback.(budget.Refunder); ok {
 		r.Refund(c)
+		if b.local.Add(-1) < 0 {
+			b.local.Add(1)
+		}
 	}
 }
 

@@ -39,6 +39,13 @@ type Report struct {
 	// Returned is the unused part of the process's current lease, which
 	// the ledger un-books before it grants the new one.
 	Returned int64
+	// Spent is how many retries the process made outside any lease (from
+	// its fallback, while the ledger was unreachable) since the last sync
+	// it knows succeeded, fewer if that sync is older than the window
+	// (spread like Delta). The ledger books them as retries in the
+	// current slot, before it grants. A report sent again after a lost
+	// answer books them again: the error is on the safe side.
+	Spent int64
 	// Want is how many retry tokens the process asks for.
 	Want int64
 	// Limits are the budget's limits.
@@ -70,7 +77,8 @@ type Transport interface {
 // The window counts the requests reported and the retry tokens granted,
 // per slot. A sync books the report's requests in the current slot,
 // un-books the returned tokens from the slot the lease was granted in (if
-// that slot is still in the window), and grants
+// that slot is still in the window), books the report's spent retries in
+// the current slot, and grants
 // min(Want, floor(Ratio*requests + Reserve - retries)), at least zero,
 // booked in the current slot. A lease is remembered for one window and
 // forgotten after two, so a process that dies loses its unused lease
@@ -146,6 +154,10 @@ func (l *Ledger) SyncAt(now time.Time, r Report) Grant {
 	if booked > 0 {
 		l.at(cur).requests += booked
 		req += booked
+	}
+	if r.Spent > 0 {
+		l.at(cur).ret += r.Spent
+		ret += r.Spent
 	}
 	g := max(0, min(r.Want, int64(math.Floor(r.Limits.Ratio*float64(req)+r.Limits.Reserve-float64(ret)))))
 	if g > 0 {

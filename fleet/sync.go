@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"time"
 )
 
@@ -26,11 +25,15 @@ func (b *Budget) Report(now time.Time) Report {
 	defer b.mu.Unlock()
 	total := b.requests.Load()
 	delta := total - b.acked
+	b.sentLocal = b.local.Load()
+	spent := b.sentLocal
 	if !b.lastOK.IsZero() {
 		if gap := now.Sub(b.lastOK); gap > b.window {
 			// Requests counted while the ledger was away are spread over
-			// that time: book only the window's share of them.
+			// that time: book only the window's share of them, and of
+			// the retries the fallback allowed.
 			delta = int64(float64(delta) * float64(b.window) / float64(gap))
+			spent = int64(math.Ceil(float64(spent) * float64(b.window) / float64(gap)))
 		}
 	}
 	tokens := b.tokens.Load()
@@ -38,10 +41,13 @@ func (b *Budget) Report(now time.Time) Report {
 	want := b.want
 	if State(b.state.Load()) == Shared {
 		// Ask for twice what the last interval used or was refused, so
-		// that the lease lasts until the next sync.
-		want = min(max(2*(b.afterGrant-tokens+short), 1), b.maxLease)
+		// that the lease lasts until the next sync, but no more than the
+		// pacer can spend by then: a lease is counted against the fleet
+		// until it is returned, so tokens held and not spent are retries
+		// the rest of the fleet is refused.
+		want = min(max(2*(b.afterGrant-tokens+short), 1), b.paceWant(now, total), b.maxLease)
 	}
-	return Report{ID: b.id, Requests: total, Delta: delta, Returned: max(tokens, 0), Want: want, Limits: b.limits}
+	return Report{ID: b.id, Requests: total, Delta: delta, Returned: max(tokens, 0), Spent: spent, Want: want, Limits: b.limits}
 }
 
 // Settle applies the outcome of the sync that sent r, at the instant now:
@@ -52,6 +58,7 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	b.syncs++
 	old := State(b.state.Load())
 	if err != nil {
+		b.repace(now, nil)
 		b.lowWater.Store(math.MinInt64)
 		b.state.Store(int32(Fallback))
 		b.mu.Unlock()
@@ -63,7 +70,11 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	// Tokens taken since Report came out of the returned lease; they
 	// are now owed by the new one.
 	b.tokens.Add(g.Tokens - r.Returned)
+	b.local.Add(-b.sentLocal)
+	b.sentLocal = 0
 	b.acked, b.lastOK = r.Requests, now
+	b.book(now, r.Delta)
+	b.repace(now, &g)
 	b.afterGrant = b.tokens.Load()
 	b.fleetReq, b.fleetRet = g.Requests, g.Retries
 	b.want = r.Want
@@ -71,10 +82,15 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 		// A quarter of the lease left, or none (a lease of 1 to 3), wakes
 		// Run for an early sync.
 		b.lowWater.Store(g.Tokens / 4)
+		b.starved.Store(false)
 	} else {
-		// The fleet is short of retries: sync on the interval only, so
-		// that a starved fleet does not sync ten times as often.
-		b.lowWater.Store(math.MinInt64)
+		// The fleet is short of retries: a Withdraw that finds the lease
+		// empty wakes Run, for the tokens the rest of the fleet returns
+		// or the window frees meanwhile, but at most four times an
+		// interval, so that a starved fleet does not sync ten times as
+		// often.
+		b.lowWater.Store(0)
+		b.starved.Store(true)
 	}
 	b.woken.Store(false)
 	b.state.Store(int32(Shared))
@@ -84,10 +100,66 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	}
 }
 
+// paceWant is the most tokens the pacer can spend until the next sync on
+// the interval, at the instant now with total requests counted: its pace
+// over the longest interval plus the timeout, and one more. b.mu is held.
+func (b *Budget) paceWant(now time.Time, total int64) int64 {
+	t := now.UnixNano()
+	rate := 0.0
+	if dt := t - b.paceAt; dt > 0 {
+		rate = float64(total-b.paceReq) * 1e9 / float64(dt)
+	}
+	pace := b.ratio*rate + b.floorShare
+	return int64(math.Ceil(pace*(b.interval+b.interval/10+b.timeout).Seconds())) + 1
+}
+
 // jittered is the interval drawn uniformly from 90% to 110% of
 // SyncInterval, so that processes started together do not sync together.
 func (b *Budget) jittered() time.Duration {
-	return b.interval - b.interval/10 + rand.N(b.interval/5+1)
+	return b.interval - b.interval/10 + time.Duration(b.rand()%uint64(b.interval/5+1))
+}
+
+// book notes that the ledger booked n of this process's requests at now,
+// for the process's share of the fleet's requests. b.mu is held.
+func (b *Budget) book(now time.Time, n int64) {
+	idx := now.UnixNano() / int64(b.limits.Slot)
+	s := &b.booked[idx%Slots]
+	if s.idx != idx {
+		*s = bookedSlot{idx: idx}
+	}
+	s.n += n
+}
+
+// repace sets the pacer's rates at a sync, at now: Ratio credits a
+// request, and the process's share of the fleet's floor, which a
+// successful sync (g) measures as the process's share of the fleet's
+// requests in the window, and a failed one (nil) keeps. The cap is what
+// the process earned in a hundredth of the window at the rate of the
+// requests since the last sync, at least one request's Ratio. b.mu is
+// held.
+func (b *Budget) repace(now time.Time, g *Grant) {
+	t, r := now.UnixNano(), b.requests.Load()
+	if g != nil {
+		if g.Requests <= 0 {
+			b.floorShare = b.floor
+		} else {
+			cur := t / int64(b.limits.Slot)
+			var mine int64
+			for _, s := range b.booked {
+				if s.idx > cur-Slots && s.idx <= cur {
+					mine += s.n
+				}
+			}
+			b.floorShare = b.floor * min(1, float64(mine)/float64(g.Requests))
+		}
+	}
+	rate := 0.0
+	if dt := t - b.paceAt; dt > 0 {
+		rate = float64(r-b.paceReq) * 1e9 / float64(dt)
+	}
+	b.paceAt, b.paceReq = t, r
+	pace := b.ratio*rate + b.floorShare
+	b.pace.set(t, r, b.ratio, b.floorShare, max(pace*b.span.Seconds(), b.ratio))
 }
 
 // MinCallsPerSync is how many requests a process records between two
@@ -154,7 +226,11 @@ func (b *Budget) Run(ctx context.Context) {
 				continue
 			}
 		case <-b.wake:
-			if gap := b.interval/10 - time.Since(last); gap > 0 {
+			least := b.interval / 10
+			if b.starved.Load() {
+				least = b.interval / 4
+			}
+			if gap := least - time.Since(last); gap > 0 {
 				pause := time.NewTimer(gap)
 				select {
 				case <-ctx.Done():
@@ -183,7 +259,7 @@ func (b *Budget) stop() {
 		b.onState(Fallback, ErrStopped)
 	}
 	r := b.Report(b.now())
-	if r.Returned == 0 {
+	if r.Returned == 0 && r.Spent == 0 {
 		return
 	}
 	r.Want = 0
@@ -192,6 +268,8 @@ func (b *Budget) stop() {
 	if _, err := b.t.Sync(ctx, r); err == nil {
 		b.mu.Lock()
 		b.tokens.Add(-r.Returned)
+		b.local.Add(-b.sentLocal)
+		b.sentLocal = 0
 		b.acked = r.Requests
 		b.mu.Unlock()
 	}

@@ -120,7 +120,7 @@ func (l *Ledger) Close() error {
 // with fields r<slot> (requests) and g<slot> (granted retries); KEYS[2]
 // the process's lease record: s (slot of the grant), g (tokens granted),
 // t (cumulative requests reported). ARGV: requests, delta, returned,
-// want, slot ms, slots, ratio, reserve. It returns the grant and the
+// want, slot ms, slots, ratio, reserve, spent. It returns the grant and the
 // window's requests and retries.
 var syncScript = redis.NewScript(`
 local t = redis.call('TIME')
@@ -154,6 +154,11 @@ if booked > 0 then
   redis.call('HINCRBY', KEYS[1], 'r' .. cur, booked)
   req = req + booked
 end
+local spent = tonumber(ARGV[9]) or 0
+if spent > 0 then
+  redis.call('HINCRBY', KEYS[1], 'g' .. cur, spent)
+  ret = ret + spent
+end
 local g = math.floor(tonumber(ARGV[7]) * req + tonumber(ARGV[8]) - ret)
 g = math.max(0, math.min(tonumber(ARGV[4]), g))
 if g > 0 then
@@ -179,7 +184,7 @@ func (l *Ledger) Sync(ctx context.Context, r fleet.Report) (fleet.Grant, error) 
 		v, err := syncScript.Run(ctx, l.c, keys,
 			r.Requests, r.Delta, r.Returned, r.Want,
 			r.Limits.Slot.Milliseconds(), r.Limits.Slots,
-			strconv.FormatFloat(r.Limits.Ratio, 'g', -1, 64), strconv.FormatFloat(r.Limits.Reserve, 'g', -1, 64),
+			strconv.FormatFloat(r.Limits.Ratio, 'g', -1, 64), strconv.FormatFloat(r.Limits.Reserve, 'g', -1, 64), r.Spent,
 		).Int64Slice()
 		ch <- answer{v, err}
 	})

@@ -204,9 +204,11 @@ type Budget struct {
 	fleetReq   int64
 	fleetRet   int64
 	syncs      int64
-	sentLocal  int64 // local counted by the last Report
-	paceAt     int64 // unix ns of the last Settle, for the request rate
-	paceReq    int64 // requests counted at paceAt
+	sentLocal  int64         // local counted by the last Report
+	paceAt     int64         // unix ns of the last Settle, for the request rate
+	paceReq    int64         // requests counted at paceAt
+	reqRate    float64       // the process's requests per second, averaged
+	rateAge    time.Duration // how long reqRate has averaged over
 	floorShare float64
 	booked     [Slots]bookedSlot // requests this process booked, per slot
 }
@@ -301,11 +303,14 @@ func (b *Budget) WithdrawAt(now time.Time, c failure.Class) bool {
 	if c >= failure.Permanent {
 		return false
 	}
-	ok, took := b.pace.take(now.UnixNano(), b.requests.Load(), b.draw)
-	if !ok {
-		return false
-	}
 	shared := State(b.state.Load()) == Shared
+	var took float64
+	if !shared || b.pace.params.Load().cap >= 1 {
+		var ok bool
+		if ok, took = b.pace.take(now.UnixNano(), b.requests.Load(), b.draw); !ok {
+			return false
+		}
+	}
 	if shared || b.tokens.Load() > 0 {
 		n := b.tokens.Add(-1)
 		if shared && n < b.lowWater.Load() && !b.woken.Load() && b.woken.CompareAndSwap(false, true) {

@@ -45,7 +45,27 @@ func (b *Budget) Report(now time.Time) Report {
 		// pacer can spend by then: a lease is counted against the fleet
 		// until it is returned, so tokens held and not spent are retries
 		// the rest of the fleet is refused.
-		want = min(max(2*(b.afterGrant-tokens+short), 1), b.paceWant(now, total), b.maxLease)
+		rate, pace := b.paceNow()
+		if b.pace.params.Load().cap < 1 {
+			// A slow process, paced by its lease: it asks for its pace
+			// over one interval, divided by the chance that a request
+			// comes in that interval (its requests taken as a Poisson
+			// stream), the fraction of a token drawn, and spends what it
+			// gets without the pacer (see WithdrawAt), so that a fleet of
+			// slow processes does not hold a token each (counted against
+			// the fleet) and spend none.
+			x := pace * b.interval.Seconds()
+			if p := -math.Expm1(-rate * b.interval.Seconds()); p > 0 {
+				x /= p
+			}
+			want = int64(x)
+			if b.draw() < x-float64(want) {
+				want++
+			}
+			want = min(want, b.maxLease)
+		} else {
+			want = min(max(2*(b.afterGrant-tokens+short), 1), int64(math.Ceil(pace*(b.interval+b.interval/10+b.timeout).Seconds()))+1, b.maxLease)
+		}
 	}
 	return Report{ID: b.id, Requests: total, Delta: delta, Returned: max(tokens, 0), Spent: spent, Want: want, Limits: b.limits}
 }
@@ -78,7 +98,11 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	b.afterGrant = b.tokens.Load()
 	b.fleetReq, b.fleetRet = g.Requests, g.Retries
 	b.want = r.Want
-	if g.Tokens >= r.Want {
+	if b.pace.params.Load().cap < 1 {
+		// A slow process: its lease is its pace; no early sync.
+		b.lowWater.Store(math.MinInt64)
+		b.starved.Store(false)
+	} else if g.Tokens >= r.Want {
 		// A quarter of the lease left, or none (a lease of 1 to 3), wakes
 		// Run for an early sync.
 		b.lowWater.Store(g.Tokens / 4)
@@ -100,17 +124,31 @@ func (b *Budget) Settle(now time.Time, r Report, g Grant, err error) {
 	}
 }
 
-// paceWant is the most tokens the pacer can spend until the next sync on
-// the interval, at the instant now with total requests counted: its pace
-// over the longest interval plus the timeout, and one more. b.mu is held.
-func (b *Budget) paceWant(now time.Time, total int64) int64 {
-	t := now.UnixNano()
-	rate := 0.0
-	if dt := t - b.paceAt; dt > 0 {
-		rate = float64(total-b.paceReq) * 1e9 / float64(dt)
+// paceNow returns the process's rate of requests and its pacer's rate,
+// in retries per second (Ratio times the rate of requests, plus the
+// process's share of the floor), as of the last sync. The rate of
+// requests is their mean since the first sync, over the first window,
+// and then a moving average over about a window. b.mu is held.
+func (b *Budget) paceNow() (requests, pace float64) {
+	return b.reqRate, b.ratio*b.reqRate + b.floorShare
+}
+
+// measure folds the requests counted since the last sync into the rate of
+// requests, at the instant t (unix ns) with r requests counted. b.mu is
+// held.
+func (b *Budget) measure(t, r int64) {
+	dt := t - b.paceAt
+	if dt <= 0 {
+		return
 	}
-	pace := b.ratio*rate + b.floorShare
-	return int64(math.Ceil(pace*(b.interval+b.interval/10+b.timeout).Seconds())) + 1
+	inst := float64(r-b.paceReq) * 1e9 / float64(dt)
+	w := min(1, float64(dt)/float64(b.window))
+	if b.rateAge < b.window {
+		w = float64(dt) / float64(b.rateAge+time.Duration(dt))
+	}
+	b.rateAge += time.Duration(dt)
+	b.reqRate += (inst - b.reqRate) * w
+	b.paceAt, b.paceReq = t, r
 }
 
 // jittered is the interval drawn uniformly from 90% to 110% of
@@ -153,12 +191,8 @@ func (b *Budget) repace(now time.Time, g *Grant) {
 			b.floorShare = b.floor * min(1, float64(mine)/float64(g.Requests))
 		}
 	}
-	rate := 0.0
-	if dt := t - b.paceAt; dt > 0 {
-		rate = float64(r-b.paceReq) * 1e9 / float64(dt)
-	}
-	b.paceAt, b.paceReq = t, r
-	pace := b.ratio*rate + b.floorShare
+	b.measure(t, r)
+	_, pace := b.paceNow()
 	b.pace.set(t, r, b.ratio, b.floorShare, max(pace*b.span.Seconds(), b.ratio))
 }
 

@@ -209,6 +209,7 @@ type Budget struct {
 	paceReq    int64         // requests counted at paceAt
 	reqRate    float64       // the process's requests per second, averaged
 	rateAge    time.Duration // how long reqRate has averaged over
+	hits       float64       // share of the syncs after which requests had come, averaged
 	floorShare float64
 	booked     [Slots]bookedSlot // requests this process booked, per slot
 }

@@ -48,15 +48,16 @@ func (b *Budget) Report(now time.Time) Report {
 		rate, pace := b.paceNow()
 		if b.pace.params.Load().cap < 1 {
 			// A slow process, paced by its lease: it asks for its pace
-			// over one interval, divided by the chance that a request
-			// comes in that interval (its requests taken as a Poisson
-			// stream), the fraction of a token drawn, and spends what it
+			// over one interval, divided by the share of the intervals
+			// between its syncs in which a request came (the chance
+			// that it can spend a token before it returns it), the
+			// fraction of a token drawn, and spends what it
 			// gets without the pacer (see WithdrawAt), so that a fleet of
 			// slow processes does not hold a token each (counted against
 			// the fleet) and spend none.
 			x := pace * b.interval.Seconds()
-			if p := -math.Expm1(-rate * b.interval.Seconds()); p > 0 {
-				x /= p
+			if rate > 0 && b.hits > 0 {
+				x /= b.hits
 			}
 			want = int64(x)
 			if b.draw() < x-float64(want) {
@@ -134,7 +135,8 @@ func (b *Budget) paceNow() (requests, pace float64) {
 }
 
 // measure folds the requests counted since the last sync into the rate of
-// requests, at the instant t (unix ns) with r requests counted. b.mu is
+// requests, and whether any came into the share of syncs after which one
+// had, at the instant t (unix ns) with r requests counted. b.mu is
 // held.
 func (b *Budget) measure(t, r int64) {
 	dt := t - b.paceAt
@@ -148,6 +150,11 @@ func (b *Budget) measure(t, r int64) {
 	}
 	b.rateAge += time.Duration(dt)
 	b.reqRate += (inst - b.reqRate) * w
+	hit := 0.0
+	if r > b.paceReq {
+		hit = 1
+	}
+	b.hits += (hit - b.hits) * w
 	b.paceAt, b.paceReq = t, r
 }
 

@@ -23,10 +23,10 @@ const (
 	DefaultTimeout = 200 * time.Millisecond
 	// DefaultMaxLease is the most retry tokens one process holds.
 	DefaultMaxLease = 10000
-	// DefaultFallbackMinPerSecond is the floor of the local budget used
-	// while the ledger is unreachable: 1 retry per second per process,
-	// a tenth of budget.DefaultMinPerSecond, because every process of the
-	// fleet falls back at once.
+	// DefaultFallbackMinPerSecond is a process's floor before its first
+	// sync tells it its share of the fleet's floor: 1 retry per second
+	// per process, a tenth of budget.DefaultMinPerSecond, because every
+	// process of a fleet starts, and may fall back, at once.
 	DefaultFallbackMinPerSecond = 1
 	// Slots is how many slots the window is cut into.
 	Slots = 20
@@ -89,10 +89,14 @@ type Config struct {
 	// process asks for twice what it retried in the last interval, at
 	// least one. Zero means DefaultMaxLease.
 	MaxLease int64
-	// Fallback is the budget used before the first sync and while the
-	// ledger is unreachable; it sees every Record. Nil means a
-	// budget.Ratio with this Ratio and Window and a floor of
-	// DefaultFallbackMinPerSecond, per process.
+	// Fallback, if set, is a local budget that must also allow a retry
+	// before the first sync and while the ledger is unreachable (once the
+	// lease is spent); it sees every Record. Nil means none: the
+	// process's pacer alone bounds it then, at Ratio times its requests
+	// plus its last known share of the fleet's floor
+	// (DefaultFallbackMinPerSecond before its first sync), which is a
+	// tighter bound than a budget.Ratio of the same Ratio, since it
+	// saves no window of retries to spend at once.
 	Fallback budget.Budget
 	// OnState, if set, is called when the budget changes state, with the
 	// error of the failed sync for Fallback (nil otherwise). It is called
@@ -175,6 +179,7 @@ type Budget struct {
 	lowWater atomic.Int64 // a Withdraw leaving fewer tokens wakes Run
 	short    atomic.Int64 // retries refused for want of tokens since Report
 	woken    atomic.Bool
+	inflight atomic.Bool // Sync is waiting for the ledger
 	starved  atomic.Bool // the last grant was less than the want
 	_        pad
 
@@ -263,13 +268,6 @@ func New(cfg Config, t Transport) (*Budget, error) {
 	b.pace.set(b.paceAt, 0, ratio, b.floorShare, 1)
 	b.interval, b.timeout = cfg.intervals()
 	b.lowWater.Store(math.MinInt64)
-	if b.fallback == nil {
-		r, err := budget.NewRatio(budget.RatioConfig{Ratio: ratio, Window: window, MinPerSecond: DefaultFallbackMinPerSecond})
-		if err != nil {
-			return nil, fmt.Errorf("fleet: fallback: %w", err)
-		}
-		b.fallback = r
-	}
 	if b.id == "" {
 		var raw [8]byte
 		_, _ = crand.Read(raw[:])
@@ -305,8 +303,9 @@ func (b *Budget) WithdrawAt(now time.Time, c failure.Class) bool {
 		return false
 	}
 	shared := State(b.state.Load()) == Shared
+	slow := shared && b.pace.params.Load().cap < 1
 	var took float64
-	if !shared || b.pace.params.Load().cap >= 1 {
+	if !slow {
 		var ok bool
 		if ok, took = b.pace.take(now.UnixNano(), b.requests.Load(), b.draw); !ok {
 			return false
@@ -325,14 +324,18 @@ func (b *Budget) WithdrawAt(now time.Time, c failure.Class) bool {
 		}
 		b.tokens.Add(1)
 		if shared {
-			// The pacer's credit is spent: short counts the retries the
-			// pace allowed and the lease did not, so that the next sync
-			// asks for more.
+			// Short counts the retries the pace allowed and the lease
+			// did not, so that the next sync asks for more.
 			b.short.Add(1)
-			return false
+			if slow || !b.inflight.Load() {
+				return false // the pacer's credit is spent
+			}
+			// The lease is spent and a sync is on its way: the
+			// fallback answers until it settles, which it does within
+			// the timeout, when the ledger has died.
 		}
 	}
-	if b.fallback.Withdraw(c) {
+	if b.fallback == nil || b.fallback.Withdraw(c) {
 		b.local.Add(1)
 		return true
 	}
@@ -344,25 +347,30 @@ func (b *Budget) WithdrawAt(now time.Time, c failure.Class) bool {
 func (b *Budget) draw() float64 { return float64(b.rand()>>11) / (1 << 53) }
 
 // Record counts a request when a is a call's first attempt, and passes a
-// to the fallback.
+// to the fallback, if Config set one.
 func (b *Budget) Record(a budget.Attempt) {
 	if a.N == 1 {
 		b.requests.Add(1)
 	}
-	b.fallback.Record(a)
+	if b.fallback != nil {
+		b.fallback.Record(a)
+	}
 }
 
 // Refund gives back a retry withdrawn but not made: its pacer credit, and
-// its token to the lease, or to the fallback if it is a budget.Refunder
-// and the budget is not Shared.
+// its token to the lease, or, when the budget is not Shared, to the
+// fallback if Config set one that is a budget.Refunder.
 func (b *Budget) Refund(c failure.Class) {
 	b.pace.undo(1)
 	if State(b.state.Load()) == Shared {
 		b.tokens.Add(1)
 		return
 	}
-	if r, ok := b.fallback.(budget.Refunder); ok {
+	r, ok := b.fallback.(budget.Refunder)
+	if ok {
 		r.Refund(c)
+	}
+	if b.fallback == nil || ok {
 		if b.local.Add(-1) < 0 {
 			b.local.Add(1)
 		}

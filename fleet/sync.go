@@ -227,7 +227,9 @@ func (b *Budget) Sync(ctx context.Context) error {
 	defer b.syncing.Unlock()
 	r := b.Report(b.now())
 	sctx, cancel := context.WithTimeout(ctx, b.timeout)
+	b.inflight.Store(true)
 	g, err := b.t.Sync(sctx, r)
+	b.inflight.Store(false)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -86,8 +86,9 @@ type Config struct {
 	// SyncInterval/2 if that is shorter.
 	Timeout time.Duration
 	// MaxLease is the most retry tokens a process asks for at once. A
-	// process asks for twice what it retried in the last interval, at
-	// least one. Zero means DefaultMaxLease.
+	// process asks for twice what it retried (or was refused for want of
+	// tokens) in the last interval, at least one, and at most what its
+	// pace can spend until the next sync. Zero means DefaultMaxLease.
 	MaxLease int64
 	// Fallback, if set, is a local budget that must also allow a retry
 	// before the first sync and while the ledger is unreachable (once the
@@ -157,13 +158,14 @@ type pad [128 - 8]byte
 // fleet's retries are at most Ratio times its requests in the window,
 // plus the floor. It implements budget.Budget and budget.Refunder.
 //
-// Withdraw and Record are local: Record adds to a counter, Withdraw takes
-// a token from the process's lease, both with one atomic operation and no
-// clock. A sync (Budget.Sync, or Budget.Run in the background) reports the
-// requests counted since the last one, returns the unused lease and
-// leases new tokens. When a sync fails or times out, the budget falls
-// back to its local Fallback budget until a sync succeeds; its lease is
-// kept unused and returned then.
+// Withdraw and Record are local: Record adds to a counter with one atomic
+// operation and no clock; Withdraw reads the clock once and takes a
+// credit from the process's pacer (one compare-and-swap) and a token from
+// its lease (one atomic add). A sync (Budget.Sync, or Budget.Run in the
+// background) reports the requests counted since the last one, returns
+// the unused lease and leases new tokens. When a sync fails or times
+// out, the budget spends what is left of its lease, then retries on its
+// pacer (and Config.Fallback, if set) until a sync succeeds.
 //
 // A Budget is safe for concurrent use. The zero value is not usable; call
 // New.

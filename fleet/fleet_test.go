@@ -48,6 +48,23 @@ func TestLedger(t *testing.T) {
 	}
 }
 
+// A report's requests and spent retries are booked over the slots of its
+// span, so that they leave the window as they came: half a window later,
+// half of them are gone.
+func TestLedgerSpreadsSpan(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	l := fleet.NewLedger(nil)
+	lim := fleet.Limits{Ratio: 0.1, Reserve: 5, Slot: 50 * time.Millisecond, Slots: 20}
+	g := l.SyncAt(t0, fleet.Report{ID: "a", Requests: 200, Delta: 200, Spent: 20, Span: time.Second, Limits: lim})
+	if want := (fleet.Grant{Requests: 200, Retries: 20}); g != want {
+		t.Errorf("at the report: %+v, want %+v", g, want)
+	}
+	g = l.SyncAt(t0.Add(500*time.Millisecond), fleet.Report{ID: "b", Limits: lim})
+	if want := (fleet.Grant{Requests: 100, Retries: 10}); g != want {
+		t.Errorf("half a window later: %+v, want %+v", g, want)
+	}
+}
+
 // 50 processes with skewed traffic share one in-memory ledger, in virtual
 // time: the fleet's retries stay within its budget.
 func TestShareMemory(t *testing.T) {

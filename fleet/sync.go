@@ -27,7 +27,9 @@ func (b *Budget) Report(now time.Time) Report {
 	delta := total - b.acked
 	b.sentLocal = b.local.Load()
 	spent := b.sentLocal
+	var span time.Duration
 	if !b.lastOK.IsZero() {
+		span = min(now.Sub(b.lastOK), b.window)
 		if gap := now.Sub(b.lastOK); gap > b.window {
 			// Requests counted while the ledger was away are spread over
 			// that time: book only the window's share of them, and of
@@ -68,7 +70,7 @@ func (b *Budget) Report(now time.Time) Report {
 			want = min(max(2*(b.afterGrant-tokens+short), 1), int64(math.Ceil(pace*(b.interval+b.interval/10+b.timeout).Seconds()))+1, b.maxLease)
 		}
 	}
-	return Report{ID: b.id, Requests: total, Delta: delta, Returned: max(tokens, 0), Spent: spent, Want: want, Limits: b.limits}
+	return Report{ID: b.id, Requests: total, Delta: delta, Returned: max(tokens, 0), Spent: spent, Span: span, Want: want, Limits: b.limits}
 }
 
 // Settle applies the outcome of the sync that sent r, at the instant now:

@@ -77,6 +77,8 @@ func TestLedgerMatchesMemory(t *testing.T) {
 		{ID: "c", Requests: 7, Delta: 7, Want: 0},
 		// Retries made from a fallback are booked before the grant.
 		{ID: "d", Requests: 40, Delta: 40, Spent: 9, Want: 20},
+		// Spread over three slots, with remainders in the current one.
+		{ID: "e", Requests: 91, Delta: 91, Spent: 13, Span: 3 * time.Hour, Want: 100},
 	} {
 		r.Limits = lim
 		got, err := l.Sync(context.Background(), r)

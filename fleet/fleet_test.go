@@ -133,8 +133,9 @@ func TestFallbackAndRecovery(t *testing.T) {
 		if d := time.Since(cut); d > cfg.Window/2+time.Millisecond {
 			t.Errorf("fell back %v after the cut, want within %v", d, cfg.Window/2)
 		}
-		// In fallback the local budget's floor (1/s over 1 s) and 10% of
-		// the 1000 requests allow 101 retries at most; none blocks.
+		// In fallback the pacer allows at one instant at most what a
+		// hundredth of the window earns at the process's pace, and what
+		// is left of the lease: far fewer than 101 retries; none blocks.
 		allowed := 0
 		for range 1000 {
 			if b.Withdraw(budget.Transient) {

@@ -295,11 +295,14 @@ func (b *Budget) Withdraw(c failure.Class) bool {
 // as of the last sync) earns credits over time; credits saved are capped
 // at what a hundredth of the window earns, so retries are spread evenly
 // over time and an outage does not begin with a burst. A process whose
-// cap is below one credit admits with a probability equal to its
-// credit, drawn from Config.Rand. Second, a token: from the lease while
-// the budget is Shared; otherwise from what is left of the lease, and
-// then from the fallback, whose retries the next successful sync
-// reports to the ledger as spent.
+// cap is below one credit (a slow process) admits with a probability
+// equal to its credit, drawn from Config.Rand, except while Shared, when
+// its lease paces it instead (it asks for its pace over one interval).
+// Second, a token: from the lease while the budget is Shared; otherwise
+// from what is left of the lease, and then from Config.Fallback, if set,
+// whose retries (and the pacer's alone, if not) the next successful sync
+// reports to the ledger as spent. A Shared budget whose lease is spent
+// while a sync is on its way answers as in fallback until it settles.
 func (b *Budget) WithdrawAt(now time.Time, c failure.Class) bool {
 	if c >= failure.Permanent {
 		return false

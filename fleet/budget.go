@@ -2,10 +2,11 @@ package fleet
 
 import (
 	"cmp"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +23,10 @@ const (
 	DefaultTimeout = 200 * time.Millisecond
 	// DefaultMaxLease is the most retry tokens one process holds.
 	DefaultMaxLease = 10000
-	// DefaultFallbackMinPerSecond is the floor of the local budget used
-	// while the ledger is unreachable: 1 retry per second per process,
-	// a tenth of budget.DefaultMinPerSecond, because every process of the
-	// fleet falls back at once.
+	// DefaultFallbackMinPerSecond is a process's floor before its first
+	// sync tells it its share of the fleet's floor: 1 retry per second
+	// per process, a tenth of budget.DefaultMinPerSecond, because every
+	// process of a fleet starts, and may fall back, at once.
 	DefaultFallbackMinPerSecond = 1
 	// Slots is how many slots the window is cut into.
 	Slots = 20
@@ -85,13 +86,18 @@ type Config struct {
 	// SyncInterval/2 if that is shorter.
 	Timeout time.Duration
 	// MaxLease is the most retry tokens a process asks for at once. A
-	// process asks for twice what it retried in the last interval, at
-	// least one. Zero means DefaultMaxLease.
+	// process asks for twice what it retried (or was refused for want of
+	// tokens) in the last interval, at least one, and at most what its
+	// pace can spend until the next sync. Zero means DefaultMaxLease.
 	MaxLease int64
-	// Fallback is the budget used before the first sync and while the
-	// ledger is unreachable; it sees every Record. Nil means a
-	// budget.Ratio with this Ratio and Window and a floor of
-	// DefaultFallbackMinPerSecond, per process.
+	// Fallback, if set, is a local budget that must also allow a retry
+	// before the first sync and while the ledger is unreachable (once the
+	// lease is spent); it sees every Record. Nil means none: the
+	// process's pacer alone bounds it then, at Ratio times its requests
+	// plus its last known share of the fleet's floor
+	// (DefaultFallbackMinPerSecond before its first sync), which is a
+	// tighter bound than a budget.Ratio of the same Ratio, since it
+	// saves no window of retries to spend at once.
 	Fallback budget.Budget
 	// OnState, if set, is called when the budget changes state, with the
 	// error of the failed sync for Fallback (nil otherwise). It is called
@@ -101,8 +107,15 @@ type Config struct {
 	// ID names the process in the ledger. Empty means 16 random hex
 	// digits; two budgets must not share an ID.
 	ID string
-	// Now is the clock of Sync and Run. Nil means time.Now.
+	// Now is the clock of Sync, Run and Withdraw. Nil means time.Now.
 	Now func() time.Time
+	// Rand supplies the random draws: the jitter of the sync interval,
+	// and the admission of a process that earns less than one retry per
+	// hundredth of the window (see [Budget.WithdrawAt]). Nil means the
+	// global math/rand/v2 source. A budget calls it from many goroutines,
+	// so it must be safe for concurrent use; seeded sources are for tests
+	// and simulations.
+	Rand rand.Source
 }
 
 // Validate reports settings that cannot work, naming the field.
@@ -145,13 +158,14 @@ type pad [128 - 8]byte
 // fleet's retries are at most Ratio times its requests in the window,
 // plus the floor. It implements budget.Budget and budget.Refunder.
 //
-// Withdraw and Record are local: Record adds to a counter, Withdraw takes
-// a token from the process's lease, both with one atomic operation and no
-// clock. A sync (Budget.Sync, or Budget.Run in the background) reports the
-// requests counted since the last one, returns the unused lease and
-// leases new tokens. When a sync fails or times out, the budget falls
-// back to its local Fallback budget until a sync succeeds; its lease is
-// kept unused and returned then.
+// Withdraw and Record are local: Record adds to a counter with one atomic
+// operation and no clock; Withdraw reads the clock once and takes a
+// credit from the process's pacer (one compare-and-swap) and a token from
+// its lease (one atomic add). A sync (Budget.Sync, or Budget.Run in the
+// background) reports the requests counted since the last one, returns
+// the unused lease and leases new tokens. When a sync fails or times
+// out, the budget spends what is left of its lease, then retries on its
+// pacer (and Config.Fallback, if set) until a sync succeeds.
 //
 // A Budget is safe for concurrent use. The zero value is not usable; call
 // New.
@@ -160,10 +174,15 @@ type Budget struct {
 	_        pad
 	requests atomic.Int64
 	_        pad
+	pace     pacer
+	_        pad
+	local    atomic.Int64 // retries the fallback allowed since the last successful sync
 	state    atomic.Int32
 	lowWater atomic.Int64 // a Withdraw leaving fewer tokens wakes Run
 	short    atomic.Int64 // retries refused for want of tokens since Report
 	woken    atomic.Bool
+	inflight atomic.Bool // Sync is waiting for the ledger
+	starved  atomic.Bool // the last grant was less than the want
 	_        pad
 
 	// Read-only after New.
@@ -177,7 +196,11 @@ type Budget struct {
 	maxLease int64
 	onState  func(State, error)
 	now      func() time.Time
+	rand     func() uint64
 	wake     chan struct{}
+	ratio    float64
+	floor    float64       // the fleet's MinPerSecond, 0 with NoFloor
+	span     time.Duration // credits saved are capped at what this span earns
 
 	syncing    sync.Mutex // held by Sync across its round trip
 	mu         sync.Mutex // guards what follows
@@ -188,7 +211,18 @@ type Budget struct {
 	fleetReq   int64
 	fleetRet   int64
 	syncs      int64
+	sentLocal  int64         // local counted by the last Report
+	paceAt     int64         // unix ns of the last Settle, for the request rate
+	paceReq    int64         // requests counted at paceAt
+	reqRate    float64       // the process's requests per second, averaged
+	rateAge    time.Duration // how long reqRate has averaged over
+	hits       float64       // share of the syncs after which requests had come, averaged
+	floorShare float64
+	booked     [Slots]bookedSlot // requests this process booked, per slot
 }
+
+// bookedSlot is the requests a process booked in one slot of the window.
+type bookedSlot struct{ idx, n int64 }
 
 // New validates cfg and returns a budget that syncs through t. It starts
 // no goroutine: call Run, or Sync yourself.
@@ -201,10 +235,11 @@ func New(cfg Config, t Transport) (*Budget, error) {
 	}
 	window := cmp.Or(cfg.Window, budget.DefaultWindow)
 	ratio := cmp.Or(cfg.Ratio, budget.DefaultRatio)
-	var reserve float64
+	var floor float64
 	if !cfg.NoFloor {
-		reserve = cmp.Or(cfg.MinPerSecond, budget.DefaultMinPerSecond) * window.Seconds()
+		floor = cmp.Or(cfg.MinPerSecond, budget.DefaultMinPerSecond)
 	}
+	reserve := floor * window.Seconds()
 	b := &Budget{
 		t:        t,
 		fallback: cfg.Fallback,
@@ -216,70 +251,134 @@ func New(cfg Config, t Transport) (*Budget, error) {
 		now:      cfg.Now,
 		wake:     make(chan struct{}, 1),
 		want:     1,
+		rand:     rand.Uint64,
+		ratio:    ratio,
+		floor:    floor,
+		span:     window / 100,
 	}
 	if cfg.Now == nil {
 		b.now = time.Now
 	}
+	if cfg.Rand != nil {
+		b.rand = cfg.Rand.Uint64
+	}
+	// Until a sync tells it its share of the fleet's floor, a process
+	// earns the fallback's floor (or the fleet's, if lower), and saves
+	// at most one credit.
+	b.floorShare = min(floor, DefaultFallbackMinPerSecond)
+	b.paceAt = b.now().UnixNano()
+	b.pace.set(b.paceAt, 0, ratio, b.floorShare, 1)
 	b.interval, b.timeout = cfg.intervals()
 	b.lowWater.Store(math.MinInt64)
-	if b.fallback == nil {
-		r, err := budget.NewRatio(budget.RatioConfig{Ratio: ratio, Window: window, MinPerSecond: DefaultFallbackMinPerSecond})
-		if err != nil {
-			return nil, fmt.Errorf("fleet: fallback: %w", err)
-		}
-		b.fallback = r
-	}
 	if b.id == "" {
 		var raw [8]byte
-		_, _ = rand.Read(raw[:])
+		_, _ = crand.Read(raw[:])
 		b.id = hex.EncodeToString(raw[:])
 	}
 	return b, nil
 }
 
-// Withdraw reports whether a retry may go ahead: it takes a token from the
-// lease, or asks the fallback when the budget holds no lease. A Permanent
-// failure is never retried.
+// Withdraw is WithdrawAt at the budget's clock's now (Config.Now).
 func (b *Budget) Withdraw(c failure.Class) bool {
+	if c >= failure.Permanent {
+		return false // without reading the clock
+	}
+	return b.WithdrawAt(b.now(), c)
+}
+
+// WithdrawAt reports whether a retry may go ahead at the instant now. A
+// Permanent failure is never retried.
+//
+// A retry needs two things. First, a credit from the process's pacer:
+// each request recorded earns Ratio credits, and the process's share of
+// the fleet's floor (its share of the fleet's requests in the window,
+// as of the last sync) earns credits over time; credits saved are capped
+// at what a hundredth of the window earns, so retries are spread evenly
+// over time and an outage does not begin with a burst. A process whose
+// cap is below one credit (a slow process) admits with a probability
+// equal to its credit, drawn from Config.Rand, except while Shared, when
+// its lease paces it instead (it asks for its pace over one interval).
+// Second, a token: from the lease while the budget is Shared; otherwise
+// from what is left of the lease, and then from Config.Fallback, if set,
+// whose retries (and the pacer's alone, if not) the next successful sync
+// reports to the ledger as spent. A Shared budget whose lease is spent
+// while a sync is on its way answers as in fallback until it settles.
+func (b *Budget) WithdrawAt(now time.Time, c failure.Class) bool {
 	if c >= failure.Permanent {
 		return false
 	}
-	if State(b.state.Load()) != Shared {
-		return b.fallback.Withdraw(c)
-	}
-	n := b.tokens.Add(-1)
-	if n < b.lowWater.Load() && !b.woken.Load() && b.woken.CompareAndSwap(false, true) {
-		select {
-		case b.wake <- struct{}{}:
-		default:
+	shared := State(b.state.Load()) == Shared
+	slow := shared && b.pace.params.Load().cap < 1
+	var took float64
+	if !slow {
+		var ok bool
+		if ok, took = b.pace.take(now.UnixNano(), b.requests.Load(), b.draw); !ok {
+			return false
 		}
 	}
-	if n >= 0 {
+	if shared || b.tokens.Load() > 0 {
+		n := b.tokens.Add(-1)
+		if shared && n < b.lowWater.Load() && !b.woken.Load() && b.woken.CompareAndSwap(false, true) {
+			select {
+			case b.wake <- struct{}{}:
+			default:
+			}
+		}
+		if n >= 0 {
+			return true
+		}
+		b.tokens.Add(1)
+		if shared {
+			// Short counts the retries the pace allowed and the lease
+			// did not, so that the next sync asks for more.
+			b.short.Add(1)
+			if slow || !b.inflight.Load() {
+				return false // the pacer's credit is spent
+			}
+			// The lease is spent and a sync is on its way: the
+			// fallback answers until it settles, which it does within
+			// the timeout, when the ledger has died.
+		}
+	}
+	if b.fallback == nil || b.fallback.Withdraw(c) {
+		b.local.Add(1)
 		return true
 	}
-	b.tokens.Add(1)
-	b.short.Add(1) // so that the next sync asks for more
+	b.pace.undo(took)
 	return false
 }
 
+// draw returns a uniform number in [0, 1) from the budget's source.
+func (b *Budget) draw() float64 { return float64(b.rand()>>11) / (1 << 53) }
+
 // Record counts a request when a is a call's first attempt, and passes a
-// to the fallback.
+// to the fallback, if Config set one.
 func (b *Budget) Record(a budget.Attempt) {
 	if a.N == 1 {
 		b.requests.Add(1)
 	}
-	b.fallback.Record(a)
+	if b.fallback != nil {
+		b.fallback.Record(a)
+	}
 }
 
-// Refund gives back a retry withdrawn but not made: to the lease, or to
-// the fallback if it is a budget.Refunder and the budget is not Shared.
+// Refund gives back a retry withdrawn but not made: its pacer credit, and
+// its token to the lease, or, when the budget is not Shared, to the
+// fallback if Config set one that is a budget.Refunder.
 func (b *Budget) Refund(c failure.Class) {
+	b.pace.undo(1)
 	if State(b.state.Load()) == Shared {
 		b.tokens.Add(1)
 		return
 	}
-	if r, ok := b.fallback.(budget.Refunder); ok {
+	r, ok := b.fallback.(budget.Refunder)
+	if ok {
 		r.Refund(c)
+	}
+	if b.fallback == nil || ok {
+		if b.local.Add(-1) < 0 {
+			b.local.Add(1)
+		}
 	}
 }
 

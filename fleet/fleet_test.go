@@ -48,6 +48,23 @@ func TestLedger(t *testing.T) {
 	}
 }
 
+// A report's requests and spent retries are booked over the slots of its
+// span, so that they leave the window as they came: half a window later,
+// half of them are gone.
+func TestLedgerSpreadsSpan(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	l := fleet.NewLedger(nil)
+	lim := fleet.Limits{Ratio: 0.1, Reserve: 5, Slot: 50 * time.Millisecond, Slots: 20}
+	g := l.SyncAt(t0, fleet.Report{ID: "a", Requests: 200, Delta: 200, Spent: 20, Span: time.Second, Limits: lim})
+	if want := (fleet.Grant{Requests: 200, Retries: 20}); g != want {
+		t.Errorf("at the report: %+v, want %+v", g, want)
+	}
+	g = l.SyncAt(t0.Add(500*time.Millisecond), fleet.Report{ID: "b", Limits: lim})
+	if want := (fleet.Grant{Requests: 100, Retries: 10}); g != want {
+		t.Errorf("half a window later: %+v, want %+v", g, want)
+	}
+}
+
 // 50 processes with skewed traffic share one in-memory ledger, in virtual
 // time: the fleet's retries stay within its budget.
 func TestShareMemory(t *testing.T) {
@@ -116,8 +133,9 @@ func TestFallbackAndRecovery(t *testing.T) {
 		if d := time.Since(cut); d > cfg.Window/2+time.Millisecond {
 			t.Errorf("fell back %v after the cut, want within %v", d, cfg.Window/2)
 		}
-		// In fallback the local budget's floor (1/s over 1 s) and 10% of
-		// the 1000 requests allow 101 retries at most; none blocks.
+		// In fallback the pacer allows at one instant at most what a
+		// hundredth of the window earns at the process's pace, and what
+		// is left of the lease: far fewer than 101 retries; none blocks.
 		allowed := 0
 		for range 1000 {
 			if b.Withdraw(budget.Transient) {
@@ -184,7 +202,10 @@ func TestStopReturnsLease(t *testing.T) {
 		}
 		_ = b.Sync(context.Background())
 		for range 300 {
-			b.Withdraw(budget.Transient) // refusals make the next lease larger
+			// Refusals for want of tokens (the pacer allows one retry
+			// per 100 ms) make the next lease larger.
+			b.Withdraw(budget.Transient)
+			time.Sleep(10 * time.Millisecond)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -198,7 +219,7 @@ func TestStopReturnsLease(t *testing.T) {
 		}
 		g := l.SyncAt(time.Now(), fleet.Report{ID: "other", Limits: fleet.Limits{Ratio: 0.1, Reserve: 100, Slot: 500 * time.Millisecond, Slots: fleet.Slots}})
 		// 1000 requests allow 200 retries; one was used.
-		if held < 100 || g.Retries != 1 {
+		if held < 10 || g.Retries != 1 {
 			t.Errorf("held %d tokens; after the return the window holds %d retries, want 1", held, g.Retries)
 		}
 	})

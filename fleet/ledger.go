@@ -39,6 +39,19 @@ type Report struct {
 	// Returned is the unused part of the process's current lease, which
 	// the ledger un-books before it grants the new one.
 	Returned int64
+	// Spent is how many retries the process made outside any lease (from
+	// its fallback, while the ledger was unreachable) since the last sync
+	// it knows succeeded, fewer if that sync is older than the window
+	// (spread like Delta). The ledger books them as retries in the
+	// current slot, before it grants. A report sent again after a lost
+	// answer books them again: the error is on the safe side.
+	Spent int64
+	// Span is the time over which Delta's requests and Spent's retries
+	// were counted: since the last sync the process knows succeeded, at
+	// most the window. The ledger books them evenly over the slots of
+	// that span, the current one included, so that they leave the window
+	// as they came. Zero books them in the current slot.
+	Span time.Duration
 	// Want is how many retry tokens the process asks for.
 	Want int64
 	// Limits are the budget's limits.
@@ -70,7 +83,8 @@ type Transport interface {
 // The window counts the requests reported and the retry tokens granted,
 // per slot. A sync books the report's requests in the current slot,
 // un-books the returned tokens from the slot the lease was granted in (if
-// that slot is still in the window), and grants
+// that slot is still in the window), books the report's spent retries
+// like its requests, spread over the slots of its Span, and grants
 // min(Want, floor(Ratio*requests + Reserve - retries)), at least zero,
 // booked in the current slot. A lease is remembered for one window and
 // forgotten after two, so a process that dies loses its unused lease
@@ -143,9 +157,22 @@ func (l *Ledger) SyncAt(now time.Time, r Report) Grant {
 		}
 		booked = min(booked, max(0, r.Requests-ls.requests))
 	}
-	if booked > 0 {
-		l.at(cur).requests += booked
-		req += booked
+	k := min(max(int64(r.Span)/width, 1), n)
+	for i := cur - k + 1; i <= cur; i++ {
+		// An even share of each in every slot of the span; the
+		// remainders in the current one.
+		q, s := booked/k, max(r.Spent, 0)/k
+		if i == cur {
+			q, s = booked-q*(k-1), max(r.Spent, 0)-s*(k-1)
+		}
+		if q > 0 {
+			l.at(i).requests += q
+			req += q
+		}
+		if s > 0 {
+			l.at(i).ret += s
+			ret += s
+		}
 	}
 	g := max(0, min(r.Want, int64(math.Floor(r.Limits.Ratio*float64(req)+r.Limits.Reserve-float64(ret)))))
 	if g > 0 {

@@ -113,7 +113,8 @@ const fleetSync int32 = 0
 // ledger's answer (Ledger.SyncAt halfway through the round trip,
 // Budget.Settle at its end). Each budget, and the ledger, sees its calls
 // at the same instants and in the same order as with an event per
-// request; the budgets read no clock of their own here (their Now serves
+// request; the budgets read no clock of their own here (retries are
+// asked for with WithdrawAt, at the request's instant; their Now serves
 // Sync and Run only), so the results are the same model's, in a third of
 // the events and with one client's state in the cache at a time. Only
 // the order of the random draws differs.
@@ -202,7 +203,7 @@ func (m *fleetModel) runShared(e *engine, end time.Duration) error {
 	}
 	slices.Sort(phase)
 	for i := range m.p.Clients {
-		fb, err := fleetb.New(fleetb.Config{Now: e.Now, ID: strconv.Itoa(i), Fallback: refuseAll{}}, m.ledger)
+		fb, err := fleetb.New(fleetb.Config{Now: e.Now, ID: strconv.Itoa(i), Fallback: refuseAll{}, Rand: e.pcg}, m.ledger)
 		if err != nil {
 			return err
 		}
@@ -253,7 +254,13 @@ func (m *fleetModel) call(b budget.Budget, t time.Duration) {
 	}
 	m.row.Requests++
 	b.Record(budget.Attempt{N: 1, Failed: true})
-	for n := 2; n <= m.p.Attempts && b.Withdraw(budget.Transient); n++ {
+	withdraw := b.Withdraw
+	if fb, ok := b.(*fleetb.Budget); ok {
+		// A fleet budget paces retries by time: it is asked at the
+		// request's instant, not at the engine's.
+		withdraw = func(c budget.Class) bool { return fb.WithdrawAt(Epoch.Add(t), c) }
+	}
+	for n := 2; n <= m.p.Attempts && withdraw(budget.Transient); n++ {
 		m.row.Retries++
 		m.perSec[int((t-m.p.Before)/time.Second)]++
 		b.Record(budget.Attempt{N: n, Failed: true, Charged: budget.Transient})

@@ -120,7 +120,7 @@ func (l *Ledger) Close() error {
 // with fields r<slot> (requests) and g<slot> (granted retries); KEYS[2]
 // the process's lease record: s (slot of the grant), g (tokens granted),
 // t (cumulative requests reported). ARGV: requests, delta, returned,
-// want, slot ms, slots, ratio, reserve. It returns the grant and the
+// want, slot ms, slots, ratio, reserve, spent, span ms. It returns the grant and the
 // window's requests and retries.
 var syncScript = redis.NewScript(`
 local t = redis.call('TIME')
@@ -150,9 +150,21 @@ if l[1] then
   end
   booked = math.min(booked, math.max(0, total - tonumber(l[3])))
 end
-if booked > 0 then
-  redis.call('HINCRBY', KEYS[1], 'r' .. cur, booked)
-  req = req + booked
+local spent = math.max(tonumber(ARGV[9]) or 0, 0)
+local k = math.min(math.max(math.floor((tonumber(ARGV[10]) or 0) / width), 1), n)
+for i = cur - k + 1, cur do
+  local q, s = math.floor(booked / k), math.floor(spent / k)
+  if i == cur then
+    q, s = booked - q * (k - 1), spent - s * (k - 1)
+  end
+  if q > 0 then
+    redis.call('HINCRBY', KEYS[1], 'r' .. i, q)
+    req = req + q
+  end
+  if s > 0 then
+    redis.call('HINCRBY', KEYS[1], 'g' .. i, s)
+    ret = ret + s
+  end
 end
 local g = math.floor(tonumber(ARGV[7]) * req + tonumber(ARGV[8]) - ret)
 g = math.max(0, math.min(tonumber(ARGV[4]), g))
@@ -179,7 +191,7 @@ func (l *Ledger) Sync(ctx context.Context, r fleet.Report) (fleet.Grant, error) 
 		v, err := syncScript.Run(ctx, l.c, keys,
 			r.Requests, r.Delta, r.Returned, r.Want,
 			r.Limits.Slot.Milliseconds(), r.Limits.Slots,
-			strconv.FormatFloat(r.Limits.Ratio, 'g', -1, 64), strconv.FormatFloat(r.Limits.Reserve, 'g', -1, 64),
+			strconv.FormatFloat(r.Limits.Ratio, 'g', -1, 64), strconv.FormatFloat(r.Limits.Reserve, 'g', -1, 64), r.Spent, r.Span.Milliseconds(),
 		).Int64Slice()
 		ch <- answer{v, err}
 	})

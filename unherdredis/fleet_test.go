@@ -51,7 +51,7 @@ func runShare(t *testing.T, c redis.UniversalClient) {
 
 // The Lua ledger and fleet.Ledger agree, report by report: requests
 // booked once though a report is sent again, returned leases un-booked,
-// grants capped by the window. The slot is an hour long, so that the
+// spent retries booked, grants capped by the window. The slot is an hour long, so that the
 // sequence (milliseconds long) falls in one slot of the Redis clock.
 func TestLedgerMatchesMemory(t *testing.T) {
 	c := newClient(t)
@@ -75,6 +75,10 @@ func TestLedgerMatchesMemory(t *testing.T) {
 		{ID: "b", Requests: 200, Delta: 200, Want: 5},
 		{ID: "a", Requests: 150, Delta: 50, Returned: 3, Want: 1000},
 		{ID: "c", Requests: 7, Delta: 7, Want: 0},
+		// Retries made from a fallback are booked before the grant.
+		{ID: "d", Requests: 40, Delta: 40, Spent: 9, Want: 20},
+		// Spread over three slots, with remainders in the current one.
+		{ID: "e", Requests: 91, Delta: 91, Spent: 13, Span: 3 * time.Hour, Want: 100},
 	} {
 		r.Limits = lim
 		got, err := l.Sync(context.Background(), r)

@@ -36,8 +36,9 @@
 // Every injected error matches [ErrInjected] with errors.Is; a reset also
 // matches syscall.ECONNRESET, as a real one from net/http does; an
 // injected status is a real *http.Response from the Transport, and a
-// [*StatusError] from Wrap, marked for package retry (a 429 or a 503 is
-// throttled; a Retry-After becomes a server-directed delay).
+// [*StatusError] from Wrap, marked for package retry by
+// failure.OfHTTPStatus, unherdhttp's table (a 429 or a 503 is throttled,
+// a 4xx permanent; a Retry-After becomes a server-directed delay).
 //
 // # Deterministic
 //

@@ -7,14 +7,17 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/pause"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
 // Wrap returns fn with the Injector's faults: each call first waits the
 // added latency (within ctx), then either fails with the injected fault,
 // without calling fn, or calls fn. An injected status is a *StatusError,
-// marked for package retry: a 429 or 503 is Throttled, and a RetryAfter
-// is a server-directed delay (retry.WithServerDelay).
+// marked for package retry by failure.OfHTTPStatus, the table unherdhttp
+// uses: a 429 or 503 is Throttled, a 4xx other than 408 and 429, or a
+// 501, is Permanent; and a RetryAfter is a server-directed delay
+// (retry.WithServerDelay).
 func Wrap[T any](inj *Injector, fn func(context.Context) (T, error)) func(context.Context) (T, error) {
 	return func(ctx context.Context) (T, error) {
 		var zero T
@@ -53,11 +56,14 @@ func (e *StatusError) Is(target error) bool { return target == ErrInjected }
 
 func statusError(f *Faults) error {
 	se := &StatusError{StatusCode: f.status(), RetryAfter: f.RetryAfter}
-	switch {
-	case f.RetryAfter > 0:
+	if f.RetryAfter > 0 {
 		return retry.WithServerDelay(se, f.RetryAfter)
-	case se.StatusCode == http.StatusTooManyRequests || se.StatusCode == http.StatusServiceUnavailable:
+	}
+	switch c, _ := failure.OfHTTPStatus(se.StatusCode); c {
+	case failure.Throttled:
 		return retry.MarkThrottled(se)
+	case failure.Permanent:
+		return retry.MarkPermanent(se)
 	}
 	return se
 }

@@ -30,3 +30,28 @@ func (c Class) String() string {
 	}
 	return "unknown"
 }
+
+// OfHTTPStatus classifies an HTTP response by its status code, the one
+// table unherdhttp's Transport and package chaos share. failed is false
+// for a status that is not a failure (below 400). 429 Too Many Requests
+// and 503 Service Unavailable are Throttled (the server asks for less
+// traffic); 408 Request Timeout, 502, 504, 500 and every 5xx not named
+// here (505, 507, 520 to 527, ...) are Transient; 501 Not Implemented and
+// every other 4xx are Permanent.
+func OfHTTPStatus(code int) (c Class, failed bool) {
+	switch code {
+	case 429, 503:
+		return Throttled, true
+	case 408, 502, 504:
+		return Transient, true
+	case 501:
+		return Permanent, true
+	}
+	switch {
+	case code >= 500:
+		return Transient, true
+	case code >= 400:
+		return Permanent, true
+	}
+	return Transient, false
+}

@@ -19,3 +19,20 @@ func TestClassString(t *testing.T) {
 		}
 	}
 }
+
+func TestOfHTTPStatus(t *testing.T) {
+	for code, want := range map[int]struct {
+		c      failure.Class
+		failed bool
+	}{
+		200: {failure.Transient, false}, 304: {failure.Transient, false},
+		400: {failure.Permanent, true}, 404: {failure.Permanent, true}, 408: {failure.Transient, true},
+		429: {failure.Throttled, true}, 500: {failure.Transient, true}, 501: {failure.Permanent, true},
+		502: {failure.Transient, true}, 503: {failure.Throttled, true}, 504: {failure.Transient, true},
+		505: {failure.Transient, true}, 520: {failure.Transient, true},
+	} {
+		if c, failed := failure.OfHTTPStatus(code); c != want.c || failed != want.failed {
+			t.Errorf("OfHTTPStatus(%d) = %v, %v; want %v, %v", code, c, failed, want.c, want.failed)
+		}
+	}
+}

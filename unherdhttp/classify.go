@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/errtree"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -148,27 +149,13 @@ func permanentTransportError(err error) bool {
 	return false
 }
 
-// statusClass is the default classification of a response: failed is
-// false for a response to hand back as it is. A 500, and any 5xx this
-// package does not name (505, 507, 520 to 527, ...), is a server failure
-// (Transient, so guards count it), retried unless NoRetry500; 501 Not
-// Implemented is permanent.
+// statusClass is the default classification of a response,
+// failure.OfHTTPStatus: failed is false for a response to hand back as it
+// is. A 500, and any 5xx the table does not name (505, 507, 520 to 527,
+// ...), is a server failure (Transient, so guards count it), retried
+// unless NoRetry500; 501 Not Implemented is permanent.
 func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
-	switch code {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return retry.Throttled, true
-	case http.StatusRequestTimeout, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return retry.Transient, true
-	case http.StatusNotImplemented:
-		return retry.Permanent, true
-	}
-	switch {
-	case code >= 500:
-		return retry.Transient, true
-	case code >= 400:
-		return retry.Permanent, true
-	}
-	return 0, false
+	return failure.OfHTTPStatus(code)
 }
 
 // serverFailure reports the statuses NoRetry500 keeps from being retried:

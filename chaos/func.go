@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/retry"
 )
 

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/retry"
 )
 

@@ -75,6 +75,9 @@ type Keeper struct {
 	maxResp      int64
 	storeHeader  func(string) bool
 	polls        atomic.Uint64
+
+	mu    sync.Mutex
+	calls map[string]*claimCall // shared stores' claims in progress, by key
 }
 
 // NewKeeper validates cfg, fills in its defaults and returns a Keeper.
@@ -154,25 +157,80 @@ func (k *Keeper) storeCtx(ctx context.Context) (context.Context, context.CancelF
 // released by that token in the background, so that a claim that did
 // take effect does not hold the key for a whole lease.
 func (k *Keeper) Claim(ctx context.Context, key string, fp Fingerprint, report func(error)) (Claim, *Flight, error) {
-	cctx := ctx
-	lease := k.lease
+	var c Claim
+	var err error
 	if k.local {
-		lease = localLease
+		c, err = k.store.Claim(ctx, key, fp, localLease)
 	} else {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, k.storeTimeout)
-		defer cancel()
+		var shared bool
+		c, shared, err = k.claimOnce(ctx, key, fp)
+		switch {
+		case shared:
+			return c, nil, err
+		case err != nil:
+			k.unclaim(ctx, key, c.Token, err, report)
+			return c, nil, err
+		}
 	}
-	c, err := k.store.Claim(cctx, key, fp, lease)
-	switch {
-	case err != nil:
-		k.unclaim(ctx, key, c.Token, err, report)
-	case c.State == Acquired:
+	if err == nil && c.State == Acquired {
 		f := &Flight{Context: ctx, k: k, report: report, lease: Lease{Key: key, Token: c.Token, TTL: k.ttl, MaxResponseBody: k.maxResp, StoreHeader: k.storeHeader}}
 		f.hold()
 		return c, f, nil
 	}
 	return c, nil, err
+}
+
+// claimCall is a shared store's Claim of one key in progress, which the
+// process's other requests for the key wait for instead of asking too.
+type claimCall struct {
+	done chan struct{}
+	fp   Fingerprint
+	c    Claim
+	err  error
+}
+
+// claimOnce claims key in a shared store, at most one call per key in
+// the process at a time: a request that finds a call in progress waits
+// for its answer (shared is true) rather than adding its own to the
+// store's queue for the key's record. A burst of duplicates, or of
+// waiters polling a key in flight, then costs the store one claim per
+// process at a time, which keeps claims within the store timeout while
+// the store is busy. The answer a waiter gets is the one the store would
+// have given it: InFlight with the winner's fingerprint when the call
+// acquired the key, else the call's own answer, without its token. The
+// store call is bounded by the store timeout, not by the request that
+// made it, since others wait for it.
+func (k *Keeper) claimOnce(ctx context.Context, key string, fp Fingerprint) (c Claim, shared bool, err error) {
+	k.mu.Lock()
+	if cc, ok := k.calls[key]; ok {
+		k.mu.Unlock()
+		select {
+		case <-cc.done:
+		case <-ctx.Done():
+			return Claim{}, true, context.Cause(ctx)
+		}
+		switch {
+		case cc.err != nil:
+			return Claim{}, true, cc.err
+		case cc.c.State == Acquired:
+			return Claim{State: InFlight, Fingerprint: cc.fp}, true, nil
+		}
+		return cc.c, true, nil
+	}
+	cc := &claimCall{done: make(chan struct{}), fp: fp}
+	if k.calls == nil {
+		k.calls = make(map[string]*claimCall)
+	}
+	k.calls[key] = cc
+	k.mu.Unlock()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.storeTimeout)
+	cc.c, cc.err = k.store.Claim(sctx, key, fp, k.lease)
+	cancel()
+	k.mu.Lock()
+	delete(k.calls, key)
+	k.mu.Unlock()
+	close(cc.done)
+	return cc.c, false, cc.err
 }
 
 // hold makes the flight the handler's context and, for a shared store,

@@ -67,3 +67,62 @@ func TestAmbiguousClaimReleased(t *testing.T) {
 		}
 	})
 }
+
+// slowStore is a shared store whose claims take a while, counting the
+// claims in progress at once.
+type slowStore struct {
+	*idempotency.Memory
+	now, most atomic.Int32
+}
+
+func (s *slowStore) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
+	n := s.now.Add(1)
+	defer s.now.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	time.Sleep(50 * time.Millisecond)
+	return s.Memory.Claim(ctx, key, fp, lease)
+}
+
+// A burst of duplicates costs a shared store one claim of the key at a
+// time from a process, and each still gets the first request's answer.
+func TestKeeperClaimsOneKeyOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &slowStore{Memory: mem}
+		m, err := idempotency.New(idempotency.Config{Store: store, Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int32
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs.Add(1)
+			time.Sleep(time.Second)
+			w.WriteHeader(http.StatusCreated)
+		}))
+		codes := make(chan int, 200)
+		for range 200 {
+			go func() {
+				r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
+				r.Header.Set(idempotency.KeyHeader, "k")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				codes <- w.Code
+			}()
+		}
+		for range 200 {
+			if c := <-codes; c != http.StatusCreated {
+				t.Errorf("answer %d, want 201 (the original or its replay)", c)
+			}
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("handler ran %d times, want 1", n)
+		}
+		if n := store.most.Load(); n != 1 {
+			t.Errorf("%d claims of one key at once reached the store, want 1", n)
+		}
+	})
+}

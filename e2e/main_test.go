@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/unherdpg"
 )
 
 // Every test stops its proxies and closes its servers, pools and clients.
@@ -40,7 +42,7 @@ func postgresDSN() string {
 // newRedis connects to addr (the test Redis or a proxy in front of it).
 func newRedis(t testing.TB, addr string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -49,7 +51,7 @@ func newRedis(t testing.TB, addr string) *redis.Client {
 // schema is set.
 func newPool(t testing.TB, dsn, schema string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := unherdpg.PoolConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -368,8 +368,9 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 
 // complete stores the outcome. A completion that fails is tried again,
 // after pauses spread between half and all of a ceiling that doubles from
-// 10 ms (so that the handlers a store outage failed together do not retry
-// together), for up to half a lease (the lease,
+// 10 ms up to maxPersistGap (so that the handlers a store outage failed
+// together do not retry together, and all of them land soon after the
+// store is back), for up to half a lease (the lease,
 // renewed last when the handler returned, keeps the key meanwhile): a
 // completion lost for good leaves the record in flight, and the key runs
 // again once its lease expires.
@@ -400,16 +401,35 @@ func (m *Middleware) persist(r *http.Request, within time.Duration, op func(cont
 			return err
 		}
 		time.Sleep(d)
-		gap *= 2
+		gap = min(2*gap, maxPersistGap)
 	}
 }
 
+// maxPersistGap caps the pause between two tries of a completion or a
+// release.
+const maxPersistGap = time.Second
+
+// release releases the record, so that a retry runs again. A release
+// that fails is tried again in the background, as a completion is, for
+// up to a lease: until it lands the key answers 409, and a release lost
+// for good leaves it so until the lease expires.
 func (m *Middleware) release(r *http.Request, key string, token uint64) {
 	ctx, cancel := m.storeCtx(r.Context())
-	defer cancel()
-	if err := m.store.Release(ctx, key, token); err != nil {
+	err := m.store.Release(ctx, key, token)
+	cancel()
+	switch {
+	case err == nil:
+		return
+	case errors.Is(err, ErrLeaseLost) || m.local:
 		m.report(r, fmt.Errorf("idempotency: key %q: releasing the record: %w", key, err))
+		return
 	}
+	go func() {
+		err := m.persist(r, m.lease, func(ctx context.Context) error { return m.store.Release(ctx, key, token) })
+		if err != nil {
+			m.report(r, fmt.Errorf("idempotency: key %q: releasing the record: %w", key, err))
+		}
+	}()
 }
 
 // renewer renews a lease every third of its length until stopped. A

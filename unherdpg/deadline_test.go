@@ -86,3 +86,39 @@ func TestClaimPastCallerDeadline(t *testing.T) {
 		t.Errorf("%d connections opened after the caller's deadline; want the claim's connection kept", n)
 	}
 }
+
+// PoolConfig bounds connecting and pinging, checks the pool's health
+// often, and keeps what the connection string sets.
+func TestPoolConfig(t *testing.T) {
+	cfg, err := unherdpg.PoolConfig("postgres://u@127.0.0.1:1/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConnConfig.ConnectTimeout != unherdpg.DefaultConnectTimeout || cfg.PingTimeout != unherdpg.DefaultPingTimeout ||
+		cfg.HealthCheckPeriod != unherdpg.DefaultHealthCheckPeriod || cfg.ConnConfig.DialFunc == nil {
+		t.Errorf("PoolConfig: connect timeout %v, ping timeout %v, health check period %v; want the defaults",
+			cfg.ConnConfig.ConnectTimeout, cfg.PingTimeout, cfg.HealthCheckPeriod)
+	}
+	cfg, err = unherdpg.PoolConfig("postgres://u@127.0.0.1:1/db?connect_timeout=9&pool_health_check_period=7s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConnConfig.ConnectTimeout != 9*time.Second || cfg.HealthCheckPeriod != 7*time.Second {
+		t.Errorf("PoolConfig with the connection string's settings: connect timeout %v, health check period %v; want 9s and 7s",
+			cfg.ConnConfig.ConnectTimeout, cfg.HealthCheckPeriod)
+	}
+	if _, err := unherdpg.PoolConfig("postgres://u@127.0.0.1:1/db?connect_timeout=x"); err == nil {
+		t.Error("PoolConfig with a malformed connect_timeout: no error")
+	}
+
+	// Its dialer connects (TCP_USER_TIMEOUT and keep-alives accepted by
+	// the kernel).
+	cfg, err = unherdpg.PoolConfig(dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPoolFrom(t, cfg)
+	if err := pool.Ping(context.Background()); err != nil {
+		t.Errorf("a pool from PoolConfig: %v", err)
+	}
+}

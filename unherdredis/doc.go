@@ -20,4 +20,46 @@
 // lease expired cannot overwrite the record of the one that took the key
 // over. Leases and TTLs are Redis key expiries, measured by the Redis
 // server's clock.
+//
+// What an operator sets and watches, on the client given to NewStore:
+//
+//   - Deadlines. go-redis ignores a command's context deadline unless
+//     Options.ContextTimeoutEnabled is set, and waits on a read for
+//     ReadTimeout instead: set it, so that the middleware's StoreTimeout
+//     bounds every claim, renewal, completion and release, and a command
+//     sent on a connection whose server vanished without a reset fails
+//     at that deadline (go-redis then drops the connection) instead of
+//     hanging past it. Keep ReadTimeout and WriteTimeout at or below
+//     StoreTimeout for the commands that carry no deadline.
+//
+//   - Connecting. DialTimeout bounds a new connection (a couple of
+//     seconds; the default is 5 s), and PoolTimeout the wait for a free
+//     one when PoolSize connections are busy: keep it below StoreTimeout
+//     too, or the context deadline decides. Size PoolSize for the
+//     handlers' concurrency: each request holds a connection for one
+//     command at a time.
+//
+//   - Dead idle connections. go-redis's default dialer probes an idle
+//     connection with TCP keep-alives after 30 s and drops it after 3
+//     unanswered probes 5 s apart; for faster detection, give
+//     Options.Dialer a net.Dialer with a shorter KeepAliveConfig (and, on
+//     Linux, TCP_USER_TIMEOUT in its Control). ConnMaxIdleTime (30 min by
+//     default) closes connections idle longer than a load balancer or NAT
+//     keeps their state.
+//
+//   - Retries. MaxRetries retries a command the client thinks safe to
+//     resend; the Store's scripts are fenced by tokens, so a resend is
+//     harmless, but each one spends StoreTimeout: with a short
+//     StoreTimeout, MaxRetries -1 (none) answers faster while the server
+//     is down, and the middleware's own retries and the client's take
+//     over.
+//
+//     rdb := redis.NewClient(&redis.Options{
+//     Addr:                  "127.0.0.1:6379",
+//     ContextTimeoutEnabled: true,
+//     DialTimeout:           2 * time.Second,
+//     ReadTimeout:           2 * time.Second,
+//     WriteTimeout:          2 * time.Second,
+//     PoolTimeout:           time.Second,
+//     })
 package unherdredis

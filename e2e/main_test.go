@@ -42,7 +42,7 @@ func postgresDSN() string {
 // newRedis connects to addr (the test Redis or a proxy in front of it).
 func newRedis(t testing.TB, addr string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second})
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/unherdpg"
 )
 
 // Every test stops its proxies and closes its servers, pools and clients.
@@ -49,7 +51,7 @@ func newRedis(t testing.TB, addr string) *redis.Client {
 // schema is set.
 func newPool(t testing.TB, dsn, schema string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := unherdpg.PoolConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,15 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,6 +128,39 @@ type cluster struct {
 	proxy *toxitest.Proxy
 	urls  []string
 	lost  atomic.Int64 // first responses thrown away
+
+	mu     sync.Mutex
+	errors map[string]int // store errors the middleware reported, by kind
+}
+
+// storeError counts a store error the middleware reported, without its
+// key.
+func (c *cluster) storeError(_ *http.Request, err error) {
+	kind := reportedKey.ReplaceAllString(err.Error(), `key "…"`)
+	c.mu.Lock()
+	c.errors[kind]++
+	c.mu.Unlock()
+}
+
+var reportedKey = regexp.MustCompile(`key "[^"]*"`)
+
+// logErrors logs the store errors the middleware reported, most frequent
+// first.
+func (c *cluster) logErrors(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kinds := slices.Collect(maps.Keys(c.errors))
+	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(c.errors[b]-c.errors[a], strings.Compare(a, b)) })
+	var b strings.Builder
+	for i, k := range kinds {
+		if i == 12 {
+			fmt.Fprintf(&b, "\n  ... %d kinds more", len(kinds)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %6d %s", c.errors[k], k)
+	}
+	t.Logf("store errors reported by the middleware, by kind:%s", b.String())
 }
 
 // Headers of the tests' requests.
@@ -138,11 +174,11 @@ const (
 // after the server answered.
 func newCluster(t *testing.T, b backing, hold time.Duration, lose func(key string) bool) *cluster {
 	t.Helper()
-	c := &cluster{proxy: toxitest.New(t, b.upstream)}
+	c := &cluster{proxy: toxitest.New(t, b.upstream), errors: map[string]int{}}
 	var seq atomic.Int64
 	for i := range 2 {
 		store, exec := b.open(t, c.proxy.Addr)
-		m, err := idempotency.New(idempotency.Config{Store: store, Required: true, Lease: 10 * time.Second, Wait: 2 * time.Second})
+		m, err := idempotency.New(idempotency.Config{Store: store, Required: true, Lease: 10 * time.Second, Wait: 2 * time.Second, OnError: c.storeError})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,130 +458,233 @@ func TestStoresLostResponses(t *testing.T) {
 	}
 }
 
-// The store behind latency throughout, connection resets for a while,
-// then a 2 s outage, under 2,000 keys arriving at 250/s, a third of their
-// first responses lost: no key runs twice or never, a 503 comes only
-// while the store cannot be reached (or within 5 s of its return), and
-// no request takes over 5 s.
-func TestStoresOutage(t *testing.T) {
-	const (
-		keys        = 2000
-		rate        = 250 // keys per second
-		resetsFrom  = 1 * time.Second
-		resetsUntil = 2500 * time.Millisecond
-		resetEvery  = 300 * time.Millisecond
-		resetFor    = 40 * time.Millisecond
-		downAt      = 3 * time.Second
-		downFor     = 2 * time.Second
-		recovery    = 5 * time.Second // after the store is back, answers are normal again within this
-		slowest     = 5 * time.Second
-	)
-	for _, b := range backings(t) {
-		t.Run(b.name, func(t *testing.T) {
-			prefix := fmt.Sprintf("outage-%d-", time.Now().UnixNano())
-			lose := func(key string) bool {
-				n, _ := strconv.Atoi(strings.TrimPrefix(key, prefix))
-				return n%3 == 0
-			}
-			c := newCluster(t, b, 0, lose)
-			start := time.Now()
-			cl := newClient(t, start)
+// A fault schedule of the outage tests: the store behind latency
+// throughout, connection resets for a while (if resets), then the store
+// unreachable from downAt for downFor, by the fault down puts in place.
+type outage struct {
+	resets bool
+	down   func(t *testing.T, p *toxitest.Proxy) (restore func())
+}
 
-			// The faults, on their own schedule. unreachable lists the
-			// windows in which the store could not be reached.
-			type window struct{ from, to time.Duration }
-			var unreachable []window
-			faults := make(chan struct{})
-			go func() {
-				defer close(faults)
-				slow := c.proxy.Latency(t, 3*time.Millisecond, 2*time.Millisecond)
-				defer slow()
-				time.Sleep(resetsFrom)
-				for time.Since(start) < resetsUntil {
-					w := window{from: time.Since(start)}
-					heal := c.proxy.ResetPeer(t, 0)
-					time.Sleep(resetFor)
-					heal()
-					w.to = time.Since(start)
-					unreachable = append(unreachable, w)
-					time.Sleep(resetEvery - resetFor)
-				}
-				time.Sleep(downAt - time.Since(start))
-				w := window{from: time.Since(start)}
-				up := c.proxy.Down(t)
-				time.Sleep(downFor)
-				up()
-				w.to = time.Since(start)
-				unreachable = append(unreachable, w)
-			}()
+// The outage tests' load and schedule.
+const (
+	outageKeys        = 2000
+	outageRate        = 250 // keys per second
+	outageResetsFrom  = 1 * time.Second
+	outageResetsUntil = 2500 * time.Millisecond
+	outageResetEvery  = 300 * time.Millisecond
+	outageResetFor    = 40 * time.Millisecond
+	outageDownAt      = 3 * time.Second
+	outageDownFor     = 2 * time.Second
+	outageRecovery    = 5 * time.Second // after the store is back, answers are normal again within this
+	outageSlowest     = 5 * time.Second
+)
 
-			var mu sync.Mutex
-			finals := map[string]answer{}
-			var wg sync.WaitGroup
-			tick := time.NewTicker(time.Second / rate)
-			for n := range keys {
-				<-tick.C
-				wg.Go(func() {
-					key := prefix + strconv.Itoa(n)
-					a := cl.pay(c.urls, key, n, 30*time.Second)
-					mu.Lock()
-					finals[key] = a
-					mu.Unlock()
-				})
-			}
-			tick.Stop()
-			wg.Wait()
-			select {
-			case <-faults:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the fault schedule did not end within 10s of the last answer")
-			}
-			as := cl.answers()
-			outage := unreachable[len(unreachable)-1]
-			timeline(t, as, func(s int) string {
-				at := time.Duration(s) * time.Second
-				switch {
-				case at+time.Second > outage.from && at < outage.to:
-					return "store down"
-				case at+time.Second > unreachable[0].from && at < unreachable[len(unreachable)-2].to:
-					return "resets"
-				}
-				return ""
-			})
-			t.Logf("%s in %v: %v; %d first responses lost; %d reset windows, outage %v to %v",
-				b.name, time.Since(start).Round(time.Millisecond), summarize(as), c.lost.Load(), len(unreachable)-1,
-				outage.from.Round(time.Millisecond), outage.to.Round(time.Millisecond))
+// window is a span of a run in which the store could not be reached.
+type window struct{ from, to time.Duration }
 
-			var late, slow, lastUnavailable time.Duration
-			for _, a := range as {
-				if a.end-a.start > slowest {
-					slow++
-					if slow <= 3 {
-						t.Errorf("a request took %v (%d %s %s), want at most %v", (a.end - a.start).Round(time.Millisecond), a.status, a.code, a.transportEr, slowest)
-					}
-				}
-				if a.status != http.StatusServiceUnavailable {
-					continue
-				}
-				lastUnavailable = max(lastUnavailable, a.end)
-				ok := false
-				for _, w := range unreachable {
-					grace := time.Second
-					if w == outage {
-						grace = recovery
-					}
-					ok = ok || (a.end >= w.from && a.start <= w.to+grace)
-				}
-				if !ok {
-					late++
-					if late <= 3 {
-						t.Errorf("503 %s at %v-%v, while the store was reachable", a.code, a.start.Round(time.Millisecond), a.end.Round(time.Millisecond))
-					}
-				}
-			}
-			t.Logf("last 503 answered %v after the store came back; %d 503s while it was reachable; %d requests over %v",
-				(lastUnavailable - outage.to).Round(time.Millisecond), late, slow, slowest)
-			checkExecutions(t, b, finals)
+// outageRun is one store's run of an outage test, for the side-by-side
+// timeline.
+type outageRun struct {
+	name    string
+	answers []answer
+	outage  window
+}
+
+// runOutage sends outageKeys keys arriving at outageRate, a third of their
+// first responses lost, to two instances on b while o's faults run, and
+// checks that no key runs twice or never, that a 503 comes only while
+// the store cannot be reached (or within outageRecovery of its return),
+// that every answer is normal again within outageRecovery of its return,
+// and that no request takes over outageSlowest.
+func runOutage(t *testing.T, b backing, o outage) outageRun {
+	prefix := fmt.Sprintf("outage-%d-", time.Now().UnixNano())
+	lose := func(key string) bool {
+		n, _ := strconv.Atoi(strings.TrimPrefix(key, prefix))
+		return n%3 == 0
+	}
+	c := newCluster(t, b, 0, lose)
+	start := time.Now()
+	cl := newClient(t, start)
+
+	// The faults, on their own schedule. unreachable lists the windows in
+	// which the store could not be reached, the outage last.
+	var unreachable []window
+	faults := make(chan struct{})
+	go func() {
+		defer close(faults)
+		slow := c.proxy.Latency(t, 3*time.Millisecond, 2*time.Millisecond)
+		defer slow()
+		time.Sleep(outageResetsFrom)
+		for o.resets && time.Since(start) < outageResetsUntil {
+			w := window{from: time.Since(start)}
+			heal := c.proxy.ResetPeer(t, 0)
+			time.Sleep(outageResetFor)
+			heal()
+			w.to = time.Since(start)
+			unreachable = append(unreachable, w)
+			time.Sleep(outageResetEvery - outageResetFor)
+		}
+		time.Sleep(outageDownAt - time.Since(start))
+		w := window{from: time.Since(start)}
+		restore := o.down(t, c.proxy)
+		time.Sleep(outageDownFor)
+		restore()
+		w.to = time.Since(start)
+		unreachable = append(unreachable, w)
+	}()
+
+	var mu sync.Mutex
+	finals := map[string]answer{}
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / outageRate)
+	for n := range outageKeys {
+		<-tick.C
+		wg.Go(func() {
+			key := prefix + strconv.Itoa(n)
+			a := cl.pay(c.urls, key, n, 30*time.Second)
+			mu.Lock()
+			finals[key] = a
+			mu.Unlock()
 		})
 	}
+	tick.Stop()
+	wg.Wait()
+	select {
+	case <-faults:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fault schedule did not end within 10s of the last answer")
+	}
+	as := cl.answers()
+	outage := unreachable[len(unreachable)-1]
+	resets := unreachable[:len(unreachable)-1]
+	timeline(t, as, func(s int) string {
+		at := time.Duration(s) * time.Second
+		switch {
+		case at+time.Second > outage.from && at < outage.to:
+			return "store down"
+		case len(resets) > 0 && at+time.Second > resets[0].from && at < resets[len(resets)-1].to:
+			return "resets"
+		}
+		return ""
+	})
+	t.Logf("%s in %v: %v; %d first responses lost; %d reset windows, outage %v to %v",
+		b.name, time.Since(start).Round(time.Millisecond), summarize(as), c.lost.Load(), len(resets),
+		outage.from.Round(time.Millisecond), outage.to.Round(time.Millisecond))
+	c.logErrors(t)
+
+	var late, slow, abnormal int
+	var lastUnavailable, lastAbnormal time.Duration
+	for _, a := range as {
+		if a.end-a.start > outageSlowest {
+			slow++
+			if slow <= 3 {
+				t.Errorf("a request took %v (%d %s %s), want at most %v", (a.end - a.start).Round(time.Millisecond), a.status, a.code, a.transportEr, outageSlowest)
+			}
+		}
+		normal := a.status == http.StatusCreated || (a.status == 0 && lose(a.key) && a.transportEr != "" && !strings.Contains(a.transportEr, "Timeout"))
+		if !normal && a.start > outage.to {
+			lastAbnormal = max(lastAbnormal, a.end)
+			if a.end > outage.to+outageRecovery {
+				abnormal++
+				if abnormal <= 3 {
+					t.Errorf("answer %d %s %s at %v-%v, %v after the store came back; want the original or a replay",
+						a.status, a.code, a.transportEr, a.start.Round(time.Millisecond), a.end.Round(time.Millisecond), (a.end - outage.to).Round(time.Millisecond))
+				}
+			}
+		}
+		if a.status != http.StatusServiceUnavailable {
+			continue
+		}
+		lastUnavailable = max(lastUnavailable, a.end)
+		ok := false
+		for _, w := range unreachable {
+			grace := time.Second
+			if w == outage {
+				grace = outageRecovery
+			}
+			ok = ok || (a.end >= w.from && a.start <= w.to+grace)
+		}
+		if !ok {
+			late++
+			if late <= 3 {
+				t.Errorf("503 %s at %v-%v, while the store was reachable", a.code, a.start.Round(time.Millisecond), a.end.Round(time.Millisecond))
+			}
+		}
+	}
+	t.Logf("last 503 answered %v after the store came back, last answer other than the original or a replay %v after; %d 503s while it was reachable; %d abnormal answers over %v after; %d requests over %v",
+		(lastUnavailable - outage.to).Round(time.Millisecond), (lastAbnormal - outage.to).Round(time.Millisecond), late, abnormal, outageRecovery, slow, outageSlowest)
+	checkExecutions(t, b, finals)
+	return outageRun{name: b.name, answers: as, outage: outage}
+}
+
+// sideBySide logs the runs' answers per second of their end, one column
+// per run: originals, replays, 409s, 503s and requests without a
+// response.
+func sideBySide(t *testing.T, runs []outageRun) {
+	t.Helper()
+	if len(runs) == 0 {
+		return
+	}
+	var secs [][]summary
+	n := 0
+	for _, r := range runs {
+		var s []summary
+		for _, a := range r.answers {
+			i := int(a.end / time.Second)
+			for len(s) <= i {
+				s = append(s, summary{})
+			}
+			s[i].add(a)
+		}
+		secs = append(secs, s)
+		n = max(n, len(s))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n  %4s", "")
+	for _, r := range runs {
+		fmt.Fprintf(&b, " | %-44s", r.name+fmt.Sprintf(" (down %.1fs-%.1fs)", r.outage.from.Seconds(), r.outage.to.Seconds()))
+	}
+	fmt.Fprintf(&b, "\n  %4s", "s")
+	for range runs {
+		fmt.Fprintf(&b, " | %6s %6s %6s %6s %6s %6s", "201", "replay", "409", "503", "none", "slow")
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "\n  %4d", i)
+		for _, s := range secs {
+			var x summary
+			if i < len(s) {
+				x = s[i]
+			}
+			fmt.Fprintf(&b, " | %6d %6d %6d %6d %6d %6s", x.created, x.replayed, x.inFlight, x.unavailable, x.noResponse+x.other, x.slowest.Round(100*time.Millisecond))
+		}
+	}
+	t.Logf("answers per second (by the second they ended; none: no response or another status; slow: the slowest request ending in that second):%s", b.String())
+}
+
+// The store behind latency throughout, connection resets for a while,
+// then a 2 s outage in which the store refuses connections.
+func TestStoresOutage(t *testing.T) {
+	var runs []outageRun
+	for _, b := range backings(t) {
+		t.Run(b.name, func(t *testing.T) {
+			runs = append(runs, runOutage(t, b, outage{resets: true, down: func(t *testing.T, p *toxitest.Proxy) func() { return p.Down(t) }}))
+		})
+	}
+	sideBySide(t, runs)
+}
+
+// The store behind latency throughout, then a 2 s blackhole: the
+// connections stay open and every byte sent to the store is dropped, as
+// when a store's host or the network to it dies silently. Connections
+// that hang are found and replaced, and answers are normal within 5 s of
+// the store's return.
+func TestStoresBlackhole(t *testing.T) {
+	var runs []outageRun
+	for _, b := range backings(t) {
+		t.Run(b.name, func(t *testing.T) {
+			runs = append(runs, runOutage(t, b, outage{down: func(t *testing.T, p *toxitest.Proxy) func() { return p.Timeout(t, 0) }}))
+		})
+	}
+	sideBySide(t, runs)
 }

@@ -263,8 +263,9 @@ func (f *Flight) Stop() error {
 // Complete stores resp as the outcome of the flight's request (what
 // Lease.Stored keeps of it) and ends the flight. A completion that fails
 // is tried again, after pauses spread between half and all of a ceiling
-// that doubles from 10 ms (so that the handlers a store outage failed
-// together do not retry together), for up to half a lease (the lease,
+// that doubles from 10 ms up to a second (so that the handlers a store
+// outage failed together do not retry together, and all of them land
+// soon after the store is back), for up to half a lease (the lease,
 // renewed last when the handler returned, keeps the key meanwhile): a
 // completion lost for good leaves the record in flight, and the key runs
 // again once its lease expires. A handler that completed the record
@@ -290,16 +291,31 @@ func (f *Flight) Complete(resp *Response) error {
 
 // Release ends the flight without an outcome, so that the client's retry
 // runs the handler again, unless the handler completed the record itself
-// or the lease was lost. An error is given to the flight's report.
+// or the lease was lost. A release that fails is tried again in the
+// background, as a completion is, for up to a lease: until it lands the
+// key answers 409, and a release lost for good leaves it so until the
+// lease expires. An error is given to the flight's report.
 func (f *Flight) Release() {
 	if f.Stop() != nil || f.lease.Completed() {
 		return // another claim may hold the key; or there is an outcome
 	}
-	ctx, cancel := f.k.storeCtx(f.Context)
-	defer cancel()
-	if err := f.k.store.Release(ctx, f.lease.Key, f.lease.Token); err != nil {
-		f.fail(fmt.Errorf("idempotency: key %q: releasing the record: %w", f.lease.Key, err))
+	k, key, token := f.k, f.lease.Key, f.lease.Token
+	ctx, cancel := k.storeCtx(f.Context)
+	err := k.store.Release(ctx, key, token)
+	cancel()
+	switch {
+	case err == nil:
+		return
+	case errors.Is(err, ErrLeaseLost) || k.local:
+		f.fail(fmt.Errorf("idempotency: key %q: releasing the record: %w", key, err))
+		return
 	}
+	go func() {
+		err := k.persist(f.Context, k.lease, func(ctx context.Context) error { return k.store.Release(ctx, key, token) })
+		if err != nil {
+			f.fail(fmt.Errorf("idempotency: key %q: releasing the record: %w", key, err))
+		}
+	}()
 }
 
 func (f *Flight) fail(err error) {
@@ -350,9 +366,14 @@ func (k *Keeper) persist(ctx context.Context, within time.Duration, op func(cont
 			return err
 		}
 		time.Sleep(d)
-		gap *= 2
+		gap = min(2*gap, maxPersistGap)
 	}
 }
+
+// maxPersistGap caps the pause between two tries of a completion or a
+// release, so that all of those a store outage failed land soon after
+// the store is back.
+const maxPersistGap = time.Second
 
 // spread returns a pause between d/2 and d, a different one for each
 // call: requests that a store failed together, or duplicates that arrived

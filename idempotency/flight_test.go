@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -123,6 +124,63 @@ func TestKeeperClaimsOneKeyOnce(t *testing.T) {
 		}
 		if n := store.most.Load(); n != 1 {
 			t.Errorf("%d claims of one key at once reached the store, want 1", n)
+		}
+	})
+}
+
+// failingReleases is a shared store whose releases fail while fail is
+// set.
+type failingReleases struct {
+	*idempotency.Memory
+	fail atomic.Bool
+}
+
+func (s *failingReleases) Release(ctx context.Context, key string, token uint64) error {
+	if s.fail.Load() {
+		return errors.New("store unreachable")
+	}
+	return s.Memory.Release(ctx, key, token)
+}
+
+// A handler that fails (5xx) while the store cannot be reached has its
+// key released once the store is back, within a second, not when its
+// lease expires: the client's retry then runs.
+func TestFailedReleaseRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &failingReleases{Memory: mem}
+		m, err := idempotency.New(idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int32
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+		}))
+		send := func() int {
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
+			r.Header.Set(idempotency.KeyHeader, "k")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w.Code
+		}
+		store.fail.Store(true)
+		if code := send(); code != http.StatusServiceUnavailable {
+			t.Fatalf("the failing handler: %d, want 503", code)
+		}
+		time.Sleep(5 * time.Second) // the store's outage
+		store.fail.Store(false)
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if code := send(); code != http.StatusCreated || runs.Load() != 2 {
+			t.Errorf("the retry 1.5s after the store came back: %d after %d runs, want 201 from its own run (not 409 for the lease)", code, runs.Load())
 		}
 	})
 }

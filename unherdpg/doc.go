@@ -26,6 +26,18 @@
 // returns, in a transaction of its own; a crash between the two is
 // covered by the lease only (the retry runs the handler again).
 //
+// Open the pool with PoolConfig, which sets what finds a connection that
+// died silently (its server's host or the network to it gone, without a
+// reset) within seconds: a connect timeout, TCP keep-alives and
+// TCP_USER_TIMEOUT on the dialer, a timeout on the ping the pool sends
+// before handing out a connection idle for over a second, and a short
+// health check period:
+//
+//	cfg, err := unherdpg.PoolConfig(os.Getenv("DATABASE_URL"))
+//	if err != nil { ... }
+//	cfg.MaxConns = 40 // the handlers' concurrency plus the reserve, below
+//	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+//
 // What an operator sizes and watches:
 //
 //   - The pool. Claims, renewals, completions and releases are short
@@ -34,6 +46,18 @@
 //     the pool (a quarter of MaxConns by default), so the middleware's own
 //     statements never wait behind handler transactions: size MaxConns
 //     for the handlers' concurrency plus that reserve.
+//   - The statement bound. A claim's, renewal's, completion's or
+//     release's statement, once sent, runs to its end or to
+//     StoreConfig.OpTimeout (DefaultOpTimeout), whatever the caller's
+//     context, which bounds only the wait: the caller gets its answer,
+//     or its deadline's error, in time, and the connection is not closed
+//     under it (pgx closes a connection whose statement its context
+//     interrupts, sends the server a cancel request on another, and the
+//     pool holds the closed connection's place for up to 15 s, which
+//     starves the pool when a loaded or unreachable server makes many
+//     statements miss their deadline). A statement past OpTimeout fails
+//     and its connection leaves the pool at once; a claim that takes
+//     effect after its caller gave up is released by the Store.
 //   - The transaction bound. StoreConfig.TxTimeout (DefaultTxTimeout)
 //     bounds every InTx transaction from asking for a connection to its
 //     commit, on the client and on the server (statement_timeout and

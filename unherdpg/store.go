@@ -23,9 +23,14 @@ const DefaultTable = "unherd_idempotency"
 // asks for a connection to its commit.
 const DefaultTxTimeout = 10 * time.Second
 
+// DefaultOpTimeout bounds each of a Store's claims, renewals, completions
+// and releases.
+const DefaultOpTimeout = 5 * time.Second
+
 // StoreConfig configures a [Store]. The zero value uses DefaultTable in
 // the connection's search path, bounds InTx's transactions by
-// DefaultTxTimeout, and keeps a quarter of the pool's connections for the
+// DefaultTxTimeout and the record's statements by DefaultOpTimeout, and
+// keeps a quarter of the pool's connections for the
 // records.
 type StoreConfig struct {
 	// Schema, if set, qualifies Table.
@@ -42,6 +47,19 @@ type StoreConfig struct {
 	// connection and the record's row. Keep it below the middleware's
 	// Lease. Zero means DefaultTxTimeout.
 	TxTimeout time.Duration
+
+	// OpTimeout bounds the statements of each claim, renewal,
+	// completion and release. The caller's context bounds the wait for
+	// a connection and for the answer, but a statement once sent runs to
+	// its end, or to OpTimeout, whatever that context: interrupting it
+	// would cost its connection (pgx closes it and sends the server a
+	// cancel request on another), the dearest thing to a server slowed
+	// down by load, and leave its outcome unknown. A statement sent on a
+	// connection whose server vanished without a reset fails when
+	// OpTimeout passes, and the connection leaves the pool at once.
+	// Keep it above the middleware's StoreTimeout. Zero means
+	// DefaultOpTimeout.
+	OpTimeout time.Duration
 
 	// ReservedConns is how many of the pool's connections InTx leaves to
 	// the records: InTx runs at most MaxConns - ReservedConns
@@ -75,6 +93,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	table     string // quoted, qualified
 	txTimeout time.Duration
+	opTimeout time.Duration
 	txSlots   chan struct{} // one per transaction InTx may run at once
 	beginSQL  string
 
@@ -99,6 +118,7 @@ func NewStore(pool *pgxpool.Pool, cfg StoreConfig) *Store {
 		pool:      pool,
 		table:     t,
 		txTimeout: txTimeout,
+		opTimeout: cmp.Or(cfg.OpTimeout, DefaultOpTimeout),
 		txSlots:   make(chan struct{}, max(maxConns-reserved, 1)),
 		beginSQL: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d",
 			ms(txTimeout), ms(txTimeout)),
@@ -180,14 +200,53 @@ func recordKey(key string) []byte {
 // Claim implements idempotency.Store. When it fails after a statement
 // was sent, the Claim it returns carries the token it drew, which owns
 // the record if the statement took effect.
+//
+// The claim's statements run to their end whatever ctx, bounded by
+// StoreConfig.OpTimeout; when ctx ends first, Claim returns ctx's error
+// with the token at once, and a claim that takes effect afterwards is
+// released by the Store itself.
 func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
 	tok := idempotency.NewToken()
 	rk := recordKey(key)
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return idempotency.Claim{}, fmt.Errorf("unherdpg: claim: %w", err)
+	var c idempotency.Claim
+	err := s.detached(ctx, "claim", func(ctx context.Context, conn *pgxpool.Conn) (err error) {
+		c, err = s.claim(ctx, conn, rk, tok, fp, lease)
+		return err
+	}, func(err error) {
+		// The caller gave up on the claim: undo it if it took effect, or
+		// may have.
+		if (err == nil && c.State == idempotency.Acquired) || (err != nil && unknown(tok, err).Token != 0) {
+			s.releaseAbandoned(rk, tok)
+		}
+	})
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, errNotSent):
+		return idempotency.Claim{}, err
 	}
-	defer conn.Release()
+	return unknown(tok, err), err
+}
+
+// put returns conn to the pool, or takes it out of the pool if it is
+// closed: pgx closes a connection whose statement failed on its deadline
+// in the background, sending the server a cancel request on a new
+// connection, and the pool would hold the closed connection's place
+// until that ends, up to 15 s (for as long as the server is unreachable).
+func (s *Store) put(conn *pgxpool.Conn) {
+	if conn.Conn().IsClosed() {
+		_ = conn.Hijack()
+		return
+	}
+	conn.Release()
+}
+
+// errNotSent marks an error of detached's returned before a statement was
+// sent.
+var errNotSent = errors.New("no statement was sent")
+
+// claim runs Claim's statements on conn.
+func (s *Store) claim(ctx context.Context, conn *pgxpool.Conn, rk []byte, tok uint64, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
 	for range 3 {
 		var (
 			state    int16
@@ -203,14 +262,14 @@ func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprin
 			}
 		}
 		if err != nil {
-			return unknown(tok, err), fmt.Errorf("unherdpg: claim: %w", err)
+			return idempotency.Claim{}, err
 		}
 		if live {
 			return decodeClaim(state, fpv, rsp, tok)
 		}
 		tag, err := conn.Exec(ctx, s.takeoverSQL, rk, int64(tok), fp[:], ms(lease))
 		if err != nil {
-			return unknown(tok, err), fmt.Errorf("unherdpg: claim: %w", err)
+			return idempotency.Claim{}, err
 		}
 		if tag.RowsAffected() == 1 {
 			return idempotency.Claim{State: idempotency.Acquired, Token: tok}, nil
@@ -220,6 +279,70 @@ func (s *Store) Claim(ctx context.Context, key string, fp idempotency.Fingerprin
 	// The record keeps changing under this claim; report it in flight,
 	// the answer that runs nothing.
 	return idempotency.Claim{State: idempotency.InFlight, Fingerprint: fp}, nil
+}
+
+// abandonedReleases is how many times a claim its caller gave up on is
+// released, at growing intervals from abandonedGap, while the store
+// fails.
+const (
+	abandonedReleases = 5
+	abandonedGap      = 100 * time.Millisecond
+)
+
+// releaseAbandoned releases, by its token, a claim whose caller gave up
+// before it took effect.
+func (s *Store) releaseAbandoned(rk []byte, tok uint64) {
+	gap := abandonedGap
+	for range abandonedReleases {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+		_, err := s.pool.Exec(ctx, s.releaseSQL, rk, int64(tok))
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(gap)
+		gap *= 2
+	}
+}
+
+// detached acquires a connection within ctx and runs fn on it, bounded
+// by OpTimeout but not by ctx: a statement interrupted by its context
+// costs its connection (pgx closes it, and sends the server a cancel
+// request on a connection of its own), which a server slowed down by load
+// can least afford, and its outcome is then unknown. When ctx ends before
+// fn returns, detached returns ctx's error at once and, when fn returns,
+// calls abandoned with fn's error. A connection fn leaves closed (its
+// statement outlived OpTimeout: the connection is dead or the server
+// hangs) leaves the pool at once (see put).
+func (s *Store) detached(ctx context.Context, op string, fn func(context.Context, *pgxpool.Conn) error, abandoned func(error)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("unherdpg: %s: %w: %w", op, errNotSent, err)
+	}
+	if err := ctx.Err(); err != nil {
+		conn.Release()
+		return fmt.Errorf("unherdpg: %s: %w: %w", op, errNotSent, context.Cause(ctx))
+	}
+	done := make(chan error, 1)
+	go func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opTimeout)
+		defer cancel()
+		err := fn(fctx, conn)
+		s.put(conn)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("unherdpg: %s: %w", op, err)
+		}
+		return nil
+	case <-ctx.Done():
+		if abandoned != nil {
+			go func() { abandoned(<-done) }()
+		}
+		return fmt.Errorf("unherdpg: %s: %w", op, context.Cause(ctx))
+	}
 }
 
 // unknown is the Claim returned with err: the token, unless err says the
@@ -251,15 +374,17 @@ func decodeClaim(state int16, fpv, rsp []byte, tok uint64) (idempotency.Claim, e
 	return c, nil
 }
 
-// execer is a pool or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func fenced(tag pgconn.CommandTag, err error, op string) error {
+// fenced runs a statement fenced by a record's token, detached from
+// ctx, and returns idempotency.ErrLeaseLost if it changed no row.
+func (s *Store) fenced(ctx context.Context, op, sql string, args ...any) error {
+	var tag pgconn.CommandTag
+	err := s.detached(ctx, op, func(ctx context.Context, conn *pgxpool.Conn) (err error) {
+		tag, err = conn.Exec(ctx, sql, args...)
+		return err
+	}, nil)
 	switch {
 	case err != nil:
-		return fmt.Errorf("unherdpg: %s: %w", op, err)
+		return err
 	case tag.RowsAffected() == 0:
 		return idempotency.ErrLeaseLost
 	}
@@ -268,28 +393,37 @@ func fenced(tag pgconn.CommandTag, err error, op string) error {
 
 // Renew implements idempotency.Store.
 func (s *Store) Renew(ctx context.Context, key string, token uint64, lease time.Duration) error {
-	tag, err := s.pool.Exec(ctx, s.renewSQL, recordKey(key), int64(token), ms(lease))
-	return fenced(tag, err, "renew")
+	return s.fenced(ctx, "renew", s.renewSQL, recordKey(key), int64(token), ms(lease))
 }
 
 // Complete implements idempotency.Store.
 func (s *Store) Complete(ctx context.Context, key string, token uint64, resp *idempotency.Response, ttl time.Duration) error {
-	return s.complete(ctx, s.pool, key, token, resp, ttl)
-}
-
-func (s *Store) complete(ctx context.Context, db execer, key string, token uint64, resp *idempotency.Response, ttl time.Duration) error {
 	data, err := resp.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	tag, err := db.Exec(ctx, s.completeSQL, recordKey(key), int64(token), data, ms(ttl))
-	return fenced(tag, err, "complete")
+	return s.fenced(ctx, "complete", s.completeSQL, recordKey(key), int64(token), data, ms(ttl))
+}
+
+// completeTx completes the record in tx.
+func (s *Store) completeTx(ctx context.Context, tx pgx.Tx, key string, token uint64, resp *idempotency.Response, ttl time.Duration) error {
+	data, err := resp.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, s.completeSQL, recordKey(key), int64(token), data, ms(ttl))
+	switch {
+	case err != nil:
+		return fmt.Errorf("unherdpg: complete: %w", err)
+	case tag.RowsAffected() == 0:
+		return idempotency.ErrLeaseLost
+	}
+	return nil
 }
 
 // Release implements idempotency.Store.
 func (s *Store) Release(ctx context.Context, key string, token uint64) error {
-	tag, err := s.pool.Exec(ctx, s.releaseSQL, recordKey(key), int64(token))
-	return fenced(tag, err, "release")
+	return s.fenced(ctx, "release", s.releaseSQL, recordKey(key), int64(token))
 }
 
 var _ idempotency.Store = (*Store)(nil)

@@ -53,7 +53,12 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 	case <-ctx.Done():
 		return nil, fmt.Errorf("unherdpg: begin: waiting for a connection: %w", context.Cause(ctx))
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL})
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("unherdpg: begin: %w", err)
+	}
+	defer s.put(conn)
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL})
 	if err != nil {
 		return nil, fmt.Errorf("unherdpg: begin: %w", err)
 	}
@@ -76,7 +81,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 	}
 	lease, ok := idempotency.LeaseFromContext(ctx)
 	if ok {
-		if err := s.complete(ctx, tx, lease.Key, lease.Token, lease.Stored(resp), lease.TTL); err != nil {
+		if err := s.completeTx(ctx, tx, lease.Key, lease.Token, lease.Stored(resp), lease.TTL); err != nil {
 			return nil, err
 		}
 	}

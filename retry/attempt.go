@@ -208,8 +208,8 @@ func (a *Attempt) Context() context.Context {
 // tells the TimeoutSource the attempt's latency and whether it
 // succeeded. An error of an attempt that its own timeout ended (not the
 // caller's context; see [Attempt.TimedOut]) comes back wrapped with
-// ErrAttemptTimeout, so it classifies as a Timeout, unless it is
-// ErrAttemptTimeout already; any other comes back as it is.
+// ErrAttemptTimeout, so it classifies as a Timeout, unless
+// [MarkAttemptTimeout] marked it already; any other comes back as it is.
 //
 // A failed attempt's context is cancelled. A successful one's is not:
 // its timeout is stopped and, for an attempt that [Policy.StartAttempt]
@@ -245,7 +245,7 @@ func (a *Attempt) end(err error) error {
 		return err
 	}
 	if err != nil {
-		if a.TimedOut() && !errors.Is(err, ErrAttemptTimeout) {
+		if a.TimedOut() && !marked(err) {
 			err = &timeoutError{err}
 		}
 		if !a.kept {
@@ -291,6 +291,12 @@ func runAttempt[T any](ctx context.Context, p *Policy, fn func(context.Context) 
 	a := startBounded(ctx, p.attemptTimeout, p.timeouts)
 	v, err := fn(a.Context())
 	return v, a.End(err)
+}
+
+// marked reports whether err has been marked with MarkAttemptTimeout.
+func marked(err error) bool {
+	var te *timeoutError
+	return errors.As(err, &te)
 }
 
 // timeoutError marks an attempt that its per-attempt timeout ended.

@@ -33,10 +33,33 @@ import (
 // count, the previous delay (for decorrelated jitter), the class its last
 // retry was charged as (a token bucket refunds by it), the guards' tickets
 // and the budget's record of every attempt, successes and failures alike.
-// It never sleeps, never reads a clock and never draws a random number:
-// time and randomness are arguments, so a simulator can drive it under
-// virtual time. Guards may read their own clocks, and a guard that waits
-// (a rate limiter) waits inside Admit.
+// Admit, Done, Cancel and Err never sleep, never read a clock and never
+// draw a random number: time and randomness are arguments, so a simulator
+// can drive them under virtual time. Guards may read their own clocks,
+// and a guard that waits (a rate limiter) waits inside Admit.
+//
+// A driver that makes its attempts in real time uses the layer over Done
+// instead, as DoValue and the gRPC and HTTP clients do: run each admitted
+// attempt between [Policy.StartAttempt] and [Attempt.End] (its context,
+// timeout and latency samples), then call [Call.Succeeded], or
+// [Call.Failed], which reads the clock, draws, and waits before the next
+// attempt:
+//
+//	c := p.Begin(false)
+//	for {
+//		if err := c.Admit(ctx); err != nil {
+//			return err
+//		}
+//		a := p.StartAttempt(ctx)
+//		err := a.End(op(a.Context()))
+//		if err == nil {
+//			c.Succeeded()
+//			return nil
+//		}
+//		if err := c.Failed(ctx, err); err != nil {
+//			return err
+//		}
+//	}
 //
 // A Call is a value, used by one goroutine for one call. The zero Call is
 // not usable; call Policy.Begin. Making one allocates nothing, and neither
@@ -53,6 +76,7 @@ type Call struct {
 	more    []uint64        // the guards' tickets, when there are more than fit in tickets
 	waited  time.Duration   // the retries' delays so far, for the observer
 	ctx     context.Context // the latest Admit's context, for the observer and ContextGuards
+	w       waiter          // the timer of Failed's waits, if any
 }
 
 // callState is where a Call stands between its methods.
@@ -157,6 +181,7 @@ func (c *Call) obsCtx() context.Context {
 // the guards that had admitted it, whose tickets are ts, hear that it was
 // abandoned, and the retry withdrawn for it (if any) is refunded.
 func (c *Call) rejected(ctx context.Context, ts []uint64, err error) error {
+	c.w.release()
 	c.tell(ts, Outcome{Abandoned: true})
 	c.refund()
 	if ctx.Err() != nil {
@@ -452,6 +477,7 @@ func (c *Call) Cancel(err, cause error) error {
 		c.last = err
 	}
 	c.abandon(err)
+	c.w.release()
 	c.gaveUp(ErrCancelled)
 	return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: cause}
 }

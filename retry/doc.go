@@ -29,11 +29,17 @@
 //
 // The Call owns the attempt count, the previous delay, the class the last
 // retry was charged as, the guards' tickets, and every report to the
-// budget and the guards; it never sleeps, never reads a clock and takes
-// its random draw as an argument. Do adds what only a shell can: the
-// context (a caller who gives up ends the call through [Call.Cancel] and
-// is never retried), the per-attempt timeout, the clock (read only when
-// the context has a deadline) and the timer.
+// budget and the guards; Done never sleeps, never reads a clock and takes
+// its random draw as an argument. What only a real-time shell adds is a
+// small public layer of its own, which Do, the gRPC clients in package
+// unherdgrpc, the HTTP transport and a hand-made protocol all drive (see
+// the Policy.StartAttempt example): [Policy.StartAttempt] and
+// [Attempt.End] bound each attempt by the per-attempt timeout, tell the
+// TimeoutSource its latency and mark a timed-out failure;
+// [Call.Succeeded] ends the call, and [Call.Failed] handles the context
+// (a caller who gives up ends the call through [Call.Cancel] and is never
+// retried) and an outer retry, reads the clock (only when the context has
+// a deadline), draws, and waits on a pooled timer.
 //
 // Each failed attempt goes through Done's steps, in this order:
 //

@@ -130,7 +130,9 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 // caller closes it; a later cancellation of the caller's context no
 // longer reaches it, so bound its use by the value's own means.
 //
-// DoValue is a loop around a [Call]: Admit, run fn, Done, wait. A first
+// DoValue is a loop around a [Call]: Admit, run fn between
+// [Policy.StartAttempt] and [Attempt.End], then Succeeded, or Failed,
+// which waits. A first
 // attempt that succeeds costs one call of fn and nothing else: no
 // allocation, no goroutine, no timer, no clock read (unless a
 // TimeoutSource needs the attempt's latency). A retry with a zero delay
@@ -139,14 +141,12 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 // that waits allocates nothing for it once the pool is warm.
 func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
 	// Whether an outer layer retries matters only after a failure, and
-	// reading ctx's values costs more than the rest of a success:
-	// afterFailure finds out.
+	// reading ctx's values costs more than the rest of a success: Failed
+	// finds out.
 	c := p.Begin(false)
 	var last T
-	var w waiter // the timer of the waits between attempts, if any
 	for {
 		if err := c.Admit(ctx); err != nil {
-			w.release()
 			return last, err
 		}
 		var err error
@@ -156,16 +156,10 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			last, err = guardedAttempt(ctx, p, &c, fn)
 		}
 		if err == nil {
-			if !p.hooked {
-				c.succeeded() // Done's success path, inlined
-			} else {
-				c.Done(time.Time{}, time.Time{}, nil, 0)
-			}
-			w.release()
+			c.Succeeded()
 			return last, nil
 		}
-		if err = p.afterFailure(ctx, &c, err, &w); err != nil {
-			w.release()
+		if err = c.Failed(ctx, err); err != nil {
 			return last, err
 		}
 	}
@@ -208,19 +202,36 @@ func guardedAttempt[T any](ctx context.Context, p *Policy, c *Call, fn func(cont
 	return v, err
 }
 
-// afterFailure tells c how the attempt failed and waits for the next one
-// on w; a non-nil error ends the call. It is not generic and not inlined,
-// so its state stays out of DoValue's frame and the first-attempt path
-// stays small.
+// Failed reports the failure of the attempt in flight and waits for the
+// next one: the real-time step over [Call.Done] that every driver of a
+// Call takes after a failed attempt. err is the attempt's error, as
+// [Attempt.End] returned it. Failed returns nil when the next attempt may
+// start (go back to [Call.Admit]), or the call's error ([*Error]) when the
+// call has ended.
+//
+//   - If ctx has ended, the caller gave up, which says nothing about the
+//     dependency: Failed returns [Call.Cancel]'s error.
+//   - After the first attempt, a ctx that carries [WithOuterRetry] makes
+//     the call nested: NestedAttempts replaces MaxAttempts.
+//   - Done decides, with the current time only when ctx has a deadline
+//     (the clock is not read otherwise) and a draw from Config.Rand, or
+//     from math/rand/v2 without one.
+//   - The wait the Decision asks for, never past ctx's deadline (Done
+//     does not start one that would end at or after it), is cut short
+//     when ctx ends; a wait cut short cancels the call.
+//
+// The waits of one call share one timer, from a pool shared by all calls
+// and given back when the call ends (here, or in [Call.Succeeded],
+// [Call.Cancel] or a rejection by [Call.Admit]); a zero delay arms no
+// timer.
 //
 //go:noinline
-func (p *Policy) afterFailure(ctx context.Context, c *Call, err error, w *waiter) error {
+func (c *Call) Failed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		// The caller gave up: that says nothing about the dependency.
 		return c.Cancel(err, context.Cause(ctx))
 	}
 	if c.attempt == 1 && HasOuterRetry(ctx) {
-		c.max = p.nestedAttempts
+		c.max = c.p.nestedAttempts
 	}
 	// The clock is read only when a deadline needs it.
 	var now time.Time
@@ -228,15 +239,28 @@ func (p *Policy) afterFailure(ctx context.Context, c *Call, err error, w *waiter
 	if ok {
 		now = time.Now()
 	}
-	d := c.Done(now, deadline, err, p.rand())
+	d := c.Done(now, deadline, err, c.p.rand())
 	if d.Reason != nil {
 		if d.Wait && d.Delay > 0 {
-			w.wait(ctx, d.Delay, now) // the call has ended; a cancellation only cuts the wait short
+			c.w.wait(ctx, d.Delay, now) // the call has ended; a cancellation only cuts the wait short
 		}
+		c.w.release()
 		return c.Err(d)
 	}
-	if d.Delay > 0 && !w.wait(ctx, d.Delay, now) {
+	if d.Delay > 0 && !c.w.wait(ctx, d.Delay, now) {
 		return c.Cancel(nil, context.Cause(ctx))
 	}
 	return nil
+}
+
+// Succeeded reports that the attempt in flight succeeded, which ends the
+// call: what [Call.Done] does for a nil error, and the call's wait timer,
+// if it had one, goes back to the pool.
+func (c *Call) Succeeded() {
+	if c.p.hooked {
+		c.succeededHooked()
+	} else {
+		c.succeeded()
+	}
+	c.w.release()
 }

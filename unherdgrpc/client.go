@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -144,11 +143,6 @@ type Client struct {
 	maxBytes   int
 	retriesVal string // the RetriesKey value
 	a6         *a6Accounting
-
-	// For streams, which drive a retry.Call themselves.
-	attemptTimeout time.Duration
-	timeouts       retry.TimeoutSource
-	rand           interface{ Uint64() uint64 }
 }
 
 // NewClient validates cfg and returns a Client built from it.
@@ -182,10 +176,6 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 	}
 	c.retriesVal = strconv.Itoa(p.MaxAttempts())
-	c.attemptTimeout, c.timeouts = cfg.Retry.AttemptTimeout, cfg.Retry.Timeouts
-	if cfg.Retry.Rand != nil {
-		c.rand = cfg.Retry.Rand
-	}
 	return c, nil
 }
 

@@ -3,16 +3,13 @@ package unherdgrpc
 import (
 	"context"
 	"io"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -55,10 +52,11 @@ type clientStream struct {
 
 	mu        sync.Mutex
 	call      retry.Call
+	att       retry.Attempt     // the current attempt: its timeout and latency
+	attDone   bool              // att has ended
 	cur       grpc.ClientStream // the current attempt
 	actx      context.Context   // the current attempt's
 	cancel    context.CancelCauseFunc
-	timer     *time.Timer // the attempt timeout, until the commit
 	committed bool
 	reported  bool  // the call has heard how it ended
 	closed    bool  // CloseSend was called
@@ -75,11 +73,12 @@ func (s *clientStream) next() error {
 		if err := s.call.Admit(s.ctx); err != nil {
 			return callError(s.ctx, err)
 		}
-		actx, cancel := context.WithCancelCause(s.ctx)
+		// The attempt's context lives until the stream ends, and its
+		// timeout until the commit.
+		sctx, cancel := context.WithCancelCause(s.ctx)
+		s.att, s.attDone = s.c.policy.StartAttempt(sctx), false
+		actx := s.att.Context()
 		s.actx, s.cancel = actx, cancel
-		if t := s.attemptTimeout(); t > 0 {
-			s.timer = time.AfterFunc(t, func() { cancel(retry.ErrAttemptTimeout) })
-		}
 		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, s.extra, nil, nil)...)
 		s.attempts++
 		if err == nil {
@@ -100,52 +99,30 @@ func (s *clientStream) next() error {
 	}
 }
 
-// attemptTimeout is the current attempt's timeout: Config.Retry's
-// Timeouts or AttemptTimeout.
-func (s *clientStream) attemptTimeout() time.Duration {
-	if t := s.c.timeouts; t != nil {
-		return t.AttemptTimeout()
-	}
-	return s.c.attemptTimeout
-}
-
 // failed reports a failed attempt to the call and waits for the next one;
 // a non-nil error ends the call. cs is the failed stream, if it started.
 func (s *clientStream) failed(actx context.Context, err error, cs grpc.ClientStream) error {
-	s.stopTimer()
-	var judged error
+	var tr metadata.MD
 	if cs != nil {
-		judged = s.c.judge(s.ctx, actx, err, cs.Trailer())
-	} else {
-		judged = s.c.judge(s.ctx, actx, err, nil)
+		tr = cs.Trailer()
 	}
+	judged := s.endAttempt(s.c.judge(s.ctx, actx, err, tr))
 	s.cancel(nil)
-	if s.ctx.Err() != nil {
-		return callError(s.ctx, s.call.Cancel(judged, context.Cause(s.ctx)))
-	}
-	var now time.Time
-	deadline, ok := s.ctx.Deadline()
-	if ok {
-		now = time.Now()
-	}
-	d := s.call.Done(now, deadline, judged, s.c.draw())
-	if d.Reason != nil {
-		if d.Wait && d.Delay > 0 {
-			pause.For(s.ctx, d.Delay)
-		}
-		return callError(s.ctx, s.call.Err(d))
-	}
-	if !pause.For(s.ctx, d.Delay) {
-		return callError(s.ctx, s.call.Cancel(nil, context.Cause(s.ctx)))
+	if err := s.call.Failed(s.ctx, judged); err != nil {
+		return callError(s.ctx, err)
 	}
 	return nil
 }
 
-func (s *clientStream) stopTimer() {
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
+// endAttempt ends the current attempt with err, the first time it is
+// called for it, and returns the error Attempt.End made of err; later
+// calls return err as it is. It holds mu.
+func (s *clientStream) endAttempt(err error) error {
+	if s.attDone {
+		return err
 	}
+	s.attDone = true
+	return s.att.End(err)
 }
 
 // commit ends the retries: the stream is the current attempt's from now
@@ -155,7 +132,7 @@ func (s *clientStream) commit() {
 		return
 	}
 	s.committed = true
-	s.stopTimer()
+	s.att.Commit()
 	s.sent, s.size = nil, 0
 }
 
@@ -216,7 +193,8 @@ func (s *clientStream) RecvMsg(m any) error {
 		if err == nil || err == io.EOF {
 			s.commit()
 			s.reported = true
-			s.call.Done(time.Time{}, time.Time{}, nil, 0)
+			_ = s.endAttempt(nil)
+			s.call.Succeeded()
 			if err == io.EOF || !s.desc.ServerStreams {
 				s.cancelLater()
 			}
@@ -274,17 +252,18 @@ func (s *clientStream) endCommitted(err error) {
 	defer s.mu.Unlock()
 	if !s.reported {
 		s.reported = true
-		switch {
-		case err == nil || err == io.EOF:
-			s.call.Done(time.Time{}, time.Time{}, nil, 0)
-		case s.ctx.Err() != nil:
-			_ = s.call.Cancel(err, context.Cause(s.ctx))
-		default:
+		if err == nil || err == io.EOF {
+			_ = s.endAttempt(nil)
+			s.call.Succeeded()
+		} else {
 			var tr metadata.MD
 			if s.cur != nil {
 				tr = s.cur.Trailer()
 			}
-			s.call.Done(time.Now(), time.Time{}, retry.MarkFinal(s.c.judge(s.ctx, s.actx, err, tr)), s.c.draw())
+			// Committed: never retried, so Failed does not wait; a caller
+			// that gave up cancels the call.
+			judged := s.endAttempt(s.c.judge(s.ctx, s.actx, err, tr))
+			_ = s.call.Failed(s.ctx, retry.MarkFinal(judged))
 		}
 	}
 	if err != nil {
@@ -329,7 +308,10 @@ func (s *clientStream) Header() (metadata.MD, error) {
 		}
 		if md != nil || err != nil {
 			if md != nil {
+				// The attempt has answered: its latency is known, and
+				// the call hears how it ends from RecvMsg.
 				s.commit()
+				_ = s.endAttempt(nil)
 			}
 			s.mu.Unlock()
 			return md, err
@@ -365,12 +347,3 @@ func (s *clientStream) CloseSend() error {
 
 // Context returns the current attempt's context.
 func (s *clientStream) Context() context.Context { return s.current().Context() }
-
-// draw returns a random draw for the jitter: Config.Retry.Rand's, or
-// math/rand/v2's.
-func (c *Client) draw() uint64 {
-	if c.rand != nil {
-		return c.rand.Uint64()
-	}
-	return rand.Uint64()
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -161,4 +162,53 @@ func TestClientStreamBufferLimitCommits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// timeoutRecorder is a retry.TimeoutSource with a fixed timeout that
+// records the samples it is told.
+type timeoutRecorder struct {
+	timeout time.Duration
+
+	mu      sync.Mutex
+	samples []timeoutSample
+}
+
+type timeoutSample struct {
+	latency time.Duration
+	ok      bool
+}
+
+func (r *timeoutRecorder) AttemptTimeout() time.Duration { return r.timeout }
+
+func (r *timeoutRecorder) Observe(latency time.Duration, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.samples = append(r.samples, timeoutSample{latency, ok})
+}
+
+// TestServerStreamObservesTimeoutSource: a stream's attempts report their
+// latency and outcome to Config.Retry.Timeouts, as unary calls' do: the
+// attempt its timeout ended as a failure at the timeout, the one that
+// answered as a success.
+func TestServerStreamObservesTimeoutSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &faultServer{plan: []fault{{untilDone: true}}}
+		rec := &timeoutRecorder{timeout: 50 * time.Millisecond}
+		cfg := unherdgrpc.Config{}
+		cfg.Retry.Timeouts = rec
+		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+		stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(context.Background(), outputRequest(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := recvAll(stream)
+		if err != nil || n != 3 || s.count() != 2 {
+			t.Fatalf("received %d, err %v, %d requests; want 3, nil, 2", n, err, s.count())
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.samples) != 2 || rec.samples[0].ok || rec.samples[0].latency < rec.timeout || !rec.samples[1].ok {
+			t.Fatalf("TimeoutSource samples %+v; want a failure after at least %v, then a success", rec.samples, rec.timeout)
+		}
+	})
 }

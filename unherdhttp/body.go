@@ -2,10 +2,11 @@ package unherdhttp
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"math"
 	"time"
+
+	"github.com/unherd/unherd/retry"
 )
 
 // drainTime bounds how long a discarded response body is read. A body
@@ -81,12 +82,12 @@ func bytesBody(buf []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b
 // context must live while the caller reads the body.
 type cancelBody struct {
 	io.ReadCloser
-	cancel context.CancelCauseFunc
+	att *retry.Attempt
 }
 
 func (b *cancelBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.cancel(nil)
+	b.att.Cancel(nil)
 	return err
 }
 
@@ -94,11 +95,11 @@ func (b *cancelBody) Close() error {
 // response, which is also the connection's writer.
 type cancelRWBody struct {
 	io.ReadWriteCloser
-	cancel context.CancelCauseFunc
+	att *retry.Attempt
 }
 
 func (b *cancelRWBody) Close() error {
 	err := b.ReadWriteCloser.Close()
-	b.cancel(nil)
+	b.att.Cancel(nil)
 	return err
 }

@@ -60,16 +60,6 @@ func (e *NotReplayedError) Error() string {
 // Unwrap returns the attempt's error.
 func (e *NotReplayedError) Unwrap() error { return e.Err }
 
-// attemptTimeoutError marks an attempt that its own timeout ended, so
-// that retry.DefaultClassify sees a Timeout.
-type attemptTimeoutError struct{ err error }
-
-func (e *attemptTimeoutError) Error() string {
-	return retry.ErrAttemptTimeout.Error() + ": " + e.err.Error()
-}
-func (e *attemptTimeoutError) Unwrap() []error { return []error{retry.ErrAttemptTimeout, e.err} }
-func (e *attemptTimeoutError) Timeout() bool   { return true }
-
 // timeoutMark makes a Classify hook's Timeout visible to
 // retry.DefaultClassify.
 type timeoutMark struct{ err error }
@@ -225,7 +215,7 @@ func (t *Transport) judgeError(c *call, areq *http.Request, err error, timedOut,
 		return &invalidRequestError{why: why, err: err}
 	}
 	if timedOut {
-		err = &attemptTimeoutError{err}
+		err = retry.MarkAttemptTimeout(err)
 	}
 	err = withSchemeMismatch(err)
 	if c.once || (sent && !c.replayable && !neverSent(err)) {

@@ -27,8 +27,7 @@ import (
 type Transport struct {
 	base           http.RoundTripper
 	policy         *retry.Policy
-	attemptTimeout time.Duration
-	timeouts       retry.TimeoutSource
+	timer          retry.AttemptTimer // Config.AttemptTimeout and Timeouts
 	connectTimeout time.Duration
 	noRetry500     bool
 	autoKey        bool
@@ -52,8 +51,7 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	}
 	t := &Transport{
 		base:           base,
-		attemptTimeout: cfg.AttemptTimeout,
-		timeouts:       cfg.Timeouts,
+		timer:          retry.AttemptTimer{Timeout: cfg.AttemptTimeout, Source: cfg.Timeouts},
 		connectTimeout: cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
 		noRetry500:     cfg.NoRetry500,
 		autoKey:        cfg.AutoIdempotencyKey,
@@ -239,18 +237,14 @@ func (c *call) send(ctx, hctx context.Context) (*http.Response, error) {
 		return nil, err
 	}
 	t := c.t
-	timeout := t.attemptTimeout
-	if t.timeouts != nil {
-		timeout = t.timeouts.AttemptTimeout()
-	}
-	if timeout <= 0 && t.timeouts == nil && hctx == ctx {
+	if t.timer.Timeout <= 0 && t.timer.Source == nil && hctx == ctx {
 		resp, err := t.base.RoundTrip(areq)
 		if err != nil {
 			return nil, t.judgeError(c, areq, err, false, true)
 		}
 		return t.judgeResponse(c, resp)
 	}
-	return c.sendBounded(ctx, hctx, areq, timeout)
+	return c.sendBounded(ctx, hctx, areq)
 }
 
 // build returns the request for attempt n: the caller's own request when
@@ -296,106 +290,83 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 var errNoRewind = errors.New("unherdhttp: request body cannot be rewound")
 
 // sendBounded is send for a bounded or hedged request. It sends areq
-// under a context of its own, which lives until the response body is
-// closed. That context ends when the attempt timeout (if any) expires,
-// the timeout starting when the attempt has a connection, ConnectTimeout
-// bounding the wait for one (with a base that reports no connection, the
-// timeout starting with the attempt); and when hctx ends, because another
-// hedge won.
-func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request, timeout time.Duration) (*http.Response, error) {
+// under an attempt of its own (retry.AttemptTimer.StartAfter), whose
+// context lives until the response body is closed. That context ends
+// when the attempt timeout (if any) expires, the timeout starting when
+// the attempt has a connection, ConnectTimeout bounding the wait for one
+// (with a base that reports no connection, the timeout starting with the
+// attempt); and when hctx ends, because another hedge won. The
+// TimeoutSource, if any, observes the interval the timeout bounds.
+func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request) (*http.Response, error) {
 	t := c.t
-	actx, cancel := context.WithCancelCause(ctx)
+	// One allocation holds the attempt, the trace and the body wrapper.
+	a := new(attemptClock)
+	var lead time.Duration
+	if t.traced {
+		lead = t.connectTimeout
+	}
+	a.att = t.timer.StartAfter(ctx, lead)
+	a.body.att = &a.att
+	actx := a.att.Context()
 	if hctx != ctx {
-		stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
+		stop := context.AfterFunc(hctx, func() { a.att.Cancel(context.Cause(hctx)) })
 		defer stop()
 	}
-	// One allocation holds the clock, the trace and the body wrapper.
-	a := &attemptClock{timeout: timeout, observe: t.timeouts != nil}
-	a.body.cancel = cancel
-	if a.observe {
-		a.start.Store(time.Now().UnixNano())
-	}
-	switch {
-	case timeout > 0 && t.traced:
-		a.timer = time.AfterFunc(t.connectTimeout, a.expire)
-	case timeout > 0:
-		// No connection will be reported to switch the timer from the
-		// connect phase to the request phase: the attempt timeout bounds
-		// the whole attempt.
-		a.timer = time.AfterFunc(timeout, a.expire)
-	}
-	if t.traced && (a.timer != nil || a.observe) {
+	// Only a connection reported through httptrace proves that nothing
+	// was sent before it, and moves the timeout from the connect phase to
+	// the request phase; net/http's Transport reports it, other base
+	// transports may not.
+	traced := t.traced && (t.timer.Timeout > 0 || t.timer.Source != nil)
+	if traced {
 		a.trace.GotConn = a.gotConn
 		actx = httptrace.WithClientTrace(actx, &a.trace)
 	}
 	resp, err := t.base.RoundTrip(areq.WithContext(actx))
-	expired := a.timer != nil && !a.timer.Stop()
-	var latency time.Duration
-	if a.observe {
-		latency = time.Duration(time.Now().UnixNano() - a.start.Load())
-	}
-	if err == nil && expired && ctx.Err() == nil {
+	a.att.Commit() // stops the timer: the response, if any, lives on
+	timedOut := a.att.TimedOut()
+	if err == nil && timedOut {
 		// Headers arrived as the timer fired: the context is gone, so
 		// the body would fail mid-read. Count it as the timeout it is.
-		// The timer's callback may not have cancelled actx yet, so its
-		// cause may still be nil: name the timeout here.
 		drain(resp.Body, 0)
 		resp, err = nil, retry.ErrAttemptTimeout
 	}
 	if err != nil {
-		if a.observe {
-			t.timeouts.Observe(latency, false)
-		}
-		timedOut := ctx.Err() == nil && (expired || context.Cause(actx) == retry.ErrAttemptTimeout)
-		// Only a connection reported through httptrace proves that
-		// nothing was sent before it; net/http's Transport reports it,
-		// other base transports may not.
-		sent := a.connected.Load() || !t.traced || a.timer == nil && !a.observe
-		cancel(nil)
-		return nil, t.judgeError(c, areq, err, timedOut, sent)
+		sent := a.connected.Load() || !traced
+		err = a.att.End(t.judgeError(c, areq, err, timedOut, sent))
+		a.att.Cancel(nil)
+		return nil, err
 	}
 	switch body := resp.Body.(type) {
 	case nil:
-		cancel(nil)
+		a.att.Cancel(nil)
 	case io.ReadWriteCloser: // a 101 Switching Protocols connection
-		resp.Body = &cancelRWBody{body, cancel}
+		resp.Body = &cancelRWBody{body, &a.att}
 	default:
 		a.body.ReadCloser = body
 		resp.Body = &a.body
 	}
 	resp, err = t.judgeResponse(c, resp)
-	if a.observe {
-		// Only answers that are not failures are latency samples: a fast
-		// 503 says nothing about how long an answer takes.
-		t.timeouts.Observe(latency, err == nil)
-	}
-	return resp, err
+	// Only answers that are not failures are latency samples: a fast 503
+	// says nothing about how long an answer takes. A failure's response
+	// stays readable: the caller may get it, and discard closes it.
+	return resp, a.att.End(err)
 }
 
-// attemptClock is the state of a bounded attempt: its timer, which moves
-// from the connect phase to the request phase when the attempt gets its
-// connection (net/http reports it through httptrace, before it writes the
-// request and before RoundTrip returns), and its response body wrapper.
+// attemptClock is the state of a bounded attempt: the attempt, whose
+// timer moves from the connect phase to the request phase when it gets
+// its connection (net/http reports it through httptrace, before it
+// writes the request and before RoundTrip returns), and its response
+// body wrapper.
 type attemptClock struct {
-	timer     *time.Timer
-	timeout   time.Duration
-	observe   bool
+	att       retry.Attempt
 	connected atomic.Bool
-	start     atomic.Int64 // unix ns: attempt start, then connection time
 	trace     httptrace.ClientTrace
 	body      cancelBody
 }
 
-func (a *attemptClock) expire() { a.body.cancel(retry.ErrAttemptTimeout) }
-
 func (a *attemptClock) gotConn(httptrace.GotConnInfo) {
 	if a.connected.CompareAndSwap(false, true) {
-		if a.observe {
-			a.start.Store(time.Now().UnixNano())
-		}
-		if a.timer != nil {
-			a.timer.Reset(a.timeout)
-		}
+		a.att.Restart()
 	}
 }
 

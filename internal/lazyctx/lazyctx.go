@@ -53,6 +53,9 @@ const (
 	// follows: a context without a deadline of its own, which cannot be
 	// detached: its inner context is a child of the parent itself.
 	follows
+	// unbounded: the context's own deadline was stopped; it still follows
+	// its parent.
+	unbounded
 )
 
 // A Context is a context.Context that ends when its parent does, when
@@ -108,11 +111,12 @@ func WithTimeout(parent context.Context, timeout time.Duration, cause error) *Co
 // Deadline returns the earlier of the parent's deadline and the context's
 // own, as any derived context does; a detached context has none.
 func (c *Context) Deadline() (time.Time, bool) {
-	if c.flags.Load()&detached != 0 {
+	f := c.flags.Load()
+	if f&detached != 0 {
 		return time.Time{}, false
 	}
 	d, ok := c.parent.Deadline()
-	if !c.expiry.IsZero() && (!ok || c.expiry.Before(d)) {
+	if !c.expiry.IsZero() && f&unbounded == 0 && (!ok || c.expiry.Before(d)) {
 		return c.expiry, true
 	}
 	return d, ok
@@ -196,6 +200,23 @@ func (c *Context) Detach() {
 	c.flags.Store(f | detached)
 }
 
+// StopDeadline ends the context's own deadline, unless the context has
+// ended or been detached: from then on it ends when its parent does or by
+// Cancel, and reports its parent's deadline. It stops the timer if Done
+// had set one up, and ignores an expiry that nobody had seen yet.
+func (c *Context) StopDeadline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.flags.Load()
+	if f&(cancelled|detached|unbounded) != 0 {
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.flags.Store(f | unbounded)
+}
+
 // Expired reports whether the context ended at its own deadline (not its
 // parent's, and not by Cancel). It reports what Err last found: call Err
 // first to look at the clock.
@@ -218,7 +239,7 @@ func (c *Context) poll(f uint32) uint32 {
 // pastExpiry reports whether the context has a deadline of its own and
 // the clock has reached it.
 func (c *Context) pastExpiry() bool {
-	return !c.expiry.IsZero() && time.Until(c.expiry) <= 0
+	return !c.expiry.IsZero() && c.flags.Load()&unbounded == 0 && time.Until(c.expiry) <= 0
 }
 
 // end is what the timer and the parent hook run: it records the parent's
@@ -310,7 +331,7 @@ func (c *Context) arm() context.Context {
 		return c.inner
 	}
 	var left time.Duration // until the expiry, if any: one clock read
-	if !c.expiry.IsZero() {
+	if !c.expiry.IsZero() && f&unbounded == 0 {
 		if left = time.Until(c.expiry); left <= 0 {
 			c.endLocked()
 			return c.inner

@@ -600,3 +600,31 @@ func TestAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestStopDeadline: after StopDeadline the context outlives its own
+// deadline, reports its parent's, and still ends with its parent.
+func TestStopDeadline(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unwatched", true: "watched"}[watched], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				parent, pcancel := context.WithCancelCause(context.Background())
+				c := WithTimeout(parent, time.Second, errExpiry)
+				if watched {
+					_ = c.Done()
+				}
+				c.StopDeadline()
+				if d, ok := c.Deadline(); ok {
+					t.Errorf("Deadline() = %v, true after StopDeadline, want the parent's (none)", d)
+				}
+				time.Sleep(time.Hour)
+				checkLive(t, c)
+				if c.Expired() {
+					t.Error("Expired() after StopDeadline")
+				}
+				pcancel(errParent)
+				synctest.Wait()
+				checkEnded(t, c, context.Canceled, errParent)
+			})
+		})
+	}
+}

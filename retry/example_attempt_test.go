@@ -1,0 +1,98 @@
+package retry_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
+)
+
+// A protocol of one's own (here one line over TCP) is retried by driving
+// a Call with the real-time layer: StartAttempt bounds each attempt by
+// the attempt timeout, End reports it (and marks a timed-out attempt),
+// Failed decides, draws and waits.
+func ExamplePolicy_StartAttempt() {
+	addr, stop := lineServer("busy", "pong") // answers "busy" once, then "pong"
+	defer stop()
+	p, err := retry.New(retry.Config{MaxAttempts: 3, AttemptTimeout: time.Second,
+		Backoff: backoff.Schedule{Base: time.Millisecond}})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	c := p.Begin(false)
+	for {
+		if err := c.Admit(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
+		a := p.StartAttempt(ctx)
+		reply, err := ask(a.Context(), addr, "ping")
+		if err = a.End(err); err == nil {
+			c.Succeeded()
+			fmt.Printf("%s after %d attempts\n", reply, c.Attempts())
+			return
+		}
+		if err := c.Failed(ctx, err); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	// Output: pong after 2 attempts
+}
+
+var errBusy = errors.New("server busy")
+
+// ask sends one request line over a new connection and reads the answer,
+// within ctx's deadline.
+func ask(ctx context.Context, addr, req string) (string, error) {
+	conn, err := new(net.Dialer).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := fmt.Fprintln(conn, req); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if line = strings.TrimSpace(line); line == "busy" {
+		return "", errBusy
+	}
+	return line, nil
+}
+
+// lineServer serves on loopback, answering each connection's request
+// line with the next of answers, the last one once the others are used.
+// stop closes it and waits for it to end.
+func lineServer(answers ...string) (addr string, stop func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = bufio.NewReader(conn).ReadString('\n')
+			_, _ = fmt.Fprintln(conn, answers[min(i, len(answers)-1)])
+			_ = conn.Close()
+		}
+	}()
+	return ln.Addr().String(), func() { _ = ln.Close(); <-done }
+}

@@ -3,9 +3,6 @@ package e2e_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdredis"
 )
 
@@ -39,65 +37,6 @@ const (
 	// fleetTolerance is how far a second may stray from the share.
 	fleetTolerance = 1.25
 )
-
-// killableRedis is a redis-server of the test's own on a free port, which
-// the test kills by its pid and starts again on the same port, empty.
-type killableRedis struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	addr string
-	cmd  *exec.Cmd
-}
-
-func startKillableRedis(t *testing.T) *killableRedis {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		unavailable(t, "redis-server is needed to kill a Redis in the middle of the test: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	s := &killableRedis{t: t, bin: bin, dir: t.TempDir(), addr: addr}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
-}
-
-func (s *killableRedis) start() {
-	s.t.Helper()
-	_, port, _ := net.SplitHostPort(s.addr)
-	s.cmd = exec.Command(s.bin, "--bind", "127.0.0.1", "--port", port, "--dir", s.dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(s.dir, "redis.log"))
-	if err := s.cmd.Start(); err != nil {
-		unavailable(s.t, "starting redis-server: %v", err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", s.addr, 100*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server at %s did not accept connections within 5s: %v", s.addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// kill kills the server by its pid, as a crash or a lost host would.
-func (s *killableRedis) kill() {
-	if s.cmd != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-		s.cmd = nil
-	}
-}
 
 // fleetSecond is what the fleet did in one second of the run.
 type fleetSecond struct {
@@ -140,11 +79,11 @@ func (l *lockedSource) Uint64() uint64 {
 
 func fleetOutageRun(t *testing.T, seed uint64, kill time.Duration) {
 	restart := kill + fleetOutage
-	s := startKillableRedis(t)
+	s := services.StartRedis(t)
 	prefix := fmt.Sprintf("unherd:e2e:fleet:%d:", time.Now().UnixNano())
 	buds := make([]*unherdredis.Budget, fleetProcs)
 	for i := range buds {
-		c := redis.NewClient(&redis.Options{Addr: s.addr, DialTimeout: 100 * time.Millisecond,
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 100 * time.Millisecond,
 			ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, PoolSize: 4})
 		t.Cleanup(func() { _ = c.Close() })
 		cfg := unherdredis.BudgetConfig{Prefix: prefix}
@@ -196,11 +135,11 @@ func fleetOutageRun(t *testing.T, seed uint64, kill time.Duration) {
 	events := map[int]string{}
 	timer := time.NewTimer(time.Until(start.Add(kill)))
 	<-timer.C
-	s.kill()
+	s.Kill()
 	events[int(kill/time.Second)] = "Redis killed"
 	timer.Reset(time.Until(start.Add(restart)))
 	<-timer.C
-	s.start()
+	s.Start()
 	events[int(restart/time.Second)] = "Redis started again, empty"
 	wg.Wait()
 

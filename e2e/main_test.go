@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
 
@@ -27,10 +28,7 @@ func TestMain(m *testing.M) {
 
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
-		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
+	services.Unavailable(t, format, args...)
 }
 
 func redisAddr() string { return cmp.Or(os.Getenv("UNHERD_REDIS_ADDR"), "127.0.0.1:6379") }

@@ -1,9 +1,6 @@
 package unherdredis_test
 
 import (
-	"net"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,58 +12,10 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/fleet/fleettest"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/toxitest"
 	"github.com/unherd/unherd/unherdredis"
 )
-
-// redisServer is a redis-server the test started, on a port of its own.
-type redisServer struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	addr string
-	cmd  *exec.Cmd
-}
-
-// startRedis starts a redis-server on a free loopback port, stopped with
-// t, skipping t when there is no redis-server.
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		unavailable(t, "redis-server is needed to stop a Redis in the middle of a test: %v", err)
-	}
-	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), addr: freePorts(t, 1)[0]}
-	s.start()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *redisServer) start() {
-	s.t.Helper()
-	_, port, _ := net.SplitHostPort(s.addr)
-	s.cmd = exec.Command(s.bin, "--bind", "127.0.0.1", "--port", port, "--dir", s.dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(s.dir, "redis.log"))
-	if err := s.cmd.Start(); err != nil {
-		unavailable(s.t, "starting redis-server: %v", err)
-	}
-	waitFor(s.t, 5*time.Second, "redis-server at "+s.addr, func() error {
-		c, err := net.DialTimeout("tcp", s.addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-}
-
-// stop kills the server, as a crash or a lost host would.
-func (s *redisServer) stop() {
-	if s.cmd != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-		s.cmd = nil
-	}
-}
 
 // fastClient is a client whose own timeouts are short, so that Close
 // never waits long for an abandoned command.
@@ -202,8 +151,8 @@ func outage(t *testing.T, c redis.UniversalClient, cut, heal func()) {
 // A Redis killed in the middle of the test, and started again on the
 // same port.
 func TestFleetRedisStopped(t *testing.T) {
-	s := startRedis(t)
-	outage(t, fastClient(t, s.addr), s.stop, s.start)
+	s := services.StartRedis(t)
+	outage(t, fastClient(t, s.Addr), s.Kill, s.Start)
 }
 
 // A Redis that turns slow (300 ms each way, three times the sync's

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/internal/services"
 )
 
 // Every test closes its clients, servers and Redis processes.
@@ -21,10 +23,7 @@ func redisAddr() string { return cmp.Or(os.Getenv("UNHERD_REDIS_ADDR"), "127.0.0
 // unavailable skips t loudly, or fails it when UNHERD_REQUIRE_SERVICES=1.
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
-		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
+	services.Unavailable(t, format, args...)
 }
 
 // newClient connects to the test Redis, closing the client with t, and

@@ -100,13 +100,11 @@ func squash(s string) string { return spaceRE.ReplaceAllString(s, " ") }
 
 // TestDocFigures checks every figure README.md and docs/experiments.md
 // quote against what produces it: the committed report, unherd whatif on
-// the quoted policy and unherd sim fleet at its default size, seed 1. A
+// the quoted policy and unherd sim fleet at its default size, seed 1
+// (only without -short and -race). A
 // number in their prose that no entry of docFigures covers fails the
 // test, so a new figure needs a source here.
 func TestDocFigures(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs sim fleet at 100,000 clients; skipped in -short")
-	}
 	root := filepath.Join("..", "..")
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(root, name))
@@ -126,11 +124,19 @@ func TestDocFigures(t *testing.T) {
 		t.Fatalf("whatif: exit code %d: %s", code, errOut.String())
 	}
 	sources["whatif"] = squash(out.String())
-	out.Reset()
-	if code := run([]string{"sim", "fleet", "--quiet"}, &out, &errOut); code != exitOK {
-		t.Fatalf("sim fleet: exit code %d: %s", code, errOut.String())
+	// sim fleet at 100,000 clients takes a few seconds of CPU, ten times
+	// that under the race detector: its figures are checked only without
+	// either (go test ./cmd/unherd).
+	fleet := !testing.Short() && !raceEnabled
+	if fleet {
+		out.Reset()
+		if code := run([]string{"sim", "fleet", "--quiet"}, &out, &errOut); code != exitOK {
+			t.Fatalf("sim fleet: exit code %d: %s", code, errOut.String())
+		}
+		sources["fleet"] = squash(out.String())
+	} else {
+		t.Log("not running sim fleet (-short or -race): its figures are checked in the docs only")
 	}
-	sources["fleet"] = squash(out.String())
 
 	docs := map[string]string{}
 	covered := map[string][]string{}
@@ -143,13 +149,11 @@ func TestDocFigures(t *testing.T) {
 		if !strings.Contains(doc, f.quote) {
 			t.Errorf("%s does not quote %q", f.file, f.quote)
 		}
-		src := sources[f.source]
-		if !strings.Contains(src, f.produced) {
+		src, ok := sources[f.source]
+		if ok && !strings.Contains(src, f.produced) {
 			t.Errorf("%s: %s does not produce %q (quoted as %q)", f.file, f.source, f.produced, f.quote)
 		}
-		for _, n := range numbers(f.quote) {
-			covered[f.file] = append(covered[f.file], n)
-		}
+		covered[f.file] = append(covered[f.file], numbers(f.quote)...)
 	}
 	// A quote's numbers must come from its sources.
 	produced := map[[2]string][]string{}

@@ -25,6 +25,10 @@ const (
 	Height = 10 * vg.Centimeter
 )
 
+// ZeroNote is the legend's note on a log axis with zeros, which are drawn
+// on the bottom edge, a log axis having no 0.
+const ZeroNote = "(zeros on the bottom edge)"
+
 // MarkPoints is the most points a series may have for each point to be
 // marked as well as joined.
 const MarkPoints = 30
@@ -70,7 +74,21 @@ func Write(w io.Writer, c sim.Chart, format string) error {
 	dc := draw.New(cw)
 	rows, rh := layoutLegend(dc, entries, Width-0.6*vg.Centimeter)
 	lh := vg.Length(len(rows)) * rh
-	p.Draw(draw.Crop(dc, 0, 0, lh+0.15*vg.Centimeter, 0))
+	// The vertical axis label is drawn here, beside the plot: gonum/plot
+	// reserves its length above the plot as well, which pushed the plot
+	// away from its title.
+	ylabel := p.Y.Label
+	p.Y.Label.Text = ""
+	var lx vg.Length
+	if ylabel.Text != "" {
+		sty := ylabel.TextStyle
+		sty.Rotation = math.Pi / 2
+		sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
+		lx = sty.Height(ylabel.Text) + 0.1*vg.Centimeter
+		mid := (lh + Height) / 2
+		dc.FillText(sty, vg.Point{X: 0.1 * vg.Centimeter, Y: mid}, ylabel.Text)
+	}
+	p.Draw(draw.Crop(dc, lx, 0, lh+0.15*vg.Centimeter, 0))
 	// The legend below the plot, entries side by side in as few rows as
 	// fit the width, each row centred.
 	for r, row := range rows {
@@ -132,6 +150,10 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 	p.Title.Padding = 0.3 * vg.Centimeter
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
+	// Axis labels a size smaller than the title: a vertical label longer
+	// than the plot is tall would push the plot down, off the title.
+	p.X.Label.TextStyle.Font.Size = vg.Points(10)
+	p.Y.Label.TextStyle.Font.Size = vg.Points(10)
 	p.X.Tick.Marker = ticker(c.XScale)
 	p.Y.Tick.Marker = ticker(c.YScale)
 	if c.YScale == sim.ScaleLog {
@@ -194,9 +216,6 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		// positive: a chart of load or latency read against a truncated
 		// axis exaggerates differences.
 		ymin = 0
-	}
-	if zeros {
-		p.Y.Label.Text += " (0 drawn on the bottom edge)"
 	}
 	if ymax == ymin {
 		ymax = ymin + 1
@@ -265,6 +284,10 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 			thumb = append(thumb, pts)
 		}
 		legend = append(legend, entry{name, thumb})
+	}
+	if zeros {
+		// Said in the legend: the axis label has no room for it.
+		legend = append(legend, entry{name: ZeroNote})
 	}
 	p.Y.Min, p.Y.Max = ymin, ymax
 	return p, legend, nil
@@ -371,17 +394,27 @@ func ticker(s sim.Scale) plot.Ticker {
 	return plainTicks{}
 }
 
-// plainTicks places ticks as gonum/plot does by default but labels them
-// without trailing zeros: 25, not 25.00.
+// plainTicks places ticks at multiples of 1, 2 or 5 times a power of ten,
+// four to ten of them, labelled with Format: 25, not 25.00, and 11,708.
 type plainTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = Format(ts[i].Value)
+	if !(hi > lo) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	p := math.Pow(10, math.Floor(math.Log10((hi-lo)/4)))
+	step := 10 * p
+	for _, m := range []float64{1, 2, 5} {
+		if (hi-lo)/(m*p) <= 10 {
+			step = m * p
+			break
 		}
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		v = math.Round(v/step) * step
+		ts = append(ts, plot.Tick{Value: v, Label: Format(v)})
 	}
 	return ts
 }

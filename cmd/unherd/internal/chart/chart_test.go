@@ -90,7 +90,7 @@ func TestNinesTicks(t *testing.T) {
 func TestLogAxisAndShade(t *testing.T) {
 	c := sim.Chart{Name: "load", YScale: sim.ScaleLog, YLabel: "load", Shade: []sim.Span{{From: 1, To: 2, Label: "down"}},
 		Series: []sim.Series{{Name: "a", X: []float64{0, 1, 2, 3}, Y: []float64{300, 0, 40, 300}}}}
-	p, _, err := build(c)
+	p, legend, err := build(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +104,8 @@ func TestLogAxisAndShade(t *testing.T) {
 			t.Errorf("tick %+v labelled 0 on a log axis", tk)
 		}
 	}
-	if !strings.Contains(p.Y.Label.Text, "0 drawn on the bottom edge") {
-		t.Errorf("axis label %q does not say where zeros are", p.Y.Label.Text)
+	if last := legend[len(legend)-1]; last.name != ZeroNote {
+		t.Errorf("legend ends with %q, not the note on zeros", last.name)
 	}
 	var b bytes.Buffer
 	if err := Write(&b, c, "svg"); err != nil {
@@ -226,5 +226,27 @@ func TestStepAndLine(t *testing.T) {
 	}
 	if len(legend) != 2 || legend[0].name != "capacity 500/s" {
 		t.Errorf("legend %+v", legend)
+	}
+}
+
+// Linear ticks step by 1, 2 or 5 times a power of ten: 0 to 19.9 s gives
+// 0, 2, ..., 18, not 0, 9, 18.
+func TestPlainTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		{0, 19.9, "0 2 4 6 8 10 12 14 16 18"},
+		{0, 500, "0 100 200 300 400 500"},
+		{0, 12000, "0 2,000 4,000 6,000 8,000 10,000 12,000"},
+		{1, 5, "1 2 3 4 5"},
+	} {
+		var got []string
+		for _, tk := range (plainTicks{}).Ticks(c.lo, c.hi) {
+			got = append(got, tk.Label)
+		}
+		if s := strings.Join(got, " "); s != c.want {
+			t.Errorf("%v to %v: ticks %q, want %q", c.lo, c.hi, s, c.want)
+		}
 	}
 }

@@ -96,10 +96,10 @@ func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 	res := &Result{Scenario: "fleet", Population: "open", Params: Values(p),
 		Columns: []string{"budget", "requests", "retries", "retries_per_s", "peak_per_s", "amplification", "syncs"}}
 	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage",
-		XLabel: fmt.Sprintf("second of the outage (%s clients, open population, %v requests per second each)", thousands(p.Clients), p.Rate),
+		XLabel: fmt.Sprintf("second of the outage (%s clients at %v request/s each, open population)", thousands(p.Clients), p.Rate),
 		YLabel: "retries per second, log scale", YScale: ScaleLog,
 		Lines: []Line{
-			{Y: 10 * float64(p.Clients), Label: "per-client floors' bound: 10/s per client"},
+			{Y: float64(p.Attempts-1) * float64(p.Clients) * p.Rate, Label: fmt.Sprintf("every retry allowed: %d per request", p.Attempts-1)},
 			{Y: 0.1*float64(p.Clients)*p.Rate + 10, Label: "fleet budget's rate: 10% of requests + 10/s"},
 		}}
 	for _, o := range outs {

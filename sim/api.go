@@ -183,11 +183,11 @@ type Chart struct {
 	Shade []Span
 	// Lines are horizontal reference lines, such as a dependency's
 	// capacity or a rate limit, drawn across the chart and labelled.
-	Lines []Line
+	Lines []Line `json:",omitempty"`
 	// XStep, when positive, is the distance between the X axis's ticks
 	// on a linear axis, such as a period the data repeats with; zero
 	// leaves the ticks to the drawing.
-	XStep float64
+	XStep float64 `json:",omitempty"`
 }
 
 // Line is a horizontal reference line at Y, labelled.

@@ -181,6 +181,19 @@ type Chart struct {
 	XScale, YScale Scale
 	// Shade marks spans of the X axis, such as the time a fault lasted.
 	Shade []Span
+	// Lines are horizontal reference lines, such as a dependency's
+	// capacity or a rate limit, drawn across the chart and labelled.
+	Lines []Line `json:",omitempty"`
+	// XStep, when positive, is the distance between the X axis's ticks
+	// on a linear axis, such as a period the data repeats with; zero
+	// leaves the ticks to the drawing.
+	XStep float64 `json:",omitempty"`
+}
+
+// Line is a horizontal reference line at Y, labelled.
+type Line struct {
+	Y     float64
+	Label string
 }
 
 // Scale is how a chart axis is spaced.

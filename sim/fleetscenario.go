@@ -95,8 +95,13 @@ func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 	}
 	res := &Result{Scenario: "fleet", Population: "open", Params: Values(p),
 		Columns: []string{"budget", "requests", "retries", "retries_per_s", "peak_per_s", "amplification", "syncs"}}
-	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage", XLabel: "second of the outage",
-		YLabel: "retries per second, log scale", YScale: ScaleLog}
+	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage",
+		XLabel: fmt.Sprintf("second of the outage (%s clients at %v request/s each, open population)", thousands(p.Clients), p.Rate),
+		YLabel: "retries per second, log scale", YScale: ScaleLog,
+		Lines: []Line{
+			{Y: float64(p.Attempts-1) * float64(p.Clients) * p.Rate, Label: fmt.Sprintf("every retry allowed: %d per request", p.Attempts-1)},
+			{Y: 0.1*float64(p.Clients)*p.Rate + 10, Label: "fleet budget's rate: 10% of requests + 10/s"},
+		}}
 	for _, o := range outs {
 		r := o.row
 		res.Rows = append(res.Rows, Row{"budget": r.Budget, "requests": r.Requests, "retries": r.Retries,
@@ -125,4 +130,13 @@ func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 			float64(shared.Retries), bound, shared.RetriesPerSecond, shared.Amplification, float64(floors.Retries)/max(float64(shared.Retries), 1)),
 	}
 	return res, nil
+}
+
+// thousands writes n with a comma between thousands: 100,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -150,10 +150,14 @@ func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 	callChart := Chart{Name: "jitter_calls", Title: "Work: calls until every client has written",
 		XLabel: "clients", YLabel: "calls (writes), log scale", YScale: ScaleLog}
 	timeChart := Chart{Name: "jitter_time", Title: "Time until the last client has written",
-		XLabel: "clients", YLabel: "completion time (ms), log scale", YScale: ScaleLog}
+		XLabel: "clients", YLabel: "completion time (s), log scale", YScale: ScaleLog}
 	for s, name := range jitterStrategies {
 		callChart.Series = append(callChart.Series, Series{Name: name, X: xs, Y: calls[s]})
-		timeChart.Series = append(timeChart.Series, Series{Name: name, X: xs, Y: times[s]})
+		secs := make([]float64, nc)
+		for c, ms := range times[s] {
+			secs[c] = ms / 1000
+		}
+		timeChart.Series = append(timeChart.Series, Series{Name: name, X: xs, Y: secs})
 	}
 	res.Charts = []Chart{callChart, timeChart}
 	res.Claims = jitterClaims(p.Clients, calls, times)

@@ -129,7 +129,7 @@ func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 		res.Rows = append(res.Rows, Row{"mode": layerModes[i], "requests": out.requests,
 			"dependency_attempts": out.bottom, "amplification": round(amp[i], 2),
 			"late_amplification": round(late[i], 2), "success_pct": round(100*float64(out.ok)/float64(out.requests), 2)})
-		s := Series{Name: layerModes[i]}
+		s := Series{Name: fmt.Sprintf("%s: %gx", layerModes[i], round(amp[i], 2))}
 		for b := 0; b < 2*half; b++ {
 			s.X = append(s.X, round(float64(b)/10, 1))
 			s.Y = append(s.Y, float64(10*out.load[b]))

@@ -170,11 +170,13 @@ func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result
 	util := make([]float64, len(outs))
 	done := make([]float64, len(outs)) // seconds
 	chart := Chart{Name: "ratelimit_goodput", Title: "Useful requests per second against the limit",
-		XLabel: "time (s)", YLabel: "successful requests per second"}
+		XLabel: "time (s)", YLabel: "successful requests per second",
+		Lines: []Line{{Y: p.Limit, Label: fmt.Sprintf("rate limit %v/s", p.Limit)}}}
 	var long *Chart
 	if p.LongLimit > 0 {
 		long = &Chart{Name: "ratelimit_long_goodput", Title: fmt.Sprintf("Useful requests per second against a limit of %v/s (long workload)", p.LongLimit),
-			XLabel: "time (min)", YLabel: "successful requests per second, mean over each minute"}
+			XLabel: "time (min)", YLabel: "successful requests per second, mean over each minute",
+			Lines: []Line{{Y: p.LongLimit, Label: fmt.Sprintf("rate limit %v/s", p.LongLimit)}}}
 	}
 	for i, out := range outs {
 		if out.err != nil {

@@ -195,15 +195,32 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 	}
 	chart := Chart{Name: "storm_load", Title: "Load on a failing backend by attempt limit",
 		XLabel: "attempts per call", YLabel: "attempts per second"}
-	for _, pop := range []string{"open", "closed"} {
-		s := Series{Name: pop}
-		for _, r := range rows {
-			if r.population == pop && r.budget == budgetNone {
+	// A line per population without a budget, then each budget's rows,
+	// the scenario's point: with a budget, more attempts add no load.
+	for _, budgeted := range []bool{false, true} {
+		for _, pop := range []string{"open", "closed"} {
+			byBudget := map[string]*Series{}
+			var order []string
+			for _, r := range rows {
+				if r.population != pop || (r.budget != budgetNone) != budgeted {
+					continue
+				}
+				s, ok := byBudget[r.budget]
+				if !ok {
+					name := pop
+					if budgeted {
+						name = r.policy + " (" + pop + ")"
+					}
+					s = &Series{Name: name}
+					byBudget[r.budget], order = s, append(order, r.budget)
+				}
 				s.X = append(s.X, float64(r.attempts))
 				s.Y = append(s.Y, round(r.load, 1))
 			}
+			for _, b := range order {
+				chart.Series = append(chart.Series, *byBudget[b])
+			}
 		}
-		chart.Series = append(chart.Series, s)
 	}
 	res.Charts = []Chart{chart}
 	res.Claims = stormClaims(p, rows, len(specs))

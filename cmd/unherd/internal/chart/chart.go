@@ -6,7 +6,9 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/unherd/unherd/sim"
 	"gonum.org/v1/plot"
@@ -17,11 +19,15 @@ import (
 )
 
 // Size of every chart: 20 cm by 10 cm, about 760 by 380 pixels in PNG;
-// the legend takes a column on the right, off the data.
+// the legend takes rows below the plot, off the data.
 const (
 	Width  = 20 * vg.Centimeter
 	Height = 10 * vg.Centimeter
 )
+
+// ZeroNote is the legend's note on a log axis with zeros, which are drawn
+// on the bottom edge, a log axis having no 0.
+const ZeroNote = "(zeros on the bottom edge)"
 
 // MarkPoints is the most points a series may have for each point to be
 // marked as well as joined.
@@ -51,9 +57,13 @@ var Palette = []color.Color{
 // shade is the fill of a Span: light grey, behind the data.
 var shade = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 
+// reference is the colour of a reference Line: mid grey, thin and
+// finely dotted, so it is not taken for a series.
+var reference = color.RGBA{0x88, 0x88, 0x88, 0xff}
+
 // Write draws c to w in format "png" or "svg".
 func Write(w io.Writer, c sim.Chart, format string) error {
-	p, legend, err := build(c)
+	p, entries, err := build(c)
 	if err != nil {
 		return err
 	}
@@ -62,24 +72,88 @@ func Write(w io.Writer, c sim.Chart, format string) error {
 		return fmt.Errorf("chart %s: %w", c.Name, err)
 	}
 	dc := draw.New(cw)
-	// The legend's column: as wide as its widest entry.
-	lw := legend.Rectangle(dc).Size().X + 0.4*vg.Centimeter
-	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
-	col := draw.Crop(dc, Width-lw+0.2*vg.Centimeter, 0, 0, -0.9*vg.Centimeter)
-	legend.Draw(col)
+	rows, rh := layoutLegend(dc, entries, Width-0.6*vg.Centimeter)
+	lh := vg.Length(len(rows)) * rh
+	// The vertical axis label is drawn here, beside the plot: gonum/plot
+	// reserves its length above the plot as well, which pushed the plot
+	// away from its title.
+	ylabel := p.Y.Label
+	p.Y.Label.Text = ""
+	var lx vg.Length
+	if ylabel.Text != "" {
+		sty := ylabel.TextStyle
+		sty.Rotation = math.Pi / 2
+		sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
+		lx = sty.Height(ylabel.Text) + 0.1*vg.Centimeter
+		mid := (lh + Height) / 2
+		dc.FillText(sty, vg.Point{X: 0.1 * vg.Centimeter, Y: mid}, ylabel.Text)
+	}
+	p.Draw(draw.Crop(dc, lx, 0, lh+0.15*vg.Centimeter, 0))
+	// The legend below the plot, entries side by side in as few rows as
+	// fit the width, each row centred.
+	for r, row := range rows {
+		var rw vg.Length
+		for _, e := range row {
+			rw += e.width
+		}
+		x := (Width - rw) / 2
+		top := lh - vg.Length(r)*rh
+		for _, e := range row {
+			e.legend.Draw(draw.Crop(dc, x, x+e.width-Width, top-rh, top-Height))
+			x += e.width
+		}
+	}
 	_, err = cw.WriteTo(w)
 	return err
 }
 
+// entry is one legend entry: a name and how its series is drawn.
+type entry struct {
+	name  string
+	thumb []plot.Thumbnailer
+}
+
+// placed is an entry as laid out: a legend of that entry alone and its
+// width, gap included.
+type placed struct {
+	legend plot.Legend
+	width  vg.Length
+}
+
+// layoutLegend flows entries into rows no wider than width and returns
+// the rows and the height of one row.
+func layoutLegend(c draw.Canvas, entries []entry, width vg.Length) ([][]placed, vg.Length) {
+	var rows [][]placed
+	var rh, used vg.Length
+	for _, e := range entries {
+		l := plot.NewLegend()
+		l.Top, l.Left = true, true
+		l.Add(e.name, e.thumb...)
+		size := l.Rectangle(c).Size()
+		pe := placed{legend: l, width: size.X + 0.5*vg.Centimeter}
+		rh = max(rh, size.Y+0.1*vg.Centimeter)
+		if len(rows) == 0 || used+pe.width > width {
+			rows, used = append(rows, nil), 0
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], pe)
+		used += pe.width
+	}
+	return rows, rh
+}
+
 // build lays c out as a plot (title, axis labels, a grid, shaded spans,
-// one line per series) and its legend, drawn beside it.
-func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
+// one line per series) and its legend entries, drawn below it.
+func build(c sim.Chart) (*plot.Plot, []entry, error) {
+	var legend []entry
 	p := plot.New()
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
 	p.Title.Text = c.Title
+	p.Title.Padding = 0.3 * vg.Centimeter
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
+	// Axis labels a size smaller than the title: a vertical label longer
+	// than the plot is tall would push the plot down, off the title.
+	p.X.Label.TextStyle.Font.Size = vg.Points(10)
+	p.Y.Label.TextStyle.Font.Size = vg.Points(10)
 	p.X.Tick.Marker = ticker(c.XScale)
 	p.Y.Tick.Marker = ticker(c.YScale)
 	if c.YScale == sim.ScaleLog {
@@ -106,18 +180,36 @@ func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
 		}
 	}
 	if drawn == 0 {
-		return nil, legend, fmt.Errorf("%w in %s", ErrNoData, c.Name)
+		return nil, nil, fmt.Errorf("%w in %s", ErrNoData, c.Name)
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	for _, xys := range series {
+		for _, xy := range xys {
+			xmin, xmax = math.Min(xmin, xy.X), math.Max(xmax, xy.X)
+		}
+	}
+	for _, l := range c.Lines {
+		if l.Y > 0 || c.YScale != sim.ScaleLog {
+			ymin, ymax = math.Min(ymin, l.Y), math.Max(ymax, l.Y)
+		}
+	}
+	if c.XScale == sim.ScaleLinear {
+		if c.XStep > 0 {
+			p.X.Tick.Marker = stepTicks(c.XStep)
+		} else if ts := dataTicks(series); ts != nil {
+			p.X.Tick.Marker = ts
+		}
 	}
 	switch {
 	case math.IsInf(ymin, 1): // only zeros on a log axis
 		ymin, ymax = 1, 10
 	case c.YScale == sim.ScaleLog:
 		// Whole decades. Zeros get a decade of their own at the bottom,
-		// labelled 0, apart from the smallest value.
+		// apart from the smallest value; the axis label says so, as a
+		// log axis has no 0.
 		ymin, ymax = math.Pow(10, math.Floor(math.Log10(ymin))), math.Pow(10, math.Ceil(math.Log10(ymax)))
 		if zeros {
 			ymin /= 10
-			p.Y.Tick.Marker = zeroFloor{floor: ymin}
 		}
 	case ymin > 0:
 		// Keep zero in view on a linear axis when all values are
@@ -133,22 +225,36 @@ func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
 	for _, sp := range c.Shade {
 		poly, err := plotter.NewPolygon(plotter.XYs{{X: sp.From, Y: ymin}, {X: sp.To, Y: ymin}, {X: sp.To, Y: ymax}, {X: sp.From, Y: ymax}})
 		if err != nil {
-			return nil, legend, fmt.Errorf("chart %s, span %s: %w", c.Name, sp.Label, err)
+			return nil, nil, fmt.Errorf("chart %s, span %s: %w", c.Name, sp.Label, err)
 		}
 		poly.Color = shade
 		poly.LineStyle.Width = 0
 		p.Add(poly)
 		if sp.Label != "" {
-			legend.Add(sp.Label, poly)
+			legend = append(legend, entry{sp.Label, []plot.Thumbnailer{poly}})
 		}
 	}
 	p.Add(plotter.NewGrid())
+	for _, l := range c.Lines {
+		if c.YScale == sim.ScaleLog && l.Y <= 0 {
+			continue
+		}
+		ref, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: l.Y}, {X: xmax, Y: l.Y}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("chart %s, line %s: %w", c.Name, l.Label, err)
+		}
+		ref.Color = reference
+		ref.Width = vg.Points(1)
+		ref.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(ref)
+		legend = append(legend, entry{l.Label, []plot.Thumbnailer{ref}})
+	}
 	for i, xys := range series {
 		if len(xys) == 0 {
 			continue
 		}
 		// Zeros on a log axis (-Inf from finite) lie on the bottom edge,
-		// labelled 0, so a series that falls to nothing is seen to.
+		// so a series that falls to nothing is seen to.
 		for k := range xys {
 			if math.IsInf(xys[k].Y, -1) {
 				xys[k].Y = ymin
@@ -157,21 +263,19 @@ func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
 		name := c.Series[i].Name
 		line, err := plotter.NewLine(xys)
 		if err != nil {
-			return nil, legend, fmt.Errorf("chart %s, series %s: %w", c.Name, name, err)
+			return nil, nil, fmt.Errorf("chart %s, series %s: %w", c.Name, name, err)
 		}
 		line.Color = Palette[i%len(Palette)]
 		line.Width = vg.Points(1.5)
-		if len(xys) <= MarkPoints {
-			// Dashes tell short series apart in grey; on long, noisy
-			// series they only blur the line.
-			line.Dashes = plotutil.Dashes(i)
-		}
+		// Dashes tell series apart without colour, and series that lie
+		// on top of each other apart at all.
+		line.Dashes = Dashes(i)
 		p.Add(line)
 		thumb := []plot.Thumbnailer{line}
 		if len(xys) <= MarkPoints {
 			pts, err := plotter.NewScatter(xys)
 			if err != nil {
-				return nil, legend, fmt.Errorf("chart %s, series %s: %w", c.Name, name, err)
+				return nil, nil, fmt.Errorf("chart %s, series %s: %w", c.Name, name, err)
 			}
 			pts.Color = line.Color
 			pts.Shape = plotutil.Shape(i)
@@ -179,10 +283,104 @@ func build(c sim.Chart) (*plot.Plot, plot.Legend, error) {
 			p.Add(pts)
 			thumb = append(thumb, pts)
 		}
-		legend.Add(name, thumb...)
+		legend = append(legend, entry{name, thumb})
+	}
+	if zeros {
+		// Said in the legend: the axis label has no room for it.
+		legend = append(legend, entry{name: ZeroNote})
 	}
 	p.Y.Min, p.Y.Max = ymin, ymax
 	return p, legend, nil
+}
+
+// dashes are the dash patterns of series in order, in points: solid,
+// then patterns long enough to read on a noisy line.
+var dashes = [][]float64{nil, {6, 3}, {1.5, 2.5}, {8, 3, 1.5, 3}, {3, 3}, {10, 4}, {1.5, 2.5, 1.5, 2.5, 6, 2.5}, {12, 3, 3, 3}}
+
+// Dashes returns the dash pattern of the i'th series.
+func Dashes(i int) []vg.Length {
+	var d []vg.Length
+	for _, v := range dashes[i%len(dashes)] {
+		d = append(d, vg.Points(v))
+	}
+	return d
+}
+
+// stepTicks places a labelled tick at every multiple of its step.
+type stepTicks float64
+
+// Ticks implements plot.Ticker.
+func (s stepTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := float64(s)
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9 && len(ts) < 100; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: Format(v)})
+	}
+	return ts
+}
+
+// MaxDataTicks is the most distinct X values for which the X ticks are
+// the data's X values themselves.
+const MaxDataTicks = 12
+
+// dataTicks returns ticks at the X values of the points when the series
+// have at most MaxDataTicks of them, so each tick falls on a
+// measurement; nil otherwise.
+func dataTicks(series []plotter.XYs) plot.Ticker {
+	seen := map[float64]bool{}
+	for _, xys := range series {
+		for _, xy := range xys {
+			seen[xy.X] = true
+			if len(seen) > MaxDataTicks {
+				return nil
+			}
+		}
+	}
+	if len(seen) < 2 {
+		return nil
+	}
+	xs := make([]float64, 0, len(seen))
+	for x := range seen {
+		xs = append(xs, x)
+	}
+	sort.Float64s(xs)
+	ts := make(plot.ConstantTicks, len(xs))
+	for i, x := range xs {
+		ts[i] = plot.Tick{Value: x, Label: Format(x)}
+	}
+	return ts
+}
+
+// Format writes v as a tick label: no trailing zeros, at most six
+// significant digits, and a comma between thousands: 11,708 and 0.25.
+func Format(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if a := math.Abs(v); a != 0 && (a < 1e-4 || a >= 1e15) {
+		return strconv.FormatFloat(v, 'g', 6, 64)
+	} else if a != 0 {
+		// Six significant digits, without trailing zeros.
+		digits := max(0, 5-int(math.Floor(math.Log10(a))))
+		s = strconv.FormatFloat(v, 'f', digits, 64)
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+	}
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if frac != "" {
+		return sign + b.String() + "." + frac
+	}
+	return sign + b.String()
 }
 
 // ticker returns the tick marker for an axis scale.
@@ -196,17 +394,27 @@ func ticker(s sim.Scale) plot.Ticker {
 	return plainTicks{}
 }
 
-// plainTicks places ticks as gonum/plot does by default but labels them
-// without trailing zeros: 25, not 25.00.
+// plainTicks places ticks at multiples of 1, 2 or 5 times a power of ten,
+// four to ten of them, labelled with Format: 25, not 25.00, and 11,708.
 type plainTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+	if !(hi > lo) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	p := math.Pow(10, math.Floor(math.Log10((hi-lo)/4)))
+	step := 10 * p
+	for _, m := range []float64{1, 2, 5} {
+		if (hi-lo)/(m*p) <= 10 {
+			step = m * p
+			break
 		}
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		v = math.Round(v/step) * step
+		ts = append(ts, plot.Tick{Value: v, Label: Format(v)})
 	}
 	return ts
 }
@@ -225,24 +433,9 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || hi/lo < 100 {
-				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+				t.Label = Format(v)
 			}
 			ts = append(ts, t)
-		}
-	}
-	return ts
-}
-
-// zeroFloor is logTicks on an axis whose bottom edge, floor, stands for
-// zero.
-type zeroFloor struct{ floor float64 }
-
-// Ticks implements plot.Ticker.
-func (z zeroFloor) Ticks(lo, hi float64) []plot.Tick {
-	ts := logTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Value == z.floor {
-			ts[i].Label = "0"
 		}
 	}
 	return ts

@@ -3,6 +3,7 @@ package chart
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"strings"
@@ -84,21 +85,27 @@ func TestNinesTicks(t *testing.T) {
 }
 
 // A log axis spans whole decades, and a zero is drawn on its bottom edge
-// instead of being dropped; a shaded span is in the legend.
+// instead of being dropped, with no tick labelled 0 (a log axis has no
+// zero) but the axis label saying so; a shaded span is in the legend.
 func TestLogAxisAndShade(t *testing.T) {
-	c := sim.Chart{Name: "load", YScale: sim.ScaleLog, Shade: []sim.Span{{From: 1, To: 2, Label: "down"}},
+	c := sim.Chart{Name: "load", YScale: sim.ScaleLog, YLabel: "load", Shade: []sim.Span{{From: 1, To: 2, Label: "down"}},
 		Series: []sim.Series{{Name: "a", X: []float64{0, 1, 2, 3}, Y: []float64{300, 0, 40, 300}}}}
-	p, _, err := build(c)
+	p, legend, err := build(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 40 to 300 spans the decades 10 to 1000; the zero gets the decade
-	// below, labelled 0.
+	// below.
 	if p.Y.Min != 1 || p.Y.Max != 1000 {
 		t.Errorf("log axis from %v to %v, want 1 to 1000", p.Y.Min, p.Y.Max)
 	}
-	if ts := p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max); ts[0].Value != 1 || ts[0].Label != "0" {
-		t.Errorf("bottom tick %+v, want 1 labelled 0", ts[0])
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		if tk.Label == "0" {
+			t.Errorf("tick %+v labelled 0 on a log axis", tk)
+		}
+	}
+	if last := legend[len(legend)-1]; last.name != ZeroNote {
+		t.Errorf("legend ends with %q, not the note on zeros", last.name)
 	}
 	var b bytes.Buffer
 	if err := Write(&b, c, "svg"); err != nil {
@@ -106,5 +113,140 @@ func TestLogAxisAndShade(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "down") {
 		t.Error("the shaded span is not in the legend")
+	}
+}
+
+// No log axis tick, over ranges from a fraction to millions, is labelled
+// 0, and labels of thousands carry separators.
+func TestLogTicks(t *testing.T) {
+	for _, r := range [][2]float64{{0.001, 1}, {0.1, 10}, {1, 1e6}, {100, 1e5}, {10, 100}} {
+		for _, tk := range (logTicks{}).Ticks(r[0], r[1]) {
+			if tk.Label == "0" || tk.Value <= 0 {
+				t.Errorf("range %v: tick %+v", r, tk)
+			}
+			if tk.Value == 10000 && tk.Label != "10,000" {
+				t.Errorf("range %v: 10000 labelled %q", r, tk.Label)
+			}
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for v, want := range map[float64]string{
+		0: "0", 5: "5", 25: "25", 999: "999", 1000: "1,000", 11708: "11,708", 100000: "100,000",
+		1234567: "1,234,567", -11708: "-11,708", 0.25: "0.25", 1.5: "1.5", 0.001: "0.001",
+		1234.5: "1,234.5", 2.0000001: "2",
+	} {
+		if got := Format(v); got != want {
+			t.Errorf("Format(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// With few X values, the X ticks are the data's X values: clients 10 to
+// 190 by 30 give ticks at 10, 40, ..., 190 and no other.
+func TestTicksOnData(t *testing.T) {
+	xs := []float64{10, 40, 70, 100, 130, 160, 190}
+	c := sim.Chart{Name: "calls", Series: []sim.Series{{Name: "a", X: xs, Y: []float64{1, 2, 3, 4, 5, 6, 7}}}}
+	p, _, err := build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := p.X.Tick.Marker.Ticks(10, 190)
+	var got []string
+	for _, tk := range ts {
+		got = append(got, tk.Label)
+	}
+	if s := strings.Join(got, " "); s != "10 40 70 100 130 160 190" {
+		t.Errorf("X ticks %q", s)
+	}
+	// A long series keeps the default ticks.
+	long := sim.Series{Name: "a"}
+	for i := range 100 {
+		long.X, long.Y = append(long.X, float64(i)), append(long.Y, 1)
+	}
+	p, _, err = build(sim.Chart{Name: "long", Series: []sim.Series{long}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.X.Tick.Marker.(plainTicks); !ok {
+		t.Errorf("X ticks of a 100-point series are %T", p.X.Tick.Marker)
+	}
+}
+
+// Every series has its own dash pattern, so series on top of each other
+// and series in grey are told apart.
+func TestDashesDistinct(t *testing.T) {
+	seen := map[string]int{}
+	for i := range len(dashes) {
+		k := fmt.Sprint(Dashes(i))
+		if j, ok := seen[k]; ok {
+			t.Errorf("series %d and %d share dashes %s", j, i, k)
+		}
+		seen[k] = i
+	}
+}
+
+// The legend lies below the plot: the plot keeps the full width.
+func TestLegendBelow(t *testing.T) {
+	c := sample()
+	c.Series = append(c.Series, sim.Series{Name: "every layer + token bucket, a long name", X: []float64{1, 2}, Y: []float64{1, 2}})
+	var b bytes.Buffer
+	if err := Write(&b, c, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "a long name") {
+		t.Error("legend entry missing")
+	}
+}
+
+// A chart with an X step has its ticks on the step's multiples: a 60 s
+// interval over 0 to 179 s gives 0, 60, 120; a reference line lies
+// inside the vertical range and is in the legend.
+func TestStepAndLine(t *testing.T) {
+	s := sim.Series{Name: "a"}
+	for i := range 180 {
+		s.X, s.Y = append(s.X, float64(i)), append(s.Y, 10)
+	}
+	c := sim.Chart{Name: "p", XStep: 60, YScale: sim.ScaleLog, Series: []sim.Series{s},
+		Lines: []sim.Line{{Y: 500, Label: "capacity 500/s"}}}
+	p, legend, err := build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tk := range p.X.Tick.Marker.Ticks(0, 179) {
+		got = append(got, tk.Label)
+	}
+	if s := strings.Join(got, " "); s != "0 60 120" {
+		t.Errorf("X ticks %q", s)
+	}
+	if p.Y.Max < 500 {
+		t.Errorf("Y axis ends at %v, below the line at 500", p.Y.Max)
+	}
+	if len(legend) != 2 || legend[0].name != "capacity 500/s" {
+		t.Errorf("legend %+v", legend)
+	}
+}
+
+// Linear ticks step by 1, 2 or 5 times a power of ten: 0 to 19.9 s gives
+// 0, 2, ..., 18, not 0, 9, 18.
+func TestPlainTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		{0, 19.9, "0 2 4 6 8 10 12 14 16 18"},
+		{0, 500, "0 100 200 300 400 500"},
+		{0, 12000, "0 2,000 4,000 6,000 8,000 10,000 12,000"},
+		{1, 5, "1 2 3 4 5"},
+	} {
+		var got []string
+		for _, tk := range (plainTicks{}).Ticks(c.lo, c.hi) {
+			got = append(got, tk.Label)
+		}
+		if s := strings.Join(got, " "); s != c.want {
+			t.Errorf("%v to %v: ticks %q, want %q", c.lo, c.hi, s, c.want)
+		}
 	}
 }

@@ -23,7 +23,8 @@
 // a terminal, a line with the scenario and the percent done every few
 // seconds otherwise; --quiet turns it off. Exit codes: 0 on success, 1
 // when a run or a file fails, 2 for a usage error (an unknown command,
-// scenario or flag, a bad flag value), 130 when interrupted (Ctrl-C).
+// scenario or flag, a bad flag value), 130 when interrupted (Ctrl-C or
+// SIGTERM); vet adds 2 for packages it could not check (unherd vet -h).
 //
 // The command is built with profile-guided optimisation: go build, go run
 // and go install use default.pgo, a CPU profile of the report at its
@@ -42,6 +43,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/unherd/unherd/cmd/unherd/internal/progress"
@@ -53,10 +55,12 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitNotChecked is vet's code for packages it could not check.
+	exitNotChecked = 2
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runContext(ctx, newEnv(os.Stdout, os.Stderr), os.Args[1:])
 	stop()
 	os.Exit(code)
@@ -132,6 +136,16 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...), help: "unherd help"}
 }
 
+// exitError ends a command with an exit code of its own after printing
+// err.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (x *exitError) Error() string { return x.err.Error() }
+func (x *exitError) Unwrap() error { return x.err }
+
 // errHelp means help was asked for and printed: exit code 0.
 var errHelp = errors.New("help requested")
 
@@ -181,12 +195,16 @@ func runContext(ctx context.Context, e *env, args []string) int {
 		err = usagef("unknown command %q (want %s or help)", cmd, strings.Join(names, ", "))
 	}
 	var u *usageError
+	var x *exitError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		fmt.Fprintln(e.stderr, "unherd: interrupted")
 		return exitInterrupted
+	case errors.As(err, &x):
+		fmt.Fprintf(e.stderr, "unherd: %v\n", err)
+		return x.code
 	case errors.As(err, &u):
 		fmt.Fprintf(e.stderr, "unherd: %v\nRun '%s' for usage.\n", err, u.help)
 		return exitUsage

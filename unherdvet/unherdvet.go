@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/checker"
@@ -127,9 +128,11 @@ func Check(dir string, patterns ...string) ([]Finding, error) {
 // would. A file whose blocks nest deeper than MaxNesting is refused.
 //
 // A package that fails to load is a Failure and the others are still
-// checked. The error is ctx's when ctx is done first: Run then returns
-// at once, and the work under way stops at the next package (go list
-// is interrupted, then killed).
+// checked. The error is ctx's when ctx is done first: go list is then
+// interrupted (and killed 5 seconds later if it has not stopped), type
+// checking stops at the next package, and Run returns once go list has
+// exited, or after CancelGrace at most, leaving the check of the
+// package under way to finish in the background.
 func Run(ctx context.Context, dir string, patterns ...string) (*Result, error) {
 	type outcome struct {
 		res *Result
@@ -144,9 +147,21 @@ func Run(ctx context.Context, dir string, patterns ...string) (*Result, error) {
 	case o := <-done:
 		return o.res, o.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	grace := time.NewTimer(CancelGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+	}
+	return nil, ctx.Err()
 }
+
+// CancelGrace is how long Run waits, once its context is done, for go
+// list to stop (go/packages interrupts it, then kills it after 5
+// seconds) and the loading to wind down, so that a command that exits
+// when Run returns leaves no go list behind.
+const CancelGrace = 10 * time.Second
 
 func run(ctx context.Context, dir string, patterns []string) (*Result, error) {
 	res := &Result{}

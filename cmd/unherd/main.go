@@ -59,11 +59,14 @@ const (
 	exitNotChecked = 2
 )
 
-func main() {
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// runMain runs args as the command does: Ctrl-C (SIGINT) and SIGTERM
+// cancel the run. It returns the exit code.
+func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := runContext(ctx, newEnv(os.Stdout, os.Stderr), os.Args[1:])
-	stop()
-	os.Exit(code)
+	defer stop()
+	return runContext(ctx, newEnv(stdout, stderr), args)
 }
 
 // run runs the command line args (without the program name) and returns

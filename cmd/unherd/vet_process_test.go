@@ -249,7 +249,7 @@ func TestVetSignal(t *testing.T) {
 			dir := waitingModule(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			c := startVet(ctx, t, dir, env, "vet", "--timeout", "0", ".")
+			c := startVet(ctx, t, dir, env, "vet", ".")
 			await.Recv(t, asked, "go list to ask the module proxy")
 			if err := c.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)

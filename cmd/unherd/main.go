@@ -4,6 +4,7 @@
 //	unherd report [--out DIR] [--seed N] [--seeds N] [--quiet] [--cpuprofile FILE]
 //	unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--quiet]
 //	unherd whatif --policy FILE|- [--json] [--quiet]
+//	unherd vet [--json] [--timeout D] [PACKAGES]
 //	unherd help
 //
 // report runs every scenario at its published size on five seeds (--seed
@@ -17,7 +18,10 @@
 // prints one JSON object and nothing else on standard output. whatif
 // judges a retry policy from a YAML or JSON file (at most 1 MiB; - reads
 // standard input) in the outage and storm scenarios beside unherd's
-// default.
+// default. vet runs the retry checks of package unherdvet over Go
+// packages (each path in its own module) without compiling them or
+// running cgo; it exits 1 when it finds something, and 2, never 0, when a
+// package could not be checked and nothing was found (unherd vet -h).
 //
 // Progress goes to standard error once a run has taken a second: a bar on
 // a terminal, a line with the scenario and the percent done every few

@@ -13,6 +13,22 @@
 //
 //	client.go:41: nojitter: retry loop waits a constant 1s between attempts: ...
 //
+// # Loading, and what runs on the code
+//
+// Run (and Check, and unherd vet) loads each path in the module whose
+// go.mod governs it, from any directory. It asks go list only for the
+// package graph (no -export, no -compiled, CGO_ENABLED=0), so that no
+// compiler, cgo or C preprocessor runs on the code, and parses and
+// type-checks the packages and their dependencies in this process. A
+// package that does not load, does not type-check, or has a file whose
+// blocks nest deeper than MaxNesting is a Failure, and the others are
+// still checked. Cancelling the context stops go list and the loading.
+//
+// unherd vet exits 0 when every package was checked and nothing was
+// found, 1 when something was found (packages it could not check are
+// listed on standard error), 2 when nothing was found but a package could
+// not be checked or the run timed out: never 0 after a failure.
+//
 // # Checks
 //
 //   - nojitter: a retry loop that waits a constant or non-random delay

@@ -4,6 +4,7 @@
 //	unherd report [--out DIR] [--seed N] [--seeds N] [--quiet] [--cpuprofile FILE]
 //	unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--quiet]
 //	unherd whatif --policy FILE|- [--json] [--quiet]
+//	unherd vet [--json] [--timeout D] [PACKAGES]
 //	unherd help
 //
 // report runs every scenario at its published size on five seeds (--seed
@@ -17,13 +18,17 @@
 // prints one JSON object and nothing else on standard output. whatif
 // judges a retry policy from a YAML or JSON file (at most 1 MiB; - reads
 // standard input) in the outage and storm scenarios beside unherd's
-// default.
+// default. vet runs the retry checks of package unherdvet over Go
+// packages (each path in its own module) without compiling them or
+// running cgo; it exits 1 when it finds something, and 2, never 0, when a
+// package could not be checked and nothing was found (unherd vet -h).
 //
 // Progress goes to standard error once a run has taken a second: a bar on
 // a terminal, a line with the scenario and the percent done every few
 // seconds otherwise; --quiet turns it off. Exit codes: 0 on success, 1
 // when a run or a file fails, 2 for a usage error (an unknown command,
-// scenario or flag, a bad flag value), 130 when interrupted (Ctrl-C).
+// scenario or flag, a bad flag value), 130 when interrupted (Ctrl-C or
+// SIGTERM); vet adds 2 for packages it could not check (unherd vet -h).
 //
 // The command is built with profile-guided optimisation: go build, go run
 // and go install use default.pgo, a CPU profile of the report at its
@@ -42,6 +47,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/unherd/unherd/cmd/unherd/internal/progress"
@@ -53,13 +59,18 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitNotChecked is vet's code for packages it could not check.
+	exitNotChecked = 2
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := runContext(ctx, newEnv(os.Stdout, os.Stderr), os.Args[1:])
-	stop()
-	os.Exit(code)
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// runMain runs args as the command does: Ctrl-C (SIGINT) and SIGTERM
+// cancel the run. It returns the exit code.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, newEnv(stdout, stderr), args)
 }
 
 // run runs the command line args (without the program name) and returns
@@ -132,6 +143,16 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...), help: "unherd help"}
 }
 
+// exitError ends a command with an exit code of its own after printing
+// err.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (x *exitError) Error() string { return x.err.Error() }
+func (x *exitError) Unwrap() error { return x.err }
+
 // errHelp means help was asked for and printed: exit code 0.
 var errHelp = errors.New("help requested")
 
@@ -181,12 +202,16 @@ func runContext(ctx context.Context, e *env, args []string) int {
 		err = usagef("unknown command %q (want %s or help)", cmd, strings.Join(names, ", "))
 	}
 	var u *usageError
+	var x *exitError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		fmt.Fprintln(e.stderr, "unherd: interrupted")
 		return exitInterrupted
+	case errors.As(err, &x):
+		fmt.Fprintf(e.stderr, "unherd: %v\n", err)
+		return x.code
 	case errors.As(err, &u):
 		fmt.Fprintf(e.stderr, "unherd: %v\nRun '%s' for usage.\n", err, u.help)
 		return exitUsage

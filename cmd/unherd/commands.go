@@ -156,6 +156,13 @@ func printResult(w io.Writer, desc string, r *sim.Result) error {
 	return err
 }
 
+// reportSynopsis and whatifSynopsis are the commands' usage lines after
+// "unherd ", in the help and in their own -h: every flag they define.
+const (
+	reportSynopsis = "report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet] [--cpuprofile FILE]"
+	whatifSynopsis = "whatif --policy FILE|- [--json] [--seed N] [--workers N] [--quiet]"
+)
+
 // reportSeeds is how many seeds the report judges every claim on.
 const reportSeeds = 5
 
@@ -166,7 +173,7 @@ func (e *env) report(ctx context.Context, args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (pprof format; scripts/pgo.sh makes the build's profile with it)")
 	var rf runFlags
 	rf.register(fs)
-	if err := e.parse(fs, args, "unherd report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet] [--cpuprofile FILE]"); err != nil {
+	if err := e.parse(fs, args, "unherd "+reportSynopsis); err != nil {
 		return err
 	}
 	if *seeds < 1 || *seeds > 100 {
@@ -362,7 +369,7 @@ var reserved = []string{"json", "seed", "seeds", "workers", "quiet", "h", "help"
 func (e *env) sim(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Fprintf(e.stdout, "Usage: unherd sim NAME [flags] [--json] [--seed N]\n\nScenarios: %s\n", strings.TrimPrefix(e.known(), "known: "))
+			fmt.Fprintf(e.stdout, "Usage: unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--workers N] [--quiet]\n\nScenarios: %s\n", strings.TrimPrefix(e.known(), "known: "))
 			return errHelp
 		}
 		return usagef("sim: want a scenario name first: unherd sim NAME [flags] (%s)", e.known())
@@ -438,7 +445,7 @@ func (e *env) whatif(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object (policy, results) and nothing else")
 	var rf runFlags
 	rf.register(fs)
-	if err := e.parse(fs, args, "unherd whatif --policy FILE|- [--json] [--seed N] [--quiet]"); err != nil {
+	if err := e.parse(fs, args, "unherd "+whatifSynopsis); err != nil {
 		return err
 	}
 	if *file == "" {

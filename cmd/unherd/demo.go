@@ -52,15 +52,18 @@ type demoLedger struct {
 }
 
 func (e *env) demo(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "payments" {
-		return usagef("demo: want 'demo payments', the one demo there is")
-	}
 	fs := flag.NewFlagSet("demo payments", flag.ContinueOnError)
 	n := fs.Int("payments", 1000, "how many payments to make in each run, 1 to 100000")
 	drop := fs.Float64("drop", 0.08, "share of the server's responses dropped after the charge commits, 0 to 0.5")
 	seed := fs.Uint64("seed", 1, "seed of the draws that pick the dropped responses")
 	redisAddr := fs.String("redis", "", "keep the idempotency records in the Redis at this loopback `address` (host:port)")
 	pgDSN := fs.String("postgres", "", "keep the records and the charges in the PostgreSQL at this loopback `DSN`")
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		return e.parse(fs, args[:1], demoSynopsis) // prints the usage
+	case len(args) == 0 || args[0] != "payments":
+		return usagef("demo: want 'demo payments', the one demo there is ('unherd demo -h' lists its flags)")
+	}
 	if err := e.parse(fs, args[1:], demoSynopsis); err != nil {
 		return err
 	}

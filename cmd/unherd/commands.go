@@ -442,7 +442,7 @@ func writeJSON(w io.Writer, v any) error {
 func (e *env) whatif(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
 	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget, timeouts); - reads standard input")
-	asJSON := fs.Bool("json", false, "print one JSON object (policy, results) and nothing else")
+	asJSON := fs.Bool("json", false, "print one JSON object and nothing else: the policies under policy and default, the verdicts, and results whose params are the scenarios' own")
 	var rf runFlags
 	rf.register(fs)
 	if err := e.parse(fs, args, "unherd "+whatifSynopsis); err != nil {
@@ -498,7 +498,7 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 	}{
 		{"mean load during the outage / capacity", func(i sim.Impact) float64 { return i.MeanX }},
 		{"peak load / capacity", func(i sim.Impact) float64 { return i.PeakX }},
-		{"attempts per call in the outage", func(i sim.Impact) float64 { return i.Amplification }},
+		{"attempts in the outage per call begun in it", func(i sim.Impact) float64 { return i.Amplification }},
 		{"recovery after the return, s (-1: none)", func(i sim.Impact) float64 { return i.RecoverS }},
 		{"calls that succeeded, %", func(i sim.Impact) float64 { return i.SuccessPct }},
 	}
@@ -515,6 +515,10 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 	if err := table.Text(w, side); err != nil {
 		return err
 	}
+	fmt.Fprintln(w, "\nAmplification counts every attempt sent while the dependency is down,")
+	fmt.Fprintln(w, "retries of calls begun before it included, over the calls begun in that")
+	fmt.Fprintln(w, "time: callers stuck retrying start few new calls, so it can exceed the")
+	fmt.Fprintln(w, "attempt cap. It is the load multiplier on the outage, not attempts per call.")
 	fmt.Fprintln(w)
 	for _, r := range rep.Results {
 		if err := printResult(w, "", r); err != nil {

@@ -71,3 +71,17 @@ func TestUsageListsEveryFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfExplainsAmplification: the text says what amplification
+// counts, since it can exceed the policy's attempt cap.
+func TestWhatIfExplainsAmplification(t *testing.T) {
+	var out, errb bytes.Buffer
+	e := fakeEnv(&out, &errb)
+	e.stdin = strings.NewReader("attempts: 3\n")
+	if code := runContext(t.Context(), e, []string{"whatif", "--policy", "-", "--quiet"}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "can exceed the\nattempt cap") && !strings.Contains(out.String(), "exceed the attempt cap") {
+		t.Errorf("the what-if text does not explain amplification:\n%s", out.String())
+	}
+}

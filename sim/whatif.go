@@ -47,7 +47,9 @@ type WhatIfReport struct {
 	// from one is harm), else "better" if better for either, else
 	// "similar".
 	Overall string `json:"overall"`
-	// Results are the outage table, then the storm table.
+	// Results are the outage table, then the storm table. Their params
+	// are the scenarios' own parameters only; the policies judged are
+	// Policy and Default above, never mixed into params.
 	Results []*Result `json:"results"`
 }
 
@@ -77,7 +79,11 @@ type Impact struct {
 	// highest load in any 100 ms, as multiples of the capacity.
 	MeanX float64 `json:"mean_x_capacity"`
 	PeakX float64 `json:"peak_x_capacity"`
-	// Amplification is attempts per call during the outage.
+	// Amplification is the attempts sent while the dependency was down
+	// over the calls that began in that time. The attempts include the
+	// retries of calls begun before the outage, so for a closed
+	// population whose callers spend the outage retrying it can exceed
+	// the policy's attempt cap; it is not attempts per call.
 	Amplification float64 `json:"amplification"`
 	// RecoverS is the seconds after the dependency's return until
 	// goodput is back to 95% of its healthy level; -1 if not within the
@@ -109,14 +115,28 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 	rep := &WhatIfReport{Policy: policy, Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
 		Capacity: op.Capacity, Outage: op.Down.String()}
 
-	ores, orows, err := runOutage(ctx, op, specs, o)
+	// The outage runs are the first half of the progress, the storm runs
+	// the second, so that it never goes back between the two.
+	oo, so := o, o
+	if o.Progress != nil {
+		oo.Progress = func(d, t int) {
+			if t > 0 {
+				o.Progress(100*d/t, 200)
+			}
+		}
+		so.Progress = func(d, t int) {
+			if t > 0 {
+				o.Progress(100+100*d/t, 200)
+			}
+		}
+	}
+	ores, orows, err := runOutage(ctx, op, specs, oo)
 	if err != nil {
 		return nil, err
 	}
 	outage := &Result{Scenario: "outage", Population: ores.Population, Params: Values(op),
 		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "recover_s", "failed"),
 		Charts:  ores.Charts}
-	outage.Params["policy"] = policy
 	for _, r := range orows {
 		outage.Rows = append(outage.Rows, Row{"population": r.population, "policy": r.policy,
 			"peak_rps": round(r.peak, 0), "amplification": round(r.amp, 2),
@@ -137,13 +157,12 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 		}
 	}
 
-	_, srows, err := runStorm(ctx, sp, specs, o)
+	_, srows, err := runStorm(ctx, sp, specs, so)
 	if err != nil {
 		return nil, err
 	}
 	storm := &Result{Scenario: "storm", Population: "closed and open", Params: Values(sp),
 		Columns: append(append([]string(nil), whatIfColumns...), "load_rps")}
-	storm.Params["policy"] = policy
 	for _, r := range srows {
 		storm.Rows = append(storm.Rows, Row{"population": r.population, "policy": r.policy,
 			"peak_rps": round(r.peak, 0), "amplification": round(r.amp, 2),

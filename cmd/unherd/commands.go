@@ -156,6 +156,13 @@ func printResult(w io.Writer, desc string, r *sim.Result) error {
 	return err
 }
 
+// reportSynopsis and whatifSynopsis are the commands' usage lines after
+// "unherd ", in the help and in their own -h: every flag they define.
+const (
+	reportSynopsis = "report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet] [--cpuprofile FILE]"
+	whatifSynopsis = "whatif --policy FILE|- [--json] [--seed N] [--workers N] [--quiet]"
+)
+
 // reportSeeds is how many seeds the report judges every claim on.
 const reportSeeds = 5
 
@@ -166,7 +173,7 @@ func (e *env) report(ctx context.Context, args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (pprof format; scripts/pgo.sh makes the build's profile with it)")
 	var rf runFlags
 	rf.register(fs)
-	if err := e.parse(fs, args, "unherd report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet] [--cpuprofile FILE]"); err != nil {
+	if err := e.parse(fs, args, "unherd "+reportSynopsis); err != nil {
 		return err
 	}
 	if *seeds < 1 || *seeds > 100 {
@@ -362,7 +369,7 @@ var reserved = []string{"json", "seed", "seeds", "workers", "quiet", "h", "help"
 func (e *env) sim(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Fprintf(e.stdout, "Usage: unherd sim NAME [flags] [--json] [--seed N]\n\nScenarios: %s\n", strings.TrimPrefix(e.known(), "known: "))
+			fmt.Fprintf(e.stdout, "Usage: unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--workers N] [--quiet]\n\nScenarios: %s\n", strings.TrimPrefix(e.known(), "known: "))
 			return errHelp
 		}
 		return usagef("sim: want a scenario name first: unherd sim NAME [flags] (%s)", e.known())
@@ -435,10 +442,10 @@ func writeJSON(w io.Writer, v any) error {
 func (e *env) whatif(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
 	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget, timeouts); - reads standard input")
-	asJSON := fs.Bool("json", false, "print one JSON object (policy, results) and nothing else")
+	asJSON := fs.Bool("json", false, "print one JSON object and nothing else: the policies under policy and default, the verdicts, and results whose params are the scenarios' own")
 	var rf runFlags
 	rf.register(fs)
-	if err := e.parse(fs, args, "unherd whatif --policy FILE|- [--json] [--seed N] [--quiet]"); err != nil {
+	if err := e.parse(fs, args, "unherd "+whatifSynopsis); err != nil {
 		return err
 	}
 	if *file == "" {
@@ -491,7 +498,7 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 	}{
 		{"mean load during the outage / capacity", func(i sim.Impact) float64 { return i.MeanX }},
 		{"peak load / capacity", func(i sim.Impact) float64 { return i.PeakX }},
-		{"attempts per call in the outage", func(i sim.Impact) float64 { return i.Amplification }},
+		{"attempts in the outage per call begun in it", func(i sim.Impact) float64 { return i.Amplification }},
 		{"recovery after the return, s (-1: none)", func(i sim.Impact) float64 { return i.RecoverS }},
 		{"calls that succeeded, %", func(i sim.Impact) float64 { return i.SuccessPct }},
 	}
@@ -508,6 +515,10 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 	if err := table.Text(w, side); err != nil {
 		return err
 	}
+	fmt.Fprintln(w, "\nAmplification counts every attempt sent while the dependency is down,")
+	fmt.Fprintln(w, "retries of calls begun before it included, over the calls begun in that")
+	fmt.Fprintln(w, "time: callers stuck retrying start few new calls, so it can exceed the")
+	fmt.Fprintln(w, "attempt cap. It is the load multiplier on the outage, not attempts per call.")
 	fmt.Fprintln(w)
 	for _, r := range rep.Results {
 		if err := printResult(w, "", r); err != nil {

@@ -52,15 +52,18 @@ type demoLedger struct {
 }
 
 func (e *env) demo(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "payments" {
-		return usagef("demo: want 'demo payments', the one demo there is")
-	}
 	fs := flag.NewFlagSet("demo payments", flag.ContinueOnError)
 	n := fs.Int("payments", 1000, "how many payments to make in each run, 1 to 100000")
 	drop := fs.Float64("drop", 0.08, "share of the server's responses dropped after the charge commits, 0 to 0.5")
 	seed := fs.Uint64("seed", 1, "seed of the draws that pick the dropped responses")
 	redisAddr := fs.String("redis", "", "keep the idempotency records in the Redis at this loopback `address` (host:port)")
 	pgDSN := fs.String("postgres", "", "keep the records and the charges in the PostgreSQL at this loopback `DSN`")
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		return e.parse(fs, args[:1], demoSynopsis) // prints the usage
+	case len(args) == 0 || args[0] != "payments":
+		return usagef("demo: want 'demo payments', the one demo there is ('unherd demo -h' lists its flags)")
+	}
 	if err := e.parse(fs, args[1:], demoSynopsis); err != nil {
 		return err
 	}
@@ -114,8 +117,8 @@ func (e *env) demo(ctx context.Context, args []string) error {
 		name string
 		demoRun
 	}{{"without keys", without}, {"with keys   ", with}} {
-		fmt.Fprintf(e.stdout, "  %s: %s requests served, %s responses dropped, %s replayed; %s payments charged more than once, %s not at all\n",
-			r.name, commas(r.served), commas(r.dropped), commas(r.replayed), commas(r.twice), commas(r.never))
+		fmt.Fprintf(e.stdout, "  %s: %s requests served, %s responses dropped (%s sent again by the caller, %s retried by the Transport, %s payments left without an answer after 10 sends), %s replayed; %s payments charged more than once, %s not at all\n",
+			r.name, commas(r.served), commas(r.dropped), commas(r.resent), commas(r.retried), commas(r.unanswered), commas(r.replayed), commas(r.twice), commas(r.never))
 	}
 	return nil
 }
@@ -207,6 +210,11 @@ func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p)
 // demoRun is what one run of payments came to.
 type demoRun struct {
 	charges, served, dropped, replayed, twice, never int
+	// resent counts the caller's sends after one that got no answer,
+	// retried the Transport's own retries (of keyed requests, which it
+	// may send again), unanswered the payments that got no answer in 10
+	// sends: every dropped response is one of the three.
+	resent, retried, unanswered int
 }
 
 // payAll makes n payments one after another, each sent again by the
@@ -224,7 +232,11 @@ func payAll(ctx context.Context, s *demoServer, l *demoLedger, n int, prefix str
 	var r demoRun
 	for i := range n {
 		payment := prefix + "-" + strconv.Itoa(i)
+		answered := false
 		for try := 0; try < 10; try++ {
+			if try > 0 {
+				r.resent++
+			}
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.addr+"/charges", strings.NewReader(payment))
 			if err != nil {
 				return r, err
@@ -241,6 +253,7 @@ func payAll(ctx context.Context, s *demoServer, l *demoLedger, n int, prefix str
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			answered = true
 			if resp.StatusCode == http.StatusCreated {
 				if resp.Header.Get(idempotency.ReplayedHeader) == "true" {
 					r.replayed++
@@ -248,8 +261,12 @@ func payAll(ctx context.Context, s *demoServer, l *demoLedger, n int, prefix str
 				break
 			}
 		}
+		if !answered {
+			r.unanswered++
+		}
 	}
 	r.served, r.dropped = s.counts()
+	r.retried = r.served - n - r.resent
 	got, err := l.charges(ctx)
 	if err != nil {
 		return r, err

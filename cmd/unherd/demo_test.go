@@ -62,3 +62,24 @@ func TestCommas(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoAccountsForDrops: every dropped response is a payment sent
+// again or one left without an answer, and the output says which.
+func TestDemoAccountsForDrops(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "payments", "--payments", "200", "--drop", "0.3", "--seed", "3"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	re := regexp.MustCompile(`(?m)^  with.*: ([0-9,]+) requests served, ([0-9,]+) responses dropped \(([0-9,]+) sent again by the caller, ([0-9,]+) retried by the Transport, ([0-9,]+) payments left without an answer after 10 sends\)`)
+	ms := re.FindAllStringSubmatch(out.String(), -1)
+	if len(ms) != 2 {
+		t.Fatalf("want two runs' accounts of the drops in:\n%s", out.String())
+	}
+	num := func(s string) int { n, _ := strconv.Atoi(strings.ReplaceAll(s, ",", "")); return n }
+	for _, m := range ms {
+		served, dropped, resent, retried, unanswered := num(m[1]), num(m[2]), num(m[3]), num(m[4]), num(m[5])
+		if dropped != resent+retried+unanswered || served != 200+resent+retried {
+			t.Errorf("%q: %d dropped is not %d sent again + %d retried + %d unanswered, or %d served is not 200 + the resends", m[0], dropped, resent, retried, unanswered, served)
+		}
+	}
+}

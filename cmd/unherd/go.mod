@@ -8,7 +8,6 @@ require (
 	github.com/unherd/unherd/unherdpg v0.1.0
 	github.com/unherd/unherd/unherdredis v0.1.0
 	github.com/google/go-cmp v0.7.0
-	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/unherd/unherd v0.1.0
 	github.com/unherd/unherd/unherdvet v0.1.0
 	go.uber.org/goleak v1.3.0
@@ -24,8 +23,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
-	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.37.0 // indirect
 	golang.org/x/text v0.28.0 // indirect

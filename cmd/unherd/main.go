@@ -1,11 +1,13 @@
 // Command unherd runs the simulator's scenarios and shows what retry
 // policies do to a dependency that fails.
 //
-//	unherd report [--out DIR] [--seed N] [--seeds N] [--quiet] [--cpuprofile FILE]
-//	unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--quiet]
-//	unherd whatif --policy FILE|- [--json] [--quiet]
+//	unherd report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet] [--cpuprofile FILE]
+//	unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--workers N] [--quiet]
+//	unherd whatif --policy FILE|- [--json] [--seed N] [--workers N] [--quiet]
 //	unherd vet [--json] [--timeout D] [PACKAGES]
+//	unherd demo payments [flags]
 //	unherd help
+//	unherd --version
 //
 // report runs every scenario at its published size on five seeds (--seed
 // and the four after it), prints each table (medians over the seeds) and
@@ -44,6 +46,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -94,6 +97,8 @@ type env struct {
 	// bars says whether stderr is a terminal: progress is drawn as a bar
 	// there, and written as lines otherwise.
 	bars bool
+	// buildInfo reads the binary's build information, for --version.
+	buildInfo func() (*debug.BuildInfo, bool)
 }
 
 func newEnv(stdout, stderr io.Writer) *env {
@@ -104,6 +109,7 @@ func newEnv(stdout, stderr io.Writer) *env {
 		whatIf:    sim.WhatIf,
 		now:       time.Now,
 		bars:      progress.IsTerminal(stderr),
+		buildInfo: debug.ReadBuildInfo,
 	}
 }
 
@@ -168,9 +174,9 @@ type command struct {
 
 // commands are the subcommands in help order.
 var commands = []command{
-	{"report", "report [--out DIR] [--seed N] [--quiet]", "run every scenario over several seeds at published sizes; print the tables and the verdicts on the published claims; write report.md, charts and CSV into DIR", (*env).report},
-	{"sim", "sim NAME [flags] [--json] [--seed N] [--seeds N]", "run one scenario at its published size, on one seed or several (--seeds); 'unherd sim NAME -h' lists its flags", (*env).sim},
-	{"whatif", "whatif --policy FILE|- [--json]", "judge a retry policy (YAML or JSON; - reads standard input) in the outage and storm scenarios beside unherd's default", (*env).whatif},
+	{"report", reportSynopsis, "run every scenario over several seeds at published sizes; print the tables and the verdicts on the published claims; write report.md, charts and CSV into DIR", (*env).report},
+	{"sim", "sim NAME [flags] [--json] [--seed N] [--seeds N] [--workers N] [--quiet]", "run one scenario at its published size, on one seed or several (--seeds); 'unherd sim NAME -h' lists its flags", (*env).sim},
+	{"whatif", whatifSynopsis, "judge a retry policy (YAML or JSON; - reads standard input) in the outage and storm scenarios beside unherd's default", (*env).whatif},
 }
 
 // addCommand adds c to the commands, for subcommands defined in files of
@@ -191,6 +197,9 @@ func runContext(ctx context.Context, e *env, args []string) int {
 	switch i := slices.IndexFunc(commands, func(c command) bool { return c.name == cmd }); {
 	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
 		e.usage(e.stdout)
+		return exitOK
+	case cmd == "version" || cmd == "-version" || cmd == "--version":
+		fmt.Fprintln(e.stdout, e.version())
 		return exitOK
 	case i >= 0:
 		err = commands[i].run(e, ctx, rest)
@@ -232,6 +241,8 @@ Usage:
 	}
 	fmt.Fprint(w, `  unherd help
       print this help
+  unherd --version
+      print the module version and the VCS revision it was built from
 
 Scenarios:
 `)
@@ -249,6 +260,48 @@ seconds otherwise; --quiet turns it off.
 Exit codes: 0 success, 1 a run or file failed, 2 a usage error,
 130 interrupted (Ctrl-C).
 `)
+}
+
+// version is the --version line: the module's version and the VCS
+// revision, time and state the binary was built from, as far as the build
+// recorded them ("(devel)" and no revision for go run or a build outside
+// a repository).
+func (e *env) version() string {
+	bi, ok := e.buildInfo()
+	if !ok || bi == nil {
+		return "unherd (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	s := "unherd " + v
+	var rev, at, modified string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.time":
+			at = kv.Value
+		case "vcs.modified":
+			modified = kv.Value
+		}
+	}
+	if rev != "" {
+		s += ", revision " + rev
+		if at != "" {
+			s += " of " + at
+		}
+		if modified == "true" {
+			s += " with uncommitted changes"
+		}
+	} else {
+		s += ", no VCS revision recorded"
+	}
+	if bi.GoVersion != "" {
+		s += ", built with " + bi.GoVersion
+	}
+	return s
 }
 
 // wrap breaks s into lines of at most width runes at spaces, indenting

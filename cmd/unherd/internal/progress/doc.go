@@ -1,5 +1,5 @@
 // Package progress shows a running scenario's progress on standard error:
-// as a bar on a terminal, drawn by github.com/schollz/progressbar, and as
+// as a bar on a terminal, with the time left, and as
 // plain lines elsewhere (a pipe, a log, CI).
 //
 // A [Bar] stays silent for its first second (DefaultDelay): work that

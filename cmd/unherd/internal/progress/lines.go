@@ -14,7 +14,8 @@ const DefaultInterval = 3 * time.Second
 // a terminal (a log, a pipe, CI): "report: hedge 40% (4/10)", at most one
 // line every DefaultInterval, the first once DefaultDelay has passed, and
 // a last one when the work ends if any line was written. Quick work
-// writes nothing. A nil *Lines is valid and does nothing. Its methods are
+// writes nothing. Progress never goes back: a report of a smaller share
+// done than before is ignored. A nil *Lines is valid and does nothing. Its methods are
 // safe for concurrent use.
 type Lines struct {
 	w     io.Writer
@@ -45,6 +46,9 @@ func (l *Lines) Update(done, total int) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if total <= 0 || goesBack(done, total, l.done, l.total) {
+		return
+	}
 	l.done, l.total = done, total
 	t := l.now()
 	if done >= total || t.Sub(l.start) < DefaultDelay || (!l.last.IsZero() && t.Sub(l.last) < DefaultInterval) {

@@ -130,3 +130,48 @@ func TestLinesDetail(t *testing.T) {
 	var nilLines *Lines
 	nilLines.Detail(func() string { return "x" })
 }
+
+// TestBarRemainingTime: the bar predicts the time left from the work's
+// own clock: 10% done after 1 s leaves 9 s, half done after 4 s leaves 4 s.
+func TestBarRemainingTime(t *testing.T) {
+	var out bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	b := New(&out, "whatif", c.now)
+	c.t = c.t.Add(time.Second)
+	b.Update(10, 100)
+	if s := out.String(); !strings.Contains(s, "9s left") {
+		t.Errorf("10%% after 1 s: bar %q does not say 9s left", s)
+	}
+	c.t = c.t.Add(3 * time.Second)
+	out.Reset()
+	b.Update(50, 100)
+	if s := out.String(); !strings.Contains(s, "4s left") {
+		t.Errorf("50%% after 4 s: bar %q does not say 4s left", s)
+	}
+	b.Finish()
+}
+
+// TestNeverGoesBack: a report of less done than before (a later stage
+// counting from zero) leaves the bar and the lines where they were.
+func TestNeverGoesBack(t *testing.T) {
+	var out bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	b := New(&out, "whatif", c.now)
+	var lout bytes.Buffer
+	l := NewLines(&lout, "whatif", c.now)
+	c.t = c.t.Add(time.Second)
+	b.Update(50, 100)
+	l.Update(50, 100)
+	c.t = c.t.Add(DefaultInterval)
+	out.Reset()
+	b.Update(0, 100)
+	l.Update(1, 200)
+	if s := out.String(); strings.Contains(s, " 0%") || strings.Contains(s, "(0/100)") {
+		t.Errorf("the bar went back: %q", s)
+	}
+	if s := lout.String(); strings.Contains(s, " 0% ") {
+		t.Errorf("the lines went back: %q", s)
+	}
+	b.Finish()
+	l.Finish()
+}

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/await"
 )
 
 // hammer runs ops random calls on b from each of g goroutines, while a
@@ -47,7 +49,7 @@ func hammer(t *testing.T, b Budget, tokens func() float64, limit float64) {
 	}
 	wg.Wait()
 	done.Store(true)
-	<-watcher
+	await.Recv(t, watcher, "the watcher of the token count to stop")
 	check()
 	if v := bad.Load(); v != nil {
 		t.Fatalf("tokens reached %v, outside [0, %v]", v, limit)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/resolver/manual"
 
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/unherdgrpc"
 )
 
@@ -201,7 +202,7 @@ func listen(b *testing.B, s testpb.TestServiceServer) string {
 	}()
 	b.Cleanup(func() {
 		srv.Stop()
-		<-done
+		await.Recv(b, done, "the benchmark's gRPC server to stop serving")
 	})
 	return lis.Addr().String()
 }

@@ -77,7 +77,8 @@
 // Config.FailOpen it runs the handler unprotected instead. A store that
 // is full (ErrStoreFull) is no outage: its refusal is 503 "store-full",
 // FailOpen or not. When the store fails after the handler ran, the
-// completion is tried again for up to half a lease and the client gets
+// completion is tried again for up to a lease, the lease renewed
+// meanwhile, and the client gets
 // its response either way; a completion lost for good leaves the record
 // in flight until its lease runs out, and then the key runs again.
 // Handlers whose effects live in the database close that gap by

@@ -265,24 +265,34 @@ func (f *Flight) Stop() error {
 // is tried again, after pauses spread between half and all of a ceiling
 // that doubles from 10 ms up to a second (so that the handlers a store
 // outage failed together do not retry together, and all of them land
-// soon after the store is back), for up to half a lease (the lease,
-// renewed last when the handler returned, keeps the key meanwhile): a
-// completion lost for good leaves the record in flight, and the key runs
-// again once its lease expires. A handler that completed the record
+// soon after the store is back), for up to a lease, while the lease is
+// still renewed every third of its length, so that a store slow to take
+// the completion does not let the key run again: a completion lost for
+// good (or a lease the store let run out) leaves the record in flight,
+// and the key runs again once its lease expires. A handler that completed the record
 // itself (Lease.MarkCompleted) is not completed again. Complete returns
 // an error wrapping ErrLeaseLost if the lease was lost while the handler
 // ran; nothing is stored then.
 func (f *Flight) Complete(resp *Response) error {
-	if err := f.Stop(); err != nil {
+	if err := f.rn.lostErr(); err != nil {
+		f.Stop()
 		return fmt.Errorf("idempotency: key %q: the lease was lost while the handler ran; its response was not stored: %w", f.lease.Key, err)
 	}
 	if f.lease.Completed() {
+		f.Stop()
 		return nil
 	}
+	// The renewals go on while the completion is tried, so that a store
+	// slow to take it does not let the lease run out and the key run
+	// again; a renewal that finds the lease lost ends the tries.
 	stored := f.lease.Stored(resp)
-	err := f.k.persist(f.Context, f.k.lease/2, func(ctx context.Context) error {
+	err := f.k.persist(f.Context, f.k.lease, func(ctx context.Context) error {
+		if err := f.rn.lostErr(); err != nil {
+			return err
+		}
 		return f.k.store.Complete(ctx, f.lease.Key, f.lease.Token, stored, f.k.ttl)
 	})
+	f.Stop()
 	if err != nil {
 		return fmt.Errorf("idempotency: key %q: completing the record: %w", f.lease.Key, err)
 	}
@@ -419,6 +429,17 @@ func (rn *renewer) renew() {
 		return
 	}
 	rn.t.Reset(f.k.lease / 3)
+}
+
+// lostErr returns the error of a renewal that found the lease lost, or
+// nil.
+func (rn *renewer) lostErr() error {
+	if rn.t == nil {
+		return nil // never started
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.lost
 }
 
 // stop stops the renewals, waiting for one in progress, and returns the

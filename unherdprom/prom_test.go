@@ -22,8 +22,8 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/observe/observetest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 	"github.com/unherd/unherd/unherdprom"
@@ -262,7 +262,7 @@ func BenchmarkEvent(b *testing.B) {
 	}
 }
 
-// BenchmarkCalls is observetest.BenchmarkCalls with the Prometheus
+// BenchmarkCalls is observecheck.BenchmarkCalls with the Prometheus
 // observer: a first-attempt success (2 events), a call that fails twice
 // with zero delays (6 events) and a hedged call (2 events).
 func BenchmarkCalls(b *testing.B) {
@@ -270,5 +270,5 @@ func BenchmarkCalls(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	observetest.BenchmarkCalls(b, "prometheus", m.Observer("bench"))
+	observecheck.BenchmarkCalls(b, "prometheus", m.Observer("bench"))
 }

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/unherd/unherd/internal/await"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -173,7 +175,7 @@ func serve(t testing.TB, s testpb.TestServiceServer, tcp bool, opts []grpc.Serve
 	t.Cleanup(func() {
 		_ = cc.Close()
 		srv.Stop()
-		<-done
+		await.Recv(t, done, "the test's gRPC server to stop serving")
 	})
 	return cc
 }

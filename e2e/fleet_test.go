@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/internal/seeded"
 	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdredis"
 )
@@ -65,18 +65,6 @@ func TestFleetBudgetRedisKilled(t *testing.T) {
 	}
 }
 
-// lockedSource is a seeded random source safe for concurrent use.
-type lockedSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func (l *lockedSource) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.Uint64()
-}
-
 func fleetOutageRun(t *testing.T, seed uint64, kill time.Duration) {
 	restart := kill + fleetOutage
 	s := services.StartRedis(t)
@@ -87,7 +75,7 @@ func fleetOutageRun(t *testing.T, seed uint64, kill time.Duration) {
 			ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, PoolSize: 4})
 		t.Cleanup(func() { _ = c.Close() })
 		cfg := unherdredis.BudgetConfig{Prefix: prefix}
-		cfg.Rand = &lockedSource{src: rand.NewPCG(seed, uint64(i))}
+		cfg.Rand = seeded.New(seed, uint64(i))
 		b, err := unherdredis.NewBudget(c, "outage", cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/internal/seeded"
 )
 
 // outage is a transport whose ledger can die (every sync times out) and
@@ -39,18 +39,6 @@ func (o *outage) Sync(ctx context.Context, r fleet.Report) (fleet.Grant, error) 
 		return fleet.Grant{}, ctx.Err()
 	}
 	return l.Sync(ctx, r)
-}
-
-// lockedSource is a seeded source safe for concurrent use.
-type lockedSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func (l *lockedSource) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.Uint64()
 }
 
 // fleetRun is what a fleet of budgets admitted, second by second.
@@ -100,7 +88,7 @@ func runFleet(t *testing.T, tf traffic, seed uint64, tr fleet.Transport, events 
 	var runs, traffic sync.WaitGroup
 	start := time.Now()
 	for i := range tf.procs {
-		b, err := fleet.New(fleet.Config{ID: fmt.Sprint("p", i), Rand: &lockedSource{src: rand.NewPCG(seed, uint64(i))}}, tr)
+		b, err := fleet.New(fleet.Config{ID: fmt.Sprint("p", i), Rand: seeded.New(seed, uint64(i))}, tr)
 		if err != nil {
 			t.Fatal(err)
 		}

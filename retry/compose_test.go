@@ -12,6 +12,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
+	seededsrc "github.com/unherd/unherd/internal/seeded"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 )
@@ -78,17 +79,6 @@ func (c *counting) Done(t uint64, o retry.Outcome) {
 
 func (c *counting) dones() int { return c.succeeded + c.failed + c.abandoned }
 
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.PCG
-}
-
-func (l *lockedRand) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Uint64()
-}
-
 var errUnavailableDep = errors.New("503 service unavailable")
 
 // TestComposeBreaker: the breaker opens after failures and the loop then
@@ -107,7 +97,7 @@ func TestComposeBreaker(t *testing.T) {
 			MaxAttempts: 3,
 			Budget:      budget.Unlimited,
 			Guards:      []retry.Guard{guard},
-			Rand:        &lockedRand{r: rand.NewPCG(1, 2)},
+			Rand:        seededsrc.New(1, 2),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +165,7 @@ func TestComposeThrottle(t *testing.T) {
 			MaxAttempts: 3,
 			Budget:      budget.Unlimited,
 			Guards:      []retry.Guard{guard},
-			Rand:        &lockedRand{r: rand.NewPCG(5, 6)},
+			Rand:        seededsrc.New(5, 6),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +238,7 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 			MaxAttempts: 4,
 			Budget:      budget.Unlimited,
 			Guards:      []retry.Guard{tg, bg},
-			Rand:        &lockedRand{r: rand.NewPCG(11, 12)},
+			Rand:        seededsrc.New(11, 12),
 		})
 		if err != nil {
 			t.Fatal(err)

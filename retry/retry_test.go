@@ -15,25 +15,14 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	seededsrc "github.com/unherd/unherd/internal/seeded"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var errBoom = errors.New("boom")
 
-// lockedSource makes a seeded source safe for a Policy shared by goroutines.
-type lockedSource struct {
-	mu sync.Mutex
-	r  rand.Source
-}
-
-func (s *lockedSource) Uint64() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.r.Uint64()
-}
-
-func seeded(seed uint64) rand.Source { return &lockedSource{r: rand.NewPCG(seed, seed)} }
+func seeded(seed uint64) rand.Source { return seededsrc.New(seed, seed) }
 
 func mustNew(t *testing.T, cfg Config) *Policy {
 	t.Helper()

@@ -235,6 +235,12 @@ const serviceHost = "payments.test"
 // send sends key's attempt'th request to instance url.
 func (c *client) send(url, key string, attempt int) answer {
 	req, _ := http.NewRequest(http.MethodPost, url+"/charges", strings.NewReader("charge "+key))
+	// Each call sends one request: net/http would otherwise send a
+	// request that carries an Idempotency-Key again by itself when its
+	// connection drops before the response (as a lost response's does),
+	// hiding a second request, with the same attempt number, inside the
+	// first's time. pay's loop is the client's retry, and counts each.
+	req.GetBody = nil
 	req.Host = serviceHost // both instances behind one name, as a load balancer shows them
 	req.Header.Set(idempotency.KeyHeader, `"`+key+`"`)
 	req.Header.Set(keyHeader, key)

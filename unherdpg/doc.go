@@ -45,7 +45,11 @@
 //     InTx never takes the last StoreConfig.ReservedConns connections of
 //     the pool (a quarter of MaxConns by default), so the middleware's own
 //     statements never wait behind handler transactions: size MaxConns
-//     for the handlers' concurrency plus that reserve.
+//     for the handlers' concurrency plus that reserve, within the
+//     server's max_connections for every instance. Watch pool.Stat():
+//     EmptyAcquireCount and AcquireDuration growing mean requests wait
+//     for connections (the pool, or the server, is too small);
+//     NewConnsCount growing steadily means connections keep dying.
 //   - The statement bound. A claim's, renewal's, completion's or
 //     release's statement, once sent, runs to its end or to
 //     StoreConfig.OpTimeout (DefaultOpTimeout), whatever the caller's
@@ -57,16 +61,31 @@
 //     starves the pool when a loaded or unreachable server makes many
 //     statements miss their deadline). A statement past OpTimeout fails
 //     and its connection leaves the pool at once; a claim that takes
-//     effect after its caller gave up is released by the Store.
-//   - The transaction bound. StoreConfig.TxTimeout (DefaultTxTimeout)
-//     bounds every InTx transaction from asking for a connection to its
-//     commit, on the client and on the server (statement_timeout and
-//     idle_in_transaction_session_timeout), even when the handler's
-//     context is never cancelled: a transaction stuck on a dead connection
-//     ends and its connection is replaced.
+//     effect after its caller gave up is released by the Store. Keep
+//     OpTimeout above the middleware's StoreTimeout; it is also how long
+//     a connection that went silent can hold its place in the pool.
+//   - The transaction bound. StoreConfig.TxTimeout (DefaultTxTimeout,
+//     as long as DefaultOpTimeout) bounds every InTx transaction from
+//     asking for a connection to its commit, on the client and on the
+//     server (statement_timeout and idle_in_transaction_session_timeout),
+//     even when the handler's context is never cancelled: a transaction
+//     stuck on a dead connection ends and its connection is replaced. A
+//     statement on a silent connection cannot be told from a slow one,
+//     so TxTimeout is also how long a request can hang on one: set it to
+//     the longest transaction the handlers run, not more. Besides the
+//     handler's own work, a request that runs it waits at most the
+//     middleware's StoreTimeout for its claim (and its Wait, if it first
+//     found the key in flight), TxTimeout for InTx, and a StoreTimeout to
+//     release the key after a failed transaction. Watch the handlers'
+//     errors that wrap context.DeadlineExceeded, and pg_stat_activity for
+//     sessions idle in transaction.
 //   - The lease (idempotency.Config.Lease) and the middleware's
 //     StoreTimeout: a record whose handler died is taken over after the
-//     lease; a store slower than StoreTimeout answers 503.
+//     lease; a store slower than StoreTimeout answers 503. Keep the lease
+//     above TxTimeout and StoreTimeout below OpTimeout. Watch the
+//     middleware's OnError: claims that fail are 503s, and releases or
+//     completions that fail leave keys answering 409 until they land or
+//     the lease runs out.
 //
 // Keys reach the database as the SHA-256 of the store key, as bytea, so
 // no key or principal can be refused by the database as text; SchemaSQL

@@ -20,8 +20,10 @@ import (
 const DefaultTable = "unherd_idempotency"
 
 // DefaultTxTimeout bounds a transaction InTx runs, from the moment it
-// asks for a connection to its commit.
-const DefaultTxTimeout = 10 * time.Second
+// asks for a connection to its commit: as long as DefaultOpTimeout, so
+// that a transaction on a connection that went silent gives its
+// connection up no later than a claim's statement on one would.
+const DefaultTxTimeout = DefaultOpTimeout
 
 // DefaultOpTimeout bounds each of a Store's claims, renewals, completions
 // and releases.
@@ -44,8 +46,11 @@ type StoreConfig struct {
 	// idle_in_transaction_session_timeout, set for the transaction): a
 	// transaction stuck on a dead connection is abandoned and rolled
 	// back, whatever the handler's context, instead of holding its
-	// connection and the record's row. Keep it below the middleware's
-	// Lease. Zero means DefaultTxTimeout.
+	// connection and the record's row. A statement on a connection that
+	// went silent cannot be told from one the server is still running,
+	// so size it for the longest transaction the handlers run, not more:
+	// it is how long a transaction can hang, and a request with it. Keep
+	// it below the middleware's Lease. Zero means DefaultTxTimeout.
 	TxTimeout time.Duration
 
 	// OpTimeout bounds the statements of each claim, renewal,

@@ -28,7 +28,8 @@
 // slow processes does not hold one idle token each.
 //
 // Most users take the Redis ledger of package unherdredis, which runs
-// this package's Budget over a [Transport] on Redis:
+// this package's Budget over a [Transport] on Redis (unherdredis's
+// ExampleNewBudget is this, compiled with the package's tests):
 //
 //	b, err := unherdredis.NewBudget(rdb, "payments", unherdredis.BudgetConfig{})
 //	defer b.Close()

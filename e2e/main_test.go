@@ -23,8 +23,16 @@ import (
 // when a toxic is added to a link whose connection is closing: that one
 // is its own and is ignored.
 func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the outage tests make hundreds on
+	// purpose, and report the errors the middleware saw by kind instead.
+	redis.SetLogger(quiet{})
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"))
 }
+
+// quiet is a go-redis logger that drops what it is given.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()

@@ -347,7 +347,7 @@ func timeline(t *testing.T, as []answer, mark func(second int) string) {
 // final answer carried its execution's body.
 func checkExecutions(t *testing.T, b backing, finals map[string]answer) {
 	t.Helper()
-	miss := knownShortfall(t, b.name)
+	miss := knownShortfall(t)
 	got := b.executions(t)
 	dup, missing, differ, unanswered := 0, 0, 0, 0
 	for key, a := range finals {
@@ -590,7 +590,7 @@ func runOutage(t *testing.T, b backing, o outage) outageRun {
 		outage.from.Round(time.Millisecond), outage.to.Round(time.Millisecond))
 	c.logErrors(t)
 
-	miss := knownShortfall(t, b.name)
+	miss := knownShortfall(t)
 	var late, slow, abnormal int
 	var lastUnavailable, lastAbnormal time.Duration
 	for _, a := range as {

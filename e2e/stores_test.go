@@ -630,10 +630,19 @@ func runOutage(t *testing.T, b backing, o outage) outageRun {
 			}
 		}
 	}
-	t.Logf("last 503 answered %v after the store came back, last answer other than the original or a replay %v after; %d 503s while it was reachable; %d abnormal answers over %v after; %d requests over %v",
-		(lastUnavailable - outage.to).Round(time.Millisecond), (lastAbnormal - outage.to).Round(time.Millisecond), late, abnormal, outageRecovery, slow, outageSlowest)
+	t.Logf("last 503: %s the store came back; last answer other than the original or a replay to a request sent after it came back: %s; %d 503s while it was reachable; %d abnormal answers over %v after; %d requests over %v",
+		since(lastUnavailable, outage.to), since(lastAbnormal, outage.to), late, abnormal, outageRecovery, slow, outageSlowest)
 	checkExecutions(t, b, finals)
 	return outageRun{name: b.name, answers: as, outage: outage}
+}
+
+// since says how long after at the instant t was ("1.2s after"), or
+// "none" for a zero t (no such answer).
+func since(t, at time.Duration) string {
+	if t == 0 {
+		return "none"
+	}
+	return (t - at).Round(time.Millisecond).String() + " after"
 }
 
 // sideBySide logs the runs' answers per second of their end, one column

@@ -178,7 +178,7 @@ func newCluster(t *testing.T, b backing, hold time.Duration, lose func(key strin
 	var seq atomic.Int64
 	for i := range 2 {
 		store, exec := b.open(t, c.proxy.Addr)
-		m, err := idempotency.New(idempotency.Config{Store: store, Required: true, Lease: 10 * time.Second, Wait: 2 * time.Second, OnError: c.storeError})
+		m, err := idempotency.New(idempotency.Config{Store: store, Required: true, Lease: testLease, Wait: 2 * time.Second, OnError: c.storeError})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,6 +202,13 @@ func newCluster(t *testing.T, b backing, hold time.Duration, lose func(key strin
 	}
 	return c
 }
+
+// testLease is the instances' lease. An effect the store does not fence
+// (the Redis backing's) is kept from running twice only by the lease,
+// which holds while the process renews it; the race detector slows a
+// loaded process enough to stall it for more than 10 s, so under it the
+// lease is longer.
+var testLease = map[bool]time.Duration{false: 10 * time.Second, true: 30 * time.Second}[raceEnabled]
 
 // answer is one request's outcome as the client saw it.
 type answer struct {

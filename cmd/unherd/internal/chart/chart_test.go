@@ -107,11 +107,7 @@ func TestLogAxisAndShade(t *testing.T) {
 	if last := legend[len(legend)-1]; last.name != ZeroNote {
 		t.Errorf("legend ends with %q, not the note on zeros", last.name)
 	}
-	var b bytes.Buffer
-	if err := Write(&b, c, "svg"); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "down") {
+	if !strings.Contains(svg(t, c), "down") {
 		t.Error("the shaded span is not named")
 	}
 	for _, e := range legend {
@@ -196,11 +192,7 @@ func TestDashesDistinct(t *testing.T) {
 func TestLegendBelow(t *testing.T) {
 	c := sample()
 	c.Series = append(c.Series, sim.Series{Name: "every layer + token bucket, a long name", X: []float64{1, 2}, Y: []float64{1, 2}})
-	var b bytes.Buffer
-	if err := Write(&b, c, "svg"); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "a long name") {
+	if !strings.Contains(svg(t, c), "a long name") {
 		t.Error("legend entry missing")
 	}
 }
@@ -232,11 +224,7 @@ func TestStepAndLine(t *testing.T) {
 	if len(legend) != 1 || legend[0].name != "a" {
 		t.Errorf("legend %+v, want the series alone", legend)
 	}
-	var b bytes.Buffer
-	if err := Write(&b, c, "svg"); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "capacity 500/s") {
+	if !strings.Contains(svg(t, c), "capacity 500/s") {
 		t.Error("the reference line is not named")
 	}
 }
@@ -306,11 +294,17 @@ func TestNote(t *testing.T) {
 	if len(legend) != 1 {
 		t.Errorf("legend %+v, want the series alone", legend)
 	}
+	if !strings.Contains(svg(t, c), "the dip") {
+		t.Error("the note is not drawn")
+	}
+}
+
+// svg returns c drawn as SVG.
+func svg(t *testing.T, c sim.Chart) string {
+	t.Helper()
 	var b bytes.Buffer
 	if err := Write(&b, c, "svg"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "the dip") {
-		t.Error("the note is not drawn")
-	}
+	return b.String()
 }

@@ -331,9 +331,9 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		}
 	}
 	for _, n := range c.Notes {
-		// Circled, and the text beside the point, towards the middle of
-		// the plot, above it.
-		g := tag{X: n.X, Y: n.Y, Text: n.Text, Mark: true, XAlign: draw.XLeft, YAlign: draw.YBottom, Off: vg.Point{X: vg.Points(5), Y: vg.Points(5)}}
+		// Circled, and the text beside the point, at its height, on the
+		// side towards the middle of the plot.
+		g := tag{X: n.X, Y: n.Y, Text: n.Text, Mark: true, XAlign: draw.XLeft, YAlign: draw.YCenter, Off: vg.Point{X: vg.Points(7)}}
 		if c.XScale == sim.ScaleNines {
 			g.X = nines(n.X)
 		}

@@ -284,8 +284,13 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		ref.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(ref)
 		if l.Label != "" {
-			// Named on the line, at its right end, above it.
-			p.Add(tag{X: xmax, Y: l.Y, Text: l.Label, XAlign: draw.XRight, YAlign: draw.YBottom, Off: vg.Point{X: -vg.Points(3), Y: vg.Points(2)}})
+			// Named on the line, at its right end, above it, or below it
+			// when it runs along the top of the plot.
+			g := tag{X: xmax, Y: l.Y, Text: l.Label, XAlign: draw.XRight, YAlign: draw.YBottom, Off: vg.Point{X: -vg.Points(3), Y: vg.Points(2)}}
+			if height(l.Y, ymin, ymax, c.YScale) > 0.9 {
+				g.YAlign, g.Off.Y = draw.YTop, -g.Off.Y
+			}
+			p.Add(g)
 		}
 	}
 	for i, xys := range series {
@@ -442,6 +447,14 @@ func band(s sim.Series, xs, ys sim.Scale) []plotter.XYs {
 	}
 	flush()
 	return segs
+}
+
+// height returns where y lies between lo (0) and hi (1) on a scale.
+func height(y, lo, hi float64, s sim.Scale) float64 {
+	if s == sim.ScaleLog {
+		y, lo, hi = math.Log10(y), math.Log10(lo), math.Log10(hi)
+	}
+	return (y - lo) / (hi - lo)
 }
 
 // bad reports whether v is NaN or infinite.

@@ -308,3 +308,13 @@ func svg(t *testing.T, c sim.Chart) string {
 	}
 	return b.String()
 }
+
+// A height is measured along the axis's own scale.
+func TestHeight(t *testing.T) {
+	if h := height(20, 0, 20, sim.ScaleLinear); h != 1 {
+		t.Errorf("height of the top on a linear axis %v, want 1", h)
+	}
+	if h := height(100, 1, 1000, sim.ScaleLog); math.Abs(h-2.0/3) > 1e-12 {
+		t.Errorf("height of 100 on a log axis from 1 to 1000 is %v, want 2/3", h)
+	}
+}

@@ -287,7 +287,7 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 			// Named on the line, at its right end, above it, or below it
 			// when it runs along the top of the plot.
 			g := tag{X: xmax, Y: l.Y, Text: l.Label, XAlign: draw.XRight, YAlign: draw.YBottom, Off: vg.Point{X: -vg.Points(3), Y: vg.Points(2)}}
-			if height(l.Y, ymin, ymax, c.YScale) > 0.9 {
+			if height(l.Y, ymin, ymax, c.YScale) > 0.97 {
 				g.YAlign, g.Off.Y = draw.YTop, -g.Off.Y
 			}
 			p.Add(g)

@@ -4,9 +4,12 @@ package reliability
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +122,19 @@ const (
 	openRate = 1800
 )
 
+// seed seeds the populations' random draws (think times, arrivals): 1,
+// or $UNHERD_RELIABILITY_SEED, to run the suite over other draws.
+var seed = func() uint64 {
+	if s := os.Getenv("UNHERD_RELIABILITY_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			panic(fmt.Sprintf("UNHERD_RELIABILITY_SEED=%q: %v; want a non-negative integer", s, err))
+		}
+		return n
+	}
+	return 1
+}()
+
 var populations = []population{
 	{name: "closed", run: closed},
 	{name: "open", run: open},
@@ -129,7 +145,7 @@ var populations = []population{
 func closed(ctx context.Context, c clientType, rt http.RoundTripper, url string) {
 	var wg sync.WaitGroup
 	for i := range callers {
-		r := rand.New(rand.NewPCG(uint64(i), 1))
+		r := rand.New(rand.NewPCG(uint64(i), seed))
 		thinkTime := func() time.Duration { return think/2 + time.Duration(r.Int64N(int64(think))) }
 		wg.Go(func() {
 			pause.For(ctx, thinkTime())
@@ -147,7 +163,7 @@ func closed(ctx context.Context, c clientType, rt http.RoundTripper, url string)
 // exponentially spaced (a seeded Poisson process), each on a goroutine of
 // its own, whatever happened to the earlier ones.
 func open(ctx context.Context, c clientType, rt http.RoundTripper, url string) {
-	r := rand.New(rand.NewPCG(1, 2))
+	r := rand.New(rand.NewPCG(seed, 2))
 	var wg sync.WaitGroup
 	next := time.Now()
 	for ctx.Err() == nil {

@@ -31,8 +31,18 @@
 // fault over its load before, the time goodput takes to return to 90% of
 // its level before the fault, and new TCP connections over the number of
 // callers. With unherd's defaults, the load during the fault stays at
-// most 1.2 times the load before it, goodput is back within 1 s, and the
-// whole run opens fewer than 2 connections per caller.
+// most 1.2 times the load before it, goodput is back within 1 s, and
+// fewer than 2 requests per caller go out on a new connection (counted
+// through httptrace; an open stream's callers are its calls in flight at
+// the peak, if more than 200, since a loaded machine piles them up).
+//
+// On a machine too loaded to run the harness (the callers send less than
+// half their load before the fault, or the server, whose 5 ms of work
+// then takes longer, serves less than 80% of it), the load and recovery
+// ratios would measure the machine, so the test checks connection reuse
+// only and is skipped with the figures that show why.
+// UNHERD_RELIABILITY_SEED (1 by default) seeds the callers' think times
+// and the open stream's arrivals.
 //
 // # Faults survived
 //

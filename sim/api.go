@@ -125,7 +125,8 @@ type Result struct {
 	// them. It is left out of the JSON output.
 	Charts []Chart `json:"-"`
 	// Seeds lists the seeds a merged result ([RunSeeds]) covers: its
-	// numeric cells are medians over them and its charts show the first.
+	// numeric cells are medians over them, and so are its charts' points,
+	// with the range over the seeds in each series' Lo and Hi.
 	// Empty for one run.
 	Seeds []uint64 `json:"seeds,omitempty"`
 }
@@ -188,6 +189,15 @@ type Chart struct {
 	// on a linear axis, such as a period the data repeats with; zero
 	// leaves the ticks to the drawing.
 	XStep float64 `json:",omitempty"`
+	// Notes are short texts on the plot, each at a point of the data it
+	// explains.
+	Notes []Note `json:",omitempty"`
+}
+
+// Note is a text on a chart about the point (X, Y), in the axes' units.
+type Note struct {
+	X, Y float64
+	Text string
 }
 
 // Line is a horizontal reference line at Y, labelled.
@@ -221,6 +231,10 @@ type Series struct {
 	// X and Y are the points' coordinates, X[i] with Y[i], in the units
 	// of the chart's axis labels; they have the same length.
 	X, Y []float64
+	// Lo and Hi, in a result merged over seeds ([RunSeeds]), are the
+	// lowest and highest Y over the seeds at each X, Y being the median;
+	// charts shade the range between them. Empty for one run.
+	Lo, Hi []float64 `json:",omitempty"`
 }
 
 // Policy is a retry policy as a user describes it, for the what-if

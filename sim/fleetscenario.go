@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/unherd/unherd/budget"
 )
 
 func init() { register(fleetScenario{}) }
@@ -112,6 +114,13 @@ func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 			xs[i], ys[i] = float64(i), float64(n)
 		}
 		chart.Series = append(chart.Series, Series{Name: r.Budget, X: xs, Y: ys})
+	}
+	// The fleet budget's first second spends credits saved before the
+	// outage; its window counts them until they are a window old, so the
+	// window's last second has that much less left.
+	if w := int(budget.DefaultWindow / time.Second); w >= 2 && w <= len(outs[1].perSec) {
+		chart.Notes = []Note{{X: float64(w - 1), Y: float64(outs[1].perSec[w-1]),
+			Text: fmt.Sprintf("the budget's %g s window still counts second 0's extra retries", budget.DefaultWindow.Seconds())}}
 	}
 	res.Charts = []Chart{chart}
 	floors, shared := outs[0].row, outs[1].row

@@ -143,6 +143,7 @@ func mergeSeeds(first uint64, rs []*Result) *Result {
 		seeds[k] = first + uint64(k)
 	}
 	out.Seeds = seeds
+	out.Charts = mergeCharts(rs)
 	out.Rows = make([]Row, len(rs[0].Rows))
 	for i, row := range rs[0].Rows {
 		m := Row{}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/unherd/unherd/sim"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -188,6 +190,17 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 			xmin, xmax = math.Min(xmin, xy.X), math.Max(xmax, xy.X)
 		}
 	}
+	bands := make([][]plotter.XYs, len(c.Series))
+	for i, s := range c.Series {
+		bands[i] = band(s, c.XScale, c.YScale)
+		for _, seg := range bands[i] {
+			for _, xy := range seg {
+				if !math.IsInf(xy.Y, -1) {
+					ymin, ymax = math.Min(ymin, xy.Y), math.Max(ymax, xy.Y)
+				}
+			}
+		}
+	}
 	for _, l := range c.Lines {
 		if l.Y > 0 || c.YScale != sim.ScaleLog {
 			ymin, ymax = math.Min(ymin, l.Y), math.Max(ymax, l.Y)
@@ -230,11 +243,34 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		poly.Color = shade
 		poly.LineStyle.Width = 0
 		p.Add(poly)
-		if sp.Label != "" {
-			legend = append(legend, entry{sp.Label, []plot.Thumbnailer{poly}})
-		}
 	}
 	p.Add(plotter.NewGrid())
+	// The spread over the seeds: a band in the series' colour, faint,
+	// behind the lines.
+	banded := false
+	for i, segs := range bands {
+		for _, seg := range segs {
+			for k := range seg {
+				if math.IsInf(seg[k].Y, -1) {
+					seg[k].Y = ymin
+				}
+			}
+			poly, err := plotter.NewPolygon(seg)
+			if err != nil {
+				return nil, nil, fmt.Errorf("chart %s, series %s's range: %w", c.Name, c.Series[i].Name, err)
+			}
+			poly.Color = faint(Palette[i%len(Palette)])
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+			banded = true
+		}
+	}
+	if banded {
+		thumb, _ := plotter.NewPolygon(plotter.XYs{{}, {X: 1}, {X: 1, Y: 1}})
+		thumb.Color = faint(Palette[0])
+		thumb.LineStyle.Width = 0
+		legend = append(legend, entry{BandNote, []plot.Thumbnailer{thumb}})
+	}
 	for _, l := range c.Lines {
 		if c.YScale == sim.ScaleLog && l.Y <= 0 {
 			continue
@@ -247,7 +283,15 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		ref.Width = vg.Points(1)
 		ref.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(ref)
-		legend = append(legend, entry{l.Label, []plot.Thumbnailer{ref}})
+		if l.Label != "" {
+			// Named on the line, at its right end, above it, or below it
+			// when it runs along the top of the plot.
+			g := tag{X: xmax, Y: l.Y, Text: l.Label, XAlign: draw.XRight, YAlign: draw.YBottom, Off: vg.Point{X: -vg.Points(3), Y: vg.Points(2)}}
+			if height(l.Y, ymin, ymax, c.YScale) > 0.97 {
+				g.YAlign, g.Off.Y = draw.YTop, -g.Off.Y
+			}
+			p.Add(g)
+		}
 	}
 	for i, xys := range series {
 		if len(xys) == 0 {
@@ -285,6 +329,24 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		}
 		legend = append(legend, entry{name, thumb})
 	}
+	for _, sp := range c.Shade {
+		if sp.Label != "" {
+			// Named inside the span, at its top left, over the data.
+			p.Add(tag{X: sp.From, Y: ymax, Text: sp.Label, XAlign: draw.XLeft, YAlign: draw.YTop, Off: vg.Point{X: vg.Points(3), Y: -vg.Points(3)}})
+		}
+	}
+	for _, n := range c.Notes {
+		// Circled, and the text beside the point, at its height, on the
+		// side towards the middle of the plot.
+		g := tag{X: n.X, Y: n.Y, Text: n.Text, Mark: true, XAlign: draw.XLeft, YAlign: draw.YCenter, Off: vg.Point{X: vg.Points(7)}}
+		if c.XScale == sim.ScaleNines {
+			g.X = nines(n.X)
+		}
+		if g.X > (xmin+xmax)/2 {
+			g.XAlign, g.Off.X = draw.XRight, -g.Off.X
+		}
+		p.Add(g)
+	}
 	if zeros {
 		// Said in the legend: the axis label has no room for it.
 		legend = append(legend, entry{name: ZeroNote})
@@ -292,6 +354,111 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 	p.Y.Min, p.Y.Max = ymin, ymax
 	return p, legend, nil
 }
+
+// BandNote is the legend's entry for the bands around lines, drawn for a
+// chart merged over seeds.
+const BandNote = "shaded around a line: its range over the seeds"
+
+// faint returns c, translucent: the fill of a series' band.
+func faint(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38}
+}
+
+// labelColour is the colour of the notes on a plot: dark grey.
+var labelColour = color.RGBA{0x44, 0x44, 0x44, 0xff}
+
+// tag is a short text on the plot at a point of the data, aligned on it
+// by XAlign and YAlign and moved by Off, in 9-point dark grey on a
+// translucent white box, so it reads over lines and shading alike. A
+// Mark also circles the point.
+type tag struct {
+	X, Y   float64
+	Text   string
+	XAlign draw.XAlignment
+	YAlign draw.YAlignment
+	Off    vg.Point
+	Mark   bool
+}
+
+// Plot implements plot.Plotter.
+func (g tag) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, ty := p.Transforms(&c)
+	at := vg.Point{X: tx(g.X), Y: ty(g.Y)}
+	if g.Mark {
+		c.StrokeLines(draw.LineStyle{Color: labelColour, Width: vg.Points(1)}, circle(at, vg.Points(4)))
+	}
+	sty := text.Style{Color: labelColour, Font: font.From(plot.DefaultFont, vg.Points(9)), XAlign: g.XAlign, YAlign: g.YAlign, Handler: plot.DefaultTextHandler}
+	at = at.Add(g.Off)
+	r := sty.Rectangle(g.Text)
+	pad := vg.Points(1.5)
+	box := vg.Rectangle{Min: at.Add(r.Min).Sub(vg.Point{X: pad, Y: pad}), Max: at.Add(r.Max).Add(vg.Point{X: pad, Y: pad})}
+	c.FillPolygon(color.NRGBA{0xff, 0xff, 0xff, 0xc8}, c.ClipPolygonXY([]vg.Point{box.Min, {X: box.Max.X, Y: box.Min.Y}, box.Max, {X: box.Min.X, Y: box.Max.Y}}))
+	c.FillText(sty, at, g.Text)
+}
+
+// circle returns the outline of a circle of radius r around at.
+func circle(at vg.Point, r vg.Length) []vg.Point {
+	var pts []vg.Point
+	for k := 0; k <= 24; k++ {
+		a := 2 * math.Pi * float64(k) / 24
+		pts = append(pts, vg.Point{X: at.X + r*vg.Length(math.Cos(a)), Y: at.Y + r*vg.Length(math.Sin(a))})
+	}
+	return pts
+}
+
+// band returns the outline of s's range over the seeds (Lo to Hi), one
+// polygon per stretch of points where X, Lo and Hi are all finite, in
+// the axes' coordinates (a zero on a log axis is -Inf, for the caller to
+// put on the bottom edge); nil when s has no range.
+func band(s sim.Series, xs, ys sim.Scale) []plotter.XYs {
+	n := min(len(s.X), len(s.Lo), len(s.Hi))
+	if n == 0 {
+		return nil
+	}
+	y := func(v float64) float64 {
+		if ys == sim.ScaleLog && v <= 0 {
+			return math.Inf(-1)
+		}
+		return v
+	}
+	var segs []plotter.XYs
+	var lo, hi plotter.XYs
+	flush := func() {
+		if len(lo) >= 2 {
+			seg := append(plotter.XYs{}, lo...)
+			for k := len(hi) - 1; k >= 0; k-- {
+				seg = append(seg, hi[k])
+			}
+			segs = append(segs, seg)
+		}
+		lo, hi = nil, nil
+	}
+	for i := range n {
+		x, l, h := s.X[i], s.Lo[i], s.Hi[i]
+		if xs == sim.ScaleNines {
+			x = nines(x)
+		}
+		if bad(x) || bad(l) || bad(h) || (xs == sim.ScaleLog && x <= 0) || (ys == sim.ScaleLog && h < 0) {
+			flush()
+			continue
+		}
+		lo, hi = append(lo, plotter.XY{X: x, Y: y(l)}), append(hi, plotter.XY{X: x, Y: y(h)})
+	}
+	flush()
+	return segs
+}
+
+// height returns where y lies between lo (0) and hi (1) on a scale.
+func height(y, lo, hi float64, s sim.Scale) float64 {
+	if s == sim.ScaleLog {
+		y, lo, hi = math.Log10(y), math.Log10(lo), math.Log10(hi)
+	}
+	return (y - lo) / (hi - lo)
+}
+
+// bad reports whether v is NaN or infinite.
+func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
 // dashes are the dash patterns of series in order, in points: solid,
 // then patterns long enough to read on a noisy line.

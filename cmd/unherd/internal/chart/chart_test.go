@@ -86,7 +86,7 @@ func TestNinesTicks(t *testing.T) {
 
 // A log axis spans whole decades, and a zero is drawn on its bottom edge
 // instead of being dropped, with no tick labelled 0 (a log axis has no
-// zero) but the axis label saying so; a shaded span is in the legend.
+// zero) but the legend saying so; a shaded span is named on the plot.
 func TestLogAxisAndShade(t *testing.T) {
 	c := sim.Chart{Name: "load", YScale: sim.ScaleLog, YLabel: "load", Shade: []sim.Span{{From: 1, To: 2, Label: "down"}},
 		Series: []sim.Series{{Name: "a", X: []float64{0, 1, 2, 3}, Y: []float64{300, 0, 40, 300}}}}
@@ -107,12 +107,13 @@ func TestLogAxisAndShade(t *testing.T) {
 	if last := legend[len(legend)-1]; last.name != ZeroNote {
 		t.Errorf("legend ends with %q, not the note on zeros", last.name)
 	}
-	var b bytes.Buffer
-	if err := Write(&b, c, "svg"); err != nil {
-		t.Fatal(err)
+	if !strings.Contains(svg(t, c), "down") {
+		t.Error("the shaded span is not named")
 	}
-	if !strings.Contains(b.String(), "down") {
-		t.Error("the shaded span is not in the legend")
+	for _, e := range legend {
+		if e.name == "down" {
+			t.Error("the shaded span is in the legend as well as on the plot")
+		}
 	}
 }
 
@@ -191,18 +192,14 @@ func TestDashesDistinct(t *testing.T) {
 func TestLegendBelow(t *testing.T) {
 	c := sample()
 	c.Series = append(c.Series, sim.Series{Name: "every layer + token bucket, a long name", X: []float64{1, 2}, Y: []float64{1, 2}})
-	var b bytes.Buffer
-	if err := Write(&b, c, "svg"); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "a long name") {
+	if !strings.Contains(svg(t, c), "a long name") {
 		t.Error("legend entry missing")
 	}
 }
 
 // A chart with an X step has its ticks on the step's multiples: a 60 s
 // interval over 0 to 179 s gives 0, 60, 120; a reference line lies
-// inside the vertical range and is in the legend.
+// inside the vertical range and is named on the plot, not in the legend.
 func TestStepAndLine(t *testing.T) {
 	s := sim.Series{Name: "a"}
 	for i := range 180 {
@@ -224,8 +221,43 @@ func TestStepAndLine(t *testing.T) {
 	if p.Y.Max < 500 {
 		t.Errorf("Y axis ends at %v, below the line at 500", p.Y.Max)
 	}
-	if len(legend) != 2 || legend[0].name != "capacity 500/s" {
-		t.Errorf("legend %+v", legend)
+	if len(legend) != 1 || legend[0].name != "a" {
+		t.Errorf("legend %+v, want the series alone", legend)
+	}
+	if !strings.Contains(svg(t, c), "capacity 500/s") {
+		t.Error("the reference line is not named")
+	}
+}
+
+// A series merged over seeds has its range shaded: the vertical axis
+// takes in the highest seed, the legend says what the shading is, and a
+// range reaching zero on a log axis ends on the bottom edge; a chart
+// without ranges has no such entry.
+func TestBand(t *testing.T) {
+	c := sim.Chart{Name: "b", Series: []sim.Series{{Name: "a", X: []float64{0, 1, 2, 3}, Y: []float64{5, 6, 7, 8},
+		Lo: []float64{4, 5, math.NaN(), 7}, Hi: []float64{6, 40, 9, 9}}}}
+	p, legend, err := build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Max < 40 {
+		t.Errorf("Y axis ends at %v, below the range's top 40", p.Y.Max)
+	}
+	if legend[0].name != BandNote {
+		t.Errorf("legend %+v, want the note on ranges first", legend)
+	}
+	// The NaN splits the range in two stretches; the second has one
+	// point, too few to shade.
+	if segs := band(c.Series[0], c.XScale, c.YScale); len(segs) != 1 || len(segs[0]) != 4 {
+		t.Errorf("range outline %v, want one stretch of 2 points each way", segs)
+	}
+	log := sim.Series{Name: "a", X: []float64{0, 1}, Y: []float64{10, 10}, Lo: []float64{0, 5}, Hi: []float64{20, 20}}
+	if segs := band(log, sim.ScaleLinear, sim.ScaleLog); len(segs) != 1 || !math.IsInf(segs[0][0].Y, -1) {
+		t.Errorf("log range outline %v, want a zero as -Inf", segs)
+	}
+	c.Series[0].Lo, c.Series[0].Hi = nil, nil
+	if _, legend, _ := build(c); len(legend) != 1 {
+		t.Errorf("legend %+v without ranges, want the series alone", legend)
 	}
 }
 
@@ -248,5 +280,41 @@ func TestPlainTicks(t *testing.T) {
 		if s := strings.Join(got, " "); s != c.want {
 			t.Errorf("%v to %v: ticks %q, want %q", c.lo, c.hi, s, c.want)
 		}
+	}
+}
+
+// A note is drawn on the plot, not in the legend.
+func TestNote(t *testing.T) {
+	c := sim.Chart{Name: "n", Series: []sim.Series{{Name: "a", X: []float64{0, 1, 2}, Y: []float64{3, 2, 1}}},
+		Notes: []sim.Note{{X: 2, Y: 1, Text: "the dip"}}}
+	_, legend, err := build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(legend) != 1 {
+		t.Errorf("legend %+v, want the series alone", legend)
+	}
+	if !strings.Contains(svg(t, c), "the dip") {
+		t.Error("the note is not drawn")
+	}
+}
+
+// svg returns c drawn as SVG.
+func svg(t *testing.T, c sim.Chart) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, c, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// A height is measured along the axis's own scale.
+func TestHeight(t *testing.T) {
+	if h := height(20, 0, 20, sim.ScaleLinear); h != 1 {
+		t.Errorf("height of the top on a linear axis %v, want 1", h)
+	}
+	if h := height(100, 1, 1000, sim.ScaleLog); math.Abs(h-2.0/3) > 1e-12 {
+		t.Errorf("height of 100 on a log axis from 1 to 1000 is %v, want 2/3", h)
 	}
 }

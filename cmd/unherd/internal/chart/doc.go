@@ -14,9 +14,13 @@
 // (a zero is drawn on the bottom edge, and the legend says so: no tick
 // reads 0), or nines for percentiles (p50, p90, p99, p99.9, p99.99
 // evenly apart). Tick labels separate thousands: 11,708. Its spans, such
-// as the time a dependency was down, are shaded behind the data, and its
-// reference lines, such as a capacity or a rate limit, drawn across it
-// in thin grey, both named in the legend. Points whose X or Y is NaN or
+// as the time a dependency was down, are shaded behind the data and
+// named inside, at their top left; its reference lines, such as a
+// capacity or a rate limit, are drawn across it in thin grey and named
+// on the line, at its right end. A series merged over seeds (with Lo and
+// Hi) has its range over the seeds shaded around its line, the median,
+// in a faint tint of its colour, and the legend says so. A chart's notes
+// circle a point of the data and say what explains it, beside it. Points whose X or Y is NaN or
 // infinite are left out; a chart with no finite point is an error. Fonts
 // come embedded with gonum/plot (Liberation), so drawing needs nothing
 // installed on the machine.

@@ -63,7 +63,8 @@ func Write(dir string, h Header, entries []Entry) ([]string, error) {
 		seeds = fmt.Sprintf("%d seeds (%d to %d)", h.Seeds, h.Seed, h.Seed+uint64(h.Seeds)-1)
 	}
 	fmt.Fprintf(&md, "Every scenario of the simulator at its report size, on %s. Table cells are medians over "+
-		"the seeds and charts show the first seed; a claim holds only if it holds on every seed, and its figures "+
+		"the seeds; a chart draws the median over the seeds with their range shaded around it where the seeds measured "+
+		"the same points, and the first seed where they did not; a claim holds only if it holds on every seed, and its figures "+
 		"give the median with the range over the seeds in brackets. Rerun it with `%s`; "+
 		"run one scenario, one seed, with `unherd sim NAME`.\n\n", seeds, h.Command)
 	for _, e := range entries {

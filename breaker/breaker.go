@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"github.com/unherd/unherd/observe"
 	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/internal/rolling"
 	"github.com/unherd/unherd/retry"

@@ -3,11 +3,12 @@ package hedge
 import (
 	"context"
 	"errors"
-	"github.com/unherd/unherd/observe"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/lazyctx"

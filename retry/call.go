@@ -8,6 +8,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/observe"
 )
 
@@ -351,10 +352,8 @@ func (c *Call) succeededHooked() {
 func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision {
 	p := c.p
 	c.last = err
-	// The marks are gathered in place: inspect's result, copied out with
-	// wide loads just after the walk's narrow stores, stalled the copy.
 	var m marks
-	m.walk(err)
+	errtree.Walk(err, m.visit)
 	if m.rejected {
 		c.report(Outcome{Err: err, Abandoned: true})
 		return Decision{Reason: ErrRejected, Class: Permanent}

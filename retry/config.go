@@ -2,9 +2,10 @@ package retry
 
 import (
 	"fmt"
-	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"

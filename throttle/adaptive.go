@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/internal/rolling"
 	"github.com/unherd/unherd/retry"

@@ -84,15 +84,3 @@ func parseAmzRetryAfter(value string) (time.Duration, bool) {
 	}
 	return time.Duration(n) * time.Millisecond, true
 }
-
-// amzDelayError is a failed response carrying an x-amz-retry-after delay.
-// Unlike Retry-After, the header does not make the failure a throttling
-// one: a 500 that carries it stays a server failure, as in the SDKs.
-type amzDelayError struct {
-	err error
-	d   time.Duration
-}
-
-func (e *amzDelayError) Error() string             { return e.err.Error() }
-func (e *amzDelayError) Unwrap() error             { return e.err }
-func (e *amzDelayError) RetryAfter() time.Duration { return e.d }

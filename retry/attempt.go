@@ -281,9 +281,8 @@ func (a *Attempt) Commit() {
 
 // runAttempt runs fn once, between StartAttempt and End. An attempt
 // without a timeout or a TimeoutSource takes StartAttempt's first path,
-// spelled out: there the Attempt would only be built to be copied, and
-// the copy (wide loads just after the narrow stores that built it)
-// stalled DoValue's first attempt for longer than the rest of it.
+// spelled out, so that no Attempt is built only to be copied
+// (bench/NOTES.md, "Hot-path layout").
 func runAttempt[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
 	if p.timeouts == nil && p.attemptTimeout <= 0 {
 		return fn(ctx)

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/internal/configtest"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
@@ -353,32 +355,21 @@ func TestClockUnderSynctest(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		s    Settings
-		ok   bool
-	}{
-		{"zero value", Settings{}, true},
-		{"rate only", Settings{ConsecutiveFailures: -1}, true},
-		{"never trips", Settings{ConsecutiveFailures: -1, FailureRate: -1}, false},
-		{"rate above one", Settings{FailureRate: 1.5}, false},
-		{"negative min calls", Settings{MinCalls: -1}, false},
-		{"negative window", Settings{Window: -1}, false},
-		{"too many buckets", Settings{WindowBuckets: 5000}, false},
-		{"window shorter than its buckets", Settings{Window: 3, WindowBuckets: 10}, false},
-		{"negative open duration", Settings{OpenDuration: -time.Second}, false},
-		{"jitter above one", Settings{OpenJitter: 2}, false},
-		{"negative probes", Settings{HalfOpenProbes: -1}, false},
-		{"negative success threshold", Settings{SuccessThreshold: -1}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.s)
-			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidSettings)) {
-				t.Fatalf("New: err = %v, want ok=%v", err, tc.ok)
-			}
-		})
-	}
+	row := configtest.Row[Settings]
+	configtest.Check(t, ErrInvalidSettings, configtest.New(New), []configtest.Case[Settings]{
+		row("zero value", Settings{}, true),
+		row("rate only", Settings{ConsecutiveFailures: -1}, true),
+		row("never trips", Settings{ConsecutiveFailures: -1, FailureRate: -1}, false),
+		row("rate above one", Settings{FailureRate: 1.5}, false),
+		row("negative min calls", Settings{MinCalls: -1}, false),
+		row("negative window", Settings{Window: -1}, false),
+		row("too many buckets", Settings{WindowBuckets: 5000}, false),
+		row("window shorter than its buckets", Settings{Window: 3, WindowBuckets: 10}, false),
+		row("negative open duration", Settings{OpenDuration: -time.Second}, false),
+		row("jitter above one", Settings{OpenJitter: 2}, false),
+		row("negative probes", Settings{HalfOpenProbes: -1}, false),
+		row("negative success threshold", Settings{SuccessThreshold: -1}, false),
+	})
 }
 
 // TestConcurrent hammers one breaker from many goroutines with mixed

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/internal/configtest"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
@@ -357,31 +359,17 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		ok   bool
-	}{
-		{"zero", Config{}, true},
-		{"negative attempts", Config{MaxAttempts: -1}, false},
-		{"negative nested", Config{NestedAttempts: -1}, false},
-		{"negative attempt timeout", Config{AttemptTimeout: -time.Second}, false},
-		{"negative server delay", Config{MaxServerDelay: -1}, false},
-		{"nil guard", Config{Guards: []Guard{nil}}, false},
-		{"jitter above one", Config{ServerJitter: 1.5}, false},
-		{"bad backoff", Config{Backoff: backoff.Schedule{Base: -1}}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.cfg)
-			if (err == nil) != tc.ok {
-				t.Fatalf("New() err = %v, want ok=%v", err, tc.ok)
-			}
-			if err != nil && !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("err %v does not wrap ErrInvalidConfig", err)
-			}
-		})
-	}
+	row := configtest.Row[Config]
+	configtest.Check(t, ErrInvalidConfig, configtest.New(New), []configtest.Case[Config]{
+		row("zero", Config{}, true),
+		row("negative attempts", Config{MaxAttempts: -1}, false),
+		row("negative nested", Config{NestedAttempts: -1}, false),
+		row("negative attempt timeout", Config{AttemptTimeout: -time.Second}, false),
+		row("negative server delay", Config{MaxServerDelay: -1}, false),
+		row("nil guard", Config{Guards: []Guard{nil}}, false),
+		row("jitter above one", Config{ServerJitter: 1.5}, false),
+		row("bad backoff", Config{Backoff: backoff.Schedule{Base: -1}}, false),
+	})
 }
 
 func (g *fakeGuard) Admit(context.Context) (uint64, error) {

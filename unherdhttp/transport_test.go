@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/unherd/unherd/internal/configtest"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/budget"
@@ -283,22 +285,13 @@ func TestClassifyHookKeeps500Rule(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  unherdhttp.Config
-	}{
-		{"negative connect timeout", unherdhttp.Config{ConnectTimeout: -1}},
-		{"negative attempt timeout", unherdhttp.Config{AttemptTimeout: -1}},
-		{"retry attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 1}}},
-		{"invalid retry config", unherdhttp.Config{Retry: retry.Config{MaxAttempts: -1}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := unherdhttp.NewTransport(nil, tc.cfg); !errors.Is(err, unherdhttp.ErrInvalidConfig) {
-				t.Errorf("got %v, want ErrInvalidConfig", err)
-			}
-		})
-	}
+	row := configtest.Row[unherdhttp.Config]
+	configtest.Check(t, unherdhttp.ErrInvalidConfig, func(c unherdhttp.Config) error { _, err := unherdhttp.NewTransport(nil, c); return err }, []configtest.Case[unherdhttp.Config]{
+		row("negative connect timeout", unherdhttp.Config{ConnectTimeout: -1}, false),
+		row("negative attempt timeout", unherdhttp.Config{AttemptTimeout: -1}, false),
+		row("retry attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 1}}, false),
+		row("invalid retry config", unherdhttp.Config{Retry: retry.Config{MaxAttempts: -1}}, false),
+	})
 }
 
 // rejectAll is a guard that refuses every attempt.

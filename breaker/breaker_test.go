@@ -11,11 +11,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/unherd/unherd/internal/configtest"
-
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 )
 

@@ -15,11 +15,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/unherd/unherd/internal/configtest"
-
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/chaos"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 )
 

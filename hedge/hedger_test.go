@@ -7,11 +7,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/unherd/unherd/internal/configtest"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 func TestValidate(t *testing.T) {

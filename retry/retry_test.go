@@ -10,13 +10,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/unherd/unherd/internal/configtest"
-
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 	seededsrc "github.com/unherd/unherd/internal/seeded"
 )
 

@@ -10,11 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/unherd/unherd/internal/configtest"
-
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/quantile"
 	"github.com/unherd/unherd/retry"
 )

@@ -12,11 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/unherd/unherd/internal/configtest"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )

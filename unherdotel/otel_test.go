@@ -2,7 +2,6 @@ package unherdotel_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/observe"
@@ -23,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var errDown = errors.New("down")
+var errDown = observecheck.ErrDown
 
 // setup returns Metrics made as the package doc says, with a Producer
 // registered with the reader and given to New.
@@ -125,20 +123,7 @@ func retried(t *testing.T, o observe.Observer, calls int) {
 // with delays of 10 and 20 ms.
 func retriedCtx(t *testing.T, ctx context.Context, o observe.Observer) {
 	t.Helper()
-	p, err := retry.New(retry.Config{Observer: o, Budget: budget.Unlimited,
-		Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Jitter: backoff.None}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	if err := p.Do(ctx, func(context.Context) error {
-		if n++; n < 3 {
-			return errDown
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	observecheck.RetriedTwice(t, ctx, o, 10*time.Millisecond)
 }
 
 func TestCounters(t *testing.T) {
@@ -282,20 +267,7 @@ func testGRPCFirstAttempt(t *testing.T, setup func(testing.TB) (*unherdotel.Metr
 	}
 }
 
-var events = []observe.Event{
-	{Kind: observe.Attempt, Attempt: 1},
-	{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Class: failure.Timeout, Err: errDown},
-	{Kind: observe.Success, Attempt: 2, Delay: time.Millisecond},
-	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted, Err: errDown},
-	{Kind: observe.HedgeStarted, Attempt: 1, Delay: time.Millisecond},
-	{Kind: observe.HedgeWon, Attempt: 1},
-	{Kind: observe.HedgeDenied, Attempt: 1},
-	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
-	{Kind: observe.Throttled, Probability: 0.5},
-	{Kind: observe.RateRejected, Delay: time.Second, Rate: 0.5},
-	{Kind: observe.RateDelayed, Delay: time.Second, Rate: 0.5},
-	{Kind: observe.RateCut, Rate: 0.5},
-}
+var events = observecheck.EachKind
 
 // TestNoAllocation: no event allocates, through a plain observer and a
 // gRPC one with a Producer or the SDK's instruments.

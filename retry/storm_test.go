@@ -106,13 +106,7 @@ func TestStorm(t *testing.T) {
 			// 6000 + 35 attempts, and from second 1 on exactly the 100
 			// first attempts a second.
 			name: "token bucket",
-			newBudget: func() budget.Budget {
-				b, err := budget.NewTokenBucket(budget.TokenBucketConfig{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			},
+			newBudget: fresh(t, budget.NewTokenBucket, budget.TokenBucketConfig{}),
 			from:    1,
 			minRate: 6035.0 / stormSeconds, maxRate: 6035.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
 		},
@@ -123,13 +117,7 @@ func TestStorm(t *testing.T) {
 			// (10 -> 7 tokens), the second 2 (7 -> 5), and no call
 			// retries after that: exactly 6000 + 3 attempts.
 			name: "gRPC retry throttling",
-			newBudget: func() budget.Budget {
-				b, err := budget.NewGRPC(budget.GRPCConfig{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			},
+			newBudget: fresh(t, budget.NewGRPC, budget.GRPCConfig{}),
 			from:    1,
 			minRate: 6003.0 / stormSeconds, maxRate: 6003.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
 		},
@@ -146,13 +134,7 @@ func TestStorm(t *testing.T) {
 			// share, where the allowance crosses a whole number at a
 			// second's edge: peak 111.
 			name: "ratio 10% without floor",
-			newBudget: func() budget.Budget {
-				b, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, NoFloor: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			},
+			newBudget: fresh(t, budget.NewRatio, budget.RatioConfig{Ratio: 0.1, NoFloor: true}),
 			from:    10,
 			minRate: 108, maxRate: 110, maxSteady: 110, maxPeak: 111,
 		},
@@ -165,13 +147,7 @@ func TestStorm(t *testing.T) {
 			// window, so one second in ten sees a burst: at most
 			// 100 + 10 + 100 = 210 attempts in a second.
 			name: "ratio 10% with the default floor",
-			newBudget: func() budget.Budget {
-				b, err := budget.NewRatio(budget.RatioConfig{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			},
+			newBudget: fresh(t, budget.NewRatio, budget.RatioConfig{}),
 			from:    10,
 			minRate: 115, maxRate: 120, maxSteady: 120, maxPeak: 210,
 		},
@@ -236,4 +212,16 @@ func TestDefaultBudgetPerPolicy(t *testing.T) {
 			t.Fatalf("after 4 successes: %d calls, err = %v; want 2 calls (one retry paid), budget exhausted", calls, err)
 		}
 	})
+}
+
+// fresh returns a function that makes a new budget with mk and cfg at
+// each call, for a case that runs more than once.
+func fresh[C any, B budget.Budget](t *testing.T, mk func(C) (B, error), cfg C) func() budget.Budget {
+	return func() budget.Budget {
+		b, err := mk(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 }

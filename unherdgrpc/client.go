@@ -186,10 +186,17 @@ func (c *Client) Policy() *retry.Policy { return c.policy }
 // its unary and stream interceptors, and grpc.WithDisableRetry, so that
 // grpc-go's own retries never run under them.
 func (c *Client) DialOptions() []grpc.DialOption {
+	return dialOptions(c.unary, c.stream)
+}
+
+// dialOptions installs the interceptors that unary and stream make, with
+// no extra call option (the channel has grpc-go's retries disabled), on
+// a channel without grpc-go's retries.
+func dialOptions(unary func(grpc.CallOption) grpc.UnaryClientInterceptor, stream func(grpc.CallOption) grpc.StreamClientInterceptor) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithDisableRetry(),
-		grpc.WithChainUnaryInterceptor(c.unary(grpc.EmptyCallOption{})),
-		grpc.WithChainStreamInterceptor(c.stream(grpc.EmptyCallOption{})),
+		grpc.WithChainUnaryInterceptor(unary(grpc.EmptyCallOption{})),
+		grpc.WithChainStreamInterceptor(stream(grpc.EmptyCallOption{})),
 	}
 }
 

@@ -267,21 +267,13 @@ func testGRPCFirstAttempt(t *testing.T, setup func(testing.TB) (*unherdotel.Metr
 	}
 }
 
-var events = observecheck.EachKind
-
 // TestNoAllocation: no event allocates, through a plain observer and a
 // gRPC one with a Producer or the SDK's instruments.
 func TestNoAllocation(t *testing.T) {
 	for _, s := range setups {
 		m, _ := s.setup(t)
-		ctx := context.Background()
 		for _, o := range []observe.Observer{must(m.Observer("x")), must(m.GRPCObserver("s/M", "t"))} {
-			for _, e := range events {
-				o.Observe(ctx, e) // the first record of a point may allocate it
-				if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
-					t.Errorf("%s: %v: %v allocations", s.name, e.Kind, allocs)
-				}
-			}
+			observecheck.NoAllocation(t, s.name, o)
 		}
 	}
 }
@@ -333,20 +325,12 @@ func callAllocs(t *testing.T, obs observe.Observer) float64 {
 func BenchmarkEvent(b *testing.B) {
 	m, _ := setup(b)
 	sdkM, _ := setupSDK(b)
-	ctx := context.Background()
 	for _, o := range []struct {
 		name string
 		obs  observe.Observer
 	}{{"plain", must(m.Observer("x"))}, {"grpc", must(m.GRPCObserver("s/M", "t"))},
 		{"grpc-sdk", must(sdkM.GRPCObserver("s/M", "t"))}} {
-		for _, e := range events {
-			b.Run(o.name+"/"+e.Kind.String(), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					o.obs.Observe(ctx, e)
-				}
-			})
-		}
+		observecheck.BenchmarkEvents(b, o.name+"/", o.obs)
 	}
 }
 

@@ -206,16 +206,8 @@ func TestNoAllocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := m.Observer("x")
-	ctx := context.Background()
-	for _, e := range events {
-		if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
-			t.Errorf("%v: %v allocations", e.Kind, allocs)
-		}
-	}
+	observecheck.NoAllocation(t, "prometheus", m.Observer("x"))
 }
-
-var events = observecheck.EachKind
 
 // BenchmarkEvent is one event of each kind through the Prometheus
 // observer.
@@ -224,16 +216,7 @@ func BenchmarkEvent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := m.Observer("x")
-	ctx := context.Background()
-	for _, e := range events {
-		b.Run(e.Kind.String(), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				o.Observe(ctx, e)
-			}
-		})
-	}
+	observecheck.BenchmarkEvents(b, "", m.Observer("x"))
 }
 
 // BenchmarkCalls is observecheck.BenchmarkCalls with the Prometheus

@@ -147,3 +147,31 @@ func benchHedged(b *testing.B, obs observe.Observer) {
 		}
 	}
 }
+
+// NoAllocation checks that obs allocates for none of [EachKind]'s events,
+// after it has seen each once (the first record of a point may allocate
+// it). name prefixes the errors.
+func NoAllocation(t *testing.T, name string, obs observe.Observer) {
+	t.Helper()
+	ctx := context.Background()
+	for _, e := range EachKind {
+		obs.Observe(ctx, e)
+		if allocs := testing.AllocsPerRun(100, func() { obs.Observe(ctx, e) }); allocs != 0 {
+			t.Errorf("%s: %v: %v allocations", name, e.Kind, allocs)
+		}
+	}
+}
+
+// BenchmarkEvents measures obs on each of [EachKind]'s events, in
+// sub-benchmarks named prefix and the event's kind.
+func BenchmarkEvents(b *testing.B, prefix string, obs observe.Observer) {
+	ctx := context.Background()
+	for _, e := range EachKind {
+		b.Run(prefix+e.Kind.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				obs.Observe(ctx, e)
+			}
+		})
+	}
+}

@@ -105,10 +105,10 @@ func TestStorm(t *testing.T) {
 			// then the bucket is too low and nothing refills it. Exactly
 			// 6000 + 35 attempts, and from second 1 on exactly the 100
 			// first attempts a second.
-			name: "token bucket",
+			name:      "token bucket",
 			newBudget: fresh(t, budget.NewTokenBucket, budget.TokenBucketConfig{}),
-			from:    1,
-			minRate: 6035.0 / stormSeconds, maxRate: 6035.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
+			from:      1,
+			minRate:   6035.0 / stormSeconds, maxRate: 6035.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
 		},
 		{
 			// gRPC retry throttling with A6's example (10 tokens, 0.1
@@ -116,10 +116,10 @@ func TestStorm(t *testing.T) {
 			// retries stop at half, so the first call makes 3 attempts
 			// (10 -> 7 tokens), the second 2 (7 -> 5), and no call
 			// retries after that: exactly 6000 + 3 attempts.
-			name: "gRPC retry throttling",
+			name:      "gRPC retry throttling",
 			newBudget: fresh(t, budget.NewGRPC, budget.GRPCConfig{}),
-			from:    1,
-			minRate: 6003.0 / stormSeconds, maxRate: 6003.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
+			from:      1,
+			minRate:   6003.0 / stormSeconds, maxRate: 6003.0 / stormSeconds, maxSteady: 100, maxPeak: 100,
 		},
 		{
 			// Without the floor, retries in each 10 s window are at most
@@ -133,10 +133,10 @@ func TestStorm(t *testing.T) {
 			// A single steady second may hold one retry more than its
 			// share, where the allowance crosses a whole number at a
 			// second's edge: peak 111.
-			name: "ratio 10% without floor",
+			name:      "ratio 10% without floor",
 			newBudget: fresh(t, budget.NewRatio, budget.RatioConfig{Ratio: 0.1, NoFloor: true}),
-			from:    10,
-			minRate: 108, maxRate: 110, maxSteady: 110, maxPeak: 111,
+			from:      10,
+			minRate:   108, maxRate: 110, maxSteady: 110, maxPeak: 111,
 		},
 		{
 			// The default floor adds 10 retries a second, that is a
@@ -146,10 +146,10 @@ func TestStorm(t *testing.T) {
 			// twice) and comes back at once when those retries leave the
 			// window, so one second in ten sees a burst: at most
 			// 100 + 10 + 100 = 210 attempts in a second.
-			name: "ratio 10% with the default floor",
+			name:      "ratio 10% with the default floor",
 			newBudget: fresh(t, budget.NewRatio, budget.RatioConfig{}),
-			from:    10,
-			minRate: 115, maxRate: 120, maxSteady: 120, maxPeak: 210,
+			from:      10,
+			minRate:   115, maxRate: 120, maxSteady: 120, maxPeak: 210,
 		},
 	}
 	for _, tc := range tests {

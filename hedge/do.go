@@ -2,7 +2,6 @@ package hedge
 
 import (
 	"context"
-	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -155,7 +154,7 @@ func (h *Hedger) ended(parent context.Context, start time.Duration, err error, h
 	observe := err == nil && h.est != nil
 	record, timedOut := h.record, false
 	if err != nil && parent.Err() != nil {
-		timedOut = errors.Is(context.Cause(parent), retry.ErrAttemptTimeout)
+		timedOut = retry.AttemptTimedOut(parent)
 		record = record && timedOut
 	}
 	if observe {

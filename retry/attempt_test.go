@@ -310,3 +310,27 @@ func TestCallFailed(t *testing.T) {
 		}
 	})
 }
+
+// AttemptTimedOut tells, from the context alone, an attempt its own
+// timeout ended from one the caller's cancellation ended, and from one
+// still running.
+func TestAttemptTimedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config{AttemptTimeout: time.Second})
+		a := p.StartAttempt(t.Context())
+		if AttemptTimedOut(a.Context()) {
+			t.Fatal("a running attempt reports that it timed out")
+		}
+		<-a.Context().Done()
+		if !AttemptTimedOut(a.Context()) {
+			t.Fatalf("an attempt its timeout ended: AttemptTimedOut false (cause %v)", context.Cause(a.Context()))
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		b := p.StartAttempt(ctx)
+		cancel()
+		<-b.Context().Done()
+		if AttemptTimedOut(b.Context()) {
+			t.Fatal("an attempt the caller cancelled reports that it timed out")
+		}
+	})
+}

@@ -113,7 +113,7 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 		// The caller gave up or its deadline passed: the loop ends the
 		// call as cancelled and retries nothing.
 		return ae
-	case actx.Err() != nil && context.Cause(actx) == retry.ErrAttemptTimeout:
+	case retry.AttemptTimedOut(actx):
 		// The attempt's own timeout (DEADLINE_EXCEEDED, or CANCELLED for
 		// a stream's), not the caller's deadline: a Timeout.
 		return retry.Judge(ae, retry.Verdict{Class: retry.Timeout})

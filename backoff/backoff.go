@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
+
+	"github.com/unherd/unherd/internal/validate"
 )
 
 // Defaults used for zero fields of a [Schedule].
@@ -122,13 +124,14 @@ func (s Schedule) Validate() error {
 	case s.Jitter == Decorrelated && m != 0 && m != DefaultMultiplier:
 		return fmt.Errorf("%w: Multiplier %v with decorrelated jitter, which grows from the previous delay by a factor of 3 and has no ceiling to multiply; use Full, Equal or None jitter", ErrInvalid, m)
 	}
+	if err := validate.NonNegative(ErrInvalid,
+		validate.Field{Name: "Base", Value: s.Base, Hint: "; use zero for the 50ms default"},
+		validate.Field{Name: "ThrottledBase", Value: s.ThrottledBase, Hint: "; use zero for the 1s default"},
+		validate.Field{Name: "Cap", Value: s.Cap, Hint: "; use zero for the 20s default"},
+	); err != nil {
+		return err
+	}
 	switch {
-	case s.Base < 0:
-		return fmt.Errorf("%w: Base %v is negative; use zero for the 50ms default", ErrInvalid, s.Base)
-	case s.ThrottledBase < 0:
-		return fmt.Errorf("%w: ThrottledBase %v is negative; use zero for the 1s default", ErrInvalid, s.ThrottledBase)
-	case s.Cap < 0:
-		return fmt.Errorf("%w: Cap %v is negative; use zero for the 20s default", ErrInvalid, s.Cap)
 	case s.Jitter > None:
 		return fmt.Errorf("%w: unknown Jitter %d", ErrInvalid, s.Jitter)
 	case s.Constant && s.Jitter == Decorrelated:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/unherd/unherd/internal/services"
 	"go.uber.org/goleak"
 )
 
@@ -24,10 +25,7 @@ func natsURL() string { return cmp.Or(os.Getenv("UNHERD_NATS_URL"), "nats://127.
 // unavailable skips t loudly, or fails it when UNHERD_REQUIRE_SERVICES=1.
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
-		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
+	services.Unavailable(t, format, args...)
 }
 
 // env is one test's JetStream: a connection, and a stream and a dead-letter

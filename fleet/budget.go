@@ -13,6 +13,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/validate"
 )
 
@@ -253,16 +254,13 @@ func New(cfg Config, t Transport) (*Budget, error) {
 		now:      cfg.Now,
 		wake:     make(chan struct{}, 1),
 		want:     1,
-		rand:     rand.Uint64,
+		rand:     draws.From(cfg.Rand),
 		ratio:    ratio,
 		floor:    floor,
 		span:     window / 100,
 	}
 	if cfg.Now == nil {
 		b.now = time.Now
-	}
-	if cfg.Rand != nil {
-		b.rand = cfg.Rand.Uint64
 	}
 	// Until a sync tells it its share of the fleet's floor, a process
 	// earns the fallback's floor (or the fleet's, if lower), and saves

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unherd/unherd/internal/guardbench"
+	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -16,7 +16,7 @@ func BenchmarkBreakerAllowParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	guardbench.Parallel(b, br, retry.Outcome{}, false)
+	guardtest.Parallel(b, br, retry.Outcome{}, false)
 }
 
 // BenchmarkBreakerAllowFuncParallel is the same through Allow's done

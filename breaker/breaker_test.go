@@ -16,19 +16,15 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	errBoom = errors.New("boom")
-
-	success   = retry.Outcome{}
-	transient = retry.Outcome{Err: errBoom, Class: retry.Transient}
-	permanent = retry.Outcome{Err: errBoom, Class: retry.Permanent}
-	abandoned = retry.Outcome{Err: context.Canceled, Abandoned: true}
+	t0, errBoom                              = guardtest.T0, guardtest.ErrBoom
+	success, transient, permanent, abandoned = guardtest.Success, guardtest.Transient, guardtest.Permanent, guardtest.Abandoned
 )
 
 // constSource returns the same draw every time.

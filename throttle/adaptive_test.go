@@ -12,21 +12,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	errBoom = errors.New("boom")
-
-	success   = retry.Outcome{}
-	throttled = retry.Outcome{Err: errBoom, Class: retry.Throttled}
-	transient = retry.Outcome{Err: errBoom, Class: retry.Transient}
-	timeout   = retry.Outcome{Err: errBoom, Class: retry.Timeout}
-	permanent = retry.Outcome{Err: errBoom, Class: retry.Permanent}
-	abandoned = retry.Outcome{Err: context.Canceled, Abandoned: true}
+	t0, errBoom                            = guardtest.T0, guardtest.ErrBoom
+	success, throttled, transient, timeout = guardtest.Success, guardtest.Throttled, guardtest.Transient, guardtest.Timeout
+	permanent, abandoned                   = guardtest.Permanent, guardtest.Abandoned
 )
 
 func newAdaptive(t testing.TB, s AdaptiveSettings) *Adaptive {

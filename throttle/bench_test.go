@@ -3,7 +3,7 @@ package throttle
 import (
 	"testing"
 
-	"github.com/unherd/unherd/internal/guardbench"
+	"github.com/unherd/unherd/internal/guardtest"
 )
 
 // BenchmarkThrottleParallel measures Admit and Done of an accepted call on
@@ -14,7 +14,7 @@ func BenchmarkThrottleParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	guardbench.Parallel(b, a, success, false)
+	guardtest.Parallel(b, a, success, false)
 }
 
 // BenchmarkThrottleShedding measures Admit and Done while the throttle is
@@ -24,7 +24,7 @@ func BenchmarkThrottleShedding(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	guardbench.Parallel(b, a, throttled, true)
+	guardtest.Parallel(b, a, throttled, true)
 }
 
 // BenchmarkRateLimiterParallel measures Admit and Done of a success on a
@@ -35,5 +35,5 @@ func BenchmarkRateLimiterParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	guardbench.Parallel(b, r, success, false)
+	guardtest.Parallel(b, r, success, false)
 }

@@ -339,23 +339,6 @@ func TestGuardRejectionClosesBody(t *testing.T) {
 	}
 }
 
-// classGuard records the class of every failed attempt it is told about.
-type classGuard struct {
-	mu      sync.Mutex
-	classes []string
-}
-
-func (g *classGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *classGuard) Done(_ uint64, o retry.Outcome) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if o.Err == nil {
-		g.classes = append(g.classes, "ok")
-		return
-	}
-	g.classes = append(g.classes, o.Class.String())
-}
-
 // A failure the transport does not repeat still reaches guards with its own
 // class, so a circuit breaker counts 500s and 503s to a POST.
 func TestGuardsSeeServerFailures(t *testing.T) {
@@ -374,7 +357,7 @@ func TestGuardsSeeServerFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &failFirst{n: 9, status: tc.status}
 			srv := newServer(t, f.ServeHTTP)
-			g := &classGuard{}
+			g := &outcomeGuard{}
 			cfg := fast
 			cfg.Guards = []retry.Guard{g}
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg, NoRetry500: tc.noRetry500})
@@ -386,7 +369,7 @@ func TestGuardsSeeServerFailures(t *testing.T) {
 			if err != nil || status != tc.status || f.count() != 1 {
 				t.Fatalf("got %d, %v after %d requests", status, err, f.count())
 			}
-			if diff := cmp.Diff(tc.want, g.classes); diff != "" {
+			if diff := cmp.Diff(tc.want, g.log); diff != "" {
 				t.Fatal(diff)
 			}
 		})

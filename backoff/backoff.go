@@ -176,26 +176,22 @@ func Draw() uint64 { return rand.Uint64() }
 // a pure function: the same inputs give the same result. It never
 // overflows, never returns a negative duration and never exceeds the cap.
 func (s Schedule) Delay(n int, prev time.Duration, u uint64) time.Duration {
-	if s.Immediate {
-		return 0
-	}
-	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, false)
-	if grows(s.Multiplier) {
-		return scaledDelay(b, c, s.Jitter, s.Constant, s.CapAfterDraw, s.Multiplier, n, prev, u)
-	}
-	if s.CapAfterDraw && s.Jitter == Full {
-		return capAfterDraw(b, c, s.Constant, n, u)
-	}
-	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
+	return s.delayFrom(false, n, prev, u)
 }
 
 // ThrottledDelay is Delay after a throttling error: the same schedule grown
 // from ThrottledBase instead of Base.
 func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Duration {
+	return s.delayFrom(true, n, prev, u)
+}
+
+// delayFrom is Delay, from ThrottledBase if throttled. The Schedule comes
+// in registers, as Delay's own receiver does.
+func (s Schedule) delayFrom(throttled bool, n int, prev time.Duration, u uint64) time.Duration {
 	if s.Immediate {
 		return 0
 	}
-	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, true)
+	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
 	if grows(s.Multiplier) {
 		return scaledDelay(b, c, s.Jitter, s.Constant, s.CapAfterDraw, s.Multiplier, n, prev, u)
 	}

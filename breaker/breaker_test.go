@@ -37,11 +37,7 @@ func mustNew(t testing.TB, s Settings) *Breaker {
 	if s.Now == nil {
 		s.Now = func() time.Time { return t0 }
 	}
-	b, err := New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return configtest.Must(New(s))(t)
 }
 
 // step is one scripted event at an explicit time (offset from t0).

@@ -25,14 +25,7 @@ var errBoom = errors.New("boom")
 
 func seeded(seed uint64) rand.Source { return seededsrc.New(seed, seed) }
 
-func mustNew(t *testing.T, cfg Config) *Policy {
-	t.Helper()
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func mustNew(t *testing.T, cfg Config) *Policy { return configtest.Must(New(cfg))(t) }
 
 // failing returns an operation that fails n times with err, then succeeds,
 // counting its calls.

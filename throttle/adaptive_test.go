@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
@@ -32,11 +33,7 @@ func newAdaptive(t testing.TB, s AdaptiveSettings) *Adaptive {
 	if s.Rand == nil {
 		s.Rand = rand.NewPCG(1, 2)
 	}
-	a, err := NewAdaptive(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return configtest.Must(NewAdaptive(s))(t)
 }
 
 // counts returns the window's requests and accepts at now, folded.

@@ -20,14 +20,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func mustNew(t testing.TB, cfg Config) *Adaptive {
-	t.Helper()
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
+func mustNew(t testing.TB, cfg Config) *Adaptive { return configtest.Must(New(cfg))(t) }
 
 func lognormal(r *rand.Rand, median time.Duration, sigma float64) time.Duration {
 	return time.Duration(float64(median) * math.Exp(sigma*r.NormFloat64()))

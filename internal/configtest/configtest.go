@@ -43,3 +43,17 @@ func New[C, V any](newFn func(C) (V, error)) func(C) error {
 		return err
 	}
 }
+
+// Must hands a test what a constructor returned: the function it returns
+// fails t if err is set, and otherwise returns v.
+//
+//	p := configtest.Must(retry.New(cfg))(t)
+func Must[V any](v V, err error) func(testing.TB) V {
+	return func(t testing.TB) V {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}

@@ -52,6 +52,13 @@ var setups = []struct {
 	setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)
 }{{"producer", setup}, {"sdk", setupSDK}}
 
+// eachSetup runs test as a subtest for each of setups.
+func eachSetup(t *testing.T, test func(*testing.T, func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader))) {
+	for _, s := range setups {
+		t.Run(s.name, func(t *testing.T) { test(t, s.setup) })
+	}
+}
+
 // collect returns the data points of every instrument, by name.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
 	t.Helper()
@@ -177,9 +184,7 @@ func TestCounters(t *testing.T) {
 // grpc.target; calls without retries or hedges report no 0; through a
 // Producer and through the SDK's instruments.
 func TestGRPC(t *testing.T) {
-	for _, s := range setups {
-		t.Run(s.name, func(t *testing.T) { testGRPC(t, s.setup) })
-	}
+	eachSetup(t, testGRPC)
 }
 
 func testGRPC(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)) {
@@ -238,9 +243,7 @@ func testGRPC(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmet
 // any attempt) record none of A96's histograms, not even a zero delay,
 // through a Producer or the SDK's instruments.
 func TestGRPCFirstAttempt(t *testing.T) {
-	for _, s := range setups {
-		t.Run(s.name, func(t *testing.T) { testGRPCFirstAttempt(t, s.setup) })
-	}
+	eachSetup(t, testGRPCFirstAttempt)
 }
 
 func testGRPCFirstAttempt(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdredis"
 )
 
@@ -161,7 +162,7 @@ func startCluster(t *testing.T) []string {
 	server, err1 := exec.LookPath("redis-server")
 	cli, err2 := exec.LookPath("redis-cli")
 	if err1 != nil || err2 != nil {
-		unavailable(t, "redis-server and redis-cli are needed to start a Redis Cluster: %v %v", err1, err2)
+		services.Unavailable(t, "redis-server and redis-cli are needed to start a Redis Cluster: %v %v", err1, err2)
 	}
 	dir := t.TempDir()
 	addrs := freePorts(t, 3)
@@ -173,7 +174,7 @@ func startCluster(t *testing.T) []string {
 			"--cluster-node-timeout", "2000",
 			"--dir", dir, "--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, port+".log"))
 		if err := cmd.Start(); err != nil {
-			unavailable(t, "starting redis-server: %v", err)
+			services.Unavailable(t, "starting redis-server: %v", err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	}
@@ -189,7 +190,7 @@ func startCluster(t *testing.T) []string {
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		unavailable(t, "redis-cli --cluster create: %v\n%s", err, out)
+		services.Unavailable(t, "redis-cli --cluster create: %v\n%s", err, out)
 	}
 	for _, addr := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: addr})
@@ -244,7 +245,7 @@ func waitFor(t *testing.T, d time.Duration, what string, f func() error) {
 			return
 		}
 		if time.Now().After(deadline) {
-			unavailable(t, "waiting for %s: %v", what, err)
+			services.Unavailable(t, "waiting for %s: %v", what, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

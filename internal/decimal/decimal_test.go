@@ -6,28 +6,27 @@ import (
 	"time"
 )
 
+// saturated is what a number of units too large for a Duration reads as.
+const saturated = time.Duration(math.MaxInt64)
+
 func TestDuration(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		unit time.Duration
-		want time.Duration
-		ok   bool
-	}{
-		{"0", time.Second, 0, true},
-		{"120", time.Second, 120 * time.Second, true},
-		{"007", time.Millisecond, 7 * time.Millisecond, true},
-		{"9223372036", time.Second, 9223372036 * time.Second, true},
-		{"9223372037", time.Second, math.MaxInt64, true},
-		{"99999999999999999999999", time.Millisecond, math.MaxInt64, true},
-		{"", time.Second, 0, false},
-		{"+5", time.Second, 0, false},
-		{"-5", time.Second, 0, false},
-		{"1.5", time.Second, 0, false},
-	} {
-		if d, ok := Duration(tc.s, tc.unit); d != tc.want || ok != tc.ok {
-			t.Errorf("Duration(%q, %v) = %v, %v; want %v, %v", tc.s, tc.unit, d, ok, tc.want, tc.ok)
+	check := func(s string, unit, want time.Duration, ok bool) {
+		t.Helper()
+		if d, got := Duration(s, unit); d != want || got != ok {
+			t.Errorf("Duration(%q, %v) = %v, %v; want %v, %v", s, unit, d, got, want, ok)
 		}
 	}
+	check("0", time.Second, 0, true)
+	check("120", time.Second, 120*time.Second, true)
+	check("007", time.Millisecond, 7*time.Millisecond, true)
+	check("9223372036", time.Second, 9223372036*time.Second, true)
+	check("9223372037", time.Second, saturated, true)
+	check("99999999999999999999999", time.Millisecond, saturated, true)
+	// Not a number of units: no sign, no fraction, not empty.
+	check("", time.Second, 0, false)
+	check("+5", time.Second, 0, false)
+	check("-5", time.Second, 0, false)
+	check("1.5", time.Second, 0, false)
 }
 
 func FuzzDuration(f *testing.F) {

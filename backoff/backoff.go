@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
+
+	"github.com/unherd/unherd/internal/validate"
 )
 
 // Defaults used for zero fields of a [Schedule].
@@ -122,13 +124,14 @@ func (s Schedule) Validate() error {
 	case s.Jitter == Decorrelated && m != 0 && m != DefaultMultiplier:
 		return fmt.Errorf("%w: Multiplier %v with decorrelated jitter, which grows from the previous delay by a factor of 3 and has no ceiling to multiply; use Full, Equal or None jitter", ErrInvalid, m)
 	}
+	if err := validate.NonNegative(ErrInvalid,
+		validate.Field{Name: "Base", Value: s.Base, Hint: "; use zero for the 50ms default"},
+		validate.Field{Name: "ThrottledBase", Value: s.ThrottledBase, Hint: "; use zero for the 1s default"},
+		validate.Field{Name: "Cap", Value: s.Cap, Hint: "; use zero for the 20s default"},
+	); err != nil {
+		return err
+	}
 	switch {
-	case s.Base < 0:
-		return fmt.Errorf("%w: Base %v is negative; use zero for the 50ms default", ErrInvalid, s.Base)
-	case s.ThrottledBase < 0:
-		return fmt.Errorf("%w: ThrottledBase %v is negative; use zero for the 1s default", ErrInvalid, s.ThrottledBase)
-	case s.Cap < 0:
-		return fmt.Errorf("%w: Cap %v is negative; use zero for the 20s default", ErrInvalid, s.Cap)
 	case s.Jitter > None:
 		return fmt.Errorf("%w: unknown Jitter %d", ErrInvalid, s.Jitter)
 	case s.Constant && s.Jitter == Decorrelated:
@@ -143,9 +146,8 @@ func (s Schedule) Validate() error {
 }
 
 // bounds returns the effective base and cap. It takes the fields, not
-// the struct: taking a Schedule's address (or copying it) on the hot path
-// spills it to the stack, and the spill's mixed-width stores stall the
-// loads that follow.
+// the struct, so that the hot path neither copies a Schedule nor takes
+// its address (bench/NOTES.md, "Hot-path layout").
 func bounds(base, throttledBase, capd time.Duration, throttled bool) (b, c time.Duration) {
 	c = orDefault(capd, DefaultCap)
 	b = orDefault(base, DefaultBase)
@@ -174,26 +176,22 @@ func Draw() uint64 { return rand.Uint64() }
 // a pure function: the same inputs give the same result. It never
 // overflows, never returns a negative duration and never exceeds the cap.
 func (s Schedule) Delay(n int, prev time.Duration, u uint64) time.Duration {
-	if s.Immediate {
-		return 0
-	}
-	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, false)
-	if grows(s.Multiplier) {
-		return scaledDelay(b, c, s.Jitter, s.Constant, s.CapAfterDraw, s.Multiplier, n, prev, u)
-	}
-	if s.CapAfterDraw && s.Jitter == Full {
-		return capAfterDraw(b, c, s.Constant, n, u)
-	}
-	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
+	return s.delayFrom(false, n, prev, u)
 }
 
 // ThrottledDelay is Delay after a throttling error: the same schedule grown
 // from ThrottledBase instead of Base.
 func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Duration {
+	return s.delayFrom(true, n, prev, u)
+}
+
+// delayFrom is Delay, from ThrottledBase if throttled. The Schedule comes
+// in registers, as Delay's own receiver does.
+func (s Schedule) delayFrom(throttled bool, n int, prev time.Duration, u uint64) time.Duration {
 	if s.Immediate {
 		return 0
 	}
-	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, true)
+	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
 	if grows(s.Multiplier) {
 		return scaledDelay(b, c, s.Jitter, s.Constant, s.CapAfterDraw, s.Multiplier, n, prev, u)
 	}

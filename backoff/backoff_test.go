@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 func TestTemp(t *testing.T) {
@@ -186,43 +188,29 @@ func TestDecorrelatedNearCap(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		s    Schedule
-		ok   bool
-	}{
-		{"zero", Schedule{}, true},
-		{"negative base", Schedule{Base: -1}, false},
-		{"negative throttled", Schedule{ThrottledBase: -1}, false},
-		{"negative cap", Schedule{Cap: -1}, false},
-		{"base above cap", Schedule{Base: time.Minute, Cap: time.Second}, false},
-		{"throttled above cap", Schedule{Cap: 500 * time.Millisecond, ThrottledBase: time.Second}, false},
-		{"default throttled clamps to small cap", Schedule{Cap: 500 * time.Millisecond}, true},
-		{"small cap with small throttled", Schedule{Cap: 500 * time.Millisecond, ThrottledBase: 100 * time.Millisecond}, true},
-		{"unknown jitter", Schedule{Jitter: 9}, false},
-		{"constant decorrelated", Schedule{Constant: true, Jitter: Decorrelated}, false},
-		{"multiplier 1.5", Schedule{Multiplier: 1.5}, true},
-		{"multiplier below 1", Schedule{Multiplier: 0.5}, true},
-		{"negative multiplier", Schedule{Multiplier: -2}, false},
-		{"NaN multiplier", Schedule{Multiplier: math.NaN()}, false},
-		{"infinite multiplier", Schedule{Multiplier: math.Inf(1)}, false},
-		{"constant multiplier 1", Schedule{Constant: true, Multiplier: 1}, true},
-		{"constant multiplier 3", Schedule{Constant: true, Multiplier: 3}, false},
-		{"decorrelated multiplier 2", Schedule{Jitter: Decorrelated, Multiplier: 2}, true},
-		{"decorrelated multiplier 1.5", Schedule{Jitter: Decorrelated, Multiplier: 1.5}, false},
-		{"equal multiplier 1.5", Schedule{Jitter: Equal, Multiplier: 1.5}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.s.Validate()
-			if (err == nil) != tc.ok {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
-			}
-			if err != nil && !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v does not wrap ErrInvalid", err)
-			}
-		})
-	}
+	row := configtest.Row[Schedule]
+	configtest.Check(t, ErrInvalid, Schedule.Validate, []configtest.Case[Schedule]{
+		row("zero", Schedule{}, true),
+		row("negative base", Schedule{Base: -1}, false),
+		row("negative throttled", Schedule{ThrottledBase: -1}, false),
+		row("negative cap", Schedule{Cap: -1}, false),
+		row("base above cap", Schedule{Base: time.Minute, Cap: time.Second}, false),
+		row("throttled above cap", Schedule{Cap: 500 * time.Millisecond, ThrottledBase: time.Second}, false),
+		row("default throttled clamps to small cap", Schedule{Cap: 500 * time.Millisecond}, true),
+		row("small cap with small throttled", Schedule{Cap: 500 * time.Millisecond, ThrottledBase: 100 * time.Millisecond}, true),
+		row("unknown jitter", Schedule{Jitter: 9}, false),
+		row("constant decorrelated", Schedule{Constant: true, Jitter: Decorrelated}, false),
+		row("multiplier 1.5", Schedule{Multiplier: 1.5}, true),
+		row("multiplier below 1", Schedule{Multiplier: 0.5}, true),
+		row("negative multiplier", Schedule{Multiplier: -2}, false),
+		row("NaN multiplier", Schedule{Multiplier: math.NaN()}, false),
+		row("infinite multiplier", Schedule{Multiplier: math.Inf(1)}, false),
+		row("constant multiplier 1", Schedule{Constant: true, Multiplier: 1}, true),
+		row("constant multiplier 3", Schedule{Constant: true, Multiplier: 3}, false),
+		row("decorrelated multiplier 2", Schedule{Jitter: Decorrelated, Multiplier: 2}, true),
+		row("decorrelated multiplier 1.5", Schedule{Jitter: Decorrelated, Multiplier: 1.5}, false),
+		row("equal multiplier 1.5", Schedule{Jitter: Equal, Multiplier: 1.5}, true),
+	})
 }
 
 func TestParseJitter(t *testing.T) {

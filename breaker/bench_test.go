@@ -5,28 +5,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
 
 // BenchmarkBreakerAllowParallel measures Admit and Done of a success on a
 // closed breaker from many goroutines: the path every healthy call takes.
 func BenchmarkBreakerAllowParallel(b *testing.B) {
-	b.ReportAllocs()
 	br, err := New(Settings{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			t, err := br.Admit(ctx)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			br.Done(t, retry.Outcome{})
-		}
-	})
+	guardtest.Parallel(b, br, retry.Outcome{}, false)
 }
 
 // BenchmarkBreakerAllowFuncParallel is the same through Allow's done

@@ -4,13 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"github.com/unherd/unherd/observe"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/observe"
+
+	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/rolling"
 	"github.com/unherd/unherd/retry"
 )
@@ -118,7 +119,7 @@ func New(s Settings) (*Breaker, error) {
 		onChange:     s.OnStateChange,
 		observer:     s.Observer,
 		clock:        s.Now,
-		rand:         rand.Uint64,
+		rand:         draws.From(s.Rand),
 	}
 	b.win = rolling.New(s.window())
 	if b.isFailure == nil {
@@ -129,9 +130,6 @@ func New(s Settings) (*Breaker, error) {
 	}
 	if b.clock == nil {
 		b.clock = time.Now
-	}
-	if s.Rand != nil {
-		b.rand = s.Rand.Uint64
 	}
 	b.epoch = b.clock()
 	b.win.Reset(0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -14,19 +15,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	errBoom = errors.New("boom")
-
-	success   = retry.Outcome{}
-	transient = retry.Outcome{Err: errBoom, Class: retry.Transient}
-	permanent = retry.Outcome{Err: errBoom, Class: retry.Permanent}
-	abandoned = retry.Outcome{Err: context.Canceled, Abandoned: true}
+	t0, errBoom                              = guardtest.T0, guardtest.ErrBoom
+	success, transient, permanent, abandoned = guardtest.Success, guardtest.Transient, guardtest.Permanent, guardtest.Abandoned
 )
 
 // constSource returns the same draw every time.
@@ -39,11 +37,7 @@ func mustNew(t testing.TB, s Settings) *Breaker {
 	if s.Now == nil {
 		s.Now = func() time.Time { return t0 }
 	}
-	b, err := New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return configtest.Must(New(s))(t)
 }
 
 // step is one scripted event at an explicit time (offset from t0).
@@ -353,32 +347,21 @@ func TestClockUnderSynctest(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		s    Settings
-		ok   bool
-	}{
-		{"zero value", Settings{}, true},
-		{"rate only", Settings{ConsecutiveFailures: -1}, true},
-		{"never trips", Settings{ConsecutiveFailures: -1, FailureRate: -1}, false},
-		{"rate above one", Settings{FailureRate: 1.5}, false},
-		{"negative min calls", Settings{MinCalls: -1}, false},
-		{"negative window", Settings{Window: -1}, false},
-		{"too many buckets", Settings{WindowBuckets: 5000}, false},
-		{"window shorter than its buckets", Settings{Window: 3, WindowBuckets: 10}, false},
-		{"negative open duration", Settings{OpenDuration: -time.Second}, false},
-		{"jitter above one", Settings{OpenJitter: 2}, false},
-		{"negative probes", Settings{HalfOpenProbes: -1}, false},
-		{"negative success threshold", Settings{SuccessThreshold: -1}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.s)
-			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidSettings)) {
-				t.Fatalf("New: err = %v, want ok=%v", err, tc.ok)
-			}
-		})
-	}
+	row := configtest.Row[Settings]
+	configtest.Check(t, ErrInvalidSettings, configtest.New(New), []configtest.Case[Settings]{
+		row("zero value", Settings{}, true),
+		row("rate only", Settings{ConsecutiveFailures: -1}, true),
+		row("never trips", Settings{ConsecutiveFailures: -1, FailureRate: -1}, false),
+		row("rate above one", Settings{FailureRate: 1.5}, false),
+		row("negative min calls", Settings{MinCalls: -1}, false),
+		row("negative window", Settings{Window: -1}, false),
+		row("too many buckets", Settings{WindowBuckets: 5000}, false),
+		row("window shorter than its buckets", Settings{Window: 3, WindowBuckets: 10}, false),
+		row("negative open duration", Settings{OpenDuration: -time.Second}, false),
+		row("jitter above one", Settings{OpenJitter: 2}, false),
+		row("negative probes", Settings{HalfOpenProbes: -1}, false),
+		row("negative success threshold", Settings{SuccessThreshold: -1}, false),
+	})
 }
 
 // TestConcurrent hammers one breaker from many goroutines with mixed
@@ -485,5 +468,107 @@ func TestFailureRateWithFoldedSuccesses(t *testing.T) {
 		if want := map[bool]State{true: Open, false: Closed}[i == 900]; b.State() != want {
 			t.Fatalf("after %d failures: %v, want %v", i, b.State(), want)
 		}
+	}
+}
+
+// TestAllowInsideRetryIsNotRetried uses the breaker through Allow inside
+// the operation, not as a Guard: once it is open, the operation returns
+// ErrOpen itself, and the retry loop must stop after that one attempt
+// instead of retrying a call the client refused.
+func TestAllowInsideRetryIsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{ConsecutiveFailures: 1, OpenJitter: -1, Now: time.Now})
+		p, err := retry.New(retry.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempts, calls := 0, 0
+		op := func(context.Context) error {
+			attempts++
+			done, err := b.Allow()
+			if err != nil {
+				return err
+			}
+			calls++
+			done(errBoom)
+			return errBoom
+		}
+
+		// The first attempt fails and trips the breaker; the retry after it
+		// is rejected locally and ends the call.
+		err = p.Do(context.Background(), op)
+		if !errors.Is(err, retry.ErrRejected) || !errors.Is(err, ErrOpen) {
+			t.Fatalf("tripping call: err = %v, want ErrRejected and ErrOpen", err)
+		}
+		if attempts != 2 || calls != 1 {
+			t.Fatalf("tripping call: %d attempts, %d reached the dependency; want 2 and 1", attempts, calls)
+		}
+
+		attempts, calls = 0, 0
+		start := time.Now()
+		err = p.Do(context.Background(), op)
+		if !errors.Is(err, retry.ErrRejected) || !errors.Is(err, ErrOpen) {
+			t.Fatalf("open breaker: err = %v, want ErrRejected and ErrOpen", err)
+		}
+		var re *retry.Error
+		if !errors.As(err, &re) || re.Reason != retry.ErrRejected || re.Attempts != 1 {
+			t.Fatalf("open breaker: err = %#v, want a *retry.Error with Reason ErrRejected after 1 attempt", err)
+		}
+		if attempts != 1 || calls != 0 || time.Since(start) != 0 {
+			t.Fatalf("open breaker: %d attempts, %d calls, %v waited; want 1, 0, 0s", attempts, calls, time.Since(start))
+		}
+	})
+}
+
+func TestRejectionsMatchErrRejected(t *testing.T) {
+	for _, err := range []error{ErrOpen, ErrTooManyProbes} {
+		if !errors.Is(err, retry.ErrRejected) {
+			t.Errorf("%q does not match retry.ErrRejected", err)
+		}
+	}
+	if ErrOpen.Error() != "breaker: open" || ErrTooManyProbes.Error() != "breaker: half-open, probes in flight" {
+		t.Errorf("messages changed: %q, %q", ErrOpen, ErrTooManyProbes)
+	}
+	if errors.Is(ErrOpen, ErrTooManyProbes) || errors.Is(ErrTooManyProbes, ErrOpen) {
+		t.Error("the two rejections match each other")
+	}
+}
+
+// TestHugeOpenDuration: math.MaxInt64 passes Validate, and the open period
+// it asks for must not wrap around to the past (ending at once) when
+// added to the current time or scaled by jitter.
+func TestHugeOpenDuration(t *testing.T) {
+	tests := []struct {
+		name   string
+		jitter float64
+		draw   uint64
+	}{
+		{"no jitter", -1, 0},
+		{"full jitter, zero draw", 1, 0},
+		{"full jitter, half draw", 1, 1 << 63},
+		{"full jitter, largest draw", 1, math.MaxUint64},
+		{"default jitter, largest draw", 0, math.MaxUint64},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Settings{ConsecutiveFailures: 1, OpenDuration: math.MaxInt64, OpenJitter: tc.jitter, Rand: constSource(tc.draw)}
+			if err := s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			b := mustNew(t, s)
+			// Trip it an hour after the breaker was made, so that the
+			// open period starts at a positive offset from its epoch.
+			at := t0.Add(time.Hour)
+			tk, _ := b.AdmitAt(at)
+			b.DoneAt(at, tk, transient)
+			for _, later := range []time.Duration{0, time.Nanosecond, time.Hour, 24 * time.Hour, 100 * 365 * 24 * time.Hour} {
+				if _, err := b.AdmitAt(at.Add(later)); !errors.Is(err, ErrOpen) {
+					t.Fatalf("%v after tripping: err = %v, want ErrOpen", later, err)
+				}
+			}
+			if b.State() != Open {
+				t.Fatalf("state %v, want open", b.State())
+			}
+		})
 	}
 }

@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/retry"
 )

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/unherd/unherd/internal/validate"
 )
 
 // Defaults of [TokenBucketConfig]: the AWS SDKs' standard retry mode as
@@ -70,25 +72,21 @@ func AWS2026Quota() TokenBucketConfig {
 // Validate reports settings that cannot work, naming the field.
 func (c *TokenBucketConfig) Validate() error {
 	capacity := cmp.Or(c.Capacity, DefaultCapacity)
-	fields := [...]struct {
-		name string
-		v    int64
-	}{
-		{"Capacity", c.Capacity},
-		{"TransientCost", c.TransientCost},
-		{"TimeoutCost", c.TimeoutCost},
-		{"ThrottledCost", c.ThrottledCost},
-		{"SuccessIncrement", c.SuccessIncrement},
+	const hint = "; use 0 for the default"
+	fields := [...]validate.Field{
+		{Name: "TokenBucketConfig.Capacity", Value: c.Capacity, Hint: hint},
+		{Name: "TokenBucketConfig.TransientCost", Value: c.TransientCost, Hint: hint},
+		{Name: "TokenBucketConfig.TimeoutCost", Value: c.TimeoutCost, Hint: hint},
+		{Name: "TokenBucketConfig.ThrottledCost", Value: c.ThrottledCost, Hint: hint},
+		{Name: "TokenBucketConfig.SuccessIncrement", Value: c.SuccessIncrement, Hint: hint},
 	}
-	for _, f := range fields {
-		if f.v < 0 {
-			return fmt.Errorf("%w: TokenBucketConfig.%s %d is negative; use 0 for the default", ErrInvalidConfig, f.name, f.v)
-		}
+	if err := validate.NonNegative(ErrInvalidConfig, fields[:]...); err != nil {
+		return err
 	}
 	defaults := [...]int64{DefaultTransientCost, DefaultTimeoutCost, DefaultThrottledCost}
 	for i, f := range fields[1:4] {
-		if cost := cmp.Or(f.v, defaults[i]); cost > capacity {
-			return fmt.Errorf("%w: TokenBucketConfig.%s %d exceeds Capacity %d, so no such retry could ever be paid for", ErrInvalidConfig, f.name, cost, capacity)
+		if cost := cmp.Or(f.Value.(int64), defaults[i]); cost > capacity {
+			return fmt.Errorf("%w: %s %d exceeds Capacity %d, so no such retry could ever be paid for", ErrInvalidConfig, f.Name, cost, capacity)
 		}
 	}
 	return nil

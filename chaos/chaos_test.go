@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/chaos"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -33,33 +34,19 @@ func mustNew(t *testing.T, cfg chaos.Config) *chaos.Injector {
 }
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  chaos.Config
-		ok   bool
-	}{
-		{"zero", chaos.Config{}, true},
-		{"rates that add up to 1", chaos.Config{Faults: chaos.Faults{ErrorRate: 0.5, ResetRate: 0.25, StatusRate: 0.25}}, true},
-		{"rates above 1 in all", chaos.Config{Faults: chaos.Faults{ErrorRate: 0.6, StatusRate: 0.6}}, false},
-		{"negative rate", chaos.Config{Faults: chaos.Faults{ResetRate: -0.1}}, false},
-		{"NaN rate", chaos.Config{Faults: chaos.Faults{ErrorRate: math.NaN()}}, false},
-		{"not a status", chaos.Config{Faults: chaos.Faults{StatusRate: 1, Status: 42}}, false},
-		{"negative Retry-After", chaos.Config{Faults: chaos.Faults{RetryAfter: -time.Second}}, false},
-		{"empty phase", chaos.Config{Phases: []chaos.Phase{{From: time.Second, To: time.Second}}}, false},
-		{"phase before 0", chaos.Config{Phases: []chaos.Phase{{From: -time.Second, To: time.Second}}}, false},
-		{"bad phase faults", chaos.Config{Phases: []chaos.Phase{{To: time.Second, Faults: chaos.Faults{ErrorRate: 2}}}}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := chaos.New(tc.cfg)
-			if (err == nil) != tc.ok {
-				t.Fatalf("New: %v, want ok=%v", err, tc.ok)
-			}
-			if err != nil && !errors.Is(err, chaos.ErrInvalidConfig) {
-				t.Fatalf("%v does not match ErrInvalidConfig", err)
-			}
-		})
-	}
+	row := configtest.Row[chaos.Config]
+	configtest.Check(t, chaos.ErrInvalidConfig, configtest.New(chaos.New), []configtest.Case[chaos.Config]{
+		row("zero", chaos.Config{}, true),
+		row("rates that add up to 1", chaos.Config{Faults: chaos.Faults{ErrorRate: 0.5, ResetRate: 0.25, StatusRate: 0.25}}, true),
+		row("rates above 1 in all", chaos.Config{Faults: chaos.Faults{ErrorRate: 0.6, StatusRate: 0.6}}, false),
+		row("negative rate", chaos.Config{Faults: chaos.Faults{ResetRate: -0.1}}, false),
+		row("NaN rate", chaos.Config{Faults: chaos.Faults{ErrorRate: math.NaN()}}, false),
+		row("not a status", chaos.Config{Faults: chaos.Faults{StatusRate: 1, Status: 42}}, false),
+		row("negative Retry-After", chaos.Config{Faults: chaos.Faults{RetryAfter: -time.Second}}, false),
+		row("empty phase", chaos.Config{Phases: []chaos.Phase{{From: time.Second, To: time.Second}}}, false),
+		row("phase before 0", chaos.Config{Phases: []chaos.Phase{{From: -time.Second, To: time.Second}}}, false),
+		row("bad phase faults", chaos.Config{Phases: []chaos.Phase{{To: time.Second, Faults: chaos.Faults{ErrorRate: 2}}}}, false),
+	})
 }
 
 // outcome runs one call of a wrapped function and names what it got.

@@ -59,11 +59,6 @@ func statusError(f *Faults) error {
 	if f.RetryAfter > 0 {
 		return retry.WithServerDelay(se, f.RetryAfter)
 	}
-	switch c, _ := failure.OfHTTPStatus(se.StatusCode); c {
-	case failure.Throttled:
-		return retry.MarkThrottled(se)
-	case failure.Permanent:
-		return retry.MarkPermanent(se)
-	}
-	return se
+	c, _ := failure.OfHTTPStatus(se.StatusCode)
+	return retry.Judge(se, retry.Verdict{Class: c})
 }

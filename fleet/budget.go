@@ -13,6 +13,8 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/draws"
+	"github.com/unherd/unherd/internal/validate"
 )
 
 // Defaults of [Config] beyond those it shares with budget.RatioConfig.
@@ -128,12 +130,13 @@ func (c *Config) Validate() error {
 	switch {
 	case w < 20*time.Millisecond || w%time.Millisecond != 0:
 		return fmt.Errorf("%w: Config.Window %v is not a whole number of milliseconds of at least 20ms", ErrInvalidConfig, c.Window)
-	case c.SyncInterval < 0:
-		return fmt.Errorf("%w: Config.SyncInterval %v is negative", ErrInvalidConfig, c.SyncInterval)
-	case c.Timeout < 0:
-		return fmt.Errorf("%w: Config.Timeout %v is negative", ErrInvalidConfig, c.Timeout)
-	case c.MaxLease < 0:
-		return fmt.Errorf("%w: Config.MaxLease %d is negative", ErrInvalidConfig, c.MaxLease)
+	}
+	if err := validate.NonNegative(ErrInvalidConfig,
+		validate.Field{Name: "Config.SyncInterval", Value: c.SyncInterval},
+		validate.Field{Name: "Config.Timeout", Value: c.Timeout},
+		validate.Field{Name: "Config.MaxLease", Value: c.MaxLease},
+	); err != nil {
+		return err
 	}
 	if iv, to := c.intervals(); iv+iv/10+to > w/2 {
 		return fmt.Errorf("%w: Config.SyncInterval %v (plus its 10%% jitter) and Timeout %v exceed half the Window %v", ErrInvalidConfig, iv, to, w)
@@ -251,16 +254,13 @@ func New(cfg Config, t Transport) (*Budget, error) {
 		now:      cfg.Now,
 		wake:     make(chan struct{}, 1),
 		want:     1,
-		rand:     rand.Uint64,
+		rand:     draws.From(cfg.Rand),
 		ratio:    ratio,
 		floor:    floor,
 		span:     window / 100,
 	}
 	if cfg.Now == nil {
 		b.now = time.Now
-	}
-	if cfg.Rand != nil {
-		b.rand = cfg.Rand.Uint64
 	}
 	// Until a sync tells it its share of the fleet's floor, a process
 	// earns the fallback's floor (or the fleet's, if lower), and saves

@@ -13,52 +13,24 @@ import (
 // request context the caller can cancel, a fixed delay, the default
 // budget, and a primary that answers at once.
 func BenchmarkHedgePrimaryWins(b *testing.B) {
-	b.ReportAllocs()
-	h := mustNew(b, Config{Delay: 10 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fn := func(context.Context, int) (int, error) { return 1, nil }
-	for b.Loop() {
-		if v, err := Do(ctx, h, fn, nil); v != 1 || err != nil {
-			b.Fatal(v, err)
-		}
-	}
+	benchPrimaryWins(b, mustNew(b, Config{Delay: 10 * time.Millisecond}), answer)
 }
 
 // BenchmarkHedgePrimaryWinsAdaptive is the same with the default
 // adaptive delay, warmed up: each call also measures its latency.
 func BenchmarkHedgePrimaryWinsAdaptive(b *testing.B) {
-	b.ReportAllocs()
-	h := mustNew(b, Config{})
-	for i := 0; i < 1000; i++ {
-		h.Observe(10 * time.Millisecond)
-	}
-	if _, ok := h.Begin(); !ok {
-		b.Fatal("hedging not enabled after warm-up")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fn := func(context.Context, int) (int, error) { return 1, nil }
-	for b.Loop() {
-		if v, err := Do(ctx, h, fn, nil); v != 1 || err != nil {
-			b.Fatal(v, err)
-		}
-	}
+	benchPrimaryWins(b, warmAt10ms(b), answer)
 }
 
 // BenchmarkHedgePrimaryWinsParallel is BenchmarkHedgePrimaryWins from
 // every core on one Hedger.
 func BenchmarkHedgePrimaryWinsParallel(b *testing.B) {
 	b.ReportAllocs()
-	h := mustNew(b, Config{})
-	for i := 0; i < 1000; i++ {
-		h.Observe(10 * time.Millisecond)
-	}
+	h := warmAt10ms(b)
 	ctx := context.Background()
-	fn := func(context.Context, int) (int, error) { return 1, nil }
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if v, err := Do(ctx, h, fn, nil); v != 1 || err != nil {
+			if v, err := Do(ctx, h, answer, nil); v != 1 || err != nil {
 				b.Error(v, err)
 				return
 			}
@@ -70,18 +42,38 @@ func BenchmarkHedgePrimaryWinsParallel(b *testing.B) {
 // primary that reads its context's Done channel once before answering,
 // as one that does I/O does, which sets up the context's cancellation.
 func BenchmarkHedgePrimaryWinsWatched(b *testing.B) {
-	b.ReportAllocs()
-	h := mustNew(b, Config{Delay: 10 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fn := func(ctx context.Context, _ int) (int, error) {
+	benchPrimaryWins(b, mustNew(b, Config{Delay: 10 * time.Millisecond}), func(ctx context.Context, _ int) (int, error) {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		default:
 			return 1, nil
 		}
+	})
+}
+
+// answer is a primary that answers 1 at once.
+func answer(context.Context, int) (int, error) { return 1, nil }
+
+// warmAt10ms returns a default Hedger that has observed 1000 latencies of
+// 10 ms, enough to hedge.
+func warmAt10ms(b *testing.B) *Hedger {
+	h := mustNew(b, Config{})
+	for range 1000 {
+		h.Observe(10 * time.Millisecond)
 	}
+	if _, ok := h.Begin(); !ok {
+		b.Fatal("hedging not enabled after warm-up")
+	}
+	return h
+}
+
+// benchPrimaryWins measures Do on h with a primary, fn, that answers 1
+// before the delay, under a context the caller can cancel.
+func benchPrimaryWins(b *testing.B, h *Hedger, fn func(context.Context, int) (int, error)) {
+	b.ReportAllocs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	for b.Loop() {
 		if v, err := Do(ctx, h, fn, nil); v != 1 || err != nil {
 			b.Fatal(v, err)
@@ -121,9 +113,7 @@ func BenchmarkHedgerRequest(b *testing.B) {
 	h, lat := warmHedger(b)
 	i := 0
 	for b.Loop() {
-		h.Begin()
-		h.Observe(lat[i&1023])
-		h.End(nil)
+		request(h, lat[i&1023])
 		i++
 	}
 }
@@ -137,10 +127,16 @@ func BenchmarkHedgerRequestParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := int(seed.Add(1)) * 97
 		for pb.Next() {
-			h.Begin()
-			h.Observe(lat[i&1023])
-			h.End(nil)
+			request(h, lat[i&1023])
 			i++
 		}
 	})
+}
+
+// request is the decision path of one successful request of the given
+// latency.
+func request(h *Hedger, latency time.Duration) {
+	h.Begin()
+	h.Observe(latency)
+	h.End(nil)
 }

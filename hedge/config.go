@@ -3,8 +3,9 @@ package hedge
 import (
 	"errors"
 	"fmt"
-	"github.com/unherd/unherd/observe"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/quantile"

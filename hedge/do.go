@@ -2,12 +2,12 @@ package hedge
 
 import (
 	"context"
-	"errors"
-	"github.com/unherd/unherd/observe"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/lazyctx"
@@ -154,7 +154,7 @@ func (h *Hedger) ended(parent context.Context, start time.Duration, err error, h
 	observe := err == nil && h.est != nil
 	record, timedOut := h.record, false
 	if err != nil && parent.Err() != nil {
-		timedOut = errors.Is(context.Cause(parent), retry.ErrAttemptTimeout)
+		timedOut = retry.AttemptTimedOut(parent)
 		record = record && timedOut
 	}
 	if observe {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
 )
 
 var (
@@ -419,5 +421,148 @@ func TestDoConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 		drain()
+	})
+}
+
+// A primary that never looks at its context, overtaken by a hedge, finds
+// its context cancelled with ErrLost when it does look; the winner's
+// context is cancelled with context.Canceled once Do returns.
+func TestUnwatchedLoserCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := mustNew(t, Config{Delay: 10 * time.Millisecond, MaxHedges: 1, Budget: budget.Unlimited})
+		var winner context.Context
+		v, err := Do(t.Context(), h, func(ctx context.Context, attempt int) (int, error) {
+			if attempt == 1 {
+				winner = ctx
+				return 1, nil
+			}
+			time.Sleep(time.Second) // busy, not watching ctx
+			if err := ctx.Err(); err != context.Canceled {
+				t.Errorf("primary: Err() = %v, want Canceled", err)
+			}
+			if cause := context.Cause(ctx); cause != ErrLost {
+				t.Errorf("primary: Cause() = %v, want ErrLost", cause)
+			}
+			select {
+			case <-ctx.Done():
+			default:
+				t.Error("primary: Done() open after the hedge won")
+			}
+			return 0, ctx.Err()
+		}, nil)
+		if v != 1 || err != nil {
+			t.Fatalf("Do = %v, %v; want the hedge's 1, nil", v, err)
+		}
+		if cause := context.Cause(winner); cause != context.Canceled {
+			t.Errorf("winner after Do: Cause() = %v, want Canceled", cause)
+		}
+	})
+}
+
+// A primary that wins without looking at its context leaves a context
+// that is cancelled, with context.Canceled, once Do returns.
+func TestUnwatchedWinnerCancelled(t *testing.T) {
+	h := mustNew(t, Config{Delay: time.Hour})
+	var got context.Context
+	if _, err := Do(t.Context(), h, func(ctx context.Context, _ int) (int, error) {
+		got = ctx
+		return 1, nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err, cause := got.Err(), context.Cause(got); err != context.Canceled || cause != context.Canceled {
+		t.Errorf("after Do: Err() = %v, Cause() = %v; want Canceled, Canceled", err, cause)
+	}
+	select {
+	case <-got.Done():
+	default:
+		t.Error("after Do: Done() open")
+	}
+}
+
+// A primary that wins at once costs one allocation, its context's, when
+// it does not watch that context.
+func TestPrimaryWinsAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	h := mustNew(t, Config{Delay: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fn := func(context.Context, int) (int, error) { return 1, nil }
+	if n := testing.AllocsPerRun(100, func() { _, _ = Do(ctx, h, fn, nil) }); n != 1 {
+		t.Errorf("%v allocations per call, want 1", n)
+	}
+}
+
+// TestInsideRetry composes the layers in DESIGN order: retry loop ->
+// hedging within one attempt -> attempt timeout around the whole hedged
+// attempt. Each retry attempt is one hedged request; hedges draw on the
+// hedge budget, retries on the retry budget; a hedged attempt that fails
+// as a whole, or times out, is retried by the outer loop.
+func TestInsideRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		retryBudget, hedgeBudget := &fakeBudget{allow: -1}, &fakeBudget{allow: -1}
+		p, err := retry.New(retry.Config{
+			Backoff:        backoff.Schedule{Immediate: true},
+			AttemptTimeout: 50 * ms,
+			Budget:         retryBudget,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mustNew(t, Config{Delay: 10 * ms, Budget: hedgeBudget, NonFatal: func(error) bool { return true }})
+
+		// Per retry attempt, the scripted primary and hedge.
+		scripts := [][]outcome{
+			{{after: 3 * ms, err: errA}, {after: 2 * ms, err: errB}},     // both fail: the attempt fails with errB
+			{{after: time.Hour, value: 1}, {after: time.Hour, value: 2}}, // both hang: the attempt times out
+			{{after: 100 * ms, value: 1}, {after: 5 * ms, value: 2}},     // the hedge wins
+		}
+		var mu sync.Mutex
+		var causes []error // context causes seen by the attempts of retry attempt 2
+		tries := 0
+		start := time.Now()
+		v, err := retry.DoValue(context.Background(), p, func(ctx context.Context) (int, error) {
+			s := newScript(scripts[tries]...)
+			tries++
+			try := tries
+			return Do(ctx, h, func(ctx context.Context, attempt int) (int, error) {
+				v, err := s.fn(ctx, attempt)
+				if try == 2 {
+					mu.Lock()
+					causes = append(causes, context.Cause(ctx))
+					mu.Unlock()
+				}
+				return v, err
+			}, nil)
+		})
+		took := time.Since(start)
+		if v != 2 || err != nil || tries != 3 {
+			t.Fatalf("DoValue = %v, %v after %d retry attempts; want 2, nil after 3", v, err, tries)
+		}
+		// 5 ms (primary fails at 3, hedge at 3+2) + 50 ms timeout + 15 ms.
+		if took != 70*ms {
+			t.Errorf("took %v, want 70ms", took)
+		}
+		drain()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(causes) != 2 || !errors.Is(causes[0], retry.ErrAttemptTimeout) || !errors.Is(causes[1], retry.ErrAttemptTimeout) {
+			t.Errorf("attempts of the timed-out retry attempt saw causes %v, want the attempt timeout", causes)
+		}
+		if r, w, _ := retryBudget.counts(); r != 3 || w != 2 {
+			t.Errorf("retry budget: %d records, %d withdrawals; want 3 attempts, 2 retries", r, w)
+		}
+		if r, w, _ := hedgeBudget.counts(); r != 3 || w != 3 {
+			t.Errorf("hedge budget: %d records, %d withdrawals; want 3 requests, 3 hedges", r, w)
+		}
+		// Each hedged request's real outcome: both copies failed; the
+		// attempt timed out (a Timeout, not a caller who gave up); a
+		// hedge won.
+		want := []budget.Attempt{{N: 1, Failed: true, Class: budget.Transient}, {N: 1, Failed: true, Class: budget.Timeout}, {N: 1}}
+		if diff := cmp.Diff(want, hedgeBudget.records); diff != "" {
+			t.Errorf("hedge budget records (-want +got):\n%s", diff)
+		}
 	})
 }

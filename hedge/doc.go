@@ -143,10 +143,9 @@
 // healthy tail gives a share near 0.2: among requests slow enough to
 // hedge, the truly stuck ones are won by their hedge and the merely slow
 // ones by their primary. Under uniform slowness the share falls toward 0
-// within about a hundred hedges, and the extra load falls from about 5% to
-// well under 0.1% (TestBackOffUnderUniformSlowness; in the simulator's
-// saturated fleet, where every copy of a key queues at one shared shard,
-// hedging is suspended within 200 ms and no percentile gets worse).
+// and hedging, suspended, stops adding load
+// (TestBackOffUnderUniformSlowness; bench/NOTES.md, "Hedging under
+// uniform slowness", has the figures).
 //
 // # For simulators
 //

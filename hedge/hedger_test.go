@@ -1,7 +1,6 @@
 package hedge
 
 import (
-	"errors"
 	"math"
 	"testing"
 	"testing/synctest"
@@ -11,47 +10,34 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		ok   bool
-	}{
-		{"zero", Config{}, true},
-		{"fixed delay", Config{Delay: time.Millisecond}, true},
-		{"negative delay", Config{Delay: -1}, false},
-		{"quantile 1", Config{Quantile: 1}, false},
-		{"quantile NaN", Config{Quantile: math.NaN()}, false},
-		{"quantile p99", Config{Quantile: 0.99}, true},
-		{"negative MinDelay", Config{MinDelay: -1}, false},
-		{"negative MaxDelay", Config{MaxDelay: -1}, false},
-		{"MinDelay above MaxDelay", Config{MinDelay: 2 * time.Second, MaxDelay: time.Second}, false},
-		{"MinDelay with no ceiling", Config{MinDelay: 2 * time.Second}, true},
-		{"negative Window", Config{Window: -1}, false},
-		{"huge Window", Config{Window: 1 << 31}, false},
-		{"MaxHedges 4", Config{MaxHedges: 4}, true},
-		{"MaxHedges 5", Config{MaxHedges: 5}, false},
-		{"negative MaxHedges", Config{MaxHedges: -1}, false},
-		{"MinWinShare 1", Config{MinWinShare: 1}, false},
-		{"MinWinShare NaN", Config{MinWinShare: math.NaN()}, false},
-		{"MinWinShare negative turns the rule off", Config{MinWinShare: -1}, true},
-		{"negative ProbeEvery", Config{ProbeEvery: -1}, false},
-		{"SharedWithRetry needs a Budget", Config{SharedWithRetry: true}, false},
-		{"SharedWithRetry with a Budget", Config{SharedWithRetry: true, Budget: budget.Unlimited}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.cfg)
-			if (err == nil) != tc.ok {
-				t.Fatalf("New: %v, want ok=%v", err, tc.ok)
-			}
-			if err != nil && !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
-			}
-		})
-	}
+	row := configtest.Row[Config]
+	configtest.Check(t, ErrInvalidConfig, configtest.New(New), []configtest.Case[Config]{
+		row("zero", Config{}, true),
+		row("fixed delay", Config{Delay: time.Millisecond}, true),
+		row("negative delay", Config{Delay: -1}, false),
+		row("quantile 1", Config{Quantile: 1}, false),
+		row("quantile NaN", Config{Quantile: math.NaN()}, false),
+		row("quantile p99", Config{Quantile: 0.99}, true),
+		row("negative MinDelay", Config{MinDelay: -1}, false),
+		row("negative MaxDelay", Config{MaxDelay: -1}, false),
+		row("MinDelay above MaxDelay", Config{MinDelay: 2 * time.Second, MaxDelay: time.Second}, false),
+		row("MinDelay with no ceiling", Config{MinDelay: 2 * time.Second}, true),
+		row("negative Window", Config{Window: -1}, false),
+		row("huge Window", Config{Window: 1 << 31}, false),
+		row("MaxHedges 4", Config{MaxHedges: 4}, true),
+		row("MaxHedges 5", Config{MaxHedges: 5}, false),
+		row("negative MaxHedges", Config{MaxHedges: -1}, false),
+		row("MinWinShare 1", Config{MinWinShare: 1}, false),
+		row("MinWinShare NaN", Config{MinWinShare: math.NaN()}, false),
+		row("MinWinShare negative turns the rule off", Config{MinWinShare: -1}, true),
+		row("negative ProbeEvery", Config{ProbeEvery: -1}, false),
+		row("SharedWithRetry needs a Budget", Config{SharedWithRetry: true}, false),
+		row("SharedWithRetry with a Budget", Config{SharedWithRetry: true, Budget: budget.Unlimited}, true),
+	})
 }
 
 // TestDelay covers the delay as the simulator reads it: fixed, warming

@@ -10,18 +10,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func mustNew(t testing.TB, cfg Config) *Hedger {
-	t.Helper()
-	h, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
+func mustNew(t testing.TB, cfg Config) *Hedger { return configtest.Must(New(cfg))(t) }
 
 // fakeBudget counts what the hedger asks of its budget and allows the
 // first allow withdrawals (all of them if allow < 0).

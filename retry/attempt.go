@@ -173,7 +173,7 @@ func (a *Attempt) TimedOut() bool {
 	case a.parent.Err() != nil:
 		return false
 	case a.ph != nil:
-		return a.ph.fired.Load() || context.Cause(a.ph.ctx) == ErrAttemptTimeout
+		return a.ph.fired.Load() || AttemptTimedOut(a.ph.ctx)
 	case a.bound != nil:
 		// Err looks at the clock if nothing has ended the attempt yet: an
 		// attempt that failed at its own deadline (a socket deadline
@@ -181,6 +181,17 @@ func (a *Attempt) TimedOut() bool {
 		return a.bound.Err() != nil && a.bound.Expired()
 	}
 	return false
+}
+
+// AttemptTimedOut reports whether ctx has ended because an attempt's own
+// timeout expired: ctx is an attempt's context ([Attempt.Context]), or
+// derives from one, and its cause is ErrAttemptTimeout. A driver that
+// holds only the attempt's context (an operation under DoValue, a hedge
+// inside an attempt) asks it to tell the attempt's timeout from the
+// caller's end; one that holds the Attempt asks [Attempt.TimedOut], which
+// also sees an expiry that nothing has watched yet.
+func AttemptTimedOut(ctx context.Context) bool {
+	return ctx.Err() != nil && context.Cause(ctx) == ErrAttemptTimeout
 }
 
 // MarkAttemptTimeout wraps err, an attempt's error, so that it is
@@ -281,9 +292,8 @@ func (a *Attempt) Commit() {
 
 // runAttempt runs fn once, between StartAttempt and End. An attempt
 // without a timeout or a TimeoutSource takes StartAttempt's first path,
-// spelled out: there the Attempt would only be built to be copied, and
-// the copy (wide loads just after the narrow stores that built it)
-// stalled DoValue's first attempt for longer than the rest of it.
+// spelled out, so that no Attempt is built only to be copied
+// (bench/NOTES.md, "Hot-path layout").
 func runAttempt[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
 	if p.timeouts == nil && p.attemptTimeout <= 0 {
 		return fn(ctx)

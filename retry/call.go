@@ -8,6 +8,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/observe"
 )
 
@@ -168,8 +169,8 @@ func (c *Call) admitSlow(ctx context.Context) error {
 
 // obsCtx is the context the observer is told events with: the call's
 // latest Admit's. Each event site calls the observer itself with an
-// Event literal, so that the Event is built where the call passes it;
-// handing it through a helper copied it once more, just after writing it.
+// Event literal, so that the Event is built where the call passes it
+// (bench/NOTES.md, "Hot-path layout").
 func (c *Call) obsCtx() context.Context {
 	if c.ctx == nil {
 		return context.Background()
@@ -351,10 +352,8 @@ func (c *Call) succeededHooked() {
 func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision {
 	p := c.p
 	c.last = err
-	// The marks are gathered in place: inspect's result, copied out with
-	// wide loads just after the walk's narrow stores, stalled the copy.
 	var m marks
-	m.walk(err)
+	errtree.Walk(err, m.visit)
 	if m.rejected {
 		c.report(Outcome{Err: err, Abandoned: true})
 		return Decision{Reason: ErrRejected, Class: Permanent}

@@ -23,55 +23,87 @@ const (
 	Permanent = failure.Permanent
 )
 
-type permanentError struct{ err error }
+// Verdict is how an integration judged a failed attempt, handed to the
+// call as values with [Judge]: the class it gave the failure, whether the
+// call must end after it, and the delay the server asked for. It is what
+// unherdhttp makes of a status and its Retry-After, and unherdgrpc of a
+// status code and its pushback; a user's own protocol hands its answers
+// to the call the same way, instead of wrapping errors in types of its
+// own for a classifier to find again.
+type Verdict struct {
+	// Class is the attempt's class. The class of an error is the most
+	// severe of the classes its tree's verdicts name and of what
+	// DefaultClassify's own rules find in it (Permanent, then Throttled,
+	// then Timeout): so Transient adds nothing, and a verdict cannot make
+	// an attempt that timed out merely Transient.
+	Class Class
+	// Final ends the call after this attempt with ErrFinal, keeping the
+	// class: for a failure not safe to repeat, or that the caller chose
+	// not to retry, which budgets and guards must still count as what it
+	// is.
+	Final bool
+	// Delay is the wait the server asked for (a Retry-After, a gRPC
+	// pushback), when HasDelay is set: the retry waits at least that
+	// long (see [ServerDelay]); a negative Delay asks not to retry, and
+	// the failure is Permanent.
+	Delay    time.Duration
+	HasDelay bool
+}
 
-func (e *permanentError) Error() string        { return e.err.Error() }
-func (e *permanentError) Unwrap() error        { return e.err }
-func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
-
-// MarkPermanent marks err as permanent: the default classifier stops at once
-// instead of retrying. errors.Is(MarkPermanent(err), ErrPermanent) is true, and
-// err stays reachable through Unwrap. MarkPermanent(nil) is nil.
-func MarkPermanent(err error) error {
+// Judge returns err carrying v, the verdict on the attempt that failed
+// with it, for the call's classification ([DefaultClassify], and so
+// [Call.Done] and [Call.Failed]) to read as it is. err stays reachable
+// through Unwrap and its text is unchanged; errors.Is reports ErrPermanent
+// for a Permanent verdict and ErrFinal for a Final one, and with HasDelay
+// the result is a [ServerDelay]. Verdicts nest: an error judged twice
+// keeps the most severe class, is final if either says so, and waits the
+// outer verdict's delay. Judge(nil, v) is nil.
+func Judge(err error, v Verdict) error {
 	if err == nil {
 		return nil
 	}
-	return &permanentError{err}
+	if v.HasDelay {
+		return &judgedDelay{judged{err, v}}
+	}
+	return &judged{err, v}
 }
 
-type finalError struct{ err error }
+// judged is the error Judge returns: err with its verdict.
+type judged struct {
+	err error
+	v   Verdict
+}
 
-func (e *finalError) Error() string        { return e.err.Error() }
-func (e *finalError) Unwrap() error        { return e.err }
-func (e *finalError) Is(target error) bool { return target == ErrFinal }
+func (e *judged) Error() string { return e.err.Error() }
+func (e *judged) Unwrap() error { return e.err }
+func (e *judged) Is(target error) bool {
+	return target == ErrPermanent && e.v.Class == Permanent || target == ErrFinal && e.v.Final
+}
+
+// judgedDelay is a judged error with a server delay: a ServerDelay.
+type judgedDelay struct{ judged }
+
+func (e *judgedDelay) RetryAfter() time.Duration { return e.v.Delay }
+
+// MarkPermanent marks err as permanent: the default classifier stops at once
+// instead of retrying. errors.Is(MarkPermanent(err), ErrPermanent) is true, and
+// err stays reachable through Unwrap. MarkPermanent(nil) is nil. It is
+// Judge(err, Verdict{Class: Permanent}).
+func MarkPermanent(err error) error { return Judge(err, Verdict{Class: Permanent}) }
 
 // MarkFinal marks err as the end of the call without changing its class:
 // the loop stops after this attempt with ErrFinal, but budgets and guards
 // still count the failure as what it is. Use it for a failure that is not
 // safe to repeat (a POST the server may have seen) or that a caller chose
 // not to retry (a 500), where MarkPermanent would hide a server failure
-// from a circuit breaker. MarkFinal(nil) is nil.
-func MarkFinal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &finalError{err}
-}
-
-type throttledError struct{ err error }
-
-func (e *throttledError) Error() string { return e.err.Error() }
-func (e *throttledError) Unwrap() error { return e.err }
+// from a circuit breaker. MarkFinal(nil) is nil. It is Judge(err,
+// Verdict{Final: true}).
+func MarkFinal(err error) error { return Judge(err, Verdict{Final: true}) }
 
 // MarkThrottled marks err as a throttling answer (the dependency asked for
 // less traffic): it is retried from the schedule's throttled base.
-// MarkThrottled(nil) is nil.
-func MarkThrottled(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &throttledError{err}
-}
+// MarkThrottled(nil) is nil. It is Judge(err, Verdict{Class: Throttled}).
+func MarkThrottled(err error) error { return Judge(err, Verdict{Class: Throttled}) }
 
 // ServerDelay is implemented by errors that carry a delay the server asked
 // for (an HTTP Retry-After, a gRPC pushback). The retry loop waits at least
@@ -79,41 +111,35 @@ func MarkThrottled(err error) error {
 // a floor over the schedule, with a small jitter added on top, bounded by
 // Config.MaxServerDelay and by the caller's deadline. A negative delay
 // means the server asked not to retry: the error is treated as permanent.
+// [Judge] with Verdict.HasDelay makes one; any error with a RetryAfter
+// method is one.
 type ServerDelay interface {
 	error
 	RetryAfter() time.Duration
 }
 
-type afterError struct {
-	err error
-	d   time.Duration
-}
-
-func (e *afterError) Error() string             { return e.err.Error() }
-func (e *afterError) Unwrap() error             { return e.err }
-func (e *afterError) RetryAfter() time.Duration { return e.d }
-
 // WithServerDelay returns err annotated with a server-directed delay d; see
-// [ServerDelay]. It also marks err throttled. WithServerDelay(nil, d) is nil.
+// [ServerDelay]. It also marks err throttled. WithServerDelay(nil, d) is
+// nil. It is Judge(err, Verdict{Class: Throttled, Delay: d, HasDelay:
+// true}).
 func WithServerDelay(err error, d time.Duration) error {
-	if err == nil {
-		return nil
-	}
-	return &afterError{&throttledError{err}, d}
+	return Judge(err, Verdict{Class: Throttled, Delay: d, HasDelay: true})
 }
 
 // DefaultClassify is the classification used when Config.Classify is nil,
 // and the one a custom classifier can fall back to:
 //
-//   - an error marked with MarkPermanent, an error that is ErrPermanent
-//     itself (errors.Is: returned or wrapped by the operation, or an inner
-//     Policy's *Error that stopped as permanent), or a ServerDelay with a
-//     negative delay, is Permanent;
-//   - an error marked with MarkThrottled or WithServerDelay is Throttled;
-//   - an error whose tree holds an error with a Timeout() bool method is
-//     Timeout if the first such error (depth first, as errors.As finds
-//     it) reports true: context.DeadlineExceeded, a net.Error that timed
-//     out, and the loop's own expired attempt timeouts;
+//   - an error judged Permanent ([Judge], MarkPermanent), an error that
+//     is ErrPermanent itself (errors.Is: returned or wrapped by the
+//     operation, or an inner Policy's *Error that stopped as permanent),
+//     or a ServerDelay with a negative delay, is Permanent;
+//   - an error judged Throttled (MarkThrottled, WithServerDelay) is
+//     Throttled;
+//   - an error judged Timeout is Timeout, and so is an error whose tree
+//     holds an error with a Timeout() bool method if the first such
+//     error (depth first, as errors.As finds it) reports true:
+//     context.DeadlineExceeded, a net.Error that timed out, and the
+//     loop's own expired attempt timeouts;
 //   - an error that is context.Canceled is Permanent: the caller's
 //     context is still live (the loop checks it first), so someone inside
 //     the operation cancelled it on purpose, and repeating it would
@@ -124,7 +150,7 @@ func WithServerDelay(err error, d time.Duration) error {
 //
 // The caller's own cancellation is decided before classification and is
 // never retried, whatever this returns. An error that is ErrFinal (or
-// marked with MarkFinal) keeps the class these rules give it but ends the
+// judged Final, MarkFinal) keeps the class these rules give it but ends the
 // call with ErrFinal.
 func DefaultClassify(err error) Class {
 	m := inspect(err)

@@ -92,16 +92,7 @@ func TestComposeBreaker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		guard := &counting{g: b}
-		p, err := retry.New(retry.Config{
-			MaxAttempts: 3,
-			Budget:      budget.Unlimited,
-			Guards:      []retry.Guard{guard},
-			Rand:        seededsrc.New(1, 2),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		guard, p := guarded(t, b, 1, 2)
 		ctx := context.Background()
 
 		// Call 1: three failed attempts, three consecutive failures.
@@ -160,16 +151,7 @@ func TestComposeThrottle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		guard := &counting{g: th}
-		p, err := retry.New(retry.Config{
-			MaxAttempts: 3,
-			Budget:      budget.Unlimited,
-			Guards:      []retry.Guard{guard},
-			Rand:        seededsrc.New(5, 6),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		guard, p := guarded(t, th, 5, 6)
 		ctx := context.Background()
 		for range 20 {
 			if err := p.Do(ctx, dep.call); err != nil {
@@ -271,6 +253,18 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 			t.Fatalf("breaker rejected %d attempts, generation %d: the scenario never tripped it", bg.rejected, b.Generation())
 		}
 	})
+}
+
+// guarded returns g, counted, and a policy of 3 attempts without a budget
+// that g guards, drawing from a source seeded with s1 and s2.
+func guarded(t *testing.T, g retry.Guard, s1, s2 uint64) (*counting, *retry.Policy) {
+	t.Helper()
+	guard := &counting{g: g}
+	p, err := retry.New(retry.Config{MaxAttempts: 3, Budget: budget.Unlimited, Guards: []retry.Guard{guard}, Rand: seededsrc.New(s1, s2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return guard, p
 }
 
 func attempts(err error) int {

@@ -2,9 +2,11 @@ package retry
 
 import (
 	"fmt"
-	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"time"
+
+	"github.com/unherd/unherd/internal/validate"
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
@@ -225,15 +227,15 @@ type GiveUpEvent struct {
 
 // Validate reports settings that cannot work, naming the field.
 func (c *Config) Validate() error {
+	if err := validate.NonNegative(ErrInvalidConfig,
+		validate.Field{Name: "MaxAttempts", Value: c.MaxAttempts, Hint: "; use 1 to disable retries or 0 for the default of 3"},
+		validate.Field{Name: "NestedAttempts", Value: c.NestedAttempts, Hint: "; use 0 for the default of 1"},
+		validate.Field{Name: "AttemptTimeout", Value: c.AttemptTimeout, Hint: "; use 0 for no per-attempt timeout"},
+		validate.Field{Name: "MaxServerDelay", Value: c.MaxServerDelay, Hint: "; use 0 for the default of 30s"},
+	); err != nil {
+		return err
+	}
 	switch {
-	case c.MaxAttempts < 0:
-		return fmt.Errorf("%w: MaxAttempts %d is negative; use 1 to disable retries or 0 for the default of 3", ErrInvalidConfig, c.MaxAttempts)
-	case c.NestedAttempts < 0:
-		return fmt.Errorf("%w: NestedAttempts %d is negative; use 0 for the default of 1", ErrInvalidConfig, c.NestedAttempts)
-	case c.AttemptTimeout < 0:
-		return fmt.Errorf("%w: AttemptTimeout %v is negative; use 0 for no per-attempt timeout", ErrInvalidConfig, c.AttemptTimeout)
-	case c.MaxServerDelay < 0:
-		return fmt.Errorf("%w: MaxServerDelay %v is negative; use 0 for the default of 30s", ErrInvalidConfig, c.MaxServerDelay)
 	case !(c.ServerJitter <= 1): // also rejects NaN
 		return fmt.Errorf("%w: ServerJitter %v is above 1 (or NaN); use a negative value for none", ErrInvalidConfig, c.ServerJitter)
 	case c.OnBudgetExhausted > WaitSchedule:

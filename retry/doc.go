@@ -41,6 +41,12 @@
 // retried) and an outer retry, reads the clock (only when the context has
 // a deadline), draws, and waits on a pooled timer.
 //
+// An integration tells the call what a failure was as values: [Judge]
+// hands it the error with a [Verdict] (its class, whether the call must
+// end after it, the delay the server asked for), which the classification
+// reads as it is; [MarkPermanent], [MarkThrottled], [MarkFinal] and
+// [WithServerDelay] are shorthands for the common verdicts.
+//
 // Each failed attempt goes through Done's steps, in this order:
 //
 //  1. A local rejection inside the error (errors.Is(err, ErrRejected))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,9 +17,11 @@ import (
 // A protocol of one's own (here one line over TCP) is retried by driving
 // a Call with the real-time layer: StartAttempt bounds each attempt by
 // the attempt timeout, End reports it (and marks a timed-out attempt),
-// Failed decides, draws and waits.
+// Failed decides, draws and waits. The protocol's client hands the call
+// its judgement of an answer as values, with retry.Judge: "busy 5" is a
+// throttling answer that asks for 5 ms, "bad" a permanent one.
 func ExamplePolicy_StartAttempt() {
-	addr, stop := lineServer("busy", "pong") // answers "busy" once, then "pong"
+	addr, stop := lineServer("busy 5", "pong") // answers "busy 5" once, then "pong"
 	defer stop()
 	p, err := retry.New(retry.Config{MaxAttempts: 3, AttemptTimeout: time.Second,
 		Backoff: backoff.Schedule{Base: time.Millisecond}})
@@ -47,10 +50,11 @@ func ExamplePolicy_StartAttempt() {
 	// Output: pong after 2 attempts
 }
 
-var errBusy = errors.New("server busy")
+var errBusy, errBad = errors.New("server busy"), errors.New("bad request")
 
 // ask sends one request line over a new connection and reads the answer,
-// within ctx's deadline.
+// within ctx's deadline, judging a refusal with its class and the delay
+// it asks for.
 func ask(ctx context.Context, addr, req string) (string, error) {
 	conn, err := new(net.Dialer).DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -67,10 +71,15 @@ func ask(ctx context.Context, addr, req string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if line = strings.TrimSpace(line); line == "busy" {
-		return "", errBusy
+	switch f := strings.Fields(line); {
+	case len(f) == 2 && f[0] == "busy":
+		ms, err := strconv.Atoi(f[1])
+		v := retry.Verdict{Class: retry.Throttled, Delay: time.Duration(ms) * time.Millisecond, HasDelay: err == nil}
+		return "", retry.Judge(errBusy, v)
+	case len(f) == 1 && f[0] == "bad":
+		return "", retry.Judge(errBad, retry.Verdict{Class: retry.Permanent})
 	}
-	return line, nil
+	return strings.TrimSpace(line), nil
 }
 
 // lineServer serves on loopback, answering each connection's request

@@ -99,7 +99,7 @@ func randomTree(r *rand.Rand, depth int) error {
 		}
 		return sub()
 	}
-	switch r.IntN(13) {
+	switch r.IntN(14) {
 	case 0:
 		return MarkPermanent(sub())
 	case 1:
@@ -124,8 +124,11 @@ func randomTree(r *rand.Rand, depth int) error {
 		return &timeoutWrapper{sub(), r.IntN(2) == 0}
 	case 11:
 		return &multiIs{[]error{sub(), sub()}, target()}
+	case 12:
+		return Judge(sub(), Verdict{Class: Class(r.IntN(5)), Final: r.IntN(2) == 0}) // 4: no class at all
 	default:
-		return &afterError{sub(), time.Second} // a server delay without the throttled mark
+		// A server delay without the throttled mark.
+		return Judge(sub(), Verdict{Delay: time.Second, HasDelay: true})
 	}
 }
 
@@ -138,8 +141,8 @@ func marksOf(err error) marks {
 	m.permanent = errors.Is(err, ErrPermanent)
 	m.final = errors.Is(err, ErrFinal)
 	m.canceled = errors.Is(err, context.Canceled)
-	var te *throttledError
-	m.throttled = errors.As(err, &te)
+	m.throttled = anyVerdict(err, func(v Verdict) bool { return v.Class == Throttled })
+	m.timedOut = anyVerdict(err, func(v Verdict) bool { return v.Class == Timeout })
 	var sd ServerDelay
 	if errors.As(err, &sd) {
 		m.serverDelay = sd
@@ -151,11 +154,39 @@ func marksOf(err error) marks {
 	return m
 }
 
+// anyVerdict reports whether a verdict in err's tree satisfies ok,
+// walking the tree by its Unwrap methods alone.
+func anyVerdict(err error, ok func(Verdict) bool) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *judged:
+		if ok(e.v) {
+			return true
+		}
+	case *judgedDelay:
+		if ok(e.v) {
+			return true
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return anyVerdict(u.Unwrap(), ok)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if anyVerdict(e, ok) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // sameMarks reports whether inspect's marks got are want, the same nodes
 // for the server delay and the timeout. Neither kind of node is a flatLeaf,
 // so the comparisons cannot panic.
 func sameMarks(got, want marks) bool {
-	return got.permanent == want.permanent && got.final == want.final && got.throttled == want.throttled &&
+	return got.permanent == want.permanent && got.final == want.final && got.throttled == want.throttled && got.timedOut == want.timedOut &&
 		got.rejected == want.rejected && got.canceled == want.canceled &&
 		got.serverDelay == want.serverDelay && got.timeout == want.timeout
 }

@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/unherd/unherd/observe"
-	"math/rand/v2"
 	"time"
+
+	"github.com/unherd/unherd/internal/draws"
+	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
@@ -69,10 +70,7 @@ func New(cfg Config) (*Policy, error) {
 		observer:       cfg.Observer,
 		onExhausted:    cmp.Or(cfg.OnBudgetExhausted, DefaultOnBudgetExhausted),
 		guards:         append([]Guard(nil), cfg.Guards...),
-		rand:           rand.Uint64,
-	}
-	if cfg.Rand != nil {
-		p.rand = cfg.Rand.Uint64
+		rand:           draws.From(cfg.Rand),
 	}
 	p.ctxGuards = contextGuards(p.guards)
 	p.hooked = len(p.guards) != 0 || p.observer != nil

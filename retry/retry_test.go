@@ -15,6 +15,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 	seededsrc "github.com/unherd/unherd/internal/seeded"
 )
 
@@ -24,14 +25,7 @@ var errBoom = errors.New("boom")
 
 func seeded(seed uint64) rand.Source { return seededsrc.New(seed, seed) }
 
-func mustNew(t *testing.T, cfg Config) *Policy {
-	t.Helper()
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func mustNew(t *testing.T, cfg Config) *Policy { return configtest.Must(New(cfg))(t) }
 
 // failing returns an operation that fails n times with err, then succeeds,
 // counting its calls.
@@ -357,31 +351,17 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		ok   bool
-	}{
-		{"zero", Config{}, true},
-		{"negative attempts", Config{MaxAttempts: -1}, false},
-		{"negative nested", Config{NestedAttempts: -1}, false},
-		{"negative attempt timeout", Config{AttemptTimeout: -time.Second}, false},
-		{"negative server delay", Config{MaxServerDelay: -1}, false},
-		{"nil guard", Config{Guards: []Guard{nil}}, false},
-		{"jitter above one", Config{ServerJitter: 1.5}, false},
-		{"bad backoff", Config{Backoff: backoff.Schedule{Base: -1}}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.cfg)
-			if (err == nil) != tc.ok {
-				t.Fatalf("New() err = %v, want ok=%v", err, tc.ok)
-			}
-			if err != nil && !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("err %v does not wrap ErrInvalidConfig", err)
-			}
-		})
-	}
+	row := configtest.Row[Config]
+	configtest.Check(t, ErrInvalidConfig, configtest.New(New), []configtest.Case[Config]{
+		row("zero", Config{}, true),
+		row("negative attempts", Config{MaxAttempts: -1}, false),
+		row("negative nested", Config{NestedAttempts: -1}, false),
+		row("negative attempt timeout", Config{AttemptTimeout: -time.Second}, false),
+		row("negative server delay", Config{MaxServerDelay: -1}, false),
+		row("nil guard", Config{Guards: []Guard{nil}}, false),
+		row("jitter above one", Config{ServerJitter: 1.5}, false),
+		row("bad backoff", Config{Backoff: backoff.Schedule{Base: -1}}, false),
+	})
 }
 
 func (g *fakeGuard) Admit(context.Context) (uint64, error) {

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/unherd/unherd/observe"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/observe"
+
+	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/rolling"
 	"github.com/unherd/unherd/retry"
 )
@@ -168,7 +170,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 		accepted: s.Accepted,
 		countRej: s.CountRejections,
 		clock:    s.Now,
-		rand:     rand.Uint64,
+		rand:     draws.From(s.Rand),
 		observer: s.Observer,
 	}
 	if a.accepted == nil {
@@ -176,9 +178,6 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 	}
 	if a.clock == nil {
 		a.clock = time.Now
-	}
-	if s.Rand != nil {
-		a.rand = s.Rand.Uint64
 	}
 	a.epoch = a.clock()
 	a.win.Reset(0)

@@ -12,21 +12,17 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	errBoom = errors.New("boom")
-
-	success   = retry.Outcome{}
-	throttled = retry.Outcome{Err: errBoom, Class: retry.Throttled}
-	transient = retry.Outcome{Err: errBoom, Class: retry.Transient}
-	timeout   = retry.Outcome{Err: errBoom, Class: retry.Timeout}
-	permanent = retry.Outcome{Err: errBoom, Class: retry.Permanent}
-	abandoned = retry.Outcome{Err: context.Canceled, Abandoned: true}
+	t0, errBoom                            = guardtest.T0, guardtest.ErrBoom
+	success, throttled, transient, timeout = guardtest.Success, guardtest.Throttled, guardtest.Transient, guardtest.Timeout
+	permanent, abandoned                   = guardtest.Permanent, guardtest.Abandoned
 )
 
 func newAdaptive(t testing.TB, s AdaptiveSettings) *Adaptive {
@@ -37,11 +33,7 @@ func newAdaptive(t testing.TB, s AdaptiveSettings) *Adaptive {
 	if s.Rand == nil {
 		s.Rand = rand.NewPCG(1, 2)
 	}
-	a, err := NewAdaptive(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return configtest.Must(NewAdaptive(s))(t)
 }
 
 // counts returns the window's requests and accepts at now, folded.

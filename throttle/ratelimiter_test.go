@@ -8,16 +8,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 )
 
 func newRateLimiter(t *testing.T) *RateLimiter {
-	t.Helper()
-	r, err := NewRateLimiter(RateLimiterSettings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return configtest.Must(NewRateLimiter(RateLimiterSettings{}))(t)
 }
 
 func TestRateLimiterOffUntilThrottled(t *testing.T) {

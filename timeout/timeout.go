@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/quantile"
+	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -89,16 +90,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: FalseTimeoutRate %v is outside (0, 0.5]", ErrInvalidConfig, c.FalseTimeoutRate)
 	case c.Margin != 0 && !(c.Margin >= 1 && c.Margin <= 1e6):
 		return fmt.Errorf("%w: Margin %v is outside [1, 1e6]", ErrInvalidConfig, c.Margin)
-	case c.Floor < 0:
-		return fmt.Errorf("%w: Floor %v is negative", ErrInvalidConfig, c.Floor)
-	case c.Ceiling < 0:
-		return fmt.Errorf("%w: Ceiling %v is negative", ErrInvalidConfig, c.Ceiling)
-	case c.Initial < 0:
-		return fmt.Errorf("%w: Initial %v is negative", ErrInvalidConfig, c.Initial)
-	case c.Window < 0:
-		return fmt.Errorf("%w: Window %d is negative", ErrInvalidConfig, c.Window)
-	case c.WidenAfter < 0:
-		return fmt.Errorf("%w: WidenAfter %d is negative; use 0 for the default of %d", ErrInvalidConfig, c.WidenAfter, DefaultWidenAfter)
+	}
+	if err := validate.NonNegative(ErrInvalidConfig,
+		validate.Field{Name: "Floor", Value: c.Floor},
+		validate.Field{Name: "Ceiling", Value: c.Ceiling},
+		validate.Field{Name: "Initial", Value: c.Initial},
+		validate.Field{Name: "Window", Value: c.Window},
+		validate.Field{Name: "WidenAfter", Value: c.WidenAfter, Hint: fmt.Sprintf("; use 0 for the default of %d", DefaultWidenAfter)},
+	); err != nil {
+		return err
 	}
 	floor, ceiling := cmp.Or(c.Floor, DefaultFloor), cmp.Or(c.Ceiling, DefaultCeiling)
 	if floor > ceiling {

@@ -2,7 +2,6 @@ package timeout
 
 import (
 	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -14,59 +13,39 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/quantile"
 	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func mustNew(t testing.TB, cfg Config) *Adaptive {
-	t.Helper()
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
+func mustNew(t testing.TB, cfg Config) *Adaptive { return configtest.Must(New(cfg))(t) }
 
 func lognormal(r *rand.Rand, median time.Duration, sigma float64) time.Duration {
 	return time.Duration(float64(median) * math.Exp(sigma*r.NormFloat64()))
 }
 
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		ok   bool
-	}{
-		{"zero", Config{}, true},
-		{"p99", Config{FalseTimeoutRate: 0.01}, true},
-		{"rate above one half", Config{FalseTimeoutRate: 0.6}, false},
-		{"negative rate", Config{FalseTimeoutRate: -0.1}, false},
-		{"NaN rate", Config{FalseTimeoutRate: math.NaN()}, false},
-		{"margin below 1", Config{Margin: 0.9}, false},
-		{"margin 1", Config{Margin: 1}, true},
-		{"NaN margin", Config{Margin: math.NaN()}, false},
-		{"negative floor", Config{Floor: -1}, false},
-		{"negative ceiling", Config{Ceiling: -1}, false},
-		{"negative initial", Config{Initial: -1}, false},
-		{"negative window", Config{Window: -1}, false},
-		{"negative WidenAfter", Config{WidenAfter: -1}, false},
-		{"huge window", Config{Window: 1 << 31}, false},
-		{"floor above default ceiling", Config{Floor: time.Minute}, false},
-		{"floor above ceiling", Config{Floor: time.Second, Ceiling: time.Millisecond}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.cfg)
-			if (err == nil) != tc.ok {
-				t.Fatalf("New: %v, want ok=%v", err, tc.ok)
-			}
-			if err != nil && !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
-			}
-		})
-	}
+	row := configtest.Row[Config]
+	configtest.Check(t, ErrInvalidConfig, configtest.New(New), []configtest.Case[Config]{
+		row("zero", Config{}, true),
+		row("p99", Config{FalseTimeoutRate: 0.01}, true),
+		row("rate above one half", Config{FalseTimeoutRate: 0.6}, false),
+		row("negative rate", Config{FalseTimeoutRate: -0.1}, false),
+		row("NaN rate", Config{FalseTimeoutRate: math.NaN()}, false),
+		row("margin below 1", Config{Margin: 0.9}, false),
+		row("margin 1", Config{Margin: 1}, true),
+		row("NaN margin", Config{Margin: math.NaN()}, false),
+		row("negative floor", Config{Floor: -1}, false),
+		row("negative ceiling", Config{Ceiling: -1}, false),
+		row("negative initial", Config{Initial: -1}, false),
+		row("negative window", Config{Window: -1}, false),
+		row("negative WidenAfter", Config{WidenAfter: -1}, false),
+		row("huge window", Config{Window: 1 << 31}, false),
+		row("floor above default ceiling", Config{Floor: time.Minute}, false),
+		row("floor above ceiling", Config{Floor: time.Second, Ceiling: time.Millisecond}, false),
+	})
 }
 
 // TestAttemptTimeout walks the defaults: the ceiling while warming up,

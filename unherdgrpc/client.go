@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -98,11 +99,11 @@ type Config struct {
 
 // Validate reports settings that cannot work, naming the field.
 func (c *Config) Validate() error {
-	switch {
-	case c.MaxBufferedMessages < 0:
-		return fmt.Errorf("%w: MaxBufferedMessages %d is negative", ErrInvalidConfig, c.MaxBufferedMessages)
-	case c.MaxBufferedBytes < 0:
-		return fmt.Errorf("%w: MaxBufferedBytes %d is negative", ErrInvalidConfig, c.MaxBufferedBytes)
+	if err := validate.NonNegative(ErrInvalidConfig,
+		validate.Field{Name: "MaxBufferedMessages", Value: c.MaxBufferedMessages},
+		validate.Field{Name: "MaxBufferedBytes", Value: c.MaxBufferedBytes},
+	); err != nil {
+		return err
 	}
 	for code, cl := range c.Codes {
 		if cl > retry.Permanent {
@@ -186,10 +187,17 @@ func (c *Client) Policy() *retry.Policy { return c.policy }
 // its unary and stream interceptors, and grpc.WithDisableRetry, so that
 // grpc-go's own retries never run under them.
 func (c *Client) DialOptions() []grpc.DialOption {
+	return dialOptions(c.unary, c.stream)
+}
+
+// dialOptions installs the interceptors that unary and stream make, with
+// no extra call option (the channel has grpc-go's retries disabled), on
+// a channel without grpc-go's retries.
+func dialOptions(unary func(grpc.CallOption) grpc.UnaryClientInterceptor, stream func(grpc.CallOption) grpc.StreamClientInterceptor) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithDisableRetry(),
-		grpc.WithChainUnaryInterceptor(c.unary(grpc.EmptyCallOption{})),
-		grpc.WithChainStreamInterceptor(c.stream(grpc.EmptyCallOption{})),
+		grpc.WithChainUnaryInterceptor(unary(grpc.EmptyCallOption{})),
+		grpc.WithChainStreamInterceptor(stream(grpc.EmptyCallOption{})),
 	}
 }
 

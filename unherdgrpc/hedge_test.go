@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/hedgetest"
 	"github.com/unherd/unherd/unherdgrpc"
 )
 
@@ -38,12 +38,7 @@ func (s *hedgeServer) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*
 }
 
 func newHedger(t *testing.T, delay time.Duration) *hedge.Hedger {
-	t.Helper()
-	h, err := hedge.New(hedge.Config{Delay: delay, Budget: budget.Unlimited, MinWinShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hedgetest.Always(t, delay)
 }
 
 func TestHedgeWinsOverStalledPrimary(t *testing.T) {

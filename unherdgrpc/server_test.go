@@ -3,6 +3,7 @@ package unherdgrpc_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -13,7 +14,9 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -127,5 +130,330 @@ func TestServerPushbackNegativeStopsRetries(t *testing.T) {
 	_, err := unary(context.Background(), cc)
 	if status.Code(err) != codes.ResourceExhausted || !errors.Is(err, retry.ErrFinal) || fs.count() != 0 {
 		t.Fatalf("err %v, handler ran %d times; want RESOURCE_EXHAUSTED, final, never", err, fs.count())
+	}
+}
+
+// countServer counts the handler's runs and answers by the request's
+// payload: "fail:<code>" fails with that code, anything else succeeds
+// with the run number in the reply. block, if set, holds a run until it
+// is closed.
+type countServer struct {
+	testpb.UnimplementedTestServiceServer
+	runs    atomic.Int32
+	block   chan struct{}
+	started chan struct{}
+}
+
+func (s *countServer) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	n := s.runs.Add(1)
+	md, _ := metadata.FromIncomingContext(ctx)
+	if _, ok := idempotency.LeaseFromContext(ctx); !ok && len(md.Get(unherdgrpc.IdempotencyKey)) != 0 {
+		return nil, status.Error(codes.Internal, "no lease in the handler's context")
+	}
+	if s.block != nil {
+		close(s.started)
+		<-s.block
+	}
+	switch string(req.GetPayload().GetBody()) {
+	case "fail:unavailable":
+		return nil, status.Error(codes.Unavailable, "try again")
+	case "fail:notfound":
+		return nil, status.Error(codes.NotFound, "no such thing")
+	}
+	return &testpb.SimpleResponse{ServerId: string(rune('0' + n))}, nil
+}
+
+func keyed(key string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), unherdgrpc.IdempotencyKey, key)
+}
+
+func call(cc *grpc.ClientConn, ctx context.Context, body string) (*testpb.SimpleResponse, metadata.MD, error) {
+	var hdr metadata.MD
+	resp, err := testpb.NewTestServiceClient(cc).UnaryCall(ctx, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte(body)}}, grpc.Header(&hdr))
+	return resp, hdr, err
+}
+
+func idempotentConn(t *testing.T, s *countServer, cfg unherdgrpc.IdempotencyConfig) *grpc.ClientConn {
+	t.Helper()
+	srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &cfg})
+	return serve(t, s, false, srv.ServerOptions())
+}
+
+func TestIdempotencyReplaysCompletedCall(t *testing.T) {
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{})
+	orig, hdr, err := call(cc, keyed("k1"), "a")
+	if err != nil || len(hdr.Get(unherdgrpc.ReplayedKey)) != 0 {
+		t.Fatalf("first call: %v, header %v", err, hdr)
+	}
+	again, hdr, err := call(cc, keyed("k1"), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetServerId() != orig.GetServerId() || s.runs.Load() != 1 || first(hdr.Get(unherdgrpc.ReplayedKey)) != "true" {
+		t.Fatalf("replay %v after %v, %d runs, header %v; want the first reply, 1 run, replayed", again, orig, s.runs.Load(), hdr)
+	}
+	if _, _, err := call(cc, keyed("k1"), "b"); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("key reused with another request: %v, want FAILED_PRECONDITION", err)
+	}
+	if _, _, err := call(cc, context.Background(), "a"); err != nil || s.runs.Load() != 2 {
+		t.Fatalf("call without a key: %v, %d runs; want it to run", err, s.runs.Load())
+	}
+}
+
+func TestIdempotencyStatuses(t *testing.T) {
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{})
+	// A status a client retries releases the key: the retry runs.
+	for range 2 {
+		if _, _, err := call(cc, keyed("u"), "fail:unavailable"); status.Code(err) != codes.Unavailable {
+			t.Fatalf("err %v, want UNAVAILABLE", err)
+		}
+	}
+	if s.runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2: UNAVAILABLE releases the key", s.runs.Load())
+	}
+	// A permanent status is stored and replayed.
+	for range 2 {
+		_, _, err := call(cc, keyed("n"), "fail:notfound")
+		if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != "no such thing" {
+			t.Fatalf("err %v, want the handler's NOT_FOUND", err)
+		}
+	}
+	if s.runs.Load() != 3 {
+		t.Fatalf("%d runs, want 3: NOT_FOUND is replayed", s.runs.Load())
+	}
+}
+
+func TestIdempotencyInFlight(t *testing.T) {
+	s := &countServer{block: make(chan struct{}), started: make(chan struct{})}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var firstErr error
+	go func() {
+		defer wg.Done()
+		_, _, firstErr = call(cc, keyed("k"), "a")
+	}()
+	<-s.started
+	_, _, err := call(cc, keyed("k"), "a")
+	close(s.block)
+	wg.Wait()
+	if status.Code(err) != codes.Aborted || firstErr != nil {
+		t.Fatalf("duplicate in flight: %v (first: %v); want ABORTED", err, firstErr)
+	}
+}
+
+func TestIdempotencyRequired(t *testing.T) {
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{Required: true})
+	if _, _, err := call(cc, context.Background(), "a"); status.Code(err) != codes.InvalidArgument || s.runs.Load() != 0 {
+		t.Fatalf("err %v after %d runs, want INVALID_ARGUMENT and none", err, s.runs.Load())
+	}
+	if _, _, err := call(cc, keyed(`"not closed`), "a"); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("malformed key: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+// sharedStore is a Memory store as the interceptor sees a shared one
+// (unherdredis, unherdpg): claims hold a lease, which bounds the handler.
+type sharedStore struct{ *idempotency.Memory }
+
+func TestIdempotencySharedStore(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: sharedStore{m}}, Principal: func(context.Context) string { return "acct-1" }})
+	for range 3 {
+		if _, _, err := call(cc, keyed("k"), "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.runs.Load() != 1 || m.Len() != 1 {
+		t.Fatalf("%d runs, %d records; want 1 and 1", s.runs.Load(), m.Len())
+	}
+}
+
+// countingStore counts Complete calls.
+type countingStore struct {
+	*idempotency.Memory
+	completes atomic.Int32
+}
+
+func (s *countingStore) Complete(ctx context.Context, key string, token uint64, r *idempotency.Response, ttl time.Duration) error {
+	s.completes.Add(1)
+	return s.Memory.Complete(ctx, key, token, r, ttl)
+}
+
+// completingServer completes its record itself, as a handler using
+// unherdpg's InTx does, and marks the lease.
+type completingServer struct {
+	testpb.UnimplementedTestServiceServer
+	store idempotency.Store
+}
+
+func (s *completingServer) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	l, ok := idempotency.LeaseFromContext(ctx)
+	if !ok {
+		return nil, status.Error(codes.Internal, "no lease")
+	}
+	reply := &testpb.SimpleResponse{ServerId: "done-in-tx"}
+	b, _ := proto.Marshal(reply)
+	if err := s.store.Complete(ctx, l.Key, l.Token, &idempotency.Response{Body: b}, l.TTL); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	l.MarkCompleted()
+	return reply, nil
+}
+
+func TestIdempotencyHandlerCompletes(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &countingStore{Memory: m}
+	srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: store}}})
+	cc := serve(t, &completingServer{store: store}, false, srv.ServerOptions())
+	for range 2 {
+		resp, _, err := call(cc, keyed("k"), "a")
+		if err != nil || resp.GetServerId() != "done-in-tx" {
+			t.Fatalf("reply %v, err %v", resp, err)
+		}
+	}
+	if n := store.completes.Load(); n != 1 {
+		t.Fatalf("%d completions, want 1: the handler's own", n)
+	}
+}
+
+// slowServer holds each call for hold, on the bubble's clock.
+type slowServer struct {
+	testpb.UnimplementedTestServiceServer
+	hold time.Duration
+	runs atomic.Int32
+}
+
+func (s *slowServer) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	s.runs.Add(1)
+	select {
+	case <-time.After(s.hold):
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return &testpb.SimpleResponse{ServerId: "slow"}, nil
+}
+
+// A shared store's lease is renewed while the handler runs: a handler
+// three leases long keeps its key, and a duplicate sent meanwhile is
+// ABORTED instead of taking the key over.
+func TestIdempotencyLeaseRenewed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &slowServer{hold: 9 * time.Second}
+		srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: sharedStore{m}, Lease: 3 * time.Second}}})
+		cc := serve(t, s, false, srv.ServerOptions())
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := call(cc, keyed("k"), "a")
+			done <- err
+		}()
+		time.Sleep(7 * time.Second)
+		if _, _, err := call(cc, keyed("k"), "a"); status.Code(err) != codes.Aborted {
+			t.Errorf("duplicate after two leases: %v, want ABORTED", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if _, hdr, err := call(cc, keyed("k"), "a"); err != nil || first(hdr.Get(unherdgrpc.ReplayedKey)) != "true" || s.runs.Load() != 1 {
+			t.Fatalf("after the first completed: %v, header %v, %d runs; want a replay of the one run", err, hdr, s.runs.Load())
+		}
+	})
+}
+
+// A principal-scoped service and an unscoped one share a store: a key
+// crafted to spell the scoped service's stored key for alice runs its own
+// call instead of replaying hers.
+func TestIdempotencyCrossPrincipal(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(ctx context.Context) string {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if v := md.Get("x-user"); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	scoped, open := &countServer{}, &countServer{}
+	scopedCC := idempotentConn(t, scoped, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: m}, Principal: user})
+	openCC := idempotentConn(t, open, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: m}})
+	alice := metadata.AppendToOutgoingContext(keyed("xcc1"), "x-user", "alice")
+	if _, _, err := call(scopedCC, alice, "charge"); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"5:alicexcc1", "p5:alicexcc1", "alicexcc1", "uxcc1"} {
+		_, hdr, err := call(openCC, keyed(key), "charge")
+		if err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		if len(hdr.Get(unherdgrpc.ReplayedKey)) > 0 {
+			t.Errorf("unscoped key %q replayed alice's call", key)
+		}
+	}
+	if n := open.runs.Load(); n != 4 {
+		t.Errorf("the unscoped service ran %d calls, want 4", n)
+	}
+}
+
+// lostAnswers is a shared store whose claims, while lose is set, take
+// effect but whose answers never arrive: the caller's timeout ends them.
+type lostAnswers struct {
+	sharedStore
+	lose atomic.Bool
+}
+
+func (s *lostAnswers) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
+	c, err := s.sharedStore.Claim(ctx, key, fp, lease)
+	if err != nil || !s.lose.Load() {
+		return c, err
+	}
+	<-ctx.Done()
+	return idempotency.Claim{Token: c.Token}, ctx.Err()
+}
+
+// A claim that took effect in the store but timed out on the
+// interceptor's side does not hold the key for its 30 s lease: the
+// client's retry, moments later, runs, as over HTTP.
+func TestIdempotencyAmbiguousClaimReleased(t *testing.T) {
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &lostAnswers{sharedStore: sharedStore{m}}
+	s := &countServer{}
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}})
+	store.lose.Store(true)
+	if _, _, err := call(cc, keyed("k"), "a"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a claim whose answer was lost: %v, want UNAVAILABLE", err)
+	}
+	store.lose.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _, err := call(cc, keyed("k"), "a")
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.Aborted || time.Now().After(deadline) {
+			t.Fatalf("the retry: %v; want it to run within 5 s, not to wait out the 30 s lease", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := s.runs.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
 	}
 }

@@ -186,11 +186,7 @@ func (s *ServiceConfig) Throttle() *budget.GRPC { return s.throttle }
 // retry policies (or with this one only as far as load balancing goes):
 // the channel's own would multiply with these.
 func (s *ServiceConfig) DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithDisableRetry(),
-		grpc.WithChainUnaryInterceptor(s.unary(grpc.EmptyCallOption{})),
-		grpc.WithChainStreamInterceptor(s.stream(grpc.EmptyCallOption{})),
-	}
+	return dialOptions(s.unary, s.stream)
 }
 
 // UnaryClientInterceptor returns the unary interceptor alone, to install

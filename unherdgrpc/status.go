@@ -71,14 +71,6 @@ func (e *AttemptError) Unwrap() error { return e.err }
 // status.Code see it through the retry loop's wrapping.
 func (e *AttemptError) GRPCStatus() *status.Status { return e.Status }
 
-// delayed is an attempt error with a valid pushback: the retry loop
-// waits at least that long (retry.ServerDelay), on top of the schedule's
-// own jittered delay, never instead of it.
-type delayed struct{ *AttemptError }
-
-func (e delayed) RetryAfter() time.Duration { return e.Pushback }
-func (e delayed) Unwrap() error             { return e.AttemptError }
-
 // parsePushback reads PushbackKey from a trailer, as A6 specifies: one
 // non-negative decimal integer of milliseconds is a delay (saturating
 // instead of overflowing); a malformed, negative or repeated value means
@@ -121,10 +113,10 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 		// The caller gave up or its deadline passed: the loop ends the
 		// call as cancelled and retries nothing.
 		return ae
-	case actx.Err() != nil && context.Cause(actx) == retry.ErrAttemptTimeout:
+	case retry.AttemptTimedOut(actx):
 		// The attempt's own timeout (DEADLINE_EXCEEDED, or CANCELLED for
 		// a stream's), not the caller's deadline: a Timeout.
-		return &timeoutMark{ae}
+		return retry.Judge(ae, retry.Verdict{Class: retry.Timeout})
 	case code == codes.DeadlineExceeded:
 		// The server, or grpc-go, may report a deadline a moment before
 		// the context's own timer ends it: whose deadline passed?
@@ -133,25 +125,24 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 			return retry.MarkFinal(ae) // the caller's: never retried
 		}
 		if dl, ok := actx.Deadline(); ok && !now.Before(dl) {
-			return &timeoutMark{ae} // the attempt's
+			return retry.Judge(ae, retry.Verdict{Class: retry.Timeout}) // the attempt's
 		}
 	case code == codes.Canceled:
 		return retry.MarkPermanent(ae)
 	}
-	class := c.class(code)
-	var out error = ae
-	if ae.HasPushback && ae.Pushback >= 0 {
-		out = delayed{ae}
-	}
+	v := retry.Verdict{Class: c.class(code)}
 	switch {
-	case class == retry.Permanent:
-		return retry.MarkPermanent(out)
+	case v.Class == retry.Permanent:
 	case ae.HasPushback && ae.Pushback < 0:
 		// The server asked not to retry: stop, but let budgets and guards
 		// count the failure as what it is.
-		return retry.MarkFinal(mark(out, class))
+		v.Final = true
+	case ae.HasPushback:
+		// The retry waits at least that long, on top of the schedule's
+		// own jittered delay, never instead of it.
+		v.Delay, v.HasDelay = ae.Pushback, true
 	}
-	return mark(out, class)
+	return retry.Judge(ae, v)
 }
 
 // committed marks the judged error of an attempt that received response
@@ -173,26 +164,6 @@ func (c *Client) class(code codes.Code) retry.Class {
 	}
 	return DefaultCodes(code)
 }
-
-// mark makes retry.DefaultClassify see err as class cl.
-func mark(err error, cl retry.Class) error {
-	switch cl {
-	case retry.Permanent:
-		return retry.MarkPermanent(err)
-	case retry.Throttled:
-		return retry.MarkThrottled(err)
-	case retry.Timeout:
-		return &timeoutMark{err}
-	}
-	return err
-}
-
-// timeoutMark makes a code classified Timeout visible as one.
-type timeoutMark struct{ err error }
-
-func (e *timeoutMark) Error() string { return e.err.Error() }
-func (e *timeoutMark) Unwrap() error { return e.err }
-func (e *timeoutMark) Timeout() bool { return true }
 
 // Error is the error of a call that failed after the retry loop ran: it
 // wraps the loop's *retry.Error (errors.Is(err, retry.ErrAttemptsExhausted)

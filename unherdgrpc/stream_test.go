@@ -90,19 +90,27 @@ func TestServerStreamPermanent(t *testing.T) {
 
 func TestServerStreamAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &faultServer{plan: []fault{{untilDone: true}}}
 		cfg := unherdgrpc.Config{}
 		cfg.Retry.AttemptTimeout = 50 * time.Millisecond
-		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
-		stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(context.Background(), outputRequest(3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := recvAll(stream)
-		if err != nil || n != 3 || s.count() != 2 {
-			t.Fatalf("received %d, err %v, %d requests; want 3, nil, 2", n, err, s.count())
-		}
+		streamAfterTimeout(t, cfg)
 	})
+}
+
+// streamAfterTimeout makes a server stream of 3 messages under cfg whose
+// first attempt the server answers only when its context ends, and
+// checks that the second attempt delivers the 3.
+func streamAfterTimeout(t *testing.T, cfg unherdgrpc.Config) {
+	t.Helper()
+	s := &faultServer{plan: []fault{{untilDone: true}}}
+	cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+	stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(context.Background(), outputRequest(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := recvAll(stream)
+	if err != nil || n != 3 || s.count() != 2 {
+		t.Fatalf("received %d, err %v, %d requests; want 3, nil, 2", n, err, s.count())
+	}
 }
 
 // sendAll sends n messages on a client stream and closes it.
@@ -192,19 +200,10 @@ func (r *timeoutRecorder) Observe(latency time.Duration, ok bool) {
 // answered as a success.
 func TestServerStreamObservesTimeoutSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &faultServer{plan: []fault{{untilDone: true}}}
 		rec := &timeoutRecorder{timeout: 50 * time.Millisecond}
 		cfg := unherdgrpc.Config{}
 		cfg.Retry.Timeouts = rec
-		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
-		stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(context.Background(), outputRequest(3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := recvAll(stream)
-		if err != nil || n != 3 || s.count() != 2 {
-			t.Fatalf("received %d, err %v, %d requests; want 3, nil, 2", n, err, s.count())
-		}
+		streamAfterTimeout(t, cfg)
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		if len(rec.samples) != 2 || rec.samples[0].ok || rec.samples[0].latency < rec.timeout || !rec.samples[1].ok {

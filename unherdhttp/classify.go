@@ -60,14 +60,6 @@ func (e *NotReplayedError) Error() string {
 // Unwrap returns the attempt's error.
 func (e *NotReplayedError) Unwrap() error { return e.Err }
 
-// timeoutMark makes a Classify hook's Timeout visible to
-// retry.DefaultClassify.
-type timeoutMark struct{ err error }
-
-func (e *timeoutMark) Error() string { return e.err.Error() }
-func (e *timeoutMark) Unwrap() error { return e.err }
-func (e *timeoutMark) Timeout() bool { return true }
-
 // idempotentMethod reports whether RFC 9110, section 9.2.2 calls method
 // idempotent (CONNECT, POST and PATCH are not). An empty method is GET.
 func idempotentMethod(method string) bool {
@@ -172,37 +164,43 @@ func (t *Transport) responseClass(resp *http.Response) (c retry.Class, failed, h
 }
 
 // judgeResponse turns a response into the attempt's result for the retry
-// loop: the response itself, or a *StatusError marked with its class and
-// any Retry-After delay.
+// loop: the response itself, or a *StatusError judged with its class and
+// any Retry-After delay (retry.Judge).
 func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response, error) {
 	class, failed, hooked := t.responseClass(resp)
 	if !failed {
 		return resp, nil
 	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp}
+	v := retry.Verdict{Class: class}
 	switch {
 	case class == retry.Permanent:
-		return nil, retry.MarkPermanent(se)
+		return nil, retry.Judge(se, v)
 	case !c.replayable || c.once:
 		// The server has seen the request, or its body is gone: stop, but
 		// let budgets and guards count the failure as what it is.
-		return nil, retry.MarkFinal(mark(&NotReplayedError{Method: c.method(), Err: se}, class))
+		v.Final = true
+		return nil, retry.Judge(&NotReplayedError{Method: c.method(), Err: se}, v)
 	case serverFailure(resp.StatusCode) && t.noRetry500 && !hooked:
 		// NoRetry500: a server failure, not retried. A hook that
 		// classified the status itself has overridden it.
-		return nil, retry.MarkFinal(se)
+		v.Final = true
+		return nil, retry.Judge(se, v)
 	}
-	if v := resp.Header.Get("Retry-After"); v != "" {
-		if d, ok := ParseRetryAfter(v, time.Now()); ok {
+	if h := resp.Header.Get("Retry-After"); h != "" {
+		if d, ok := ParseRetryAfter(h, time.Now()); ok {
+			// Retry-After makes any failure a throttling one.
 			return nil, retry.WithServerDelay(se, d)
 		}
 	}
-	if v := resp.Header.Get(amzRetryAfterHeader); v != "" {
-		if d, ok := parseAmzRetryAfter(v); ok {
-			return nil, &amzDelayError{mark(se, class), d}
+	if h := resp.Header.Get(amzRetryAfterHeader); h != "" {
+		if d, ok := parseAmzRetryAfter(h); ok {
+			// Unlike Retry-After, x-amz-retry-after keeps the class: a 500
+			// that carries it stays a server failure, as in the SDKs.
+			v.Delay, v.HasDelay = d, true
 		}
 	}
-	return nil, mark(se, class)
+	return nil, retry.Judge(se, v)
 }
 
 // judgeError classifies a transport error of areq, the request sent.
@@ -227,26 +225,11 @@ func (t *Transport) judgeError(c *call, areq *http.Request, err error, timedOut,
 	}
 	if t.classify != nil {
 		if class, ok := t.classify(nil, err); ok {
-			return mark(err, class)
+			return retry.Judge(err, retry.Verdict{Class: class})
 		}
 	}
 	if permanentTransportError(err) {
 		return retry.MarkPermanent(err)
-	}
-	return err
-}
-
-// mark makes retry.DefaultClassify see err as class c.
-func mark(err error, c retry.Class) error {
-	switch c {
-	case retry.Permanent:
-		return retry.MarkPermanent(err)
-	case retry.Throttled:
-		return retry.MarkThrottled(err)
-	case retry.Timeout:
-		if retry.DefaultClassify(err) != retry.Timeout {
-			return &timeoutMark{err}
-		}
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -187,11 +188,13 @@ type Config struct {
 
 // Validate reports settings that cannot work, naming the field.
 func (c *Config) Validate() error {
+	if err := validate.NonNegative(ErrInvalidConfig,
+		validate.Field{Name: "ConnectTimeout", Value: c.ConnectTimeout, Hint: "; use 0 for the default of 5s"},
+		validate.Field{Name: "AttemptTimeout", Value: c.AttemptTimeout, Hint: "; use 0 for no attempt timeout"},
+	); err != nil {
+		return err
+	}
 	switch {
-	case c.ConnectTimeout < 0:
-		return fmt.Errorf("%w: ConnectTimeout %v is negative; use 0 for the default of 5s", ErrInvalidConfig, c.ConnectTimeout)
-	case c.AttemptTimeout < 0:
-		return fmt.Errorf("%w: AttemptTimeout %v is negative; use 0 for no attempt timeout", ErrInvalidConfig, c.AttemptTimeout)
 	case c.Retry.AttemptTimeout != 0:
 		return fmt.Errorf("%w: Retry.AttemptTimeout would also time the connection; set Config.AttemptTimeout instead", ErrInvalidConfig)
 	case c.Retry.Timeouts != nil:

@@ -20,18 +20,14 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/hedgetest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
 // newHedger returns a Hedger that always hedges after delay.
 func newHedger(t *testing.T, delay time.Duration) *hedge.Hedger {
-	t.Helper()
-	h, err := hedge.New(hedge.Config{Delay: delay, Budget: budget.Unlimited, MinWinShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hedgetest.Always(t, delay)
 }
 
 // A GET whose primary hangs is answered by its hedge, which carries the

@@ -1,16 +1,12 @@
 package unherdhttp
 
 import (
-	"math"
 	"net/http"
 	"strings"
 	"time"
-)
 
-// maxRetryAfter is the largest delay ParseRetryAfter returns; longer ones
-// saturate to it instead of overflowing. The retry loop stops rather than
-// wait longer than retry.Config.MaxServerDelay.
-const maxRetryAfter = time.Duration(math.MaxInt64)
+	"github.com/unherd/unherd/internal/decimal"
+)
 
 // ParseRetryAfter parses the value of a Retry-After header as RFC 9110,
 // section 10.2.3 (https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3)
@@ -25,8 +21,8 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if isDigits(v) {
-		return parseSeconds(v), true
+	if d, ok := decimal.Duration(v, time.Second); ok {
+		return d, true
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
@@ -39,29 +35,6 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	return d, true
 }
 
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// parseSeconds turns a string of decimal digits into that many seconds,
-// saturating at maxRetryAfter.
-func parseSeconds(s string) time.Duration {
-	const limit = int64(maxRetryAfter / time.Second)
-	var n int64
-	for i := 0; i < len(s); i++ {
-		n = n*10 + int64(s[i]-'0')
-		if n > limit {
-			return maxRetryAfter
-		}
-	}
-	return time.Duration(n) * time.Second
-}
-
 // amzRetryAfterHeader is the AWS services' header for a server-recommended
 // delay in milliseconds, which the SDKs' "Retry Behavior 2.1" honours.
 const amzRetryAfterHeader = "X-Amz-Retry-After"
@@ -70,29 +43,5 @@ const amzRetryAfterHeader = "X-Amz-Retry-After"
 // decimal number of milliseconds, saturating. Anything else is ignored, as
 // the SDKs ignore it.
 func parseAmzRetryAfter(value string) (time.Duration, bool) {
-	v := strings.TrimSpace(value)
-	if v == "" || !isDigits(v) {
-		return 0, false
-	}
-	const limit = int64(maxRetryAfter / time.Millisecond)
-	var n int64
-	for i := 0; i < len(v); i++ {
-		n = n*10 + int64(v[i]-'0')
-		if n > limit {
-			return maxRetryAfter, true
-		}
-	}
-	return time.Duration(n) * time.Millisecond, true
+	return decimal.Duration(strings.TrimSpace(value), time.Millisecond)
 }
-
-// amzDelayError is a failed response carrying an x-amz-retry-after delay.
-// Unlike Retry-After, the header does not make the failure a throttling
-// one: a 500 that carries it stays a server failure, as in the SDKs.
-type amzDelayError struct {
-	err error
-	d   time.Duration
-}
-
-func (e *amzDelayError) Error() string             { return e.err.Error() }
-func (e *amzDelayError) Unwrap() error             { return e.err }
-func (e *amzDelayError) RetryAfter() time.Duration { return e.d }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -283,22 +284,13 @@ func TestClassifyHookKeeps500Rule(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  unherdhttp.Config
-	}{
-		{"negative connect timeout", unherdhttp.Config{ConnectTimeout: -1}},
-		{"negative attempt timeout", unherdhttp.Config{AttemptTimeout: -1}},
-		{"retry attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 1}}},
-		{"invalid retry config", unherdhttp.Config{Retry: retry.Config{MaxAttempts: -1}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := unherdhttp.NewTransport(nil, tc.cfg); !errors.Is(err, unherdhttp.ErrInvalidConfig) {
-				t.Errorf("got %v, want ErrInvalidConfig", err)
-			}
-		})
-	}
+	row := configtest.Row[unherdhttp.Config]
+	configtest.Check(t, unherdhttp.ErrInvalidConfig, func(c unherdhttp.Config) error { _, err := unherdhttp.NewTransport(nil, c); return err }, []configtest.Case[unherdhttp.Config]{
+		row("negative connect timeout", unherdhttp.Config{ConnectTimeout: -1}, false),
+		row("negative attempt timeout", unherdhttp.Config{AttemptTimeout: -1}, false),
+		row("retry attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 1}}, false),
+		row("invalid retry config", unherdhttp.Config{Retry: retry.Config{MaxAttempts: -1}}, false),
+	})
 }
 
 // rejectAll is a guard that refuses every attempt.
@@ -347,23 +339,6 @@ func TestGuardRejectionClosesBody(t *testing.T) {
 	}
 }
 
-// classGuard records the class of every failed attempt it is told about.
-type classGuard struct {
-	mu      sync.Mutex
-	classes []string
-}
-
-func (g *classGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *classGuard) Done(_ uint64, o retry.Outcome) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if o.Err == nil {
-		g.classes = append(g.classes, "ok")
-		return
-	}
-	g.classes = append(g.classes, o.Class.String())
-}
-
 // A failure the transport does not repeat still reaches guards with its own
 // class, so a circuit breaker counts 500s and 503s to a POST.
 func TestGuardsSeeServerFailures(t *testing.T) {
@@ -382,7 +357,7 @@ func TestGuardsSeeServerFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &failFirst{n: 9, status: tc.status}
 			srv := newServer(t, f.ServeHTTP)
-			g := &classGuard{}
+			g := &outcomeGuard{}
 			cfg := fast
 			cfg.Guards = []retry.Guard{g}
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg, NoRetry500: tc.noRetry500})
@@ -394,7 +369,7 @@ func TestGuardsSeeServerFailures(t *testing.T) {
 			if err != nil || status != tc.status || f.count() != 1 {
 				t.Fatalf("got %d, %v after %d requests", status, err, f.count())
 			}
-			if diff := cmp.Diff(tc.want, g.classes); diff != "" {
+			if diff := cmp.Diff(tc.want, g.log); diff != "" {
 				t.Fatal(diff)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/unherd/unherd/internal/services"
 	"go.uber.org/goleak"
 )
 
@@ -20,15 +21,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // natsURL is the NATS server the tests use: UNHERD_NATS_URL, by default
 // nats://127.0.0.1:4222.
 func natsURL() string { return cmp.Or(os.Getenv("UNHERD_NATS_URL"), "nats://127.0.0.1:4222") }
-
-// unavailable skips t loudly, or fails it when UNHERD_REQUIRE_SERVICES=1.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
-		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
-}
 
 // env is one test's JetStream: a connection, and a stream and a dead-letter
 // stream of its own, named after the test, deleted when it ends.
@@ -43,7 +35,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	nc, err := nats.Connect(natsURL(), nats.Timeout(2*time.Second), nats.MaxReconnects(0))
 	if err != nil {
-		unavailable(t, "NATS at %s is unreachable: %v", natsURL(), err)
+		services.Unavailable(t, "NATS at %s is unreachable: %v", natsURL(), err)
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -53,7 +45,7 @@ func newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := js.AccountInfo(ctx); err != nil {
-		unavailable(t, "NATS at %s has no JetStream: %v", natsURL(), err)
+		services.Unavailable(t, "NATS at %s has no JetStream: %v", natsURL(), err)
 	}
 	name := strings.NewReplacer("/", "_", " ", "_", "-", "_").Replace(t.Name())
 	name = "UNHERD_" + strings.ToUpper(name) + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -23,40 +23,16 @@ func ExampleMetrics_GRPCObserver() {
 	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(prod))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	m, err := unherdotel.New(mp, prod)
+	metrics, err := retriedCharge(mp, prod, reader)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	obs, err := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	p, err := retry.New(retry.Config{Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}, Observer: obs})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	n := 0
-	_ = p.Do(context.Background(), func(context.Context) error {
-		if n++; n < 3 {
-			return errors.New("unavailable")
-		}
-		return nil
-	})
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			if h, ok := mt.Data.(metricdata.Histogram[int64]); ok && mt.Name == "grpc.client.call.retries" {
-				p := h.DataPoints[0]
-				method, _ := p.Attributes.Value(unherdotel.KeyMethod)
-				fmt.Println(mt.Name, mt.Unit, method.AsString(), "calls:", p.Count, "retries:", p.Sum)
-			}
+	for _, mt := range metrics {
+		if h, ok := mt.Data.(metricdata.Histogram[int64]); ok && mt.Name == "grpc.client.call.retries" {
+			p := h.DataPoints[0]
+			method, _ := p.Attributes.Value(unherdotel.KeyMethod)
+			fmt.Println(mt.Name, mt.Unit, method.AsString(), "calls:", p.Count, "retries:", p.Sum)
 		}
 	}
 	// Output:
@@ -71,20 +47,39 @@ func ExampleNew_sdkInstruments() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	m, err := unherdotel.New(mp, nil)
+	metrics, err := retriedCharge(mp, nil, reader)
 	if err != nil {
 		fmt.Println(err)
 		return
+	}
+	for _, mt := range metrics {
+		switch h := mt.Data.(type) {
+		case metricdata.Histogram[int64]:
+			fmt.Println(mt.Name, "calls:", h.DataPoints[0].Count, "sum:", h.DataPoints[0].Sum)
+		case metricdata.Histogram[float64]:
+			fmt.Println(mt.Name, "calls:", h.DataPoints[0].Count, "sum:", h.DataPoints[0].Sum)
+		}
+	}
+	// Output:
+	// grpc.client.call.retries calls: 1 sum: 2
+	// grpc.client.call.retry_delay calls: 1 sum: 0
+}
+
+// retriedCharge records, with the Metrics of mp and prod (nil for none),
+// one call of payments.Payments/Charge that fails twice and then
+// succeeds, and returns what reader collects then.
+func retriedCharge(mp *sdkmetric.MeterProvider, prod *unherdotel.Producer, reader sdkmetric.Reader) ([]metricdata.Metrics, error) {
+	m, err := unherdotel.New(mp, prod)
+	if err != nil {
+		return nil, err
 	}
 	obs, err := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
 	if err != nil {
-		fmt.Println(err)
-		return
+		return nil, err
 	}
 	p, err := retry.New(retry.Config{Budget: budget.Unlimited, Backoff: backoff.Schedule{Immediate: true}, Observer: obs})
 	if err != nil {
-		fmt.Println(err)
-		return
+		return nil, err
 	}
 	n := 0
 	_ = p.Do(context.Background(), func(context.Context) error {
@@ -95,20 +90,11 @@ func ExampleNew_sdkInstruments() {
 	})
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
-		fmt.Println(err)
-		return
+		return nil, err
 	}
+	var out []metricdata.Metrics
 	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			switch h := mt.Data.(type) {
-			case metricdata.Histogram[int64]:
-				fmt.Println(mt.Name, "calls:", h.DataPoints[0].Count, "sum:", h.DataPoints[0].Sum)
-			case metricdata.Histogram[float64]:
-				fmt.Println(mt.Name, "calls:", h.DataPoints[0].Count, "sum:", h.DataPoints[0].Sum)
-			}
-		}
+		out = append(out, sm.Metrics...)
 	}
-	// Output:
-	// grpc.client.call.retries calls: 1 sum: 2
-	// grpc.client.call.retry_delay calls: 1 sum: 0
+	return out, nil
 }

@@ -2,7 +2,6 @@ package unherdotel_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/observe"
@@ -23,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var errDown = errors.New("down")
+var errDown = observecheck.ErrDown
 
 // setup returns Metrics made as the package doc says, with a Producer
 // registered with the reader and given to New.
@@ -53,6 +51,13 @@ var setups = []struct {
 	name  string
 	setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)
 }{{"producer", setup}, {"sdk", setupSDK}}
+
+// eachSetup runs test as a subtest for each of setups.
+func eachSetup(t *testing.T, test func(*testing.T, func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader))) {
+	for _, s := range setups {
+		t.Run(s.name, func(t *testing.T) { test(t, s.setup) })
+	}
+}
 
 // collect returns the data points of every instrument, by name.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
@@ -125,20 +130,7 @@ func retried(t *testing.T, o observe.Observer, calls int) {
 // with delays of 10 and 20 ms.
 func retriedCtx(t *testing.T, ctx context.Context, o observe.Observer) {
 	t.Helper()
-	p, err := retry.New(retry.Config{Observer: o, Budget: budget.Unlimited,
-		Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Jitter: backoff.None}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	if err := p.Do(ctx, func(context.Context) error {
-		if n++; n < 3 {
-			return errDown
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	observecheck.RetriedTwice(t, ctx, o, 10*time.Millisecond)
 }
 
 func TestCounters(t *testing.T) {
@@ -192,9 +184,7 @@ func TestCounters(t *testing.T) {
 // grpc.target; calls without retries or hedges report no 0; through a
 // Producer and through the SDK's instruments.
 func TestGRPC(t *testing.T) {
-	for _, s := range setups {
-		t.Run(s.name, func(t *testing.T) { testGRPC(t, s.setup) })
-	}
+	eachSetup(t, testGRPC)
 }
 
 func testGRPC(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)) {
@@ -253,9 +243,7 @@ func testGRPC(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmet
 // any attempt) record none of A96's histograms, not even a zero delay,
 // through a Producer or the SDK's instruments.
 func TestGRPCFirstAttempt(t *testing.T) {
-	for _, s := range setups {
-		t.Run(s.name, func(t *testing.T) { testGRPCFirstAttempt(t, s.setup) })
-	}
+	eachSetup(t, testGRPCFirstAttempt)
 }
 
 func testGRPCFirstAttempt(t *testing.T, setup func(testing.TB) (*unherdotel.Metrics, *sdkmetric.ManualReader)) {
@@ -282,34 +270,13 @@ func testGRPCFirstAttempt(t *testing.T, setup func(testing.TB) (*unherdotel.Metr
 	}
 }
 
-var events = []observe.Event{
-	{Kind: observe.Attempt, Attempt: 1},
-	{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Class: failure.Timeout, Err: errDown},
-	{Kind: observe.Success, Attempt: 2, Delay: time.Millisecond},
-	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted, Err: errDown},
-	{Kind: observe.HedgeStarted, Attempt: 1, Delay: time.Millisecond},
-	{Kind: observe.HedgeWon, Attempt: 1},
-	{Kind: observe.HedgeDenied, Attempt: 1},
-	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
-	{Kind: observe.Throttled, Probability: 0.5},
-	{Kind: observe.RateRejected, Delay: time.Second, Rate: 0.5},
-	{Kind: observe.RateDelayed, Delay: time.Second, Rate: 0.5},
-	{Kind: observe.RateCut, Rate: 0.5},
-}
-
 // TestNoAllocation: no event allocates, through a plain observer and a
 // gRPC one with a Producer or the SDK's instruments.
 func TestNoAllocation(t *testing.T) {
 	for _, s := range setups {
 		m, _ := s.setup(t)
-		ctx := context.Background()
 		for _, o := range []observe.Observer{must(m.Observer("x")), must(m.GRPCObserver("s/M", "t"))} {
-			for _, e := range events {
-				o.Observe(ctx, e) // the first record of a point may allocate it
-				if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
-					t.Errorf("%s: %v: %v allocations", s.name, e.Kind, allocs)
-				}
-			}
+			observecheck.NoAllocation(t, s.name, o)
 		}
 	}
 }
@@ -361,20 +328,12 @@ func callAllocs(t *testing.T, obs observe.Observer) float64 {
 func BenchmarkEvent(b *testing.B) {
 	m, _ := setup(b)
 	sdkM, _ := setupSDK(b)
-	ctx := context.Background()
 	for _, o := range []struct {
 		name string
 		obs  observe.Observer
 	}{{"plain", must(m.Observer("x"))}, {"grpc", must(m.GRPCObserver("s/M", "t"))},
 		{"grpc-sdk", must(sdkM.GRPCObserver("s/M", "t"))}} {
-		for _, e := range events {
-			b.Run(o.name+"/"+e.Kind.String(), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					o.obs.Observe(ctx, e)
-				}
-			})
-		}
+		observecheck.BenchmarkEvents(b, o.name+"/", o.obs)
 	}
 }
 

@@ -31,7 +31,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var errDown = errors.New("down")
+var errDown = observecheck.ErrDown
 
 // run drives a retry policy, a hedger, a breaker and a throttle, all
 // observed as "payments", through a known sequence.
@@ -44,21 +44,8 @@ func run(t *testing.T, o observe.Observer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := retry.New(retry.Config{Observer: o, Budget: budget.Unlimited,
-		Backoff: backoff.Schedule{Base: time.Millisecond, Jitter: backoff.None}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for range 3 {
-		n := 0
-		if err := p.Do(ctx, func(context.Context) error {
-			if n++; n < 3 {
-				return errDown
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		observecheck.RetriedTwice(t, ctx, o, time.Millisecond)
 	}
 	q, err := retry.New(retry.Config{Observer: o, Budget: tb, MaxAttempts: 2, Backoff: backoff.Schedule{Immediate: true}})
 	if err != nil {
@@ -219,28 +206,7 @@ func TestNoAllocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := m.Observer("x")
-	ctx := context.Background()
-	for _, e := range events {
-		if allocs := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); allocs != 0 {
-			t.Errorf("%v: %v allocations", e.Kind, allocs)
-		}
-	}
-}
-
-var events = []observe.Event{
-	{Kind: observe.Attempt, Attempt: 1},
-	{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Class: failure.Timeout, Err: errDown},
-	{Kind: observe.Success, Attempt: 2},
-	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted, Err: errDown},
-	{Kind: observe.HedgeStarted, Attempt: 1, Delay: time.Millisecond},
-	{Kind: observe.HedgeWon, Attempt: 1},
-	{Kind: observe.HedgeDenied, Attempt: 1},
-	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
-	{Kind: observe.Throttled, Probability: 0.5},
-	{Kind: observe.RateRejected, Delay: time.Second, Rate: 0.5},
-	{Kind: observe.RateDelayed, Delay: time.Second, Rate: 0.5},
-	{Kind: observe.RateCut, Rate: 0.5},
+	observecheck.NoAllocation(t, "prometheus", m.Observer("x"))
 }
 
 // BenchmarkEvent is one event of each kind through the Prometheus
@@ -250,16 +216,7 @@ func BenchmarkEvent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := m.Observer("x")
-	ctx := context.Background()
-	for _, e := range events {
-		b.Run(e.Kind.String(), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				o.Observe(ctx, e)
-			}
-		})
-	}
+	observecheck.BenchmarkEvents(b, "", m.Observer("x"))
 }
 
 // BenchmarkCalls is observecheck.BenchmarkCalls with the Prometheus

@@ -20,12 +20,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // 127.0.0.1:6379.
 func redisAddr() string { return cmp.Or(os.Getenv("UNHERD_REDIS_ADDR"), "127.0.0.1:6379") }
 
-// unavailable skips t loudly, or fails it when UNHERD_REQUIRE_SERVICES=1.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	services.Unavailable(t, format, args...)
-}
-
 // newClient connects to the test Redis, closing the client with t, and
 // skips t when the Redis cannot be reached.
 func newClient(t testing.TB) *redis.Client {
@@ -35,7 +29,7 @@ func newClient(t testing.TB) *redis.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		unavailable(t, "Redis at %s is unreachable: %v", redisAddr(), err)
+		services.Unavailable(t, "Redis at %s is unreachable: %v", redisAddr(), err)
 	}
 	return c
 }

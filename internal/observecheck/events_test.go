@@ -16,6 +16,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
@@ -43,7 +44,7 @@ func (r *recorder) Observe(ctx context.Context, e observe.Event) {
 	r.mu.Unlock()
 }
 
-var errDown = errors.New("down")
+var errDown = observecheck.ErrDown
 
 // cmpErrors compares errors by identity (errors.Is both ways).
 var cmpErrors = cmp.Comparer(func(a, b error) bool { return errors.Is(a, b) && errors.Is(b, a) })
@@ -51,20 +52,7 @@ var cmpErrors = cmp.Comparer(func(a, b error) bool { return errors.Is(a, b) && e
 func TestRetryEvents(t *testing.T) {
 	ctx := context.WithValue(context.Background(), ctxKey{}, "call")
 	r := &recorder{t: t, want: "call"}
-	p, err := retry.New(retry.Config{Observer: r, Budget: budget.Unlimited,
-		Backoff: backoff.Schedule{Base: time.Millisecond, Jitter: backoff.None}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	if err := p.Do(ctx, func(context.Context) error {
-		if n++; n < 3 {
-			return errDown
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	observecheck.RetriedTwice(t, ctx, r, time.Millisecond)
 	want := []observe.Event{
 		{Kind: observe.Attempt, Attempt: 1},
 		{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Err: errDown, Class: failure.Transient},

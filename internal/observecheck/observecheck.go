@@ -13,12 +13,54 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
 
-var errDown = errors.New("down")
+// ErrDown is the error the calls of this package's helpers fail with.
+var ErrDown = errors.New("down")
+
+var errDown = ErrDown
+
+// EachKind is one event of each kind, with the fields its kind uses, for
+// an adapter's tests and benchmarks.
+var EachKind = []observe.Event{
+	{Kind: observe.Attempt, Attempt: 1},
+	{Kind: observe.Retry, Attempt: 1, Delay: time.Millisecond, Class: failure.Timeout, Err: ErrDown},
+	{Kind: observe.Success, Attempt: 2, Delay: time.Millisecond},
+	{Kind: observe.GiveUp, Attempt: 3, Reason: retry.ErrBudgetExhausted, Stop: observe.StopBudgetExhausted, Err: ErrDown},
+	{Kind: observe.HedgeStarted, Attempt: 1, Delay: time.Millisecond},
+	{Kind: observe.HedgeWon, Attempt: 1},
+	{Kind: observe.HedgeDenied, Attempt: 1},
+	{Kind: observe.BreakerTransition, From: "closed", To: "open"},
+	{Kind: observe.Throttled, Probability: 0.5},
+	{Kind: observe.RateRejected, Delay: time.Second, Rate: 0.5},
+	{Kind: observe.RateDelayed, Delay: time.Second, Rate: 0.5},
+	{Kind: observe.RateCut, Rate: 0.5},
+}
+
+// RetriedTwice makes one retry.Do call with ctx, observed by obs, whose
+// first two attempts fail with ErrDown and whose third succeeds, waiting
+// base and then 2*base between them (no jitter, no budget).
+func RetriedTwice(tb testing.TB, ctx context.Context, obs observe.Observer, base time.Duration) {
+	tb.Helper()
+	p, err := retry.New(retry.Config{Observer: obs, Budget: budget.Unlimited,
+		Backoff: backoff.Schedule{Base: base, Jitter: backoff.None}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	if err := p.Do(ctx, func(context.Context) error {
+		if n++; n < 3 {
+			return ErrDown
+		}
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+}
 
 // Events is the number of events each case of [BenchmarkCalls] reports
 // per call, by case name.
@@ -103,5 +145,33 @@ func benchHedged(b *testing.B, obs observe.Observer) {
 		if v, err := hedge.Do(ctx, h, fn, nil); v != 1 || err != nil {
 			b.Fatal(v, err)
 		}
+	}
+}
+
+// NoAllocation checks that obs allocates for none of [EachKind]'s events,
+// after it has seen each once (the first record of a point may allocate
+// it). name prefixes the errors.
+func NoAllocation(t *testing.T, name string, obs observe.Observer) {
+	t.Helper()
+	ctx := context.Background()
+	for _, e := range EachKind {
+		obs.Observe(ctx, e)
+		if allocs := testing.AllocsPerRun(100, func() { obs.Observe(ctx, e) }); allocs != 0 {
+			t.Errorf("%s: %v: %v allocations", name, e.Kind, allocs)
+		}
+	}
+}
+
+// BenchmarkEvents measures obs on each of [EachKind]'s events, in
+// sub-benchmarks named prefix and the event's kind.
+func BenchmarkEvents(b *testing.B, prefix string, obs observe.Observer) {
+	ctx := context.Background()
+	for _, e := range EachKind {
+		b.Run(prefix+e.Kind.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				obs.Observe(ctx, e)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/internal/configtest"
 	"go.uber.org/goleak"
 )
 
@@ -40,14 +41,7 @@ var distributions = []struct {
 
 var testQuantiles = []float64{0.5, 0.9, 0.95, 0.99, 0.999}
 
-func mustNew(t testing.TB, cfg Config) *Estimator {
-	t.Helper()
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
+func mustNew(t testing.TB, cfg Config) *Estimator { return configtest.Must(New(cfg))(t) }
 
 func relErr(got, want time.Duration) float64 {
 	if want == 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/unherd/unherd/unherdvet/handlerretry"
 	"github.com/unherd/unherd/unherdvet/idempotency"
 	"github.com/unherd/unherd/unherdvet/misuse"
+	"github.com/unherd/unherd/unherdvet/nodelay"
 	"github.com/unherd/unherd/unherdvet/nojitter"
 	"github.com/unherd/unherd/unherdvet/notimeout"
 	"github.com/unherd/unherd/unherdvet/sleepctx"
@@ -29,6 +30,7 @@ import (
 func Analyzers() []*analysis.Analyzer {
 	return []*analysis.Analyzer{
 		nojitter.Analyzer,
+		nodelay.Analyzer,
 		unbounded.Analyzer,
 		sleepctx.Analyzer,
 		notimeout.Analyzer,

@@ -8,11 +8,22 @@
 // them out. The fix is retry.Do with the default policy, whose schedule
 // is capped exponential backoff with full jitter (backoff.Full).
 //
-// A delay the analyzer cannot follow (the result of a function call it
-// does not know, such as a backoff library's NextBackOff) is assumed to
-// be fine; so is any delay computed with math/rand, math/rand/v2 or
-// crypto/rand. When one wait of a loop is random, the loop is not
-// reported.
+// The delay is followed through constants, variables, struct fields, an
+// index into a list of delays ([]time.Duration{1s, 2s, 5s}), the
+// package's own functions and methods (whose returns are classified the
+// same way), and a backoff struct's method (b.Step()) when the struct has
+// a jitter field (Jitter, RandomizationFactor) left zero. A delay the
+// analyzer cannot follow (the result of a function call it does not know,
+// such as a backoff library's NextBackOff) is assumed to be fine; so is
+// any delay computed with math/rand, math/rand/v2 or crypto/rand, and one
+// that follows the server: a field such as Interval or RetryAfter of a
+// response (the OAuth device flow's polling interval). When one wait of a
+// loop is random or follows the server, the loop is not reported.
+//
+// Lockstep only hurts when many clients hit one remote dependency, so a
+// loop whose attempt acts on this machine (net.Listen, a file operation,
+// a file lock, a local command; or a function of the package that makes
+// only such calls) is not reported.
 package nojitter
 
 import (
@@ -21,6 +32,8 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/tools/go/analysis"
@@ -42,13 +55,18 @@ var Analyzer = &analysis.Analyzer{
 func run(pass *analysis.Pass) (any, error) {
 	r := suppress.New(pass)
 	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
+	bodies := match.Bodies(pass.TypesInfo, pass.Files)
 	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, seen: make(map[types.Object]kind)}
+		if match.Local(pass.TypesInfo, bodies, l.Call, 2) {
+			continue
+		}
+		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, scope: l.Stmt, bodies: bodies,
+			seen: make(map[types.Object]kind), funcs: make(map[*types.Func]kind)}
 		kinds := make([]kind, len(l.Waits))
 		random := false
 		for i, w := range l.Waits {
 			kinds[i] = c.expr(w.Delay)
-			random = random || kinds[i] == randomKind
+			random = random || kinds[i] >= serverKind
 		}
 		if random {
 			continue
@@ -90,6 +108,7 @@ const (
 	fixedKind               // the same value on every attempt
 	growingKind             // grows with the attempt, without randomness
 	unknownKind             // a call the analyzer does not follow
+	serverKind              // given by the server: a response's interval or Retry-After
 	randomKind              // drawn from a random source
 )
 
@@ -97,9 +116,16 @@ type classifier struct {
 	info *types.Info
 	idx  assign.Index
 	loop *loops.Loop
+	// scope is the code that runs again on each attempt: the loop, or
+	// the body of a function the loop calls for its delay.
+	scope  ast.Node
+	bodies map[*types.Func]*ast.BlockStmt
 	// seen memoises variables; a variable being classified maps to
 	// growingKind, so that d = d*2 reads as growth.
 	seen map[types.Object]kind
+	// funcs memoises the package's functions by what they return; one
+	// being classified maps to unknownKind.
+	funcs map[*types.Func]kind
 }
 
 func (c *classifier) expr(e ast.Expr) kind {
@@ -122,17 +148,103 @@ func (c *classifier) expr(e ast.Expr) kind {
 			}
 		}
 		if sel := c.info.Selections[e]; sel != nil && sel.Kind() == types.FieldVal {
+			if c.fromServer(e) {
+				return serverKind
+			}
 			// A field written inside the loop is not followed.
-			if len(c.idx.Within(sel.Obj(), c.loop.Stmt)) > 0 {
+			if len(c.idx.Within(sel.Obj(), c.scope)) > 0 {
 				return unknownKind
 			}
 			return max(fixedKind, c.expr(e.X))
 		}
 		return unknownKind
+	case *ast.IndexExpr:
+		// A schedule: delays[attempt], from a list of constants.
+		if k := c.expr(e.X); k >= unknownKind {
+			return k
+		}
+		return max(growingKind, c.expr(e.Index))
+	case *ast.CompositeLit:
+		k := constKind
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				el = kv.Value
+			}
+			k = max(k, c.expr(el))
+		}
+		return k
 	case *ast.CallExpr:
 		return c.call(e)
 	}
 	return unknownKind
+}
+
+// fromServer reports whether a field selection reads a value the server
+// sent: a field named for an interval or a wait (Interval, RetryAfter,
+// PollDelay) of a value that a call returned or decoded, as opposed to
+// one of a configuration the caller was given.
+func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
+	name := strings.ToLower(e.Sel.Name)
+	if !strings.Contains(name, "interval") && !strings.Contains(name, "after") && !strings.Contains(name, "wait") &&
+		!strings.Contains(name, "delay") && !strings.Contains(name, "backoff") && !strings.Contains(name, "poll") {
+		return false
+	}
+	x := ast.Unparen(e.X)
+	for {
+		sel, ok := x.(*ast.SelectorExpr)
+		if !ok {
+			break
+		}
+		x = ast.Unparen(sel.X)
+	}
+	id, ok := x.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	v, ok := c.info.ObjectOf(id).(*types.Var)
+	if !ok {
+		return false
+	}
+	if slices.Contains(c.loop.Results, types.Object(v)) {
+		return true
+	}
+	for _, a := range c.idx[v] {
+		if a.Tuple {
+			return true // resp, err := call()
+		}
+	}
+	// json.Unmarshal(body, &v), dec.Decode(&v)
+	decoded := false
+	for _, body := range []*ast.BlockStmt{c.loop.Func.Body, outermost(c.loop.Func).Body} {
+		ast.Inspect(body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || decoded {
+				return !decoded
+			}
+			if fn := match.Callee(c.info, call); fn == nil || (fn.Name() != "Unmarshal" && fn.Name() != "Decode") {
+				return true
+			}
+			for _, a := range call.Args {
+				if u, ok := ast.Unparen(a).(*ast.UnaryExpr); ok && u.Op == token.AND {
+					if aid, ok := ast.Unparen(u.X).(*ast.Ident); ok && c.info.ObjectOf(aid) == v {
+						decoded = true
+					}
+				}
+				if aid, ok := ast.Unparen(a).(*ast.Ident); ok && c.info.ObjectOf(aid) == v {
+					decoded = true
+				}
+			}
+			return !decoded
+		})
+	}
+	return decoded
+}
+
+func outermost(fn *loops.Func) *loops.Func {
+	for fn.Outer != nil {
+		fn = fn.Outer
+	}
+	return fn
 }
 
 func (c *classifier) call(e *ast.CallExpr) kind {
@@ -153,7 +265,130 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 	case match.Method(fn, "time", "Duration", "Seconds", "Milliseconds", "Microseconds", "Nanoseconds", "Round", "Truncate"):
 		return max(c.args(e), c.expr(e.Fun.(*ast.SelectorExpr).X))
 	}
-	return unknownKind
+	if fn == nil {
+		return unknownKind
+	}
+	if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok && c.info.Selections[sel] != nil {
+		if k, ok := c.jitterless(sel.X); ok {
+			return k
+		}
+	}
+	return c.helper(fn, e)
+}
+
+// helper classifies a call of one of the package's functions or methods
+// by what its body returns, and by the arguments it is given: a delay
+// function of the attempt number without randomness grows without
+// jitter.
+func (c *classifier) helper(fn *types.Func, e *ast.CallExpr) kind {
+	body := c.bodies[fn]
+	if body == nil {
+		return unknownKind
+	}
+	k, ok := c.funcs[fn]
+	if !ok {
+		c.funcs[fn] = unknownKind
+		sub := &classifier{info: c.info, idx: c.idx, loop: c.loop, scope: body, bodies: c.bodies,
+			seen: make(map[types.Object]kind), funcs: c.funcs}
+		k = constKind
+		returns := 0
+		ast.Inspect(body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.ReturnStmt:
+				returns++
+				if len(n.Results) != 1 {
+					k = max(k, unknownKind)
+					return false
+				}
+				k = max(k, sub.expr(n.Results[0]))
+			}
+			return true
+		})
+		if returns == 0 {
+			k = unknownKind
+		}
+		c.funcs[fn] = k
+	}
+	if k >= unknownKind {
+		return k
+	}
+	k = max(k, c.args(e))
+	if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok && c.info.Selections[sel] != nil {
+		k = max(k, c.expr(sel.X))
+	}
+	return k
+}
+
+// jitterless classifies a backoff struct by its jitter field: x's type
+// has a field named Jitter, JitterFactor or RandomizationFactor, and x is
+// a variable whose every value is a composite literal of that type. It
+// returns growingKind when the field is left zero in every literal and
+// never set, randomKind when it is set; ok is false when x is no such
+// struct.
+func (c *classifier) jitterless(x ast.Expr) (kind, bool) {
+	t := c.info.TypeOf(x)
+	if t == nil {
+		return 0, false
+	}
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return 0, false
+	}
+	var field *types.Var
+	for i := range st.NumFields() {
+		switch strings.ToLower(st.Field(i).Name()) {
+		case "jitter", "jitterfactor", "randomizationfactor":
+			field = st.Field(i)
+		}
+	}
+	if field == nil {
+		return 0, false
+	}
+	id, ok := ast.Unparen(x).(*ast.Ident)
+	if !ok {
+		return unknownKind, true
+	}
+	v := c.info.ObjectOf(id)
+	writes := c.idx[v]
+	if len(writes) == 0 {
+		return unknownKind, true
+	}
+	for _, w := range writes {
+		rhs := ast.Unparen(w.Rhs)
+		if u, ok := rhs.(*ast.UnaryExpr); ok && u.Op == token.AND {
+			rhs = ast.Unparen(u.X)
+		}
+		lit, ok := rhs.(*ast.CompositeLit)
+		if !ok || w.Tuple {
+			return unknownKind, true
+		}
+		for _, el := range lit.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if !ok {
+				return unknownKind, true
+			}
+			if k, ok := kv.Key.(*ast.Ident); ok && c.info.ObjectOf(k) == field {
+				tv := c.info.Types[kv.Value]
+				if tv.Value == nil || constant.Sign(tv.Value) != 0 {
+					return randomKind, true
+				}
+			}
+		}
+	}
+	// b.Jitter = 0.2 somewhere
+	for _, w := range c.idx[field] {
+		if sel, ok := w.Lhs.(*ast.SelectorExpr); ok {
+			if xid, ok := ast.Unparen(sel.X).(*ast.Ident); ok && c.info.ObjectOf(xid) == v {
+				return randomKind, true
+			}
+		}
+	}
+	return growingKind, true
 }
 
 func (c *classifier) args(e *ast.CallExpr) kind {
@@ -183,15 +418,22 @@ func (c *classifier) variable(obj types.Object) kind {
 }
 
 func (c *classifier) writes(v *types.Var) kind {
-	inside := c.idx.Within(v, c.loop.Stmt)
-	if len(inside) == 0 {
-		// Loop-invariant: fixed, unless drawn at random before the loop.
-		for _, a := range c.idx[v] {
-			if a.Rhs != nil && c.usesRand(a.Rhs) {
-				return randomKind
-			}
+	inside := c.idx.Within(v, c.scope)
+	// Drawn at random or given by the server before the loop, it stays
+	// so whatever the loop adds (interval += 5 on slow_down).
+	for _, a := range c.idx[v] {
+		if a.Rhs == nil || a.Tuple || (a.Stmt.Pos() >= c.scope.Pos() && a.Stmt.End() <= c.scope.End()) {
+			continue
 		}
-		return fixedKind
+		if c.usesRand(a.Rhs) {
+			return randomKind
+		}
+		if k := c.expr(a.Rhs); k >= serverKind {
+			return k
+		}
+	}
+	if len(inside) == 0 {
+		return fixedKind // loop-invariant
 	}
 	k := fixedKind
 	for _, a := range inside {

@@ -9,7 +9,9 @@
 // by anything besides the attempt's error (a counter, the clock, a
 // context's Done channel, a backoff library's Stop) can end it. The fix
 // is retry.Do, whose Config.MaxAttempts (3 by default) and the caller's
-// context deadline bound every call.
+// context deadline bound every call. A loop that goes on after a success
+// too (a reconnect or long-poll loop) is meant to run for the life of the
+// process and is not reported.
 package unbounded
 
 import (
@@ -30,14 +32,16 @@ var Analyzer = &analysis.Analyzer{
 func run(pass *analysis.Pass) (any, error) {
 	r := suppress.New(pass)
 	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if l.Bounded {
+		// A reconnect loop is meant to run as long as the process; what
+		// it does to the dependency is nojitter's and nodelay's business.
+		if l.Bounded || l.Endless {
 			continue
 		}
 		msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
 		if len(l.Waits) == 0 {
 			msg = "retry loop has no attempt limit, no deadline and no wait of its own: while the dependency is down it retries forever, back to back unless the call itself waits; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
 		}
-		r.Report(l.Stmt, msg)
+		r.Report(l.At, msg)
 	}
 	return nil, nil
 }

@@ -36,6 +36,7 @@ import (
 	"go/types"
 	"reflect"
 	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 
@@ -73,7 +74,26 @@ type Loop struct {
 	// the loop: a condition on a counter or the time, a range over an
 	// integer, a context's Done channel.
 	Bounded bool
+	// Endless says that the loop goes on after a success too: a reconnect
+	// or long-poll loop (for { conn, err := dial(); if err != nil {
+	// time.Sleep(d); continue }; serve(conn) }). Success is then nil.
+	Endless bool
+	// Shape says how the loop repeats the attempt.
+	Shape Shape
+	// At is where a finding about the whole loop is reported: the for
+	// statement, or the goto or recursive return that repeats the attempt.
+	At ast.Node
 }
+
+// Shape is how a retry loop repeats its attempt.
+type Shape int
+
+// Ways to repeat an attempt.
+const (
+	For       Shape = iota // a for statement; Stmt is the *ast.ForStmt or *ast.RangeStmt
+	Goto                   // a goto back to a label before the attempt; Stmt spans the label to the branch
+	Recursion              // the function calls itself again on failure; Stmt spans its body up to the branch
+)
 
 // A Func is a function declaration or literal.
 type Func struct {
@@ -136,7 +156,11 @@ func run(pass *analysis.Pass) (any, error) {
 				continue
 			}
 			sig, _ := pass.TypesInfo.ObjectOf(fd.Name).Type().(*types.Signature)
-			f.walk(&Func{Node: fd, Body: fd.Body, Sig: sig, Name: fd.Name.Name})
+			fn := &Func{Node: fd, Body: fd.Body, Sig: sig, Name: fd.Name.Name}
+			f.walk(fn)
+			if l := f.recursion(fn); l != nil {
+				f.res.Loops = append(f.res.Loops, l)
+			}
 		}
 	}
 	return f.res, nil
@@ -161,6 +185,12 @@ func (f *finder) walk(fn *Func) {
 			return false
 		case *ast.LabeledStmt:
 			f.labels[n.Stmt] = n.Label
+		case *ast.BlockStmt:
+			for i, s := range n.List {
+				if l := f.gotoLoop(fn, n.List, i, s); l != nil {
+					f.res.Loops = append(f.res.Loops, l)
+				}
+			}
 		case *ast.ForStmt, *ast.RangeStmt:
 			if l := f.match(fn, n.(ast.Stmt)); l != nil {
 				f.res.Loops = append(f.res.Loops, l)
@@ -172,7 +202,7 @@ func (f *finder) walk(fn *Func) {
 
 // match returns the retry loop s is, or nil.
 func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
-	l := &Loop{Stmt: s, Func: fn, Label: f.labels[s]}
+	l := &Loop{Stmt: s, Func: fn, Label: f.labels[s], At: s}
 	switch s := s.(type) {
 	case *ast.RangeStmt:
 		// Only a range over an integer repeats the same thing; a range
@@ -196,6 +226,11 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 	}
 	l.Bounded = f.bounded(l)
 	l.Waits = f.waits(l)
+	if l.Endless && len(l.Waits) == 0 {
+		// An endless loop that goes round on failure without waiting is
+		// more often a consumer skipping a bad item than a retry.
+		return nil
+	}
 	return l
 }
 
@@ -367,7 +402,16 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		}
 		k := f.indexTop(l, rest, leave)
 		if k < 0 {
-			return false
+			// for { if err != nil { <failure>; continue }; serve() }: a
+			// reconnect loop, which goes on after a success too (for {} or
+			// for !closed {}, not a counting loop).
+			fs, ok := l.Stmt.(*ast.ForStmt)
+			if !ok || fs.Init != nil || fs.Post != nil || f.anyTop(l, rest, again) {
+				return false
+			}
+			l.Endless = true
+			l.Between = append(l.Between, failure...)
+			return true
 		}
 		l.Success = rest[k]
 		l.Between = append(l.Between, failure...)
@@ -429,18 +473,60 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 // is "err != nil", or a conjunction with it as one operand ("err != nil
 // && retryable(err)": go round only on a retryable failure). The attempt
 // call itself may stand for err when it is compared with nil directly.
+//
+// A success test may also ask for more than a nil error ("err == nil &&
+// !badStatus(resp)", "err == nil && resp.StatusCode < 500": leave only on
+// a good answer), and a failure test may go round on a bad answer too
+// ("err != nil || resp.StatusCode >= 500").
 func (f *finder) errCond(cond ast.Expr, errv types.Object, call *ast.CallExpr) token.Token {
-	for _, d := range operands(cond, token.LOR) {
-		if f.errTest(d, errv, call) == token.EQL {
-			return token.EQL
-		}
+	if op := f.errTest(cond, errv, call); op != 0 {
+		return op
 	}
-	for _, c := range operands(cond, token.LAND) {
-		if f.errTest(c, errv, call) == token.NEQ {
-			return token.NEQ
+	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
+	if !ok || (b.Op != token.LOR && b.Op != token.LAND) {
+		return 0
+	}
+	ops := operands(cond, b.Op)
+	for _, o := range ops {
+		op := f.errCond(o, errv, call)
+		switch {
+		case op == 0:
+			continue
+		case (op == token.EQL) == (b.Op == token.LOR):
+			// err == nil || giving up; err != nil && retryable(err)
+			return op
 		}
+		// err == nil && good(resp); err != nil || resp.StatusCode >= 500:
+		// the other operands must judge the answer, not wait for
+		// progress (err == nil && n > 10 is a poll).
+		for _, p := range ops {
+			if p != o && !answerTest(p) {
+				return 0
+			}
+		}
+		return op
 	}
 	return 0
+}
+
+// answerTest reports whether e judges an answer: a call (badStatus(resp),
+// resp.OK(), !retryable(resp)) or a comparison of a status code.
+func answerTest(e ast.Expr) bool {
+	e = ast.Unparen(e)
+	if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+		e = ast.Unparen(u.X)
+	}
+	switch e := e.(type) {
+	case *ast.CallExpr:
+		return true
+	case *ast.BinaryExpr:
+		for _, x := range []ast.Expr{e.X, e.Y} {
+			if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // operands splits a op b op c into its operands.

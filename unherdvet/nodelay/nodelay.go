@@ -1,0 +1,113 @@
+// Package nodelay defines an Analyzer that reports retry loops against
+// another service that do not wait between attempts.
+//
+// When the dependency fails, a loop that tries again at once sends its
+// next attempt as fast as the network answers, and every client does the
+// same: the failing service gets the whole load again, multiplied by the
+// attempts, within milliseconds. A wait that grows and is drawn at random
+// (capped exponential backoff with full jitter) gives it room to recover.
+// The fix is retry.Do, whose default policy waits so.
+//
+// Only loops whose attempt goes to another service (an HTTP request, a
+// call taking a context or gRPC call options, a dial) are reported, and
+// only when nothing between attempts might wait: no sleep or timer, no
+// receive or select, no call given a time.Duration or named for waiting
+// (Wait, Sleep, Backoff, Pause, Delay, Throttle), and no other call to a
+// service (reconnecting, refreshing a token, re-reading a record after a
+// conflict), which takes its own time and changes what is tried.
+package nodelay
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/unherd/unherd/unherdvet/internal/loops"
+	"github.com/unherd/unherd/unherdvet/internal/match"
+	"github.com/unherd/unherd/unherdvet/internal/suppress"
+)
+
+// Analyzer reports retry loops against another service that do not wait
+// between attempts.
+var Analyzer = &analysis.Analyzer{
+	Name:     "nodelay",
+	Doc:      "report retry loops against another service that try again at once, with no wait between attempts",
+	Requires: []*analysis.Analyzer{loops.Analyzer},
+	Run:      run,
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	r := suppress.New(pass)
+	info := pass.TypesInfo
+	bodies := match.Bodies(info, pass.Files)
+	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
+		if len(l.Waits) > 0 || !match.Remote(info, l.Call) && !match.Dials(match.Callee(info, l.Call)) {
+			continue
+		}
+		if match.Local(info, bodies, l.Call, 2) || mayWait(info, l) {
+			continue
+		}
+		r.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
+	}
+	return nil, nil
+}
+
+// mayWait reports whether something between attempts might wait, or
+// calls another service.
+func mayWait(info *types.Info, l *loops.Loop) bool {
+	found := false
+	for _, s := range l.Between {
+		if l.Shape == loops.Recursion && ast.Node(s) == l.At {
+			continue // the call that repeats the attempt
+		}
+		ast.Inspect(s, func(n ast.Node) bool {
+			if found {
+				return false
+			}
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.SelectStmt:
+				found = true
+			case *ast.UnaryExpr:
+				found = n.Op == token.ARROW
+			case *ast.CallExpr:
+				found = n != l.Call && waits(info, n)
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// waits reports whether call might wait: it is named for waiting, is
+// given a duration, or goes to another service (other than building an
+// HTTP request).
+func waits(info *types.Info, call *ast.CallExpr) bool {
+	fn := match.Callee(info, call)
+	if match.Func(fn, "net/http", "NewRequest", "NewRequestWithContext") {
+		return false
+	}
+	name := ""
+	switch f := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		name = f.Name
+	case *ast.SelectorExpr:
+		name = f.Sel.Name
+	}
+	name = strings.ToLower(name)
+	for _, w := range []string{"wait", "sleep", "backoff", "pause", "delay", "throttle", "retry"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	for _, a := range call.Args {
+		if match.Named(info.TypeOf(a), "time", "Duration") {
+			return true
+		}
+	}
+	return match.Remote(info, call) || match.Dials(fn)
+}

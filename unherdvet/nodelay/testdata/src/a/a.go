@@ -1,0 +1,135 @@
+package a
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+func fetch(ctx context.Context, id string) (int, error) { return 0, nil }
+func refresh(ctx context.Context) error                  { return nil }
+func compute() error                                     { return nil }
+
+var errConflict = errors.New("conflict")
+
+// Positive: three attempts back to back against a remote call.
+func hot(ctx context.Context, id string) (int, error) {
+	var err error
+	for i := 0; i < 3; i++ { // want `nodelay: retry loop tries again at once`
+		var n int
+		if n, err = fetch(ctx, id); err == nil {
+			return n, nil
+		}
+	}
+	return 0, err
+}
+
+// Positive: an HTTP request retried until it answers well.
+func hotHTTP(c *http.Client, req *http.Request) (*http.Response, error) {
+	for attempt := 0; attempt < 5; attempt++ { // want `tries again at once`
+		resp, err := c.Do(req)
+		if err == nil && resp.StatusCode < 500 {
+			return resp, nil
+		}
+	}
+	return nil, errors.New("gave up")
+}
+
+// Positive: a redial by goto.
+func redial(addr string) (net.Conn, error) {
+	tries := 0
+again:
+	conn, err := net.Dial("tcp", addr)
+	if err != nil && tries < 3 {
+		tries++
+		goto again // want `tries again at once`
+	}
+	return conn, err
+}
+
+// Positive: a retry by recursion.
+func get(ctx context.Context, id string, left int) (int, error) {
+	n, err := fetch(ctx, id)
+	if err != nil && left > 0 {
+		return get(ctx, id, left-1) // want `tries again at once`
+	}
+	return n, err
+}
+
+// Negative: it waits.
+func waits(ctx context.Context, id string) (int, error) {
+	for i := 0; i < 3; i++ {
+		n, err := fetch(ctx, id)
+		if err == nil {
+			return n, nil
+		}
+		time.Sleep(time.Duration(i) * time.Second)
+	}
+	return 0, errors.New("gave up")
+}
+
+// Negative: a wait the analyzer does not know, given a duration.
+type pacer struct{}
+
+func (pacer) Pause(d time.Duration) {}
+
+func paced(ctx context.Context, p pacer, id string) error {
+	for i := 0; i < 3; i++ {
+		if _, err := fetch(ctx, id); err == nil {
+			return nil
+		}
+		p.Pause(time.Second)
+	}
+	return nil
+}
+
+// Negative: a token refreshed before the next attempt (another call to
+// the service, which changes what is tried).
+func refreshed(ctx context.Context, id string) (int, error) {
+	for i := 0; i < 2; i++ {
+		n, err := fetch(ctx, id)
+		if err == nil {
+			return n, nil
+		}
+		if err := refresh(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return 0, errors.New("gave up")
+}
+
+// Negative: a local call retried at once.
+func removeBusy(path string) error {
+	var err error
+	for i := 0; i < 3; i++ {
+		if err = os.Remove(path); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// Negative: nothing remote.
+func local() error {
+	for i := 0; i < 3; i++ {
+		if err := compute(); err == nil {
+			return nil
+		}
+	}
+	return errConflict
+}
+
+// Silenced with a reason.
+func silenced(ctx context.Context, id string) (int, error) {
+	//unherdvet:ignore nodelay the server's own queue paces these
+	for i := 0; i < 3; i++ {
+		n, err := fetch(ctx, id)
+		if err == nil {
+			return n, nil
+		}
+	}
+	return 0, errConflict
+}

@@ -17,8 +17,8 @@
 //   - pagination and other iteration return on error, and go round on
 //     success;
 //   - a failover loop ranges over a list of addresses or candidates, each
-//     tried once (a range over anything but an integer, or an attempt
-//     indexed by the loop variable);
+//     tried once (a range over anything but an integer or a list of
+//     delays, or an attempt indexed by the loop variable);
 //   - a loop driven by an iterator (for rows.Next(), for sc.Scan()) goes
 //     round for each item;
 //   - a search changes the attempt's input each time round (a growing
@@ -211,8 +211,12 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		if t == nil {
 			return nil
 		}
-		if b, ok := t.Underlying().(*types.Basic); !ok || b.Info()&types.IsInteger == 0 {
-			return nil
+		// A range over a list of delays is a schedule: for _, d := range
+		// []time.Duration{1s, 2s, 5s}.
+		if !schedule(t) {
+			if b, ok := t.Underlying().(*types.Basic); !ok || b.Info()&types.IsInteger == 0 {
+				return nil
+			}
 		}
 		l.Body = s.Body
 	case *ast.ForStmt:
@@ -232,6 +236,22 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		return nil
 	}
 	return l
+}
+
+// schedule reports whether t is a slice or array of time.Duration.
+func schedule(t types.Type) bool {
+	var elem types.Type
+	switch u := t.Underlying().(type) {
+	case *types.Slice:
+		elem = u.Elem()
+	case *types.Array:
+		elem = u.Elem()
+	case *types.Pointer:
+		if a, ok := u.Elem().Underlying().(*types.Array); ok {
+			elem = a.Elem()
+		}
+	}
+	return elem != nil && match.Named(elem, "time", "Duration")
 }
 
 // iterates reports whether a loop condition calls a method that is not

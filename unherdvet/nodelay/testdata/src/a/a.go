@@ -10,8 +10,8 @@ import (
 )
 
 func fetch(ctx context.Context, id string) (int, error) { return 0, nil }
-func refresh(ctx context.Context) error                  { return nil }
-func compute() error                                     { return nil }
+func refresh(ctx context.Context) error                 { return nil }
+func compute() error                                    { return nil }
 
 var errConflict = errors.New("conflict")
 

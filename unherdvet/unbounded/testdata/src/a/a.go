@@ -261,3 +261,71 @@ func walk(err error) int {
 	}
 	return n
 }
+
+// Positive: a goto that jumps back for ever.
+func gotoForever(ctx context.Context) int {
+again:
+	n, err := get(ctx)
+	if err != nil {
+		time.Sleep(time.Second)
+		goto again // want `no attempt limit and no deadline`
+	}
+	return n
+}
+
+// Negative: a goto with a counter.
+func gotoCounted(ctx context.Context) (int, error) {
+	tries := 0
+again:
+	n, err := get(ctx)
+	if err != nil {
+		if tries == 3 {
+			return 0, err
+		}
+		tries++
+		time.Sleep(time.Second)
+		goto again
+	}
+	return n, nil
+}
+
+// Positive: a function that calls itself again on every failure.
+func fetchForever(ctx context.Context) (int, error) {
+	n, err := get(ctx)
+	if err != nil {
+		time.Sleep(time.Second)
+		return fetchForever(ctx) // want `no attempt limit and no deadline`
+	}
+	return n, nil
+}
+
+// Negative: the recursion counts down.
+func fetchN(ctx context.Context, left int) (int, error) {
+	n, err := get(ctx)
+	if err != nil && left > 0 {
+		time.Sleep(time.Second)
+		return fetchN(ctx, left-1)
+	}
+	return n, err
+}
+
+// Negative: a fallback calls itself on something else, once.
+func lookup(ctx context.Context, name string) (int, error) {
+	n, err := get(ctx)
+	if err != nil {
+		return lookup(ctx, "default")
+	}
+	return n, nil
+}
+
+// Negative: a reconnect loop runs for the life of the process.
+func reconnectForever(ctx context.Context) {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		log.Print(n)
+	}
+}

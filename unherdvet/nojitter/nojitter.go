@@ -268,12 +268,25 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 	if fn == nil {
 		return unknownKind
 	}
+	if n := strings.ToLower(fn.Name()); (n == "max" || n == "min") && len(e.Args) > 0 && c.durations(e.Args) {
+		return c.args(e) // timex.Max(a, b): a helper's min or max of durations
+	}
 	if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok && c.info.Selections[sel] != nil {
 		if k, ok := c.jitterless(sel.X); ok {
 			return k
 		}
 	}
 	return c.helper(fn, e)
+}
+
+// durations reports whether every one of args is a time.Duration.
+func (c *classifier) durations(args []ast.Expr) bool {
+	for _, a := range args {
+		if !match.Named(c.info.TypeOf(a), "time", "Duration") {
+			return false
+		}
+	}
+	return true
 }
 
 // helper classifies a call of one of the package's functions or methods
@@ -435,11 +448,15 @@ func (c *classifier) writes(v *types.Var) kind {
 	if len(inside) == 0 {
 		return fixedKind // loop-invariant
 	}
-	k := fixedKind
+	k, server := fixedKind, false
 	for _, a := range inside {
 		switch {
+		case a.Rhs != nil && !a.Tuple && c.expr(a.Rhs) == serverKind:
+			server = true // given by the server on some failures
 		case a.Op == token.RANGE || a.Op == token.INC || a.Op == token.DEC:
 			k = max(k, growingKind) // a counter
+		case a.Op == token.VAR && a.Rhs == nil:
+			// var wait time.Duration: zero, a constant
 		case a.Tuple || a.Rhs == nil:
 			k = max(k, unknownKind)
 		case a.Op == token.DEFINE || a.Op == token.ASSIGN || a.Op == token.VAR:
@@ -451,6 +468,11 @@ func (c *classifier) writes(v *types.Var) kind {
 		default: // d *= 2, d += step, d <<= 1
 			k = max(k, growingKind, c.expr(a.Rhs))
 		}
+	}
+	if server && k != growingKind {
+		// Only a schedule of its own, used when the server gives no
+		// wait, still makes the clients' waits alike.
+		return serverKind
 	}
 	return k
 }

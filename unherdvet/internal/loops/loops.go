@@ -281,10 +281,61 @@ func (f *finder) iterates(cond ast.Expr) bool {
 // attempt finds the loop's attempt and its branches, filling in l, and
 // reports whether the loop is a retry loop.
 func (f *finder) attempt(l *Loop) bool {
-	stmts := l.Body.List
+	if f.attemptIn(l, l.Body.List) {
+		return true
+	}
+	if flat := f.flatten(l.Body.List); flat != nil {
+		return f.attemptIn(l, flat)
+	}
+	return false
+}
+
+// flatten returns stmts with a select that waits on a timer replaced by
+// the body of its timer case, where the attempt often sits (timer :=
+// time.NewTimer(wait); select { case <-ctx.Done(): return; case
+// <-timer.C: err = call(); ... }); or nil when there is no such select,
+// or its timer case breaks out of the select.
+func (f *finder) flatten(stmts []ast.Stmt) []ast.Stmt {
+	for i, s := range stmts {
+		sel, ok := s.(*ast.SelectStmt)
+		if !ok {
+			continue
+		}
+		for _, c := range sel.Body.List {
+			cc := c.(*ast.CommClause)
+			if cc.Comm == nil || !f.timerRecv(cc.Comm) || breaks(cc.Body) {
+				continue
+			}
+			out := append([]ast.Stmt(nil), stmts[:i]...)
+			out = append(out, cc.Body...)
+			return append(out, stmts[i+1:]...)
+		}
+	}
+	return nil
+}
+
+// breaks reports whether stmts hold an unlabelled break that is not
+// inside an inner for, switch or select.
+func breaks(stmts []ast.Stmt) bool {
+	found := false
+	for _, s := range stmts {
+		ast.Inspect(s, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+				return false
+			case *ast.BranchStmt:
+				found = found || (n.Tok == token.BREAK && n.Label == nil)
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 	for i, s := range stmts {
 		call, errv, results := f.errCall(s)
-		if call == nil {
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
 			continue
 		}
 		if f.varies(l, call) || f.unwraps(call, errv) {
@@ -307,8 +358,67 @@ func (f *finder) attempt(l *Loop) bool {
 			l.Between = append(l.Between, stmts[:i]...)
 			return true
 		}
+		l.Between, l.Success = nil, nil
+		if op == token.NEQ && f.statusBranch(l, stmts, j+1, results) {
+			l.Call, l.Err, l.Results = call, errv, results
+			l.Between = append(l.Between, stmts[:i]...)
+			return true
+		}
+		l.Between, l.Success = nil, nil
 	}
 	return false
+}
+
+// statusBranch matches a loop that gives up on an error but goes round on
+// a status of the answer: resp, err := c.Do(req); if err != nil { return
+// err }; if resp.StatusCode == 429 { <wait>; continue }; return. It looks
+// for that if in stmts from index from, and fills in l's branch, success
+// and failure path.
+func (f *finder) statusBranch(l *Loop, stmts []ast.Stmt, from int, results []types.Object) bool {
+	for k := from; k < len(stmts); k++ {
+		ifs, ok := stmts[k].(*ast.IfStmt)
+		if ok && ifs.Else == nil && f.statusTest(ifs.Cond, results) {
+			body := ifs.Body.List
+			if f.last(l, body) != again && !f.nestedAgain(l, body) {
+				return false
+			}
+			rest := stmts[k+1:]
+			m := f.indexTop(l, rest, leave)
+			if m < 0 {
+				return false
+			}
+			l.Branch, l.Success = ifs.Cond, rest[m]
+			l.Between = append(l.Between, body...)
+			return true
+		}
+		if f.exits(l, stmts[k]) != stay {
+			return false
+		}
+	}
+	return false
+}
+
+// statusTest reports whether cond compares a status of one of the
+// attempt's results (resp.StatusCode == 429, one operand of a && or ||).
+func (f *finder) statusTest(cond ast.Expr, results []types.Object) bool {
+	found := false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		b, ok := n.(*ast.BinaryExpr)
+		if !ok || found || b.Op == token.LAND || b.Op == token.LOR {
+			return !found
+		}
+		for _, x := range []ast.Expr{b.X, b.Y} {
+			sel, ok := ast.Unparen(x).(*ast.SelectorExpr)
+			if !ok || !strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
+				continue
+			}
+			if id, ok := ast.Unparen(sel.X).(*ast.Ident); ok && slices.Contains(results, f.info.ObjectOf(id)) {
+				found = true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 // branchAfter finds the branch after the attempt at stmts[i]: the index
@@ -399,15 +509,22 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 	}
 	switch {
 	case op == token.EQL && !hasElse:
-		// if err == nil { ...; return } <failure: the rest>
-		if f.last(l, success) != leave || f.anyTop(l, rest, leave) {
+		// if err == nil { ...; return } <failure: the rest>, which may
+		// give up at its end once some path in it has gone round.
+		if f.last(l, success) != leave {
+			return false
+		}
+		if k := f.indexTop(l, rest, leave); k >= 0 && !f.nestedAgain(l, rest[:k]) {
 			return false
 		}
 		l.Success = success[len(success)-1]
 		l.Between = append(l.Between, rest...)
 	case hasElse:
 		// if err == nil { ...; return } else { <failure> } (or the other way)
-		if f.last(l, success) != leave || f.last(l, failure) == leave || f.anyTop(l, failure, leave) {
+		if f.last(l, success) != leave {
+			return false
+		}
+		if k := f.indexTop(l, failure, leave); k >= 0 && !f.nestedAgain(l, failure[:k]) {
 			return false
 		}
 		l.Success = success[len(success)-1]
@@ -416,8 +533,17 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 			l.Between = append(l.Between, rest...)
 		}
 	default:
-		// if err != nil { <failure>; continue } ...; return
-		if f.last(l, failure) != again || f.anyTop(l, failure[:len(failure)-1], leave) {
+		// if err != nil { <failure>; continue } ...; return, or a failure
+		// that goes round only on some errors and gives up on the others
+		// (if err != nil { if temporary(err) { continue }; return err }).
+		if len(failure) == 0 {
+			return false
+		}
+		if f.last(l, failure) != again {
+			if k := f.indexTop(l, failure, leave); k < 0 || !f.nestedAgain(l, failure[:k]) {
+				return false
+			}
+		} else if f.anyTop(l, failure[:len(failure)-1], leave) {
 			return false
 		}
 		k := f.indexTop(l, rest, leave)
@@ -437,6 +563,45 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		l.Between = append(l.Between, failure...)
 	}
 	return true
+}
+
+// nestedAgain reports whether stmts hold, below their top level, a
+// continue that goes round this loop: a retry on some failures only.
+func (f *finder) nestedAgain(l *Loop, stmts []ast.Stmt) bool {
+	found := false
+	var visit func(n ast.Node, inner bool)
+	visit = func(n ast.Node, inner bool) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			if found {
+				return false
+			}
+			switch m := m.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.ForStmt:
+				visit(m.Body, true)
+				return false
+			case *ast.RangeStmt:
+				visit(m.Body, true)
+				return false
+			case *ast.BranchStmt:
+				if m.Tok == token.CONTINUE {
+					if m.Label == nil {
+						found = !inner
+					} else {
+						found = l.Label != nil && m.Label.Name == l.Label.Name
+					}
+				}
+			}
+			return !found
+		})
+	}
+	for _, s := range stmts {
+		if _, top := s.(*ast.BranchStmt); !top {
+			visit(s, false)
+		}
+	}
+	return found
 }
 
 // errCall returns the call that statement s makes and whose error it

@@ -38,7 +38,7 @@ func (f *finder) gotoLoop(fn *Func, list []ast.Stmt, i int, s ast.Stmt) *Loop {
 		return nil
 	}
 	l.Shape, l.Label = Goto, ls.Label
-	l.Bounded = f.bounded(l)
+	l.Bounded = f.bounded(l) || f.guardedRepeat(l)
 	return l
 }
 
@@ -87,7 +87,7 @@ func (f *finder) recursion(fn *Func) *Loop {
 	// Bounded when the branch tests something else (a counter), the
 	// call passes a changed argument (attempt+1, retries-1), or an exit
 	// guarded by something else comes first.
-	l.Bounded = f.other(l, l.Branch)
+	l.Bounded = f.other(l, l.Branch) || f.guardedRepeat(l)
 	for _, a := range again.Args {
 		if _, ok := ast.Unparen(a).(*ast.BinaryExpr); ok {
 			l.Bounded = true
@@ -103,6 +103,48 @@ func (f *finder) recursion(fn *Func) *Loop {
 		l.Bounded = f.guardedExit(l, before, false, false)
 	}
 	return l
+}
+
+// guardedRepeat reports whether the statement that repeats the attempt
+// runs only under a condition on something else (if status == connecting
+// { goto again }), which can stop the repeats.
+func (f *finder) guardedRepeat(l *Loop) bool {
+	guarded := false
+	var path []ast.Node
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if n == nil {
+			path = path[:len(path)-1]
+			return false
+		}
+		if n == l.At {
+			for _, p := range path {
+				if ifs, ok := p.(*ast.IfStmt); ok && ifs.Cond != l.Branch && f.other(l, ifs.Cond) {
+					guarded = true
+				}
+			}
+		}
+		path = append(path, n)
+		return !guarded
+	})
+	return guarded
+}
+
+// nestedRepeat returns the statement in stmts, below their top level
+// and outside function literals, that repeats the attempt; or nil.
+func nestedRepeat(stmts []ast.Stmt, repeats func(ast.Stmt) bool) ast.Stmt {
+	var found ast.Stmt
+	for _, s := range stmts {
+		ast.Inspect(s, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok || found != nil {
+				return false
+			}
+			if st, ok := n.(ast.Stmt); ok && st != s && repeats(st) {
+				found = st
+			}
+			return found == nil
+		})
+	}
+	return found
 }
 
 // sameArgs reports whether the recursive call passes the function's own
@@ -142,7 +184,7 @@ func (f *finder) calls(call *ast.CallExpr, fn *types.Func) bool {
 func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats func(ast.Stmt) bool) *Loop {
 	for k, s := range stmts {
 		call, errv, results := f.errCall(s)
-		if call == nil {
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
 			continue
 		}
 		// The branch: the if holding the attempt, or the next if that
@@ -183,15 +225,23 @@ func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats f
 				}
 			}
 		}
-		if len(failure) == 0 || !repeats(failure[len(failure)-1]) {
+		if len(failure) == 0 {
 			continue
+		}
+		at := failure[len(failure)-1]
+		if !repeats(at) {
+			// A repeat under a condition: if err != nil { if retry {
+			// time.Sleep(d); goto again }; return err }.
+			if at = nestedRepeat(failure, repeats); at == nil {
+				continue
+			}
 		}
 		body := stmts[:j+1]
 		if end != ast.Node(ifs) {
 			body = append(append([]ast.Stmt(nil), stmts[:j+1]...), failure...)
 		}
 		blk := &ast.BlockStmt{Lbrace: start, List: body, Rbrace: end.End() - 1}
-		l := &Loop{Stmt: blk, Body: blk, Func: fn, Call: call, Err: errv, Results: results, Branch: ifs.Cond, At: failure[len(failure)-1]}
+		l := &Loop{Stmt: blk, Body: blk, Func: fn, Call: call, Err: errv, Results: results, Branch: ifs.Cond, At: at}
 		l.Between = append(append(l.Between, failure...), stmts[:k]...)
 		if f.varies(l, call) || f.unwraps(call, errv) {
 			return nil

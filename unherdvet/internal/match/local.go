@@ -99,3 +99,22 @@ func Bodies(info *types.Info, files []*ast.File) map[*types.Func]*ast.BlockStmt 
 	}
 	return m
 }
+
+// Pure reports whether fn only computes, from its arguments, something
+// that trying again cannot change: parsing and formatting in the
+// standard library (strconv, encoding, url.Parse, time.Parse).
+func Pure(fn *types.Func) bool {
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	switch fn.Pkg().Path() {
+	case "strconv", "strings", "bytes", "fmt", "errors", "regexp", "unicode/utf8", "path",
+		"encoding/json", "encoding/xml", "encoding/base64", "encoding/hex", "encoding/pem", "encoding/csv", "mime":
+		return true
+	case "net/url", "time", "net/netip":
+		return strings.HasPrefix(fn.Name(), "Parse")
+	case "net":
+		return strings.HasPrefix(fn.Name(), "Parse") || fn.Name() == "SplitHostPort"
+	}
+	return false
+}

@@ -61,8 +61,9 @@ func run(pass *analysis.Pass) (any, error) {
 			continue
 		}
 		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, scope: l.Stmt, bodies: bodies,
-			seen: make(map[types.Object]kind), funcs: make(map[*types.Func]kind)}
+			seen: make(map[types.Object]kind), funcs: make(map[funcResult]kind), files: pass.Files}
 		kinds := make([]kind, len(l.Waits))
+		}
 		random := false
 		for i, w := range l.Waits {
 			kinds[i] = c.expr(w.Delay)
@@ -125,7 +126,11 @@ type classifier struct {
 	seen map[types.Object]kind
 	// funcs memoises the package's functions by what they return; one
 	// being classified maps to unknownKind.
-	funcs map[*types.Func]kind
+	funcs map[funcResult]kind
+	files []*ast.File
+	// fields maps each field to the values composite literals give it,
+	// built on first use.
+	fields map[*types.Var][]ast.Expr
 }
 
 func (c *classifier) expr(e ast.Expr) kind {
@@ -257,6 +262,9 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 		}
 	}
 	fn := match.Callee(c.info, e)
+	if fn == nil {
+		return c.funcValue(e)
+	}
 	switch {
 	case match.IsRand(fn):
 		return randomKind
@@ -279,6 +287,73 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 	return c.helper(fn, e)
 }
 
+// funcValue classifies a call of a function-valued variable or field
+// (c.Backoff(min, max, n, resp)) by the package's functions it is ever
+// given, in an assignment or a composite literal (Backoff:
+// DefaultBackoff); unknownKind when it is given anything else.
+func (c *classifier) funcValue(e *ast.CallExpr) kind {
+	var obj types.Object
+	switch f := ast.Unparen(e.Fun).(type) {
+	case *ast.Ident:
+		obj = c.info.ObjectOf(f)
+	case *ast.SelectorExpr:
+		obj = c.info.ObjectOf(f.Sel)
+	}
+	v, ok := obj.(*types.Var)
+	if !ok {
+		return unknownKind
+	}
+	var values []ast.Expr
+	for _, a := range c.idx[v] {
+		if a.Rhs == nil || a.Tuple {
+			return unknownKind
+		}
+		values = append(values, a.Rhs)
+	}
+	if v.IsField() {
+		values = append(values, c.fieldValues(v)...)
+	}
+	if len(values) == 0 {
+		return unknownKind
+	}
+	k := constKind
+	for _, val := range values {
+		var fn *types.Func
+		switch val := ast.Unparen(val).(type) {
+		case *ast.Ident:
+			fn, _ = c.info.ObjectOf(val).(*types.Func)
+		case *ast.SelectorExpr:
+			fn, _ = c.info.ObjectOf(val.Sel).(*types.Func)
+		}
+		if fn == nil {
+			return unknownKind
+		}
+		k = max(k, c.helper(fn, e))
+	}
+	return k
+}
+
+// fieldValues returns the values composite literals of the package give
+// field.
+func (c *classifier) fieldValues(field *types.Var) []ast.Expr {
+	if c.fields == nil {
+		c.fields = make(map[*types.Var][]ast.Expr)
+		for _, f := range c.files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if kv, ok := n.(*ast.KeyValueExpr); ok {
+					if id, ok := kv.Key.(*ast.Ident); ok {
+						if fv, ok := c.info.ObjectOf(id).(*types.Var); ok && fv.IsField() {
+							c.fields[fv] = append(c.fields[fv], kv.Value)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	return c.fields[field]
+}
+
 // durations reports whether every one of args is a time.Duration.
 func (c *classifier) durations(args []ast.Expr) bool {
 	for _, a := range args {
@@ -294,44 +369,93 @@ func (c *classifier) durations(args []ast.Expr) bool {
 // function of the attempt number without randomness grows without
 // jitter.
 func (c *classifier) helper(fn *types.Func, e *ast.CallExpr) kind {
-	body := c.bodies[fn]
-	if body == nil {
+	return c.result(fn, e, 0)
+}
+
+// result classifies the index-th result of a call of fn, a function or
+// method of the package, or a method of an interface whose
+// implementations in the package are followed (the Syncer's
+// OnFailedSync).
+func (c *classifier) result(fn *types.Func, e *ast.CallExpr, index int) kind {
+	var impls []*types.Func
+	if recv := fn.Type().(*types.Signature).Recv(); recv != nil && types.IsInterface(recv.Type()) {
+		iface, _ := recv.Type().Underlying().(*types.Interface)
+		for m := range c.bodies {
+			r := m.Type().(*types.Signature).Recv()
+			if m.Name() == fn.Name() && r != nil && iface != nil && types.Implements(r.Type(), iface) {
+				impls = append(impls, m)
+			}
+		}
+	} else if c.bodies[fn] != nil {
+		impls = []*types.Func{fn}
+	}
+	if len(impls) == 0 {
 		return unknownKind
 	}
-	k, ok := c.funcs[fn]
-	if !ok {
-		c.funcs[fn] = unknownKind
-		sub := &classifier{info: c.info, idx: c.idx, loop: c.loop, scope: body, bodies: c.bodies,
-			seen: make(map[types.Object]kind), funcs: c.funcs}
-		k = constKind
-		returns := 0
-		ast.Inspect(body, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.FuncLit:
-				return false
-			case *ast.ReturnStmt:
-				returns++
-				if len(n.Results) != 1 {
-					k = max(k, unknownKind)
-					return false
-				}
-				k = max(k, sub.expr(n.Results[0]))
-			}
-			return true
-		})
-		if returns == 0 {
-			k = unknownKind
-		}
-		c.funcs[fn] = k
+	k := constKind
+	for _, m := range impls {
+		k = max(k, c.returns(m, index))
 	}
 	if k >= unknownKind {
 		return k
 	}
-	k = max(k, c.args(e))
-	if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok && c.info.Selections[sel] != nil {
-		k = max(k, c.expr(sel.X))
+	// The numbers it is given (the attempt, the bounds) decide; other
+	// arguments (the last response) only feed the returns classified
+	// above.
+	for _, a := range e.Args {
+		if b, ok := c.info.TypeOf(a).Underlying().(*types.Basic); ok && b.Info()&types.IsNumeric != 0 {
+			k = max(k, c.expr(a))
+		}
 	}
 	return k
+}
+
+// returns classifies the index-th result of fn's return statements,
+// memoised.
+func (c *classifier) returns(fn *types.Func, index int) kind {
+	key := funcResult{fn, index}
+	if k, ok := c.funcs[key]; ok {
+		return k
+	}
+	c.funcs[key] = unknownKind
+	body := c.bodies[fn]
+	sub := &classifier{info: c.info, idx: c.idx, loop: c.loop, scope: body, bodies: c.bodies,
+		seen: make(map[types.Object]kind), funcs: c.funcs, files: c.files, fields: c.fields}
+	k, own, n := constKind, constKind, 0
+	ast.Inspect(body, func(node ast.Node) bool {
+		switch r := node.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			n++
+			if index >= len(r.Results) {
+				k = max(k, unknownKind)
+				return false
+			}
+			rk := sub.expr(r.Results[index])
+			k = max(k, rk)
+			if rk < unknownKind {
+				own = max(own, rk)
+			}
+		}
+		return true
+	})
+	switch {
+	case n == 0:
+		k = unknownKind
+	case own >= fixedKind && k != randomKind:
+		// A schedule of its own, when the server's Retry-After (or a
+		// call not followed) gives nothing.
+		k = own
+	}
+	c.funcs[key] = k
+	return k
+}
+
+// funcResult names one result of a function.
+type funcResult struct {
+	fn    *types.Func
+	index int
 }
 
 // jitterless classifies a backoff struct by its jitter field: x's type
@@ -457,7 +581,16 @@ func (c *classifier) writes(v *types.Var) kind {
 			k = max(k, growingKind) // a counter
 		case a.Op == token.VAR && a.Rhs == nil:
 			// var wait time.Duration: zero, a constant
-		case a.Tuple || a.Rhs == nil:
+		case a.Tuple:
+			// duration, err := syncer.OnFailedSync(res, err)
+			call, ok := ast.Unparen(a.Rhs).(*ast.CallExpr)
+			fn := match.Callee(c.info, call)
+			if !ok || fn == nil {
+				k = max(k, unknownKind)
+				break
+			}
+			k = max(k, c.result(fn, call, a.Index))
+		case a.Rhs == nil:
 			k = max(k, unknownKind)
 		case a.Op == token.DEFINE || a.Op == token.ASSIGN || a.Op == token.VAR:
 			rk := c.expr(a.Rhs)

@@ -338,9 +338,10 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 		if call == nil || match.Pure(match.Callee(f.info, call)) {
 			continue
 		}
-		if f.varies(l, call) || f.unwraps(call, errv) {
+		if f.unwraps(call, errv) {
 			return false
 		}
+		varies := f.varies(l, call, l.Body)
 		// The branch: this if statement, or the first one after that tests
 		// the error; failing that, an if on a decision drawn from the error
 		// (retry, _ := shouldRetry(err, attempt); if !retry { break }).
@@ -351,14 +352,28 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 			j, op, cond = f.branchAfter(l, stmts, i, errv, call)
 		}
 		if op == 0 {
+			if varies {
+				return false
+			}
 			continue
 		}
 		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
 			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
+			if l.Endless {
+				varies = f.varies(l, call, &ast.BlockStmt{List: l.Between})
+			}
+			if varies {
+				l.Call, l.Err, l.Results, l.Branch, l.Endless = nil, nil, nil, nil, false
+				l.Between = nil
+				return false
+			}
 			return true
 		}
-		l.Between, l.Success = nil, nil
+		l.Between, l.Success, l.Endless = nil, nil, false
+		if varies {
+			return false
+		}
 		if op == token.NEQ && f.statusBranch(l, stmts, j+1, results) {
 			l.Call, l.Err, l.Results = call, errv, results
 			l.Between = append(l.Between, stmts[:i]...)
@@ -788,7 +803,7 @@ func (f *finder) condAttempt(l *Loop) bool {
 	})
 	for _, s := range stmts {
 		call, v, results := f.errCall(s)
-		if call != nil && slices.Contains(errs, v) && !f.varies(l, call) && !f.unwraps(call, v) {
+		if call != nil && slices.Contains(errs, v) && !f.varies(l, call, l.Body) && !f.unwraps(call, v) {
 			l.Call, l.Err, l.Results, l.Branch = call, v, results, fs.Cond
 			l.Between = l.Body.List
 			return true

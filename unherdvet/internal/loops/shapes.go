@@ -243,7 +243,7 @@ func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats f
 		blk := &ast.BlockStmt{Lbrace: start, List: body, Rbrace: end.End() - 1}
 		l := &Loop{Stmt: blk, Body: blk, Func: fn, Call: call, Err: errv, Results: results, Branch: ifs.Cond, At: at}
 		l.Between = append(append(l.Between, failure...), stmts[:k]...)
-		if f.varies(l, call) || f.unwraps(call, errv) {
+		if f.varies(l, call, l.Body) || f.unwraps(call, errv) {
 			return nil
 		}
 		l.Waits = f.waits(l)

@@ -15,7 +15,11 @@ import (
 // body after the call reassigns (a page token, a growing list: search and
 // pagination), or one drawn from the clock or a random source before the
 // call (a new unique key on each conflict).
-func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
+//
+// scope is the code whose assignments count: the loop's body, or for a
+// reconnect loop only the failure path (a long poll moves its cursor on
+// after a success, and tries the same again after a failure).
+func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	counters := make(map[types.Object]bool) // index variables
 	changed := make(map[types.Object]bool)  // values that change
 	mark := func(m map[types.Object]bool, e ast.Expr) {
@@ -53,7 +57,7 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
 		mark(counters, s.Key)
 		mark(counters, s.Value)
 	}
-	ast.Inspect(l.Body, func(n ast.Node) bool {
+	ast.Inspect(scope, func(n ast.Node) bool {
 		if inc, ok := n.(*ast.IncDecStmt); ok && inc.Pos() > call.End() {
 			markIndex(inc.X) // it.index++ after the call
 		}

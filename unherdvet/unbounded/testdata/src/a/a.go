@@ -128,9 +128,9 @@ func ctxCond(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Negative: a worker loop, not a retry loop.
+// Positive: a worker loop that nothing stops retries on every failure.
 func worker(ctx context.Context) {
-	for {
+	for { // want `reconnect loop has nothing that stops it`
 		n, err := get(ctx)
 		if err != nil {
 			time.Sleep(time.Second)
@@ -318,12 +318,16 @@ func lookup(ctx context.Context, name string) (int, error) {
 	return n, nil
 }
 
-// Negative: a reconnect loop runs for the life of the process.
-func reconnectForever(ctx context.Context) {
+// Negative: a reconnect loop that stops with its context.
+func reconnectUntilDone(ctx context.Context) {
 	for {
 		n, err := get(ctx)
 		if err != nil {
-			time.Sleep(time.Second)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
 			continue
 		}
 		log.Print(n)

@@ -63,7 +63,6 @@ func run(pass *analysis.Pass) (any, error) {
 		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, scope: l.Stmt, bodies: bodies,
 			seen: make(map[types.Object]kind), funcs: make(map[funcResult]kind), files: pass.Files}
 		kinds := make([]kind, len(l.Waits))
-		}
 		random := false
 		for i, w := range l.Waits {
 			kinds[i] = c.expr(w.Delay)

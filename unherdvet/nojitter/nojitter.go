@@ -32,6 +32,7 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
+	"go/version"
 	"slices"
 	"strings"
 	"time"
@@ -39,6 +40,7 @@ import (
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
 	"github.com/unherd/unherd/unherdvet/internal/suppress"
@@ -73,28 +75,86 @@ func run(pass *analysis.Pass) (any, error) {
 		}
 		for i, w := range l.Waits {
 			if msg := message(pass, w, kinds[i]); msg != "" {
-				r.Report(w.Call, msg)
+				var fixes []analysis.SuggestedFix
+				if kinds[i] == constKind {
+					fixes = jitterFix(pass, w)
+				}
+				r.ReportFix(w.Call, msg, fixes...)
 			}
 		}
 	}
 	return nil, nil
 }
 
-const fix = "clients that failed together retry in lockstep; use retry.Do with the default policy (capped exponential backoff with full jitter)"
+// jitterFix replaces a constant delay d > 0 with d/2 + rand.N(d), from
+// math/rand/v2: the same mean, spread over [d/2, 3d/2). It imports
+// math/rand/v2 when the file does not, and offers nothing when another
+// package takes the name rand.
+func jitterFix(pass *analysis.Pass, w *loops.Wait) []analysis.SuggestedFix {
+	tv := pass.TypesInfo.Types[w.Delay]
+	if tv.Value == nil || constant.Sign(tv.Value) <= 0 {
+		return nil
+	}
+	file := fix.File(pass, w.Delay.Pos())
+	if file == nil || (file.GoVersion != "" && version.Compare(file.GoVersion, "go1.22") < 0) ||
+		(pass.Pkg.GoVersion() != "" && version.Compare(pass.Pkg.GoVersion(), "go1.22") < 0) {
+		return nil // math/rand/v2 came with Go 1.22
+	}
+	rand, edits, ok := fix.Import(file, "math/rand/v2", "rand")
+	if !ok {
+		return nil
+	}
+	src := fix.Source(pass.Fset, w.Delay)
+	d, n := src, src
+	if _, ok := ast.Unparen(w.Delay).(*ast.BinaryExpr); ok {
+		d = "(" + src + ")"
+	}
+	if !typedDuration(pass.TypesInfo, w.Delay) {
+		// rand.N(1000) would be an int: name the type.
+		sel, ok := ast.Unparen(w.Call.Fun).(*ast.SelectorExpr)
+		if !ok {
+			return nil
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return nil
+		}
+		n = id.Name + ".Duration(" + src + ")"
+	}
+	edits = append(edits, analysis.TextEdit{Pos: w.Delay.Pos(), End: w.Delay.End(), NewText: []byte(d + "/2 + " + rand + ".N(" + n + ")")})
+	return []analysis.SuggestedFix{{Message: "spread the delay at random around the same mean", TextEdits: edits}}
+}
+
+// typedDuration reports whether e holds a constant or variable of type
+// time.Duration, so that rand.N(e) is a duration too.
+func typedDuration(info *types.Info, e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if o := info.Uses[id]; o != nil && match.Named(o.Type(), "time", "Duration") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+const advice = "clients that failed together retry in lockstep; use retry.Do with the default policy (capped exponential backoff with full jitter)"
 
 func message(pass *analysis.Pass, w *loops.Wait, k kind) string {
 	switch k {
 	case constKind:
 		if v := pass.TypesInfo.Types[w.Delay].Value; v != nil {
 			if n, ok := constant.Int64Val(constant.ToInt(v)); ok {
-				return fmt.Sprintf("retry loop waits a constant %v between attempts: %s", time.Duration(n), fix)
+				return fmt.Sprintf("retry loop waits a constant %v between attempts: %s", time.Duration(n), advice)
 			}
 		}
-		return "retry loop waits a constant delay between attempts: " + fix
+		return "retry loop waits a constant delay between attempts: " + advice
 	case fixedKind:
-		return fmt.Sprintf("retry loop waits the same delay (%s) between every attempt: %s", types.ExprString(w.Delay), fix)
+		return fmt.Sprintf("retry loop waits the same delay (%s) between every attempt: %s", types.ExprString(w.Delay), advice)
 	case growingKind:
-		return "retry loop's delay grows without jitter: " + fix
+		return "retry loop's delay grows without jitter: " + advice
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log"
+	"testing"
 	"time"
 )
 
@@ -331,5 +332,19 @@ func reconnectUntilDone(ctx context.Context) {
 			continue
 		}
 		log.Print(n)
+	}
+}
+
+// Negative: a test helper that fails the test at a deadline.
+func waitReady(t *testing.T, ctx context.Context) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := get(ctx); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

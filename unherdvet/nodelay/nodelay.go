@@ -44,22 +44,25 @@ func run(pass *analysis.Pass) (any, error) {
 	info := pass.TypesInfo
 	bodies := match.Bodies(info, pass.Files)
 	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if len(l.Waits) > 0 || !match.Remote(info, l.Call) && !match.Dials(match.Callee(info, l.Call)) {
+		if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
 			continue
 		}
-		if match.Local(info, bodies, l.Call, 2) || mayWait(info, l) {
+		if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
+			r.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
 			continue
 		}
-		r.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
+		if s := bareBranch(info, l); s != nil {
+			r.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
+		}
 	}
 	return nil, nil
 }
 
 // mayWait reports whether something between attempts might wait, or
 // calls another service.
-func mayWait(info *types.Info, l *loops.Loop) bool {
+func mayWait(info *types.Info, l *loops.Loop, stmts []ast.Stmt) bool {
 	found := false
-	for _, s := range l.Between {
+	for _, s := range stmts {
 		if l.Shape == loops.Recursion && ast.Node(s) == l.At {
 			continue // the call that repeats the attempt
 		}
@@ -71,6 +74,15 @@ func mayWait(info *types.Info, l *loops.Loop) bool {
 			case *ast.FuncLit:
 				return false
 			case *ast.SelectStmt:
+				// One with a default case only looks (is it stopped?).
+				for _, c := range n.Body.List {
+					if c.(*ast.CommClause).Comm == nil {
+						for _, c := range n.Body.List {
+							found = found || mayWait(info, l, c.(*ast.CommClause).Body)
+						}
+						return false
+					}
+				}
 				found = true
 			case *ast.UnaryExpr:
 				found = n.Op == token.ARROW
@@ -81,6 +93,63 @@ func mayWait(info *types.Info, l *loops.Loop) bool {
 		})
 	}
 	return found
+}
+
+// bareBranch returns the branch of an if/else on the failure path of
+// which one side waits and the other goes round without waiting (if
+// onErr != nil { onErr(err) } else { log(err); time.Sleep(d) }), or nil.
+func bareBranch(info *types.Info, l *loops.Loop) ast.Stmt {
+	waitsIn := func(stmts []ast.Stmt) bool {
+		found := false
+		for _, s := range stmts {
+			ast.Inspect(s, func(n ast.Node) bool {
+				for _, w := range l.Waits {
+					if n == ast.Node(w.Call) {
+						found = true
+					}
+				}
+				return !found
+			})
+		}
+		return found
+	}
+	leaves := func(stmts []ast.Stmt) bool {
+		found := false
+		for _, s := range stmts {
+			ast.Inspect(s, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.FuncLit:
+					return false
+				case *ast.ReturnStmt:
+					found = true
+				case *ast.BranchStmt:
+					found = found || n.Tok == token.BREAK || n.Tok == token.GOTO
+				}
+				return !found
+			})
+		}
+		return found
+	}
+	bare := func(stmts []ast.Stmt) bool {
+		return !waitsIn(stmts) && !leaves(stmts) && !mayWait(info, l, stmts)
+	}
+	for _, s := range l.Between {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok {
+			continue
+		}
+		eb, ok := ifs.Else.(*ast.BlockStmt)
+		if !ok {
+			continue
+		}
+		switch {
+		case waitsIn(ifs.Body.List) && bare(eb.List):
+			return eb
+		case waitsIn(eb.List) && bare(ifs.Body.List):
+			return ifs.Body
+		}
+	}
+	return nil
 }
 
 // waits reports whether call might wait: it is named for waiting, is

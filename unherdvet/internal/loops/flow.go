@@ -91,6 +91,11 @@ func (f *finder) bounded(l *Loop) bool {
 			return true
 		}
 	}
+	if l.Endless {
+		// Only an exit on the way from one failed attempt to the next
+		// can stop a reconnect loop while the dependency is down.
+		return f.guardedExit(l, l.Between, false, false)
+	}
 	return f.guardedExit(l, l.Body.List, false, false)
 }
 

@@ -144,6 +144,7 @@ func run(pass *analysis.Pass) (any, error) {
 		info:    pass.TypesInfo,
 		labels:  make(map[ast.Stmt]*ast.Ident),
 		helpers: waitHelpers(pass.TypesInfo, pass.Files),
+		bodies:  match.Bodies(pass.TypesInfo, pass.Files),
 		res:     new(Result),
 	}
 	for _, file := range pass.Files {
@@ -172,7 +173,9 @@ type finder struct {
 	// helpers are the package's wait helpers, with the index of the
 	// parameter they wait for.
 	helpers map[*types.Func]int
-	res     *Result
+	// bodies are the package's functions, to follow a call into.
+	bodies map[*types.Func]*ast.BlockStmt
+	res    *Result
 }
 
 // walk finds the retry loops of fn, and of the function literals in it.
@@ -230,9 +233,10 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 	}
 	l.Bounded = f.bounded(l)
 	l.Waits = f.waits(l)
-	if l.Endless && len(l.Waits) == 0 {
+	if l.Endless && len(l.Waits) == 0 && !match.RemoteDeep(f.info, f.bodies, l.Call, 3) {
 		// An endless loop that goes round on failure without waiting is
-		// more often a consumer skipping a bad item than a retry.
+		// more often a consumer skipping a bad item than a retry, unless
+		// what fails is a call to another service.
 		return nil
 	}
 	return l
@@ -512,6 +516,11 @@ func (f *finder) decision(s *ast.AssignStmt, errv types.Object) (types.Object, a
 func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.Stmt) bool {
 	success, failure := ifs.Body.List, []ast.Stmt(nil)
 	hasElse := ifs.Else != nil
+	if elif, ok := ifs.Else.(*ast.IfStmt); ok && op == token.NEQ && f.last(l, ifs.Body.List) == again {
+		// if err != nil { <failure>; continue } else if len(r) == 0 {
+		// ... }: the else-if runs after a success, as if it followed.
+		hasElse, rest = false, append([]ast.Stmt{elif}, rest...)
+	}
 	if hasElse {
 		eb, ok := ifs.Else.(*ast.BlockStmt)
 		if !ok {

@@ -118,3 +118,24 @@ func Pure(fn *types.Func) bool {
 	}
 	return false
 }
+
+// RemoteDeep is Remote, or a dial, for call or, through the bodies of the
+// package's own functions (depth levels), for a call they make:
+// b.getUpdates() that reaches b.client.Do two calls down.
+func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
+	if Remote(info, call) || Dials(Callee(info, call)) {
+		return true
+	}
+	body := bodies[Callee(info, call)]
+	if body == nil || depth == 0 {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok && !found {
+			found = RemoteDeep(info, bodies, c, depth-1)
+		}
+		return !found
+	})
+	return found
+}

@@ -133,3 +133,77 @@ func silenced(ctx context.Context, id string) (int, error) {
 	}
 	return 0, errConflict
 }
+
+// Positive: a long-poll loop whose call reaches the service two calls
+// down, and goes round at once on an error.
+type poller struct {
+	c    *http.Client
+	stop chan struct{}
+}
+
+func (p *poller) raw(method string) ([]byte, error) {
+	req, err := http.NewRequest(http.MethodPost, "https://api.example/"+method, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	return nil, nil
+}
+
+func (p *poller) updates() ([]byte, error) { return p.raw("getUpdates") }
+
+func (p *poller) poll(out chan<- []byte) {
+	for { // want `tries again at once`
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		u, err := p.updates()
+		if err != nil {
+			continue
+		}
+		out <- u
+	}
+}
+
+// Positive: one failure path waits, the other (a handler is set) does
+// not; and a success that is empty goes round too.
+type updater struct {
+	onErr func(error)
+	stop  func() bool
+}
+
+func (u *updater) loop(p *poller, out chan<- []byte) {
+	for {
+		if u.stop() {
+			return
+		}
+		r, err := p.updates()
+		if err != nil {
+			if u.onErr != nil { // want `this failure path of the retry loop tries again at once`
+				u.onErr(err)
+			} else {
+				time.Sleep(time.Second)
+			}
+			continue
+		} else if len(r) == 0 {
+			continue
+		}
+		out <- r
+	}
+}
+
+// Negative: a consumer of local work skips a bad item.
+func consume(items <-chan string) {
+	for {
+		s := <-items
+		if err := os.Remove(s); err != nil {
+			continue
+		}
+	}
+}

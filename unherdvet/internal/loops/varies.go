@@ -3,6 +3,7 @@ package loops
 import (
 	"go/ast"
 	"go/types"
+	"strings"
 
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
@@ -92,15 +93,16 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	return found
 }
 
-// drawsFresh reports whether an assignment's values call time.Now or a
-// random source.
+// drawsFresh reports whether an assignment's values call time.Now, a
+// random source, or a function that picks the next of several
+// (r.nextLookupdEndpoint(): failover to another address).
 func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
 	found := false
 	for _, r := range as.Rhs {
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
-				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now")
+				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || rotates(fn)
 			}
 			return !found
 		})
@@ -127,4 +129,19 @@ func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
 		return !found
 	})
 	return found
+}
+
+// rotates reports whether fn is named for picking the next of several:
+// next..., pick..., choose..., rotate....
+func rotates(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	n := strings.ToLower(fn.Name())
+	for _, p := range []string{"next", "pick", "choose", "rotate"} {
+		if strings.HasPrefix(n, p) && n != "next" {
+			return true
+		}
+	}
+	return false
 }

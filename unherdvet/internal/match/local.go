@@ -123,10 +123,11 @@ func Pure(fn *types.Func) bool {
 // package's own functions (depth levels), for a call they make:
 // b.getUpdates() that reaches b.client.Do two calls down.
 func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
-	if Remote(info, call) || Dials(Callee(info, call)) {
+	fn := Callee(info, call)
+	if Remote(info, call) || Dials(fn) || clientMethod(fn) {
 		return true
 	}
-	body := bodies[Callee(info, call)]
+	body := bodies[fn]
 	if body == nil || depth == 0 {
 		return false
 	}
@@ -138,4 +139,22 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 		return !found
 	})
 	return found
+}
+
+// clientMethod reports whether fn is a method named for sending a
+// request (Request, Do, Call, Invoke, RoundTrip) of a type from another
+// package: an API client's entry point, whose body is not at hand.
+func clientMethod(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil {
+		return false
+	}
+	switch fn.Name() {
+	case "Request", "Do", "Call", "Invoke", "RoundTrip":
+		return true
+	}
+	return false
 }

@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
+	"strings"
 
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
@@ -77,6 +79,9 @@ func (f *finder) recursion(fn *Func) *Loop {
 		return nil
 	}
 	l := f.backward(fn, stmts, stmts[0].Pos(), repeats)
+	if l == nil {
+		l, again = f.statusRecursion(fn, self)
+	}
 	if l == nil || f.calls(l.Call, self) {
 		return nil
 	}
@@ -103,6 +108,81 @@ func (f *finder) recursion(fn *Func) *Loop {
 		l.Bounded = f.guardedExit(l, before, false, false)
 	}
 	return l
+}
+
+// statusRecursion matches a function that calls itself again on some
+// statuses of its attempt's answer: resp, err := c.Do(req); if err !=
+// nil { return err }; switch resp.StatusCode { case 502, 503: if n <
+// max { out, err = self(..., n+1) } }. It returns the loop and the
+// repeating call, or nil.
+func (f *finder) statusRecursion(fn *Func, self *types.Func) (*Loop, *ast.CallExpr) {
+	stmts := fn.Body.List
+	for k, s := range stmts {
+		call, errv, results := f.errCall(s)
+		if call == nil || len(results) == 0 || match.Pure(match.Callee(f.info, call)) || f.calls(call, self) {
+			continue
+		}
+		for m := k + 1; m < len(stmts); m++ {
+			var cond ast.Expr
+			var bodies [][]ast.Stmt
+			switch st := stmts[m].(type) {
+			case *ast.SwitchStmt:
+				if st.Tag == nil || !f.statusOf(st.Tag, results) {
+					continue
+				}
+				cond = st.Tag
+				for _, c := range st.Body.List {
+					bodies = append(bodies, c.(*ast.CaseClause).Body)
+				}
+			case *ast.IfStmt:
+				if !f.statusTest(st.Cond, results) {
+					continue
+				}
+				cond, bodies = st.Cond, [][]ast.Stmt{st.Body.List}
+			default:
+				continue
+			}
+			for _, body := range bodies {
+				var again *ast.CallExpr
+				at := nestedRepeat([]ast.Stmt{&ast.BlockStmt{List: body}}, func(st ast.Stmt) bool {
+					var rhs []ast.Expr
+					switch st := st.(type) {
+					case *ast.AssignStmt:
+						rhs = st.Rhs
+					case *ast.ReturnStmt:
+						rhs = st.Results
+					}
+					for _, e := range rhs {
+						if c, ok := ast.Unparen(e).(*ast.CallExpr); ok && f.calls(c, self) {
+							again = c
+							return true
+						}
+					}
+					return false
+				})
+				if at == nil {
+					continue
+				}
+				blk := &ast.BlockStmt{Lbrace: stmts[0].Pos(), List: stmts[:m+1], Rbrace: stmts[m].End() - 1}
+				l := &Loop{Stmt: blk, Body: blk, Func: fn, Call: call, Err: errv, Results: results, Branch: cond, At: at}
+				l.Between = append(append(l.Between, body...), stmts[:k]...)
+				l.Waits = f.waits(l)
+				return l, again
+			}
+		}
+	}
+	return nil, nil
+}
+
+// statusOf reports whether e is a status of one of the attempt's results
+// (resp.StatusCode).
+func (f *finder) statusOf(e ast.Expr, results []types.Object) bool {
+	sel, ok := ast.Unparen(e).(*ast.SelectorExpr)
+	if !ok || !strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
+		return false
+	}
+	id, ok := ast.Unparen(sel.X).(*ast.Ident)
+	return ok && slices.Contains(results, f.info.ObjectOf(id))
 }
 
 // guardedRepeat reports whether the statement that repeats the attempt
@@ -160,7 +240,8 @@ func (f *finder) sameArgs(fn *Func, call *ast.CallExpr) bool {
 			if f.info.ObjectOf(a) != params.At(i) {
 				return false
 			}
-		case *ast.BinaryExpr:
+		case *ast.BinaryExpr, *ast.CallExpr:
+			// attempt+1; a lock taken again for the new call
 		default:
 			return false
 		}

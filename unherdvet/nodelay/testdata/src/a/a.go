@@ -207,3 +207,43 @@ func consume(items <-chan string) {
 		}
 	}
 }
+
+// Positive: a request sent again by recursion on a 5xx status, at once.
+func (p *poller) send(method, url string, sequence int) (*http.Response, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		if sequence < 3 {
+			resp, err = p.send(method, url, sequence+1) // want `tries again at once`
+		}
+	}
+	return resp, err
+}
+
+// Negative: failover to the next endpoint, three at most.
+type lookup struct{ addrs []string }
+
+func (l *lookup) nextEndpoint() string { return l.addrs[0] }
+
+func (l *lookup) query(ctx context.Context) error {
+	tries := 0
+again:
+	endpoint := l.nextEndpoint()
+	_, err := fetch(ctx, endpoint)
+	if err != nil {
+		tries++
+		if tries < 3 {
+			goto again
+		}
+		return err
+	}
+	return nil
+}

@@ -16,7 +16,7 @@ func init() {
 	addCommand(command{
 		name:     "vet",
 		synopsis: "vet [--json] [--fix] [--timeout D] [PACKAGES]",
-		summary:  "find the retry code that causes storms (constant delays, no bound, sleeps that ignore ctx, calls without timeout, retried POSTs without Idempotency-Key, retries in handlers, unherd turned off) in the Go packages named as go build takes them (default .), each path in its own module; exit 1 when something is found, 2 when a package could not be checked; silence a line with //unherdvet:ignore CHECK; --fix applies the mechanical rewrites",
+		summary:  "find the retry code that causes storms (constant delays, no delay at all, no bound, sleeps that ignore ctx, calls without timeout, retried POSTs without Idempotency-Key, retries in handlers, unherd turned off) in the Go packages named as go build takes them (default .), each path in its own module; exit 1 when something is found, 2 when a package could not be checked; silence a line with //unherdvet:ignore CHECK; --fix applies the mechanical rewrites",
 		run:      (*env).vet,
 	})
 }

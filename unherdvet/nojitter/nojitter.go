@@ -279,7 +279,7 @@ func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
 	}
 	// json.Unmarshal(body, &v), dec.Decode(&v)
 	decoded := false
-	for _, body := range []*ast.BlockStmt{c.loop.Func.Body, outermost(c.loop.Func).Body} {
+	for _, body := range []*ast.BlockStmt{c.loop.Func.Body, c.loop.Func.Outermost().Body} {
 		ast.Inspect(body, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok || decoded {
@@ -302,13 +302,6 @@ func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
 		})
 	}
 	return decoded
-}
-
-func outermost(fn *loops.Func) *loops.Func {
-	for fn.Outer != nil {
-		fn = fn.Outer
-	}
-	return fn
 }
 
 func (c *classifier) call(e *ast.CallExpr) kind {

@@ -106,6 +106,15 @@ type Func struct {
 	Outer *Func
 }
 
+// Outermost returns the function declaration fn appears in: fn itself,
+// or the declaration holding the literal.
+func (fn *Func) Outermost() *Func {
+	for fn.Outer != nil {
+		fn = fn.Outer
+	}
+	return fn
+}
+
 // WaitKind says how a loop waits.
 type WaitKind int
 

@@ -67,7 +67,12 @@ func run(pass *analysis.Pass) (any, error) {
 		kinds := make([]kind, len(l.Waits))
 		random := false
 		for i, w := range l.Waits {
+			if w.Scope != nil {
+				// The delay a helper makes: classified in its body.
+				c.scope, c.seen = w.Scope, make(map[types.Object]kind)
+			}
 			kinds[i] = c.expr(w.Delay)
+			c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
 			random = random || kinds[i] >= serverKind
 		}
 		if random {
@@ -76,7 +81,9 @@ func run(pass *analysis.Pass) (any, error) {
 		for i, w := range l.Waits {
 			if msg := message(pass, w, kinds[i]); msg != "" {
 				var fixes []analysis.SuggestedFix
-				if kinds[i] == constKind {
+				if w.Scope != nil {
+					msg = fmt.Sprintf("retry loop waits, in %s, a delay computed without jitter: %s", types.ExprString(w.Call.Fun), advice)
+				} else if kinds[i] == constKind {
 					fixes = jitterFix(pass, w)
 				}
 				r.ReportFix(w.Call, msg, fixes...)

@@ -132,6 +132,10 @@ type Wait struct {
 	Call  *ast.CallExpr
 	Delay ast.Expr
 	Kind  WaitKind
+	// Scope is the body of the function the loop calls that waits a
+	// delay of its own making (c.backoff.sleepWithBackoff(...)), where
+	// Delay is; nil when Delay is the loop's.
+	Scope *ast.BlockStmt
 }
 
 // Result lists a package's retry loops, in source order.
@@ -150,11 +154,12 @@ var Analyzer = &analysis.Analyzer{
 
 func run(pass *analysis.Pass) (any, error) {
 	f := &finder{
-		info:    pass.TypesInfo,
-		labels:  make(map[ast.Stmt]*ast.Ident),
-		helpers: waitHelpers(pass.TypesInfo, pass.Files),
-		bodies:  match.Bodies(pass.TypesInfo, pass.Files),
-		res:     new(Result),
+		info:     pass.TypesInfo,
+		labels:   make(map[ast.Stmt]*ast.Ident),
+		helpers:  waitHelpers(pass.TypesInfo, pass.Files),
+		sleepers: sleepers(pass.TypesInfo, pass.Files),
+		bodies:   match.Bodies(pass.TypesInfo, pass.Files),
+		res:      new(Result),
 	}
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
@@ -182,6 +187,9 @@ type finder struct {
 	// helpers are the package's wait helpers, with the index of the
 	// parameter they wait for.
 	helpers map[*types.Func]int
+	// sleepers are the package's functions that wait a delay of their
+	// own making, with that wait.
+	sleepers map[*types.Func]*Wait
 	// bodies are the package's functions, to follow a call into.
 	bodies map[*types.Func]*ast.BlockStmt
 	res    *Result

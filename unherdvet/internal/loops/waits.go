@@ -11,6 +11,10 @@ import (
 // waits returns the waits that run between attempts.
 func (f *finder) waits(l *Loop) []*Wait {
 	var out []*Wait
+	var self *types.Func
+	if fd, ok := l.Func.Outermost().Node.(*ast.FuncDecl); ok {
+		self, _ = f.info.Defs[fd.Name].(*types.Func)
+	}
 	var visit func(n ast.Node, inSelect bool)
 	visit = func(n ast.Node, inSelect bool) {
 		ast.Inspect(n, func(m ast.Node) bool {
@@ -35,6 +39,9 @@ func (f *finder) waits(l *Loop) []*Wait {
 				}
 				return false
 			case *ast.CallExpr:
+				if self != nil && match.Callee(f.info, m) == self {
+					return true // the recursive call that repeats the attempt
+				}
 				if w := f.wait(m, inSelect); w != nil {
 					out = append(out, w)
 				}
@@ -53,6 +60,9 @@ func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
 	fn := match.Callee(f.info, call)
 	if i, ok := f.helpers[fn]; ok && i < len(call.Args) {
 		return &Wait{Call: call, Delay: call.Args[i], Kind: Helper}
+	}
+	if w, ok := f.sleepers[fn]; ok {
+		return &Wait{Call: call, Delay: w.Delay, Kind: Helper, Scope: w.Scope}
 	}
 	if len(call.Args) != 1 {
 		return nil
@@ -140,4 +150,55 @@ func waitHelpers(info *types.Info, files []*ast.File) map[*types.Func]int {
 		}
 	}
 	return helpers
+}
+
+// sleepers finds the package's functions that wait, outside function
+// literals, a delay that is not one of their parameters (sleep, _ :=
+// b.next(); time.Sleep(sleep)), with that wait's delay and the body it
+// is in.
+func sleepers(info *types.Info, files []*ast.File) map[*types.Func]*Wait {
+	out := make(map[*types.Func]*Wait)
+	for _, file := range files {
+		for _, d := range file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			fn, _ := info.Defs[fd.Name].(*types.Func)
+			if fn == nil {
+				continue
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if _, lit := n.(*ast.FuncLit); lit || out[fn] != nil {
+					return false
+				}
+				call, ok := n.(*ast.CallExpr)
+				if !ok || len(call.Args) != 1 {
+					return true
+				}
+				c := match.Callee(info, call)
+				if !match.Func(c, "time", "Sleep", "After", "NewTimer") && !match.Method(c, "time", "Timer", "Reset") {
+					return true
+				}
+				if id, ok := ast.Unparen(call.Args[0]).(*ast.Ident); ok {
+					if v, ok := info.Uses[id].(*types.Var); ok && isParam(fn, v) {
+						return true // a wait helper
+					}
+				}
+				out[fn] = &Wait{Call: call, Delay: call.Args[0], Scope: fd.Body}
+				return false
+			})
+		}
+	}
+	return out
+}
+
+func isParam(fn *types.Func, v *types.Var) bool {
+	params := fn.Type().(*types.Signature).Params()
+	for i := range params.Len() {
+		if params.At(i) == v {
+			return true
+		}
+	}
+	return false
 }

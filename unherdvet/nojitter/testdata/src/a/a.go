@@ -653,3 +653,47 @@ func overDelays(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Positive: a backoff controller that sleeps a doubling delay of its own.
+type controller struct{ last, max time.Duration }
+
+func (b *controller) next() (time.Duration, bool) {
+	if b.last == 0 {
+		return time.Second, false
+	}
+	return min(b.last*2, b.max), true
+}
+
+func (b *controller) sleepWithBackoff() time.Duration {
+	d, _ := b.next()
+	b.last = d
+	time.Sleep(d)
+	return d
+}
+
+func reconnectWith(addr string, b *controller) net.Conn {
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			return conn
+		}
+		b.sleepWithBackoff() // want `retry loop waits, in b.sleepWithBackoff, a delay computed without jitter`
+	}
+}
+
+// Negative: a controller that sleeps a jittered delay.
+type jitteredController struct{ base time.Duration }
+
+func (b *jitteredController) pause() {
+	time.Sleep(b.base/2 + rand.N(b.base))
+}
+
+func reconnectJittered(addr string, b *jitteredController) net.Conn {
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			return conn
+		}
+		b.pause()
+	}
+}

@@ -51,7 +51,7 @@ func run(pass *analysis.Pass) (any, error) {
 			r.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
 			continue
 		}
-		if s := bareBranch(info, l); s != nil {
+		if s := bareBranch(info, l); s != nil && l.Shape == loops.For {
 			r.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
 		}
 	}
@@ -95,8 +95,9 @@ func mayWait(info *types.Info, l *loops.Loop, stmts []ast.Stmt) bool {
 	return found
 }
 
-// bareBranch returns the branch of an if/else on the failure path of
-// which one side waits and the other goes round without waiting (if
+// bareBranch returns the branch of an if/else on the failure path of a
+// for loop of which one side waits and the other goes round without
+// waiting (if
 // onErr != nil { onErr(err) } else { log(err); time.Sleep(d) }), or nil.
 func bareBranch(info *types.Info, l *loops.Loop) ast.Stmt {
 	waitsIn := func(stmts []ast.Stmt) bool {

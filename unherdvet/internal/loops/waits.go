@@ -40,7 +40,10 @@ func (f *finder) waits(l *Loop) []*Wait {
 				return false
 			case *ast.CallExpr:
 				if self != nil && match.Callee(f.info, m) == self {
-					return true // the recursive call that repeats the attempt
+					// The recursive call that repeats the attempt; what its
+					// arguments do (take a rate limiter's token) is part of
+					// the next attempt.
+					return false
 				}
 				if w := f.wait(m, inSelect); w != nil {
 					out = append(out, w)

@@ -10,6 +10,17 @@
 // boolean computed from the error (retry := shouldRetry(err, n)), or the
 // loop's own condition (for errors.Is(err, ErrBusy) && r < n).
 //
+// The branch may give up on some errors and go round on others (a
+// continue below its top level), judge the answer as well as the error
+// (err == nil && resp.StatusCode < 500), or go round on a status of the
+// answer alone (if resp.StatusCode == 429 { continue }). An endless for
+// loop that waits and goes round on failure and carries on after a
+// success is a reconnect or long-poll loop (Endless). Outside for
+// statements, a goto back to a label before the attempt (Goto) and a
+// function that calls itself again on failure or on a status (Recursion)
+// are retry loops too. A select that waits on a timer may hold the
+// attempt in its timer case.
+//
 // Loops that look alike but are not retry loops do not match:
 //
 //   - a polling loop returns when the call fails and waits only after a
@@ -22,12 +33,14 @@
 //   - a loop driven by an iterator (for rows.Next(), for sc.Scan()) goes
 //     round for each item;
 //   - a search changes the attempt's input each time round (a growing
-//     list, a new timestamped key), and a walk over an error's chain
-//     unwraps the error it tests.
+//     list, a new timestamped key, the next endpoint), and a walk over an
+//     error's chain unwraps the error it tests;
+//   - parsing and formatting (strconv, encoding/json) is never an
+//     attempt: trying again cannot change its result.
 //
 // The waits between attempts are time.Sleep, time.After, time.NewTimer,
 // Timer.Reset, and calls of the package's own functions that wait for one
-// of their time.Duration parameters.
+// of their time.Duration parameters or for a delay of their own making.
 package loops
 
 import (

@@ -167,13 +167,12 @@ var Analyzer = &analysis.Analyzer{
 
 func run(pass *analysis.Pass) (any, error) {
 	f := &finder{
-		info:     pass.TypesInfo,
-		labels:   make(map[ast.Stmt]*ast.Ident),
-		helpers:  waitHelpers(pass.TypesInfo, pass.Files),
-		sleepers: sleepers(pass.TypesInfo, pass.Files),
-		bodies:   match.Bodies(pass.TypesInfo, pass.Files),
-		res:      new(Result),
+		info:   pass.TypesInfo,
+		labels: make(map[ast.Stmt]*ast.Ident),
+		bodies: match.Bodies(pass.TypesInfo, pass.Files),
+		res:    new(Result),
 	}
+	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
 			continue

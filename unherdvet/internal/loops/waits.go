@@ -112,13 +112,15 @@ func (f *finder) timerRecv(comm ast.Stmt) bool {
 	return false
 }
 
-// waitHelpers finds the package's functions that wait for one of their
-// time.Duration parameters (func sleep(ctx context.Context, d
-// time.Duration) error { ... time.After(d) ... }), with that parameter's
-// index, so that a loop calling one waits as surely as one calling
-// time.Sleep.
-func waitHelpers(info *types.Info, files []*ast.File) map[*types.Func]int {
-	helpers := make(map[*types.Func]int)
+// waitFuncs finds the package's functions that wait. helpers wait for
+// one of their time.Duration parameters (func sleep(ctx context.Context,
+// d time.Duration) error { ... time.After(d) ... }), with that
+// parameter's index, so that a loop calling one waits as surely as one
+// calling time.Sleep. sleepers wait, outside function literals, a delay
+// of their own making (sleep, _ := b.next(); time.Sleep(sleep)), with
+// that wait's delay and the body it is in.
+func waitFuncs(info *types.Info, files []*ast.File) (helpers map[*types.Func]int, sleepers map[*types.Func]*Wait) {
+	helpers, sleepers = make(map[*types.Func]int), make(map[*types.Func]*Wait)
 	for _, file := range files {
 		for _, d := range file.Decls {
 			fd, ok := d.(*ast.FuncDecl)
@@ -131,48 +133,7 @@ func waitHelpers(info *types.Info, files []*ast.File) map[*types.Func]int {
 			}
 			params := fn.Type().(*types.Signature).Params()
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok || len(call.Args) != 1 {
-					return true
-				}
-				c := match.Callee(info, call)
-				if !match.Func(c, "time", "Sleep", "After", "NewTimer") && !match.Method(c, "time", "Timer", "Reset") {
-					return true
-				}
-				id, ok := ast.Unparen(call.Args[0]).(*ast.Ident)
-				if !ok {
-					return true
-				}
-				for i := range params.Len() {
-					if p := params.At(i); info.Uses[id] == p && match.Named(p.Type(), "time", "Duration") {
-						helpers[fn] = i
-					}
-				}
-				return true
-			})
-		}
-	}
-	return helpers
-}
-
-// sleepers finds the package's functions that wait, outside function
-// literals, a delay that is not one of their parameters (sleep, _ :=
-// b.next(); time.Sleep(sleep)), with that wait's delay and the body it
-// is in.
-func sleepers(info *types.Info, files []*ast.File) map[*types.Func]*Wait {
-	out := make(map[*types.Func]*Wait)
-	for _, file := range files {
-		for _, d := range file.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
-			}
-			fn, _ := info.Defs[fd.Name].(*types.Func)
-			if fn == nil {
-				continue
-			}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				if _, lit := n.(*ast.FuncLit); lit || out[fn] != nil {
+				if _, lit := n.(*ast.FuncLit); lit {
 					return false
 				}
 				call, ok := n.(*ast.CallExpr)
@@ -184,24 +145,24 @@ func sleepers(info *types.Info, files []*ast.File) map[*types.Func]*Wait {
 					return true
 				}
 				if id, ok := ast.Unparen(call.Args[0]).(*ast.Ident); ok {
-					if v, ok := info.Uses[id].(*types.Var); ok && isParam(fn, v) {
-						return true // a wait helper
+					for i := range params.Len() {
+						if p := params.At(i); info.Uses[id] == p {
+							if match.Named(p.Type(), "time", "Duration") {
+								helpers[fn] = i
+							}
+							return true
+						}
 					}
 				}
-				out[fn] = &Wait{Call: call, Delay: call.Args[0], Scope: fd.Body}
-				return false
+				if sleepers[fn] == nil {
+					sleepers[fn] = &Wait{Call: call, Delay: call.Args[0], Scope: fd.Body}
+				}
+				return true
 			})
 		}
 	}
-	return out
-}
-
-func isParam(fn *types.Func, v *types.Var) bool {
-	params := fn.Type().(*types.Signature).Params()
-	for i := range params.Len() {
-		if params.At(i) == v {
-			return true
-		}
+	for fn := range helpers {
+		delete(sleepers, fn) // the caller's delay decides
 	}
-	return false
+	return helpers, sleepers
 }

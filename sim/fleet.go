@@ -176,6 +176,7 @@ func (m *fleetModel) runFloors(e *engine, end time.Duration) error {
 		if i%1024 == 0 && e.stopped() {
 			return nil // the sweep discards a stopped run
 		}
+		//unherdvet:ignore misuse each simulated client owns its budget for the whole run, as a real client does
 		b, err := budget.NewRatio(budget.RatioConfig{Now: clock})
 		if err != nil {
 			return err

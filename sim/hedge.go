@@ -323,6 +323,7 @@ type hedgeOut struct {
 func newHedger(strategy int, p *HedgeParams, now func() time.Time) (*hedge.Hedger, error) {
 	switch strategy {
 	case hedgeFixed:
+		//unherdvet:ignore misuse the simulator models the fixed-delay hedger without a budget on purpose, to compare it
 		return hedge.New(hedge.Config{Delay: p.Delay, Budget: budget.Unlimited, MinWinShare: -1})
 	case hedgeDefault:
 		var cfg hedge.Config

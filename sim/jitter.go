@@ -272,6 +272,7 @@ func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strat
 	case "none":
 		r.none = true
 	case "exponential":
+		//unherdvet:ignore misuse the simulator models a schedule without jitter on purpose, to show the lockstep it causes
 		r.sched.Jitter = backoff.None
 	default:
 		j, err := backoff.ParseJitter(strategy)

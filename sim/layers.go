@@ -206,6 +206,7 @@ func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode 
 	e.done = done
 	r := &layersRun{p: p, mode: mode}
 	for range p.Layers {
+		//unherdvet:ignore misuse the simulator models a layer without a budget on purpose, to show the amplification
 		var b budget.Budget = budget.Unlimited
 		var err error
 		switch mode {

@@ -155,6 +155,7 @@ func (s *policySpec) newBudget(now func() time.Time) (budget.Budget, error) {
 	case budgetRatio:
 		return budget.NewRatio(budget.RatioConfig{Ratio: s.ratio, NoFloor: s.noFloor, Now: now})
 	default:
+		//unherdvet:ignore misuse the simulator models a policy without a budget on purpose, to compare it
 		return budget.Unlimited, nil
 	}
 }
@@ -162,10 +163,14 @@ func (s *policySpec) newBudget(now func() time.Time) (budget.Budget, error) {
 // Standard schedules of the scenarios.
 
 // immediate retries back to back: no backoff at all.
-func immediate() backoff.Schedule { return backoff.Schedule{Immediate: true} }
+func immediate() backoff.Schedule {
+	//unherdvet:ignore misuse the simulator models immediate retries on purpose, to compare them
+	return backoff.Schedule{Immediate: true}
+}
 
 // fixed waits exactly d before every retry.
 func fixed(d time.Duration) backoff.Schedule {
+	//unherdvet:ignore misuse the simulator models a schedule without jitter on purpose, to compare it
 	return backoff.Schedule{Base: d, ThrottledBase: d, Cap: d, Constant: true, Jitter: backoff.None}
 }
 

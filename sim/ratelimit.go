@@ -311,6 +311,7 @@ type ratelimitRun struct {
 func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
 	e := newEngine(seed, stream)
 	e.done = done
+	//unherdvet:ignore misuse the simulator models retries without a budget on purpose, to compare them
 	pol, err := retry.New(retry.Config{MaxAttempts: p.Attempts, Budget: budget.Unlimited,
 		Backoff: backoff.Schedule{Base: p.Base, ThrottledBase: p.Base, Cap: p.Cap, Jitter: j}})
 	if err != nil {

@@ -269,6 +269,7 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	} else {
 		// A6 throttles hedges only through retryThrottling: without it
 		// every hedge the policy allows is sent.
+		//unherdvet:ignore misuse gRPC A6 hedging throttles only through retryThrottling; without it every hedge the service config allows is sent
 		hc.Budget = budget.Unlimited
 	}
 	// A6: a status not in nonFatalStatusCodes (all of them when the list
@@ -286,6 +287,7 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	cfg.Retry.MaxAttempts = 1
 	cfg.Retry.Budget = b
 	if b != nil {
+		//unherdvet:ignore misuse the retry loop records nothing here: the A6 accounting charges the throttle once per call
 		cfg.Retry.Budget = budget.Unlimited // records nothing: a6 does
 		cfg.a6 = &a6Accounting{throttle: b, nonFatal: nonFatal}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/idempotency"
 )
 
@@ -287,7 +288,8 @@ func (s *Store) claim(ctx context.Context, conn *pgxpool.Conn, rk []byte, tok ui
 }
 
 // abandonedReleases is how many times a claim its caller gave up on is
-// released, at growing intervals from abandonedGap, while the store
+// released, at growing intervals from abandonedGap with equal jitter
+// (stores that failed together do not retry together), while the store
 // fails.
 const (
 	abandonedReleases = 5
@@ -297,16 +299,15 @@ const (
 // releaseAbandoned releases, by its token, a claim whose caller gave up
 // before it took effect.
 func (s *Store) releaseAbandoned(rk []byte, tok uint64) {
-	gap := abandonedGap
-	for range abandonedReleases {
+	gaps := backoff.Schedule{Base: abandonedGap, Jitter: backoff.Equal}
+	for n := range abandonedReleases {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
 		_, err := s.pool.Exec(ctx, s.releaseSQL, rk, int64(tok))
 		cancel()
 		if err == nil {
 			return
 		}
-		time.Sleep(gap)
-		gap *= 2
+		time.Sleep(gaps.Delay(n, 0, backoff.Draw()))
 	}
 }
 

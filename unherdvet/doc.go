@@ -32,7 +32,10 @@
 // # Checks
 //
 //   - nojitter: a retry loop that waits a constant or non-random delay
-//     (package nojitter).
+//     (package nojitter); silent when the attempt is local (a file, a
+//     lock, a listening port) or the delay follows the server.
+//   - nodelay: a retry loop against another service that tries again
+//     at once, with no wait between attempts (package nodelay).
 //   - unbounded: a retry loop with no attempt limit and no deadline
 //     (package unbounded).
 //   - sleepctx: time.Sleep in a retry loop where a context is in scope
@@ -47,7 +50,11 @@
 //
 // A retry loop is a for statement whose body calls something that returns
 // an error, branches on that error, leaves the loop when it is nil and
-// goes round again when it is not. Polling loops (which return on error),
+// goes round again when it is not; or an endless for loop that waits and
+// goes round on an error and carries on after a success (a reconnect or
+// long-poll loop); or a goto back to a label before the call, or a
+// function that calls itself again on failure. The success test may ask
+// for a good answer too (err == nil && resp.StatusCode < 500). Polling loops (which return on error),
 // pagination, failover over a list of addresses and iterator loops are
 // not retry loops. The checks prefer missing a finding to reporting a
 // wrong one: a delay computed by a function they do not follow, a client

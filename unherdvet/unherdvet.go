@@ -19,6 +19,7 @@ import (
 	"github.com/unherd/unherd/unherdvet/handlerretry"
 	"github.com/unherd/unherd/unherdvet/idempotency"
 	"github.com/unherd/unherd/unherdvet/misuse"
+	"github.com/unherd/unherd/unherdvet/nodelay"
 	"github.com/unherd/unherd/unherdvet/nojitter"
 	"github.com/unherd/unherd/unherdvet/notimeout"
 	"github.com/unherd/unherd/unherdvet/sleepctx"
@@ -29,6 +30,7 @@ import (
 func Analyzers() []*analysis.Analyzer {
 	return []*analysis.Analyzer{
 		nojitter.Analyzer,
+		nodelay.Analyzer,
 		unbounded.Analyzer,
 		sleepctx.Analyzer,
 		notimeout.Analyzer,
@@ -53,6 +55,17 @@ type Finding struct {
 	Check string `json:"check"`
 	// Message says what is wrong and what to use instead.
 	Message string `json:"message"`
+	// Fix holds the edits of the finding's suggested fix, when the
+	// rewrite is mechanical (ApplyFixes applies them); nil otherwise.
+	Fix []Edit `json:"-"`
+}
+
+// An Edit replaces the bytes [Start, End) of File with New.
+type Edit struct {
+	// File is the file's absolute path.
+	File       string
+	Start, End int
+	New        string
 }
 
 // String formats f as file:line: check: message.
@@ -240,10 +253,28 @@ func analyze(pkgs []*packages.Package, base string) ([]Finding, []Failure) {
 				File: file, Line: pos.Line, Column: pos.Column,
 				Check:   act.Analyzer.Name,
 				Message: strings.TrimPrefix(d.Message, act.Analyzer.Name+": "),
+				Fix:     edits(fset, d),
 			})
 		}
 	}
 	return out, failed
+}
+
+// edits returns the edits of a diagnostic's first suggested fix.
+func edits(fset *token.FileSet, d analysis.Diagnostic) []Edit {
+	if len(d.SuggestedFixes) == 0 {
+		return nil
+	}
+	var out []Edit
+	for _, te := range d.SuggestedFixes[0].TextEdits {
+		start := fset.Position(te.Pos)
+		end := start
+		if te.End.IsValid() {
+			end = fset.Position(te.End)
+		}
+		out = append(out, Edit{File: start.Filename, Start: start.Offset, End: end.Offset, New: string(te.NewText)})
+	}
+	return out
 }
 
 // WriteText writes one line per finding: file:line: check: message.

@@ -15,8 +15,8 @@ import (
 func init() {
 	addCommand(command{
 		name:     "vet",
-		synopsis: "vet [--json] [--timeout D] [PACKAGES]",
-		summary:  "find the retry code that causes storms (constant delays, no bound, sleeps that ignore ctx, calls without timeout, retried POSTs without Idempotency-Key, retries in handlers, unherd turned off) in the Go packages named as go build takes them (default .), each path in its own module; exit 1 when something is found, 2 when a package could not be checked; silence a line with //unherdvet:ignore CHECK",
+		synopsis: "vet [--json] [--fix] [--timeout D] [PACKAGES]",
+		summary:  "find the retry code that causes storms (constant delays, no delay at all, no bound, sleeps that ignore ctx, calls without timeout, retried POSTs without Idempotency-Key, retries in handlers, unherd turned off) in the Go packages named as go build takes them (default .), each path in its own module; exit 1 when something is found, 2 when a package could not be checked; silence a line with //unherdvet:ignore CHECK; --fix applies the mechanical rewrites",
 		run:      (*env).vet,
 	})
 }
@@ -50,6 +50,9 @@ dependencies are then parsed and type-checked inside vet. A file whose
 blocks nest more than %d deep is not checked. The whole run stops at
 --timeout; Ctrl-C (SIGINT) or SIGTERM stops it and go list at once.
 
+With --fix, vet rewrites the files where a fix is mechanical, formats
+them, and counts only the findings it did not fix for the exit code.
+
 Exit codes: 0 every package checked, nothing found; 1 something found
 (even if some packages could not be checked: they are listed on standard
 error); 2 nothing found but a package could not be checked (it does not
@@ -61,13 +64,14 @@ checked.
 func (e *env) vet(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the findings as one JSON array (file, line, column, check, message) on standard output")
+	applyFixes := fs.Bool("fix", false, "apply the suggested fixes (a sleep to a select on the context, a constant delay to a jittered one, http.Get to a request with the context on a client with a timeout) to the files, and format them")
 	timeout := fs.Duration("timeout", defaultVetTimeout, "stop and exit 2 when loading and checking take longer than this (0 means no limit)")
 	fs.SetOutput(io.Discard)
 	var patterns []string
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(e.stdout, "Usage: unherd vet [--json] [--timeout D] [PACKAGES]\n\nChecks:\n")
+			fmt.Fprintf(e.stdout, "Usage: unherd vet [--json] [--fix] [--timeout D] [PACKAGES]\n\nChecks:\n")
 			for _, a := range unherdvet.Analyzers() {
 				fmt.Fprintf(e.stdout, "  %-13s %s\n", a.Name, a.Doc)
 			}
@@ -125,11 +129,20 @@ func (e *env) vet(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	left := len(res.Findings)
+	if *applyFixes {
+		applied, files, ferr := unherdvet.ApplyFixes(res.Findings)
+		left -= len(applied)
+		fmt.Fprintf(e.stderr, "unherd: vet: fixed %d of %d findings in %d files\n", len(applied), len(res.Findings), len(files))
+		if ferr != nil {
+			return &exitError{code: exitNotChecked, err: fmt.Errorf("vet: could not apply every fix: %w", ferr)}
+		}
+	}
 	switch {
-	case len(res.Findings) > 0 && len(res.Failures) > 0:
-		return fmt.Errorf("%w: %d findings; %d packages could not be checked", errFound, len(res.Findings), len(res.Failures))
-	case len(res.Findings) > 0:
-		return fmt.Errorf("%w: %d findings", errFound, len(res.Findings))
+	case left > 0 && len(res.Failures) > 0:
+		return fmt.Errorf("%w: %d findings; %d packages could not be checked", errFound, left, len(res.Failures))
+	case left > 0:
+		return fmt.Errorf("%w: %d findings", errFound, left)
 	case len(res.Failures) > 0:
 		return &exitError{code: exitNotChecked, err: fmt.Errorf("%w: %d could not be checked (listed above); nothing found in the others", errNotChecked, len(res.Failures))}
 	}

@@ -37,7 +37,7 @@ func run(pass *analysis.Pass) (any, error) {
 		if !inHandler(l.Func) || !match.Remote(pass.TypesInfo, l.Call) {
 			continue
 		}
-		r.Report(l.Stmt, "retry loop in an HTTP handler around a call to another service: when this handler's callers retry too, attempts multiply at every layer (3 layers of 3 attempts make 27); make one attempt here, or use retry.Do with the request's context behind unherdhttp.Middleware, which retries only at the edge")
+		r.Report(l.At, "retry loop in an HTTP handler around a call to another service: when this handler's callers retry too, attempts multiply at every layer (3 layers of 3 attempts make 27); make one attempt here, or use retry.Do with the request's context behind unherdhttp.Middleware, which retries only at the edge")
 	}
 	return nil, nil
 }

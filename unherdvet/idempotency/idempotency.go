@@ -50,7 +50,7 @@ func run(pass *analysis.Pass) (any, error) {
 		if h == nil {
 			continue
 		}
-		body := outermost(l.Func).Body
+		body := l.Func.Outermost().Body
 		method := h.Method
 		if h.Req != nil {
 			var ok bool
@@ -67,13 +67,6 @@ func run(pass *analysis.Pass) (any, error) {
 		r.Report(l.Call, "retry loop repeats a "+method+" without an Idempotency-Key header: if a response is lost after the server acted, the retry applies it twice; send an Idempotency-Key that stays the same on every attempt, or use unherdhttp.Transport, which retries "+method+" only with a key (Config.AutoIdempotencyKey adds one) or when it never left")
 	}
 	return nil, nil
-}
-
-func outermost(fn *loops.Func) *loops.Func {
-	for fn.Outer != nil {
-		fn = fn.Outer
-	}
-	return fn
 }
 
 // requestMethod returns the method of the request req names, when every

@@ -8,11 +8,22 @@
 // them out. The fix is retry.Do with the default policy, whose schedule
 // is capped exponential backoff with full jitter (backoff.Full).
 //
-// A delay the analyzer cannot follow (the result of a function call it
-// does not know, such as a backoff library's NextBackOff) is assumed to
-// be fine; so is any delay computed with math/rand, math/rand/v2 or
-// crypto/rand. When one wait of a loop is random, the loop is not
-// reported.
+// The delay is followed through constants, variables, struct fields, an
+// index into a list of delays ([]time.Duration{1s, 2s, 5s}), the
+// package's own functions and methods (whose returns are classified the
+// same way), and a backoff struct's method (b.Step()) when the struct has
+// a jitter field (Jitter, RandomizationFactor) left zero. A delay the
+// analyzer cannot follow (the result of a function call it does not know,
+// such as a backoff library's NextBackOff) is assumed to be fine; so is
+// any delay computed with math/rand, math/rand/v2 or crypto/rand, and one
+// that follows the server: a field such as Interval or RetryAfter of a
+// response (the OAuth device flow's polling interval). When one wait of a
+// loop is random or follows the server, the loop is not reported.
+//
+// Lockstep only hurts when many clients hit one remote dependency, so a
+// loop whose attempt acts on this machine (net.Listen, a file operation,
+// a file lock, a local command; or a function of the package that makes
+// only such calls) is not reported.
 package nojitter
 
 import (
@@ -21,11 +32,15 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
+	"go/version"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
 	"github.com/unherd/unherd/unherdvet/internal/suppress"
@@ -42,41 +57,111 @@ var Analyzer = &analysis.Analyzer{
 func run(pass *analysis.Pass) (any, error) {
 	r := suppress.New(pass)
 	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
+	bodies := match.Bodies(pass.TypesInfo, pass.Files)
 	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, seen: make(map[types.Object]kind)}
+		if match.Local(pass.TypesInfo, bodies, l.Call, 2) {
+			continue
+		}
+		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, scope: l.Stmt, bodies: bodies,
+			seen: make(map[types.Object]kind), funcs: make(map[funcResult]kind), files: pass.Files}
 		kinds := make([]kind, len(l.Waits))
 		random := false
 		for i, w := range l.Waits {
+			if w.Scope != nil {
+				// The delay a helper makes: classified in its body.
+				c.scope, c.seen = w.Scope, make(map[types.Object]kind)
+			}
 			kinds[i] = c.expr(w.Delay)
-			random = random || kinds[i] == randomKind
+			c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
+			random = random || kinds[i] >= serverKind
 		}
 		if random {
 			continue
 		}
 		for i, w := range l.Waits {
 			if msg := message(pass, w, kinds[i]); msg != "" {
-				r.Report(w.Call, msg)
+				var fixes []analysis.SuggestedFix
+				if w.Scope != nil {
+					msg = fmt.Sprintf("retry loop waits, in %s, a delay computed without jitter: %s", types.ExprString(w.Call.Fun), advice)
+				} else if kinds[i] == constKind {
+					fixes = jitterFix(pass, w)
+				}
+				r.ReportFix(w.Call, msg, fixes...)
 			}
 		}
 	}
 	return nil, nil
 }
 
-const fix = "clients that failed together retry in lockstep; use retry.Do with the default policy (capped exponential backoff with full jitter)"
+// jitterFix replaces a constant delay d > 0 with d/2 + rand.N(d), from
+// math/rand/v2: the same mean, spread over [d/2, 3d/2). It imports
+// math/rand/v2 when the file does not, and offers nothing when another
+// package takes the name rand.
+func jitterFix(pass *analysis.Pass, w *loops.Wait) []analysis.SuggestedFix {
+	tv := pass.TypesInfo.Types[w.Delay]
+	if tv.Value == nil || constant.Sign(tv.Value) <= 0 {
+		return nil
+	}
+	file := fix.File(pass, w.Delay.Pos())
+	if file == nil || (file.GoVersion != "" && version.Compare(file.GoVersion, "go1.22") < 0) ||
+		(pass.Pkg.GoVersion() != "" && version.Compare(pass.Pkg.GoVersion(), "go1.22") < 0) {
+		return nil // math/rand/v2 came with Go 1.22
+	}
+	rand, edits, ok := fix.Import(file, "math/rand/v2", "rand")
+	if !ok {
+		return nil
+	}
+	src := fix.Source(pass.Fset, w.Delay)
+	d, n := src, src
+	if _, ok := ast.Unparen(w.Delay).(*ast.BinaryExpr); ok {
+		d = "(" + src + ")"
+	}
+	if !typedDuration(pass.TypesInfo, w.Delay) {
+		// rand.N(1000) would be an int: name the type.
+		sel, ok := ast.Unparen(w.Call.Fun).(*ast.SelectorExpr)
+		if !ok {
+			return nil
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return nil
+		}
+		n = id.Name + ".Duration(" + src + ")"
+	}
+	edits = append(edits, analysis.TextEdit{Pos: w.Delay.Pos(), End: w.Delay.End(), NewText: []byte(d + "/2 + " + rand + ".N(" + n + ")")})
+	return []analysis.SuggestedFix{{Message: "spread the delay at random around the same mean", TextEdits: edits}}
+}
+
+// typedDuration reports whether e holds a constant or variable of type
+// time.Duration, so that rand.N(e) is a duration too.
+func typedDuration(info *types.Info, e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if o := info.Uses[id]; o != nil && match.Named(o.Type(), "time", "Duration") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+const advice = "clients that failed together retry in lockstep; use retry.Do with the default policy (capped exponential backoff with full jitter)"
 
 func message(pass *analysis.Pass, w *loops.Wait, k kind) string {
 	switch k {
 	case constKind:
 		if v := pass.TypesInfo.Types[w.Delay].Value; v != nil {
 			if n, ok := constant.Int64Val(constant.ToInt(v)); ok {
-				return fmt.Sprintf("retry loop waits a constant %v between attempts: %s", time.Duration(n), fix)
+				return fmt.Sprintf("retry loop waits a constant %v between attempts: %s", time.Duration(n), advice)
 			}
 		}
-		return "retry loop waits a constant delay between attempts: " + fix
+		return "retry loop waits a constant delay between attempts: " + advice
 	case fixedKind:
-		return fmt.Sprintf("retry loop waits the same delay (%s) between every attempt: %s", types.ExprString(w.Delay), fix)
+		return fmt.Sprintf("retry loop waits the same delay (%s) between every attempt: %s", types.ExprString(w.Delay), advice)
 	case growingKind:
-		return "retry loop's delay grows without jitter: " + fix
+		return "retry loop's delay grows without jitter: " + advice
 	}
 	return ""
 }
@@ -90,6 +175,7 @@ const (
 	fixedKind               // the same value on every attempt
 	growingKind             // grows with the attempt, without randomness
 	unknownKind             // a call the analyzer does not follow
+	serverKind              // given by the server: a response's interval or Retry-After
 	randomKind              // drawn from a random source
 )
 
@@ -97,9 +183,20 @@ type classifier struct {
 	info *types.Info
 	idx  assign.Index
 	loop *loops.Loop
+	// scope is the code that runs again on each attempt: the loop, or
+	// the body of a function the loop calls for its delay.
+	scope  ast.Node
+	bodies map[*types.Func]*ast.BlockStmt
 	// seen memoises variables; a variable being classified maps to
 	// growingKind, so that d = d*2 reads as growth.
 	seen map[types.Object]kind
+	// funcs memoises the package's functions by what they return; one
+	// being classified maps to unknownKind.
+	funcs map[funcResult]kind
+	files []*ast.File
+	// fields maps each field to the values composite literals give it,
+	// built on first use.
+	fields map[*types.Var][]ast.Expr
 }
 
 func (c *classifier) expr(e ast.Expr) kind {
@@ -122,17 +219,96 @@ func (c *classifier) expr(e ast.Expr) kind {
 			}
 		}
 		if sel := c.info.Selections[e]; sel != nil && sel.Kind() == types.FieldVal {
+			if c.fromServer(e) {
+				return serverKind
+			}
 			// A field written inside the loop is not followed.
-			if len(c.idx.Within(sel.Obj(), c.loop.Stmt)) > 0 {
+			if len(c.idx.Within(sel.Obj(), c.scope)) > 0 {
 				return unknownKind
 			}
 			return max(fixedKind, c.expr(e.X))
 		}
 		return unknownKind
+	case *ast.IndexExpr:
+		// A schedule: delays[attempt], from a list of constants.
+		if k := c.expr(e.X); k >= unknownKind {
+			return k
+		}
+		return max(growingKind, c.expr(e.Index))
+	case *ast.CompositeLit:
+		k := constKind
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				el = kv.Value
+			}
+			k = max(k, c.expr(el))
+		}
+		return k
 	case *ast.CallExpr:
 		return c.call(e)
 	}
 	return unknownKind
+}
+
+// fromServer reports whether a field selection reads a value the server
+// sent: a field named for an interval or a wait (Interval, RetryAfter,
+// PollDelay) of a value that a call returned or decoded, as opposed to
+// one of a configuration the caller was given.
+func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
+	name := strings.ToLower(e.Sel.Name)
+	if !strings.Contains(name, "interval") && !strings.Contains(name, "after") && !strings.Contains(name, "wait") &&
+		!strings.Contains(name, "delay") && !strings.Contains(name, "backoff") && !strings.Contains(name, "poll") {
+		return false
+	}
+	x := ast.Unparen(e.X)
+	for {
+		sel, ok := x.(*ast.SelectorExpr)
+		if !ok {
+			break
+		}
+		x = ast.Unparen(sel.X)
+	}
+	id, ok := x.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	v, ok := c.info.ObjectOf(id).(*types.Var)
+	if !ok {
+		return false
+	}
+	if slices.Contains(c.loop.Results, types.Object(v)) {
+		return true
+	}
+	for _, a := range c.idx[v] {
+		if a.Tuple {
+			return true // resp, err := call()
+		}
+	}
+	// json.Unmarshal(body, &v), dec.Decode(&v)
+	decoded := false
+	for _, body := range []*ast.BlockStmt{c.loop.Func.Body, c.loop.Func.Outermost().Body} {
+		ast.Inspect(body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || decoded {
+				return !decoded
+			}
+			if fn := match.Callee(c.info, call); fn == nil || (fn.Name() != "Unmarshal" && fn.Name() != "Decode") {
+				return true
+			}
+			for _, a := range call.Args {
+				if u, ok := ast.Unparen(a).(*ast.UnaryExpr); ok && u.Op == token.AND {
+					if aid, ok := ast.Unparen(u.X).(*ast.Ident); ok && c.info.ObjectOf(aid) == v {
+						decoded = true
+					}
+				}
+				if aid, ok := ast.Unparen(a).(*ast.Ident); ok && c.info.ObjectOf(aid) == v {
+					decoded = true
+				}
+			}
+			return !decoded
+		})
+	}
+	return decoded
 }
 
 func (c *classifier) call(e *ast.CallExpr) kind {
@@ -145,6 +321,9 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 		}
 	}
 	fn := match.Callee(c.info, e)
+	if fn == nil {
+		return c.funcValue(e)
+	}
 	switch {
 	case match.IsRand(fn):
 		return randomKind
@@ -153,7 +332,259 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 	case match.Method(fn, "time", "Duration", "Seconds", "Milliseconds", "Microseconds", "Nanoseconds", "Round", "Truncate"):
 		return max(c.args(e), c.expr(e.Fun.(*ast.SelectorExpr).X))
 	}
-	return unknownKind
+	if fn == nil {
+		return unknownKind
+	}
+	if n := strings.ToLower(fn.Name()); (n == "max" || n == "min") && len(e.Args) > 0 && c.durations(e.Args) {
+		return c.args(e) // timex.Max(a, b): a helper's min or max of durations
+	}
+	if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok && c.info.Selections[sel] != nil {
+		if k, ok := c.jitterless(sel.X); ok {
+			return k
+		}
+	}
+	return c.helper(fn, e)
+}
+
+// funcValue classifies a call of a function-valued variable or field
+// (c.Backoff(min, max, n, resp)) by the package's functions it is ever
+// given, in an assignment or a composite literal (Backoff:
+// DefaultBackoff); unknownKind when it is given anything else.
+func (c *classifier) funcValue(e *ast.CallExpr) kind {
+	var obj types.Object
+	switch f := ast.Unparen(e.Fun).(type) {
+	case *ast.Ident:
+		obj = c.info.ObjectOf(f)
+	case *ast.SelectorExpr:
+		obj = c.info.ObjectOf(f.Sel)
+	}
+	v, ok := obj.(*types.Var)
+	if !ok {
+		return unknownKind
+	}
+	var values []ast.Expr
+	for _, a := range c.idx[v] {
+		if a.Rhs == nil || a.Tuple {
+			return unknownKind
+		}
+		values = append(values, a.Rhs)
+	}
+	if v.IsField() {
+		values = append(values, c.fieldValues(v)...)
+	}
+	if len(values) == 0 {
+		return unknownKind
+	}
+	k := constKind
+	for _, val := range values {
+		var fn *types.Func
+		switch val := ast.Unparen(val).(type) {
+		case *ast.Ident:
+			fn, _ = c.info.ObjectOf(val).(*types.Func)
+		case *ast.SelectorExpr:
+			fn, _ = c.info.ObjectOf(val.Sel).(*types.Func)
+		}
+		if fn == nil {
+			return unknownKind
+		}
+		k = max(k, c.helper(fn, e))
+	}
+	return k
+}
+
+// fieldValues returns the values composite literals of the package give
+// field.
+func (c *classifier) fieldValues(field *types.Var) []ast.Expr {
+	if c.fields == nil {
+		c.fields = make(map[*types.Var][]ast.Expr)
+		for _, f := range c.files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if kv, ok := n.(*ast.KeyValueExpr); ok {
+					if id, ok := kv.Key.(*ast.Ident); ok {
+						if fv, ok := c.info.ObjectOf(id).(*types.Var); ok && fv.IsField() {
+							c.fields[fv] = append(c.fields[fv], kv.Value)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	return c.fields[field]
+}
+
+// durations reports whether every one of args is a time.Duration.
+func (c *classifier) durations(args []ast.Expr) bool {
+	for _, a := range args {
+		if !match.Named(c.info.TypeOf(a), "time", "Duration") {
+			return false
+		}
+	}
+	return true
+}
+
+// helper classifies a call of one of the package's functions or methods
+// by what its body returns, and by the arguments it is given: a delay
+// function of the attempt number without randomness grows without
+// jitter.
+func (c *classifier) helper(fn *types.Func, e *ast.CallExpr) kind {
+	return c.result(fn, e, 0)
+}
+
+// result classifies the index-th result of a call of fn, a function or
+// method of the package, or a method of an interface whose
+// implementations in the package are followed (the Syncer's
+// OnFailedSync).
+func (c *classifier) result(fn *types.Func, e *ast.CallExpr, index int) kind {
+	var impls []*types.Func
+	if recv := fn.Type().(*types.Signature).Recv(); recv != nil && types.IsInterface(recv.Type()) {
+		iface, _ := recv.Type().Underlying().(*types.Interface)
+		for m := range c.bodies {
+			r := m.Type().(*types.Signature).Recv()
+			if m.Name() == fn.Name() && r != nil && iface != nil && types.Implements(r.Type(), iface) {
+				impls = append(impls, m)
+			}
+		}
+	} else if c.bodies[fn] != nil {
+		impls = []*types.Func{fn}
+	}
+	if len(impls) == 0 {
+		return unknownKind
+	}
+	k := constKind
+	for _, m := range impls {
+		k = max(k, c.returns(m, index))
+	}
+	if k >= unknownKind {
+		return k
+	}
+	// The numbers it is given (the attempt, the bounds) decide; other
+	// arguments (the last response) only feed the returns classified
+	// above.
+	for _, a := range e.Args {
+		if b, ok := c.info.TypeOf(a).Underlying().(*types.Basic); ok && b.Info()&types.IsNumeric != 0 {
+			k = max(k, c.expr(a))
+		}
+	}
+	return k
+}
+
+// returns classifies the index-th result of fn's return statements,
+// memoised.
+func (c *classifier) returns(fn *types.Func, index int) kind {
+	key := funcResult{fn, index}
+	if k, ok := c.funcs[key]; ok {
+		return k
+	}
+	c.funcs[key] = unknownKind
+	body := c.bodies[fn]
+	sub := &classifier{info: c.info, idx: c.idx, loop: c.loop, scope: body, bodies: c.bodies,
+		seen: make(map[types.Object]kind), funcs: c.funcs, files: c.files, fields: c.fields}
+	k, own, n := constKind, constKind, 0
+	ast.Inspect(body, func(node ast.Node) bool {
+		switch r := node.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			n++
+			if index >= len(r.Results) {
+				k = max(k, unknownKind)
+				return false
+			}
+			rk := sub.expr(r.Results[index])
+			k = max(k, rk)
+			if rk < unknownKind {
+				own = max(own, rk)
+			}
+		}
+		return true
+	})
+	switch {
+	case n == 0:
+		k = unknownKind
+	case own >= fixedKind && k != randomKind:
+		// A schedule of its own, when the server's Retry-After (or a
+		// call not followed) gives nothing.
+		k = own
+	}
+	c.funcs[key] = k
+	return k
+}
+
+// funcResult names one result of a function.
+type funcResult struct {
+	fn    *types.Func
+	index int
+}
+
+// jitterless classifies a backoff struct by its jitter field: x's type
+// has a field named Jitter, JitterFactor or RandomizationFactor, and x is
+// a variable whose every value is a composite literal of that type. It
+// returns growingKind when the field is left zero in every literal and
+// never set, randomKind when it is set; ok is false when x is no such
+// struct.
+func (c *classifier) jitterless(x ast.Expr) (kind, bool) {
+	t := c.info.TypeOf(x)
+	if t == nil {
+		return 0, false
+	}
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return 0, false
+	}
+	var field *types.Var
+	for i := range st.NumFields() {
+		switch strings.ToLower(st.Field(i).Name()) {
+		case "jitter", "jitterfactor", "randomizationfactor":
+			field = st.Field(i)
+		}
+	}
+	if field == nil {
+		return 0, false
+	}
+	id, ok := ast.Unparen(x).(*ast.Ident)
+	if !ok {
+		return unknownKind, true
+	}
+	v := c.info.ObjectOf(id)
+	writes := c.idx[v]
+	if len(writes) == 0 {
+		return unknownKind, true
+	}
+	for _, w := range writes {
+		rhs := ast.Unparen(w.Rhs)
+		if u, ok := rhs.(*ast.UnaryExpr); ok && u.Op == token.AND {
+			rhs = ast.Unparen(u.X)
+		}
+		lit, ok := rhs.(*ast.CompositeLit)
+		if !ok || w.Tuple {
+			return unknownKind, true
+		}
+		for _, el := range lit.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if !ok {
+				return unknownKind, true
+			}
+			if k, ok := kv.Key.(*ast.Ident); ok && c.info.ObjectOf(k) == field {
+				tv := c.info.Types[kv.Value]
+				if tv.Value == nil || constant.Sign(tv.Value) != 0 {
+					return randomKind, true
+				}
+			}
+		}
+	}
+	// b.Jitter = 0.2 somewhere
+	for _, w := range c.idx[field] {
+		if sel, ok := w.Lhs.(*ast.SelectorExpr); ok {
+			if xid, ok := ast.Unparen(sel.X).(*ast.Ident); ok && c.info.ObjectOf(xid) == v {
+				return randomKind, true
+			}
+		}
+	}
+	return growingKind, true
 }
 
 func (c *classifier) args(e *ast.CallExpr) kind {
@@ -183,22 +614,42 @@ func (c *classifier) variable(obj types.Object) kind {
 }
 
 func (c *classifier) writes(v *types.Var) kind {
-	inside := c.idx.Within(v, c.loop.Stmt)
-	if len(inside) == 0 {
-		// Loop-invariant: fixed, unless drawn at random before the loop.
-		for _, a := range c.idx[v] {
-			if a.Rhs != nil && c.usesRand(a.Rhs) {
-				return randomKind
-			}
+	inside := c.idx.Within(v, c.scope)
+	// Drawn at random or given by the server before the loop, it stays
+	// so whatever the loop adds (interval += 5 on slow_down).
+	for _, a := range c.idx[v] {
+		if a.Rhs == nil || a.Tuple || (a.Stmt.Pos() >= c.scope.Pos() && a.Stmt.End() <= c.scope.End()) {
+			continue
 		}
-		return fixedKind
+		if c.usesRand(a.Rhs) {
+			return randomKind
+		}
+		if k := c.expr(a.Rhs); k >= serverKind {
+			return k
+		}
 	}
-	k := fixedKind
+	if len(inside) == 0 {
+		return fixedKind // loop-invariant
+	}
+	k, server := fixedKind, false
 	for _, a := range inside {
 		switch {
+		case a.Rhs != nil && !a.Tuple && c.expr(a.Rhs) == serverKind:
+			server = true // given by the server on some failures
 		case a.Op == token.RANGE || a.Op == token.INC || a.Op == token.DEC:
 			k = max(k, growingKind) // a counter
-		case a.Tuple || a.Rhs == nil:
+		case a.Op == token.VAR && a.Rhs == nil:
+			// var wait time.Duration: zero, a constant
+		case a.Tuple:
+			// duration, err := syncer.OnFailedSync(res, err)
+			call, ok := ast.Unparen(a.Rhs).(*ast.CallExpr)
+			fn := match.Callee(c.info, call)
+			if !ok || fn == nil {
+				k = max(k, unknownKind)
+				break
+			}
+			k = max(k, c.result(fn, call, a.Index))
+		case a.Rhs == nil:
 			k = max(k, unknownKind)
 		case a.Op == token.DEFINE || a.Op == token.ASSIGN || a.Op == token.VAR:
 			rk := c.expr(a.Rhs)
@@ -209,6 +660,11 @@ func (c *classifier) writes(v *types.Var) kind {
 		default: // d *= 2, d += step, d <<= 1
 			k = max(k, growingKind, c.expr(a.Rhs))
 		}
+	}
+	if server && k != growingKind {
+		// Only a schedule of its own, used when the server gives no
+		// wait, still makes the clients' waits alike.
+		return serverKind
 	}
 	return k
 }

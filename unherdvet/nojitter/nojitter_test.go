@@ -11,3 +11,7 @@ import (
 func TestAnalyzer(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), nojitter.Analyzer, "a")
 }
+
+func TestSuggestedFixes(t *testing.T) {
+	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), nojitter.Analyzer, "fix")
+}

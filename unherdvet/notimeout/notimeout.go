@@ -31,6 +31,7 @@ import (
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/match"
 	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
@@ -43,7 +44,7 @@ var Analyzer = &analysis.Analyzer{
 	Run:      run,
 }
 
-const fix = "use an http.Client with Timeout set, or http.NewRequestWithContext with a context deadline (with unherdhttp.Transport, Config.AttemptTimeout bounds each attempt)"
+const advice = "use an http.Client with Timeout set, or http.NewRequestWithContext with a context deadline (with unherdhttp.Transport, Config.AttemptTimeout bounds each attempt)"
 
 func run(pass *analysis.Pass) (any, error) {
 	r := suppress.New(pass)
@@ -64,10 +65,11 @@ func run(pass *analysis.Pass) (any, error) {
 			name := "http." + h.Func.Name()
 			switch {
 			case h.Client == nil:
-				r.Report(call, fmt.Sprintf("%s uses http.DefaultClient, which has no timeout, and takes no context: a server that stops answering holds this call for ever; %s", name, fix))
+				r.ReportFix(call, fmt.Sprintf("%s uses http.DefaultClient, which has no timeout, and takes no context: a server that stops answering holds this call for ever; %s", name, advice),
+					requestFix(pass, f, call, h)...)
 			case match.IsDefaultClient(c.info, h.Client):
 				if h.Req == nil || c.noContext(h.Req) {
-					r.Report(call, fmt.Sprintf("http.DefaultClient.%s has no timeout: a server that stops answering holds this call for ever; %s", h.Func.Name(), fix))
+					r.Report(call, fmt.Sprintf("http.DefaultClient.%s has no timeout: a server that stops answering holds this call for ever; %s", h.Func.Name(), advice))
 				}
 			case c.noTimeout(h.Client):
 				if h.Req == nil || c.noContext(h.Req) {
@@ -75,13 +77,116 @@ func run(pass *analysis.Pass) (any, error) {
 					if h.Req != nil {
 						what = "its request, from http.NewRequest, has no context"
 					}
-					r.Report(call, fmt.Sprintf("%s on an http.Client without Timeout, and %s: a server that stops answering holds this call for ever; %s", types.ExprString(h.Client)+"."+h.Func.Name(), what, fix))
+					r.Report(call, fmt.Sprintf("%s on an http.Client without Timeout, and %s: a server that stops answering holds this call for ever; %s", types.ExprString(h.Client)+"."+h.Func.Name(), what, advice))
 				}
 			}
 			return true
 		})
 	}
 	return nil, nil
+}
+
+// requestFix rewrites resp, err := http.Get(url) (or Head, or Post),
+// standing alone as a statement where a context is in scope, to a
+// request with that context sent by a client with a timeout:
+//
+//	var req *http.Request
+//	req, err = http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+//	if err == nil {
+//		resp, err = (&http.Client{Timeout: 30 * time.Second}).Do(req)
+//	}
+//
+// declaring resp and err first when the statement did.
+func requestFix(pass *analysis.Pass, file *ast.File, call *ast.CallExpr, h *match.HTTPCall) []analysis.SuggestedFix {
+	methods := map[string]string{"Get": "MethodGet", "Head": "MethodHead", "Post": "MethodPost"}
+	method, ok := methods[h.Func.Name()]
+	sel, ok2 := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok || !ok2 {
+		return nil
+	}
+	pkgID, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	http := pkgID.Name
+	stmt := assignOf(file, call)
+	if stmt == nil {
+		return nil
+	}
+	resp, ok := stmt.Lhs[0].(*ast.Ident)
+	errID, ok2 := stmt.Lhs[1].(*ast.Ident)
+	if !ok || !ok2 || errID.Name == "_" {
+		return nil
+	}
+	ctxObj := match.ContextInScope(pass.Pkg, call.Pos(), stmt.Pos())
+	if ctxObj == nil {
+		return nil
+	}
+	ctx := ctxObj.Name()
+	if !match.IsContext(ctxObj.Type()) {
+		ctx += ".Context()"
+	}
+	timeName, edits, ok := fix.Import(file, "time", "time")
+	req := fix.Unused(pass.Pkg, stmt.Pos(), "req", "httpReq", "retryReq")
+	if !ok || req == "" {
+		return nil
+	}
+	var lines []string
+	if stmt.Tok == token.DEFINE {
+		for _, d := range []struct {
+			id  *ast.Ident
+			typ string
+		}{{resp, "*" + http + ".Response"}, {errID, "error"}} {
+			if d.id.Name != "_" && pass.TypesInfo.Defs[d.id] != nil {
+				lines = append(lines, "var "+d.id.Name+" "+d.typ)
+			}
+		}
+	}
+	src := func(e ast.Expr) string { return fix.Source(pass.Fset, e) }
+	body := "nil"
+	if method == "MethodPost" {
+		body = src(call.Args[2])
+	}
+	lines = append(lines,
+		"var "+req+" *"+http+".Request",
+		req+", "+errID.Name+" = "+http+".NewRequestWithContext("+ctx+", "+http+"."+method+", "+src(call.Args[0])+", "+body+")",
+		"if "+errID.Name+" == nil {")
+	if method == "MethodPost" {
+		lines = append(lines, "\t"+req+".Header.Set(\"Content-Type\", "+src(call.Args[1])+")")
+	}
+	lines = append(lines,
+		"\t"+resp.Name+", "+errID.Name+" = (&"+http+".Client{Timeout: 30 * "+timeName+".Second}).Do("+req+")",
+		"}")
+	text := fix.Lines(fix.Indent(pass, stmt.Pos()), lines...)
+	edits = append(edits, analysis.TextEdit{Pos: stmt.Pos(), End: stmt.End(), NewText: []byte(text)})
+	return []analysis.SuggestedFix{{
+		Message:   "send the request with " + ctx + " on a client with a 30s timeout",
+		TextEdits: edits,
+	}}
+}
+
+// assignOf returns the statement a, b := call (or =) that stands in a
+// block of file, or nil.
+func assignOf(file *ast.File, call *ast.CallExpr) *ast.AssignStmt {
+	var found *ast.AssignStmt
+	ast.Inspect(file, func(n ast.Node) bool {
+		var list []ast.Stmt
+		switch n := n.(type) {
+		case *ast.BlockStmt:
+			list = n.List
+		case *ast.CaseClause:
+			list = n.Body
+		case *ast.CommClause:
+			list = n.Body
+		}
+		for _, s := range list {
+			if as, ok := s.(*ast.AssignStmt); ok && len(as.Lhs) == 2 && len(as.Rhs) == 1 && ast.Unparen(as.Rhs[0]) == ast.Expr(call) {
+				found = as
+			}
+		}
+		return found == nil
+	})
+	return found
 }
 
 type checker struct {

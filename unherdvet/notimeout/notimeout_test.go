@@ -11,3 +11,7 @@ import (
 func TestAnalyzer(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), notimeout.Analyzer, "a")
 }
+
+func TestSuggestedFixes(t *testing.T) {
+	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), notimeout.Analyzer, "fix")
+}

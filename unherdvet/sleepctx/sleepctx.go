@@ -13,11 +13,13 @@ package sleepctx
 import (
 	"fmt"
 	"go/ast"
+	"go/token"
 	"go/types"
 
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
 	"github.com/unherd/unherd/unherdvet/internal/suppress"
@@ -52,10 +54,54 @@ func run(pass *analysis.Pass) (any, error) {
 			if !match.IsContext(ctx.Type()) {
 				name += ".Context()"
 			}
-			r.Report(w.Call, fmt.Sprintf("retry loop waits with %s although %s is in scope: when the caller gives up, the loop sleeps on and retries anyway; use retry.Do(%s, ...), which stops when the context is done and never waits past its deadline, or select on %s.Done()", what, name, name, name))
+			r.ReportFix(w.Call, fmt.Sprintf("retry loop waits with %s although %s is in scope: when the caller gives up, the loop sleeps on and retries anyway; use retry.Do(%s, ...), which stops when the context is done and never waits past its deadline, or select on %s.Done()", what, name, name, name),
+				selectFix(pass, l, w, name)...)
 		}
 	}
 	return nil, nil
+}
+
+// selectFix replaces a wait that stands alone as a statement
+// (time.Sleep(d), <-time.After(d)) with a select that also returns when
+// the context is done, giving up with its error; none when the
+// function's results leave no simple way to return.
+func selectFix(pass *analysis.Pass, l *loops.Loop, w *loops.Wait, ctx string) []analysis.SuggestedFix {
+	var stmt *ast.ExprStmt
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if es, ok := n.(*ast.ExprStmt); ok {
+			x := ast.Unparen(es.X)
+			if u, ok := x.(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+				x = ast.Unparen(u.X)
+			}
+			if x == ast.Expr(w.Call) {
+				stmt = es
+			}
+		}
+		return stmt == nil
+	})
+	sel, ok := ast.Unparen(w.Call.Fun).(*ast.SelectorExpr)
+	if stmt == nil || !ok || l.Func.Sig == nil {
+		return nil
+	}
+	timePkg, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	ret, ok := fix.Return(pass.Pkg, l.Func.Sig, ctx+".Err()")
+	if !ok {
+		return nil
+	}
+	indent := fix.Indent(pass, stmt.Pos())
+	text := fix.Lines(indent,
+		"select {",
+		"case <-"+ctx+".Done():",
+		"\t"+ret,
+		"case <-"+timePkg.Name+".After("+fix.Source(pass.Fset, w.Delay)+"):",
+		"}")
+	return []analysis.SuggestedFix{{
+		Message:   "wait in a select that also returns when " + ctx + " is done",
+		TextEdits: []analysis.TextEdit{{Pos: stmt.Pos(), End: stmt.End(), NewText: []byte(text)}},
+	}}
 }
 
 // detached reports whether the attempt runs under a context the loop

@@ -9,7 +9,9 @@
 // by anything besides the attempt's error (a counter, the clock, a
 // context's Done channel, a backoff library's Stop) can end it. The fix
 // is retry.Do, whose Config.MaxAttempts (3 by default) and the caller's
-// context deadline bound every call.
+// context deadline bound every call. A loop that goes on after a success
+// too (a reconnect or long-poll loop) is reported when nothing can stop
+// it: no context, stop channel or flag is checked.
 package unbounded
 
 import (
@@ -34,10 +36,13 @@ func run(pass *analysis.Pass) (any, error) {
 			continue
 		}
 		msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
+		if l.Endless {
+			msg = "reconnect loop has nothing that stops it: no context, stop channel or flag is checked, so it retries for as long as the process lives, even after its owner has given up; end it when ctx.Done() is closed (or a stop channel), and wait with retry.Do or a jittered backoff between attempts"
+		}
 		if len(l.Waits) == 0 {
 			msg = "retry loop has no attempt limit, no deadline and no wait of its own: while the dependency is down it retries forever, back to back unless the call itself waits; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
 		}
-		r.Report(l.Stmt, msg)
+		r.Report(l.At, msg)
 	}
 	return nil, nil
 }

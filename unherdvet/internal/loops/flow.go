@@ -42,13 +42,20 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 	return stay
 }
 
-// noReturn reports whether call never returns: panic, os.Exit, log.Fatal.
+// noReturn reports whether call never returns: panic, os.Exit, log.Fatal,
+// t.Fatal (a test helper's loop that fails the test at a deadline is
+// bounded).
 func (f *finder) noReturn(call *ast.CallExpr) bool {
 	if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok && id.Name == "panic" {
 		_, builtin := f.info.Uses[id].(*types.Builtin)
 		return builtin
 	}
 	fn := match.Callee(f.info, call)
+	for _, typ := range []string{"common", "T", "B", "F", "TB"} { // common: the methods T and B embed
+		if match.Method(fn, "testing", typ, "Fatal", "Fatalf", "FailNow", "Skip", "Skipf", "SkipNow") {
+			return true
+		}
+	}
 	return match.Func(fn, "os", "Exit") ||
 		match.Func(fn, "log", "Fatal", "Fatalf", "Fatalln", "Panic", "Panicf", "Panicln") ||
 		match.Method(fn, "log", "Logger", "Fatal", "Fatalf", "Fatalln", "Panic", "Panicf", "Panicln")
@@ -83,6 +90,11 @@ func (f *finder) bounded(l *Loop) bool {
 		if s.Cond != nil && f.other(l, s.Cond) {
 			return true
 		}
+	}
+	if l.Endless {
+		// Only an exit on the way from one failed attempt to the next
+		// can stop a reconnect loop while the dependency is down.
+		return f.guardedExit(l, l.Between, false, false)
 	}
 	return f.guardedExit(l, l.Body.List, false, false)
 }

@@ -10,6 +10,17 @@
 // boolean computed from the error (retry := shouldRetry(err, n)), or the
 // loop's own condition (for errors.Is(err, ErrBusy) && r < n).
 //
+// The branch may give up on some errors and go round on others (a
+// continue below its top level), judge the answer as well as the error
+// (err == nil && resp.StatusCode < 500), or go round on a status of the
+// answer alone (if resp.StatusCode == 429 { continue }). An endless for
+// loop that waits and goes round on failure and carries on after a
+// success is a reconnect or long-poll loop (Endless). Outside for
+// statements, a goto back to a label before the attempt (Goto) and a
+// function that calls itself again on failure or on a status (Recursion)
+// are retry loops too. A select that waits on a timer may hold the
+// attempt in its timer case.
+//
 // Loops that look alike but are not retry loops do not match:
 //
 //   - a polling loop returns when the call fails and waits only after a
@@ -17,17 +28,19 @@
 //   - pagination and other iteration return on error, and go round on
 //     success;
 //   - a failover loop ranges over a list of addresses or candidates, each
-//     tried once (a range over anything but an integer, or an attempt
-//     indexed by the loop variable);
+//     tried once (a range over anything but an integer or a list of
+//     delays, or an attempt indexed by the loop variable);
 //   - a loop driven by an iterator (for rows.Next(), for sc.Scan()) goes
 //     round for each item;
 //   - a search changes the attempt's input each time round (a growing
-//     list, a new timestamped key), and a walk over an error's chain
-//     unwraps the error it tests.
+//     list, a new timestamped key, the next endpoint), and a walk over an
+//     error's chain unwraps the error it tests;
+//   - parsing and formatting (strconv, encoding/json) is never an
+//     attempt: trying again cannot change its result.
 //
 // The waits between attempts are time.Sleep, time.After, time.NewTimer,
 // Timer.Reset, and calls of the package's own functions that wait for one
-// of their time.Duration parameters.
+// of their time.Duration parameters or for a delay of their own making.
 package loops
 
 import (
@@ -36,6 +49,7 @@ import (
 	"go/types"
 	"reflect"
 	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 
@@ -73,7 +87,26 @@ type Loop struct {
 	// the loop: a condition on a counter or the time, a range over an
 	// integer, a context's Done channel.
 	Bounded bool
+	// Endless says that the loop goes on after a success too: a reconnect
+	// or long-poll loop (for { conn, err := dial(); if err != nil {
+	// time.Sleep(d); continue }; serve(conn) }). Success is then nil.
+	Endless bool
+	// Shape says how the loop repeats the attempt.
+	Shape Shape
+	// At is where a finding about the whole loop is reported: the for
+	// statement, or the goto or recursive return that repeats the attempt.
+	At ast.Node
 }
+
+// Shape is how a retry loop repeats its attempt.
+type Shape int
+
+// Ways to repeat an attempt.
+const (
+	For       Shape = iota // a for statement; Stmt is the *ast.ForStmt or *ast.RangeStmt
+	Goto                   // a goto back to a label before the attempt; Stmt spans the label to the branch
+	Recursion              // the function calls itself again on failure; Stmt spans its body up to the branch
+)
 
 // A Func is a function declaration or literal.
 type Func struct {
@@ -84,6 +117,15 @@ type Func struct {
 	Name string
 	// Outer is the function a literal appears in, nil for a declaration.
 	Outer *Func
+}
+
+// Outermost returns the function declaration fn appears in: fn itself,
+// or the declaration holding the literal.
+func (fn *Func) Outermost() *Func {
+	for fn.Outer != nil {
+		fn = fn.Outer
+	}
+	return fn
 }
 
 // WaitKind says how a loop waits.
@@ -103,6 +145,10 @@ type Wait struct {
 	Call  *ast.CallExpr
 	Delay ast.Expr
 	Kind  WaitKind
+	// Scope is the body of the function the loop calls that waits a
+	// delay of its own making (c.backoff.sleepWithBackoff(...)), where
+	// Delay is; nil when Delay is the loop's.
+	Scope *ast.BlockStmt
 }
 
 // Result lists a package's retry loops, in source order.
@@ -121,11 +167,12 @@ var Analyzer = &analysis.Analyzer{
 
 func run(pass *analysis.Pass) (any, error) {
 	f := &finder{
-		info:    pass.TypesInfo,
-		labels:  make(map[ast.Stmt]*ast.Ident),
-		helpers: waitHelpers(pass.TypesInfo, pass.Files),
-		res:     new(Result),
+		info:   pass.TypesInfo,
+		labels: make(map[ast.Stmt]*ast.Ident),
+		bodies: match.Bodies(pass.TypesInfo, pass.Files),
+		res:    new(Result),
 	}
+	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
 			continue
@@ -136,7 +183,11 @@ func run(pass *analysis.Pass) (any, error) {
 				continue
 			}
 			sig, _ := pass.TypesInfo.ObjectOf(fd.Name).Type().(*types.Signature)
-			f.walk(&Func{Node: fd, Body: fd.Body, Sig: sig, Name: fd.Name.Name})
+			fn := &Func{Node: fd, Body: fd.Body, Sig: sig, Name: fd.Name.Name}
+			f.walk(fn)
+			if l := f.recursion(fn); l != nil {
+				f.res.Loops = append(f.res.Loops, l)
+			}
 		}
 	}
 	return f.res, nil
@@ -148,7 +199,12 @@ type finder struct {
 	// helpers are the package's wait helpers, with the index of the
 	// parameter they wait for.
 	helpers map[*types.Func]int
-	res     *Result
+	// sleepers are the package's functions that wait a delay of their
+	// own making, with that wait.
+	sleepers map[*types.Func]*Wait
+	// bodies are the package's functions, to follow a call into.
+	bodies map[*types.Func]*ast.BlockStmt
+	res    *Result
 }
 
 // walk finds the retry loops of fn, and of the function literals in it.
@@ -161,6 +217,12 @@ func (f *finder) walk(fn *Func) {
 			return false
 		case *ast.LabeledStmt:
 			f.labels[n.Stmt] = n.Label
+		case *ast.BlockStmt:
+			for i, s := range n.List {
+				if l := f.gotoLoop(fn, n.List, i, s); l != nil {
+					f.res.Loops = append(f.res.Loops, l)
+				}
+			}
 		case *ast.ForStmt, *ast.RangeStmt:
 			if l := f.match(fn, n.(ast.Stmt)); l != nil {
 				f.res.Loops = append(f.res.Loops, l)
@@ -172,7 +234,7 @@ func (f *finder) walk(fn *Func) {
 
 // match returns the retry loop s is, or nil.
 func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
-	l := &Loop{Stmt: s, Func: fn, Label: f.labels[s]}
+	l := &Loop{Stmt: s, Func: fn, Label: f.labels[s], At: s}
 	switch s := s.(type) {
 	case *ast.RangeStmt:
 		// Only a range over an integer repeats the same thing; a range
@@ -181,8 +243,12 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		if t == nil {
 			return nil
 		}
-		if b, ok := t.Underlying().(*types.Basic); !ok || b.Info()&types.IsInteger == 0 {
-			return nil
+		// A range over a list of delays is a schedule: for _, d := range
+		// []time.Duration{1s, 2s, 5s}.
+		if !schedule(t) {
+			if b, ok := t.Underlying().(*types.Basic); !ok || b.Info()&types.IsInteger == 0 {
+				return nil
+			}
 		}
 		l.Body = s.Body
 	case *ast.ForStmt:
@@ -196,7 +262,29 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 	}
 	l.Bounded = f.bounded(l)
 	l.Waits = f.waits(l)
+	if l.Endless && len(l.Waits) == 0 && !match.RemoteDeep(f.info, f.bodies, l.Call, 3) {
+		// An endless loop that goes round on failure without waiting is
+		// more often a consumer skipping a bad item than a retry, unless
+		// what fails is a call to another service.
+		return nil
+	}
 	return l
+}
+
+// schedule reports whether t is a slice or array of time.Duration.
+func schedule(t types.Type) bool {
+	var elem types.Type
+	switch u := t.Underlying().(type) {
+	case *types.Slice:
+		elem = u.Elem()
+	case *types.Array:
+		elem = u.Elem()
+	case *types.Pointer:
+		if a, ok := u.Elem().Underlying().(*types.Array); ok {
+			elem = a.Elem()
+		}
+	}
+	return elem != nil && match.Named(elem, "time", "Duration")
 }
 
 // iterates reports whether a loop condition calls a method that is not
@@ -226,15 +314,67 @@ func (f *finder) iterates(cond ast.Expr) bool {
 // attempt finds the loop's attempt and its branches, filling in l, and
 // reports whether the loop is a retry loop.
 func (f *finder) attempt(l *Loop) bool {
-	stmts := l.Body.List
+	if f.attemptIn(l, l.Body.List) {
+		return true
+	}
+	if flat := f.flatten(l.Body.List); flat != nil {
+		return f.attemptIn(l, flat)
+	}
+	return false
+}
+
+// flatten returns stmts with a select that waits on a timer replaced by
+// the body of its timer case, where the attempt often sits (timer :=
+// time.NewTimer(wait); select { case <-ctx.Done(): return; case
+// <-timer.C: err = call(); ... }); or nil when there is no such select,
+// or its timer case breaks out of the select.
+func (f *finder) flatten(stmts []ast.Stmt) []ast.Stmt {
 	for i, s := range stmts {
-		call, errv, results := f.errCall(s)
-		if call == nil {
+		sel, ok := s.(*ast.SelectStmt)
+		if !ok {
 			continue
 		}
-		if f.varies(l, call) || f.unwraps(call, errv) {
+		for _, c := range sel.Body.List {
+			cc := c.(*ast.CommClause)
+			if cc.Comm == nil || !f.timerRecv(cc.Comm) || breaks(cc.Body) {
+				continue
+			}
+			out := append([]ast.Stmt(nil), stmts[:i]...)
+			out = append(out, cc.Body...)
+			return append(out, stmts[i+1:]...)
+		}
+	}
+	return nil
+}
+
+// breaks reports whether stmts hold an unlabelled break that is not
+// inside an inner for, switch or select.
+func breaks(stmts []ast.Stmt) bool {
+	found := false
+	for _, s := range stmts {
+		ast.Inspect(s, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+				return false
+			case *ast.BranchStmt:
+				found = found || (n.Tok == token.BREAK && n.Label == nil)
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
+	for i, s := range stmts {
+		call, errv, results := f.errCall(s)
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
+			continue
+		}
+		if f.unwraps(call, errv) {
 			return false
 		}
+		varies := f.varies(l, call, l.Body)
 		// The branch: this if statement, or the first one after that tests
 		// the error; failing that, an if on a decision drawn from the error
 		// (retry, _ := shouldRetry(err, attempt); if !retry { break }).
@@ -245,15 +385,88 @@ func (f *finder) attempt(l *Loop) bool {
 			j, op, cond = f.branchAfter(l, stmts, i, errv, call)
 		}
 		if op == 0 {
+			if varies {
+				return false
+			}
 			continue
 		}
 		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
 			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
+			if l.Endless {
+				varies = f.varies(l, call, &ast.BlockStmt{List: l.Between})
+			}
+			if varies {
+				l.Call, l.Err, l.Results, l.Branch, l.Endless = nil, nil, nil, nil, false
+				l.Between = nil
+				return false
+			}
 			return true
+		}
+		l.Between, l.Success, l.Endless = nil, nil, false
+		if varies {
+			return false
+		}
+		if op == token.NEQ && f.statusBranch(l, stmts, j+1, results) {
+			l.Call, l.Err, l.Results = call, errv, results
+			l.Between = append(l.Between, stmts[:i]...)
+			return true
+		}
+		l.Between, l.Success = nil, nil
+	}
+	return false
+}
+
+// statusBranch matches a loop that gives up on an error but goes round on
+// a status of the answer: resp, err := c.Do(req); if err != nil { return
+// err }; if resp.StatusCode == 429 { <wait>; continue }; return. It looks
+// for that if in stmts from index from, and fills in l's branch, success
+// and failure path.
+func (f *finder) statusBranch(l *Loop, stmts []ast.Stmt, from int, results []types.Object) bool {
+	for k := from; k < len(stmts); k++ {
+		ifs, ok := stmts[k].(*ast.IfStmt)
+		if ok && ifs.Else == nil && f.statusTest(ifs.Cond, results) {
+			body := ifs.Body.List
+			if f.last(l, body) != again && !f.nestedAgain(l, body) {
+				return false
+			}
+			rest := stmts[k+1:]
+			m := f.indexTop(l, rest, leave)
+			if m < 0 {
+				return false
+			}
+			l.Branch, l.Success = ifs.Cond, rest[m]
+			l.Between = append(l.Between, body...)
+			return true
+		}
+		if f.exits(l, stmts[k]) != stay {
+			return false
 		}
 	}
 	return false
+}
+
+// statusTest reports whether cond compares a status of one of the
+// attempt's results (resp.StatusCode == 429, one operand of a && or ||).
+func (f *finder) statusTest(cond ast.Expr, results []types.Object) bool {
+	found := false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		b, ok := n.(*ast.BinaryExpr)
+		if !ok || found || b.Op == token.LAND || b.Op == token.LOR {
+			return !found
+		}
+		for _, x := range []ast.Expr{b.X, b.Y} {
+			sel, ok := ast.Unparen(x).(*ast.SelectorExpr)
+			if !ok || !strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
+				continue
+			}
+			if id, ok := ast.Unparen(sel.X).(*ast.Ident); ok && slices.Contains(results, f.info.ObjectOf(id)) {
+				found = true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 // branchAfter finds the branch after the attempt at stmts[i]: the index
@@ -332,6 +545,11 @@ func (f *finder) decision(s *ast.AssignStmt, errv types.Object) (types.Object, a
 func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.Stmt) bool {
 	success, failure := ifs.Body.List, []ast.Stmt(nil)
 	hasElse := ifs.Else != nil
+	if elif, ok := ifs.Else.(*ast.IfStmt); ok && op == token.NEQ && f.last(l, ifs.Body.List) == again {
+		// if err != nil { <failure>; continue } else if len(r) == 0 {
+		// ... }: the else-if runs after a success, as if it followed.
+		hasElse, rest = false, append([]ast.Stmt{elif}, rest...)
+	}
 	if hasElse {
 		eb, ok := ifs.Else.(*ast.BlockStmt)
 		if !ok {
@@ -344,15 +562,22 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 	}
 	switch {
 	case op == token.EQL && !hasElse:
-		// if err == nil { ...; return } <failure: the rest>
-		if f.last(l, success) != leave || f.anyTop(l, rest, leave) {
+		// if err == nil { ...; return } <failure: the rest>, which may
+		// give up at its end once some path in it has gone round.
+		if f.last(l, success) != leave {
+			return false
+		}
+		if k := f.indexTop(l, rest, leave); k >= 0 && !f.nestedAgain(l, rest[:k]) {
 			return false
 		}
 		l.Success = success[len(success)-1]
 		l.Between = append(l.Between, rest...)
 	case hasElse:
 		// if err == nil { ...; return } else { <failure> } (or the other way)
-		if f.last(l, success) != leave || f.last(l, failure) == leave || f.anyTop(l, failure, leave) {
+		if f.last(l, success) != leave {
+			return false
+		}
+		if k := f.indexTop(l, failure, leave); k >= 0 && !f.nestedAgain(l, failure[:k]) {
 			return false
 		}
 		l.Success = success[len(success)-1]
@@ -361,18 +586,75 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 			l.Between = append(l.Between, rest...)
 		}
 	default:
-		// if err != nil { <failure>; continue } ...; return
-		if f.last(l, failure) != again || f.anyTop(l, failure[:len(failure)-1], leave) {
+		// if err != nil { <failure>; continue } ...; return, or a failure
+		// that goes round only on some errors and gives up on the others
+		// (if err != nil { if temporary(err) { continue }; return err }).
+		if len(failure) == 0 {
+			return false
+		}
+		if f.last(l, failure) != again {
+			if k := f.indexTop(l, failure, leave); k < 0 || !f.nestedAgain(l, failure[:k]) {
+				return false
+			}
+		} else if f.anyTop(l, failure[:len(failure)-1], leave) {
 			return false
 		}
 		k := f.indexTop(l, rest, leave)
 		if k < 0 {
-			return false
+			// for { if err != nil { <failure>; continue }; serve() }: a
+			// reconnect loop, which goes on after a success too (for {} or
+			// for !closed {}, not a counting loop).
+			fs, ok := l.Stmt.(*ast.ForStmt)
+			if !ok || fs.Init != nil || fs.Post != nil || f.anyTop(l, rest, again) {
+				return false
+			}
+			l.Endless = true
+			l.Between = append(l.Between, failure...)
+			return true
 		}
 		l.Success = rest[k]
 		l.Between = append(l.Between, failure...)
 	}
 	return true
+}
+
+// nestedAgain reports whether stmts hold, below their top level, a
+// continue that goes round this loop: a retry on some failures only.
+func (f *finder) nestedAgain(l *Loop, stmts []ast.Stmt) bool {
+	found := false
+	var visit func(n ast.Node, inner bool)
+	visit = func(n ast.Node, inner bool) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			if found {
+				return false
+			}
+			switch m := m.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.ForStmt:
+				visit(m.Body, true)
+				return false
+			case *ast.RangeStmt:
+				visit(m.Body, true)
+				return false
+			case *ast.BranchStmt:
+				if m.Tok == token.CONTINUE {
+					if m.Label == nil {
+						found = !inner
+					} else {
+						found = l.Label != nil && m.Label.Name == l.Label.Name
+					}
+				}
+			}
+			return !found
+		})
+	}
+	for _, s := range stmts {
+		if _, top := s.(*ast.BranchStmt); !top {
+			visit(s, false)
+		}
+	}
+	return found
 }
 
 // errCall returns the call that statement s makes and whose error it
@@ -429,18 +711,60 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 // is "err != nil", or a conjunction with it as one operand ("err != nil
 // && retryable(err)": go round only on a retryable failure). The attempt
 // call itself may stand for err when it is compared with nil directly.
+//
+// A success test may also ask for more than a nil error ("err == nil &&
+// !badStatus(resp)", "err == nil && resp.StatusCode < 500": leave only on
+// a good answer), and a failure test may go round on a bad answer too
+// ("err != nil || resp.StatusCode >= 500").
 func (f *finder) errCond(cond ast.Expr, errv types.Object, call *ast.CallExpr) token.Token {
-	for _, d := range operands(cond, token.LOR) {
-		if f.errTest(d, errv, call) == token.EQL {
-			return token.EQL
-		}
+	if op := f.errTest(cond, errv, call); op != 0 {
+		return op
 	}
-	for _, c := range operands(cond, token.LAND) {
-		if f.errTest(c, errv, call) == token.NEQ {
-			return token.NEQ
+	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
+	if !ok || (b.Op != token.LOR && b.Op != token.LAND) {
+		return 0
+	}
+	ops := operands(cond, b.Op)
+	for _, o := range ops {
+		op := f.errCond(o, errv, call)
+		switch {
+		case op == 0:
+			continue
+		case (op == token.EQL) == (b.Op == token.LOR):
+			// err == nil || giving up; err != nil && retryable(err)
+			return op
 		}
+		// err == nil && good(resp); err != nil || resp.StatusCode >= 500:
+		// the other operands must judge the answer, not wait for
+		// progress (err == nil && n > 10 is a poll).
+		for _, p := range ops {
+			if p != o && !answerTest(p) {
+				return 0
+			}
+		}
+		return op
 	}
 	return 0
+}
+
+// answerTest reports whether e judges an answer: a call (badStatus(resp),
+// resp.OK(), !retryable(resp)) or a comparison of a status code.
+func answerTest(e ast.Expr) bool {
+	e = ast.Unparen(e)
+	if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+		e = ast.Unparen(u.X)
+	}
+	switch e := e.(type) {
+	case *ast.CallExpr:
+		return true
+	case *ast.BinaryExpr:
+		for _, x := range []ast.Expr{e.X, e.Y} {
+			if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // operands splits a op b op c into its operands.
@@ -517,7 +841,7 @@ func (f *finder) condAttempt(l *Loop) bool {
 	})
 	for _, s := range stmts {
 		call, v, results := f.errCall(s)
-		if call != nil && slices.Contains(errs, v) && !f.varies(l, call) && !f.unwraps(call, v) {
+		if call != nil && slices.Contains(errs, v) && !f.varies(l, call, l.Body) && !f.unwraps(call, v) {
 			l.Call, l.Err, l.Results, l.Branch = call, v, results, fs.Cond
 			l.Between = l.Body.List
 			return true

@@ -3,6 +3,7 @@ package loops
 import (
 	"go/ast"
 	"go/types"
+	"strings"
 
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
@@ -15,7 +16,11 @@ import (
 // body after the call reassigns (a page token, a growing list: search and
 // pagination), or one drawn from the clock or a random source before the
 // call (a new unique key on each conflict).
-func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
+//
+// scope is the code whose assignments count: the loop's body, or for a
+// reconnect loop only the failure path (a long poll moves its cursor on
+// after a success, and tries the same again after a failure).
+func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	counters := make(map[types.Object]bool) // index variables
 	changed := make(map[types.Object]bool)  // values that change
 	mark := func(m map[types.Object]bool, e ast.Expr) {
@@ -53,7 +58,7 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
 		mark(counters, s.Key)
 		mark(counters, s.Value)
 	}
-	ast.Inspect(l.Body, func(n ast.Node) bool {
+	ast.Inspect(scope, func(n ast.Node) bool {
 		if inc, ok := n.(*ast.IncDecStmt); ok && inc.Pos() > call.End() {
 			markIndex(inc.X) // it.index++ after the call
 		}
@@ -88,15 +93,16 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr) bool {
 	return found
 }
 
-// drawsFresh reports whether an assignment's values call time.Now or a
-// random source.
+// drawsFresh reports whether an assignment's values call time.Now, a
+// random source, or a function that picks the next of several
+// (r.nextLookupdEndpoint(): failover to another address).
 func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
 	found := false
 	for _, r := range as.Rhs {
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
-				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now")
+				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || rotates(fn)
 			}
 			return !found
 		})
@@ -123,4 +129,19 @@ func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
 		return !found
 	})
 	return found
+}
+
+// rotates reports whether fn is named for picking the next of several:
+// next..., pick..., choose..., rotate....
+func rotates(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	n := strings.ToLower(fn.Name())
+	for _, p := range []string{"next", "pick", "choose", "rotate"} {
+		if strings.HasPrefix(n, p) && n != "next" {
+			return true
+		}
+	}
+	return false
 }

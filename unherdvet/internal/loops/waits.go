@@ -11,6 +11,10 @@ import (
 // waits returns the waits that run between attempts.
 func (f *finder) waits(l *Loop) []*Wait {
 	var out []*Wait
+	var self *types.Func
+	if fd, ok := l.Func.Outermost().Node.(*ast.FuncDecl); ok {
+		self, _ = f.info.Defs[fd.Name].(*types.Func)
+	}
 	var visit func(n ast.Node, inSelect bool)
 	visit = func(n ast.Node, inSelect bool) {
 		ast.Inspect(n, func(m ast.Node) bool {
@@ -35,6 +39,12 @@ func (f *finder) waits(l *Loop) []*Wait {
 				}
 				return false
 			case *ast.CallExpr:
+				if self != nil && match.Callee(f.info, m) == self {
+					// The recursive call that repeats the attempt; what its
+					// arguments do (take a rate limiter's token) is part of
+					// the next attempt.
+					return false
+				}
 				if w := f.wait(m, inSelect); w != nil {
 					out = append(out, w)
 				}
@@ -53,6 +63,9 @@ func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
 	fn := match.Callee(f.info, call)
 	if i, ok := f.helpers[fn]; ok && i < len(call.Args) {
 		return &Wait{Call: call, Delay: call.Args[i], Kind: Helper}
+	}
+	if w, ok := f.sleepers[fn]; ok {
+		return &Wait{Call: call, Delay: w.Delay, Kind: Helper, Scope: w.Scope}
 	}
 	if len(call.Args) != 1 {
 		return nil
@@ -99,13 +112,15 @@ func (f *finder) timerRecv(comm ast.Stmt) bool {
 	return false
 }
 
-// waitHelpers finds the package's functions that wait for one of their
-// time.Duration parameters (func sleep(ctx context.Context, d
-// time.Duration) error { ... time.After(d) ... }), with that parameter's
-// index, so that a loop calling one waits as surely as one calling
-// time.Sleep.
-func waitHelpers(info *types.Info, files []*ast.File) map[*types.Func]int {
-	helpers := make(map[*types.Func]int)
+// waitFuncs finds the package's functions that wait. helpers wait for
+// one of their time.Duration parameters (func sleep(ctx context.Context,
+// d time.Duration) error { ... time.After(d) ... }), with that
+// parameter's index, so that a loop calling one waits as surely as one
+// calling time.Sleep. sleepers wait, outside function literals, a delay
+// of their own making (sleep, _ := b.next(); time.Sleep(sleep)), with
+// that wait's delay and the body it is in.
+func waitFuncs(info *types.Info, files []*ast.File) (helpers map[*types.Func]int, sleepers map[*types.Func]*Wait) {
+	helpers, sleepers = make(map[*types.Func]int), make(map[*types.Func]*Wait)
 	for _, file := range files {
 		for _, d := range file.Decls {
 			fd, ok := d.(*ast.FuncDecl)
@@ -118,6 +133,9 @@ func waitHelpers(info *types.Info, files []*ast.File) map[*types.Func]int {
 			}
 			params := fn.Type().(*types.Signature).Params()
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if _, lit := n.(*ast.FuncLit); lit {
+					return false
+				}
 				call, ok := n.(*ast.CallExpr)
 				if !ok || len(call.Args) != 1 {
 					return true
@@ -126,18 +144,25 @@ func waitHelpers(info *types.Info, files []*ast.File) map[*types.Func]int {
 				if !match.Func(c, "time", "Sleep", "After", "NewTimer") && !match.Method(c, "time", "Timer", "Reset") {
 					return true
 				}
-				id, ok := ast.Unparen(call.Args[0]).(*ast.Ident)
-				if !ok {
-					return true
-				}
-				for i := range params.Len() {
-					if p := params.At(i); info.Uses[id] == p && match.Named(p.Type(), "time", "Duration") {
-						helpers[fn] = i
+				if id, ok := ast.Unparen(call.Args[0]).(*ast.Ident); ok {
+					for i := range params.Len() {
+						if p := params.At(i); info.Uses[id] == p {
+							if match.Named(p.Type(), "time", "Duration") {
+								helpers[fn] = i
+							}
+							return true
+						}
 					}
+				}
+				if sleepers[fn] == nil {
+					sleepers[fn] = &Wait{Call: call, Delay: call.Args[0], Scope: fd.Body}
 				}
 				return true
 			})
 		}
 	}
-	return helpers
+	for fn := range helpers {
+		delete(sleepers, fn) // the caller's delay decides
+	}
+	return helpers, sleepers
 }

@@ -76,6 +76,12 @@ func Parse(text string) (checks []string, ok bool) {
 // Report reports msg at n unless a comment silences the pass's check on
 // n's line.
 func (r *Reporter) Report(n ast.Node, msg string) {
+	r.ReportFix(n, msg)
+}
+
+// ReportFix is Report with suggested fixes, which editors and unherd vet
+// -fix apply.
+func (r *Reporter) ReportFix(n ast.Node, msg string, fixes ...analysis.SuggestedFix) {
 	name := r.pass.Analyzer.Name
 	pos := r.pass.Fset.Position(n.Pos())
 	for _, c := range r.lines[pos.Filename][pos.Line] {
@@ -83,5 +89,5 @@ func (r *Reporter) Report(n ast.Node, msg string) {
 			return
 		}
 	}
-	r.pass.Report(analysis.Diagnostic{Pos: n.Pos(), End: n.End(), Category: name, Message: name + ": " + msg})
+	r.pass.Report(analysis.Diagnostic{Pos: n.Pos(), End: n.End(), Category: name, Message: name + ": " + msg, SuggestedFixes: fixes})
 }

@@ -100,3 +100,59 @@ func once(url string) error {
 	}
 	return resp.Body.Close()
 }
+
+// Positive: a POST retried by goto.
+func postGoto(url string, body []byte) (*http.Response, error) {
+	tries := 0
+again:
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body)) // want `repeats a POST without an Idempotency-Key`
+	if err != nil && tries < 3 {
+		tries++
+		time.Sleep(time.Second)
+		goto again
+	}
+	return resp, err
+}
+
+// Positive: a POST retried by recursion.
+func postAgain(c *http.Client, url string, body []byte, left int) (*http.Response, error) {
+	resp, err := c.Post(url, "application/json", bytes.NewReader(body)) // want `repeats a POST without an Idempotency-Key`
+	if err != nil && left > 0 {
+		time.Sleep(time.Second)
+		return postAgain(c, url, body, left-1)
+	}
+	return resp, err
+}
+
+// Positive: a POST retried until the answer is good, with no wait.
+func postUntilGood(c *http.Client, url string, body []byte) (*http.Response, error) {
+	for i := 0; i < 3; i++ {
+		resp, err := c.Post(url, "application/json", bytes.NewReader(body)) // want `repeats a POST without an Idempotency-Key`
+		if err == nil && resp.StatusCode < 500 {
+			return resp, nil
+		}
+	}
+	return nil, nil
+}
+
+// Positive: a POST in a loop that keeps sending after a success.
+func postForever(c *http.Client, url string, body []byte) {
+	for {
+		resp, err := c.Post(url, "application/json", bytes.NewReader(body)) // want `repeats a POST without an Idempotency-Key`
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		resp.Body.Close()
+	}
+}
+
+// Negative: the recursive POST carries a key.
+func postKeyed(c *http.Client, req *http.Request, left int) (*http.Response, error) {
+	req.Header.Set("Idempotency-Key", "k")
+	resp, err := c.Do(req)
+	if err != nil && left > 0 {
+		return postKeyed(c, req, left-1)
+	}
+	return resp, err
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
 	"time"
 )
 
@@ -208,12 +211,13 @@ func iterate(r rows) error {
 	return nil
 }
 
-// Negative: a consumer loop never leaves on success.
+// Positive: a consumer loop never leaves on success, but on a failure of
+// the remote call it waits the same second as every other consumer.
 func consume(ctx context.Context) {
 	for {
 		n, err := get(ctx)
 		if err != nil {
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // want `constant 1s`
 			continue
 		}
 		_ = n
@@ -388,4 +392,308 @@ func viaHelperJittered(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Positive: a reconnect loop against a remote address that waits the same
+// five seconds after every failed dial, and serves after a success.
+func reconnect(addr string) {
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			time.Sleep(5 * time.Second) // want `constant 5s`
+			continue
+		}
+		serve(conn)
+	}
+}
+
+func serve(net.Conn) {}
+
+// Positive: the success test judges the answer too.
+func goodAnswer(c *http.Client, req *http.Request) (*http.Response, error) {
+	for i := 0; i < 3; i++ {
+		resp, err := c.Do(req)
+		if err == nil && !badStatus(resp) {
+			return resp, nil
+		}
+		time.Sleep(2 * time.Second) // want `constant 2s`
+	}
+	return nil, errors.New("gave up")
+}
+
+func badStatus(resp *http.Response) bool { return resp.StatusCode >= 500 }
+
+// Positive: a failure test that goes round on a bad status too.
+func badAnswer(c *http.Client, req *http.Request) (*http.Response, error) {
+	for i := 0; i < 3; i++ {
+		resp, err := c.Do(req)
+		if err != nil || resp.StatusCode >= 500 {
+			time.Sleep(time.Second) // want `constant 1s`
+			continue
+		}
+		return resp, nil
+	}
+	return nil, errors.New("gave up")
+}
+
+// Positive: a schedule from a list of constant delays.
+var steps = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second}
+
+func fromList(ctx context.Context) error {
+	for i := range steps {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(steps[i]) // want `delay grows without jitter`
+	}
+	return nil
+}
+
+// Positive: a delay from a helper of the package without randomness.
+func delayFor(attempt int) time.Duration {
+	return time.Duration(1<<attempt) * 100 * time.Millisecond
+}
+
+func viaDelayFunc(ctx context.Context) error {
+	for i := 0; i < 4; i++ {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(delayFor(i)) // want `delay grows without jitter`
+	}
+	return nil
+}
+
+// Positive: a delay from a method of the client, from its own fields.
+type client struct{ min, max time.Duration }
+
+func (c *client) backoff(n int) time.Duration {
+	d := c.min << n
+	if d > c.max {
+		d = c.max
+	}
+	return d
+}
+
+func (c *client) viaMethod(ctx context.Context) error {
+	for n := 0; n < 4; n++ {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(c.backoff(n)) // want `delay grows without jitter`
+	}
+	return nil
+}
+
+// Negative: the helper adds jitter.
+func jitteredDelay(attempt int) time.Duration {
+	d := time.Duration(1<<attempt) * 100 * time.Millisecond
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
+func viaJitteredFunc(ctx context.Context) error {
+	for i := 0; i < 4; i++ {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(jitteredDelay(i))
+	}
+	return nil
+}
+
+// Positive: a backoff struct whose jitter is left zero.
+type stepper struct {
+	Duration time.Duration
+	Factor   float64
+	Jitter   float64
+}
+
+func (s *stepper) Step() time.Duration {
+	d := s.Duration
+	s.Duration = time.Duration(float64(s.Duration) * s.Factor)
+	return d
+}
+
+func zeroJitter(ctx context.Context) error {
+	b := &stepper{Duration: time.Second, Factor: 2}
+	for i := 0; i < 4; i++ {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(b.Step()) // want `delay grows without jitter`
+	}
+	return nil
+}
+
+// Negative: the same struct with jitter set.
+func withJitter(ctx context.Context) error {
+	b := &stepper{Duration: time.Second, Factor: 2, Jitter: 0.5}
+	for i := 0; i < 4; i++ {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(b.Step())
+	}
+	return nil
+}
+
+// Positive: a retry by goto.
+func viaGoto(ctx context.Context) (int, error) {
+	tries := 0
+again:
+	n, err := get(ctx)
+	if err != nil && tries < 3 {
+		tries++
+		time.Sleep(time.Second) // want `constant 1s`
+		goto again
+	}
+	return n, err
+}
+
+// Positive: a retry by recursion.
+func (c *client) send(ctx context.Context, left int) (int, error) {
+	n, err := get(ctx)
+	if err != nil && left > 0 {
+		time.Sleep(3 * time.Second) // want `constant 3s`
+		return c.send(ctx, left-1)
+	}
+	return n, err
+}
+
+// Negative: a local port retried on "address in use".
+func listen(addr string) (net.Listener, error) {
+	for i := 0; i < 5; i++ {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil, errors.New("port busy")
+}
+
+// Negative: a local file removed again while busy.
+func removeBusy(path string) error {
+	var err error
+	for i := 0; i < 5; i++ {
+		if err = os.Remove(path); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
+
+// Negative: polling for a lock file, through a helper of the package,
+// with the context respected.
+func tryLock(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func lock(ctx context.Context, path string) error {
+	for {
+		err := tryLock(path)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Negative: a poll at the interval the server gave (OAuth device flow),
+// slowed down when it asks.
+type deviceCode struct {
+	Code     string
+	Interval int
+}
+
+type token struct{ Access string }
+
+var errPending = errors.New("authorization_pending")
+var errSlowDown = errors.New("slow_down")
+
+func requestCode(ctx context.Context) (*deviceCode, error)      { return nil, nil }
+func exchange(ctx context.Context, code string) (*token, error) { return nil, nil }
+
+func deviceLogin(ctx context.Context) (*token, error) {
+	dc, err := requestCode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	interval := time.Duration(dc.Interval) * time.Second
+	for {
+		tok, err := exchange(ctx, dc.Code)
+		if err == nil {
+			return tok, nil
+		}
+		if errors.Is(err, errSlowDown) {
+			interval += 5 * time.Second
+		} else if !errors.Is(err, errPending) {
+			return nil, err
+		}
+		time.Sleep(interval)
+	}
+}
+
+// Positive: a range over the delays themselves.
+func overDelays(ctx context.Context) error {
+	for _, d := range steps {
+		if _, err := get(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(d) // want `delay grows without jitter`
+	}
+	return nil
+}
+
+// Positive: a backoff controller that sleeps a doubling delay of its own.
+type controller struct{ last, max time.Duration }
+
+func (b *controller) next() (time.Duration, bool) {
+	if b.last == 0 {
+		return time.Second, false
+	}
+	return min(b.last*2, b.max), true
+}
+
+func (b *controller) sleepWithBackoff() time.Duration {
+	d, _ := b.next()
+	b.last = d
+	time.Sleep(d)
+	return d
+}
+
+func reconnectWith(addr string, b *controller) net.Conn {
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			return conn
+		}
+		b.sleepWithBackoff() // want `retry loop waits, in b.sleepWithBackoff, a delay computed without jitter`
+	}
+}
+
+// Negative: a controller that sleeps a jittered delay.
+type jitteredController struct{ base time.Duration }
+
+func (b *jitteredController) pause() {
+	time.Sleep(b.base/2 + rand.N(b.base))
+}
+
+func reconnectJittered(addr string, b *jitteredController) net.Conn {
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			return conn
+		}
+		b.pause()
+	}
 }

@@ -195,3 +195,16 @@ func viaHelper(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Positive: a reconnect loop with a context in scope sleeps through
+// cancellation.
+func reconnect(ctx context.Context) {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			time.Sleep(time.Second) // want `sleepctx: retry loop waits with time.Sleep although ctx is in scope`
+			continue
+		}
+		_ = n
+	}
+}

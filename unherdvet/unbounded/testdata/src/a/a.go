@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log"
+	"testing"
 	"time"
 )
 
@@ -128,9 +129,9 @@ func ctxCond(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Negative: a worker loop, not a retry loop.
+// Positive: a worker loop that nothing stops retries on every failure.
 func worker(ctx context.Context) {
-	for {
+	for { // want `reconnect loop has nothing that stops it`
 		n, err := get(ctx)
 		if err != nil {
 			time.Sleep(time.Second)
@@ -260,4 +261,90 @@ func walk(err error) int {
 		err = errors.Unwrap(err)
 	}
 	return n
+}
+
+// Positive: a goto that jumps back for ever.
+func gotoForever(ctx context.Context) int {
+again:
+	n, err := get(ctx)
+	if err != nil {
+		time.Sleep(time.Second)
+		goto again // want `no attempt limit and no deadline`
+	}
+	return n
+}
+
+// Negative: a goto with a counter.
+func gotoCounted(ctx context.Context) (int, error) {
+	tries := 0
+again:
+	n, err := get(ctx)
+	if err != nil {
+		if tries == 3 {
+			return 0, err
+		}
+		tries++
+		time.Sleep(time.Second)
+		goto again
+	}
+	return n, nil
+}
+
+// Positive: a function that calls itself again on every failure.
+func fetchForever(ctx context.Context) (int, error) {
+	n, err := get(ctx)
+	if err != nil {
+		time.Sleep(time.Second)
+		return fetchForever(ctx) // want `no attempt limit and no deadline`
+	}
+	return n, nil
+}
+
+// Negative: the recursion counts down.
+func fetchN(ctx context.Context, left int) (int, error) {
+	n, err := get(ctx)
+	if err != nil && left > 0 {
+		time.Sleep(time.Second)
+		return fetchN(ctx, left-1)
+	}
+	return n, err
+}
+
+// Negative: a fallback calls itself on something else, once.
+func lookup(ctx context.Context, name string) (int, error) {
+	n, err := get(ctx)
+	if err != nil {
+		return lookup(ctx, "default")
+	}
+	return n, nil
+}
+
+// Negative: a reconnect loop that stops with its context.
+func reconnectUntilDone(ctx context.Context) {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		log.Print(n)
+	}
+}
+
+// Negative: a test helper that fails the test at a deadline.
+func waitReady(t *testing.T, ctx context.Context) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := get(ctx); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

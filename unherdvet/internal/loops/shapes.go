@@ -1,0 +1,334 @@
+package loops
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"slices"
+	"strings"
+
+	"github.com/unherd/unherd/unherdvet/internal/match"
+)
+
+// gotoLoop matches a retry by goto: a label before the attempt, and a
+// failure branch that jumps back to it.
+//
+//	again:
+//		resp, err := call()
+//		if err != nil {
+//			time.Sleep(d)
+//			goto again
+//		}
+//
+// list is the block holding the label, at index i.
+func (f *finder) gotoLoop(fn *Func, list []ast.Stmt, i int, s ast.Stmt) *Loop {
+	ls, ok := s.(*ast.LabeledStmt)
+	if !ok {
+		return nil
+	}
+	switch ls.Stmt.(type) {
+	case *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+		return nil // a label for break and continue
+	}
+	stmts := append([]ast.Stmt{ls.Stmt}, list[i+1:]...)
+	repeats := func(s ast.Stmt) bool {
+		b, ok := s.(*ast.BranchStmt)
+		return ok && b.Tok == token.GOTO && b.Label != nil && b.Label.Name == ls.Label.Name
+	}
+	l := f.backward(fn, stmts, ls.Pos(), repeats)
+	if l == nil {
+		return nil
+	}
+	l.Shape, l.Label = Goto, ls.Label
+	l.Bounded = f.bounded(l) || f.guardedRepeat(l)
+	return l
+}
+
+// recursion matches a retry by recursion: a function whose failure
+// branch returns a call of the function itself.
+//
+//	func (c *Client) send(req *Request) (*Response, error) {
+//		resp, err := c.do(req)
+//		if err != nil {
+//			time.Sleep(d)
+//			return c.send(req)
+//		}
+//		return resp, nil
+//	}
+func (f *finder) recursion(fn *Func) *Loop {
+	self, _ := f.info.Defs[fn.Node.(*ast.FuncDecl).Name].(*types.Func)
+	if self == nil {
+		return nil
+	}
+	var again *ast.CallExpr
+	repeats := func(s ast.Stmt) bool {
+		r, ok := s.(*ast.ReturnStmt)
+		if !ok {
+			return false
+		}
+		for _, e := range r.Results {
+			if c, ok := ast.Unparen(e).(*ast.CallExpr); ok && f.calls(c, self) {
+				again = c
+				return true
+			}
+		}
+		return false
+	}
+	stmts := fn.Body.List
+	if len(stmts) == 0 {
+		return nil
+	}
+	l := f.backward(fn, stmts, stmts[0].Pos(), repeats)
+	if l == nil {
+		l, again = f.statusRecursion(fn, self)
+	}
+	if l == nil || f.calls(l.Call, self) {
+		return nil
+	}
+	if !f.sameArgs(fn, again) {
+		return nil // a fallback: the function called on something else
+	}
+	l.Shape = Recursion
+	// Bounded when the branch tests something else (a counter), the
+	// call passes a changed argument (attempt+1, retries-1), or an exit
+	// guarded by something else comes first.
+	l.Bounded = f.other(l, l.Branch) || f.guardedRepeat(l)
+	for _, a := range again.Args {
+		if _, ok := ast.Unparen(a).(*ast.BinaryExpr); ok {
+			l.Bounded = true
+		}
+	}
+	if !l.Bounded {
+		var before []ast.Stmt
+		for _, s := range l.Between {
+			if !repeats(s) {
+				before = append(before, s)
+			}
+		}
+		l.Bounded = f.guardedExit(l, before, false, false)
+	}
+	return l
+}
+
+// statusRecursion matches a function that calls itself again on some
+// statuses of its attempt's answer: resp, err := c.Do(req); if err !=
+// nil { return err }; switch resp.StatusCode { case 502, 503: if n <
+// max { out, err = self(..., n+1) } }. It returns the loop and the
+// repeating call, or nil.
+func (f *finder) statusRecursion(fn *Func, self *types.Func) (*Loop, *ast.CallExpr) {
+	stmts := fn.Body.List
+	for k, s := range stmts {
+		call, errv, results := f.errCall(s)
+		if call == nil || len(results) == 0 || match.Pure(match.Callee(f.info, call)) || f.calls(call, self) {
+			continue
+		}
+		for m := k + 1; m < len(stmts); m++ {
+			var cond ast.Expr
+			var bodies [][]ast.Stmt
+			switch st := stmts[m].(type) {
+			case *ast.SwitchStmt:
+				if st.Tag == nil || !f.statusOf(st.Tag, results) {
+					continue
+				}
+				cond = st.Tag
+				for _, c := range st.Body.List {
+					bodies = append(bodies, c.(*ast.CaseClause).Body)
+				}
+			case *ast.IfStmt:
+				if !f.statusTest(st.Cond, results) {
+					continue
+				}
+				cond, bodies = st.Cond, [][]ast.Stmt{st.Body.List}
+			default:
+				continue
+			}
+			for _, body := range bodies {
+				var again *ast.CallExpr
+				at := nestedRepeat([]ast.Stmt{&ast.BlockStmt{List: body}}, func(st ast.Stmt) bool {
+					var rhs []ast.Expr
+					switch st := st.(type) {
+					case *ast.AssignStmt:
+						rhs = st.Rhs
+					case *ast.ReturnStmt:
+						rhs = st.Results
+					}
+					for _, e := range rhs {
+						if c, ok := ast.Unparen(e).(*ast.CallExpr); ok && f.calls(c, self) {
+							again = c
+							return true
+						}
+					}
+					return false
+				})
+				if at == nil {
+					continue
+				}
+				blk := &ast.BlockStmt{Lbrace: stmts[0].Pos(), List: stmts[:m+1], Rbrace: stmts[m].End() - 1}
+				l := &Loop{Stmt: blk, Body: blk, Func: fn, Call: call, Err: errv, Results: results, Branch: cond, At: at}
+				l.Between = append(append(l.Between, body...), stmts[:k]...)
+				l.Waits = f.waits(l)
+				return l, again
+			}
+		}
+	}
+	return nil, nil
+}
+
+// statusOf reports whether e is a status of one of the attempt's results
+// (resp.StatusCode).
+func (f *finder) statusOf(e ast.Expr, results []types.Object) bool {
+	sel, ok := ast.Unparen(e).(*ast.SelectorExpr)
+	if !ok || !strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
+		return false
+	}
+	id, ok := ast.Unparen(sel.X).(*ast.Ident)
+	return ok && slices.Contains(results, f.info.ObjectOf(id))
+}
+
+// guardedRepeat reports whether the statement that repeats the attempt
+// runs only under a condition on something else (if status == connecting
+// { goto again }), which can stop the repeats.
+func (f *finder) guardedRepeat(l *Loop) bool {
+	guarded := false
+	var path []ast.Node
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if n == nil {
+			path = path[:len(path)-1]
+			return false
+		}
+		if n == l.At {
+			for _, p := range path {
+				if ifs, ok := p.(*ast.IfStmt); ok && ifs.Cond != l.Branch && f.other(l, ifs.Cond) {
+					guarded = true
+				}
+			}
+		}
+		path = append(path, n)
+		return !guarded
+	})
+	return guarded
+}
+
+// nestedRepeat returns the statement in stmts, below their top level
+// and outside function literals, that repeats the attempt; or nil.
+func nestedRepeat(stmts []ast.Stmt, repeats func(ast.Stmt) bool) ast.Stmt {
+	var found ast.Stmt
+	for _, s := range stmts {
+		ast.Inspect(s, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok || found != nil {
+				return false
+			}
+			if st, ok := n.(ast.Stmt); ok && st != s && repeats(st) {
+				found = st
+			}
+			return found == nil
+		})
+	}
+	return found
+}
+
+// sameArgs reports whether the recursive call passes the function's own
+// parameters, in order, each as it is or changed by arithmetic (attempt+1).
+func (f *finder) sameArgs(fn *Func, call *ast.CallExpr) bool {
+	params := fn.Sig.Params()
+	if len(call.Args) != params.Len() {
+		return false
+	}
+	for i, a := range call.Args {
+		switch a := ast.Unparen(a).(type) {
+		case *ast.Ident:
+			if f.info.ObjectOf(a) != params.At(i) {
+				return false
+			}
+		case *ast.BinaryExpr, *ast.CallExpr:
+			// attempt+1; a lock taken again for the new call
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// calls reports whether call invokes fn (generic instances included).
+func (f *finder) calls(call *ast.CallExpr, fn *types.Func) bool {
+	c := match.Callee(f.info, call)
+	if c == nil {
+		return false
+	}
+	return c == fn || c.Origin() == fn
+}
+
+// backward finds, in stmts, an attempt followed by a branch whose failure
+// path ends with a statement that repeats it (repeats reports which),
+// and returns the loop it makes, spanning start to that branch, with
+// Bounded left to the caller; or nil.
+func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats func(ast.Stmt) bool) *Loop {
+	for k, s := range stmts {
+		call, errv, results := f.errCall(s)
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
+			continue
+		}
+		// The branch: the if holding the attempt, or the next if that
+		// tests its error, before any statement that returns.
+		j, op := -1, token.Token(0)
+		for m := k; m < len(stmts) && m < k+4; m++ {
+			if ifs, ok := stmts[m].(*ast.IfStmt); ok {
+				if op = f.errCond(ifs.Cond, errv, call); op != 0 {
+					j = m
+					break
+				}
+			}
+			if _, ok := stmts[m].(*ast.ReturnStmt); ok {
+				break
+			}
+		}
+		if j < 0 {
+			continue
+		}
+		ifs := stmts[j].(*ast.IfStmt)
+		var failure []ast.Stmt
+		end := ast.Node(ifs)
+		switch {
+		case op == token.NEQ:
+			failure = ifs.Body.List
+		case ifs.Else != nil:
+			eb, ok := ifs.Else.(*ast.BlockStmt)
+			if !ok {
+				continue
+			}
+			failure = eb.List
+		default:
+			// if err == nil { return } <failure>; goto again
+			for m := j + 1; m < len(stmts); m++ {
+				if repeats(stmts[m]) {
+					failure, end = stmts[j+1:m+1], stmts[m]
+					break
+				}
+			}
+		}
+		if len(failure) == 0 {
+			continue
+		}
+		at := failure[len(failure)-1]
+		if !repeats(at) {
+			// A repeat under a condition: if err != nil { if retry {
+			// time.Sleep(d); goto again }; return err }.
+			if at = nestedRepeat(failure, repeats); at == nil {
+				continue
+			}
+		}
+		body := stmts[:j+1]
+		if end != ast.Node(ifs) {
+			body = append(append([]ast.Stmt(nil), stmts[:j+1]...), failure...)
+		}
+		blk := &ast.BlockStmt{Lbrace: start, List: body, Rbrace: end.End() - 1}
+		l := &Loop{Stmt: blk, Body: blk, Func: fn, Call: call, Err: errv, Results: results, Branch: ifs.Cond, At: at}
+		l.Between = append(append(l.Between, failure...), stmts[:k]...)
+		if f.varies(l, call, l.Body) || f.unwraps(call, errv) {
+			return nil
+		}
+		l.Waits = f.waits(l)
+		return l
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package match
+
+import (
+	"go/ast"
+	"go/types"
+	"strings"
+)
+
+// Local reports whether call acts only on this machine, where clients
+// cannot fail together because one dependency failed them: listening on
+// a port, a file or directory operation, a file lock, running a local
+// command. Calls of the package's own functions are followed (depth
+// levels) through bodies, which bodies maps: such a function is local
+// when it makes a local call and nothing that goes to another service.
+func Local(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
+	fn := Callee(info, call)
+	if fn == nil {
+		return false
+	}
+	if localFunc(fn) {
+		return true
+	}
+	body := bodies[fn]
+	if body == nil || depth == 0 {
+		return false
+	}
+	local, remote := false, false
+	ast.Inspect(body, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok || remote {
+			return !remote
+		}
+		switch {
+		case Local(info, bodies, c, depth-1):
+			local = true
+		case Remote(info, c) || Dials(Callee(info, c)):
+			remote = true
+		}
+		return !remote
+	})
+	return local && !remote
+}
+
+// localFunc reports whether fn is one of the local operations Local
+// knows.
+func localFunc(fn *types.Func) bool {
+	pkg := ""
+	if fn.Pkg() != nil {
+		pkg = fn.Pkg().Path()
+	}
+	switch pkg {
+	case "os", "io/ioutil", "path/filepath", "syscall", "golang.org/x/sys/unix", "golang.org/x/sys/windows", "os/exec":
+		return true // files, directories, processes, locks
+	case "net":
+		return strings.HasPrefix(fn.Name(), "Listen")
+	}
+	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil {
+		switch fn.Name() {
+		case "TryLock", "TryRLock", "TryLockContext", "TryRLockContext":
+			return true // file locks (flock, lockfile)
+		}
+		if strings.HasSuffix(pkg, "flock") || strings.HasSuffix(pkg, "lockfile") {
+			return true
+		}
+	}
+	return false
+}
+
+// Dials reports whether fn opens a connection to another service by
+// address: net.Dial and its kin, sql.Open, grpc.Dial.
+func Dials(fn *types.Func) bool {
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	name := fn.Name()
+	switch fn.Pkg().Path() {
+	case "net", "crypto/tls", "net/rpc", "net/smtp":
+		return strings.HasPrefix(name, "Dial")
+	case "database/sql":
+		return name == "Open" || name == "Ping" || name == "PingContext"
+	case "google.golang.org/grpc":
+		return strings.HasPrefix(name, "Dial") || name == "NewClient"
+	}
+	return false
+}
+
+// Bodies maps the package's declared functions and methods to their
+// bodies, for checks that follow a call into the package's own code.
+func Bodies(info *types.Info, files []*ast.File) map[*types.Func]*ast.BlockStmt {
+	m := make(map[*types.Func]*ast.BlockStmt)
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				if fn, ok := info.Defs[fd.Name].(*types.Func); ok {
+					m[fn] = fd.Body
+				}
+			}
+		}
+	}
+	return m
+}
+
+// Pure reports whether fn only computes, from its arguments, something
+// that trying again cannot change: parsing and formatting in the
+// standard library (strconv, encoding, url.Parse, time.Parse).
+func Pure(fn *types.Func) bool {
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	switch fn.Pkg().Path() {
+	case "strconv", "strings", "bytes", "fmt", "errors", "regexp", "unicode/utf8", "path",
+		"encoding/json", "encoding/xml", "encoding/base64", "encoding/hex", "encoding/pem", "encoding/csv", "mime":
+		return true
+	case "net/url", "time", "net/netip":
+		return strings.HasPrefix(fn.Name(), "Parse")
+	case "net":
+		return strings.HasPrefix(fn.Name(), "Parse") || fn.Name() == "SplitHostPort"
+	}
+	return false
+}
+
+// RemoteDeep is Remote, or a dial, for call or, through the bodies of the
+// package's own functions (depth levels), for a call they make:
+// b.getUpdates() that reaches b.client.Do two calls down.
+func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
+	fn := Callee(info, call)
+	if Remote(info, call) || Dials(fn) || clientMethod(fn) {
+		return true
+	}
+	body := bodies[fn]
+	if body == nil || depth == 0 {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok && !found {
+			found = RemoteDeep(info, bodies, c, depth-1)
+		}
+		return !found
+	})
+	return found
+}
+
+// clientMethod reports whether fn is a method named for sending a
+// request (Request, Do, Call, Invoke, RoundTrip) of a type from another
+// package: an API client's entry point, whose body is not at hand.
+func clientMethod(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil {
+		return false
+	}
+	switch fn.Name() {
+	case "Request", "Do", "Call", "Invoke", "RoundTrip":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,183 @@
+// Package nodelay defines an Analyzer that reports retry loops against
+// another service that do not wait between attempts.
+//
+// When the dependency fails, a loop that tries again at once sends its
+// next attempt as fast as the network answers, and every client does the
+// same: the failing service gets the whole load again, multiplied by the
+// attempts, within milliseconds. A wait that grows and is drawn at random
+// (capped exponential backoff with full jitter) gives it room to recover.
+// The fix is retry.Do, whose default policy waits so.
+//
+// Only loops whose attempt goes to another service (an HTTP request, a
+// call taking a context or gRPC call options, a dial) are reported, and
+// only when nothing between attempts might wait: no sleep or timer, no
+// receive or select, no call given a time.Duration or named for waiting
+// (Wait, Sleep, Backoff, Pause, Delay, Throttle), and no other call to a
+// service (reconnecting, refreshing a token, re-reading a record after a
+// conflict), which takes its own time and changes what is tried.
+package nodelay
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/unherd/unherd/unherdvet/internal/loops"
+	"github.com/unherd/unherd/unherdvet/internal/match"
+	"github.com/unherd/unherd/unherdvet/internal/suppress"
+)
+
+// Analyzer reports retry loops against another service that do not wait
+// between attempts.
+var Analyzer = &analysis.Analyzer{
+	Name:     "nodelay",
+	Doc:      "report retry loops against another service that try again at once, with no wait between attempts",
+	Requires: []*analysis.Analyzer{loops.Analyzer},
+	Run:      run,
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	r := suppress.New(pass)
+	info := pass.TypesInfo
+	bodies := match.Bodies(info, pass.Files)
+	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
+		if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
+			continue
+		}
+		if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
+			r.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
+			continue
+		}
+		if s := bareBranch(info, l); s != nil && l.Shape == loops.For {
+			r.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
+		}
+	}
+	return nil, nil
+}
+
+// mayWait reports whether something between attempts might wait, or
+// calls another service.
+func mayWait(info *types.Info, l *loops.Loop, stmts []ast.Stmt) bool {
+	found := false
+	for _, s := range stmts {
+		if l.Shape == loops.Recursion && ast.Node(s) == l.At {
+			continue // the call that repeats the attempt
+		}
+		ast.Inspect(s, func(n ast.Node) bool {
+			if found {
+				return false
+			}
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.SelectStmt:
+				// One with a default case only looks (is it stopped?).
+				for _, c := range n.Body.List {
+					if c.(*ast.CommClause).Comm == nil {
+						for _, c := range n.Body.List {
+							found = found || mayWait(info, l, c.(*ast.CommClause).Body)
+						}
+						return false
+					}
+				}
+				found = true
+			case *ast.UnaryExpr:
+				found = n.Op == token.ARROW
+			case *ast.CallExpr:
+				found = n != l.Call && waits(info, n)
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// bareBranch returns the branch of an if/else on the failure path of a
+// for loop of which one side waits and the other goes round without
+// waiting (if
+// onErr != nil { onErr(err) } else { log(err); time.Sleep(d) }), or nil.
+func bareBranch(info *types.Info, l *loops.Loop) ast.Stmt {
+	waitsIn := func(stmts []ast.Stmt) bool {
+		found := false
+		for _, s := range stmts {
+			ast.Inspect(s, func(n ast.Node) bool {
+				for _, w := range l.Waits {
+					if n == ast.Node(w.Call) {
+						found = true
+					}
+				}
+				return !found
+			})
+		}
+		return found
+	}
+	leaves := func(stmts []ast.Stmt) bool {
+		found := false
+		for _, s := range stmts {
+			ast.Inspect(s, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.FuncLit:
+					return false
+				case *ast.ReturnStmt:
+					found = true
+				case *ast.BranchStmt:
+					found = found || n.Tok == token.BREAK || n.Tok == token.GOTO
+				}
+				return !found
+			})
+		}
+		return found
+	}
+	bare := func(stmts []ast.Stmt) bool {
+		return !waitsIn(stmts) && !leaves(stmts) && !mayWait(info, l, stmts)
+	}
+	for _, s := range l.Between {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok {
+			continue
+		}
+		eb, ok := ifs.Else.(*ast.BlockStmt)
+		if !ok {
+			continue
+		}
+		switch {
+		case waitsIn(ifs.Body.List) && bare(eb.List):
+			return eb
+		case waitsIn(eb.List) && bare(ifs.Body.List):
+			return ifs.Body
+		}
+	}
+	return nil
+}
+
+// waits reports whether call might wait: it is named for waiting, is
+// given a duration, or goes to another service (other than building an
+// HTTP request).
+func waits(info *types.Info, call *ast.CallExpr) bool {
+	fn := match.Callee(info, call)
+	if match.Func(fn, "net/http", "NewRequest", "NewRequestWithContext") {
+		return false
+	}
+	name := ""
+	switch f := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		name = f.Name
+	case *ast.SelectorExpr:
+		name = f.Sel.Name
+	}
+	name = strings.ToLower(name)
+	for _, w := range []string{"wait", "sleep", "backoff", "pause", "delay", "throttle", "retry"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	for _, a := range call.Args {
+		if match.Named(info.TypeOf(a), "time", "Duration") {
+			return true
+		}
+	}
+	return match.Remote(info, call) || match.Dials(fn)
+}

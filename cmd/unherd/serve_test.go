@@ -458,4 +458,3 @@ func screenshots(t *testing.T, p *page, base, dir string) {
 		t.Logf("wrote %s", name)
 	}
 }
-

@@ -140,7 +140,8 @@ func answer(v any, rs []*sim.Result) Response {
 var plain = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 
 // PolicyYAML writes fields (by their dotted names, see [PolicyKeys]) as the
-// policy file a user would write, leaving out empty ones. A field that is
+// policy file a user would write, leaving out empty ones ({} when all
+// are). A field that is
 // not one of PolicyKeys is an error naming it.
 func PolicyYAML(fields map[string]string) ([]byte, error) {
 	for k := range fields {
@@ -173,6 +174,11 @@ func PolicyYAML(fields map[string]string) ([]byte, error) {
 	}
 	if v := get("timeouts.attempt"); v != "" {
 		fmt.Fprintf(&b, "timeouts:\n  attempt: %s\n", val(v))
+	}
+	if b.Len() == 0 {
+		// Every field at its default: an empty mapping, since an empty
+		// file is an error.
+		b.WriteString("{}\n")
 	}
 	return []byte(b.String()), nil
 }

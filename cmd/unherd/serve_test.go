@@ -285,7 +285,7 @@ func TestServePageMatchesCLI(t *testing.T) {
 		{"name=five&attempts=5&jitter=none&budget=none&seed=1", "five.yaml", "attempts: 5\njitter: none\nbudget: none\n"},
 		{"attempts=4&base=100ms&cap=2s&jitter=decorrelated&budget=ratio&budget.ratio=0.2&seed=7", "policy.yaml",
 			"attempts: 4\nbase: 100ms\ncap: 2s\njitter: decorrelated\nbudget:\n  kind: ratio\n  ratio: 0.2\n"},
-		{"attempts=2&timeouts.attempt=300ms&seed=3", "policy.yaml", "attempts: 2\ntimeouts:\n  attempt: 300ms\n"},
+		{"attempts=2&cap=500ms&budget=token&seed=3", "policy.yaml", "attempts: 2\ncap: 500ms\nbudget: token\n"},
 	}
 	// The command line computes its answers while the browser computes
 	// the page's.

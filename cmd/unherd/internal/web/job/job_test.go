@@ -22,7 +22,7 @@ func TestParsePolicyReadsAsAFile(t *testing.T) {
 		{map[string]string{"name": "five", "attempts": "5", "jitter": "none", "budget": "none"}, "name: five\nattempts: 5\njitter: none\nbudget: none\n"},
 		{map[string]string{"attempts": " 4 ", "base": "100ms", "cap": "2s", "jitter": "decorrelated", "budget.ratio": "0.2"},
 			"attempts: 4\nbase: 100ms\ncap: 2s\njitter: decorrelated\nbudget:\n  kind: ratio\n  ratio: 0.2\n"},
-		{map[string]string{"timeouts.attempt": "300ms", "budget": "token"}, "budget: token\ntimeouts:\n  attempt: 300ms\n"},
+		{map[string]string{"cap": "500ms", "budget": "token"}, "cap: 500ms\nbudget: token\n"},
 		// A name that YAML would read otherwise is written quoted.
 		{map[string]string{"name": "checkout: eu #1"}, "name: \"checkout: eu #1\"\n"},
 	}

@@ -25,22 +25,38 @@ const moduleReady = (async () => {
 let nextID = 0;
 
 // A Runner runs one request at a time in a worker of its own; run()
-// cancels the one in progress, if any, by terminating its worker.
+// cancels the one in progress, if any, by terminating its worker. It
+// keeps a spare worker whose simulator has started, so that a run does
+// not wait for one to start.
 class Runner {
-  constructor() { this.worker = null; this.pending = null; }
+  constructor({ spare = true } = {}) { this.worker = null; this.pending = null; this.spare = null; this.keepSpare = spare; }
   cancel() {
     if (this.worker) { this.worker.terminate(); this.worker = null; }
     if (this.pending) { this.pending.reject(new DOMException("cancelled", "AbortError")); this.pending = null; }
+  }
+  // warm starts a spare worker, if there is none.
+  async warm() {
+    if (this.spare || !this.keepSpare) return;
+    const module = await moduleReady;
+    if (this.spare) return;
+    const worker = new Worker("worker.js");
+    worker.postMessage({ id: 0, module, request: "init" });
+    this.spare = worker;
   }
   async run(request, onProgress) {
     this.cancel();
     const module = await moduleReady;
     const id = ++nextID;
-    const worker = new Worker("worker.js");
+    let worker = this.spare;
+    this.spare = null;
+    if (!worker) worker = new Worker("worker.js");
     this.worker = worker;
     return new Promise((resolve, reject) => {
       this.pending = { reject };
-      const done = () => { if (this.worker === worker) { worker.terminate(); this.worker = null; this.pending = null; } };
+      const done = () => {
+        if (this.worker === worker) { worker.terminate(); this.worker = null; this.pending = null; }
+        this.warm();
+      };
       worker.onmessage = (e) => {
         const m = e.data;
         if (m.id !== id) return;
@@ -333,9 +349,7 @@ let scenarioSeq = 0;
 let scenarioKey = "";
 
 async function loadScenarios() {
-  const r = new Runner();
-  const m = await r.run("scenarios");
-  r.cancel();
+  const m = await new Runner({ spare: false }).run("scenarios");
   scenarioList = JSON.parse(m.data);
   const sel = $("#f-scenario");
   for (const s of scenarioList) sel.append(el("option", { value: s.name }, `${s.name}: ${s.population}`));

@@ -1,6 +1,8 @@
 // One Web Worker runs one instance of the simulator (unherd.wasm). The
-// page sends it the compiled module and one request at a time; it answers
-// with progress messages and the result. The page cancels a run by
+// page sends it the compiled module with its first request ("init" only
+// starts the instance, so that a spare worker is ready before it is
+// needed), then one request at a time; it answers with progress messages
+// and the result. The page cancels a run by
 // terminating the worker.
 "use strict";
 importScripts("wasm_exec.js");
@@ -20,6 +22,10 @@ self.onmessage = async (e) => {
   try {
     if (!started) started = start(module);
     await started;
+    if (request === "init") {
+      self.postMessage({ id, type: "ready" });
+      return;
+    }
     if (request === "scenarios") {
       self.postMessage({ id, type: "scenarios", data: self.unherdScenarios() });
       return;

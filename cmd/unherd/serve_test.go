@@ -338,11 +338,16 @@ func TestServePageEditReruns(t *testing.T) {
 	p := newPage(t, 5*time.Minute)
 	p.run(t, "opening the page", chromedp.Navigate(base+"?attempts=5&jitter=none&budget=none&seed=1"))
 	seq, first := p.waitRun(t, 0)
+	t.Logf("the five-attempt what-if took %s ms in chromium from the request to the charts drawn, %s ms of it in the simulator",
+		eval[string](t, p, `document.querySelector('#result').dataset.ms`), eval[string](t, p, `document.querySelector('#result').dataset.runMs`))
 	before := p.canvases(t)
 	if len(before) != 2 {
 		t.Fatalf("the what-if drew %d charts; want 2 (closed population, open stream)", len(before))
 	}
 
+	if empty := eval[int](t, p, `[...document.querySelectorAll('#whatif-tables td')].filter(td => td.textContent === '').length`); empty > 0 {
+		t.Errorf("%d cells of the what-if's tables are empty", empty)
+	}
 	if unlabelled := eval[[]string](t, p, `[...document.querySelectorAll('input, select')].filter(e => !e.labels.length && !e.getAttribute('aria-label')).map(e => e.id || e.name)`); len(unlabelled) > 0 {
 		t.Errorf("inputs without a label: %q", unlabelled)
 	}

@@ -265,8 +265,8 @@ function renderWhatIf(answer, ms) {
     drawChart(parent, named, cap);
   }
   const measures = [
-    ["mean load during the outage / capacity", "mean_x"],
-    ["peak load / capacity", "peak_x"],
+    ["mean load during the outage / capacity", "mean_x_capacity"],
+    ["peak load / capacity", "peak_x_capacity"],
     ["attempts in the outage per call begun in it", "amplification"],
     ["recovery after the return, s (-1: none)", "recover_s"],
     ["calls that succeeded, %", "success_pct"],
@@ -322,6 +322,7 @@ async function runWhatIf() {
     }
     $("#policy-error").hidden = true;
     renderWhatIf(answer, ms);
+    res.dataset.runMs = String(Math.round(m.ms));
     bar.value = bar.max;
     status.textContent = `Done in ${(ms / 1000).toFixed(2)} s in this browser (the run itself ${(m.ms / 1000).toFixed(2)} s).`;
     res.dataset.state = "done";

@@ -89,7 +89,8 @@ func chromiumPath(t *testing.T) string {
 // page is a headless chromium tab for one test, with the console errors
 // it has seen.
 type page struct {
-	ctx  context.Context
+	ctx     context.Context
+	profile string // the browser's profile directory, on every one of its command lines
 	mu   sync.Mutex
 	errs []string
 }
@@ -110,7 +111,7 @@ func newPage(t *testing.T, timeout time.Duration) *page {
 	base, cancelTimeout := context.WithTimeout(context.Background(), timeout)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
-	p := &page{ctx: ctx}
+	p := &page{ctx: ctx, profile: profile}
 	err := chromedp.Listen(ctx, func(ev any) {
 		var msg string
 		switch ev := ev.(type) {
@@ -172,7 +173,9 @@ func newPage(t *testing.T, timeout time.Duration) *page {
 	return p
 }
 
-// processesWith lists the pids whose command line holds arg.
+// processesWith lists the pids whose command line holds arg. Chromium's
+// child processes rewrite their command line as one string of words
+// separated by spaces, so spaces separate arguments as NULs do.
 func processesWith(arg string) []string {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var pids []string
@@ -181,11 +184,35 @@ func processesWith(arg string) []string {
 		if err != nil {
 			continue
 		}
-		if slices.Contains(strings.Split(string(b), "\x00"), arg) {
+		words := strings.FieldsFunc(string(b), func(r rune) bool { return r == 0 || r == ' ' })
+		if slices.Contains(words, arg) {
 			pids = append(pids, filepath.Base(d))
 		}
 	}
 	return pids
+}
+
+// cpuSeconds is the processor time the browser's processes have used so
+// far (user and system, in seconds): unlike the wall clock, it does not
+// grow with the load of other processes on the machine.
+func (p *page) cpuSeconds() float64 {
+	var ticks float64
+	for _, pid := range processesWith("--user-data-dir=" + p.profile) {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state is
+		// the first, utime the 12th and stime the 13th.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 12 {
+			var u, s float64
+			fmt.Sscan(f[11], &u)
+			fmt.Sscan(f[12], &s)
+			ticks += u + s
+		}
+	}
+	return ticks / 100 // USER_HZ is 100 on Linux
 }
 
 // consoleErrors returns the errors seen so far.
@@ -336,10 +363,11 @@ func TestServePageEditReruns(t *testing.T) {
 	}
 	base := startServe(t)
 	p := newPage(t, 5*time.Minute)
+	cpu := p.cpuSeconds()
 	p.run(t, "opening the page", chromedp.Navigate(base+"?attempts=5&jitter=none&budget=none&seed=1"))
 	seq, first := p.waitRun(t, 0)
-	t.Logf("the five-attempt what-if took %s ms in chromium from the request to the charts drawn, %s ms of it in the simulator",
-		eval[string](t, p, `document.querySelector('#result').dataset.ms`), eval[string](t, p, `document.querySelector('#result').dataset.runMs`))
+	t.Logf("the five-attempt what-if took %s ms in chromium from the request to the charts drawn, %s ms of it in the simulator; chromium used %.2f s of processor time from the page's load to the charts",
+		eval[string](t, p, `document.querySelector('#result').dataset.ms`), eval[string](t, p, `document.querySelector('#result').dataset.runMs`), p.cpuSeconds()-cpu)
 	before := p.canvases(t)
 	if len(before) != 2 {
 		t.Fatalf("the what-if drew %d charts; want 2 (closed population, open stream)", len(before))

@@ -91,8 +91,8 @@ func chromiumPath(t *testing.T) string {
 type page struct {
 	ctx     context.Context
 	profile string // the browser's profile directory, on every one of its command lines
-	mu   sync.Mutex
-	errs []string
+	mu      sync.Mutex
+	errs    []string
 }
 
 // newPage starts a headless chromium whose every process is gone when the

@@ -390,17 +390,39 @@ func TestServePageEditReruns(t *testing.T) {
 		}
 	}
 
-	// An edit from the keyboard: select the attempts and type 2.
-	p.run(t, "typing attempts 2",
-		chromedp.Focus(chromedp.CSS("#f-attempts")),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Evaluate[any](`document.querySelector('#f-attempts').select()`)(ctx, tg)
-			return err
-		}),
-		chromedp.SendKeys(chromedp.CSS("#f-attempts"), "2"))
-	seq2, second := p.waitRun(t, seq)
-	if loc := eval[string](t, p, `location.search`); !strings.Contains(loc, "attempts=2") {
-		t.Errorf("after the edit the URL is %q; want attempts=2 in it", loc)
+	// The main thread must stay free while the simulator runs: the
+	// longest gap between the ticks of a 50 ms timer is recorded.
+	p.run(t, "timing the main thread", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[any](`window.unherdGap = 0; (() => { let last = performance.now();
+			setInterval(() => { const now = performance.now(); window.unherdGap = Math.max(window.unherdGap, now - last); last = now; }, 50); })()`)(ctx, tg)
+		return err
+	}))
+	// An edit from the keyboard: select the attempts and type 2; while
+	// that runs, type 3, which cancels it and runs 3.
+	typeAttempts := func(v string) {
+		p.run(t, "typing attempts "+v,
+			chromedp.Focus(chromedp.CSS("#f-attempts")),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := chromedp.Evaluate[any](`document.querySelector('#f-attempts').select()`)(ctx, tg)
+				return err
+			}),
+			chromedp.SendKeys(chromedp.CSS("#f-attempts"), v))
+	}
+	typeAttempts("2")
+	p.run(t, "waiting for the run of attempts 2 to start",
+		poll(fmt.Sprintf(`document.querySelector('#result').dataset.seq === '%d' && document.querySelector('#result').dataset.state === 'running'`, seq+1), time.Minute))
+	typeAttempts("3")
+	seq2, second := p.waitRun(t, seq+1)
+	if c := eval[string](t, p, `document.querySelector('#result').dataset.cancelled`); c != "1" {
+		t.Errorf("%s runs cancelled; want 1, the run of attempts 2 cut short by the edit to 3", c)
+	}
+	if gap := eval[float64](t, p, `window.unherdGap`); gap > 2000 {
+		t.Errorf("the main thread's 50 ms timer stalled for %.0f ms while the simulator ran; want it free (a worker runs the simulator)", gap)
+	} else {
+		t.Logf("the longest stall of the main thread's 50 ms timer while the simulator ran: %.0f ms", gap)
+	}
+	if loc := eval[string](t, p, `location.search`); !strings.Contains(loc, "attempts=3") {
+		t.Errorf("after the edit the URL is %q; want attempts=3 in it", loc)
 	}
 	var rep struct {
 		Policy map[string]any `json:"policy"`
@@ -408,8 +430,8 @@ func TestServePageEditReruns(t *testing.T) {
 	if err := json.Unmarshal([]byte(second), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Policy["attempts"] != float64(2) {
-		t.Errorf("after the edit (run %d) the result's policy is %v; want attempts 2", seq2, rep.Policy)
+	if rep.Policy["attempts"] != float64(3) {
+		t.Errorf("after the edits (run %d) the result's policy is %v; want attempts 3", seq2, rep.Policy)
 	}
 	if first == second {
 		t.Error("the result did not change after the edit")

@@ -11,6 +11,7 @@ const POLICY_KEYS = ["name", "attempts", "base", "cap", "jitter", "budget", "bud
 // pattern per series so that lines differ without colour too.
 const COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
 const DASHES = [[], [8, 4], [2, 3], [12, 3, 2, 3], [4, 4], [1, 2], [16, 4], [6, 2, 2, 2]];
+const DASH_NAMES = ["solid", "dashed", "dotted", "dash-dot", "short-dashed", "fine-dotted", "long-dashed", "dash-dot-dot"];
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -29,9 +30,9 @@ let nextID = 0;
 // keeps a spare worker whose simulator has started, so that a run does
 // not wait for one to start.
 class Runner {
-  constructor({ spare = true } = {}) { this.worker = null; this.pending = null; this.spare = null; this.keepSpare = spare; }
+  constructor({ spare = true } = {}) { this.worker = null; this.pending = null; this.spare = null; this.keepSpare = spare; this.cancelled = 0; }
   cancel() {
-    if (this.worker) { this.worker.terminate(); this.worker = null; }
+    if (this.worker) { this.worker.terminate(); this.worker = null; this.cancelled++; }
     if (this.pending) { this.pending.reject(new DOMException("cancelled", "AbortError")); this.pending = null; }
   }
   // warm starts a spare worker, if there is none.
@@ -164,7 +165,7 @@ function drawChart(parent, c, extraLines = []) {
   const data = tables.length ? uPlot.join(tables) : [[]];
   const lines = [...(c.Lines || []), ...extraLines];
   const shade = c.Shade || [];
-  box.setAttribute("aria-label", `${c.Title}: ${series.map((s) => s.Name).join(", ")}; ${c.XLabel} against ${c.YLabel}`);
+  box.setAttribute("aria-label", `${c.Title}: ${series.map((s, i) => `${s.Name} (${DASH_NAMES[i % DASH_NAMES.length]} line)`).join(", ")}; ${c.XLabel} against ${c.YLabel}; the tables below give the figures`);
 
   const opts = {
     width: Math.max(280, box.clientWidth || parent.clientWidth || 600),
@@ -185,7 +186,11 @@ function drawChart(parent, c, extraLines = []) {
     series: [{ label: c.XLabel }, ...series.map((s, i) => ({
       label: s.Name, stroke: COLOURS[i % COLOURS.length], dash: DASHES[i % DASHES.length], width: 2, spanGaps: true, points: { show: false },
     }))],
-    legend: { live: false },
+    // The legend's markers are drawn in each line's colour and style.
+    legend: { live: false, markers: { width: 3, dash: (u, i) => {
+      const d = u.series[i].dash || [];
+      return d.length === 0 ? "solid" : d[0] <= 2 ? "dotted" : "dashed";
+    } } },
     cursor: { drag: { x: false, y: false } },
     hooks: {
       drawClear: [(u) => {
@@ -301,6 +306,7 @@ async function runWhatIf() {
   const status = $("#whatif-status"), bar = $("#whatif-progress"), res = $("#result");
   res.dataset.state = "running";
   res.dataset.seq = String(seq);
+  res.dataset.cancelled = String(whatifRunner.cancelled);
   bar.value = 0;
   status.textContent = "Running the outage and the storm…";
   for (const e of document.querySelectorAll("#policy [aria-invalid]")) e.removeAttribute("aria-invalid");
@@ -323,6 +329,7 @@ async function runWhatIf() {
     $("#policy-error").hidden = true;
     renderWhatIf(answer, ms);
     res.dataset.runMs = String(Math.round(m.ms));
+    res.dataset.cancelled = String(whatifRunner.cancelled);
     bar.value = bar.max;
     status.textContent = `Done in ${(ms / 1000).toFixed(2)} s in this browser (the run itself ${(m.ms / 1000).toFixed(2)} s).`;
     res.dataset.state = "done";

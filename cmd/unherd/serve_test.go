@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -484,6 +486,34 @@ func TestServePageScenario(t *testing.T) {
 	}
 	if claims == 0 || charts == 0 {
 		t.Errorf("the storm shows %d claims and %d charts; want both", claims, charts)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
+// TestServeExportRunsFromAStaticHost writes the page with --export,
+// serves the directory with a plain file server, and runs the storm in it.
+func TestServeExportRunsFromAStaticHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario in a browser: not in -short")
+	}
+	dir := filepath.Join(t.TempDir(), "site")
+	var out, errb bytes.Buffer
+	if code := run([]string{"serve", "--export", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("unherd serve --export exited %d: %s", code, errb.String())
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	p := newPage(t, 3*time.Minute)
+	p.run(t, "opening the exported page", chromedp.Navigate(srv.URL+"/?scenario=storm&storm.duration=10s"),
+		poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 2*time.Minute))
+	var r struct {
+		Scenario string         `json:"scenario"`
+		Params   map[string]any `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(eval[string](t, p, `document.querySelector('#scenario-result').textContent`)), &r); err != nil || r.Scenario != "storm" || r.Params["duration"] != "10s" {
+		t.Errorf("the exported page's scenario result is %+v (%v); want the storm with duration 10s, as its link names", r, err)
 	}
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %q", errs)

@@ -1,0 +1,331 @@
+// Package job runs what the page of `unherd serve` asks for: a what-if
+// analysis of a policy given by the policy file's own key names, or one
+// scenario with its parameters. It is the part of the page that is Go: the
+// WebAssembly build (package wasm beside it) hands each request from a Web
+// Worker to [Do] and the answer back, so what the page shows is what the
+// command line computes, from the same packages.
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/unherd/unherd/cmd/unherd/internal/policy"
+	"github.com/unherd/unherd/sim"
+)
+
+// Request is one run the page asks for.
+type Request struct {
+	// Kind is "whatif" (Policy judged beside the default) or "scenario"
+	// (the scenario Name run with Params).
+	Kind string `json:"kind"`
+	// Policy holds the policy file's fields by their dotted names (name,
+	// attempts, base, cap, jitter, budget, budget.ratio,
+	// timeouts.attempt), each as it would be written in the file; an
+	// empty or missing field takes the file's default.
+	Policy map[string]string `json:"policy,omitempty"`
+	// Name is the scenario to run (sim.Scenario.Name).
+	Name string `json:"name,omitempty"`
+	// Params holds scenario parameters by field name, as the command
+	// line's flags read them; a missing one keeps its default.
+	Params map[string]string `json:"params,omitempty"`
+	// Quick runs the scenario at the report's sizes (sim.Params.Quick)
+	// before Params apply.
+	Quick bool `json:"quick,omitempty"`
+	// Seed is the random seed, a whole number as --seed reads it; empty
+	// means 1, the command line's default.
+	Seed string `json:"seed,omitempty"`
+}
+
+// Response is the answer to a Request.
+type Response struct {
+	// Result is, for a what-if, the JSON object that `unherd whatif --json
+	// --seed N` prints for the same policy file; for a scenario, the one
+	// `unherd sim NAME --json` prints.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Charts are the charts of the results, in order (the JSON output
+	// leaves them out).
+	Charts []sim.Chart `json:"charts,omitempty"`
+	// Columns are the tables' columns in display order, one list per
+	// result (a what-if has the outage's and the storm's); the JSON of a
+	// row, a map, has its keys sorted instead.
+	Columns [][]string `json:"columns,omitempty"`
+	// Error says what was wrong with the request; Field names the input
+	// at fault (a policy key or a parameter name) when one is.
+	Error string `json:"error,omitempty"`
+	Field string `json:"field,omitempty"`
+}
+
+// PolicyKeys are the policy file's fields the page sets, in the file's
+// order, by their dotted names.
+var PolicyKeys = []string{"name", "attempts", "base", "cap", "jitter", "budget", "budget.ratio", "timeouts.attempt"}
+
+// PolicyFile is the name the page's policy is parsed under, as if it were
+// a file: its errors begin with it, and a policy without a name field is
+// called "policy", as `unherd whatif --policy policy.yaml` calls it.
+const PolicyFile = "policy.yaml"
+
+// Do runs req and returns the response as JSON. progress, if set, is
+// called with the runs done and the total, serially. A malformed request
+// or one that fails is answered with Error set, never with a Go error: the
+// page shows it beside the input at fault.
+func Do(ctx context.Context, req []byte, progress func(done, total int)) []byte {
+	resp := do(ctx, req, progress)
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(Response{Error: fmt.Sprintf("encoding the answer: %v", err)})
+	}
+	return b
+}
+
+func do(ctx context.Context, data []byte, progress func(done, total int)) Response {
+	var req Request
+	if err := json.Unmarshal(data, &req); err != nil {
+		return Response{Error: fmt.Sprintf("reading the request: %v", err)}
+	}
+	seed := uint64(1)
+	if s := strings.TrimSpace(req.Seed); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return Response{Error: fmt.Sprintf("%q is not a seed: want a whole number from 0 to 18446744073709551615", req.Seed), Field: "seed"}
+		}
+		seed = n
+	}
+	o := sim.Options{Seed: seed, Progress: progress}
+	switch req.Kind {
+	case "whatif":
+		p, err := ParsePolicy(req.Policy)
+		if err != nil {
+			resp := Response{Error: err.Error()}
+			var pe *policy.Error
+			if errors.As(err, &pe) {
+				resp.Field = pe.Field
+			}
+			return resp
+		}
+		rep, err := sim.WhatIf(ctx, p, o)
+		if err != nil {
+			return Response{Error: fmt.Sprintf("whatif: %v", err)}
+		}
+		return answer(rep, rep.Results)
+	case "scenario":
+		return scenario(ctx, req, o)
+	}
+	return Response{Error: fmt.Sprintf("unknown kind of run %q (want whatif or scenario)", req.Kind)}
+}
+
+// answer is the response carrying v as the result and the charts of rs.
+func answer(v any, rs []*sim.Result) Response {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Response{Error: fmt.Sprintf("encoding the result: %v", err)}
+	}
+	resp := Response{Result: b}
+	for _, r := range rs {
+		resp.Charts = append(resp.Charts, r.Charts...)
+		resp.Columns = append(resp.Columns, r.Columns)
+	}
+	return resp
+}
+
+// plain is a value written into the policy document as it is, so that it
+// is typed as it would be in a file (5 a number, 50ms a string); anything
+// else is written quoted, as a string.
+var plain = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+
+// PolicyYAML writes fields (by their dotted names, see [PolicyKeys]) as the
+// policy file a user would write, leaving out empty ones ({} when all
+// are). A field that is
+// not one of PolicyKeys is an error naming it.
+func PolicyYAML(fields map[string]string) ([]byte, error) {
+	for k := range fields {
+		if !isPolicyKey(k) {
+			return nil, &policy.Error{File: PolicyFile, Line: 1, Field: k, Msg: "unknown field (want one of " + strings.Join(PolicyKeys, ", ") + ")"}
+		}
+	}
+	var b strings.Builder
+	val := func(v string) string {
+		if plain.MatchString(v) {
+			return v
+		}
+		q, _ := json.Marshal(v) // a JSON string is a YAML double-quoted one
+		return string(q)
+	}
+	get := func(k string) string { return strings.TrimSpace(fields[k]) }
+	for _, k := range []string{"name", "attempts", "base", "cap", "jitter"} {
+		if v := get(k); v != "" {
+			fmt.Fprintf(&b, "%s: %s\n", k, val(v))
+		}
+	}
+	switch kind, ratio := get("budget"), get("budget.ratio"); {
+	case ratio != "":
+		if kind == "" {
+			kind = "ratio"
+		}
+		fmt.Fprintf(&b, "budget:\n  kind: %s\n  ratio: %s\n", val(kind), val(ratio))
+	case kind != "":
+		fmt.Fprintf(&b, "budget: %s\n", val(kind))
+	}
+	if v := get("timeouts.attempt"); v != "" {
+		fmt.Fprintf(&b, "timeouts:\n  attempt: %s\n", val(v))
+	}
+	if b.Len() == 0 {
+		// Every field at its default: an empty mapping, since an empty
+		// file is an error.
+		b.WriteString("{}\n")
+	}
+	return []byte(b.String()), nil
+}
+
+func isPolicyKey(k string) bool {
+	for _, p := range PolicyKeys {
+		if k == p {
+			return true
+		}
+	}
+	return false
+}
+
+// ParsePolicy reads fields as `unherd whatif` reads a policy file named
+// [PolicyFile] holding them (see [PolicyYAML]); its errors are those of
+// policy.Parse.
+func ParsePolicy(fields map[string]string) (sim.Policy, error) {
+	doc, err := PolicyYAML(fields)
+	if err != nil {
+		return sim.Policy{}, err
+	}
+	return policy.Parse(PolicyFile, doc)
+}
+
+// Scenario describes a scenario for the page's form.
+type Scenario struct {
+	Name       string  `json:"name"`
+	Describe   string  `json:"describe"`
+	Population string  `json:"population"`
+	Fields     []Field `json:"fields"`
+}
+
+// Field is one parameter of a scenario, with its default as text.
+type Field struct {
+	Name    string `json:"name"`
+	Usage   string `json:"usage"`
+	Default string `json:"default"`
+	// Kind is "int", "float", "duration" or "ints".
+	Kind string `json:"kind"`
+}
+
+// Scenarios lists the scenarios and their parameters at the sizes the
+// page runs them at by default (the report's, sim.Params.Quick), as JSON.
+func Scenarios() []byte {
+	var out []Scenario
+	for _, s := range sim.Scenarios() {
+		p := s.Params()
+		p.Quick()
+		sc := Scenario{Name: s.Name(), Describe: s.Describe(), Population: s.Population()}
+		for _, f := range p.Fields() {
+			kind, def := describe(f)
+			sc.Fields = append(sc.Fields, Field{Name: f.Name, Usage: f.Usage, Default: def, Kind: kind})
+		}
+		out = append(out, sc)
+	}
+	b, _ := json.Marshal(out) // strings only: cannot fail
+	return b
+}
+
+func describe(f sim.Field) (kind, text string) {
+	switch v := f.Value.(type) {
+	case *int:
+		return "int", strconv.Itoa(*v)
+	case *float64:
+		return "float", strconv.FormatFloat(*v, 'g', -1, 64)
+	case *time.Duration:
+		return "duration", v.String()
+	case *[]int:
+		s := make([]string, len(*v))
+		for i, n := range *v {
+			s[i] = strconv.Itoa(n)
+		}
+		return "ints", strings.Join(s, ",")
+	}
+	return "", fmt.Sprint(f.Value)
+}
+
+// set parses text into the parameter f, as the command line's flag does.
+func set(f sim.Field, text string) error {
+	text = strings.TrimSpace(text)
+	switch v := f.Value.(type) {
+	case *int:
+		n, err := strconv.Atoi(text)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", text)
+		}
+		*v = n
+	case *float64:
+		n, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", text)
+		}
+		*v = n
+	case *time.Duration:
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration (want e.g. 50ms or 2s)", text)
+		}
+		*v = d
+	case *[]int:
+		ns, err := sim.ParseInts(f.Name, text)
+		if err != nil {
+			return err
+		}
+		*v = ns
+	default:
+		return fmt.Errorf("parameter of unknown type %T", f.Value)
+	}
+	return nil
+}
+
+func scenario(ctx context.Context, req Request, o sim.Options) Response {
+	var sc sim.Scenario
+	for _, s := range sim.Scenarios() {
+		if s.Name() == req.Name {
+			sc = s
+		}
+	}
+	if sc == nil {
+		return Response{Error: fmt.Sprintf("unknown scenario %q", req.Name)}
+	}
+	p := sc.Params()
+	if req.Quick {
+		p.Quick()
+	}
+	fields := map[string]sim.Field{}
+	for _, f := range p.Fields() {
+		fields[f.Name] = f
+	}
+	for name, text := range req.Params {
+		f, ok := fields[name]
+		if !ok {
+			return Response{Error: fmt.Sprintf("%s has no parameter %q", sc.Name(), name), Field: name}
+		}
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		if err := set(f, text); err != nil {
+			return Response{Error: fmt.Sprintf("%s: %v", name, err), Field: name}
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return Response{Error: err.Error()}
+	}
+	r, err := sc.Run(ctx, p, o)
+	if err != nil {
+		return Response{Error: fmt.Sprintf("%s: %v", sc.Name(), err)}
+	}
+	return answer(r, []*sim.Result{r})
+}

@@ -1,0 +1,121 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/cmd/unherd/internal/policy"
+	"github.com/unherd/unherd/sim"
+)
+
+// TestParsePolicyReadsAsAFile checks that the page's fields give the
+// policy that the same keys in a policy file give.
+func TestParsePolicyReadsAsAFile(t *testing.T) {
+	cases := []struct {
+		fields map[string]string
+		file   string
+	}{
+		{map[string]string{}, "{}\n"},
+		{map[string]string{"name": "five", "attempts": "5", "jitter": "none", "budget": "none"}, "name: five\nattempts: 5\njitter: none\nbudget: none\n"},
+		{map[string]string{"attempts": " 4 ", "base": "100ms", "cap": "2s", "jitter": "decorrelated", "budget.ratio": "0.2"},
+			"attempts: 4\nbase: 100ms\ncap: 2s\njitter: decorrelated\nbudget:\n  kind: ratio\n  ratio: 0.2\n"},
+		{map[string]string{"cap": "500ms", "budget": "token"}, "cap: 500ms\nbudget: token\n"},
+		// A name that YAML would read otherwise is written quoted.
+		{map[string]string{"name": "checkout: eu #1"}, "name: \"checkout: eu #1\"\n"},
+	}
+	for _, c := range cases {
+		got, err := ParsePolicy(c.fields)
+		if err != nil {
+			t.Errorf("ParsePolicy(%v): %v", c.fields, err)
+			continue
+		}
+		want, err := policy.Parse(PolicyFile, []byte(c.file))
+		if err != nil {
+			t.Fatalf("policy.Parse(%q): %v", c.file, err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("ParsePolicy(%v) differs from the file %q (-file +page):\n%s", c.fields, c.file, d)
+		}
+	}
+}
+
+// TestDoNamesTheFieldAtFault checks that a bad value comes back as an
+// error naming its input, as the page marks it.
+func TestDoNamesTheFieldAtFault(t *testing.T) {
+	cases := []struct {
+		req   Request
+		field string
+		says  string
+	}{
+		{Request{Kind: "whatif", Policy: map[string]string{"cap": "2 seconds"}}, "cap", "is not a duration"},
+		{Request{Kind: "whatif", Policy: map[string]string{"attempts": "5\ncap: 1s"}}, "attempts", "attempts"},
+		{Request{Kind: "whatif", Policy: map[string]string{"retries": "5"}}, "retries", "unknown field"},
+		{Request{Kind: "whatif", Seed: "-1"}, "seed", "not a seed"},
+		{Request{Kind: "scenario", Name: "storm", Params: map[string]string{"duration": "a minute"}}, "duration", "not a duration"},
+		{Request{Kind: "scenario", Name: "storm", Params: map[string]string{"nope": "1"}}, "nope", "no parameter"},
+		{Request{Kind: "scenario", Name: "nope"}, "", "unknown scenario"},
+		{Request{Kind: "sim"}, "", "unknown kind"},
+	}
+	for _, c := range cases {
+		req, _ := json.Marshal(c.req)
+		var resp Response
+		if err := json.Unmarshal(Do(context.Background(), req, nil), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.Field != c.field || !strings.Contains(resp.Error, c.says) || resp.Result != nil {
+			t.Errorf("Do(%s) = field %q, error %q; want field %q and an error saying %q, no result", req, resp.Field, resp.Error, c.field, c.says)
+		}
+	}
+}
+
+// TestDoRunsAScenario checks a scenario's answer: the result the command
+// line prints, its charts and its columns in order.
+func TestDoRunsAScenario(t *testing.T) {
+	req, _ := json.Marshal(Request{Kind: "scenario", Name: "storm", Quick: true, Params: map[string]string{"duration": "5s"}, Seed: "3"})
+	var resp Response
+	if err := json.Unmarshal(Do(context.Background(), req, nil), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Error != "" {
+		t.Fatal(resp.Error)
+	}
+	var r struct {
+		Scenario string         `json:"scenario"`
+		Params   map[string]any `json:"params"`
+		Claims   []any          `json:"claims"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Scenario != "storm" || r.Params["duration"] != "5s" || len(r.Claims) == 0 {
+		t.Errorf("result: scenario %q, params %v, %d claims; want storm with duration 5s and its claims", r.Scenario, r.Params, len(r.Claims))
+	}
+	if len(resp.Charts) == 0 || len(resp.Columns) != 1 || len(resp.Columns[0]) == 0 {
+		t.Errorf("%d charts, columns %v; want the storm's charts and one table's columns", len(resp.Charts), resp.Columns)
+	}
+}
+
+// TestScenariosListsTheFields checks the form's description of the
+// scenarios: every scenario, every parameter with a default.
+func TestScenariosListsTheFields(t *testing.T) {
+	var list []Scenario
+	if err := json.Unmarshal(Scenarios(), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(sim.Scenarios()) {
+		t.Fatalf("%d scenarios listed; want %d", len(list), len(sim.Scenarios()))
+	}
+	for _, s := range list {
+		if len(s.Fields) == 0 {
+			t.Errorf("%s lists no parameters", s.Name)
+		}
+		for _, f := range s.Fields {
+			if f.Default == "" || f.Kind == "" {
+				t.Errorf("%s.%s has default %q, kind %q; want both", s.Name, f.Name, f.Default, f.Kind)
+			}
+		}
+	}
+}

@@ -1,0 +1,545 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/google/go-cmp/cmp"
+)
+
+// startServe runs `unherd serve --addr 127.0.0.1:0` until the test ends
+// and returns the URL it prints first.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		code <- runContext(ctx, newEnv(pw, io.Discard), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+		pw.Close()
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(pr)
+		if s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+		io.Copy(io.Discard, pr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case c := <-code:
+			if c != exitInterrupted {
+				t.Errorf("serve exited with %d after its context was cancelled; want %d", c, exitInterrupted)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not return within 10s of its context being cancelled")
+		}
+	})
+	select {
+	case u, ok := <-lines:
+		if !ok || !strings.HasPrefix(u, "http://127.0.0.1:") {
+			t.Fatalf("serve's first line is %q; want the page's URL", u)
+		}
+		return u
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve printed no URL within 10s")
+	}
+	return ""
+}
+
+// chromiumPath finds Debian's chromium. Without it the browser tests skip,
+// unless UNHERD_REQUIRE_SERVICES is set (as .ci/run sets it), when they
+// fail.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "chromium is not installed (apt-get install -y chromium): the browser tests of unherd serve cannot run"
+	if os.Getenv("UNHERD_REQUIRE_SERVICES") != "" {
+		t.Fatal(msg + " and UNHERD_REQUIRE_SERVICES is set")
+	}
+	t.Skip(msg + "; skipped (set UNHERD_REQUIRE_SERVICES=1 to fail instead)")
+	return ""
+}
+
+// page is a headless chromium tab for one test, with the console errors
+// it has seen.
+type page struct {
+	ctx     context.Context
+	profile string // the browser's profile directory, on every one of its command lines
+	mu      sync.Mutex
+	errs    []string
+}
+
+// newPage starts a headless chromium whose every process is gone when the
+// test ends (the test fails otherwise), bounded by timeout.
+func newPage(t *testing.T, timeout time.Duration) *page {
+	t.Helper()
+	path := chromiumPath(t)
+	profile := t.TempDir()
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(profile),
+		chromedp.NoSandbox, // the tests may run as root, where chromium's sandbox refuses to start
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	base, cancelTimeout := context.WithTimeout(context.Background(), timeout)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	p := &page{ctx: ctx, profile: profile}
+	err := chromedp.Listen(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				msg = "console." + string(ev.Type) + ": " + strings.Join(args, " ")
+			}
+		case *runtime.EventExceptionThrown:
+			msg = "uncaught: " + ev.ExceptionDetails.Text
+			if x := ev.ExceptionDetails.Exception; x != nil {
+				msg += " " + x.Description
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				msg = "log: " + ev.Entry.Text + " " + ev.Entry.URL
+			}
+		}
+		if msg != "" {
+			p.mu.Lock()
+			p.errs = append(p.errs, msg)
+			p.mu.Unlock()
+		}
+	})
+	if err == nil {
+		err = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, cdplog.Enable, cdp.Empty{})
+			return err
+		}))
+	}
+	if err != nil {
+		cancelCtx()
+		cancelAlloc()
+		cancelTimeout()
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+		cancelTimeout()
+		// Every chromium process carries the profile directory on its
+		// command line: none may outlive the test.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left := processesWith("--user-data-dir=" + profile)
+			if len(left) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("chromium processes %v still running 10s after the test closed the browser", left)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return p
+}
+
+// processesWith lists the pids whose command line holds arg. Chromium's
+// child processes rewrite their command line as one string of words
+// separated by spaces, so spaces separate arguments as NULs do.
+func processesWith(arg string) []string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []string
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		words := strings.FieldsFunc(string(b), func(r rune) bool { return r == 0 || r == ' ' })
+		if slices.Contains(words, arg) {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
+}
+
+// cpuSeconds is the processor time the browser's processes have used so
+// far (user and system, in seconds): unlike the wall clock, it does not
+// grow with the load of other processes on the machine.
+func (p *page) cpuSeconds() float64 {
+	var ticks float64
+	for _, pid := range processesWith("--user-data-dir=" + p.profile) {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state is
+		// the first, utime the 12th and stime the 13th.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 12 {
+			var u, s float64
+			fmt.Sscan(f[11], &u)
+			fmt.Sscan(f[12], &s)
+			ticks += u + s
+		}
+	}
+	return ticks / 100 // USER_HZ is 100 on Linux
+}
+
+// consoleErrors returns the errors seen so far.
+func (p *page) consoleErrors() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.errs)
+}
+
+// run runs the steps, failing the test with what if one fails.
+func (p *page) run(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(p.ctx, steps...); err != nil {
+		t.Fatalf("%s: %v (console errors: %q)", what, err, p.consoleErrors())
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, p *page, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v (console errors: %q)", expr, err, p.consoleErrors())
+	}
+	return v
+}
+
+// poll waits until the expression is true in the page, for up to limit.
+func poll(expr string, limit time.Duration) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(limit))
+}
+
+// waitRun waits until the what-if numbered after seq has finished, and
+// returns its number and the #result text.
+func (p *page) waitRun(t *testing.T, after int) (int, string) {
+	t.Helper()
+	p.run(t, fmt.Sprintf("waiting for what-if run %d to finish", after+1),
+		poll(fmt.Sprintf(`(() => { const r = document.querySelector('#result');
+			return r && Number(r.dataset.seq) > %d && (r.dataset.state === 'done' || r.dataset.state === 'error'); })()`, after), 4*time.Minute))
+	state := eval[struct {
+		Seq   string `json:"seq"`
+		State string `json:"state"`
+		Error string `json:"error"`
+	}](t, p, `(() => { const r = document.querySelector('#result'); const e = document.querySelector('#policy-error');
+			return {seq: r.dataset.seq, state: r.dataset.state, error: e.hidden ? '' : e.textContent}; })()`)
+	if state.State != "done" {
+		t.Fatalf("what-if run %s ended in state %q: %s", state.Seq, state.State, state.Error)
+	}
+	var n int
+	fmt.Sscan(state.Seq, &n)
+	return n, eval[string](t, p, `document.querySelector('#result').textContent`)
+}
+
+// cliWhatIf is what `unherd whatif --json --seed SEED --policy FILE` prints
+// for the policy file named file holding doc.
+func cliWhatIf(t *testing.T, file, doc, seed string) string {
+	path := filepath.Join(t.TempDir(), file)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Error(err)
+		return ""
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"whatif", "--json", "--quiet", "--seed", seed, "--policy", path}, &out, &errb); code != exitOK {
+		t.Errorf("unherd whatif on %s exited %d: %s", file, code, errb.String())
+	}
+	return out.String()
+}
+
+// sameJSON fails the test unless a and b hold equal JSON values.
+func sameJSON(t *testing.T, what, got, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("%s: the page's #result is not JSON: %v\n%s", what, err, got)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("%s: the command's output is not JSON: %v\n%s", what, err, want)
+	}
+	if d := cmp.Diff(w, g); d != "" {
+		t.Errorf("%s: the page's #result differs from unherd whatif --json (-cli +page):\n%s", what, d)
+	}
+}
+
+// TestServePageMatchesCLI opens links naming several policies and checks
+// that each opens the run it names (the form shows the policy, #result
+// holds what the command line prints for it), with no console error.
+func TestServePageMatchesCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the what-if in a browser and on the command line: not in -short")
+	}
+	base := startServe(t)
+	p := newPage(t, 6*time.Minute)
+	cases := []struct {
+		query, file, doc string
+	}{
+		// The five-attempt example of docs/experiments.md and the README.
+		{"name=five&attempts=5&jitter=none&budget=none&seed=1", "five.yaml", "attempts: 5\njitter: none\nbudget: none\n"},
+		{"attempts=4&base=100ms&cap=2s&jitter=decorrelated&budget=ratio&budget.ratio=0.2&seed=7", "policy.yaml",
+			"attempts: 4\nbase: 100ms\ncap: 2s\njitter: decorrelated\nbudget:\n  kind: ratio\n  ratio: 0.2\n"},
+		{"attempts=2&cap=500ms&budget=token&seed=3", "policy.yaml", "attempts: 2\ncap: 500ms\nbudget: token\n"},
+	}
+	// The command line computes its answers while the browser computes
+	// the page's.
+	want := make([]string, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		q, _ := url.ParseQuery(c.query)
+		wg.Go(func() { want[i] = cliWhatIf(t, c.file, c.doc, q.Get("seed")) })
+	}
+	results := map[string]string{}
+	for _, c := range cases {
+		p.run(t, "opening "+c.query, chromedp.Navigate(base+"?"+c.query))
+		_, got := p.waitRun(t, 0) // a new page numbers its runs from 1
+		q, _ := url.ParseQuery(c.query)
+		for k := range q {
+			if v := eval[string](t, p, fmt.Sprintf(`document.querySelector('#policy [name=%q]').value`, k)); v != q.Get(k) {
+				t.Errorf("%s: the form's %s is %q; want %q", c.query, k, v, q.Get(k))
+			}
+		}
+		ms := eval[string](t, p, `document.querySelector('#result').dataset.ms`)
+		loc := eval[string](t, p, `location.search`)
+		t.Logf("%s: the what-if took %s ms in chromium (from the request to the charts drawn)", c.query, ms)
+		if loc != "?"+c.query {
+			t.Errorf("the page rewrote its URL to %q; want ?%s kept", loc, c.query)
+		}
+		results[c.query] = got
+	}
+	wg.Wait()
+	for i, c := range cases {
+		sameJSON(t, c.query, results[c.query], want[i])
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
+// canvases returns the what-if's charts as images.
+func (p *page) canvases(t *testing.T) []string {
+	return eval[[]string](t, p, `[...document.querySelectorAll('#whatif-charts canvas')].map(c => c.toDataURL())`)
+}
+
+// TestServePageEditReruns edits the policy from the keyboard and checks
+// that the page runs it again: the URL, the result and the charts change;
+// and that every input is labelled and reached by Tab.
+func TestServePageEditReruns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the what-if in a browser: not in -short")
+	}
+	base := startServe(t)
+	p := newPage(t, 5*time.Minute)
+	cpu := p.cpuSeconds()
+	p.run(t, "opening the page", chromedp.Navigate(base+"?attempts=5&jitter=none&budget=none&seed=1"))
+	seq, first := p.waitRun(t, 0)
+	t.Logf("the five-attempt what-if took %s ms in chromium from the request to the charts drawn, %s ms of it in the simulator; chromium used %.2f s of processor time from the page's load to the charts",
+		eval[string](t, p, `document.querySelector('#result').dataset.ms`), eval[string](t, p, `document.querySelector('#result').dataset.runMs`), p.cpuSeconds()-cpu)
+	before := p.canvases(t)
+	if len(before) != 2 {
+		t.Fatalf("the what-if drew %d charts; want 2 (closed population, open stream)", len(before))
+	}
+
+	if empty := eval[int](t, p, `[...document.querySelectorAll('#whatif-tables td')].filter(td => td.textContent === '').length`); empty > 0 {
+		t.Errorf("%d cells of the what-if's tables are empty", empty)
+	}
+	if unlabelled := eval[[]string](t, p, `[...document.querySelectorAll('input, select')].filter(e => !e.labels.length && !e.getAttribute('aria-label')).map(e => e.id || e.name)`); len(unlabelled) > 0 {
+		t.Errorf("inputs without a label: %q", unlabelled)
+	}
+	reached := map[string]bool{}
+	for range 30 {
+		p.run(t, "pressing Tab", chromedp.KeyEvent(kb.Tab))
+		reached[eval[string](t, p, `document.activeElement.id`)] = true
+	}
+	for _, id := range []string{"f-name", "f-attempts", "f-base", "f-cap", "f-jitter", "f-budget", "f-ratio", "f-timeout", "f-seed", "f-scenario"} {
+		if !reached[id] {
+			t.Errorf("Tab never reached #%s (reached %v)", id, reached)
+		}
+	}
+
+	// The main thread must stay free while the simulator runs: the
+	// longest gap between the ticks of a 50 ms timer is recorded.
+	p.run(t, "timing the main thread", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[any](`window.unherdGap = 0; (() => { let last = performance.now();
+			setInterval(() => { const now = performance.now(); window.unherdGap = Math.max(window.unherdGap, now - last); last = now; }, 50); })()`)(ctx, tg)
+		return err
+	}))
+	// An edit from the keyboard: select the attempts and type 2; while
+	// that runs, type 3, which cancels it and runs 3.
+	typeAttempts := func(v string) {
+		p.run(t, "typing attempts "+v,
+			chromedp.Focus(chromedp.CSS("#f-attempts")),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := chromedp.Evaluate[any](`document.querySelector('#f-attempts').select()`)(ctx, tg)
+				return err
+			}),
+			chromedp.SendKeys(chromedp.CSS("#f-attempts"), v))
+	}
+	typeAttempts("2")
+	p.run(t, "waiting for the run of attempts 2 to start",
+		poll(fmt.Sprintf(`document.querySelector('#result').dataset.seq === '%d' && document.querySelector('#result').dataset.state === 'running'`, seq+1), time.Minute))
+	typeAttempts("3")
+	seq2, second := p.waitRun(t, seq+1)
+	if c := eval[string](t, p, `document.querySelector('#result').dataset.cancelled`); c != "1" {
+		t.Errorf("%s runs cancelled; want 1, the run of attempts 2 cut short by the edit to 3", c)
+	}
+	if gap := eval[float64](t, p, `window.unherdGap`); gap > 2000 {
+		t.Errorf("the main thread's 50 ms timer stalled for %.0f ms while the simulator ran; want it free (a worker runs the simulator)", gap)
+	} else {
+		t.Logf("the longest stall of the main thread's 50 ms timer while the simulator ran: %.0f ms", gap)
+	}
+	if loc := eval[string](t, p, `location.search`); !strings.Contains(loc, "attempts=3") {
+		t.Errorf("after the edit the URL is %q; want attempts=3 in it", loc)
+	}
+	var rep struct {
+		Policy map[string]any `json:"policy"`
+	}
+	if err := json.Unmarshal([]byte(second), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Policy["attempts"] != float64(3) {
+		t.Errorf("after the edits (run %d) the result's policy is %v; want attempts 3", seq2, rep.Policy)
+	}
+	if first == second {
+		t.Error("the result did not change after the edit")
+	}
+	after := p.canvases(t)
+	if len(after) != len(before) {
+		t.Fatalf("after the edit the what-if drew %d charts; want %d", len(after), len(before))
+	}
+	for i := range after {
+		if after[i] == before[i] {
+			t.Errorf("chart %d did not change after the edit", i)
+		}
+	}
+
+	// A bad value is reported beside its input and runs nothing.
+	p.run(t, "typing a bad cap", chromedp.SendKeys(chromedp.CSS("#f-cap"), "2 seconds"),
+		poll(`document.querySelector('#result').dataset.state === 'error'`, 30*time.Second))
+	msg := eval[string](t, p, `document.querySelector('#policy-error').textContent`)
+	invalid := eval[string](t, p, `document.querySelector('#f-cap').getAttribute('aria-invalid') || ''`)
+	if !strings.Contains(msg, "cap") || invalid != "true" {
+		t.Errorf("a bad cap shows %q with aria-invalid=%q; want a message naming cap and the input marked invalid", msg, invalid)
+	}
+
+	if dir := os.Getenv("UNHERD_SCREENSHOTS"); dir != "" {
+		screenshots(t, p, base, dir)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
+// TestServePageScenario runs another scenario from a link and checks that
+// its claims table and charts appear.
+func TestServePageScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario in a browser: not in -short")
+	}
+	base := startServe(t)
+	p := newPage(t, 4*time.Minute)
+	p.run(t, "opening the storm scenario", chromedp.Navigate(base+"?attempts=5&scenario=storm"))
+	p.run(t, "waiting for the scenario", poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 3*time.Minute))
+	claims := eval[int](t, p, `document.querySelectorAll('#scenario-claims tbody tr').length`)
+	charts := eval[int](t, p, `document.querySelectorAll('#scenario-charts canvas').length`)
+	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
+	var r struct {
+		Scenario string `json:"scenario"`
+	}
+	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "storm" {
+		t.Errorf("#scenario-result holds %.200q (%v); want the storm's result", text, err)
+	}
+	if claims == 0 || charts == 0 {
+		t.Errorf("the storm shows %d claims and %d charts; want both", claims, charts)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
+// TestServeExportRunsFromAStaticHost writes the page with --export,
+// serves the directory with a plain file server, and runs the storm in it.
+func TestServeExportRunsFromAStaticHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario in a browser: not in -short")
+	}
+	dir := filepath.Join(t.TempDir(), "site")
+	var out, errb bytes.Buffer
+	if code := run([]string{"serve", "--export", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("unherd serve --export exited %d: %s", code, errb.String())
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	p := newPage(t, 3*time.Minute)
+	p.run(t, "opening the exported page", chromedp.Navigate(srv.URL+"/?scenario=storm&storm.duration=10s"),
+		poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 2*time.Minute))
+	var r struct {
+		Scenario string         `json:"scenario"`
+		Params   map[string]any `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(eval[string](t, p, `document.querySelector('#scenario-result').textContent`)), &r); err != nil || r.Scenario != "storm" || r.Params["duration"] != "10s" {
+		t.Errorf("the exported page's scenario result is %+v (%v); want the storm with duration 10s, as its link names", r, err)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
+// screenshots writes the page at a phone's width and a desktop's into dir
+// (relative to this package), for the docs.
+func screenshots(t *testing.T, p *page, base, dir string) {
+	for _, w := range []int64{375, 1280} {
+		p.run(t, fmt.Sprintf("opening the page at %d px", w),
+			chromedp.EmulateViewport(w, 900),
+			chromedp.Navigate(base+"?name=five&attempts=5&jitter=none&budget=none&seed=1"),
+			poll(`document.querySelector('#result').dataset.state === 'done'`, 4*time.Minute),
+			chromedp.Sleep(300*time.Millisecond)) // the charts' resize
+		buf, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot at %d px: %v", w, err)
+		}
+		name := filepath.Join(dir, fmt.Sprintf("serve-%d.png", w))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", name)
+	}
+}

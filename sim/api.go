@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 	"time"
-
-	"github.com/unherd/unherd/backoff"
 )
 
 // Scenario is one experiment the simulator runs. Implementations are
@@ -221,27 +219,6 @@ type Series struct {
 	// X and Y are the points' coordinates, X[i] with Y[i], in the units
 	// of the chart's axis labels; they have the same length.
 	X, Y []float64
-}
-
-// Policy is a retry policy as a user describes it, for the what-if
-// analysis: the outage and storm scenarios run it beside unherd's
-// defaults.
-type Policy struct {
-	// Name labels the policy in tables.
-	Name string
-	// Attempts counts the first attempt; zero means 3.
-	Attempts int
-	// Backoff is the delay schedule (Base, Cap, Jitter, ...).
-	Backoff backoff.Schedule
-	// Budget is "none", "token" (token bucket, AWS SDK defaults),
-	// "ratio" (a share of requests over a window) or "" for unherd's
-	// default (token).
-	Budget string
-	// BudgetRatio is the ratio budget's share when Budget is "ratio";
-	// zero means budget.DefaultRatio (0.1).
-	BudgetRatio float64
-	// AttemptTimeout bounds each attempt; zero means none.
-	AttemptTimeout time.Duration
 }
 
 var registry = map[string]Scenario{}

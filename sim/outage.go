@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
 )
 
 const (
@@ -108,14 +109,22 @@ func (p *OutageParams) model(closed bool) *callModel {
 
 // policies are the strategies compared, in table order.
 func (p *OutageParams) policies() []policySpec {
+	exp := func(j backoff.Jitter) retry.Config {
+		return retry.Config{MaxAttempts: p.Attempts, Backoff: exponential(p.Base, p.Cap, j)}
+	}
+	guarded := func(name, guard string) policySpec {
+		s := spec(name, exp(backoff.Full), budgetNone)
+		s.guard = guard
+		return s
+	}
 	return []policySpec{
-		{name: "no backoff", attempts: p.Attempts, sched: immediate(), budget: budgetNone},
-		{name: "fixed " + p.FixedDelay.String(), attempts: p.Attempts, sched: fixed(p.FixedDelay), budget: budgetNone},
-		{name: "exponential", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.None), budget: budgetNone},
-		{name: "full jitter", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone},
-		{name: "full jitter + budget", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetToken},
-		{name: "full jitter + breaker", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone, guard: guardBreaker},
-		{name: "full jitter + throttle", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone, guard: guardThrottle},
+		spec("no backoff", retry.Config{MaxAttempts: p.Attempts, Backoff: immediate()}, budgetNone),
+		spec("fixed "+p.FixedDelay.String(), retry.Config{MaxAttempts: p.Attempts, Backoff: fixed(p.FixedDelay)}, budgetNone),
+		spec("exponential", exp(backoff.None), budgetNone),
+		spec("full jitter", exp(backoff.Full), budgetNone),
+		spec("full jitter + budget", exp(backoff.Full), budgetToken),
+		guarded("full jitter + breaker", guardBreaker),
+		guarded("full jitter + throttle", guardThrottle),
 	}
 }
 
@@ -183,7 +192,7 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 		if !pops[i/len(specs)] {
 			pop = "open"
 		}
-		r := measureOutage(p, pop, specs[i%len(specs)].name, st)
+		r := measureOutage(p, pop, specs[i%len(specs)].Name, st)
 		rows = append(rows, r)
 		res.Rows = append(res.Rows, Row{"population": pop, "policy": r.policy,
 			"baseline_rps": round(r.baseline, 0), "outage_rps": round(r.during, 0), "peak_rps": round(r.peak, 0), "peak_x": round(r.peak/r.baseline, 2),

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
 )
 
 const (
@@ -106,17 +106,13 @@ func (p *StormParams) model(closed bool) *callModel {
 func (p *StormParams) policies() []policySpec {
 	var specs []policySpec
 	for _, a := range p.Attempts {
-		specs = append(specs, policySpec{name: fmt.Sprintf("%d attempts", a), attempts: a, budget: budgetNone})
+		specs = append(specs, spec(fmt.Sprintf("%d attempts", a), retry.Config{MaxAttempts: a}, budgetNone))
 	}
 	top := slices.Max(p.Attempts)
-	specs = append(specs,
-		policySpec{name: fmt.Sprintf("%d attempts + ratio %g", top, p.Ratio), attempts: top,
-			budget: budgetRatio, ratio: p.Ratio, noFloor: true},
-		policySpec{name: fmt.Sprintf("%d attempts + token bucket", top), attempts: top, budget: budgetToken})
-	for i := range specs {
-		specs[i].sched = backoff.Schedule{}
-	}
-	return specs
+	ratio := spec(fmt.Sprintf("%d attempts + ratio %g", top, p.Ratio), retry.Config{MaxAttempts: top}, budgetRatio)
+	ratio.BudgetRatio, ratio.noFloor = p.Ratio, true
+	return append(specs, ratio,
+		spec(fmt.Sprintf("%d attempts + token bucket", top), retry.Config{MaxAttempts: top}, budgetToken))
 }
 
 type stormScenario struct{}
@@ -167,7 +163,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 	half := int(p.Duration/(100*time.Millisecond)) / 2
 	for i, st := range outs {
 		spec := specs[i%len(specs)]
-		r := stormRow{population: "open", policy: spec.name, attempts: spec.attempts, budget: spec.budget}
+		r := stormRow{population: "open", policy: spec.Name, attempts: spec.Retry.MaxAttempts, budget: spec.Budget}
 		if pops[i/len(specs)] {
 			r.population = "closed"
 		}

@@ -157,9 +157,5 @@ func summary(d map[string]any) string {
 	if r, ok := d["ratio"]; ok {
 		budget += fmt.Sprintf(" (retries up to %v of requests)", r)
 	}
-	s := fmt.Sprintf("%v attempts, %s from %v capped at %v, %s", d["attempts"], jitter, d["base"], d["cap"], budget)
-	if t, ok := d["attempt_timeout"]; ok {
-		s += fmt.Sprintf(", attempt timeout %v", t)
-	}
-	return s
+	return fmt.Sprintf("%v attempts, %s from %v capped at %v, %s", d["attempts"], jitter, d["base"], d["cap"], budget)
 }

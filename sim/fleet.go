@@ -2,14 +2,17 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	fleetb "github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/retry"
 )
 
 // FleetParams configures [RunFleet]. The zero value is the issue's
@@ -74,7 +77,8 @@ func (p FleetParams) withDefaults() FleetParams {
 // through Budget.Report and Budget.Settle, the round trip taking RTT;
 // Run's early and skipped syncs are not modelled. Retries are sent at
 // once after the failure they follow: over a 10 s window the backoff's
-// milliseconds do not change the rates.
+// milliseconds do not change the rates. Each client's requests are
+// retry.Calls of its own retry.Policy over its budget.
 //
 // With per-client floors every client may retry 100 times per window
 // whatever its traffic, so the fleet's retries grow with its size; the
@@ -122,6 +126,8 @@ type fleetModel struct {
 	p        FleetParams
 	mean     time.Duration // between a client's requests
 	fleets   []*fleetb.Budget
+	at       []fleetAt       // each client's fleet budget at its request's instant
+	policies []*retry.Policy // each client's policy over its fleetAt, fleet budget only
 	next     []time.Duration // each client's next request, fleet budget only
 	ledger   *fleetb.Ledger
 	perSec   []int64
@@ -180,13 +186,35 @@ func (m *fleetModel) runFloors(e *engine, end time.Duration) error {
 		if err != nil {
 			return err
 		}
+		pol, err := m.policy(b)
+		if err != nil {
+			return err
+		}
 		for t := e.exp(m.mean); t <= end; t += e.exp(m.mean) {
 			now = t
-			m.call(b, t)
+			m.call(pol, t)
 		}
 	}
 	return nil
 }
+
+// policy is a client's retry policy over budget b: Attempts attempts,
+// retried at once (over a 10 s window the backoff's milliseconds do not
+// change the rates).
+func (m *fleetModel) policy(b budget.Budget) (*retry.Policy, error) {
+	return retry.New(retry.Config{MaxAttempts: m.p.Attempts, Backoff: backoff.Schedule{Immediate: true}, Budget: b})
+}
+
+// fleetAt is a client's fleet budget asked at the instant of the request
+// at hand: a fleet budget paces retries by time, and the model runs a
+// client's requests ahead of the engine's clock (see fleetModel).
+type fleetAt struct {
+	fb *fleetb.Budget
+	t  time.Duration // the request's instant
+}
+
+func (a *fleetAt) Withdraw(c budget.Class) bool { return a.fb.WithdrawAt(Epoch.Add(a.t), c) }
+func (a *fleetAt) Record(at budget.Attempt)     { a.fb.Record(at) }
 
 // runShared runs the fleet budget: a fleetb.Budget per client over one
 // fleetb.Ledger, each client syncing every interval from a random phase.
@@ -194,6 +222,8 @@ func (m *fleetModel) runShared(e *engine, end time.Duration) error {
 	m.row.Budget = "fleet budget"
 	m.ledger = fleetb.NewLedger(e.Now)
 	m.fleets = make([]*fleetb.Budget, m.p.Clients)
+	m.at = make([]fleetAt, m.p.Clients)
+	m.policies = make([]*retry.Policy, m.p.Clients)
 	m.next = make([]time.Duration, m.p.Clients)
 	// The clients are alike but for their phase: numbered in the order
 	// of their phases, they sync in the order they lie in memory.
@@ -208,6 +238,10 @@ func (m *fleetModel) runShared(e *engine, end time.Duration) error {
 			return err
 		}
 		m.fleets[i] = fb
+		m.at[i].fb = fb
+		if m.policies[i], err = m.policy(&m.at[i]); err != nil {
+			return err
+		}
 		e.at(phase[i]+m.p.RTT, fleetSync, int32(i), 0)
 		m.next[i] = e.exp(m.mean)
 	}
@@ -234,35 +268,31 @@ func (m *fleetModel) handle(e *engine, ev event) {
 
 // requests makes client id's requests up to the instant upto, in order.
 func (m *fleetModel) requests(e *engine, id int32, upto time.Duration) {
-	b := m.fleets[id]
 	for m.next[id] <= upto {
-		m.call(b, m.next[id])
+		m.at[id].t = m.next[id]
+		m.call(m.policies[id], m.next[id])
 		m.next[id] += e.exp(m.mean)
 	}
 }
 
-// call makes one request, at t, through budget b: every attempt fails
-// during the outage, the first succeeds otherwise.
-func (m *fleetModel) call(b budget.Budget, t time.Duration) {
+// call makes one request, at t, through policy p (retry.Call, which
+// tells its budget of every attempt and asks it for every retry): every
+// attempt fails during the outage, the first succeeds otherwise.
+func (m *fleetModel) call(p *retry.Policy, t time.Duration) {
+	c := p.Begin(false)
+	_ = c.Admit(context.Background()) // no guards: never rejects
 	down := t >= m.p.Before && t < m.p.Before+m.p.Outage
 	if !down {
 		if t < m.p.Before {
 			m.row.Healthy++
 		}
-		b.Record(budget.Attempt{N: 1})
+		c.Done(time.Time{}, time.Time{}, nil, 0)
 		return
 	}
 	m.row.Requests++
-	b.Record(budget.Attempt{N: 1, Failed: true})
-	withdraw := b.Withdraw
-	if fb, ok := b.(*fleetb.Budget); ok {
-		// A fleet budget paces retries by time: it is asked at the
-		// request's instant, not at the engine's.
-		withdraw = func(c budget.Class) bool { return fb.WithdrawAt(Epoch.Add(t), c) }
-	}
-	for n := 2; n <= m.p.Attempts && withdraw(budget.Transient); n++ {
+	for c.Done(Epoch.Add(t), time.Time{}, errDown, 0).Reason == nil {
 		m.row.Retries++
 		m.perSec[int((t-m.p.Before)/time.Second)]++
-		b.Record(budget.Attempt{N: n, Failed: true, Charged: budget.Transient})
+		_ = c.Admit(context.Background())
 	}
 }

@@ -2,11 +2,15 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
 )
 
 const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
@@ -118,12 +122,22 @@ func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 		return nil, err
 	}
 	ns, nc, nr := len(jitterStrategies), len(p.Clients), p.Runs
-	outs, err := sweep(ctx, o, ns*nc*nr, func(i int) jitterOut {
+	type out struct {
+		jitterOut
+		err error
+	}
+	outs, err := sweep(ctx, o, ns*nc*nr, func(i int) out {
 		s, c := i/(nc*nr), (i/nr)%nc
-		return runJitter(ctx.Done(), o.Seed, uint64(i), p, jitterStrategies[s], p.Clients[c])
+		jo, err := runJitter(ctx.Done(), o.Seed, uint64(i), p, jitterStrategies[s], p.Clients[c])
+		return out{jo, err}
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range outs {
+		if o.err != nil {
+			return nil, o.err
+		}
 	}
 	res := &Result{Scenario: "jitter", Population: "closed", Params: Values(p),
 		Columns: []string{"strategy", "clients", "calls", "time_ms"}}
@@ -244,7 +258,7 @@ const (
 // and a write with a stale version is refused (a hop back), after which
 // the client sleeps and reads again; the first retry's ceiling is
 // base*2 (his attempt counter is 1 before the first sleep); decorrelated
-// jitter keeps its previous sleep per client, starting at base; a run's
+// jitter grows from its previous sleep per client, starting at base; a run's
 // time is the arrival of the last successful write's reply, and each point
 // averages 100 runs of 10 to 190 clients. His simulator, run with Python's
 // seeds 1 to 3 at 190 clients, gives the orderings this model gives there,
@@ -253,41 +267,67 @@ const (
 // jitter's 7258 to 7431 ms. Both orderings of the prose hold in the middle
 // of the sweep and fail at its top, in his simulator as here; the claims
 // print every point's difference.
+//
+// Each client's write is one retry.Call of a policy with the strategy's
+// schedule, no attempt limit and no budget: the call keeps the client's
+// attempts and previous sleep, and Done decides each sleep. The call
+// counts its first retry as retry 0 where Brooker's counter says 1, so
+// the schedule's base is twice his (the first retry's ceiling is then his
+// base*2, and every later one his); decorrelated jitter does not grow by
+// the count, and keeps his base, its floor.
 type jitterRun struct {
 	p        *JitterParams
-	sched    backoff.Schedule
+	policy   *retry.Policy
 	none     bool
 	version  int64
-	seen     []int64         // version each client last read
-	retries  []int           // failed writes so far, per client
-	prev     []time.Duration // previous sleep, per client (decorrelated)
-	calls    int64
+	seen     []int64      // version each client last read
+	calls    []retry.Call // each client's write, its retry state
+	writes   int64
 	finished time.Duration
 }
 
-func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strategy string, n int) jitterOut {
-	r := &jitterRun{p: p, seen: make([]int64, n), retries: make([]int, n), prev: make([]time.Duration, n)}
-	r.sched = backoff.Schedule{Base: p.Base, Cap: p.Cap}
-	switch strategy {
+// errStale is the server's refusal of a write with a stale version: a
+// transient failure, which the policy retries.
+var errStale = errors.New("sim: stale version")
+
+// jitterSchedule is the schedule of the strategy named s, in the terms of
+// retry.Call's count (see jitterRun).
+func jitterSchedule(p *JitterParams, s string) (backoff.Schedule, error) {
+	switch s {
 	case "none":
-		r.none = true
+		return backoff.Schedule{Immediate: true}, nil
 	case "exponential":
-		r.sched.Jitter = backoff.None
-	default:
-		j, err := backoff.ParseJitter(strategy)
-		if err != nil {
-			return jitterOut{} // unreachable: jitterStrategies are all valid
-		}
-		r.sched.Jitter = j
+		return backoff.Schedule{Base: 2 * p.Base, Cap: p.Cap, Jitter: backoff.None}, nil
 	}
+	j, err := backoff.ParseJitter(s)
+	if err != nil {
+		return backoff.Schedule{}, err
+	}
+	base := 2 * p.Base
+	if j == backoff.Decorrelated {
+		base = p.Base
+	}
+	return backoff.Schedule{Base: base, Cap: p.Cap, Jitter: j}, nil
+}
+
+func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strategy string, n int) (jitterOut, error) {
+	sched, err := jitterSchedule(p, strategy)
+	if err != nil {
+		return jitterOut{}, err
+	}
+	pol, err := retry.New(retry.Config{MaxAttempts: math.MaxInt, Backoff: sched, Budget: budget.Unlimited})
+	if err != nil {
+		return jitterOut{}, fmt.Errorf("%w: %w", ErrInvalidParams, err)
+	}
+	r := &jitterRun{p: p, policy: pol, none: sched.Immediate, seen: make([]int64, n), calls: make([]retry.Call, n)}
 	e := newEngine(seed, stream)
 	e.done = done
 	for c := range n {
-		r.prev[c] = p.Base
+		r.calls[c] = pol.Begin(false)
 		e.after(r.hop(e), jitterRead, int32(c), 0)
 	}
 	e.run(r, -1)
-	return jitterOut{calls: r.calls, time: r.finished}
+	return jitterOut{calls: r.writes, time: r.finished}, nil
 }
 
 func (r *jitterRun) hop(e *engine) time.Duration { return e.normal(r.p.Hop, r.p.HopSD) }
@@ -299,22 +339,23 @@ func (r *jitterRun) handle(e *engine, ev event) {
 		// The reply carries the version back; the client then sends its
 		// conditional write at once.
 		r.seen[c] = r.version
+		_ = r.calls[c].Admit(context.Background()) // no guards: never rejects
 		e.after(r.hop(e)+r.hop(e), jitterWrite, c, 0)
 	case jitterWrite:
-		r.calls++
+		r.writes++
 		if r.seen[c] == r.version {
 			r.version++
+			r.calls[c].Done(time.Time{}, time.Time{}, nil, 0)
 			r.finished = max(r.finished, e.elapsed()+r.hop(e))
 			return
 		}
 		// Rejected: the reply takes a hop, the client sleeps, then reads
-		// again (another hop). The first retry is attempt 1.
-		r.retries[c]++
-		var d time.Duration
+		// again (another hop). Retrying at once draws nothing.
+		var u uint64
 		if !r.none {
-			d = r.sched.Delay(r.retries[c], r.prev[c], e.u64())
-			r.prev[c] = d
+			u = e.u64()
 		}
-		e.after(r.hop(e)+d+r.hop(e), jitterRead, c, 0)
+		d := r.calls[c].Done(e.Now(), time.Time{}, errStale, u)
+		e.after(r.hop(e)+d.Delay+r.hop(e), jitterRead, c, 0)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // Scenario is one experiment the simulator runs. Implementations are
@@ -242,3 +244,8 @@ func Lookup(name string) (Scenario, bool) {
 	s, ok := registry[name]
 	return s, ok
 }
+
+// Epoch is the wall-clock instant at which every run's virtual time
+// starts: engine.Epoch. Library objects that read a clock (budgets,
+// breakers, hedgers) are given the run's virtual clock, which starts here.
+var Epoch = engine.Epoch

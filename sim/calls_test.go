@@ -10,6 +10,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // A closed population of tight loops (10 ms think time) whose budget is empty comes straight back when a
@@ -63,14 +64,14 @@ func pureSpecs() []policySpec {
 // returns its statistics and the number of events it took.
 func testRun(t *testing.T, m *callModel, s *policySpec, set func(r *callRun)) (*callStats, uint64) {
 	t.Helper()
-	e := newEngine(1, 0)
+	e := engine.New(1, 0)
 	r, err := newCallRun(e, m, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	set(r)
 	r.run(e)
-	return &r.stats, e.events
+	return &r.stats, e.Events()
 }
 
 // An open stream's arrivals taken in together, when no other event falls

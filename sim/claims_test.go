@@ -15,6 +15,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // The claims are computed from the measurements: the same code that says
@@ -130,7 +131,7 @@ func TestPolicySpec(t *testing.T) {
 				}
 				return
 			}
-			if _, err := s.build(newEngine(0, 0)); err != nil {
+			if _, err := s.build(engine.New(0, 0)); err != nil {
 				t.Errorf("build: %v", err)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	fleetb "github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // FleetParams configures [RunFleet]. The zero value is the issue's
@@ -146,8 +147,8 @@ func (refuseAll) Record(budget.Attempt)      {}
 // closed, and returns its row and its retries in each second of the
 // outage.
 func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool) (FleetRow, []int64, error) {
-	e := newEngine(seed, 0)
-	e.done = done
+	e := engine.New(seed, 0)
+	e.StopOn(done)
 	m := &fleetModel{p: p, mean: time.Duration(float64(time.Second) / p.Rate),
 		perSec: make([]int64, int(p.Outage/time.Second)+1), interval: fleetb.DefaultSyncInterval}
 	end := p.Before + p.Outage + p.After
@@ -174,12 +175,12 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 // runFloors runs the per-client floors, one client after another: a
 // budget.Ratio each, on a clock that reads the instant of the request at
 // hand.
-func (m *fleetModel) runFloors(e *engine, end time.Duration) error {
+func (m *fleetModel) runFloors(e *engine.Engine, end time.Duration) error {
 	m.row.Budget = "per-client floors"
 	var now time.Duration
 	clock := func() time.Time { return Epoch.Add(now) }
 	for i := range m.p.Clients {
-		if i%1024 == 0 && e.stopped() {
+		if i%1024 == 0 && e.Stopped() {
 			return nil // the sweep discards a stopped run
 		}
 		b, err := budget.NewRatio(budget.RatioConfig{Now: clock})
@@ -190,7 +191,7 @@ func (m *fleetModel) runFloors(e *engine, end time.Duration) error {
 		if err != nil {
 			return err
 		}
-		for t := e.exp(m.mean); t <= end; t += e.exp(m.mean) {
+		for t := e.Exp(m.mean); t <= end; t += e.Exp(m.mean) {
 			now = t
 			m.call(pol, t)
 		}
@@ -218,7 +219,7 @@ func (a *fleetAt) Record(at budget.Attempt)     { a.fb.Record(at) }
 
 // runShared runs the fleet budget: a fleetb.Budget per client over one
 // fleetb.Ledger, each client syncing every interval from a random phase.
-func (m *fleetModel) runShared(e *engine, end time.Duration) error {
+func (m *fleetModel) runShared(e *engine.Engine, end time.Duration) error {
 	m.row.Budget = "fleet budget"
 	m.ledger = fleetb.NewLedger(e.Now)
 	m.fleets = make([]*fleetb.Budget, m.p.Clients)
@@ -229,11 +230,11 @@ func (m *fleetModel) runShared(e *engine, end time.Duration) error {
 	// of their phases, they sync in the order they lie in memory.
 	phase := make([]time.Duration, m.p.Clients)
 	for i := range phase {
-		phase[i] = time.Duration(e.float() * float64(m.interval))
+		phase[i] = time.Duration(e.Float64() * float64(m.interval))
 	}
 	slices.Sort(phase)
 	for i := range m.p.Clients {
-		fb, err := fleetb.New(fleetb.Config{Now: e.Now, ID: strconv.Itoa(i), Fallback: refuseAll{}, Rand: e.pcg}, m.ledger)
+		fb, err := fleetb.New(fleetb.Config{Now: e.Now, ID: strconv.Itoa(i), Fallback: refuseAll{}, Rand: e.Source()}, m.ledger)
 		if err != nil {
 			return err
 		}
@@ -242,36 +243,36 @@ func (m *fleetModel) runShared(e *engine, end time.Duration) error {
 		if m.policies[i], err = m.policy(&m.at[i]); err != nil {
 			return err
 		}
-		e.at(phase[i]+m.p.RTT, fleetSync, int32(i), 0)
-		m.next[i] = e.exp(m.mean)
+		e.At(phase[i]+m.p.RTT, fleetSync, int32(i), 0)
+		m.next[i] = e.Exp(m.mean)
 	}
-	e.run(m, end)
+	e.Run(m, end)
 	for i := range m.p.Clients {
 		m.requests(e, int32(i), end)
 	}
 	return nil
 }
 
-func (m *fleetModel) handle(e *engine, ev event) {
-	b := m.fleets[ev.id]
-	back := e.elapsed()
+func (m *fleetModel) Handle(e *engine.Engine, ev engine.Event) {
+	b := m.fleets[ev.ID]
+	back := e.Elapsed()
 	sent := back - m.p.RTT
-	m.requests(e, ev.id, sent)
+	m.requests(e, ev.ID, sent)
 	r := b.Report(Epoch.Add(sent))
-	m.requests(e, ev.id, back)
+	m.requests(e, ev.ID, back)
 	// The script runs halfway through the round trip.
 	g := m.ledger.SyncAt(Epoch.Add(back-m.p.RTT/2), r)
 	b.Settle(e.Now(), r, g, nil)
 	m.row.Syncs++
-	e.after(m.interval, fleetSync, ev.id, 0)
+	e.After(m.interval, fleetSync, ev.ID, 0)
 }
 
 // requests makes client id's requests up to the instant upto, in order.
-func (m *fleetModel) requests(e *engine, id int32, upto time.Duration) {
+func (m *fleetModel) requests(e *engine.Engine, id int32, upto time.Duration) {
 	for m.next[id] <= upto {
 		m.at[id].t = m.next[id]
 		m.call(m.policies[id], m.next[id])
-		m.next[id] += e.exp(m.mean)
+		m.next[id] += e.Exp(m.mean)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
@@ -320,42 +321,42 @@ func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strat
 		return jitterOut{}, fmt.Errorf("%w: %w", ErrInvalidParams, err)
 	}
 	r := &jitterRun{p: p, policy: pol, none: sched.Immediate, seen: make([]int64, n), calls: make([]retry.Call, n)}
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	for c := range n {
 		r.calls[c] = pol.Begin(false)
-		e.after(r.hop(e), jitterRead, int32(c), 0)
+		e.After(r.hop(e), jitterRead, int32(c), 0)
 	}
-	e.run(r, -1)
+	e.Run(r, -1)
 	return jitterOut{calls: r.writes, time: r.finished}, nil
 }
 
-func (r *jitterRun) hop(e *engine) time.Duration { return e.normal(r.p.Hop, r.p.HopSD) }
+func (r *jitterRun) hop(e *engine.Engine) time.Duration { return e.Normal(r.p.Hop, r.p.HopSD) }
 
-func (r *jitterRun) handle(e *engine, ev event) {
-	c := ev.id
-	switch ev.kind {
+func (r *jitterRun) Handle(e *engine.Engine, ev engine.Event) {
+	c := ev.ID
+	switch ev.Kind {
 	case jitterRead:
 		// The reply carries the version back; the client then sends its
 		// conditional write at once.
 		r.seen[c] = r.version
 		_ = r.calls[c].Admit(context.Background()) // no guards: never rejects
-		e.after(r.hop(e)+r.hop(e), jitterWrite, c, 0)
+		e.After(r.hop(e)+r.hop(e), jitterWrite, c, 0)
 	case jitterWrite:
 		r.writes++
 		if r.seen[c] == r.version {
 			r.version++
 			r.calls[c].Done(time.Time{}, time.Time{}, nil, 0)
-			r.finished = max(r.finished, e.elapsed()+r.hop(e))
+			r.finished = max(r.finished, e.Elapsed()+r.hop(e))
 			return
 		}
 		// Rejected: the reply takes a hop, the client sleeps, then reads
 		// again (another hop). Retrying at once draws nothing.
 		var u uint64
 		if !r.none {
-			u = e.u64()
+			u = e.Uint64()
 		}
 		d := r.calls[c].Done(e.Now(), time.Time{}, errStale, u)
-		e.after(r.hop(e)+d.Delay+r.hop(e), jitterRead, c, 0)
+		e.After(r.hop(e)+d.Delay+r.hop(e), jitterRead, c, 0)
 	}
 }

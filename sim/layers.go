@@ -9,6 +9,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 func init() { register(layersScenario{}) }
@@ -202,8 +203,8 @@ type layersRun struct {
 }
 
 func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode int) layersOut {
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	r := &layersRun{p: p, mode: mode}
 	for range p.Layers {
 		var b budget.Budget = budget.Unlimited
@@ -224,8 +225,8 @@ func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode 
 		r.policies = append(r.policies, pol)
 	}
 	r.out.load = make([]int64, int(p.Duration/(100*time.Millisecond))+1)
-	e.after(0, layArrival, 0, 0)
-	e.run(r, -1)
+	e.After(0, layArrival, 0, 0)
+	e.Run(r, -1)
 	return r.out
 }
 
@@ -244,61 +245,61 @@ func (r *layersRun) newCall(layer int, parent int32) int32 {
 	return int32(len(r.calls) - 1)
 }
 
-func (r *layersRun) handle(e *engine, ev event) {
-	switch ev.kind {
+func (r *layersRun) Handle(e *engine.Engine, ev engine.Event) {
+	switch ev.Kind {
 	case layArrival:
 		r.out.requests++
-		e.after(0, layAttempt, r.newCall(0, -1), 0)
-		if next := e.elapsed() + time.Duration(float64(time.Second)/r.p.Rate); next < r.p.Duration {
-			e.at(next, layArrival, 0, 0)
+		e.After(0, layAttempt, r.newCall(0, -1), 0)
+		if next := e.Elapsed() + time.Duration(float64(time.Second)/r.p.Rate); next < r.p.Duration {
+			e.At(next, layArrival, 0, 0)
 		}
 	case layAttempt:
-		_ = r.calls[ev.id].call.Admit(context.Background()) // no guards: never rejects
-		layer := r.calls[ev.id].layer
+		_ = r.calls[ev.ID].call.Admit(context.Background()) // no guards: never rejects
+		layer := r.calls[ev.ID].layer
 		if layer < r.p.Layers-1 {
-			e.after(r.p.Hop, layAttempt, r.newCall(layer+1, ev.id), 0)
+			e.After(r.p.Hop, layAttempt, r.newCall(layer+1, ev.ID), 0)
 			return
 		}
 		r.out.bottom++
-		if b := int(e.elapsed() / (100 * time.Millisecond)); b < len(r.out.load) {
+		if b := int(e.Elapsed() / (100 * time.Millisecond)); b < len(r.out.load) {
 			r.out.load[b]++
 		}
 		ok := int64(0)
-		if e.float() >= r.p.Fail {
+		if e.Float64() >= r.p.Fail {
 			ok = 1
 		}
-		e.after(2*r.p.Hop, layDone, ev.id, ok)
+		e.After(2*r.p.Hop, layDone, ev.ID, ok)
 	case layDone:
-		r.done(e, ev.id, ev.arg == 1)
+		r.done(e, ev.ID, ev.Arg == 1)
 	case layFailed:
-		r.finish(e, ev.id, false)
+		r.finish(e, ev.ID, false)
 	}
 }
 
 // done handles the end of call id's attempt: retry, or end the call and
 // report to the layer above.
-func (r *layersRun) done(e *engine, id int32, ok bool) {
+func (r *layersRun) done(e *engine.Engine, id int32, ok bool) {
 	c := &r.calls[id]
 	if ok {
 		c.call.Done(e.Now(), time.Time{}, nil, 0)
 		r.finish(e, id, true)
 		return
 	}
-	d := c.call.Done(e.Now(), time.Time{}, errDown, e.u64())
+	d := c.call.Done(e.Now(), time.Time{}, errDown, e.Uint64())
 	if d.Reason != nil {
 		if d.Wait {
 			// The policy waits before it returns the error
 			// (retry.WaitThenReturn).
-			e.after(d.Delay, layFailed, id, 0)
+			e.After(d.Delay, layFailed, id, 0)
 			return
 		}
 		r.finish(e, id, false)
 		return
 	}
-	e.after(d.Delay, layAttempt, id, 0)
+	e.After(d.Delay, layAttempt, id, 0)
 }
 
-func (r *layersRun) finish(e *engine, id int32, ok bool) {
+func (r *layersRun) finish(e *engine.Engine, id int32, ok bool) {
 	parent := r.calls[id].parent
 	r.free = append(r.free, id)
 	if parent < 0 {
@@ -311,5 +312,5 @@ func (r *layersRun) finish(e *engine, id int32, ok bool) {
 	if ok {
 		arg = 1
 	}
-	e.after(r.p.Hop, layDone, parent, arg)
+	e.After(r.p.Hop, layDone, parent, arg)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/periodic"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 const (
@@ -211,8 +212,8 @@ func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
 // drives a periodic.Series, asking for its next tick when a tick fires,
 // as periodic.Run does.
 func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, strategy string) periodicOut {
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	s := periodic.Schedule{Interval: p.Interval, Align: true}
 	switch strategy {
 	case "cron":
@@ -234,16 +235,16 @@ func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, s
 	for c := range p.Clients {
 		start := time.Duration(0)
 		if strategy == "deploy" {
-			start = time.Duration(e.float() * float64(p.Deploy))
+			start = time.Duration(e.Float64() * float64(p.Deploy))
 		}
 		q, err := periodic.NewSeries(s, Epoch.Add(start))
 		if err != nil {
 			return periodicOut{} // unreachable: Validate bounds every field
 		}
 		r.series = append(r.series, q)
-		e.at(q.Next(Epoch.Add(start), e.u64()).Sub(Epoch), 0, int32(c), 0)
+		e.At(q.Next(Epoch.Add(start), e.Uint64()).Sub(Epoch), 0, int32(c), 0)
 	}
-	e.run(r, time.Duration(len(r.perSecond))*time.Second-1)
+	e.Run(r, time.Duration(len(r.perSecond))*time.Second-1)
 	return periodicOut{perSecond: r.perSecond, lag: r.lag, jobs: r.jobs}
 }
 
@@ -257,11 +258,11 @@ type periodicRun struct {
 	jobs      int64
 }
 
-func (r *periodicRun) handle(e *engine, ev event) {
-	now := e.elapsed()
+func (r *periodicRun) Handle(e *engine.Engine, ev engine.Event) {
+	now := e.Elapsed()
 	r.perSecond[now/time.Second]++
 	r.jobs++
 	r.lag += now % r.p.Interval // Epoch is on the grid: the lag behind the slot's start
-	next := r.series[ev.id].Next(e.Now(), e.u64())
-	e.at(next.Sub(Epoch), 0, ev.id, 0)
+	next := r.series[ev.ID].Next(e.Now(), e.Uint64())
+	e.At(next.Sub(Epoch), 0, ev.ID, 0)
 }

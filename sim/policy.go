@@ -11,6 +11,7 @@ import (
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 	"github.com/unherd/unherd/throttle"
 )
 
@@ -226,7 +227,7 @@ const (
 // newGuard builds the spec's guard on the run's clock, with jitter drawn
 // from a source seeded by the run.
 func (s *policySpec) newGuard(now func() time.Time, seed uint64) (retry.Guard, error) {
-	src := rand.NewPCG(seed, mix(seed))
+	src := rand.NewPCG(seed, engine.Mix(seed))
 	switch s.guard {
 	case guardBreaker:
 		return breaker.New(breaker.Settings{Now: now, Rand: src})
@@ -256,10 +257,10 @@ func (s *policySpec) pure() bool { return s.guard == guardNone && s.Budget == bu
 // its defaults. The models drive the policy's state machine
 // (retry.Call), which tells the budget and the guard about every
 // attempt.
-func (s *policySpec) build(e *engine) (*retry.Policy, error) {
+func (s *policySpec) build(e *engine.Engine) (*retry.Policy, error) {
 	c := s.Retry
 	if s.guard != guardNone {
-		g, err := s.newGuard(e.Now, e.u64())
+		g, err := s.newGuard(e.Now, e.Uint64())
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // brookerRateLimit names the source of the rate-limit figures. The figures
@@ -309,8 +310,8 @@ type ratelimitRun struct {
 }
 
 func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	pol, err := retry.New(retry.Config{MaxAttempts: p.Attempts, Budget: budget.Unlimited,
 		Backoff: backoff.Schedule{Base: p.Base, ThrottledBase: p.Base, Cap: p.Cap, Jitter: j}})
 	if err != nil {
@@ -321,28 +322,30 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 		limit:  tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
 		r.workers[w] = rlWorker{jobs: p.Jobs, call: pol.Begin(false)}
-		r.send(e, int32(w), e.normal(p.Hop, p.Hop/5)) // the first way out
+		r.send(e, int32(w), e.Normal(p.Hop, p.Hop/5)) // the first way out
 	}
-	e.run(r, -1)
+	e.Run(r, -1)
 	return r.out
 }
 
 // roundTrip draws an answer's way back plus the next attempt's way out.
-func (r *ratelimitRun) roundTrip(e *engine) time.Duration { return e.normal(2*r.p.Hop, r.tripSD) }
-
-// send makes worker id's next attempt, which reaches the limiter after d.
-func (r *ratelimitRun) send(e *engine, id int32, d time.Duration) {
-	_ = r.workers[id].call.Admit(context.Background()) // no guards: never rejects
-	r.out.attempts++
-	e.after(d, rlArrive, id, 0)
+func (r *ratelimitRun) roundTrip(e *engine.Engine) time.Duration {
+	return e.Normal(2*r.p.Hop, r.tripSD)
 }
 
-func (r *ratelimitRun) handle(e *engine, ev event) {
-	w := &r.workers[ev.id]
-	ok := r.limit.take(e.elapsed())
+// send makes worker id's next attempt, which reaches the limiter after d.
+func (r *ratelimitRun) send(e *engine.Engine, id int32, d time.Duration) {
+	_ = r.workers[id].call.Admit(context.Background()) // no guards: never rejects
+	r.out.attempts++
+	e.After(d, rlArrive, id, 0)
+}
+
+func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
+	w := &r.workers[ev.ID]
+	ok := r.limit.take(e.Elapsed())
 	trip := r.roundTrip(e)
 	back := trip / 2 // the answer's way back
-	at := e.elapsed() + back
+	at := e.Elapsed() + back
 	if ok {
 		s := int(at / time.Second)
 		for len(r.out.good) <= s {
@@ -357,11 +360,11 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			r.out.done = max(r.out.done, at)
 			return
 		}
-		r.send(e, ev.id, trip)
+		r.send(e, ev.ID, trip)
 		return
 	}
 	r.out.throttled++
-	d := w.call.Done(Epoch.Add(at), time.Time{}, errTooMany, e.u64())
+	d := w.call.Done(Epoch.Add(at), time.Time{}, errTooMany, e.Uint64())
 	if d.Reason != nil {
 		// Out of attempts: the job is still to do; start it over (after
 		// the wait the policy asks for before it returns, if any).
@@ -370,8 +373,8 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			wait = d.Delay
 		}
 		w.call = r.policy.Begin(false)
-		r.send(e, ev.id, trip+wait)
+		r.send(e, ev.ID, trip+wait)
 		return
 	}
-	r.send(e, ev.id, trip+d.Delay)
+	r.send(e, ev.ID, trip+d.Delay)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 // Scenario is one experiment the simulator runs. Implementations are
@@ -134,34 +135,12 @@ type Result struct {
 // float64s.
 type Row map[string]any
 
-// Claim sets what a published source says beside what this run measured.
-type Claim struct {
-	// Source names the publication the claim comes from, with its
-	// authors, year and address.
-	Source string `json:"source"`
-	// Claim is what the source says, in one sentence, with its figures.
-	Claim string `json:"claim"`
-	// Measured is what this run measured for the same quantities, in
-	// words and numbers.
-	Measured string `json:"measured"`
-	// Holds reports whether the measurement agrees with the claim; over
-	// several seeds ([RunSeeds]), whether it agrees on every one.
-	Holds bool `json:"holds"`
-	// Figures are the numbers in Measured, in order: over several seeds,
-	// each seed's median with the range. Empty for a claim whose text is
-	// not built from figures.
-	Figures []Figure `json:"figures,omitempty"`
-	// Seeds are the seeds the claim was judged on ([RunSeeds]), and
-	// Differs those on which it does not hold; both empty for one run.
-	Seeds   []uint64 `json:"seeds,omitempty"`
-	Differs []uint64 `json:"differs,omitempty"`
-	// Pooled says the verdict rests on the samples of all Seeds pooled,
-	// because one seed's are too few for the percentile judged; Differs
-	// then lists the seeds whose own samples disagree.
-	Pooled bool `json:"pooled,omitempty"`
-	// format is Measured with a verb for each figure, for re-rendering.
-	format string
-}
+// Claim sets what a published source says beside what this run
+// measured: verdict.Claim.
+type Claim = verdict.Claim
+
+// Figure is one number a claim's verdict rests on: verdict.Figure.
+type Figure = verdict.Figure
 
 // Chart is data for one chart: several named series over the same axes.
 type Chart struct {

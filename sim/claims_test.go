@@ -16,6 +16,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 // The claims are computed from the measurements: the same code that says
@@ -237,7 +238,7 @@ func TestMergeSeeds(t *testing.T) {
 		}
 		return &Result{Scenario: "s", Columns: []string{"name", "n", "x"},
 			Rows: []Row{{"name": "a", "n": int(v), "x": v / 2}},
-			Claims: []Claim{claim("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
+			Claims: []Claim{verdict.New("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
 				{Claim: "free text", Measured: free, Holds: true}, {Claim: "other", Measured: other, Holds: true}}}
 	}
 	got := mergeSeeds(3, []*Result{mk(10, true), mk(30, false), mk(20, true), mk(40, false), mk(12, true)})

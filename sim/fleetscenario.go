@@ -9,8 +9,6 @@ import (
 	"github.com/unherd/unherd/sim/verdict"
 )
 
-func init() { register(fleetScenario{}) }
-
 // Fields implements Params.
 func (p *FleetParams) Fields() []Field {
 	return []Field{
@@ -58,28 +56,20 @@ func (p *FleetParams) Validate() error {
 // depend on the fleet's size).
 func (p *FleetParams) Quick() { p.Clients = 20_000 }
 
-type fleetScenario struct{}
+var fleetScenario = define("fleet", "open",
+	"A fleet of clients (100,000 by default, 20,000 in the report) through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)",
+	defaultFleetParams, runFleetScenario)
 
-func (fleetScenario) Name() string { return "fleet" }
-func (fleetScenario) Describe() string {
-	return "A fleet of clients (100,000 by default, 20,000 in the report) through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)"
-}
-func (fleetScenario) Population() string { return "open" }
-func (fleetScenario) Params() Params {
+func init() { register(fleetScenario) }
+
+func defaultFleetParams() *FleetParams {
 	p := FleetParams{}.withDefaults()
 	return &p
 }
 
 const fleetSource = "unherd's design: a per-client floor does not bound a fleet; budgets applied across the fleet, as Envoy and Linkerd apply them in their proxies (https://linkerd.io/2/reference/retries/)"
 
-func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*FleetParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: fleet got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, error) {
 	type out struct {
 		row    FleetRow
 		perSec []int64

@@ -14,8 +14,6 @@ import (
 
 const deanBarroso = `Dean and Barroso, "The Tail at Scale", Communications of the ACM 56(2), 2013, https://doi.org/10.1145/2408776.2408794`
 
-func init() { register(hedgeScenario{}) }
-
 // HedgeParams are the parameters of the hedge scenario.
 type HedgeParams struct {
 	// Keys is the fan-out of each request and Servers the fleet
@@ -215,20 +213,13 @@ func RunHedge(ctx context.Context, p *HedgeParams, o Options) ([]HedgeOutcome, e
 	return res, nil
 }
 
-type hedgeScenario struct{}
+var hedgeScenario = define("hedge", "open",
+	"a 1000-key fan-out over 100 servers that stall now and then: tail latency, extra requests and extra work with no hedge, a fixed 10 ms hedge, the default hedger and tied requests; then a loaded fleet of independent queues and a uniformly saturated one, where hedging stops paying (Dean and Barroso 2013)",
+	defaultHedgeParams, runHedgeScenario)
 
-func (hedgeScenario) Name() string { return "hedge" }
-func (hedgeScenario) Describe() string {
-	return "a 1000-key fan-out over 100 servers that stall now and then: tail latency, extra requests and extra work with no hedge, a fixed 10 ms hedge, the default hedger and tied requests; then a loaded fleet of independent queues and a uniformly saturated one, where hedging stops paying (Dean and Barroso 2013)"
-}
-func (hedgeScenario) Population() string { return "open" }
-func (hedgeScenario) Params() Params     { return defaultHedgeParams() }
+func init() { register(hedgeScenario) }
 
-func (hedgeScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*HedgeParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: hedge got %T", ErrInvalidParams, ps)
-	}
+func runHedgeScenario(ctx context.Context, p *HedgeParams, o Options) (*Result, error) {
 	outs, err := RunHedge(ctx, p, o)
 	if err != nil {
 		return nil, err

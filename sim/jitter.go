@@ -17,8 +17,6 @@ import (
 
 const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
 
-func init() { register(jitterScenario{}) }
-
 // jitterStrategies are the strategies of Brooker's experiment, in table
 // order. "none" retries at once; the others are backoff.Schedule jitters
 // ("exponential" is backoff.None: capped exponential without jitter).
@@ -101,28 +99,18 @@ func (p *JitterParams) Quick() {
 	p.Runs = 10
 }
 
-type jitterScenario struct{}
+var jitterScenario = define("jitter", "closed",
+	"N clients race to update one row with optimistic concurrency; compares the work and time of no backoff, exponential without jitter, and full, equal and decorrelated jitter (Brooker 2015)",
+	defaultJitterParams, runJitterScenario)
 
-func (jitterScenario) Name() string { return "jitter" }
-func (jitterScenario) Describe() string {
-	return "N clients race to update one row with optimistic concurrency; compares the work and time of no backoff, exponential without jitter, and full, equal and decorrelated jitter (Brooker 2015)"
-}
-func (jitterScenario) Population() string { return "closed" }
-func (jitterScenario) Params() Params     { return defaultJitterParams() }
+func init() { register(jitterScenario) }
 
 type jitterOut struct {
 	calls int64
 	time  time.Duration
 }
 
-func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*JitterParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: jitter got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runJitterScenario(ctx context.Context, p *JitterParams, o Options) (*Result, error) {
 	ns, nc, nr := len(jitterStrategies), len(p.Clients), p.Runs
 	type out struct {
 		jitterOut

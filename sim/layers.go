@@ -13,8 +13,6 @@ import (
 	"github.com/unherd/unherd/sim/verdict"
 )
 
-func init() { register(layersScenario{}) }
-
 // LayersParams are the parameters of the layers scenario.
 type LayersParams struct {
 	// Layers is the number of services in the chain that each call the
@@ -83,14 +81,11 @@ func (p *LayersParams) Quick() { p.Duration = 20 * time.Second }
 // layerModes are the configurations compared, in table order.
 var layerModes = []string{"every layer retries", "edge only", "every layer + ratio budget", "every layer + token bucket"}
 
-type layersScenario struct{}
+var layersScenario = define("layers", "open",
+	"3 layers of 4 attempts send 64 attempts per request to a failing dependency; retrying at the edge only sends 4, and a budget per layer caps the product (Google SRE book, ch. 22)",
+	defaultLayersParams, runLayersScenario)
 
-func (layersScenario) Name() string { return "layers" }
-func (layersScenario) Describe() string {
-	return "3 layers of 4 attempts send 64 attempts per request to a failing dependency; retrying at the edge only sends 4, and a budget per layer caps the product (Google SRE book, ch. 22)"
-}
-func (layersScenario) Population() string { return "open" }
-func (layersScenario) Params() Params     { return defaultLayersParams() }
+func init() { register(layersScenario) }
 
 type layersOut struct {
 	requests, bottom, ok int64
@@ -98,14 +93,7 @@ type layersOut struct {
 	err                  error
 }
 
-func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*LayersParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: layers got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result, error) {
 	outs, err := sweep(ctx, o, len(layerModes), func(i int) layersOut {
 		return runLayers(ctx.Done(), o.Seed, uint64(i), p, i)
 	})

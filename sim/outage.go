@@ -17,8 +17,6 @@ const (
 	builders          = `Brooker, "Timeouts, retries, and backoff with jitter", Amazon Builders' Library, 2019, https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/`
 )
 
-func init() { register(outageScenario{}) }
-
 // OutageParams are the parameters of the outage scenario.
 type OutageParams struct {
 	// Clients is the closed population's size (--clients).
@@ -129,23 +127,13 @@ func (p *OutageParams) policies() []policySpec {
 	}
 }
 
-type outageScenario struct{}
+var outageScenario = define("outage", "closed and open",
+	"1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)",
+	defaultOutageParams, runOutageScenario)
 
-func (outageScenario) Name() string { return "outage" }
-func (outageScenario) Describe() string {
-	return "1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)"
-}
-func (outageScenario) Population() string { return "closed and open" }
-func (outageScenario) Params() Params     { return defaultOutageParams() }
+func init() { register(outageScenario) }
 
-func (outageScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*OutageParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: outage got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result, error) {
 	res, _, err := runOutage(ctx, p, p.policies(), o)
 	if err != nil {
 		return nil, err

@@ -17,8 +17,6 @@ const (
 	systemdTimer   = `systemd.timer(5), RandomizedDelaySec= and FixedRandomDelay=, https://www.freedesktop.org/software/systemd/man/latest/systemd.timer.html`
 )
 
-func init() { register(periodicScenario{}) }
-
 // periodicStrategies are the fleet's schedules, in table order: "cron" is
 // every process on the minute (Align, no jitter); "deploy" starts each
 // process's ticker when it starts, without jitter, the fleet deployed
@@ -100,14 +98,11 @@ func (p *PeriodicParams) Validate() error {
 // Quick implements Params: 5 minutes, 2 runs per strategy.
 func (p *PeriodicParams) Quick() { p.Duration, p.Runs = 5*p.Interval, 2 }
 
-type periodicScenario struct{}
+var periodicScenario = define("periodic", "open",
+	"a fleet runs a job every minute against one dependency: the per-second load of cron-aligned ticks, tickers started by one deploy, and periodic.Schedule's jittered ticks (Builders' Library; systemd.timer)",
+	defaultPeriodicParams, runPeriodicScenario)
 
-func (periodicScenario) Name() string { return "periodic" }
-func (periodicScenario) Describe() string {
-	return "a fleet runs a job every minute against one dependency: the per-second load of cron-aligned ticks, tickers started by one deploy, and periodic.Schedule's jittered ticks (Builders' Library; systemd.timer)"
-}
-func (periodicScenario) Population() string { return "open" }
-func (periodicScenario) Params() Params     { return defaultPeriodicParams() }
+func init() { register(periodicScenario) }
 
 // periodicOut is one run's measurement.
 type periodicOut struct {
@@ -116,14 +111,7 @@ type periodicOut struct {
 	jobs      int64
 }
 
-func (periodicScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*PeriodicParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: periodic got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runPeriodicScenario(ctx context.Context, p *PeriodicParams, o Options) (*Result, error) {
 	ns, nr := len(periodicStrategies), p.Runs
 	outs, err := sweep(ctx, o, ns*nr, func(i int) periodicOut {
 		return runPeriodic(ctx.Done(), o.Seed, uint64(i), p, periodicStrategies[i/nr])

@@ -30,8 +30,6 @@ import (
 // this scenario's own, not the source's.
 const brookerRateLimit = `Brooker's AWS material on backoff and jitter, as commonly cited (3000 workers behind a rate-limited API; primary talk or article not located, so its title, year and address are unverified); method as in Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
 
-func init() { register(ratelimitScenario{}) }
-
 // errTooMany is the rate limiter's answer, an HTTP 429: a throttling
 // error, which the retry policy backs off from its throttled base.
 var errTooMany = retry.MarkThrottled(errors.New("sim: 429 too many requests"))
@@ -122,14 +120,11 @@ func (p *RatelimitParams) Quick() {}
 
 var ratelimitStrategies = []string{"exponential", "full jitter"}
 
-type ratelimitScenario struct{}
+var ratelimitScenario = define("ratelimit", "closed",
+	"N workers (--clients, 3000 by default) share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter, for the published 10 requests per worker, and for the same work against a limit tight enough (--long-limit) that it takes minutes at the limit",
+	defaultRatelimitParams, runRatelimitScenario)
 
-func (ratelimitScenario) Name() string { return "ratelimit" }
-func (ratelimitScenario) Describe() string {
-	return "N workers (--clients, 3000 by default) share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter, for the published 10 requests per worker, and for the same work against a limit tight enough (--long-limit) that it takes minutes at the limit"
-}
-func (ratelimitScenario) Population() string { return "closed" }
-func (ratelimitScenario) Params() Params     { return defaultRatelimitParams() }
+func init() { register(ratelimitScenario) }
 
 type ratelimitOut struct {
 	attempts, throttled int64
@@ -138,14 +133,7 @@ type ratelimitOut struct {
 	err                 error
 }
 
-func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*RatelimitParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: ratelimit got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runRatelimitScenario(ctx context.Context, p *RatelimitParams, o Options) (*Result, error) {
 	// Runs: both strategies on the published workload; then on it again
 	// with half and with twice the limiter's burst (the un-jittered
 	// figure depends on it, and the source does not give one); then

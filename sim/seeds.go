@@ -22,8 +22,8 @@ func RunSeeds(ctx context.Context, s Scenario, p Params, o Options, n int) (*Res
 	if n < 2 {
 		return s.Run(ctx, p, o)
 	}
-	if sr, ok := s.(seedRunner); ok {
-		return sr.runSeeds(ctx, p, o, n)
+	if sc, ok := s.(*scenario); ok && sc.seeds != nil {
+		return sc.seeds(ctx, p, o, n)
 	}
 	results, err := eachSeed(o, n, func(o Options) (*Result, error) { return s.Run(ctx, p, o) })
 	if err != nil {

@@ -152,7 +152,7 @@ func TestDeterminism(t *testing.T) {
 
 func TestProgressAndCancel(t *testing.T) {
 	var calls, last, total int
-	_, err := jitterScenario{}.Run(context.Background(), tiny(t, "jitter"), Options{Seed: 1, Workers: 2,
+	_, err := jitterScenario.Run(context.Background(), tiny(t, "jitter"), Options{Seed: 1, Workers: 2,
 		Progress: func(done, n int) { calls++; last, total = done, n }})
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,6 @@ const (
 	awsRetry     = `AWS SDKs and Tools Reference Guide, "Retry behavior" (standard mode), https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html`
 )
 
-func init() { register(stormScenario{}) }
-
 // StormParams are the parameters of the storm scenario.
 type StormParams struct {
 	// Rate is the open stream's calls per second (--rate).
@@ -116,14 +114,11 @@ func (p *StormParams) policies() []policySpec {
 		spec(fmt.Sprintf("%d attempts + token bucket", top), retry.Config{MaxAttempts: top}, budgetToken))
 }
 
-type stormScenario struct{}
+var stormScenario = define("storm", "closed and open",
+	"100 calls/s against a failing backend: each retry adds the whole stream again, a 10% ratio budget holds the load near 110/s and a token bucket near 100/s once empty (Google SRE book, ch. 21-22)",
+	defaultStormParams, runStormScenario)
 
-func (stormScenario) Name() string { return "storm" }
-func (stormScenario) Describe() string {
-	return "100 calls/s against a failing backend: each retry adds the whole stream again, a 10% ratio budget holds the load near 110/s and a token bucket near 100/s once empty (Google SRE book, ch. 21-22)"
-}
-func (stormScenario) Population() string { return "closed and open" }
-func (stormScenario) Params() Params     { return defaultStormParams() }
+func init() { register(stormScenario) }
 
 // stormRow is what one (population, policy) run measured.
 type stormRow struct {
@@ -138,14 +133,7 @@ type stormRow struct {
 	success    float64
 }
 
-func (stormScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*StormParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: storm got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runStormScenario(ctx context.Context, p *StormParams, o Options) (*Result, error) {
 	res, _, err := runStorm(ctx, p, p.policies(), o)
 	return res, err
 }

@@ -23,16 +23,18 @@ import (
 // round trip of a sync is modelled as 1 ms.
 type FleetParams struct {
 	// Clients is the number of client processes. Zero means 100,000.
-	Clients int
+	Clients int `param:"clients" usage:"client processes" check:"positive,max=1000000"`
 	// Rate is each client's requests per second. Zero means 1.
-	Rate float64
+	Rate float64 `param:"rate" usage:"requests per second per client"`
 	// Attempts counts the first attempt. Zero means 3.
-	Attempts int
+	Attempts int `param:"attempts" usage:"attempts per request, the first included" check:"positive,max=100"`
 	// Before, Outage and After are the spans of health, outage and
 	// recovery. Zero means 10 s each.
-	Before, Outage, After time.Duration
+	Before time.Duration `param:"before" usage:"healthy time before the outage"`
+	Outage time.Duration `param:"outage" usage:"length of the outage, in which every attempt fails"`
+	After  time.Duration `param:"after" usage:"time after the outage"`
 	// RTT is the round trip of one sync to the ledger. Zero means 1 ms.
-	RTT time.Duration
+	RTT time.Duration `param:"rtt" usage:"round trip of one sync to the shared ledger"`
 }
 
 // FleetRow is what one kind of budget did during the outage.

@@ -9,33 +9,13 @@ import (
 	"github.com/unherd/unherd/sim/verdict"
 )
 
-// Fields implements Params.
-func (p *FleetParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "client processes", Value: &p.Clients},
-		{Name: "rate", Usage: "requests per second per client", Value: &p.Rate},
-		{Name: "attempts", Usage: "attempts per request, the first included", Value: &p.Attempts},
-		{Name: "before", Usage: "healthy time before the outage", Value: &p.Before},
-		{Name: "outage", Usage: "length of the outage, in which every attempt fails", Value: &p.Outage},
-		{Name: "after", Usage: "time after the outage", Value: &p.After},
-		{Name: "rtt", Usage: "round trip of one sync to the shared ledger", Value: &p.RTT},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *FleetParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *FleetParams) Validate() error {
-	for _, c := range []struct {
-		flag string
-		v    int
-	}{{"clients", p.Clients}, {"attempts", p.Attempts}} {
-		if err := checkPositive(c.flag, c.v); err != nil {
-			return err
-		}
-	}
-	if err := checkAtMost("clients", p.Clients, 1_000_000); err != nil {
-		return err
-	}
-	if err := checkAtMost("attempts", p.Attempts, 100); err != nil {
+	if err := checkFields(p); err != nil {
 		return err
 	}
 	switch {

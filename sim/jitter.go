@@ -25,14 +25,16 @@ var jitterStrategies = []string{"none", "exponential", "full", "equal", "decorre
 // JitterParams are the parameters of the jitter scenario.
 type JitterParams struct {
 	// Clients lists the numbers of contending clients to sweep (--clients).
-	Clients []int
+	Clients []int `param:"clients" usage:"comma-separated numbers of contending clients" check:"positive,max=10000"`
 	// Runs is the number of runs averaged per point (--runs).
-	Runs int
+	Runs int `param:"runs" usage:"runs averaged per point" check:"positive,max=100000"`
 	// Base and Cap shape every backoff schedule (--base, --cap).
-	Base, Cap time.Duration
+	Base time.Duration `param:"base" usage:"backoff base" check:"positive"`
+	Cap  time.Duration `param:"cap" usage:"backoff cap" check:"positive"`
 	// Hop is the mean of a network hop and HopSD its standard deviation;
 	// each hop takes |Normal(Hop, HopSD)| (--hop, --hop-sd).
-	Hop, HopSD time.Duration
+	Hop   time.Duration `param:"hop" usage:"mean network hop" check:"positive"`
+	HopSD time.Duration `param:"hop-sd" usage:"standard deviation of a network hop"`
 }
 
 func defaultJitterParams() *JitterParams {
@@ -44,50 +46,19 @@ func defaultJitterParams() *JitterParams {
 	return p
 }
 
-// Fields implements Params.
-func (p *JitterParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "comma-separated numbers of contending clients", Value: &p.Clients},
-		{Name: "runs", Usage: "runs averaged per point", Value: &p.Runs},
-		{Name: "base", Usage: "backoff base", Value: &p.Base},
-		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
-		{Name: "hop", Usage: "mean network hop", Value: &p.Hop},
-		{Name: "hop-sd", Usage: "standard deviation of a network hop", Value: &p.HopSD},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *JitterParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *JitterParams) Validate() error {
-	if len(p.Clients) == 0 {
-		return invalid("clients", "the list is empty")
-	}
-	for _, n := range p.Clients {
-		if err := checkPositive("clients", n); err != nil {
-			return err
-		}
-		if err := checkAtMost("clients", n, 10000); err != nil {
-			return err
-		}
-	}
-	if err := checkPositive("runs", p.Runs); err != nil {
+	if err := checkFields(p); err != nil {
 		return err
 	}
-	if err := checkAtMost("runs", p.Runs, 100000); err != nil {
-		return err
-	}
-	if err := checkPositive("base", p.Base); err != nil {
-		return err
-	}
-	if err := checkPositive("cap", p.Cap); err != nil {
-		return err
-	}
-	if p.Base > p.Cap {
+	switch {
+	case p.Base > p.Cap:
 		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
-	}
-	if err := checkPositive("hop", p.Hop); err != nil {
-		return err
-	}
-	if p.HopSD < 0 {
+	case p.HopSD < 0:
 		return invalid("hop-sd", "%v is negative", p.HopSD)
 	}
 	return nil

@@ -18,19 +18,19 @@ type LayersParams struct {
 	// Layers is the number of services in the chain that each call the
 	// next through a retry policy; the last calls the dependency
 	// (--layers).
-	Layers int
+	Layers int `param:"layers" usage:"services in the chain, each retrying its call to the next" check:"positive,max=6"`
 	// Attempts is each layer's attempt limit (--attempts).
-	Attempts int
+	Attempts int `param:"attempts" usage:"attempts per call at each layer, counting the first" check:"positive,max=10"`
 	// Fail is the share of the dependency's answers that fail (--fail).
-	Fail float64
+	Fail float64 `param:"fail" usage:"share of the dependency's answers that fail" check:"fraction"`
 	// Rate is the edge's requests per second and Duration how long they
 	// arrive (--rate, --duration).
-	Rate     float64
-	Duration time.Duration
+	Rate     float64       `param:"rate" usage:"requests per second at the edge" check:"positive"`
+	Duration time.Duration `param:"duration" usage:"how long requests arrive" check:"positive"`
 	// Ratio is the share of each layer's ratio budget (--ratio).
-	Ratio float64
+	Ratio float64 `param:"ratio" usage:"share of each layer's ratio budget" check:"positive,fraction"`
 	// Hop is the one-way delay between layers (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"one-way delay between layers" check:"positive"`
 }
 
 func defaultLayersParams() *LayersParams {
@@ -38,31 +38,14 @@ func defaultLayersParams() *LayersParams {
 		Ratio: 0.1, Hop: time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *LayersParams) Fields() []Field {
-	return []Field{
-		{Name: "layers", Usage: "services in the chain, each retrying its call to the next", Value: &p.Layers},
-		{Name: "attempts", Usage: "attempts per call at each layer, counting the first", Value: &p.Attempts},
-		{Name: "fail", Usage: "share of the dependency's answers that fail", Value: &p.Fail},
-		{Name: "rate", Usage: "requests per second at the edge", Value: &p.Rate},
-		{Name: "duration", Usage: "how long requests arrive", Value: &p.Duration},
-		{Name: "ratio", Usage: "share of each layer's ratio budget", Value: &p.Ratio},
-		{Name: "hop", Usage: "one-way delay between layers", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *LayersParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *LayersParams) Validate() error {
-	for _, err := range []error{
-		checkPositive("layers", p.Layers), checkAtMost("layers", p.Layers, 6),
-		checkPositive("attempts", p.Attempts), checkAtMost("attempts", p.Attempts, 10),
-		checkFraction("fail", p.Fail), checkPositive("rate", p.Rate),
-		checkPositive("duration", p.Duration), checkPositive("ratio", p.Ratio),
-		checkFraction("ratio", p.Ratio), checkPositive("hop", p.Hop),
-	} {
-		if err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	switch {
 	case math.Pow(float64(p.Attempts), float64(p.Layers)) > 1e5:

@@ -20,25 +20,28 @@ const (
 // OutageParams are the parameters of the outage scenario.
 type OutageParams struct {
 	// Clients is the closed population's size (--clients).
-	Clients int
+	Clients int `param:"clients" usage:"closed population: number of clients" check:"positive,max=1000000"`
 	// Think is a closed client's mean pause between calls (--think).
-	Think time.Duration
+	Think time.Duration `param:"think" usage:"closed population: mean think time between calls" check:"positive"`
 	// Rate is the open stream's arrivals per second (--rate).
-	Rate float64
+	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive"`
 	// Capacity is the requests per second the dependency serves when up;
 	// it sheds the rest (--capacity).
-	Capacity float64
+	Capacity float64 `param:"capacity" usage:"requests per second the dependency serves when up" check:"positive"`
 	// Before, Down and After are the healthy time before the outage, the
 	// outage, and the time observed after it (--before, --down, --after).
-	Before, Down, After time.Duration
+	Before time.Duration `param:"before" usage:"healthy time before the outage" check:"positive"`
+	Down   time.Duration `param:"down" usage:"length of the outage" check:"positive"`
+	After  time.Duration `param:"after" usage:"time observed after the outage" check:"positive"`
 	// Attempts, Base and Cap shape the retry policies compared
 	// (--attempts, --base, --cap); the fixed policy waits FixedDelay
 	// (--fixed).
-	Attempts   int
-	Base, Cap  time.Duration
-	FixedDelay time.Duration
+	Attempts   int           `param:"attempts" usage:"attempts per call, counting the first" check:"positive"`
+	Base       time.Duration `param:"base" usage:"backoff base" check:"positive"`
+	Cap        time.Duration `param:"cap" usage:"backoff cap" check:"positive"`
+	FixedDelay time.Duration `param:"fixed" usage:"delay of the fixed policy" check:"positive"`
 	// Hop is the mean one-way network delay (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
 func defaultOutageParams() *OutageParams {
@@ -48,38 +51,14 @@ func defaultOutageParams() *OutageParams {
 		Hop: 10 * time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *OutageParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "closed population: number of clients", Value: &p.Clients},
-		{Name: "think", Usage: "closed population: mean think time between calls", Value: &p.Think},
-		{Name: "rate", Usage: "open stream: calls arriving per second", Value: &p.Rate},
-		{Name: "capacity", Usage: "requests per second the dependency serves when up", Value: &p.Capacity},
-		{Name: "before", Usage: "healthy time before the outage", Value: &p.Before},
-		{Name: "down", Usage: "length of the outage", Value: &p.Down},
-		{Name: "after", Usage: "time observed after the outage", Value: &p.After},
-		{Name: "attempts", Usage: "attempts per call, counting the first", Value: &p.Attempts},
-		{Name: "base", Usage: "backoff base", Value: &p.Base},
-		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
-		{Name: "fixed", Usage: "delay of the fixed policy", Value: &p.FixedDelay},
-		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *OutageParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *OutageParams) Validate() error {
-	checks := []error{
-		checkPositive("clients", p.Clients), checkAtMost("clients", p.Clients, 1000000),
-		checkPositive("think", p.Think), checkPositive("rate", p.Rate),
-		checkPositive("capacity", p.Capacity), checkPositive("before", p.Before),
-		checkPositive("down", p.Down), checkPositive("after", p.After),
-		checkPositive("attempts", p.Attempts), checkPositive("base", p.Base),
-		checkPositive("cap", p.Cap), checkPositive("fixed", p.FixedDelay), checkPositive("hop", p.Hop),
-	}
-	for _, err := range checks {
-		if err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	switch {
 	case p.Rate > 1e6:

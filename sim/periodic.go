@@ -29,21 +29,21 @@ var periodicStrategies = []string{"cron", "deploy", "window", "full", "equal", "
 type PeriodicParams struct {
 	// Clients is the number of processes in the fleet, each running one
 	// job, one request, per interval (--clients).
-	Clients int
+	Clients int `param:"clients" usage:"processes in the fleet, each running one job per interval" check:"positive,max=1000000"`
 	// Interval is the jobs' period (--interval).
-	Interval time.Duration
+	Interval time.Duration `param:"interval" usage:"the jobs' period"`
 	// Duration is how long each run lasts (--duration).
-	Duration time.Duration
+	Duration time.Duration `param:"duration" usage:"length of each run"`
 	// Window is the spread of the "window" strategy (--window).
-	Window time.Duration
+	Window time.Duration `param:"window" usage:"jitter window after each slot for the window strategy"`
 	// Deploy is the span over which the fleet's processes start (--deploy):
 	// uniformly in [0, Deploy].
-	Deploy time.Duration
+	Deploy time.Duration `param:"deploy" usage:"span over which the fleet's processes start"`
 	// Capacity is what the dependency serves per second; requests beyond
 	// it in a second count as excess (--capacity).
-	Capacity int
+	Capacity int `param:"capacity" usage:"requests per second the dependency serves" check:"positive"`
 	// Runs is the number of runs per strategy (--runs).
-	Runs int
+	Runs int `param:"runs" usage:"runs per strategy" check:"positive,max=1000"`
 }
 
 func defaultPeriodicParams() *PeriodicParams {
@@ -51,45 +51,23 @@ func defaultPeriodicParams() *PeriodicParams {
 		Window: 10 * time.Second, Deploy: 5 * time.Second, Capacity: 500, Runs: 5}
 }
 
-// Fields implements Params.
-func (p *PeriodicParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "processes in the fleet, each running one job per interval", Value: &p.Clients},
-		{Name: "interval", Usage: "the jobs' period", Value: &p.Interval},
-		{Name: "duration", Usage: "length of each run", Value: &p.Duration},
-		{Name: "window", Usage: "jitter window after each slot for the window strategy", Value: &p.Window},
-		{Name: "deploy", Usage: "span over which the fleet's processes start", Value: &p.Deploy},
-		{Name: "capacity", Usage: "requests per second the dependency serves", Value: &p.Capacity},
-		{Name: "runs", Usage: "runs per strategy", Value: &p.Runs},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *PeriodicParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *PeriodicParams) Validate() error {
-	for _, c := range []struct {
-		flag string
-		v    int
-	}{{"clients", p.Clients}, {"capacity", p.Capacity}, {"runs", p.Runs}} {
-		if err := checkPositive(c.flag, c.v); err != nil {
-			return err
-		}
-	}
-	if err := checkAtMost("clients", p.Clients, 1_000_000); err != nil {
+	if err := checkFields(p); err != nil {
 		return err
 	}
-	if err := checkAtMost("runs", p.Runs, 1000); err != nil {
-		return err
-	}
-	if p.Interval < time.Second {
+	switch {
+	case p.Interval < time.Second:
 		return invalid("interval", "%v is below the 1s resolution of the load count", p.Interval)
-	}
-	if p.Duration < 2*p.Interval || p.Duration > 1000*p.Interval {
+	case p.Duration < 2*p.Interval || p.Duration > 1000*p.Interval:
 		return invalid("duration", "%v must be 2 to 1000 intervals (--interval %v)", p.Duration, p.Interval)
-	}
-	if p.Window <= 0 || p.Window > p.Interval {
+	case p.Window <= 0 || p.Window > p.Interval:
 		return invalid("window", "%v must be above zero and at most --interval %v", p.Window, p.Interval)
-	}
-	if p.Deploy < 0 || p.Deploy > p.Interval {
+	case p.Deploy < 0 || p.Deploy > p.Interval:
 		return invalid("deploy", "%v must be in [0, --interval %v]", p.Deploy, p.Interval)
 	}
 	return nil

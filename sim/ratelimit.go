@@ -39,7 +39,8 @@ type RatelimitParams struct {
 	// Workers is the number of workers (--clients: --workers is the
 	// command line's own); each has Jobs requests to get through, one
 	// after another (--jobs).
-	Workers, Jobs int
+	Workers int `param:"clients" usage:"number of simulated workers (clients) consuming the API, each with --jobs requests; not --workers, which sets the goroutines running the simulation" check:"positive,max=1000000"`
+	Jobs    int `param:"jobs" usage:"requests each worker must get through" check:"positive"`
 	// LongLimit is the rate limit, in requests per second, of the long
 	// workload, for the claim that jitter cuts a job from hours to
 	// minutes (--long-limit; 0 skips it): the same workers and requests
@@ -47,18 +48,19 @@ type RatelimitParams struct {
 	// limit. By default 20: 3000 x 10 requests take 25 minutes at it, so
 	// that the source's own utilisations, 35% and 85%, would take 71 and
 	// 29 minutes, hours and minutes.
-	LongLimit float64
+	LongLimit float64 `param:"long-limit" usage:"rate limit of the long workload, requests per second: the same work against a tighter limit, minutes of it at the limit; 0 skips it"`
 	// Limit is the API's rate limit in requests per second and Burst the
 	// seconds of it the limiter lets through at once (--limit, --burst).
-	Limit float64
-	Burst time.Duration
+	Limit float64       `param:"limit" usage:"the API's rate limit, requests per second" check:"positive"`
+	Burst time.Duration `param:"burst" usage:"how much of the limit passes at once, in time" check:"positive"`
 	// Base, Cap and Attempts shape the workers' retry policy (--base,
 	// --cap, --attempts). A call that runs out of attempts is started
 	// again: the job still has to be done.
-	Base, Cap time.Duration
-	Attempts  int
+	Base     time.Duration `param:"base" usage:"backoff base (after a 429)" check:"positive"`
+	Cap      time.Duration `param:"cap" usage:"backoff cap" check:"positive"`
+	Attempts int           `param:"attempts" usage:"attempts per call, counting the first" check:"positive"`
 	// Hop is the mean one-way network delay (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
 func defaultRatelimitParams() *RatelimitParams {
@@ -66,32 +68,14 @@ func defaultRatelimitParams() *RatelimitParams {
 		Base: 100 * time.Millisecond, Cap: 10 * time.Second, Attempts: 10, Hop: 10 * time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *RatelimitParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "number of simulated workers (clients) consuming the API, each with --jobs requests; not --workers, which sets the goroutines running the simulation", Value: &p.Workers},
-		{Name: "jobs", Usage: "requests each worker must get through", Value: &p.Jobs},
-		{Name: "long-limit", Usage: "rate limit of the long workload, requests per second: the same work against a tighter limit, minutes of it at the limit; 0 skips it", Value: &p.LongLimit},
-		{Name: "limit", Usage: "the API's rate limit, requests per second", Value: &p.Limit},
-		{Name: "burst", Usage: "how much of the limit passes at once, in time", Value: &p.Burst},
-		{Name: "base", Usage: "backoff base (after a 429)", Value: &p.Base},
-		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
-		{Name: "attempts", Usage: "attempts per call, counting the first", Value: &p.Attempts},
-		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *RatelimitParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *RatelimitParams) Validate() error {
-	for _, err := range []error{
-		checkPositive("clients", p.Workers), checkAtMost("clients", p.Workers, 1000000),
-		checkPositive("jobs", p.Jobs), checkPositive("limit", p.Limit), checkPositive("burst", p.Burst),
-		checkPositive("base", p.Base), checkPositive("cap", p.Cap), checkPositive("attempts", p.Attempts),
-		checkPositive("hop", p.Hop),
-	} {
-		if err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	work := float64(p.Workers) * float64(p.Jobs)
 	switch {

@@ -20,21 +20,21 @@ const (
 // StormParams are the parameters of the storm scenario.
 type StormParams struct {
 	// Rate is the open stream's calls per second (--rate).
-	Rate float64
+	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive"`
 	// Clients and Think are the closed population's size and mean think
 	// time (--clients, --think).
-	Clients int
-	Think   time.Duration
+	Clients int           `param:"clients" usage:"closed population: number of clients" check:"positive,max=1000000"`
+	Think   time.Duration `param:"think" usage:"closed population: mean think time between calls" check:"positive"`
 	// Attempts lists the attempt limits swept without a budget
 	// (--attempts); the budgeted rows use the largest.
-	Attempts []int
+	Attempts []int `param:"attempts" usage:"comma-separated attempt limits to sweep" check:"positive,max=100"`
 	// Ratio is the ratio budget's share (--ratio).
-	Ratio float64
+	Ratio float64 `param:"ratio" usage:"ratio budget: share of requests that may be retried" check:"positive,fraction"`
 	// Duration is the length of each run (--duration); load is measured
 	// over its second half, when the budgets' windows are full.
-	Duration time.Duration
+	Duration time.Duration `param:"duration" usage:"length of each run" check:"positive"`
 	// Hop is the mean one-way network delay (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
 func defaultStormParams() *StormParams {
@@ -42,41 +42,14 @@ func defaultStormParams() *StormParams {
 		Ratio: 0.1, Duration: 60 * time.Second, Hop: 10 * time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *StormParams) Fields() []Field {
-	return []Field{
-		{Name: "rate", Usage: "open stream: calls arriving per second", Value: &p.Rate},
-		{Name: "clients", Usage: "closed population: number of clients", Value: &p.Clients},
-		{Name: "think", Usage: "closed population: mean think time between calls", Value: &p.Think},
-		{Name: "attempts", Usage: "comma-separated attempt limits to sweep", Value: &p.Attempts},
-		{Name: "ratio", Usage: "ratio budget: share of requests that may be retried", Value: &p.Ratio},
-		{Name: "duration", Usage: "length of each run", Value: &p.Duration},
-		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *StormParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *StormParams) Validate() error {
-	for _, err := range []error{
-		checkPositive("rate", p.Rate), checkPositive("clients", p.Clients),
-		checkAtMost("clients", p.Clients, 1000000), checkPositive("think", p.Think),
-		checkPositive("ratio", p.Ratio), checkFraction("ratio", p.Ratio),
-		checkPositive("duration", p.Duration), checkPositive("hop", p.Hop),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	if len(p.Attempts) == 0 {
-		return invalid("attempts", "the list is empty")
-	}
-	for _, a := range p.Attempts {
-		if err := checkPositive("attempts", a); err != nil {
-			return err
-		}
-		if err := checkAtMost("attempts", a, 100); err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	switch {
 	case p.Rate > 1e5:

@@ -202,11 +202,17 @@ type Series struct {
 	X, Y []float64
 }
 
-var registry = map[string]Scenario{}
+// registry holds every scenario, by name.
+var registry = byName(fleetScenario, hedgeScenario, jitterScenario, layersScenario,
+	outageScenario, periodicScenario, ratelimitScenario, stormScenario)
 
-// register adds s to the set returned by Scenarios; scenario files call it
-// from init.
-func register(s Scenario) { registry[s.Name()] = s }
+func byName(ss ...*scenario) map[string]Scenario {
+	m := make(map[string]Scenario, len(ss))
+	for _, s := range ss {
+		m[s.name] = s
+	}
+	return m
+}
 
 // Scenarios returns every scenario, sorted by name.
 func Scenarios() []Scenario {

@@ -88,7 +88,7 @@ type callRun struct {
 	// maxArrivals, or 1 to compare with one event per arrival.
 	arrivals int
 	slots    []callSlot
-	free     []int32     // open stream: unused slots
+	free     freeList    // open stream: unused slots
 	limit    tokenBucket // the dependency's capacity
 	stats    callStats
 }
@@ -219,13 +219,11 @@ func (r *callRun) arrive(e *engine.Engine) {
 }
 
 func (r *callRun) alloc() int32 {
-	if n := len(r.free); n > 0 {
-		id := r.free[n-1]
-		r.free = r.free[:n-1]
-		return id
+	id, reused := r.free.take(len(r.slots))
+	if !reused {
+		r.slots = append(r.slots, callSlot{})
 	}
-	r.slots = append(r.slots, callSlot{})
-	return int32(len(r.slots) - 1)
+	return id
 }
 
 // bucketOf returns the index of the load and goodput buckets holding t,
@@ -443,5 +441,5 @@ func (r *callRun) end(e *engine.Engine, id int32, t time.Duration) {
 		r.at(e, t+e.Exp(r.m.think), callStart, id, 0)
 		return
 	}
-	r.free = append(r.free, id)
+	r.free.put(id)
 }

@@ -40,8 +40,6 @@ var fleetScenario = define("fleet", "open",
 	"A fleet of clients (100,000 by default, 20,000 in the report) through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)",
 	defaultFleetParams, runFleetScenario)
 
-func init() { register(fleetScenario) }
-
 func defaultFleetParams() *FleetParams {
 	p := FleetParams{}.withDefaults()
 	return &p

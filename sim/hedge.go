@@ -195,8 +195,6 @@ var hedgeScenario = define("hedge", "open",
 	"a 1000-key fan-out over 100 servers that stall now and then: tail latency, extra requests and extra work with no hedge, a fixed 10 ms hedge, the default hedger and tied requests; then a loaded fleet of independent queues and a uniformly saturated one, where hedging stops paying (Dean and Barroso 2013)",
 	defaultHedgeParams, runHedgeScenario)
 
-func init() { register(hedgeScenario) }
-
 func runHedgeScenario(ctx context.Context, p *HedgeParams, o Options) (*Result, error) {
 	outs, err := RunHedge(ctx, p, o)
 	if err != nil {

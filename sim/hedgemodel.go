@@ -141,7 +141,7 @@ type hedgeRun struct {
 	reqs         []hRequest
 	leaves       []hLeaf
 	cancelAt     [][2]time.Duration // tied only, per leaf: when the other copy's start reaches each copy's server
-	freeSlots    []int32
+	freeSlots    freeList
 	servers      []hServer
 	env          fleetCursor // the fleet's own draws: stalls, placement, primaries
 	rate         float64
@@ -252,9 +252,7 @@ func (r *hedgeRun) arrive(e *engine.Engine) {
 
 // alloc returns a free request slot, growing the pools if none is free.
 func (r *hedgeRun) alloc() int32 {
-	if n := len(r.freeSlots); n > 0 {
-		slot := r.freeSlots[n-1]
-		r.freeSlots = r.freeSlots[:n-1]
+	if slot, reused := r.freeSlots.take(len(r.reqs)); reused {
 		return slot
 	}
 	r.reqs = append(r.reqs, hRequest{})
@@ -603,7 +601,7 @@ func (r *hedgeRun) done(slot int32) {
 	}
 	r.out.latencies = append(r.out.latencies, q.maxAnswer-q.start)
 	q.gen++ // every copy still queued is now stale
-	r.freeSlots = append(r.freeSlots, slot)
+	r.freeSlots.put(slot)
 }
 
 // draw draws one copy's service time from src.

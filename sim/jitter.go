@@ -74,8 +74,6 @@ var jitterScenario = define("jitter", "closed",
 	"N clients race to update one row with optimistic concurrency; compares the work and time of no backoff, exponential without jitter, and full, equal and decorrelated jitter (Brooker 2015)",
 	defaultJitterParams, runJitterScenario)
 
-func init() { register(jitterScenario) }
-
 type jitterOut struct {
 	calls int64
 	time  time.Duration

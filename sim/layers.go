@@ -68,8 +68,6 @@ var layersScenario = define("layers", "open",
 	"3 layers of 4 attempts send 64 attempts per request to a failing dependency; retrying at the edge only sends 4, and a budget per layer caps the product (Google SRE book, ch. 22)",
 	defaultLayersParams, runLayersScenario)
 
-func init() { register(layersScenario) }
-
 type layersOut struct {
 	requests, bottom, ok int64
 	load                 []int64 // dependency attempts per 100 ms
@@ -170,7 +168,7 @@ type layersRun struct {
 	mode     int
 	policies []*retry.Policy
 	calls    []layCall
-	free     []int32
+	free     freeList
 	out      layersOut
 }
 
@@ -207,14 +205,13 @@ func (r *layersRun) newCall(layer int, parent int32) int32 {
 	// calls are nested, as a context marked by retry.WithOuterRetry makes
 	// them.
 	c := layCall{layer: layer, parent: parent, call: r.policies[layer].Begin(r.mode == 1 && layer > 0)}
-	if n := len(r.free); n > 0 {
-		id := r.free[n-1]
-		r.free = r.free[:n-1]
+	id, reused := r.free.take(len(r.calls))
+	if reused {
 		r.calls[id] = c
-		return id
+	} else {
+		r.calls = append(r.calls, c)
 	}
-	r.calls = append(r.calls, c)
-	return int32(len(r.calls) - 1)
+	return id
 }
 
 func (r *layersRun) Handle(e *engine.Engine, ev engine.Event) {
@@ -273,7 +270,7 @@ func (r *layersRun) done(e *engine.Engine, id int32, ok bool) {
 
 func (r *layersRun) finish(e *engine.Engine, id int32, ok bool) {
 	parent := r.calls[id].parent
-	r.free = append(r.free, id)
+	r.free.put(id)
 	if parent < 0 {
 		if ok {
 			r.out.ok++

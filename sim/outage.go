@@ -110,8 +110,6 @@ var outageScenario = define("outage", "closed and open",
 	"1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)",
 	defaultOutageParams, runOutageScenario)
 
-func init() { register(outageScenario) }
-
 func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result, error) {
 	res, _, err := runOutage(ctx, p, p.policies(), o)
 	if err != nil {

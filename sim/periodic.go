@@ -80,8 +80,6 @@ var periodicScenario = define("periodic", "open",
 	"a fleet runs a job every minute against one dependency: the per-second load of cron-aligned ticks, tickers started by one deploy, and periodic.Schedule's jittered ticks (Builders' Library; systemd.timer)",
 	defaultPeriodicParams, runPeriodicScenario)
 
-func init() { register(periodicScenario) }
-
 // periodicOut is one run's measurement.
 type periodicOut struct {
 	perSecond []int32 // requests in each second of the run

@@ -108,8 +108,6 @@ var ratelimitScenario = define("ratelimit", "closed",
 	"N workers (--clients, 3000 by default) share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter, for the published 10 requests per worker, and for the same work against a limit tight enough (--long-limit) that it takes minutes at the limit",
 	defaultRatelimitParams, runRatelimitScenario)
 
-func init() { register(ratelimitScenario) }
-
 type ratelimitOut struct {
 	attempts, throttled int64
 	done                time.Duration

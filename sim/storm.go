@@ -91,8 +91,6 @@ var stormScenario = define("storm", "closed and open",
 	"100 calls/s against a failing backend: each retry adds the whole stream again, a 10% ratio budget holds the load near 110/s and a token bucket near 100/s once empty (Google SRE book, ch. 21-22)",
 	defaultStormParams, runStormScenario)
 
-func init() { register(stormScenario) }
-
 // stormRow is what one (population, policy) run measured.
 type stormRow struct {
 	population string

@@ -129,8 +129,8 @@ type fleetModel struct {
 	p        FleetParams
 	mean     time.Duration // between a client's requests
 	fleets   []*fleetb.Budget
-	at       []fleetAt       // each client's fleet budget at its request's instant
-	policies []*retry.Policy // each client's policy over its fleetAt, fleet budget only
+	cur      current         // the budget of the client whose request is being made
+	policy   *retry.Policy   // every client's policy, over cur
 	next     []time.Duration // each client's next request, fleet budget only
 	ledger   *fleetb.Ledger
 	perSec   []int64
@@ -154,6 +154,9 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 	m := &fleetModel{p: p, mean: time.Duration(float64(time.Second) / p.Rate),
 		perSec: make([]int64, int(p.Outage/time.Second)+1), interval: fleetb.DefaultSyncInterval}
 	end := p.Before + p.Outage + p.After
+	if err := m.newPolicy(); err != nil {
+		return FleetRow{}, nil, err
+	}
 	var err error
 	if shared {
 		err = m.runShared(e, end)
@@ -189,35 +192,51 @@ func (m *fleetModel) runFloors(e *engine.Engine, end time.Duration) error {
 		if err != nil {
 			return err
 		}
-		pol, err := m.policy(b)
-		if err != nil {
-			return err
-		}
+		m.cur.b = b
 		for t := e.Exp(m.mean); t <= end; t += e.Exp(m.mean) {
 			now = t
-			m.call(pol, t)
+			m.call(t)
 		}
 	}
 	return nil
 }
 
-// policy is a client's retry policy over budget b: Attempts attempts,
-// retried at once (over a 10 s window the backoff's milliseconds do not
-// change the rates).
-func (m *fleetModel) policy(b budget.Budget) (*retry.Policy, error) {
-	return retry.New(retry.Config{MaxAttempts: m.p.Attempts, Backoff: backoff.Schedule{Immediate: true}, Budget: b})
+// newPolicy builds the clients' retry policy, over m.cur: Attempts
+// attempts, retried at once (over a 10 s window the backoff's
+// milliseconds do not change the rates), and a call the budget stops
+// ends at once (the model counts retries, not the callers' waits).
+func (m *fleetModel) newPolicy() error {
+	var err error
+	m.policy, err = retry.New(retry.Config{MaxAttempts: m.p.Attempts, Backoff: backoff.Schedule{Immediate: true},
+		Budget: &m.cur, OnBudgetExhausted: retry.ReturnAtOnce})
+	return err
 }
 
-// fleetAt is a client's fleet budget asked at the instant of the request
-// at hand: a fleet budget paces retries by time, and the model runs a
-// client's requests ahead of the engine's clock (see fleetModel).
-type fleetAt struct {
-	fb *fleetb.Budget
-	t  time.Duration // the request's instant
+// current is the budget of the client whose request the model is making:
+// it makes one request at a time, so one policy serves every client,
+// through the budget of the client at hand. A fleet budget paces retries
+// by time, and the model runs a client's requests ahead of the engine's
+// clock (see fleetModel), so it is asked at the request's instant.
+type current struct {
+	b  budget.Budget  // per-client floors: the client's budget.Ratio
+	fb *fleetb.Budget // fleet budget: the client's, asked at t
+	t  time.Duration  // the request's instant
 }
 
-func (a *fleetAt) Withdraw(c budget.Class) bool { return a.fb.WithdrawAt(Epoch.Add(a.t), c) }
-func (a *fleetAt) Record(at budget.Attempt)     { a.fb.Record(at) }
+func (c *current) Withdraw(cl budget.Class) bool {
+	if c.fb != nil {
+		return c.fb.WithdrawAt(Epoch.Add(c.t), cl)
+	}
+	return c.b.Withdraw(cl)
+}
+
+func (c *current) Record(a budget.Attempt) {
+	if c.fb != nil {
+		c.fb.Record(a)
+		return
+	}
+	c.b.Record(a)
+}
 
 // runShared runs the fleet budget: a fleetb.Budget per client over one
 // fleetb.Ledger, each client syncing every interval from a random phase.
@@ -225,8 +244,6 @@ func (m *fleetModel) runShared(e *engine.Engine, end time.Duration) error {
 	m.row.Budget = "fleet budget"
 	m.ledger = fleetb.NewLedger(e.Now)
 	m.fleets = make([]*fleetb.Budget, m.p.Clients)
-	m.at = make([]fleetAt, m.p.Clients)
-	m.policies = make([]*retry.Policy, m.p.Clients)
 	m.next = make([]time.Duration, m.p.Clients)
 	// The clients are alike but for their phase: numbered in the order
 	// of their phases, they sync in the order they lie in memory.
@@ -241,10 +258,6 @@ func (m *fleetModel) runShared(e *engine.Engine, end time.Duration) error {
 			return err
 		}
 		m.fleets[i] = fb
-		m.at[i].fb = fb
-		if m.policies[i], err = m.policy(&m.at[i]); err != nil {
-			return err
-		}
 		e.At(phase[i]+m.p.RTT, fleetSync, int32(i), 0)
 		m.next[i] = e.Exp(m.mean)
 	}
@@ -271,18 +284,20 @@ func (m *fleetModel) Handle(e *engine.Engine, ev engine.Event) {
 
 // requests makes client id's requests up to the instant upto, in order.
 func (m *fleetModel) requests(e *engine.Engine, id int32, upto time.Duration) {
+	m.cur.fb = m.fleets[id]
 	for m.next[id] <= upto {
-		m.at[id].t = m.next[id]
-		m.call(m.policies[id], m.next[id])
+		m.call(m.next[id])
 		m.next[id] += e.Exp(m.mean)
 	}
 }
 
-// call makes one request, at t, through policy p (retry.Call, which
-// tells its budget of every attempt and asks it for every retry): every
-// attempt fails during the outage, the first succeeds otherwise.
-func (m *fleetModel) call(p *retry.Policy, t time.Duration) {
-	c := p.Begin(false)
+// call makes one request, at t, through the clients' policy (retry.Call,
+// which tells the client's budget of every attempt and asks it for every
+// retry): every attempt fails during the outage, the first succeeds
+// otherwise.
+func (m *fleetModel) call(t time.Duration) {
+	m.cur.t = t
+	c := m.policy.Begin(false)
 	_ = c.Admit(context.Background()) // no guards: never rejects
 	down := t >= m.p.Before && t < m.p.Before+m.p.Outage
 	if !down {

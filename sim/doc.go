@@ -70,8 +70,11 @@
 // client waits one hop for the answer plus its backoff, then reads again.
 // Strategies: none, exponential without jitter, full, equal and
 // decorrelated jitter, base 5 ms, cap 2 s; the first retry is attempt 1
-// (backoff's n = 1); decorrelated jitter keeps each client's previous
-// sleep, starting at the base. N = 10 to 190 by 10, 100 runs each. Rows:
+// (its ceiling is base*2: each client's write is a retry.Call, whose count
+// starts at 0, of a schedule with base 10 ms, or 5 ms, its floor, for
+// decorrelated jitter); decorrelated jitter grows from each client's
+// previous sleep, starting at the base. N = 10 to 190 by 10, 100 runs
+// each. Rows:
 // mean calls (writes by all clients until all have written) and mean
 // completion time (the last successful write's reply).
 //

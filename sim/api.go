@@ -7,7 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 // Scenario is one experiment the simulator runs. Implementations are
@@ -135,34 +136,12 @@ type Result struct {
 // float64s.
 type Row map[string]any
 
-// Claim sets what a published source says beside what this run measured.
-type Claim struct {
-	// Source names the publication the claim comes from, with its
-	// authors, year and address.
-	Source string `json:"source"`
-	// Claim is what the source says, in one sentence, with its figures.
-	Claim string `json:"claim"`
-	// Measured is what this run measured for the same quantities, in
-	// words and numbers.
-	Measured string `json:"measured"`
-	// Holds reports whether the measurement agrees with the claim; over
-	// several seeds ([RunSeeds]), whether it agrees on every one.
-	Holds bool `json:"holds"`
-	// Figures are the numbers in Measured, in order: over several seeds,
-	// each seed's median with the range. Empty for a claim whose text is
-	// not built from figures.
-	Figures []Figure `json:"figures,omitempty"`
-	// Seeds are the seeds the claim was judged on ([RunSeeds]), and
-	// Differs those on which it does not hold; both empty for one run.
-	Seeds   []uint64 `json:"seeds,omitempty"`
-	Differs []uint64 `json:"differs,omitempty"`
-	// Pooled says the verdict rests on the samples of all Seeds pooled,
-	// because one seed's are too few for the percentile judged; Differs
-	// then lists the seeds whose own samples disagree.
-	Pooled bool `json:"pooled,omitempty"`
-	// format is Measured with a verb for each figure, for re-rendering.
-	format string
-}
+// Claim sets what a published source says beside what this run
+// measured: verdict.Claim.
+type Claim = verdict.Claim
+
+// Figure is one number a claim's verdict rests on: verdict.Figure.
+type Figure = verdict.Figure
 
 // Chart is data for one chart: several named series over the same axes.
 type Chart struct {
@@ -237,32 +216,17 @@ type Series struct {
 	Lo, Hi []float64 `json:",omitempty"`
 }
 
-// Policy is a retry policy as a user describes it, for the what-if
-// analysis: the outage and storm scenarios run it beside unherd's
-// defaults.
-type Policy struct {
-	// Name labels the policy in tables.
-	Name string
-	// Attempts counts the first attempt; zero means 3.
-	Attempts int
-	// Backoff is the delay schedule (Base, Cap, Jitter, ...).
-	Backoff backoff.Schedule
-	// Budget is "none", "token" (token bucket, AWS SDK defaults),
-	// "ratio" (a share of requests over a window) or "" for unherd's
-	// default (token).
-	Budget string
-	// BudgetRatio is the ratio budget's share when Budget is "ratio";
-	// zero means budget.DefaultRatio (0.1).
-	BudgetRatio float64
-	// AttemptTimeout bounds each attempt; zero means none.
-	AttemptTimeout time.Duration
+// registry holds every scenario, by name.
+var registry = byName(fleetScenario, hedgeScenario, jitterScenario, layersScenario,
+	outageScenario, periodicScenario, ratelimitScenario, stormScenario)
+
+func byName(ss ...*scenario) map[string]Scenario {
+	m := make(map[string]Scenario, len(ss))
+	for _, s := range ss {
+		m[s.name] = s
+	}
+	return m
 }
-
-var registry = map[string]Scenario{}
-
-// register adds s to the set returned by Scenarios; scenario files call it
-// from init.
-func register(s Scenario) { registry[s.Name()] = s }
 
 // Scenarios returns every scenario, sorted by name.
 func Scenarios() []Scenario {
@@ -279,3 +243,8 @@ func Lookup(name string) (Scenario, bool) {
 	s, ok := registry[name]
 	return s, ok
 }
+
+// Epoch is the wall-clock instant at which every run's virtual time
+// starts: engine.Epoch. Library objects that read a clock (budgets,
+// breakers, hedgers) are given the run's virtual clock, which starts here.
+var Epoch = engine.Epoch

@@ -28,3 +28,22 @@ func (b *tokenBucket) take(t time.Duration) bool {
 	b.tokens--
 	return true
 }
+
+// freeList hands out the indices of a slice's items that were given back,
+// the latest first, before the slice grows: the call slots of the call
+// model, the layers' calls and the hedge requests reuse their memory.
+type freeList []int32
+
+// take returns an index given back, or n, the slice's length (the index
+// of a new item the caller appends), and false when none is.
+func (f *freeList) take(n int) (int32, bool) {
+	if k := len(*f); k > 0 {
+		id := (*f)[k-1]
+		*f = (*f)[:k-1]
+		return id, true
+	}
+	return int32(n), false
+}
+
+// put gives index id back.
+func (f *freeList) put(id int32) { *f = append(*f, id) }

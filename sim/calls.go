@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // callModel is the model behind outage, storm and what-if: callers make
@@ -87,15 +88,15 @@ type callRun struct {
 	// maxArrivals, or 1 to compare with one event per arrival.
 	arrivals int
 	slots    []callSlot
-	free     []int32     // open stream: unused slots
+	free     freeList    // open stream: unused slots
 	limit    tokenBucket // the dependency's capacity
 	stats    callStats
 }
 
 // runCalls runs one seeded run of m with policy spec s.
 func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policySpec) (*callStats, error) {
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	r, err := newCallRun(e, m, s)
 	if err != nil {
 		return nil, err
@@ -105,7 +106,7 @@ func runCalls(done <-chan struct{}, seed, stream uint64, m *callModel, s *policy
 }
 
 // newCallRun builds a run of m with policy spec s on e.
-func newCallRun(e *engine, m *callModel, s *policySpec) (*callRun, error) {
+func newCallRun(e *engine.Engine, m *callModel, s *policySpec) (*callRun, error) {
 	p, err := s.build(e)
 	if err != nil {
 		return nil, err
@@ -122,7 +123,7 @@ func newCallRun(e *engine, m *callModel, s *policySpec) (*callRun, error) {
 }
 
 // run starts the callers and runs e to the model's end.
-func (r *callRun) run(e *engine) {
+func (r *callRun) run(e *engine.Engine) {
 	m := r.m
 	if m.closed {
 		r.slots = make([]callSlot, m.clients)
@@ -130,12 +131,12 @@ func (r *callRun) run(e *engine) {
 			// Start the population spread over one think time, as if it
 			// had been running for a while.
 			r.slots[c].out = r.hop(e)
-			r.at(e, time.Duration(e.float()*float64(m.think)), callStart, int32(c), 0)
+			r.at(e, time.Duration(e.Float64()*float64(m.think)), callStart, int32(c), 0)
 		}
 	} else {
-		e.after(0, callArrival, 0, 0)
+		e.After(0, callArrival, 0, 0)
 	}
-	e.run(r, m.end)
+	e.Run(r, m.end)
 }
 
 // sweepCalls runs every spec against the model of every population
@@ -164,32 +165,32 @@ func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec,
 	return sts, nil
 }
 
-func (r *callRun) handle(e *engine, ev event) {
-	if ev.kind == callArrival {
+func (r *callRun) Handle(e *engine.Engine, ev engine.Event) {
+	if ev.Kind == callArrival {
 		r.arrive(e)
 		return
 	}
 	r.pending--
-	switch ev.kind {
+	switch ev.Kind {
 	case callStart:
-		r.start(e, ev.id, e.elapsed())
+		r.start(e, ev.ID, e.Elapsed())
 	case callSend:
-		r.send(e, ev.id, e.elapsed())
+		r.send(e, ev.ID, e.Elapsed())
 	case callReply:
-		r.reply(e, ev.id, ev.arg == 1)
+		r.reply(e, ev.ID, ev.Arg == 1)
 	case callEnd:
-		r.end(e, ev.id, e.elapsed())
+		r.end(e, ev.ID, e.Elapsed())
 	}
 }
 
 // at schedules an event at t (not before now) and keeps pending and
 // floor.
-func (r *callRun) at(e *engine, t time.Duration, kind, id int32, arg int64) {
+func (r *callRun) at(e *engine.Engine, t time.Duration, kind, id int32, arg int64) {
 	if r.pending == 0 || t < r.floor {
 		r.floor = t
 	}
 	r.pending++
-	e.at(t, kind, id, arg)
+	e.At(t, kind, id, arg)
 }
 
 // maxArrivals bounds the arrivals one callArrival event takes in, so that
@@ -204,9 +205,9 @@ const maxArrivals = 1024
 // no clock), so the run is the same as with an event per arrival, with
 // fewer events. Other policies take one arrival per event: their guards
 // and budgets read the engine's clock.
-func (r *callRun) arrive(e *engine) {
+func (r *callRun) arrive(e *engine.Engine) {
 	gap := r.gap
-	t := e.elapsed()
+	t := e.Elapsed()
 	for n := 1; ; n++ {
 		r.start(e, r.alloc(), t)
 		t += gap
@@ -214,17 +215,15 @@ func (r *callRun) arrive(e *engine) {
 			break
 		}
 	}
-	e.at(t, callArrival, 0, 0)
+	e.At(t, callArrival, 0, 0)
 }
 
 func (r *callRun) alloc() int32 {
-	if n := len(r.free); n > 0 {
-		id := r.free[n-1]
-		r.free = r.free[:n-1]
-		return id
+	id, reused := r.free.take(len(r.slots))
+	if !reused {
+		r.slots = append(r.slots, callSlot{})
 	}
-	r.slots = append(r.slots, callSlot{})
-	return int32(len(r.slots) - 1)
+	return id
 }
 
 // bucketOf returns the index of the load and goodput buckets holding t,
@@ -244,15 +243,15 @@ func (r *callRun) bucketOf(t time.Duration) int {
 
 // hop draws a one-way network delay: an open stream's call on its way
 // out, and a closed client's first.
-func (r *callRun) hop(e *engine) time.Duration { return e.normal(r.m.hop, r.m.hopSD) }
+func (r *callRun) hop(e *engine.Engine) time.Duration { return e.Normal(r.m.hop, r.m.hopSD) }
 
 // trip draws slot id's answer's way back and its next attempt's way out
 // (its next call's, for a closed client) as one round trip: the sum of
 // two independent |Normal(hop, hopSD)| hops is Normal(2 hop, √2 hopSD) (a
 // hop below zero is five deviations away), split in half. It returns the
 // way back and keeps the way out in the slot.
-func (r *callRun) trip(e *engine, id int32) time.Duration {
-	rt := e.normal(2*r.m.hop, r.tripSD)
+func (r *callRun) trip(e *engine.Engine, id int32) time.Duration {
+	rt := e.Normal(2*r.m.hop, r.tripSD)
 	back := rt / 2
 	r.slots[id].out = rt - back
 	return back
@@ -263,13 +262,13 @@ func (r *callRun) down(t time.Duration) bool { return t >= r.m.downFrom && t < r
 
 // start begins a call in slot id at t (now, or later for an arrival
 // taken in early) and sends its first attempt.
-func (r *callRun) start(e *engine, id int32, t time.Duration) {
+func (r *callRun) start(e *engine.Engine, id int32, t time.Duration) {
 	s := &r.slots[id]
 	s.call = r.policy.Begin(false)
 	if !r.m.closed {
 		s.out = r.hop(e)
 	}
-	if t > e.elapsed() {
+	if t > e.Elapsed() {
 		r.send(e, id, t)
 		return
 	}
@@ -280,18 +279,18 @@ func (r *callRun) start(e *engine, id int32, t time.Duration) {
 // this instant, a callSend event would be the very next one delivered, so
 // the attempt is sent at once, without it; otherwise it goes through the
 // queue, after the events already due now.
-func (r *callRun) sendNow(e *engine, id int32) {
-	if e.alone() {
-		r.send(e, id, e.elapsed())
+func (r *callRun) sendNow(e *engine.Engine, id int32) {
+	if e.Alone() {
+		r.send(e, id, e.Elapsed())
 		return
 	}
-	r.at(e, e.elapsed(), callSend, id, 0)
+	r.at(e, e.Elapsed(), callSend, id, 0)
 }
 
 // admit asks slot id's call to start an attempt sent at t and counts it;
 // a guard's rejection ends the call at once, and a local rejection is
 // never retried.
-func (r *callRun) admit(e *engine, id int32, t time.Duration) bool {
+func (r *callRun) admit(e *engine.Engine, id int32, t time.Duration) bool {
 	c := &r.slots[id].call
 	if err := c.Admit(context.Background()); err != nil {
 		r.stats.rejected++
@@ -315,7 +314,7 @@ func (r *callRun) admit(e *engine, id int32, t time.Duration) bool {
 // dependency the slot's way out later. The dependency's answer is decided
 // here, in the order attempts are sent (see serve), and the answer
 // travels back half a round trip (see trip).
-func (r *callRun) send(e *engine, id int32, t time.Duration) {
+func (r *callRun) send(e *engine.Engine, id int32, t time.Duration) {
 	if !r.admit(e, id, t) {
 		return
 	}
@@ -352,8 +351,8 @@ func (r *callRun) serve(t time.Duration) bool {
 
 // reply delivers slot id's answer now; the call goes on after the wait
 // its policy asks for.
-func (r *callRun) reply(e *engine, id int32, ok bool) {
-	t := e.elapsed()
+func (r *callRun) reply(e *engine.Engine, id int32, ok bool) {
+	t := e.Elapsed()
 	d, more := r.answer(e, id, t, ok)
 	if !more {
 		return
@@ -376,7 +375,7 @@ func (r *callRun) reply(e *engine, id int32, ok bool) {
 // its time, where its share of the capacity is decided in time order.
 // Nothing the run would not reach (an answer or a send after its end)
 // is counted.
-func (r *callRun) follow(e *engine, id int32, t time.Duration, ok bool) {
+func (r *callRun) follow(e *engine.Engine, id int32, t time.Duration, ok bool) {
 	m := r.m
 	for t <= m.end {
 		d, more := r.answer(e, id, t, ok)
@@ -403,7 +402,7 @@ func (r *callRun) follow(e *engine, id int32, t time.Duration, ok bool) {
 // attempt ended. It reports whether the call goes on, and after what
 // delay; if not, the call has ended, or will after the wait its policy
 // asked for.
-func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Duration, bool) {
+func (r *callRun) answer(e *engine.Engine, id int32, t time.Duration, ok bool) (time.Duration, bool) {
 	c := &r.slots[id].call
 	if ok {
 		// After a success, Done uses neither the time nor the draw.
@@ -417,7 +416,7 @@ func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Du
 	if !r.down(t) {
 		err = errOverloaded
 	}
-	d := c.Done(Epoch.Add(t), time.Time{}, err, e.u64())
+	d := c.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
 	if d.Reason == nil {
 		return d.Delay, true
 	}
@@ -436,11 +435,11 @@ func (r *callRun) answer(e *engine, id int32, t time.Duration, ok bool) (time.Du
 
 // end finishes slot id's call at t: a closed client thinks and calls
 // again; an open stream's slot is freed.
-func (r *callRun) end(e *engine, id int32, t time.Duration) {
+func (r *callRun) end(e *engine.Engine, id int32, t time.Duration) {
 	r.stats.calls++
 	if r.m.closed {
-		r.at(e, t+e.exp(r.m.think), callStart, id, 0)
+		r.at(e, t+e.Exp(r.m.think), callStart, id, 0)
 		return
 	}
-	r.free = append(r.free, id)
+	r.free.put(id)
 }

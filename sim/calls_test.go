@@ -10,6 +10,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // A closed population of tight loops (10 ms think time) whose budget is empty comes straight back when a
@@ -22,7 +23,7 @@ func TestCallsWaitThenReturn(t *testing.T) {
 		bucket: 100 * time.Millisecond}
 	run := func(onEmpty retry.BudgetExhaustion) *callStats {
 		t.Helper()
-		s := policySpec{name: "token", attempts: 3, budget: budgetToken, onEmpty: onEmpty}
+		s := spec("token", retry.Config{MaxAttempts: 3, OnBudgetExhausted: onEmpty}, budgetToken)
 		st, err := runCalls(nil, 1, 0, m, &s)
 		if err != nil {
 			t.Fatal(err)
@@ -54,8 +55,8 @@ func outageModel(closed bool) *callModel {
 // through the outage without events (callRun.follow).
 func pureSpecs() []policySpec {
 	return []policySpec{
-		{name: "no backoff", attempts: 4, sched: immediate(), budget: budgetNone},
-		{name: "full jitter", attempts: 4, sched: exponential(100*time.Millisecond, time.Second, backoff.Full), budget: budgetNone},
+		spec("no backoff", retry.Config{MaxAttempts: 4, Backoff: immediate()}, budgetNone),
+		spec("full jitter", retry.Config{MaxAttempts: 4, Backoff: exponential(100*time.Millisecond, time.Second, backoff.Full)}, budgetNone),
 	}
 }
 
@@ -63,21 +64,21 @@ func pureSpecs() []policySpec {
 // returns its statistics and the number of events it took.
 func testRun(t *testing.T, m *callModel, s *policySpec, set func(r *callRun)) (*callStats, uint64) {
 	t.Helper()
-	e := newEngine(1, 0)
+	e := engine.New(1, 0)
 	r, err := newCallRun(e, m, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	set(r)
 	r.run(e)
-	return &r.stats, e.events
+	return &r.stats, e.Events()
 }
 
 // An open stream's arrivals taken in together, when no other event falls
 // between them, give the very run that one event per arrival gives.
 func TestArrivalsTakenTogether(t *testing.T) {
 	for _, s := range pureSpecs() {
-		t.Run(s.name, func(t *testing.T) {
+		t.Run(s.Name, func(t *testing.T) {
 			one, oneEvents := testRun(t, outageModel(false), &s, func(r *callRun) { r.arrivals = 1 })
 			many, manyEvents := testRun(t, outageModel(false), &s, func(*callRun) {})
 			if diff := cmp.Diff(one, many, cmp.AllowUnexported(callStats{})); diff != "" {
@@ -97,7 +98,7 @@ func TestArrivalsTakenTogether(t *testing.T) {
 func TestPureCallsFollowed(t *testing.T) {
 	for _, closed := range []bool{true, false} {
 		for _, s := range pureSpecs() {
-			t.Run(fmt.Sprintf("closed=%v/%s", closed, s.name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("closed=%v/%s", closed, s.Name), func(t *testing.T) {
 				events, eventsN := testRun(t, outageModel(closed), &s, func(r *callRun) { r.pure = false })
 				followed, followedN := testRun(t, outageModel(closed), &s, func(*callRun) {})
 				// near: within three deviations of the difference of two

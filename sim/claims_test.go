@@ -13,6 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 // The claims are computed from the measurements: the same code that says
@@ -103,12 +107,17 @@ func TestPolicySpec(t *testing.T) {
 	}{
 		{"zero policy: defaults", Policy{}, false},
 		{"ratio budget", Policy{Budget: "ratio", BudgetRatio: 0.2}, false},
-		{"no budget, fixed delay", Policy{Budget: "none", Attempts: 5, Backoff: fixed(time.Second)}, false},
-		{"negative attempts", Policy{Attempts: -1}, true},
+		{"no budget, fixed delay", Policy{Budget: "none", Retry: retry.Config{MaxAttempts: 5, Backoff: fixed(time.Second)}}, false},
+		{"negative attempts", Policy{Retry: retry.Config{MaxAttempts: -1}}, true},
+		{"attempts above the limit", Policy{Retry: retry.Config{MaxAttempts: MaxPolicyAttempts + 1}}, true},
+		{"attempt timeout: not modelled", Policy{Retry: retry.Config{AttemptTimeout: 500 * time.Millisecond}}, true},
+		{"server delay: not modelled", Policy{Retry: retry.Config{MaxServerDelay: time.Second}}, true},
+		{"budget object: built per run", Policy{Retry: retry.Config{Budget: budget.Unlimited}}, true},
+		{"wait then return: modelled", Policy{Retry: retry.Config{OnBudgetExhausted: retry.WaitThenReturn}}, false},
 		{"unknown budget", Policy{Budget: "lots"}, true},
 		{"ratio above 1", Policy{Budget: "ratio", BudgetRatio: 1.5}, true},
-		{"negative timeout", Policy{AttemptTimeout: -time.Second}, true},
-		{"bad schedule", Policy{Backoff: backoff.Schedule{Base: time.Minute, Cap: time.Second}}, true},
+		{"negative timeout", Policy{Retry: retry.Config{AttemptTimeout: -time.Second}}, true},
+		{"bad schedule", Policy{Retry: retry.Config{Backoff: backoff.Schedule{Base: time.Minute, Cap: time.Second}}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,12 +126,13 @@ func TestPolicySpec(t *testing.T) {
 				t.Fatalf("specOf: err = %v, want error %v", err, tt.wantErr)
 			}
 			if err != nil {
-				if !errors.Is(err, ErrInvalidParams) {
-					t.Errorf("err = %v, want an ErrInvalidParams", err)
+				var pe *PolicyError
+				if !errors.Is(err, ErrInvalidParams) || !errors.As(err, &pe) || pe.Field == "" {
+					t.Errorf("err = %v, want a *PolicyError naming a field, wrapping ErrInvalidParams", err)
 				}
 				return
 			}
-			if _, err := s.build(newEngine(0, 0)); err != nil {
+			if _, err := s.build(engine.New(0, 0)); err != nil {
 				t.Errorf("build: %v", err)
 			}
 		})
@@ -134,7 +144,7 @@ func TestWhatIf(t *testing.T) {
 	op.Clients, op.Rate, op.Capacity = 40, 400, 800
 	op.Before, op.Down, op.After = 2*time.Second, 3*time.Second, 3*time.Second
 	sp.Clients, sp.Duration = 20, 10*time.Second
-	rep, err := whatIf(context.Background(), Policy{Name: "mine", Attempts: 5, Budget: "none"}, Options{Seed: 1}, op, sp)
+	rep, err := whatIf(context.Background(), Policy{Name: "mine", Retry: retry.Config{MaxAttempts: 5}, Budget: "none"}, Options{Seed: 1}, op, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +220,7 @@ func TestPolicyWarnings(t *testing.T) {
 	if w := policyWarnings(Policy{}, op); len(w) != 0 {
 		t.Errorf("the default policy warns: %v", w)
 	}
-	hours := Policy{Backoff: backoff.Schedule{Base: 1000 * time.Hour, Cap: 2000 * time.Hour, Jitter: backoff.Full}}
+	hours := Policy{Retry: retry.Config{Backoff: backoff.Schedule{Base: 1000 * time.Hour, Cap: 2000 * time.Hour, Jitter: backoff.Full}}}
 	w := policyWarnings(hours, op)
 	if len(w) != 2 || !strings.Contains(w[0], "base 1000h0m0s") || !strings.Contains(w[1], "cap 2000h0m0s") {
 		t.Errorf("base and cap of hours: warnings %q", w)
@@ -228,7 +238,7 @@ func TestMergeSeeds(t *testing.T) {
 		}
 		return &Result{Scenario: "s", Columns: []string{"name", "n", "x"},
 			Rows: []Row{{"name": "a", "n": int(v), "x": v / 2}},
-			Claims: []Claim{claim("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
+			Claims: []Claim{verdict.New("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
 				{Claim: "free text", Measured: free, Holds: true}, {Claim: "other", Measured: other, Holds: true}}}
 	}
 	got := mergeSeeds(3, []*Result{mk(10, true), mk(30, false), mk(20, true), mk(40, false), mk(12, true)})
@@ -426,7 +436,7 @@ func TestWhatIfParamsAndProgress(t *testing.T) {
 			last = f
 		}
 	}
-	rep, err := whatIf(context.Background(), Policy{Name: "mine", Attempts: 5, Budget: "none"}, Options{Seed: 1, Workers: 1, Progress: progress}, op, sp)
+	rep, err := whatIf(context.Background(), Policy{Name: "mine", Retry: retry.Config{MaxAttempts: 5}, Budget: "none"}, Options{Seed: 1, Workers: 1, Progress: progress}, op, sp)
 	if err != nil {
 		t.Fatal(err)
 	}

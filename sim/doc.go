@@ -30,7 +30,10 @@
 //   - retry.Call, the retry loop's own per-call state machine (from a
 //     policy built with retry.New; Admit before every attempt, Done after
 //     it with the virtual Now and a draw from the run's random source),
-//     which also keeps the policy's budget and guards informed;
+//     which also keeps the policy's budget and guards informed, in every
+//     scenario that retries (outage, storm, what-if, layers, ratelimit,
+//     jitter, whose calls keep each client's previous sleep, and fleet,
+//     whose calls ask each client's budget for its retries);
 //   - budget.NewTokenBucket (AWS SDK standard mode) and budget.NewRatio
 //     (the SRE book's per-client ratio, with Now set to the virtual
 //     clock); budget.Unlimited where a row has no budget;
@@ -67,8 +70,11 @@
 // client waits one hop for the answer plus its backoff, then reads again.
 // Strategies: none, exponential without jitter, full, equal and
 // decorrelated jitter, base 5 ms, cap 2 s; the first retry is attempt 1
-// (backoff's n = 1); decorrelated jitter keeps each client's previous
-// sleep, starting at the base. N = 10 to 190 by 10, 100 runs each. Rows:
+// (its ceiling is base*2: each client's write is a retry.Call, whose count
+// starts at 0, of a schedule with base 10 ms, or 5 ms, its floor, for
+// decorrelated jitter); decorrelated jitter grows from each client's
+// previous sleep, starting at the base. N = 10 to 190 by 10, 100 runs
+// each. Rows:
 // mean calls (writes by all clients until all have written) and mean
 // completion time (the last successful write's reply).
 //
@@ -277,9 +283,19 @@
 // requests beyond the dependency's capacity (500 per second) in their
 // second, and the mean lag behind the minute.
 //
+// # Packages
+//
+// Package sim holds the scenarios, each one define call with its
+// parameters (a struct whose tags name each parameter and its checks),
+// its run and its claims, and the what-if analysis; package sim/engine
+// is the event engine the runs drive; package sim/verdict builds the
+// claims and judges them over seeds. The command line (cmd/unherd) owns
+// the flags: a scenario's parameters reach it as Params.Fields, and a
+// policy file as a [Policy], whose retry settings are a retry.Config.
+//
 // # Engine and determinism
 //
-// Each run is one goroutine's loop over a radix heap of events (no event
+// Each run is one goroutine's loop (package sim/engine) over a radix heap of events (no event
 // is scheduled before the present, so a time's bits name its bucket):
 // events due at the same instant run in the order they were scheduled, so
 // ties never depend on the queue's layout. Events are plain values in

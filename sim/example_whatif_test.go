@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim"
 )
 
@@ -25,9 +26,10 @@ import (
 // 100 ms) before the clients call again. Worse for one kind of caller is
 // worse overall.
 func ExampleWhatIf() {
-	p := sim.Policy{Name: "5 attempts, no jitter, no budget", Attempts: 5,
-		Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Cap: 10 * time.Second, Jitter: backoff.None},
-		Budget:  "none"}
+	p := sim.Policy{Name: "5 attempts, no jitter, no budget",
+		Retry: retry.Config{MaxAttempts: 5,
+			Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Cap: 10 * time.Second, Jitter: backoff.None}},
+		Budget: "none"}
 	rep, err := sim.WhatIf(context.Background(), p, sim.Options{Seed: 1})
 	if err != nil {
 		fmt.Println(err)

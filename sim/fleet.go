@@ -2,14 +2,18 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	fleetb "github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // FleetParams configures [RunFleet]. The zero value is the issue's
@@ -19,16 +23,18 @@ import (
 // round trip of a sync is modelled as 1 ms.
 type FleetParams struct {
 	// Clients is the number of client processes. Zero means 100,000.
-	Clients int
+	Clients int `param:"clients" usage:"client processes" check:"positive,max=1000000"`
 	// Rate is each client's requests per second. Zero means 1.
-	Rate float64
+	Rate float64 `param:"rate" usage:"requests per second per client"`
 	// Attempts counts the first attempt. Zero means 3.
-	Attempts int
+	Attempts int `param:"attempts" usage:"attempts per request, the first included" check:"positive,max=100"`
 	// Before, Outage and After are the spans of health, outage and
 	// recovery. Zero means 10 s each.
-	Before, Outage, After time.Duration
+	Before time.Duration `param:"before" usage:"healthy time before the outage"`
+	Outage time.Duration `param:"outage" usage:"length of the outage, in which every attempt fails"`
+	After  time.Duration `param:"after" usage:"time after the outage"`
 	// RTT is the round trip of one sync to the ledger. Zero means 1 ms.
-	RTT time.Duration
+	RTT time.Duration `param:"rtt" usage:"round trip of one sync to the shared ledger"`
 }
 
 // FleetRow is what one kind of budget did during the outage.
@@ -74,7 +80,8 @@ func (p FleetParams) withDefaults() FleetParams {
 // through Budget.Report and Budget.Settle, the round trip taking RTT;
 // Run's early and skipped syncs are not modelled. Retries are sent at
 // once after the failure they follow: over a 10 s window the backoff's
-// milliseconds do not change the rates.
+// milliseconds do not change the rates. Each client's requests are
+// retry.Calls of its own retry.Policy over its budget.
 //
 // With per-client floors every client may retry 100 times per window
 // whatever its traffic, so the fleet's retries grow with its size; the
@@ -122,6 +129,8 @@ type fleetModel struct {
 	p        FleetParams
 	mean     time.Duration // between a client's requests
 	fleets   []*fleetb.Budget
+	cur      current         // the budget of the client whose request is being made
+	policy   *retry.Policy   // every client's policy, over cur
 	next     []time.Duration // each client's next request, fleet budget only
 	ledger   *fleetb.Ledger
 	perSec   []int64
@@ -140,11 +149,14 @@ func (refuseAll) Record(budget.Attempt)      {}
 // closed, and returns its row and its retries in each second of the
 // outage.
 func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool) (FleetRow, []int64, error) {
-	e := newEngine(seed, 0)
-	e.done = done
+	e := engine.New(seed, 0)
+	e.StopOn(done)
 	m := &fleetModel{p: p, mean: time.Duration(float64(time.Second) / p.Rate),
 		perSec: make([]int64, int(p.Outage/time.Second)+1), interval: fleetb.DefaultSyncInterval}
 	end := p.Before + p.Outage + p.After
+	if err := m.newPolicy(); err != nil {
+		return FleetRow{}, nil, err
+	}
 	var err error
 	if shared {
 		err = m.runShared(e, end)
@@ -168,12 +180,12 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 // runFloors runs the per-client floors, one client after another: a
 // budget.Ratio each, on a clock that reads the instant of the request at
 // hand.
-func (m *fleetModel) runFloors(e *engine, end time.Duration) error {
+func (m *fleetModel) runFloors(e *engine.Engine, end time.Duration) error {
 	m.row.Budget = "per-client floors"
 	var now time.Duration
 	clock := func() time.Time { return Epoch.Add(now) }
 	for i := range m.p.Clients {
-		if i%1024 == 0 && e.stopped() {
+		if i%1024 == 0 && e.Stopped() {
 			return nil // the sweep discards a stopped run
 		}
 		//unherdvet:ignore misuse each simulated client owns its budget for the whole run, as a real client does
@@ -181,17 +193,55 @@ func (m *fleetModel) runFloors(e *engine, end time.Duration) error {
 		if err != nil {
 			return err
 		}
-		for t := e.exp(m.mean); t <= end; t += e.exp(m.mean) {
+		m.cur.b = b
+		for t := e.Exp(m.mean); t <= end; t += e.Exp(m.mean) {
 			now = t
-			m.call(b, t)
+			m.call(t)
 		}
 	}
 	return nil
 }
 
+// newPolicy builds the clients' retry policy, over m.cur: Attempts
+// attempts, retried at once (over a 10 s window the backoff's
+// milliseconds do not change the rates), and a call the budget stops
+// ends at once (the model counts retries, not the callers' waits).
+func (m *fleetModel) newPolicy() error {
+	var err error
+	m.policy, err = retry.New(retry.Config{MaxAttempts: m.p.Attempts, Backoff: backoff.Schedule{Immediate: true},
+		Budget: &m.cur, OnBudgetExhausted: retry.ReturnAtOnce})
+	return err
+}
+
+// current is the budget of the client whose request the model is making:
+// it makes one request at a time, so one policy serves every client,
+// through the budget of the client at hand. A fleet budget paces retries
+// by time, and the model runs a client's requests ahead of the engine's
+// clock (see fleetModel), so it is asked at the request's instant.
+type current struct {
+	b  budget.Budget  // per-client floors: the client's budget.Ratio
+	fb *fleetb.Budget // fleet budget: the client's, asked at t
+	t  time.Duration  // the request's instant
+}
+
+func (c *current) Withdraw(cl budget.Class) bool {
+	if c.fb != nil {
+		return c.fb.WithdrawAt(Epoch.Add(c.t), cl)
+	}
+	return c.b.Withdraw(cl)
+}
+
+func (c *current) Record(a budget.Attempt) {
+	if c.fb != nil {
+		c.fb.Record(a)
+		return
+	}
+	c.b.Record(a)
+}
+
 // runShared runs the fleet budget: a fleetb.Budget per client over one
 // fleetb.Ledger, each client syncing every interval from a random phase.
-func (m *fleetModel) runShared(e *engine, end time.Duration) error {
+func (m *fleetModel) runShared(e *engine.Engine, end time.Duration) error {
 	m.row.Budget = "fleet budget"
 	m.ledger = fleetb.NewLedger(e.Now)
 	m.fleets = make([]*fleetb.Budget, m.p.Clients)
@@ -200,70 +250,68 @@ func (m *fleetModel) runShared(e *engine, end time.Duration) error {
 	// of their phases, they sync in the order they lie in memory.
 	phase := make([]time.Duration, m.p.Clients)
 	for i := range phase {
-		phase[i] = time.Duration(e.float() * float64(m.interval))
+		phase[i] = time.Duration(e.Float64() * float64(m.interval))
 	}
 	slices.Sort(phase)
 	for i := range m.p.Clients {
-		fb, err := fleetb.New(fleetb.Config{Now: e.Now, ID: strconv.Itoa(i), Fallback: refuseAll{}, Rand: e.pcg}, m.ledger)
+		fb, err := fleetb.New(fleetb.Config{Now: e.Now, ID: strconv.Itoa(i), Fallback: refuseAll{}, Rand: e.Source()}, m.ledger)
 		if err != nil {
 			return err
 		}
 		m.fleets[i] = fb
-		e.at(phase[i]+m.p.RTT, fleetSync, int32(i), 0)
-		m.next[i] = e.exp(m.mean)
+		e.At(phase[i]+m.p.RTT, fleetSync, int32(i), 0)
+		m.next[i] = e.Exp(m.mean)
 	}
-	e.run(m, end)
+	e.Run(m, end)
 	for i := range m.p.Clients {
 		m.requests(e, int32(i), end)
 	}
 	return nil
 }
 
-func (m *fleetModel) handle(e *engine, ev event) {
-	b := m.fleets[ev.id]
-	back := e.elapsed()
+func (m *fleetModel) Handle(e *engine.Engine, ev engine.Event) {
+	b := m.fleets[ev.ID]
+	back := e.Elapsed()
 	sent := back - m.p.RTT
-	m.requests(e, ev.id, sent)
+	m.requests(e, ev.ID, sent)
 	r := b.Report(Epoch.Add(sent))
-	m.requests(e, ev.id, back)
+	m.requests(e, ev.ID, back)
 	// The script runs halfway through the round trip.
 	g := m.ledger.SyncAt(Epoch.Add(back-m.p.RTT/2), r)
 	b.Settle(e.Now(), r, g, nil)
 	m.row.Syncs++
-	e.after(m.interval, fleetSync, ev.id, 0)
+	e.After(m.interval, fleetSync, ev.ID, 0)
 }
 
 // requests makes client id's requests up to the instant upto, in order.
-func (m *fleetModel) requests(e *engine, id int32, upto time.Duration) {
-	b := m.fleets[id]
+func (m *fleetModel) requests(e *engine.Engine, id int32, upto time.Duration) {
+	m.cur.fb = m.fleets[id]
 	for m.next[id] <= upto {
-		m.call(b, m.next[id])
-		m.next[id] += e.exp(m.mean)
+		m.call(m.next[id])
+		m.next[id] += e.Exp(m.mean)
 	}
 }
 
-// call makes one request, at t, through budget b: every attempt fails
-// during the outage, the first succeeds otherwise.
-func (m *fleetModel) call(b budget.Budget, t time.Duration) {
+// call makes one request, at t, through the clients' policy (retry.Call,
+// which tells the client's budget of every attempt and asks it for every
+// retry): every attempt fails during the outage, the first succeeds
+// otherwise.
+func (m *fleetModel) call(t time.Duration) {
+	m.cur.t = t
+	c := m.policy.Begin(false)
+	_ = c.Admit(context.Background()) // no guards: never rejects
 	down := t >= m.p.Before && t < m.p.Before+m.p.Outage
 	if !down {
 		if t < m.p.Before {
 			m.row.Healthy++
 		}
-		b.Record(budget.Attempt{N: 1})
+		c.Done(time.Time{}, time.Time{}, nil, 0)
 		return
 	}
 	m.row.Requests++
-	b.Record(budget.Attempt{N: 1, Failed: true})
-	withdraw := b.Withdraw
-	if fb, ok := b.(*fleetb.Budget); ok {
-		// A fleet budget paces retries by time: it is asked at the
-		// request's instant, not at the engine's.
-		withdraw = func(c budget.Class) bool { return fb.WithdrawAt(Epoch.Add(t), c) }
-	}
-	for n := 2; n <= m.p.Attempts && withdraw(budget.Transient); n++ {
+	for c.Done(Epoch.Add(t), time.Time{}, errDown, 0).Reason == nil {
 		m.row.Retries++
 		m.perSec[int((t-m.p.Before)/time.Second)]++
-		b.Record(budget.Attempt{N: n, Failed: true, Charged: budget.Transient})
+		_ = c.Admit(context.Background())
 	}
 }

@@ -7,37 +7,16 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
-func init() { register(fleetScenario{}) }
+// Fields implements Params: the fields tagged param, in their order.
+func (p *FleetParams) Fields() []Field { return fieldsOf(p) }
 
-// Fields implements Params.
-func (p *FleetParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "client processes", Value: &p.Clients},
-		{Name: "rate", Usage: "requests per second per client", Value: &p.Rate},
-		{Name: "attempts", Usage: "attempts per request, the first included", Value: &p.Attempts},
-		{Name: "before", Usage: "healthy time before the outage", Value: &p.Before},
-		{Name: "outage", Usage: "length of the outage, in which every attempt fails", Value: &p.Outage},
-		{Name: "after", Usage: "time after the outage", Value: &p.After},
-		{Name: "rtt", Usage: "round trip of one sync to the shared ledger", Value: &p.RTT},
-	}
-}
-
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *FleetParams) Validate() error {
-	for _, c := range []struct {
-		flag string
-		v    int
-	}{{"clients", p.Clients}, {"attempts", p.Attempts}} {
-		if err := checkPositive(c.flag, c.v); err != nil {
-			return err
-		}
-	}
-	if err := checkAtMost("clients", p.Clients, 1_000_000); err != nil {
-		return err
-	}
-	if err := checkAtMost("attempts", p.Attempts, 100); err != nil {
+	if err := checkFields(p); err != nil {
 		return err
 	}
 	switch {
@@ -58,28 +37,18 @@ func (p *FleetParams) Validate() error {
 // depend on the fleet's size).
 func (p *FleetParams) Quick() { p.Clients = 20_000 }
 
-type fleetScenario struct{}
+var fleetScenario = define("fleet", "open",
+	"A fleet of clients (100,000 by default, 20,000 in the report) through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)",
+	defaultFleetParams, runFleetScenario)
 
-func (fleetScenario) Name() string { return "fleet" }
-func (fleetScenario) Describe() string {
-	return "A fleet of clients (100,000 by default, 20,000 in the report) through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)"
-}
-func (fleetScenario) Population() string { return "open" }
-func (fleetScenario) Params() Params {
+func defaultFleetParams() *FleetParams {
 	p := FleetParams{}.withDefaults()
 	return &p
 }
 
 const fleetSource = "unherd's design: a per-client floor does not bound a fleet; budgets applied across the fleet, as Envoy and Linkerd apply them in their proxies (https://linkerd.io/2/reference/retries/)"
 
-func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*FleetParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: fleet got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, error) {
 	type out struct {
 		row    FleetRow
 		perSec []int64
@@ -130,10 +99,10 @@ func (fleetScenario) Run(ctx context.Context, ps Params, o Options) (*Result, er
 	windows := 1 + p.Outage.Seconds()/10
 	bound := 1.1 * (0.1*float64(shared.Healthy+shared.Requests) + 100*windows)
 	res.Claims = []Claim{
-		claim(fleetSource, "with a floor of 10 retries per second per client, the fleet's retries grow with its size: an outage is met with every attempt the clients may make",
+		verdict.New(fleetSource, "with a floor of 10 retries per second per client, the fleet's retries grow with its size: an outage is met with every attempt the clients may make",
 			floors.Amplification > 0.9*float64(p.Attempts) || floors.RetriesPerSecond >= 0.9*10*float64(p.Clients),
 			"per-client floors: %.0f retries per second from %.0f clients, %.2f attempts per request", floors.RetriesPerSecond, float64(p.Clients), floors.Amplification),
-		claim(fleetSource, "a fleet-wide budget holds the fleet's retries to 10% of its requests plus one fleet-wide floor of 10 per second, whatever the number of clients",
+		verdict.New(fleetSource, "a fleet-wide budget holds the fleet's retries to 10% of its requests plus one fleet-wide floor of 10 per second, whatever the number of clients",
 			float64(shared.Retries) <= bound,
 			"fleet budget: %.0f retries in the outage against a bound of %.0f; %.0f per second, %.2f attempts per request, %.1fx fewer retries than per-client floors",
 			float64(shared.Retries), bound, shared.RetriesPerSecond, shared.Amplification, float64(floors.Retries)/max(float64(shared.Retries), 1)),

@@ -14,38 +14,39 @@ import (
 
 const deanBarroso = `Dean and Barroso, "The Tail at Scale", Communications of the ACM 56(2), 2013, https://doi.org/10.1145/2408776.2408794`
 
-func init() { register(hedgeScenario{}) }
-
 // HedgeParams are the parameters of the hedge scenario.
 type HedgeParams struct {
 	// Keys is the fan-out of each request and Servers the fleet
 	// (--keys, --servers); each key is read from a random server, a hedge
 	// or tied copy from another. Threads is each server's worker pool
 	// (--threads).
-	Keys, Servers, Threads int
+	Keys    int `param:"keys" usage:"keys read by each request (fan-out)" check:"positive,max=100000"`
+	Servers int `param:"servers" usage:"servers in the fleet" check:"positive,max=30000"`
+	Threads int `param:"threads" usage:"worker threads per server" check:"positive,max=1000"`
 	// Requests is the number of fan-out requests per run (--requests).
-	Requests int
+	Requests int `param:"requests" usage:"fan-out requests per run" check:"positive"`
 	// Rate is the requests per second on the stalled fleet (--rate);
 	// SaturatedLoad is the utilisation of the loaded and the saturated
 	// fleets without hedging (--saturated-load).
-	Rate          float64
-	SaturatedLoad float64
+	Rate          float64 `param:"rate" usage:"requests per second on the fleet with interference" check:"positive"`
+	SaturatedLoad float64 `param:"saturated-load" usage:"utilisation of the loaded and saturated fleets without hedging" check:"positive"`
 	// Service is the median service time of one key and Sigma the spread
 	// of its log-normal distribution (--service, --sigma).
-	Service time.Duration
-	Sigma   float64
+	Service time.Duration `param:"service" usage:"median service time of one key" check:"positive"`
+	Sigma   float64       `param:"sigma" usage:"spread of the log-normal service time" check:"positive"`
 	// StallRate is how often each server stalls (per second) and
 	// StallMean the mean length of a stall, during which it starts no
 	// work: background compaction, garbage collection, a noisy neighbour
 	// (--stall-rate, --stall-mean).
-	StallRate float64
-	StallMean time.Duration
+	StallRate float64       `param:"stall-rate" usage:"stalls per second per server"`
+	StallMean time.Duration `param:"stall-mean" usage:"mean length of a stall" check:"positive"`
 	// Delay is the fixed hedge delay (--delay).
-	Delay time.Duration
+	Delay time.Duration `param:"delay" usage:"fixed hedge delay" check:"positive"`
 	// Hop is the one-way network delay between the client and a server
 	// (--hop); CancelHop is the one-way delay of a tied request's
 	// cancellation from one server to the other (--cancel-hop).
-	Hop, CancelHop time.Duration
+	Hop       time.Duration `param:"hop" usage:"one-way network delay between client and server" check:"positive"`
+	CancelHop time.Duration `param:"cancel-hop" usage:"one-way delay of a tied request's cancellation between servers" check:"positive"`
 }
 
 func defaultHedgeParams() *HedgeParams {
@@ -55,39 +56,14 @@ func defaultHedgeParams() *HedgeParams {
 		Hop: 250 * time.Microsecond, CancelHop: 10 * time.Microsecond}
 }
 
-// Fields implements Params.
-func (p *HedgeParams) Fields() []Field {
-	return []Field{
-		{Name: "keys", Usage: "keys read by each request (fan-out)", Value: &p.Keys},
-		{Name: "servers", Usage: "servers in the fleet", Value: &p.Servers},
-		{Name: "threads", Usage: "worker threads per server", Value: &p.Threads},
-		{Name: "requests", Usage: "fan-out requests per run", Value: &p.Requests},
-		{Name: "rate", Usage: "requests per second on the fleet with interference", Value: &p.Rate},
-		{Name: "saturated-load", Usage: "utilisation of the loaded and saturated fleets without hedging", Value: &p.SaturatedLoad},
-		{Name: "service", Usage: "median service time of one key", Value: &p.Service},
-		{Name: "sigma", Usage: "spread of the log-normal service time", Value: &p.Sigma},
-		{Name: "stall-rate", Usage: "stalls per second per server", Value: &p.StallRate},
-		{Name: "stall-mean", Usage: "mean length of a stall", Value: &p.StallMean},
-		{Name: "delay", Usage: "fixed hedge delay", Value: &p.Delay},
-		{Name: "hop", Usage: "one-way network delay between client and server", Value: &p.Hop},
-		{Name: "cancel-hop", Usage: "one-way delay of a tied request's cancellation between servers", Value: &p.CancelHop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *HedgeParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *HedgeParams) Validate() error {
-	for _, err := range []error{
-		checkPositive("keys", p.Keys), checkAtMost("keys", p.Keys, 100000),
-		checkPositive("servers", p.Servers), checkAtMost("servers", p.Servers, 30000),
-		checkPositive("threads", p.Threads), checkAtMost("threads", p.Threads, 1000),
-		checkPositive("requests", p.Requests), checkPositive("rate", p.Rate),
-		checkPositive("saturated-load", p.SaturatedLoad), checkPositive("service", p.Service),
-		checkPositive("sigma", p.Sigma), checkPositive("stall-mean", p.StallMean),
-		checkPositive("delay", p.Delay), checkPositive("hop", p.Hop), checkPositive("cancel-hop", p.CancelHop),
-	} {
-		if err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	switch {
 	case p.Servers < 2:
@@ -215,20 +191,11 @@ func RunHedge(ctx context.Context, p *HedgeParams, o Options) ([]HedgeOutcome, e
 	return res, nil
 }
 
-type hedgeScenario struct{}
+var hedgeScenario = define("hedge", "open",
+	"a 1000-key fan-out over 100 servers that stall now and then: tail latency, extra requests and extra work with no hedge, a fixed 10 ms hedge, the default hedger and tied requests; then a loaded fleet of independent queues and a uniformly saturated one, where hedging stops paying (Dean and Barroso 2013)",
+	defaultHedgeParams, runHedgeScenario)
 
-func (hedgeScenario) Name() string { return "hedge" }
-func (hedgeScenario) Describe() string {
-	return "a 1000-key fan-out over 100 servers that stall now and then: tail latency, extra requests and extra work with no hedge, a fixed 10 ms hedge, the default hedger and tied requests; then a loaded fleet of independent queues and a uniformly saturated one, where hedging stops paying (Dean and Barroso 2013)"
-}
-func (hedgeScenario) Population() string { return "open" }
-func (hedgeScenario) Params() Params     { return defaultHedgeParams() }
-
-func (hedgeScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*HedgeParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: hedge got %T", ErrInvalidParams, ps)
-	}
+func runHedgeScenario(ctx context.Context, p *HedgeParams, o Options) (*Result, error) {
 	outs, err := RunHedge(ctx, p, o)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // TestHedgerBudgetOnVirtualClock: the hedgers of a hedge run must keep
@@ -154,15 +155,15 @@ func TestHedgeFleetExact(t *testing.T) {
 		for fl := range len(hedgeFleets) {
 			got := runHedgeFleet(nil, seed, p, fleet(fl))
 			for st := range hedgeStrategies {
-				draws := &fleetDraws{src: rand.New(rand.NewPCG(seed, mix(1<<40+uint64(fl))))}
-				e := newEngine(seed, uint64(fl*len(hedgeStrategies)+st))
+				draws := &fleetDraws{src: rand.New(rand.NewPCG(seed, engine.Mix(1<<40+uint64(fl))))}
+				e := engine.New(seed, uint64(fl*len(hedgeStrategies)+st))
 				r, err := newHedgeRun(e, p, fleet(fl), st, draws)
 				if err != nil {
 					t.Fatal(err)
 				}
 				r.ahead, r.answerEvents = false, st != hedgeTied
 				end := hedgeEnd(p, fleet(fl))
-				e.run(r, end)
+				e.Run(r, end)
 				want := r.finish(end)
 				// Requests may end in another order (a fixed hedge's key
 				// is settled when its other copy starts or is dropped, not

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // The fan-out model. Each request reads Keys keys; every key's primary
@@ -140,7 +141,7 @@ type hedgeRun struct {
 	reqs         []hRequest
 	leaves       []hLeaf
 	cancelAt     [][2]time.Duration // tied only, per leaf: when the other copy's start reaches each copy's server
-	freeSlots    []int32
+	freeSlots    freeList
 	servers      []hServer
 	env          fleetCursor // the fleet's own draws: stalls, placement, primaries
 	rate         float64
@@ -151,38 +152,38 @@ type hedgeRun struct {
 	out          hedgeOut
 }
 
-func (r *hedgeRun) handle(e *engine, ev event) {
-	switch ev.kind {
+func (r *hedgeRun) Handle(e *engine.Engine, ev engine.Event) {
+	switch ev.Kind {
 	case hArrival:
 		r.arrive(e)
 	case hMessage:
-		gen, round, s := unpackMsg(ev.arg)
-		if q := &r.reqs[ev.id]; q.gen == gen {
-			r.deliver(e, ev.id, round, s)
+		gen, round, s := unpackMsg(ev.Arg)
+		if q := &r.reqs[ev.ID]; q.gen == gen {
+			r.deliver(e, ev.ID, round, s)
 		}
 	case hWake:
-		sv := &r.servers[ev.id]
-		if sv.wakeAt == e.elapsed() {
+		sv := &r.servers[ev.ID]
+		if sv.wakeAt == e.Elapsed() {
 			sv.wakeAt = -1
 		}
-		r.serve(e, ev.id)
+		r.serve(e, ev.ID)
 	case hTimer:
-		if q := &r.reqs[ev.id]; q.gen == uint32(ev.arg) {
-			r.timer(e, ev.id)
+		if q := &r.reqs[ev.ID]; q.gen == uint32(ev.Arg) {
+			r.timer(e, ev.ID)
 		}
 	case hAnswer:
-		l := &r.leaves[ev.id]
-		if r.reqs[l.slot].gen == uint32(ev.arg) && !l.final && l.answer == e.elapsed() {
-			r.settle(e, ev.id)
+		l := &r.leaves[ev.ID]
+		if r.reqs[l.slot].gen == uint32(ev.Arg) && !l.final && l.answer == e.Elapsed() {
+			r.settle(e, ev.ID)
 		}
 	case hDone:
-		if q := &r.reqs[ev.id]; q.gen == uint32(ev.arg) {
-			r.done(ev.id)
+		if q := &r.reqs[ev.ID]; q.gen == uint32(ev.Arg) {
+			r.done(ev.ID)
 		}
 	case hStall:
-		sv := &r.servers[ev.id]
-		sv.stalled = max(sv.stalled, e.elapsed()+r.stallLength())
-		r.stallIn(e, ev.id)
+		sv := &r.servers[ev.ID]
+		sv.stalled = max(sv.stalled, e.Elapsed()+r.stallLength())
+		r.stallIn(e, ev.ID)
 	}
 }
 
@@ -196,10 +197,10 @@ func unpackMsg(arg int64) (gen uint32, round int, s int32) {
 
 // arrive starts the next fan-out request: it places its keys, asks the
 // hedger whether each may hedge, and sends the primaries.
-func (r *hedgeRun) arrive(e *engine) {
+func (r *hedgeRun) arrive(e *engine.Engine) {
 	slot := r.alloc()
 	q := &r.reqs[slot]
-	now := e.elapsed()
+	now := e.Elapsed()
 	q.start, q.timerDone, q.remaining, q.maxAnswer = now, false, r.p.Keys, 0
 	base := int(slot) * r.p.Keys
 	hedges := false
@@ -234,26 +235,24 @@ func (r *hedgeRun) arrive(e *engine) {
 		q.timerDone = true
 	}
 	if hedges {
-		e.after(q.delay, hTimer, slot, int64(q.gen))
+		e.After(q.delay, hTimer, slot, int64(q.gen))
 	} else {
 		q.timerDone = true
 	}
 	// The primaries: one message per server, a range of the leaves.
 	r.out.sent += int64(r.p.Keys)
 	for i, s := range ad.servers {
-		e.after(ad.hops[i], hMessage, slot, packMsg(q.gen, 0, s))
+		e.After(ad.hops[i], hMessage, slot, packMsg(q.gen, 0, s))
 	}
 	r.arrived++
 	if r.arrived < r.p.Requests {
-		e.after(time.Duration(float64(time.Second)/r.rate), hArrival, 0, 0)
+		e.After(time.Duration(float64(time.Second)/r.rate), hArrival, 0, 0)
 	}
 }
 
 // alloc returns a free request slot, growing the pools if none is free.
 func (r *hedgeRun) alloc() int32 {
-	if n := len(r.freeSlots); n > 0 {
-		slot := r.freeSlots[n-1]
-		r.freeSlots = r.freeSlots[:n-1]
+	if slot, reused := r.freeSlots.take(len(r.reqs)); reused {
 		return slot
 	}
 	r.reqs = append(r.reqs, hRequest{})
@@ -273,7 +272,7 @@ func (r *hedgeRun) alloc() int32 {
 // pick(k) holds: one message per server, ordered by server (a counting
 // sort). The primaries need none: arrive lays the leaves out by primary
 // server.
-func (r *hedgeRun) send(e *engine, slot int32, pick func(k int) bool) {
+func (r *hedgeRun) send(e *engine.Engine, slot int32, pick func(k int) bool) {
 	const round = 1
 	q := &r.reqs[slot]
 	base := int(slot) * r.p.Keys
@@ -306,7 +305,7 @@ func (r *hedgeRun) send(e *engine, slot int32, pick func(k int) bool) {
 	r.out.sent += int64(n)
 	for s := range r.p.Servers {
 		if off[s+1] > off[s] {
-			e.after(r.hop(e.rng), hMessage, slot, packMsg(q.gen, round, int32(s)))
+			e.After(r.hop(e.Rand()), hMessage, slot, packMsg(q.gen, round, int32(s)))
 		}
 	}
 }
@@ -314,10 +313,10 @@ func (r *hedgeRun) send(e *engine, slot int32, pick func(k int) bool) {
 // deliver queues the copies of request slot's round-th message at server
 // s. A tied twin whose primary's cancellation got there first is dropped
 // on arrival.
-func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
+func (r *hedgeRun) deliver(e *engine.Engine, slot int32, round int, s int32) {
 	q := &r.reqs[slot]
 	sv := &r.servers[s]
-	now := e.elapsed()
+	now := e.Elapsed()
 	if round == 0 {
 		base := int32(int(slot) * r.p.Keys)
 		for i := q.off[0][s]; i < q.off[0][s+1]; i++ {
@@ -342,9 +341,9 @@ func (r *hedgeRun) deliver(e *engine, slot int32, round int, s int32) {
 // serve starts queued copies on server s while it has a free thread and
 // is not stalled, dropping copies whose key was answered or whose tied
 // twin started first; it schedules a wake-up for when it can go on.
-func (r *hedgeRun) serve(e *engine, s int32) {
+func (r *hedgeRun) serve(e *engine.Engine, s int32) {
 	sv := &r.servers[s]
-	now := e.elapsed()
+	now := e.Elapsed()
 	for sv.head < len(sv.queue) {
 		x := sv.queue[sv.head]
 		c, gen := int32(x>>32), uint32(x)
@@ -380,9 +379,9 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 		svc, hop := l.service, l.replyHop
 		if cp == 1 {
 			if r.fleet != fleetSaturated {
-				svc = e.lognormal(r.p.Service, r.p.Sigma)
+				svc = e.Lognormal(r.p.Service, r.p.Sigma)
 			}
-			hop = r.hop(e.rng)
+			hop = r.hop(e.Rand())
 		}
 		sv.free[0] = now + svc
 		siftFree(sv.free)
@@ -394,7 +393,7 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 			// knows at once.
 			lag := time.Duration(0)
 			if l.server[0] != l.server[1] {
-				lag = e.normal(r.p.CancelHop, r.p.CancelHop/5)
+				lag = e.Normal(r.p.CancelHop, r.p.CancelHop/5)
 			}
 			ca := &r.cancelAt[leaf][1-cp]
 			*ca = min(*ca, now+lag)
@@ -413,8 +412,8 @@ func (r *hedgeRun) serve(e *engine, s int32) {
 // now if a thread is free, or else at the instant serve would start it,
 // without waiting for that instant, and reports whether it did (see
 // aheadAt).
-func (r *hedgeRun) startAhead(e *engine, sv *hServer, leaf int32) bool {
-	start, ok := r.aheadAt(sv, leaf, 0, e.elapsed())
+func (r *hedgeRun) startAhead(e *engine.Engine, sv *hServer, leaf int32) bool {
+	start, ok := r.aheadAt(sv, leaf, 0, e.Elapsed())
 	if ok {
 		r.startAt(e, sv, leaf, start)
 	}
@@ -456,7 +455,7 @@ func (r *hedgeRun) aheadAt(sv *hServer, leaf int32, cp int, now time.Duration) (
 }
 
 // startAt starts leaf's primary on server sv at start (see aheadAt).
-func (r *hedgeRun) startAt(e *engine, sv *hServer, leaf int32, start time.Duration) {
+func (r *hedgeRun) startAt(e *engine.Engine, sv *hServer, leaf int32, start time.Duration) {
 	l := &r.leaves[leaf]
 	sv.free[0] = start + l.service
 	siftFree(sv.free)
@@ -470,20 +469,20 @@ func (r *hedgeRun) startAt(e *engine, sv *hServer, leaf int32, start time.Durati
 }
 
 // stallIn schedules server s's next stall.
-func (r *hedgeRun) stallIn(e *engine, s int32) {
+func (r *hedgeRun) stallIn(e *engine.Engine, s int32) {
 	d := r.stallGap()
-	r.servers[s].stallAt = e.elapsed() + d
-	e.after(d, hStall, s, 0)
+	r.servers[s].stallAt = e.Elapsed() + d
+	e.After(d, hStall, s, 0)
 }
 
 // wake makes sure server s is served again at t.
-func (r *hedgeRun) wake(e *engine, s int32, t time.Duration) {
+func (r *hedgeRun) wake(e *engine.Engine, s int32, t time.Duration) {
 	sv := &r.servers[s]
 	if sv.wakeAt >= 0 && sv.wakeAt <= t {
 		return
 	}
 	sv.wakeAt = t
-	e.at(t, hWake, s, 0)
+	e.At(t, hWake, s, 0)
 }
 
 // cancelled reports whether leaf's copy cp is to be dropped at now: its
@@ -508,7 +507,7 @@ func (r *hedgeRun) pending(leaf int32, cp int) bool {
 }
 
 // started records that leaf's copy cp started and will answer at answer.
-func (r *hedgeRun) started(e *engine, leaf int32, cp int, answer time.Duration) {
+func (r *hedgeRun) started(e *engine.Engine, leaf int32, cp int, answer time.Duration) {
 	l := &r.leaves[leaf]
 	if answer < l.answer {
 		l.answer, l.winner = answer, uint8(cp)
@@ -521,12 +520,12 @@ func (r *hedgeRun) started(e *engine, leaf int32, cp int, answer time.Duration) 
 		r.settle(e, leaf) // nothing else can answer sooner
 	case l.answer == answer && r.answerEvents:
 		// The other copy may still beat it: settle when it arrives.
-		e.at(answer, hAnswer, leaf, int64(r.reqs[l.slot].gen))
+		e.At(answer, hAnswer, leaf, int64(r.reqs[l.slot].gen))
 	}
 }
 
 // drop records that leaf's copy cp was dropped by its server.
-func (r *hedgeRun) drop(e *engine, leaf int32, cp int) {
+func (r *hedgeRun) drop(e *engine.Engine, leaf int32, cp int) {
 	l := &r.leaves[leaf]
 	l.state[cp] = cDropped
 	if !l.final && l.answer != never && !r.pending(leaf, 1-cp) {
@@ -537,10 +536,10 @@ func (r *hedgeRun) drop(e *engine, leaf int32, cp int) {
 // timer runs at request slot's hedge delay: it hedges every key that may
 // and has no answer yet, if the hedger admits it, and tells the hedger of
 // the keys answered by now. For tied requests it sends every twin.
-func (r *hedgeRun) timer(e *engine, slot int32) {
+func (r *hedgeRun) timer(e *engine.Engine, slot int32) {
 	q := &r.reqs[slot]
 	q.timerDone = true
-	now := e.elapsed()
+	now := e.Elapsed()
 	base := int(slot) * r.p.Keys
 	if r.strategy == hedgeTied {
 		r.send(e, slot, func(int) bool { return true })
@@ -563,18 +562,18 @@ func (r *hedgeRun) timer(e *engine, slot int32) {
 }
 
 // settle makes leaf's answer final.
-func (r *hedgeRun) settle(e *engine, leaf int32) {
+func (r *hedgeRun) settle(e *engine.Engine, leaf int32) {
 	l := &r.leaves[leaf]
 	l.final = true
 	slot := l.slot
 	q := &r.reqs[slot]
-	if l.answer <= e.elapsed() {
+	if l.answer <= e.Elapsed() {
 		r.tell(q, l) // settled by its answer's arrival
 	}
 	q.maxAnswer = max(q.maxAnswer, l.answer)
 	q.remaining--
 	if q.remaining == 0 {
-		e.at(q.maxAnswer, hDone, slot, int64(q.gen))
+		e.At(q.maxAnswer, hDone, slot, int64(q.gen))
 	}
 }
 
@@ -602,7 +601,7 @@ func (r *hedgeRun) done(slot int32) {
 	}
 	r.out.latencies = append(r.out.latencies, q.maxAnswer-q.start)
 	q.gen++ // every copy still queued is now stale
-	r.freeSlots = append(r.freeSlots, slot)
+	r.freeSlots.put(slot)
 }
 
 // draw draws one copy's service time from src.

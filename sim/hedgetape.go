@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/unherd/unherd/sim/engine"
 )
 
 // Common random numbers, drawn once. Every strategy on a fleet sees the
@@ -168,17 +170,17 @@ const hedgeStep = 500 * time.Millisecond
 // stream fl*len(hedgeStrategies)+i, as if each ran alone.
 func runHedgeFleet(done <-chan struct{}, seed uint64, p *HedgeParams, fl fleet) []hedgeOut {
 	ns := len(hedgeStrategies)
-	draws := &fleetDraws{src: rand.New(rand.NewPCG(seed, mix(1<<40+uint64(fl))))}
+	draws := &fleetDraws{src: rand.New(rand.NewPCG(seed, engine.Mix(1<<40+uint64(fl))))}
 	outs := make([]hedgeOut, ns)
 	runs := make([]*hedgeRun, 0, ns)
-	engines := make([]*engine, 0, ns)
+	engines := make([]*engine.Engine, 0, ns)
 	end := hedgeEnd(p, fl)
 	for strategy := range ns {
 		if fl == fleetSaturated && strategy == hedgeTied {
 			break // tiedOnShard: the unhedged run's outcome
 		}
-		e := newEngine(seed, uint64(int(fl)*ns+strategy))
-		e.done = done
+		e := engine.New(seed, uint64(int(fl)*ns+strategy))
+		e.StopOn(done)
 		r, err := newHedgeRun(e, p, fl, strategy, draws)
 		if err != nil {
 			outs[strategy].err = err
@@ -190,11 +192,11 @@ func runHedgeFleet(done <-chan struct{}, seed uint64, p *HedgeParams, fl fleet) 
 		t = min(t+hedgeStep, end)
 		low := int(^uint(0) >> 1)
 		for i, r := range runs {
-			engines[i].run(r, t)
+			engines[i].Run(r, t)
 			low = min(low, r.env.pos)
 		}
 		draws.forget(low)
-		if engines[0].stopped() {
+		if engines[0].Stopped() {
 			return outs
 		}
 	}
@@ -246,7 +248,7 @@ func hedgeEnd(p *HedgeParams, fl fleet) time.Duration {
 
 // newHedgeRun sets up one strategy's run on fleet fl, on engine e, with
 // the fleet's draws from draws.
-func newHedgeRun(e *engine, p *HedgeParams, fl fleet, strategy int, draws *fleetDraws) (*hedgeRun, error) {
+func newHedgeRun(e *engine.Engine, p *HedgeParams, fl fleet, strategy int, draws *fleetDraws) (*hedgeRun, error) {
 	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: hedgeRate(p, fl),
 		count: make([]int32, p.Servers), picked: make([]bool, p.Keys), placed: make([][2]int32, p.Keys),
 		env: fleetCursor{d: draws}, ahead: true,
@@ -263,7 +265,7 @@ func newHedgeRun(e *engine, p *HedgeParams, fl fleet, strategy int, draws *fleet
 			r.stallIn(e, int32(s))
 		}
 	}
-	e.after(0, hArrival, 0, 0)
+	e.After(0, hArrival, 0, 0)
 	return r, nil
 }
 

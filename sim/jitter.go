@@ -2,16 +2,20 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
-
-func init() { register(jitterScenario{}) }
 
 // jitterStrategies are the strategies of Brooker's experiment, in table
 // order. "none" retries at once; the others are backoff.Schedule jitters
@@ -21,14 +25,16 @@ var jitterStrategies = []string{"none", "exponential", "full", "equal", "decorre
 // JitterParams are the parameters of the jitter scenario.
 type JitterParams struct {
 	// Clients lists the numbers of contending clients to sweep (--clients).
-	Clients []int
+	Clients []int `param:"clients" usage:"comma-separated numbers of contending clients" check:"positive,max=10000"`
 	// Runs is the number of runs averaged per point (--runs).
-	Runs int
+	Runs int `param:"runs" usage:"runs averaged per point" check:"positive,max=100000"`
 	// Base and Cap shape every backoff schedule (--base, --cap).
-	Base, Cap time.Duration
+	Base time.Duration `param:"base" usage:"backoff base" check:"positive"`
+	Cap  time.Duration `param:"cap" usage:"backoff cap" check:"positive"`
 	// Hop is the mean of a network hop and HopSD its standard deviation;
 	// each hop takes |Normal(Hop, HopSD)| (--hop, --hop-sd).
-	Hop, HopSD time.Duration
+	Hop   time.Duration `param:"hop" usage:"mean network hop" check:"positive"`
+	HopSD time.Duration `param:"hop-sd" usage:"standard deviation of a network hop"`
 }
 
 func defaultJitterParams() *JitterParams {
@@ -40,50 +46,19 @@ func defaultJitterParams() *JitterParams {
 	return p
 }
 
-// Fields implements Params.
-func (p *JitterParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "comma-separated numbers of contending clients", Value: &p.Clients},
-		{Name: "runs", Usage: "runs averaged per point", Value: &p.Runs},
-		{Name: "base", Usage: "backoff base", Value: &p.Base},
-		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
-		{Name: "hop", Usage: "mean network hop", Value: &p.Hop},
-		{Name: "hop-sd", Usage: "standard deviation of a network hop", Value: &p.HopSD},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *JitterParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *JitterParams) Validate() error {
-	if len(p.Clients) == 0 {
-		return invalid("clients", "the list is empty")
-	}
-	for _, n := range p.Clients {
-		if err := checkPositive("clients", n); err != nil {
-			return err
-		}
-		if err := checkAtMost("clients", n, 10000); err != nil {
-			return err
-		}
-	}
-	if err := checkPositive("runs", p.Runs); err != nil {
+	if err := checkFields(p); err != nil {
 		return err
 	}
-	if err := checkAtMost("runs", p.Runs, 100000); err != nil {
-		return err
-	}
-	if err := checkPositive("base", p.Base); err != nil {
-		return err
-	}
-	if err := checkPositive("cap", p.Cap); err != nil {
-		return err
-	}
-	if p.Base > p.Cap {
+	switch {
+	case p.Base > p.Cap:
 		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
-	}
-	if err := checkPositive("hop", p.Hop); err != nil {
-		return err
-	}
-	if p.HopSD < 0 {
+	case p.HopSD < 0:
 		return invalid("hop-sd", "%v is negative", p.HopSD)
 	}
 	return nil
@@ -95,35 +70,33 @@ func (p *JitterParams) Quick() {
 	p.Runs = 10
 }
 
-type jitterScenario struct{}
-
-func (jitterScenario) Name() string { return "jitter" }
-func (jitterScenario) Describe() string {
-	return "N clients race to update one row with optimistic concurrency; compares the work and time of no backoff, exponential without jitter, and full, equal and decorrelated jitter (Brooker 2015)"
-}
-func (jitterScenario) Population() string { return "closed" }
-func (jitterScenario) Params() Params     { return defaultJitterParams() }
+var jitterScenario = define("jitter", "closed",
+	"N clients race to update one row with optimistic concurrency; compares the work and time of no backoff, exponential without jitter, and full, equal and decorrelated jitter (Brooker 2015)",
+	defaultJitterParams, runJitterScenario)
 
 type jitterOut struct {
 	calls int64
 	time  time.Duration
 }
 
-func (jitterScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*JitterParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: jitter got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runJitterScenario(ctx context.Context, p *JitterParams, o Options) (*Result, error) {
 	ns, nc, nr := len(jitterStrategies), len(p.Clients), p.Runs
-	outs, err := sweep(ctx, o, ns*nc*nr, func(i int) jitterOut {
+	type out struct {
+		jitterOut
+		err error
+	}
+	outs, err := sweep(ctx, o, ns*nc*nr, func(i int) out {
 		s, c := i/(nc*nr), (i/nr)%nc
-		return runJitter(ctx.Done(), o.Seed, uint64(i), p, jitterStrategies[s], p.Clients[c])
+		jo, err := runJitter(ctx.Done(), o.Seed, uint64(i), p, jitterStrategies[s], p.Clients[c])
+		return out{jo, err}
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range outs {
+		if o.err != nil {
+			return nil, o.err
+		}
 	}
 	res := &Result{Scenario: "jitter", Population: "closed", Params: Values(p),
 		Columns: []string{"strategy", "clients", "calls", "time_ms"}}
@@ -210,20 +183,20 @@ func jitterClaims(clients []int, calls, times [][]float64) []Claim {
 	deCalls, deCallFigs := sweepDiff(calls, decor)
 	deTimes, deTimeFigs := sweepDiff(times, decor)
 	return []Claim{
-		claim(brookerJitter, "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
+		verdict.New(brookerJitter, "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
 			ratio <= 0.6, at+"full %.0f calls vs exponential %.0f: ratio %.2f", calls[full][c], calls[exp][c], ratio),
-		claim(brookerJitter, "exponential backoff without jitter does more work than any jittered strategy",
+		verdict.New(brookerJitter, "exponential backoff without jitter does more work than any jittered strategy",
 			calls[exp][c] > worstJittered, at+"exponential %.0f calls; full %.0f, equal %.0f, decorrelated %.0f",
 			calls[exp][c], calls[full][c], calls[equal][c], calls[decor][c]),
-		claim(brookerJitter, "no backoff at all does the most work",
+		verdict.New(brookerJitter, "no backoff at all does the most work",
 			noneWorst, at+"none %.0f calls, exponential %.0f, full %.0f", calls[none][c], calls[exp][c], calls[full][c]),
-		claim(brookerJitter, "full jitter also finishes sooner than exponential backoff without jitter",
+		verdict.New(brookerJitter, "full jitter also finishes sooner than exponential backoff without jitter",
 			times[full][c] < times[exp][c], at+"full %.0f ms vs exponential %.0f ms", times[full][c], times[exp][c]),
-		claim(brookerJitter, "equal jitter is the loser of the jittered strategies: slightly more work than full jitter, and much longer, at every size of the sweep",
+		verdict.New(brookerJitter, "equal jitter is the loser of the jittered strategies: slightly more work than full jitter, and much longer, at every size of the sweep",
 			everywhere(calls, equal, true) && everywhere(times, equal, true),
 			"equal over full "+sizes+": calls "+eqCalls+"; time "+eqTimes,
 			append(eqCallFigs, eqTimeFigs...)...),
-		claim(brookerJitter, "decorrelated jitter finishes a little sooner than full jitter, for a little more work, at every size of the sweep",
+		verdict.New(brookerJitter, "decorrelated jitter finishes a little sooner than full jitter, for a little more work, at every size of the sweep",
 			everywhere(times, decor, false) && everywhere(calls, decor, true),
 			"decorrelated over full "+sizes+": time "+deTimes+"; calls "+deCalls,
 			append(deTimeFigs, deCallFigs...)...),
@@ -244,7 +217,7 @@ const (
 // and a write with a stale version is refused (a hop back), after which
 // the client sleeps and reads again; the first retry's ceiling is
 // base*2 (his attempt counter is 1 before the first sleep); decorrelated
-// jitter keeps its previous sleep per client, starting at base; a run's
+// jitter grows from its previous sleep per client, starting at base; a run's
 // time is the arrival of the last successful write's reply, and each point
 // averages 100 runs of 10 to 190 clients. His simulator, run with Python's
 // seeds 1 to 3 at 190 clients, gives the orderings this model gives there,
@@ -253,69 +226,96 @@ const (
 // jitter's 7258 to 7431 ms. Both orderings of the prose hold in the middle
 // of the sweep and fail at its top, in his simulator as here; the claims
 // print every point's difference.
+//
+// Each client's write is one retry.Call of a policy with the strategy's
+// schedule, no attempt limit and no budget: the call keeps the client's
+// attempts and previous sleep, and Done decides each sleep. The call
+// counts its first retry as retry 0 where Brooker's counter says 1, so
+// the schedule's base is twice his (the first retry's ceiling is then his
+// base*2, and every later one his); decorrelated jitter does not grow by
+// the count, and keeps his base, its floor.
 type jitterRun struct {
 	p        *JitterParams
-	sched    backoff.Schedule
+	policy   *retry.Policy
 	none     bool
 	version  int64
-	seen     []int64         // version each client last read
-	retries  []int           // failed writes so far, per client
-	prev     []time.Duration // previous sleep, per client (decorrelated)
-	calls    int64
+	seen     []int64      // version each client last read
+	calls    []retry.Call // each client's write, its retry state
+	writes   int64
 	finished time.Duration
 }
 
-func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strategy string, n int) jitterOut {
-	r := &jitterRun{p: p, seen: make([]int64, n), retries: make([]int, n), prev: make([]time.Duration, n)}
-	r.sched = backoff.Schedule{Base: p.Base, Cap: p.Cap}
-	switch strategy {
+// errStale is the server's refusal of a write with a stale version: a
+// transient failure, which the policy retries.
+var errStale = errors.New("sim: stale version")
+
+// jitterSchedule is the schedule of the strategy named s, in the terms of
+// retry.Call's count (see jitterRun).
+func jitterSchedule(p *JitterParams, s string) (backoff.Schedule, error) {
+	switch s {
 	case "none":
-		r.none = true
+		return backoff.Schedule{Immediate: true}, nil
 	case "exponential":
 		//unherdvet:ignore misuse the simulator models a schedule without jitter on purpose, to show the lockstep it causes
-		r.sched.Jitter = backoff.None
-	default:
-		j, err := backoff.ParseJitter(strategy)
-		if err != nil {
-			return jitterOut{} // unreachable: jitterStrategies are all valid
-		}
-		r.sched.Jitter = j
+		return backoff.Schedule{Base: 2 * p.Base, Cap: p.Cap, Jitter: backoff.None}, nil
 	}
-	e := newEngine(seed, stream)
-	e.done = done
-	for c := range n {
-		r.prev[c] = p.Base
-		e.after(r.hop(e), jitterRead, int32(c), 0)
+	j, err := backoff.ParseJitter(s)
+	if err != nil {
+		return backoff.Schedule{}, err
 	}
-	e.run(r, -1)
-	return jitterOut{calls: r.calls, time: r.finished}
+	base := 2 * p.Base
+	if j == backoff.Decorrelated {
+		base = p.Base
+	}
+	return backoff.Schedule{Base: base, Cap: p.Cap, Jitter: j}, nil
 }
 
-func (r *jitterRun) hop(e *engine) time.Duration { return e.normal(r.p.Hop, r.p.HopSD) }
+func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strategy string, n int) (jitterOut, error) {
+	sched, err := jitterSchedule(p, strategy)
+	if err != nil {
+		return jitterOut{}, err
+	}
+	pol, err := retry.New(retry.Config{MaxAttempts: math.MaxInt, Backoff: sched, Budget: budget.Unlimited})
+	if err != nil {
+		return jitterOut{}, fmt.Errorf("%w: %w", ErrInvalidParams, err)
+	}
+	r := &jitterRun{p: p, policy: pol, none: sched.Immediate, seen: make([]int64, n), calls: make([]retry.Call, n)}
+	e := engine.New(seed, stream)
+	e.StopOn(done)
+	for c := range n {
+		r.calls[c] = pol.Begin(false)
+		e.After(r.hop(e), jitterRead, int32(c), 0)
+	}
+	e.Run(r, -1)
+	return jitterOut{calls: r.writes, time: r.finished}, nil
+}
 
-func (r *jitterRun) handle(e *engine, ev event) {
-	c := ev.id
-	switch ev.kind {
+func (r *jitterRun) hop(e *engine.Engine) time.Duration { return e.Normal(r.p.Hop, r.p.HopSD) }
+
+func (r *jitterRun) Handle(e *engine.Engine, ev engine.Event) {
+	c := ev.ID
+	switch ev.Kind {
 	case jitterRead:
 		// The reply carries the version back; the client then sends its
 		// conditional write at once.
 		r.seen[c] = r.version
-		e.after(r.hop(e)+r.hop(e), jitterWrite, c, 0)
+		_ = r.calls[c].Admit(context.Background()) // no guards: never rejects
+		e.After(r.hop(e)+r.hop(e), jitterWrite, c, 0)
 	case jitterWrite:
-		r.calls++
+		r.writes++
 		if r.seen[c] == r.version {
 			r.version++
-			r.finished = max(r.finished, e.elapsed()+r.hop(e))
+			r.calls[c].Done(time.Time{}, time.Time{}, nil, 0)
+			r.finished = max(r.finished, e.Elapsed()+r.hop(e))
 			return
 		}
 		// Rejected: the reply takes a hop, the client sleeps, then reads
-		// again (another hop). The first retry is attempt 1.
-		r.retries[c]++
-		var d time.Duration
+		// again (another hop). Retrying at once draws nothing.
+		var u uint64
 		if !r.none {
-			d = r.sched.Delay(r.retries[c], r.prev[c], e.u64())
-			r.prev[c] = d
+			u = e.Uint64()
 		}
-		e.after(r.hop(e)+d+r.hop(e), jitterRead, c, 0)
+		d := r.calls[c].Done(e.Now(), time.Time{}, errStale, u)
+		e.After(r.hop(e)+d.Delay+r.hop(e), jitterRead, c, 0)
 	}
 }

@@ -9,28 +9,28 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
-
-func init() { register(layersScenario{}) }
 
 // LayersParams are the parameters of the layers scenario.
 type LayersParams struct {
 	// Layers is the number of services in the chain that each call the
 	// next through a retry policy; the last calls the dependency
 	// (--layers).
-	Layers int
+	Layers int `param:"layers" usage:"services in the chain, each retrying its call to the next" check:"positive,max=6"`
 	// Attempts is each layer's attempt limit (--attempts).
-	Attempts int
+	Attempts int `param:"attempts" usage:"attempts per call at each layer, counting the first" check:"positive,max=10"`
 	// Fail is the share of the dependency's answers that fail (--fail).
-	Fail float64
+	Fail float64 `param:"fail" usage:"share of the dependency's answers that fail" check:"fraction"`
 	// Rate is the edge's requests per second and Duration how long they
 	// arrive (--rate, --duration).
-	Rate     float64
-	Duration time.Duration
+	Rate     float64       `param:"rate" usage:"requests per second at the edge" check:"positive"`
+	Duration time.Duration `param:"duration" usage:"how long requests arrive" check:"positive"`
 	// Ratio is the share of each layer's ratio budget (--ratio).
-	Ratio float64
+	Ratio float64 `param:"ratio" usage:"share of each layer's ratio budget" check:"positive,fraction"`
 	// Hop is the one-way delay between layers (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"one-way delay between layers" check:"positive"`
 }
 
 func defaultLayersParams() *LayersParams {
@@ -38,31 +38,14 @@ func defaultLayersParams() *LayersParams {
 		Ratio: 0.1, Hop: time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *LayersParams) Fields() []Field {
-	return []Field{
-		{Name: "layers", Usage: "services in the chain, each retrying its call to the next", Value: &p.Layers},
-		{Name: "attempts", Usage: "attempts per call at each layer, counting the first", Value: &p.Attempts},
-		{Name: "fail", Usage: "share of the dependency's answers that fail", Value: &p.Fail},
-		{Name: "rate", Usage: "requests per second at the edge", Value: &p.Rate},
-		{Name: "duration", Usage: "how long requests arrive", Value: &p.Duration},
-		{Name: "ratio", Usage: "share of each layer's ratio budget", Value: &p.Ratio},
-		{Name: "hop", Usage: "one-way delay between layers", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *LayersParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *LayersParams) Validate() error {
-	for _, err := range []error{
-		checkPositive("layers", p.Layers), checkAtMost("layers", p.Layers, 6),
-		checkPositive("attempts", p.Attempts), checkAtMost("attempts", p.Attempts, 10),
-		checkFraction("fail", p.Fail), checkPositive("rate", p.Rate),
-		checkPositive("duration", p.Duration), checkPositive("ratio", p.Ratio),
-		checkFraction("ratio", p.Ratio), checkPositive("hop", p.Hop),
-	} {
-		if err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	switch {
 	case math.Pow(float64(p.Attempts), float64(p.Layers)) > 1e5:
@@ -81,14 +64,9 @@ func (p *LayersParams) Quick() { p.Duration = 20 * time.Second }
 // layerModes are the configurations compared, in table order.
 var layerModes = []string{"every layer retries", "edge only", "every layer + ratio budget", "every layer + token bucket"}
 
-type layersScenario struct{}
-
-func (layersScenario) Name() string { return "layers" }
-func (layersScenario) Describe() string {
-	return "3 layers of 4 attempts send 64 attempts per request to a failing dependency; retrying at the edge only sends 4, and a budget per layer caps the product (Google SRE book, ch. 22)"
-}
-func (layersScenario) Population() string { return "open" }
-func (layersScenario) Params() Params     { return defaultLayersParams() }
+var layersScenario = define("layers", "open",
+	"3 layers of 4 attempts send 64 attempts per request to a failing dependency; retrying at the edge only sends 4, and a budget per layer caps the product (Google SRE book, ch. 22)",
+	defaultLayersParams, runLayersScenario)
 
 type layersOut struct {
 	requests, bottom, ok int64
@@ -96,14 +74,7 @@ type layersOut struct {
 	err                  error
 }
 
-func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*LayersParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: layers got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result, error) {
 	outs, err := sweep(ctx, o, len(layerModes), func(i int) layersOut {
 		return runLayers(ctx.Done(), o.Seed, uint64(i), p, i)
 	})
@@ -140,13 +111,13 @@ func (layersScenario) Run(ctx context.Context, ps Params, o Options) (*Result, e
 	every, edge := expectedAttempts(p, false), expectedAttempts(p, true)
 	budgeted := math.Pow(1+p.Ratio, float64(p.Layers))
 	res.Claims = []Claim{
-		claim(sreCascading, fmt.Sprintf("retries multiply across layers: %d layers of %d attempts send %.4g attempts per request to the dependency", p.Layers, p.Attempts, every),
+		verdict.New(sreCascading, fmt.Sprintf("retries multiply across layers: %d layers of %d attempts send %.4g attempts per request to the dependency", p.Layers, p.Attempts, every),
 			within(amp[0], every, 0.05), "%.2f attempts per request", amp[0]),
-		claim(sreCascading, fmt.Sprintf("retrying at the edge only sends %.4g", edge),
+		verdict.New(sreCascading, fmt.Sprintf("retrying at the edge only sends %.4g", edge),
 			within(amp[1], edge, 0.05), "%.2f attempts per request (inner layers begin nested retry calls)", amp[1]),
-		claim(sreOverload, fmt.Sprintf("a %g%% ratio budget at each layer caps the product near (1+%g)^%d = %.2f", 100*p.Ratio, p.Ratio, p.Layers, budgeted),
+		verdict.New(sreOverload, fmt.Sprintf("a %g%% ratio budget at each layer caps the product near (1+%g)^%d = %.2f", 100*p.Ratio, p.Ratio, p.Layers, budgeted),
 			p.Fail < 1 || within(late[2], budgeted, 0.1), "%.2f attempts per request over the run's second half", late[2]),
-		claim(awsRetry, "a token bucket at each layer stops retries once empty: one attempt per request reaches the dependency",
+		verdict.New(awsRetry, "a token bucket at each layer stops retries once empty: one attempt per request reaches the dependency",
 			p.Fail < 1 || within(late[3], 1, 0.05), "%.2f attempts per request over the run's second half (%.2f over the whole run)", late[3], amp[3]),
 	}
 	return res, nil
@@ -197,13 +168,13 @@ type layersRun struct {
 	mode     int
 	policies []*retry.Policy
 	calls    []layCall
-	free     []int32
+	free     freeList
 	out      layersOut
 }
 
 func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode int) layersOut {
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	r := &layersRun{p: p, mode: mode}
 	for range p.Layers {
 		//unherdvet:ignore misuse the simulator models a layer without a budget on purpose, to show the amplification
@@ -225,8 +196,8 @@ func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode 
 		r.policies = append(r.policies, pol)
 	}
 	r.out.load = make([]int64, int(p.Duration/(100*time.Millisecond))+1)
-	e.after(0, layArrival, 0, 0)
-	e.run(r, -1)
+	e.After(0, layArrival, 0, 0)
+	e.Run(r, -1)
 	return r.out
 }
 
@@ -235,73 +206,72 @@ func (r *layersRun) newCall(layer int, parent int32) int32 {
 	// calls are nested, as a context marked by retry.WithOuterRetry makes
 	// them.
 	c := layCall{layer: layer, parent: parent, call: r.policies[layer].Begin(r.mode == 1 && layer > 0)}
-	if n := len(r.free); n > 0 {
-		id := r.free[n-1]
-		r.free = r.free[:n-1]
+	id, reused := r.free.take(len(r.calls))
+	if reused {
 		r.calls[id] = c
-		return id
+	} else {
+		r.calls = append(r.calls, c)
 	}
-	r.calls = append(r.calls, c)
-	return int32(len(r.calls) - 1)
+	return id
 }
 
-func (r *layersRun) handle(e *engine, ev event) {
-	switch ev.kind {
+func (r *layersRun) Handle(e *engine.Engine, ev engine.Event) {
+	switch ev.Kind {
 	case layArrival:
 		r.out.requests++
-		e.after(0, layAttempt, r.newCall(0, -1), 0)
-		if next := e.elapsed() + time.Duration(float64(time.Second)/r.p.Rate); next < r.p.Duration {
-			e.at(next, layArrival, 0, 0)
+		e.After(0, layAttempt, r.newCall(0, -1), 0)
+		if next := e.Elapsed() + time.Duration(float64(time.Second)/r.p.Rate); next < r.p.Duration {
+			e.At(next, layArrival, 0, 0)
 		}
 	case layAttempt:
-		_ = r.calls[ev.id].call.Admit(context.Background()) // no guards: never rejects
-		layer := r.calls[ev.id].layer
+		_ = r.calls[ev.ID].call.Admit(context.Background()) // no guards: never rejects
+		layer := r.calls[ev.ID].layer
 		if layer < r.p.Layers-1 {
-			e.after(r.p.Hop, layAttempt, r.newCall(layer+1, ev.id), 0)
+			e.After(r.p.Hop, layAttempt, r.newCall(layer+1, ev.ID), 0)
 			return
 		}
 		r.out.bottom++
-		if b := int(e.elapsed() / (100 * time.Millisecond)); b < len(r.out.load) {
+		if b := int(e.Elapsed() / (100 * time.Millisecond)); b < len(r.out.load) {
 			r.out.load[b]++
 		}
 		ok := int64(0)
-		if e.float() >= r.p.Fail {
+		if e.Float64() >= r.p.Fail {
 			ok = 1
 		}
-		e.after(2*r.p.Hop, layDone, ev.id, ok)
+		e.After(2*r.p.Hop, layDone, ev.ID, ok)
 	case layDone:
-		r.done(e, ev.id, ev.arg == 1)
+		r.done(e, ev.ID, ev.Arg == 1)
 	case layFailed:
-		r.finish(e, ev.id, false)
+		r.finish(e, ev.ID, false)
 	}
 }
 
 // done handles the end of call id's attempt: retry, or end the call and
 // report to the layer above.
-func (r *layersRun) done(e *engine, id int32, ok bool) {
+func (r *layersRun) done(e *engine.Engine, id int32, ok bool) {
 	c := &r.calls[id]
 	if ok {
 		c.call.Done(e.Now(), time.Time{}, nil, 0)
 		r.finish(e, id, true)
 		return
 	}
-	d := c.call.Done(e.Now(), time.Time{}, errDown, e.u64())
+	d := c.call.Done(e.Now(), time.Time{}, errDown, e.Uint64())
 	if d.Reason != nil {
 		if d.Wait {
 			// The policy waits before it returns the error
 			// (retry.WaitThenReturn).
-			e.after(d.Delay, layFailed, id, 0)
+			e.After(d.Delay, layFailed, id, 0)
 			return
 		}
 		r.finish(e, id, false)
 		return
 	}
-	e.after(d.Delay, layAttempt, id, 0)
+	e.After(d.Delay, layAttempt, id, 0)
 }
 
-func (r *layersRun) finish(e *engine, id int32, ok bool) {
+func (r *layersRun) finish(e *engine.Engine, id int32, ok bool) {
 	parent := r.calls[id].parent
-	r.free = append(r.free, id)
+	r.free.put(id)
 	if parent < 0 {
 		if ok {
 			r.out.ok++
@@ -312,5 +282,5 @@ func (r *layersRun) finish(e *engine, id int32, ok bool) {
 	if ok {
 		arg = 1
 	}
-	e.after(r.p.Hop, layDone, parent, arg)
+	e.After(r.p.Hop, layDone, parent, arg)
 }

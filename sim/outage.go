@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
@@ -15,30 +17,31 @@ const (
 	builders          = `Brooker, "Timeouts, retries, and backoff with jitter", Amazon Builders' Library, 2019, https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/`
 )
 
-func init() { register(outageScenario{}) }
-
 // OutageParams are the parameters of the outage scenario.
 type OutageParams struct {
 	// Clients is the closed population's size (--clients).
-	Clients int
+	Clients int `param:"clients" usage:"closed population: number of clients" check:"positive,max=1000000"`
 	// Think is a closed client's mean pause between calls (--think).
-	Think time.Duration
+	Think time.Duration `param:"think" usage:"closed population: mean think time between calls" check:"positive"`
 	// Rate is the open stream's arrivals per second (--rate).
-	Rate float64
+	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive"`
 	// Capacity is the requests per second the dependency serves when up;
 	// it sheds the rest (--capacity).
-	Capacity float64
+	Capacity float64 `param:"capacity" usage:"requests per second the dependency serves when up" check:"positive"`
 	// Before, Down and After are the healthy time before the outage, the
 	// outage, and the time observed after it (--before, --down, --after).
-	Before, Down, After time.Duration
+	Before time.Duration `param:"before" usage:"healthy time before the outage" check:"positive"`
+	Down   time.Duration `param:"down" usage:"length of the outage" check:"positive"`
+	After  time.Duration `param:"after" usage:"time observed after the outage" check:"positive"`
 	// Attempts, Base and Cap shape the retry policies compared
 	// (--attempts, --base, --cap); the fixed policy waits FixedDelay
 	// (--fixed).
-	Attempts   int
-	Base, Cap  time.Duration
-	FixedDelay time.Duration
+	Attempts   int           `param:"attempts" usage:"attempts per call, counting the first" check:"positive"`
+	Base       time.Duration `param:"base" usage:"backoff base" check:"positive"`
+	Cap        time.Duration `param:"cap" usage:"backoff cap" check:"positive"`
+	FixedDelay time.Duration `param:"fixed" usage:"delay of the fixed policy" check:"positive"`
 	// Hop is the mean one-way network delay (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
 func defaultOutageParams() *OutageParams {
@@ -48,38 +51,14 @@ func defaultOutageParams() *OutageParams {
 		Hop: 10 * time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *OutageParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "closed population: number of clients", Value: &p.Clients},
-		{Name: "think", Usage: "closed population: mean think time between calls", Value: &p.Think},
-		{Name: "rate", Usage: "open stream: calls arriving per second", Value: &p.Rate},
-		{Name: "capacity", Usage: "requests per second the dependency serves when up", Value: &p.Capacity},
-		{Name: "before", Usage: "healthy time before the outage", Value: &p.Before},
-		{Name: "down", Usage: "length of the outage", Value: &p.Down},
-		{Name: "after", Usage: "time observed after the outage", Value: &p.After},
-		{Name: "attempts", Usage: "attempts per call, counting the first", Value: &p.Attempts},
-		{Name: "base", Usage: "backoff base", Value: &p.Base},
-		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
-		{Name: "fixed", Usage: "delay of the fixed policy", Value: &p.FixedDelay},
-		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *OutageParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *OutageParams) Validate() error {
-	checks := []error{
-		checkPositive("clients", p.Clients), checkAtMost("clients", p.Clients, 1000000),
-		checkPositive("think", p.Think), checkPositive("rate", p.Rate),
-		checkPositive("capacity", p.Capacity), checkPositive("before", p.Before),
-		checkPositive("down", p.Down), checkPositive("after", p.After),
-		checkPositive("attempts", p.Attempts), checkPositive("base", p.Base),
-		checkPositive("cap", p.Cap), checkPositive("fixed", p.FixedDelay), checkPositive("hop", p.Hop),
-	}
-	for _, err := range checks {
-		if err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	switch {
 	case p.Rate > 1e6:
@@ -108,34 +87,30 @@ func (p *OutageParams) model(closed bool) *callModel {
 
 // policies are the strategies compared, in table order.
 func (p *OutageParams) policies() []policySpec {
+	exp := func(j backoff.Jitter) retry.Config {
+		return retry.Config{MaxAttempts: p.Attempts, Backoff: exponential(p.Base, p.Cap, j)}
+	}
+	guarded := func(name, guard string) policySpec {
+		s := spec(name, exp(backoff.Full), budgetNone)
+		s.guard = guard
+		return s
+	}
 	return []policySpec{
-		{name: "no backoff", attempts: p.Attempts, sched: immediate(), budget: budgetNone},
-		{name: "fixed " + p.FixedDelay.String(), attempts: p.Attempts, sched: fixed(p.FixedDelay), budget: budgetNone},
-		{name: "exponential", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.None), budget: budgetNone},
-		{name: "full jitter", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone},
-		{name: "full jitter + budget", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetToken},
-		{name: "full jitter + breaker", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone, guard: guardBreaker},
-		{name: "full jitter + throttle", attempts: p.Attempts, sched: exponential(p.Base, p.Cap, backoff.Full), budget: budgetNone, guard: guardThrottle},
+		spec("no backoff", retry.Config{MaxAttempts: p.Attempts, Backoff: immediate()}, budgetNone),
+		spec("fixed "+p.FixedDelay.String(), retry.Config{MaxAttempts: p.Attempts, Backoff: fixed(p.FixedDelay)}, budgetNone),
+		spec("exponential", exp(backoff.None), budgetNone),
+		spec("full jitter", exp(backoff.Full), budgetNone),
+		spec("full jitter + budget", exp(backoff.Full), budgetToken),
+		guarded("full jitter + breaker", guardBreaker),
+		guarded("full jitter + throttle", guardThrottle),
 	}
 }
 
-type outageScenario struct{}
+var outageScenario = define("outage", "closed and open",
+	"1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)",
+	defaultOutageParams, runOutageScenario)
 
-func (outageScenario) Name() string { return "outage" }
-func (outageScenario) Describe() string {
-	return "1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)"
-}
-func (outageScenario) Population() string { return "closed and open" }
-func (outageScenario) Params() Params     { return defaultOutageParams() }
-
-func (outageScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*OutageParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: outage got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result, error) {
 	res, _, err := runOutage(ctx, p, p.policies(), o)
 	if err != nil {
 		return nil, err
@@ -183,7 +158,7 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 		if !pops[i/len(specs)] {
 			pop = "open"
 		}
-		r := measureOutage(p, pop, specs[i%len(specs)].name, st)
+		r := measureOutage(p, pop, specs[i%len(specs)].Name, st)
 		rows = append(rows, r)
 		res.Rows = append(res.Rows, Row{"population": pop, "policy": r.policy,
 			"baseline_rps": round(r.baseline, 0), "outage_rps": round(r.during, 0), "peak_rps": round(r.peak, 0), "peak_x": round(r.peak/r.baseline, 2),
@@ -292,30 +267,30 @@ func outageClaims(p *OutageParams, rows []outageRow, n int) []Claim {
 		return r.success >= base.success-0.10 && rec(r) <= rec(base)+5
 	}
 	return []Claim{
-		claim(brookerBackoffFor, "backoff protects a dependency from a closed population: full jitter offers far less load during the outage than no backoff",
+		verdict.New(brookerBackoffFor, "backoff protects a dependency from a closed population: full jitter offers far less load during the outage than no backoff",
 			c[full].during < c[none].during/2,
 			"closed: mean load during the outage %.0f/s with full jitter vs %.0f/s without backoff (%.0f/s before it)",
 			c[full].during, c[none].during, c[none].baseline),
-		claim(builders, "fixed or un-jittered delays turn an outage into pulses; jitter spreads them out",
+		verdict.New(builders, "fixed or un-jittered delays turn an outage into pulses; jitter spreads them out",
 			c[fixd].pulse > 2*c[full].pulse && c[exp].pulse > 2*c[full].pulse,
 			"closed, peak over mean load in the outage after its first 2 s: fixed %.1f, exponential %.1f, full jitter %.1f",
 			c[fixd].pulse, c[exp].pulse, c[full].pulse),
-		claim(brookerBackoffFor, "an open stream is not protected by backoff: with full jitter it still offers about as many attempts per call as with no backoff",
+		verdict.New(brookerBackoffFor, "an open stream is not protected by backoff: with full jitter it still offers about as many attempts per call as with no backoff",
 			op[full].amp > 0.8*op[none].amp,
 			"open: attempts per call during the outage %.2f with full jitter vs %.2f without backoff", op[full].amp, op[none].amp),
-		claim(brookerBackoffFor, "a retry budget bounds an open stream's load where backoff cannot, at little cost in success or recovery",
+		verdict.New(brookerBackoffFor, "a retry budget bounds an open stream's load where backoff cannot, at little cost in success or recovery",
 			op[budg].amp < 1.2 && op[budg].amp < op[full].amp/2 && costsLittle(op[budg], op[full]),
 			"open: attempts per call during the outage %.2f with a token-bucket budget vs %.2f without; peak %.0f/s vs %.0f/s; success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[budg].amp, op[full].amp, op[budg].peak, op[full].peak, 100*op[budg].success, 100*op[full].success, rec(op[budg]), rec(op[full])),
-		claim(unherdDesign, "a retry budget does not undo backoff for a closed population: a refused retry waits at the pace of the retries it had left instead of turning into more load, so load during the outage stays at most that of full jitter alone (within 1.5x), for a little success (at most 5 points: a refused call fails even where its retries would have outlasted the outage) and a recovery within the schedule's length",
+		verdict.New(unherdDesign, "a retry budget does not undo backoff for a closed population: a refused retry waits at the pace of the retries it had left instead of turning into more load, so load during the outage stays at most that of full jitter alone (within 1.5x), for a little success (at most 5 points: a refused call fails even where its retries would have outlasted the outage) and a recovery within the schedule's length",
 			c[budg].during <= 1.5*c[full].during && c[budg].success >= c[full].success-0.05 && rec(c[budg]) <= sched.Seconds(),
 			"closed: mean load during the outage %.0f/s with full jitter and a budget vs %.0f/s with full jitter alone (%.0f/s before it); success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return (the schedule's delays add up to %.1f s)",
 			c[budg].during, c[full].during, c[budg].baseline, 100*c[budg].success, 100*c[full].success, rec(c[budg]), rec(c[full]), sched.Seconds()),
-		claim(fowlerBreaker, "a circuit breaker stops calling a dependency that is down (once open, only its probes get through), and lets traffic back soon after it returns, without costing calls that would have succeeded",
+		verdict.New(fowlerBreaker, "a circuit breaker stops calling a dependency that is down (once open, only its probes get through), and lets traffic back soon after it returns, without costing calls that would have succeeded",
 			op[brk].during < 0.05*op[brk].baseline && costsLittle(op[brk], op[full]),
 			"open: mean load during the outage %.0f/s with a breaker vs %.0f/s without (%.0f/s before it); success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[brk].during, op[full].during, op[brk].baseline, 100*op[brk].success, 100*op[full].success, rec(op[brk]), rec(op[full])),
-		claim(sreOverload, "client-side adaptive throttling rejects requests locally, so a failing backend sees less load, and lets traffic back as the backend recovers, without costing calls that would have succeeded",
+		verdict.New(sreOverload, "client-side adaptive throttling rejects requests locally, so a failing backend sees less load, and lets traffic back as the backend recovers, without costing calls that would have succeeded",
 			op[thr].during < op[full].during/2 && costsLittle(op[thr], op[full]),
 			"open: mean load during the outage %.0f/s with the throttle vs %.0f/s without; success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[thr].during, op[full].during, 100*op[thr].success, 100*op[full].success, rec(op[thr]), rec(op[full])),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -103,3 +104,87 @@ func round(v float64, d int) float64 {
 
 // ms converts a duration to float milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fieldsOf lists the fields of the struct p points at that carry a param
+// tag, in their order, as Params.Fields does: the tag is the Field's
+// Name, the usage tag its Usage, and Value points at the field.
+func fieldsOf(p any) []Field {
+	v := reflect.ValueOf(p).Elem()
+	t := v.Type()
+	var fs []Field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, ok := f.Tag.Lookup("param"); ok {
+			fs = append(fs, Field{Name: name, Usage: f.Tag.Get("usage"), Value: v.Field(i).Addr().Interface()})
+		}
+	}
+	return fs
+}
+
+// checkFields checks the fields of the struct p points at against their
+// check tags, in field order, and returns the first that fails, named by
+// its param tag. A check tag lists, comma-separated: "positive" (above
+// zero), "max=N" (at most N, a size too large to simulate in reasonable
+// memory and time) and "fraction" (within [0, 1]). A list (a []int) must
+// not be empty, and each of its items is checked.
+func checkFields(p any) error {
+	v := reflect.ValueOf(p).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		rules, ok := f.Tag.Lookup("check")
+		if !ok {
+			continue
+		}
+		name := f.Tag.Get("param")
+		var err error
+		switch x := v.Field(i).Addr().Interface().(type) {
+		case *int:
+			err = checkValue(name, rules, *x)
+		case *float64:
+			err = checkValue(name, rules, *x)
+		case *time.Duration:
+			err = checkValue(name, rules, *x)
+		case *[]int:
+			if len(*x) == 0 {
+				return invalid(name, "the list is empty")
+			}
+			for _, item := range *x {
+				if err = checkValue(name, rules, item); err != nil {
+					break
+				}
+			}
+		default:
+			panic(fmt.Sprintf("sim: field %s holds a %T; want an int, float64, time.Duration or []int", f.Name, x))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkValue checks v against the rules of a check tag.
+func checkValue[T int | float64 | time.Duration](name, rules string, v T) error {
+	for _, r := range strings.Split(rules, ",") {
+		var err error
+		switch max, isMax := strings.CutPrefix(r, "max="); {
+		case r == "positive":
+			err = checkPositive(name, v)
+		case r == "fraction":
+			err = checkFraction(name, float64(v))
+		case isMax:
+			n, perr := strconv.Atoi(max)
+			if perr != nil {
+				panic(fmt.Sprintf("sim: check tag of %s: %q is not a whole number", name, max))
+			}
+			err = checkAtMost(name, int(v), n)
+		default:
+			panic(fmt.Sprintf("sim: check tag of %s: unknown rule %q", name, r))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
 )
 
 func TestIntListSet(t *testing.T) {
@@ -92,11 +93,11 @@ func TestPolicyFields(t *testing.T) {
 	}{
 		{"zero is the defaults", Policy{},
 			map[string]any{"name": "yours", "attempts": 3, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "token"}},
-		{"ratio budget with its default share and a timeout",
-			Policy{Name: "mine", Attempts: 4, Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Cap: time.Second, Jitter: backoff.None},
-				Budget: "ratio", AttemptTimeout: 300 * time.Millisecond},
+		{"ratio budget with its default share",
+			Policy{Name: "mine", Retry: retry.Config{MaxAttempts: 4, Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Cap: time.Second, Jitter: backoff.None}},
+				Budget: "ratio"},
 			map[string]any{"name": "mine", "attempts": 4, "base": "10ms", "cap": "1s", "jitter": "none", "budget": "ratio",
-				"ratio": 0.1, "attempt_timeout": "300ms"}},
+				"ratio": 0.1}},
 		{"ratio share given", Policy{Budget: "ratio", BudgetRatio: 0.2},
 			map[string]any{"name": "yours", "attempts": 3, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "ratio", "ratio": 0.2}},
 	}

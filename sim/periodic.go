@@ -8,14 +8,14 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/periodic"
+	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
 	buildersJitter = `Brooker, "Timeouts, retries, and backoff with jitter", Amazon Builders' Library, 2019, https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/`
 	systemdTimer   = `systemd.timer(5), RandomizedDelaySec= and FixedRandomDelay=, https://www.freedesktop.org/software/systemd/man/latest/systemd.timer.html`
 )
-
-func init() { register(periodicScenario{}) }
 
 // periodicStrategies are the fleet's schedules, in table order: "cron" is
 // every process on the minute (Align, no jitter); "deploy" starts each
@@ -29,21 +29,21 @@ var periodicStrategies = []string{"cron", "deploy", "window", "full", "equal", "
 type PeriodicParams struct {
 	// Clients is the number of processes in the fleet, each running one
 	// job, one request, per interval (--clients).
-	Clients int
+	Clients int `param:"clients" usage:"processes in the fleet, each running one job per interval" check:"positive,max=1000000"`
 	// Interval is the jobs' period (--interval).
-	Interval time.Duration
+	Interval time.Duration `param:"interval" usage:"the jobs' period"`
 	// Duration is how long each run lasts (--duration).
-	Duration time.Duration
+	Duration time.Duration `param:"duration" usage:"length of each run"`
 	// Window is the spread of the "window" strategy (--window).
-	Window time.Duration
+	Window time.Duration `param:"window" usage:"jitter window after each slot for the window strategy"`
 	// Deploy is the span over which the fleet's processes start (--deploy):
 	// uniformly in [0, Deploy].
-	Deploy time.Duration
+	Deploy time.Duration `param:"deploy" usage:"span over which the fleet's processes start"`
 	// Capacity is what the dependency serves per second; requests beyond
 	// it in a second count as excess (--capacity).
-	Capacity int
+	Capacity int `param:"capacity" usage:"requests per second the dependency serves" check:"positive"`
 	// Runs is the number of runs per strategy (--runs).
-	Runs int
+	Runs int `param:"runs" usage:"runs per strategy" check:"positive,max=1000"`
 }
 
 func defaultPeriodicParams() *PeriodicParams {
@@ -51,45 +51,23 @@ func defaultPeriodicParams() *PeriodicParams {
 		Window: 10 * time.Second, Deploy: 5 * time.Second, Capacity: 500, Runs: 5}
 }
 
-// Fields implements Params.
-func (p *PeriodicParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "processes in the fleet, each running one job per interval", Value: &p.Clients},
-		{Name: "interval", Usage: "the jobs' period", Value: &p.Interval},
-		{Name: "duration", Usage: "length of each run", Value: &p.Duration},
-		{Name: "window", Usage: "jitter window after each slot for the window strategy", Value: &p.Window},
-		{Name: "deploy", Usage: "span over which the fleet's processes start", Value: &p.Deploy},
-		{Name: "capacity", Usage: "requests per second the dependency serves", Value: &p.Capacity},
-		{Name: "runs", Usage: "runs per strategy", Value: &p.Runs},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *PeriodicParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *PeriodicParams) Validate() error {
-	for _, c := range []struct {
-		flag string
-		v    int
-	}{{"clients", p.Clients}, {"capacity", p.Capacity}, {"runs", p.Runs}} {
-		if err := checkPositive(c.flag, c.v); err != nil {
-			return err
-		}
-	}
-	if err := checkAtMost("clients", p.Clients, 1_000_000); err != nil {
+	if err := checkFields(p); err != nil {
 		return err
 	}
-	if err := checkAtMost("runs", p.Runs, 1000); err != nil {
-		return err
-	}
-	if p.Interval < time.Second {
+	switch {
+	case p.Interval < time.Second:
 		return invalid("interval", "%v is below the 1s resolution of the load count", p.Interval)
-	}
-	if p.Duration < 2*p.Interval || p.Duration > 1000*p.Interval {
+	case p.Duration < 2*p.Interval || p.Duration > 1000*p.Interval:
 		return invalid("duration", "%v must be 2 to 1000 intervals (--interval %v)", p.Duration, p.Interval)
-	}
-	if p.Window <= 0 || p.Window > p.Interval {
+	case p.Window <= 0 || p.Window > p.Interval:
 		return invalid("window", "%v must be above zero and at most --interval %v", p.Window, p.Interval)
-	}
-	if p.Deploy < 0 || p.Deploy > p.Interval {
+	case p.Deploy < 0 || p.Deploy > p.Interval:
 		return invalid("deploy", "%v must be in [0, --interval %v]", p.Deploy, p.Interval)
 	}
 	return nil
@@ -98,14 +76,9 @@ func (p *PeriodicParams) Validate() error {
 // Quick implements Params: 5 minutes, 2 runs per strategy.
 func (p *PeriodicParams) Quick() { p.Duration, p.Runs = 5*p.Interval, 2 }
 
-type periodicScenario struct{}
-
-func (periodicScenario) Name() string { return "periodic" }
-func (periodicScenario) Describe() string {
-	return "a fleet runs a job every minute against one dependency: the per-second load of cron-aligned ticks, tickers started by one deploy, and periodic.Schedule's jittered ticks (Builders' Library; systemd.timer)"
-}
-func (periodicScenario) Population() string { return "open" }
-func (periodicScenario) Params() Params     { return defaultPeriodicParams() }
+var periodicScenario = define("periodic", "open",
+	"a fleet runs a job every minute against one dependency: the per-second load of cron-aligned ticks, tickers started by one deploy, and periodic.Schedule's jittered ticks (Builders' Library; systemd.timer)",
+	defaultPeriodicParams, runPeriodicScenario)
 
 // periodicOut is one run's measurement.
 type periodicOut struct {
@@ -114,14 +87,7 @@ type periodicOut struct {
 	jobs      int64
 }
 
-func (periodicScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*PeriodicParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: periodic got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runPeriodicScenario(ctx context.Context, p *PeriodicParams, o Options) (*Result, error) {
 	ns, nr := len(periodicStrategies), p.Runs
 	outs, err := sweep(ctx, o, ns*nr, func(i int) periodicOut {
 		return runPeriodic(ctx.Done(), o.Seed, uint64(i), p, periodicStrategies[i/nr])
@@ -190,19 +156,19 @@ func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
 		worstMean, bestMean = max(worstMean, s.mean), min(bestMean, s.mean)
 	}
 	return []Claim{
-		claim(buildersJitter, "periodic work without jitter strikes together: every minute-aligned process runs in the same second",
+		verdict.New(buildersJitter, "periodic work without jitter strikes together: every minute-aligned process runs in the same second",
 			st[cron].peak == n, "cron: peak %.0f requests in one second of %.0f processes, excess share %.3f",
 			st[cron].peak, n, st[cron].excess),
-		claim(buildersJitter, "tickers started by one deploy stay together: without jitter the peak stays near clients/deploy span for the whole run",
+		verdict.New(buildersJitter, "tickers started by one deploy stay together: without jitter the peak stays near clients/deploy span for the whole run",
 			st[deploy].peak >= n/max(dep, 1)/2, "deploy over %.0f s: peak %.0f per second (clients/span = %.0f)",
 			dep, st[deploy].peak, n/max(dep, 1)),
-		claim(systemdTimer, "a random delay in [0, W] after each slot spreads the fleet to about clients/W per second, at a mean lag of W/2",
+		verdict.New(systemdTimer, "a random delay in [0, W] after each slot spreads the fleet to about clients/W per second, at a mean lag of W/2",
 			st[window].peak <= 1.5*n/w && st[window].lag >= 0.4*w && st[window].lag <= 0.6*w,
 			"window %.0f s: peak %.0f per second (clients/W = %.0f), mean lag %.1f s", w, st[window].peak, n/w, st[window].lag),
-		claim(buildersJitter, "full jitter over the interval flattens the load: peak within 1.5x the mean rate, nothing beyond capacity when the mean fits",
+		verdict.New(buildersJitter, "full jitter over the interval flattens the load: peak within 1.5x the mean rate, nothing beyond capacity when the mean fits",
 			st[full].peak <= 1.5*st[full].mean && (n/iv > float64(p.Capacity) || st[full].excess == 0),
 			"full: peak %.0f, mean %.1f per second, excess share %.3f", st[full].peak, st[full].mean, st[full].excess),
-		claim("periodic package doc (slots anchored on the grid)", "jitter moves work within the interval and never drifts: every schedule runs the same jobs per second (within 2%)",
+		verdict.New("periodic package doc (slots anchored on the grid)", "jitter moves work within the interval and never drifts: every schedule runs the same jobs per second (within 2%)",
 			worstMean <= 1.02*bestMean, "mean requests per second from %.2f to %.2f across the schedules", bestMean, worstMean),
 	}
 }
@@ -211,8 +177,8 @@ func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
 // drives a periodic.Series, asking for its next tick when a tick fires,
 // as periodic.Run does.
 func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, strategy string) periodicOut {
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	s := periodic.Schedule{Interval: p.Interval, Align: true}
 	switch strategy {
 	case "cron":
@@ -234,16 +200,16 @@ func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, s
 	for c := range p.Clients {
 		start := time.Duration(0)
 		if strategy == "deploy" {
-			start = time.Duration(e.float() * float64(p.Deploy))
+			start = time.Duration(e.Float64() * float64(p.Deploy))
 		}
 		q, err := periodic.NewSeries(s, Epoch.Add(start))
 		if err != nil {
 			return periodicOut{} // unreachable: Validate bounds every field
 		}
 		r.series = append(r.series, q)
-		e.at(q.Next(Epoch.Add(start), e.u64()).Sub(Epoch), 0, int32(c), 0)
+		e.At(q.Next(Epoch.Add(start), e.Uint64()).Sub(Epoch), 0, int32(c), 0)
 	}
-	e.run(r, time.Duration(len(r.perSecond))*time.Second-1)
+	e.Run(r, time.Duration(len(r.perSecond))*time.Second-1)
 	return periodicOut{perSecond: r.perSecond, lag: r.lag, jobs: r.jobs}
 }
 
@@ -257,11 +223,11 @@ type periodicRun struct {
 	jobs      int64
 }
 
-func (r *periodicRun) handle(e *engine, ev event) {
-	now := e.elapsed()
+func (r *periodicRun) Handle(e *engine.Engine, ev engine.Event) {
+	now := e.Elapsed()
 	r.perSecond[now/time.Second]++
 	r.jobs++
 	r.lag += now % r.p.Interval // Epoch is on the grid: the lag behind the slot's start
-	next := r.series[ev.id].Next(e.Now(), e.u64())
-	e.at(next.Sub(Epoch), 0, ev.id, 0)
+	next := r.series[ev.ID].Next(e.Now(), e.Uint64())
+	e.At(next.Sub(Epoch), 0, ev.ID, 0)
 }

@@ -1,37 +1,219 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
 	"github.com/unherd/unherd/throttle"
 )
 
-// Budget kinds of a policySpec and of Policy.Budget.
+// Budget kinds of Policy.Budget.
 const (
 	budgetNone  = "none"
 	budgetToken = "token"
 	budgetRatio = "ratio"
 )
 
+// MaxPolicyAttempts is the most attempts a Policy may set: more are a
+// mistake, not a policy, and would make the simulated storm grow without
+// meaning.
+const MaxPolicyAttempts = 100
+
+// Policy is a retry policy as a user describes it, for the what-if
+// analysis: the outage and storm scenarios run it beside unherd's
+// default. Its retry settings are the library's own [retry.Config],
+// defaulted and validated by [retry.New] as in production; each run
+// builds its own policy, with its own budget on the run's virtual clock.
+type Policy struct {
+	// Name labels the policy in tables; empty means "yours".
+	Name string
+	// Retry is the policy's configuration. The simulator models
+	// MaxAttempts (zero means retry.DefaultMaxAttempts, at most
+	// MaxPolicyAttempts), Backoff and OnBudgetExhausted. Every other
+	// field must be left zero: the simulated dependency fails fast and
+	// names no delay (AttemptTimeout, Timeouts and the server-delay
+	// fields would have no effect), its calls are not nested
+	// (NestedAttempts), its errors are its own (Classify), each run
+	// builds its own budget and draws from its own random source
+	// (Budget, Guards, Rand: see Budget below), and the runs go on in
+	// parallel (OnRetry, OnGiveUp, Observer). Validate refuses a field
+	// the simulator cannot model, naming it.
+	Retry retry.Config
+	// Budget is "none", "token" (token bucket, AWS SDK defaults),
+	// "ratio" (a share of requests over a window) or "" for unherd's
+	// default (token): the retry budget each run builds on its own clock
+	// and hands to retry.New as Config.Budget.
+	Budget string
+	// BudgetRatio is the ratio budget's share when Budget is "ratio"
+	// (budget.RatioConfig.Ratio); zero means budget.DefaultRatio (0.1).
+	BudgetRatio float64
+}
+
+// PolicyError is a Policy setting the simulator refuses. It wraps
+// ErrInvalidParams.
+type PolicyError struct {
+	// Policy is the policy's Name.
+	Policy string
+	// Field names the setting as the Policy type spells it:
+	// "Retry.MaxAttempts", "Retry.AttemptTimeout", "Budget",
+	// "BudgetRatio", "Retry.Backoff", ...
+	Field string
+	// Msg says what is wrong and what would be right.
+	Msg string
+}
+
+// Error returns "sim: invalid parameters: policy NAME: Field: Msg".
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("%v: policy %q: %s: %s", ErrInvalidParams, e.Policy, e.Field, e.Msg)
+}
+
+// Unwrap returns ErrInvalidParams.
+func (e *PolicyError) Unwrap() error { return ErrInvalidParams }
+
+// unmodelled lists the retry.Config fields the simulator cannot model,
+// each with whether it is set and why it has no place in a run.
+func unmodelled(c *retry.Config) []struct {
+	field string
+	set   bool
+	why   string
+} {
+	const noDelay = "the simulated dependency names no delay of its own (no Retry-After), so it would have no effect; leave it zero"
+	const ownRun = "each run builds its own from Budget and its random source; leave it nil"
+	const parallel = "the simulator runs many calls at once in parallel runs; leave it nil"
+	return []struct {
+		field string
+		set   bool
+		why   string
+	}{
+		{"Retry.AttemptTimeout", c.AttemptTimeout != 0, "the simulated dependency fails fast, so a per-attempt timeout never fires and would have no effect; leave it zero"},
+		{"Retry.Timeouts", c.Timeouts != nil, "the simulated dependency fails fast, so a per-attempt timeout never fires; leave it nil"},
+		{"Retry.MaxServerDelay", c.MaxServerDelay != 0, noDelay},
+		{"Retry.ClampServerDelay", c.ClampServerDelay, noDelay},
+		{"Retry.MaxServerExtra", c.MaxServerExtra != 0, noDelay},
+		{"Retry.ServerJitter", c.ServerJitter != 0, noDelay},
+		{"Retry.NestedAttempts", c.NestedAttempts != 0, "the simulated calls are not made while serving a caller that retries; leave it zero"},
+		{"Retry.Classify", c.Classify != nil, "the simulated dependency's errors are its own (down, overloaded), all transient; leave it nil"},
+		{"Retry.Budget", c.Budget != nil, "a budget is shared state on a clock: " + ownRun + " (set Policy.Budget)"},
+		{"Retry.Guards", len(c.Guards) > 0, "guards keep state on a clock: " + ownRun},
+		{"Retry.Rand", c.Rand != nil, ownRun},
+		{"Retry.OnRetry", c.OnRetry != nil, parallel},
+		{"Retry.OnGiveUp", c.OnGiveUp != nil, parallel},
+		{"Retry.Observer", c.Observer != nil, parallel},
+	}
+}
+
+// Validate reports a setting of p the simulator refuses, as a
+// *PolicyError: one retry.New refuses, one the simulator cannot model
+// (see Retry), more attempts than MaxPolicyAttempts, or a budget that is
+// not none, token or ratio, or a ratio outside (0, 1].
+func (p Policy) Validate() error {
+	_, err := p.resolve()
+	return err
+}
+
+// resolve validates p and returns the retry.Policy its Retry builds
+// (with an unlimited budget, for its resolved settings) and p with its
+// name and budget kind defaulted.
+func (p *Policy) resolve() (*retry.Policy, error) {
+	if p.Name == "" {
+		p.Name = "yours"
+	}
+	if p.Budget == "" {
+		p.Budget = budgetToken
+	}
+	fail := func(field, format string, args ...any) error {
+		return &PolicyError{Policy: p.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	for _, u := range unmodelled(&p.Retry) {
+		if u.set {
+			return nil, fail(u.field, "the simulator cannot model it: %s", u.why)
+		}
+	}
+	switch p.Budget {
+	case budgetNone, budgetToken, budgetRatio:
+	default:
+		return nil, fail("Budget", "%q is not none, token or ratio", p.Budget)
+	}
+	if !(p.BudgetRatio >= 0 && p.BudgetRatio <= 1) {
+		return nil, fail("BudgetRatio", "%v is outside (0, 1]; zero means %v", p.BudgetRatio, budget.DefaultRatio)
+	}
+	c := p.Retry
+	c.Budget = budget.Unlimited
+	rp, err := retry.New(c)
+	if err != nil {
+		field, msg := retryField(err)
+		return nil, fail(field, "%s", msg)
+	}
+	if n := rp.MaxAttempts(); n > MaxPolicyAttempts {
+		return nil, fail("Retry.MaxAttempts", "%d is above the limit of %d", n, MaxPolicyAttempts)
+	}
+	return rp, nil
+}
+
+// retryField splits an error of retry.New into the field it names
+// ("Retry.MaxAttempts", "Retry.Backoff.Base") and what it says of it.
+func retryField(err error) (field, msg string) {
+	msg = strings.TrimPrefix(err.Error(), retry.ErrInvalidConfig.Error()+": ")
+	field = "Retry"
+	if f, _, ok := strings.Cut(msg, " "); ok {
+		field += "." + strings.TrimSuffix(f, ":")
+	}
+	if inner, ok := strings.CutPrefix(msg, "Backoff: "+backoff.ErrInvalid.Error()+": "); ok {
+		msg = inner
+		if f, _, ok := strings.Cut(inner, " "); ok && (f == "Base" || f == "Cap") {
+			field += "." + f
+		}
+	}
+	return field, msg
+}
+
+// Fields returns the policy's fields as a policy file names them, with
+// the defaults filled in where p leaves a field zero (as retry.New and
+// backoff.Schedule resolve them): name, attempts, base, cap, jitter and
+// budget, then ratio for a ratio budget. Durations are strings ("50ms").
+// A policy Validate refuses gives its fields as they are set.
+func (p Policy) Fields() map[string]any {
+	attempts := p.Retry.MaxAttempts
+	if rp, err := p.resolve(); err == nil {
+		attempts = rp.MaxAttempts()
+	}
+	b := p.Retry.Backoff
+	m := map[string]any{
+		"name":     p.Name,
+		"attempts": attempts,
+		"base":     b.Temp(0, false).String(),
+		"cap":      b.Temp(1<<20, false).String(),
+		"jitter":   b.Jitter.String(),
+		"budget":   p.Budget,
+	}
+	if p.Budget == budgetRatio {
+		m["ratio"] = cmp.Or(p.BudgetRatio, budget.DefaultRatio)
+	}
+	return m
+}
+
 // policySpec is a retry policy as a scenario runs it: what to build, not
 // the built objects, because every run builds its own policy and budget
-// on its own virtual clock.
+// on its own virtual clock. It is a Policy with the settings only the
+// scenarios' own rows use.
 type policySpec struct {
-	name     string
-	attempts int
-	sched    backoff.Schedule
-	budget   string  // budgetNone, budgetToken or budgetRatio
-	ratio    float64 // share of requests for budgetRatio
-	noFloor  bool    // budgetRatio without its floor of retries per second
-	timeout  time.Duration
-	guard    string                 // guardNone, guardBreaker or guardThrottle
-	onEmpty  retry.BudgetExhaustion // what a call the empty budget stops does; zero for the library's default
+	Policy
+	noFloor bool   // budgetRatio without its floor of retries per second
+	guard   string // guardNone, guardBreaker or guardThrottle
+}
+
+// spec is the scenario row called name: the retry configuration c with
+// the budget of the given kind.
+func spec(name string, c retry.Config, budget string) policySpec {
+	return policySpec{Policy: Policy{Name: name, Retry: c, Budget: budget}}
 }
 
 // Guards of a policySpec: consulted before every attempt, told how it
@@ -45,7 +227,7 @@ const (
 // newGuard builds the spec's guard on the run's clock, with jitter drawn
 // from a source seeded by the run.
 func (s *policySpec) newGuard(now func() time.Time, seed uint64) (retry.Guard, error) {
-	src := rand.NewPCG(seed, mix(seed))
+	src := rand.NewPCG(seed, engine.Mix(seed))
 	switch s.guard {
 	case guardBreaker:
 		return breaker.New(breaker.Settings{Now: now, Rand: src})
@@ -55,105 +237,53 @@ func (s *policySpec) newGuard(now func() time.Time, seed uint64) (retry.Guard, e
 	return nil, fmt.Errorf("%w: unknown guard %q", ErrInvalidParams, s.guard)
 }
 
-// withDefaults returns p with the documented defaults of its zero fields
-// filled in (the schedule keeps its own: backoff.Schedule resolves them).
-func (p Policy) withDefaults() Policy {
-	if p.Name == "" {
-		p.Name = "yours"
-	}
-	if p.Attempts == 0 {
-		p.Attempts = retry.DefaultMaxAttempts
-	}
-	if p.Budget == "" {
-		p.Budget = budgetToken
-	}
-	if p.BudgetRatio == 0 {
-		p.BudgetRatio = budget.DefaultRatio
-	}
-	return p
-}
-
-// Fields returns the policy's fields as a policy file names them, with
-// the defaults filled in where p leaves a field zero: name, attempts,
-// base, cap, jitter and budget, then ratio for a ratio budget and
-// attempt_timeout when set. Durations are strings ("50ms").
-func (p Policy) Fields() map[string]any {
-	p = p.withDefaults()
-	m := map[string]any{
-		"name":     p.Name,
-		"attempts": p.Attempts,
-		"base":     p.Backoff.Temp(0, false).String(),
-		"cap":      p.Backoff.Temp(1<<20, false).String(),
-		"jitter":   p.Backoff.Jitter.String(),
-		"budget":   p.Budget,
-	}
-	if p.Budget == budgetRatio {
-		m["ratio"] = p.BudgetRatio
-	}
-	if p.AttemptTimeout > 0 {
-		m["attempt_timeout"] = p.AttemptTimeout.String()
-	}
-	return m
-}
-
-// specOf turns a user's Policy into a spec, applying its documented
-// defaults.
+// specOf turns a user's Policy into a spec, validated, with its name and
+// budget kind defaulted; retry.New defaults the rest in every run.
 func specOf(p Policy) (policySpec, error) {
-	p = p.withDefaults()
-	s := policySpec{name: p.Name, attempts: p.Attempts, sched: p.Backoff, budget: p.Budget,
-		ratio: p.BudgetRatio, timeout: p.AttemptTimeout}
-	switch {
-	case s.attempts < 0:
-		return s, fmt.Errorf("%w: policy %q: Attempts %d is negative", ErrInvalidParams, s.name, p.Attempts)
-	case s.budget != budgetNone && s.budget != budgetToken && s.budget != budgetRatio:
-		return s, fmt.Errorf("%w: policy %q: Budget %q is not none, token or ratio", ErrInvalidParams, s.name, p.Budget)
-	case !(s.ratio > 0 && s.ratio <= 1):
-		return s, fmt.Errorf("%w: policy %q: BudgetRatio %v is outside (0, 1]", ErrInvalidParams, s.name, p.BudgetRatio)
-	case p.AttemptTimeout < 0:
-		return s, fmt.Errorf("%w: policy %q: AttemptTimeout %v is negative", ErrInvalidParams, s.name, p.AttemptTimeout)
+	if _, err := p.resolve(); err != nil {
+		return policySpec{}, err
 	}
-	if err := s.sched.Validate(); err != nil {
-		return s, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.name, err)
-	}
-	return s, nil
+	return policySpec{Policy: p}, nil
 }
 
 // pure reports whether a policy built from s has neither guard nor
 // budget: its Admit and Done read no clock and touch nothing that other
 // calls share, so a model may play its calls out ahead of the clock.
-func (s *policySpec) pure() bool { return s.guard == guardNone && s.budget == budgetNone }
+func (s *policySpec) pure() bool { return s.guard == guardNone && s.Budget == budgetNone }
 
-// build returns the run's own retry.Policy, with its budget and guard on
-// the run's virtual clock; the guard's jitter is seeded by a draw from e.
-// The models drive the policy's state machine (retry.Call), which tells
-// the budget and the guard about every attempt.
-func (s *policySpec) build(e *engine) (*retry.Policy, error) {
-	var guards []retry.Guard
+// build returns the run's own retry.Policy: the spec's retry.Config with
+// its budget and guard, built on the run's virtual clock (the guard's
+// jitter is seeded by a draw from e), through retry.New, which resolves
+// its defaults. The models drive the policy's state machine
+// (retry.Call), which tells the budget and the guard about every
+// attempt.
+func (s *policySpec) build(e *engine.Engine) (*retry.Policy, error) {
+	c := s.Retry
 	if s.guard != guardNone {
-		g, err := s.newGuard(e.Now, e.u64())
+		g, err := s.newGuard(e.Now, e.Uint64())
 		if err != nil {
 			return nil, err
 		}
-		guards = []retry.Guard{g}
+		c.Guards = []retry.Guard{g}
 	}
 	b, err := s.newBudget(e.Now)
 	if err != nil {
 		return nil, err
 	}
-	p, err := retry.New(retry.Config{MaxAttempts: s.attempts, Backoff: s.sched, Budget: b,
-		AttemptTimeout: s.timeout, Guards: guards, OnBudgetExhausted: s.onEmpty})
+	c.Budget = b
+	p, err := retry.New(c)
 	if err != nil {
-		return nil, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.name, err)
+		return nil, fmt.Errorf("%w: policy %q: %w", ErrInvalidParams, s.Name, err)
 	}
 	return p, nil
 }
 
 func (s *policySpec) newBudget(now func() time.Time) (budget.Budget, error) {
-	switch s.budget {
+	switch s.Budget {
 	case budgetToken:
 		return budget.NewTokenBucket(budget.TokenBucketConfig{})
 	case budgetRatio:
-		return budget.NewRatio(budget.RatioConfig{Ratio: s.ratio, NoFloor: s.noFloor, Now: now})
+		return budget.NewRatio(budget.RatioConfig{Ratio: s.BudgetRatio, NoFloor: s.noFloor, Now: now})
 	default:
 		//unherdvet:ignore misuse the simulator models a policy without a budget on purpose, to compare it
 		return budget.Unlimited, nil

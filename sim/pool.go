@@ -9,18 +9,11 @@ import (
 	"github.com/unherd/unherd/internal/quantile"
 )
 
-// seedRunner is a Scenario that merges its own runs over several seeds,
-// because its claims judge percentiles that one seed's samples cannot
-// carry: RunSeeds calls it instead of merging per-seed results.
-type seedRunner interface {
-	runSeeds(ctx context.Context, p Params, o Options, n int) (*Result, error)
-}
-
 // minBeyond is the fewest samples beyond a percentile that a verdict on
 // it rests on.
 const minBeyond = 20
 
-// runSeeds runs the hedge scenario on n seeds and judges its claims on
+// hedgeSeeds runs the hedge scenario on n seeds and judges its claims on
 // the latencies of all seeds pooled (each strategy's requests of every
 // seed together), since its claims rest on the p99.9. The table and
 // charts show the pooled percentiles (the charts with the p90 as well);
@@ -29,11 +22,17 @@ const minBeyond = 20
 // p99.9, a claim also holds only if it holds on every seed; with fewer,
 // a seed's own verdict is too noisy to overrule the pooled one, and the
 // seeds that disagree are named as such.
-func (hedgeScenario) runSeeds(ctx context.Context, ps Params, o Options, n int) (*Result, error) {
-	p, ok := ps.(*HedgeParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: hedge got %T", ErrInvalidParams, ps)
+func init() {
+	hedgeScenario.seeds = func(ctx context.Context, ps Params, o Options, n int) (*Result, error) {
+		p, err := validParams[*HedgeParams]("hedge", ps)
+		if err != nil {
+			return nil, err
+		}
+		return hedgeSeeds(ctx, p, o, n)
 	}
+}
+
+func hedgeSeeds(ctx context.Context, p *HedgeParams, o Options, n int) (*Result, error) {
 	per, err := eachSeed(o, n, func(o Options) ([]HedgeOutcome, error) { return RunHedge(ctx, p, o) })
 	if err != nil {
 		return nil, err

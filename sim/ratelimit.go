@@ -10,6 +10,8 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 // brookerRateLimit names the source of the rate-limit figures. The figures
@@ -28,8 +30,6 @@ import (
 // this scenario's own, not the source's.
 const brookerRateLimit = `Brooker's AWS material on backoff and jitter, as commonly cited (3000 workers behind a rate-limited API; primary talk or article not located, so its title, year and address are unverified); method as in Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
 
-func init() { register(ratelimitScenario{}) }
-
 // errTooMany is the rate limiter's answer, an HTTP 429: a throttling
 // error, which the retry policy backs off from its throttled base.
 var errTooMany = retry.MarkThrottled(errors.New("sim: 429 too many requests"))
@@ -39,7 +39,8 @@ type RatelimitParams struct {
 	// Workers is the number of workers (--clients: --workers is the
 	// command line's own); each has Jobs requests to get through, one
 	// after another (--jobs).
-	Workers, Jobs int
+	Workers int `param:"clients" usage:"number of simulated workers (clients) consuming the API, each with --jobs requests; not --workers, which sets the goroutines running the simulation" check:"positive,max=1000000"`
+	Jobs    int `param:"jobs" usage:"requests each worker must get through" check:"positive"`
 	// LongLimit is the rate limit, in requests per second, of the long
 	// workload, for the claim that jitter cuts a job from hours to
 	// minutes (--long-limit; 0 skips it): the same workers and requests
@@ -47,18 +48,19 @@ type RatelimitParams struct {
 	// limit. By default 20: 3000 x 10 requests take 25 minutes at it, so
 	// that the source's own utilisations, 35% and 85%, would take 71 and
 	// 29 minutes, hours and minutes.
-	LongLimit float64
+	LongLimit float64 `param:"long-limit" usage:"rate limit of the long workload, requests per second: the same work against a tighter limit, minutes of it at the limit; 0 skips it"`
 	// Limit is the API's rate limit in requests per second and Burst the
 	// seconds of it the limiter lets through at once (--limit, --burst).
-	Limit float64
-	Burst time.Duration
+	Limit float64       `param:"limit" usage:"the API's rate limit, requests per second" check:"positive"`
+	Burst time.Duration `param:"burst" usage:"how much of the limit passes at once, in time" check:"positive"`
 	// Base, Cap and Attempts shape the workers' retry policy (--base,
 	// --cap, --attempts). A call that runs out of attempts is started
 	// again: the job still has to be done.
-	Base, Cap time.Duration
-	Attempts  int
+	Base     time.Duration `param:"base" usage:"backoff base (after a 429)" check:"positive"`
+	Cap      time.Duration `param:"cap" usage:"backoff cap" check:"positive"`
+	Attempts int           `param:"attempts" usage:"attempts per call, counting the first" check:"positive"`
 	// Hop is the mean one-way network delay (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
 func defaultRatelimitParams() *RatelimitParams {
@@ -66,32 +68,14 @@ func defaultRatelimitParams() *RatelimitParams {
 		Base: 100 * time.Millisecond, Cap: 10 * time.Second, Attempts: 10, Hop: 10 * time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *RatelimitParams) Fields() []Field {
-	return []Field{
-		{Name: "clients", Usage: "number of simulated workers (clients) consuming the API, each with --jobs requests; not --workers, which sets the goroutines running the simulation", Value: &p.Workers},
-		{Name: "jobs", Usage: "requests each worker must get through", Value: &p.Jobs},
-		{Name: "long-limit", Usage: "rate limit of the long workload, requests per second: the same work against a tighter limit, minutes of it at the limit; 0 skips it", Value: &p.LongLimit},
-		{Name: "limit", Usage: "the API's rate limit, requests per second", Value: &p.Limit},
-		{Name: "burst", Usage: "how much of the limit passes at once, in time", Value: &p.Burst},
-		{Name: "base", Usage: "backoff base (after a 429)", Value: &p.Base},
-		{Name: "cap", Usage: "backoff cap", Value: &p.Cap},
-		{Name: "attempts", Usage: "attempts per call, counting the first", Value: &p.Attempts},
-		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *RatelimitParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *RatelimitParams) Validate() error {
-	for _, err := range []error{
-		checkPositive("clients", p.Workers), checkAtMost("clients", p.Workers, 1000000),
-		checkPositive("jobs", p.Jobs), checkPositive("limit", p.Limit), checkPositive("burst", p.Burst),
-		checkPositive("base", p.Base), checkPositive("cap", p.Cap), checkPositive("attempts", p.Attempts),
-		checkPositive("hop", p.Hop),
-	} {
-		if err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	work := float64(p.Workers) * float64(p.Jobs)
 	switch {
@@ -120,14 +104,9 @@ func (p *RatelimitParams) Quick() {}
 
 var ratelimitStrategies = []string{"exponential", "full jitter"}
 
-type ratelimitScenario struct{}
-
-func (ratelimitScenario) Name() string { return "ratelimit" }
-func (ratelimitScenario) Describe() string {
-	return "N workers (--clients, 3000 by default) share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter, for the published 10 requests per worker, and for the same work against a limit tight enough (--long-limit) that it takes minutes at the limit"
-}
-func (ratelimitScenario) Population() string { return "closed" }
-func (ratelimitScenario) Params() Params     { return defaultRatelimitParams() }
+var ratelimitScenario = define("ratelimit", "closed",
+	"N workers (--clients, 3000 by default) share an API whose rate limit answers 429: utilisation of the limit and completion time with exponential backoff without jitter and with full jitter, for the published 10 requests per worker, and for the same work against a limit tight enough (--long-limit) that it takes minutes at the limit",
+	defaultRatelimitParams, runRatelimitScenario)
 
 type ratelimitOut struct {
 	attempts, throttled int64
@@ -136,14 +115,7 @@ type ratelimitOut struct {
 	err                 error
 }
 
-func (ratelimitScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*RatelimitParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: ratelimit got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runRatelimitScenario(ctx context.Context, p *RatelimitParams, o Options) (*Result, error) {
 	// Runs: both strategies on the published workload; then on it again
 	// with half and with twice the limiter's burst (the un-jittered
 	// figure depends on it, and the source does not give one); then
@@ -252,20 +224,20 @@ func ratelimitClaims(p *RatelimitParams, util, done []float64) []Claim {
 	work := float64(p.Workers) * float64(p.Jobs)
 	ideal := work / p.Limit
 	claims := []Claim{
-		claim(brookerRateLimit, "without jitter the workers use about 35% of the limit (32.5% to 37.5%)",
+		verdict.New(brookerRateLimit, "without jitter the workers use about 35% of the limit (32.5% to 37.5%)",
 			util[none] >= 0.35-band && util[none] <= 0.35+band,
 			fmt.Sprintf("%%.1f%%%% (finished in %%.1f s; ideal %%.1f s) with this limiter's %v burst; the figure depends on the burst, which the source does not give: %%.0f%%%% with half of it, %%.0f%%%% with twice", p.Burst),
 			100*util[none], done[none], ideal, 100*util[half+none], 100*util[twice+none]),
-		claim(brookerRateLimit, "with full jitter they use about 85% of it (82.5% to 87.5%)",
+		verdict.New(brookerRateLimit, "with full jitter they use about 85% of it (82.5% to 87.5%)",
 			util[full] >= 0.85-band && util[full] <= 0.85+band,
 			"%.1f%% (finished in %.1f s); %.0f%% with half the burst, %.0f%% with twice",
 			100*util[full], done[full], 100*util[half+full], 100*util[twice+full]),
-		claim(brookerRateLimit, "full jitter gets the same work done sooner",
+		verdict.New(brookerRateLimit, "full jitter gets the same work done sooner",
 			done[full] < done[none], "%.1f s with full jitter vs %.1f s without", done[full], done[none]),
 	}
 	if len(util) > long {
 		longIdeal := work / p.LongLimit
-		claims = append(claims, claim(brookerRateLimit,
+		claims = append(claims, verdict.New(brookerRateLimit,
 			"on a job sized for it jitter turns hours into minutes: without jitter the work takes at least an hour, with full jitter minutes, within 20% of the time at the limit",
 			done[long+none] >= 3600 && done[long+full] <= 1.2*longIdeal,
 			fmt.Sprintf("the same %d x %d requests against a limit of %v/s (%.0f min at the limit; 35%%%% and 85%%%% of it would take %.0f and %.0f min): ",
@@ -309,8 +281,8 @@ type ratelimitRun struct {
 }
 
 func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
-	e := newEngine(seed, stream)
-	e.done = done
+	e := engine.New(seed, stream)
+	e.StopOn(done)
 	//unherdvet:ignore misuse the simulator models retries without a budget on purpose, to compare them
 	pol, err := retry.New(retry.Config{MaxAttempts: p.Attempts, Budget: budget.Unlimited,
 		Backoff: backoff.Schedule{Base: p.Base, ThrottledBase: p.Base, Cap: p.Cap, Jitter: j}})
@@ -322,28 +294,30 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 		limit:  tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
 		r.workers[w] = rlWorker{jobs: p.Jobs, call: pol.Begin(false)}
-		r.send(e, int32(w), e.normal(p.Hop, p.Hop/5)) // the first way out
+		r.send(e, int32(w), e.Normal(p.Hop, p.Hop/5)) // the first way out
 	}
-	e.run(r, -1)
+	e.Run(r, -1)
 	return r.out
 }
 
 // roundTrip draws an answer's way back plus the next attempt's way out.
-func (r *ratelimitRun) roundTrip(e *engine) time.Duration { return e.normal(2*r.p.Hop, r.tripSD) }
-
-// send makes worker id's next attempt, which reaches the limiter after d.
-func (r *ratelimitRun) send(e *engine, id int32, d time.Duration) {
-	_ = r.workers[id].call.Admit(context.Background()) // no guards: never rejects
-	r.out.attempts++
-	e.after(d, rlArrive, id, 0)
+func (r *ratelimitRun) roundTrip(e *engine.Engine) time.Duration {
+	return e.Normal(2*r.p.Hop, r.tripSD)
 }
 
-func (r *ratelimitRun) handle(e *engine, ev event) {
-	w := &r.workers[ev.id]
-	ok := r.limit.take(e.elapsed())
+// send makes worker id's next attempt, which reaches the limiter after d.
+func (r *ratelimitRun) send(e *engine.Engine, id int32, d time.Duration) {
+	_ = r.workers[id].call.Admit(context.Background()) // no guards: never rejects
+	r.out.attempts++
+	e.After(d, rlArrive, id, 0)
+}
+
+func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
+	w := &r.workers[ev.ID]
+	ok := r.limit.take(e.Elapsed())
 	trip := r.roundTrip(e)
 	back := trip / 2 // the answer's way back
-	at := e.elapsed() + back
+	at := e.Elapsed() + back
 	if ok {
 		s := int(at / time.Second)
 		for len(r.out.good) <= s {
@@ -358,11 +332,11 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			r.out.done = max(r.out.done, at)
 			return
 		}
-		r.send(e, ev.id, trip)
+		r.send(e, ev.ID, trip)
 		return
 	}
 	r.out.throttled++
-	d := w.call.Done(Epoch.Add(at), time.Time{}, errTooMany, e.u64())
+	d := w.call.Done(Epoch.Add(at), time.Time{}, errTooMany, e.Uint64())
 	if d.Reason != nil {
 		// Out of attempts: the job is still to do; start it over (after
 		// the wait the policy asks for before it returns, if any).
@@ -371,8 +345,8 @@ func (r *ratelimitRun) handle(e *engine, ev event) {
 			wait = d.Delay
 		}
 		w.call = r.policy.Begin(false)
-		r.send(e, ev.id, trip+wait)
+		r.send(e, ev.ID, trip+wait)
 		return
 	}
-	r.send(e, ev.id, trip+d.Delay)
+	r.send(e, ev.ID, trip+d.Delay)
 }

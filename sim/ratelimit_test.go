@@ -47,7 +47,7 @@ func TestRatelimitLongWorkload(t *testing.T) {
 	for _, long := range []float64{0, 20} {
 		p := defaultRatelimitParams()
 		p.Workers, p.Jobs, p.Limit, p.LongLimit = 100, 2, 50, long
-		r, err := ratelimitScenario{}.Run(context.Background(), p, Options{Seed: 1, Workers: 2})
+		r, err := ratelimitScenario.Run(context.Background(), p, Options{Seed: 1, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -152,7 +152,7 @@ func TestDeterminism(t *testing.T) {
 
 func TestProgressAndCancel(t *testing.T) {
 	var calls, last, total int
-	_, err := jitterScenario{}.Run(context.Background(), tiny(t, "jitter"), Options{Seed: 1, Workers: 2,
+	_, err := jitterScenario.Run(context.Background(), tiny(t, "jitter"), Options{Seed: 1, Workers: 2,
 		Progress: func(done, n int) { calls++; last, total = done, n }})
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +254,14 @@ func TestParamsValidate(t *testing.T) {
 		{"hedge saturated at 1", func() Params { p := defaultHedgeParams(); p.SaturatedLoad = 1; return p }, "saturated-load"},
 		{"hedge overloaded rate", func() Params { p := defaultHedgeParams(); p.Rate = 1e4; return p }, "rate"},
 		{"hedge negative stall rate", func() Params { p := defaultHedgeParams(); p.StallRate = -1; return p }, "stall-rate"},
+		{"hedge huge threads", func() Params { p := defaultHedgeParams(); p.Threads = 1001; return p }, "threads"},
+		{"fleet defaults", func() Params { return defaultFleetParams() }, ""},
+		{"fleet huge clients", func() Params { p := defaultFleetParams(); p.Clients = 1_000_001; return p }, "clients"},
+		{"fleet zero attempts", func() Params { p := defaultFleetParams(); p.Attempts = 0; return p }, "attempts"},
+		{"periodic defaults", func() Params { return defaultPeriodicParams() }, ""},
+		{"periodic too many runs", func() Params { p := defaultPeriodicParams(); p.Runs = 1001; return p }, "runs"},
+		{"layers zero hop", func() Params { p := defaultLayersParams(); p.Hop = 0; return p }, "hop"},
+		{"storm attempts above 100", func() Params { p := defaultStormParams(); p.Attempts = []int{2, 101}; return p }, "attempts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
@@ -16,26 +17,24 @@ const (
 	awsRetry     = `AWS SDKs and Tools Reference Guide, "Retry behavior" (standard mode), https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html`
 )
 
-func init() { register(stormScenario{}) }
-
 // StormParams are the parameters of the storm scenario.
 type StormParams struct {
 	// Rate is the open stream's calls per second (--rate).
-	Rate float64
+	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive"`
 	// Clients and Think are the closed population's size and mean think
 	// time (--clients, --think).
-	Clients int
-	Think   time.Duration
+	Clients int           `param:"clients" usage:"closed population: number of clients" check:"positive,max=1000000"`
+	Think   time.Duration `param:"think" usage:"closed population: mean think time between calls" check:"positive"`
 	// Attempts lists the attempt limits swept without a budget
 	// (--attempts); the budgeted rows use the largest.
-	Attempts []int
+	Attempts []int `param:"attempts" usage:"comma-separated attempt limits to sweep" check:"positive,max=100"`
 	// Ratio is the ratio budget's share (--ratio).
-	Ratio float64
+	Ratio float64 `param:"ratio" usage:"ratio budget: share of requests that may be retried" check:"positive,fraction"`
 	// Duration is the length of each run (--duration); load is measured
 	// over its second half, when the budgets' windows are full.
-	Duration time.Duration
+	Duration time.Duration `param:"duration" usage:"length of each run" check:"positive"`
 	// Hop is the mean one-way network delay (--hop).
-	Hop time.Duration
+	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
 func defaultStormParams() *StormParams {
@@ -43,41 +42,14 @@ func defaultStormParams() *StormParams {
 		Ratio: 0.1, Duration: 60 * time.Second, Hop: 10 * time.Millisecond}
 }
 
-// Fields implements Params.
-func (p *StormParams) Fields() []Field {
-	return []Field{
-		{Name: "rate", Usage: "open stream: calls arriving per second", Value: &p.Rate},
-		{Name: "clients", Usage: "closed population: number of clients", Value: &p.Clients},
-		{Name: "think", Usage: "closed population: mean think time between calls", Value: &p.Think},
-		{Name: "attempts", Usage: "comma-separated attempt limits to sweep", Value: &p.Attempts},
-		{Name: "ratio", Usage: "ratio budget: share of requests that may be retried", Value: &p.Ratio},
-		{Name: "duration", Usage: "length of each run", Value: &p.Duration},
-		{Name: "hop", Usage: "mean one-way network delay", Value: &p.Hop},
-	}
-}
+// Fields implements Params: the fields tagged param, in their order.
+func (p *StormParams) Fields() []Field { return fieldsOf(p) }
 
-// Validate implements Params.
+// Validate implements Params: the fields' check tags (checkFields),
+// then the rules between fields.
 func (p *StormParams) Validate() error {
-	for _, err := range []error{
-		checkPositive("rate", p.Rate), checkPositive("clients", p.Clients),
-		checkAtMost("clients", p.Clients, 1000000), checkPositive("think", p.Think),
-		checkPositive("ratio", p.Ratio), checkFraction("ratio", p.Ratio),
-		checkPositive("duration", p.Duration), checkPositive("hop", p.Hop),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	if len(p.Attempts) == 0 {
-		return invalid("attempts", "the list is empty")
-	}
-	for _, a := range p.Attempts {
-		if err := checkPositive("attempts", a); err != nil {
-			return err
-		}
-		if err := checkAtMost("attempts", a, 100); err != nil {
-			return err
-		}
+	if err := checkFields(p); err != nil {
+		return err
 	}
 	switch {
 	case p.Rate > 1e5:
@@ -106,27 +78,18 @@ func (p *StormParams) model(closed bool) *callModel {
 func (p *StormParams) policies() []policySpec {
 	var specs []policySpec
 	for _, a := range p.Attempts {
-		specs = append(specs, policySpec{name: fmt.Sprintf("%d attempts", a), attempts: a, budget: budgetNone})
+		specs = append(specs, spec(fmt.Sprintf("%d attempts", a), retry.Config{MaxAttempts: a}, budgetNone))
 	}
 	top := slices.Max(p.Attempts)
-	specs = append(specs,
-		policySpec{name: fmt.Sprintf("%d attempts + ratio %g", top, p.Ratio), attempts: top,
-			budget: budgetRatio, ratio: p.Ratio, noFloor: true},
-		policySpec{name: fmt.Sprintf("%d attempts + token bucket", top), attempts: top, budget: budgetToken})
-	for i := range specs {
-		specs[i].sched = backoff.Schedule{}
-	}
-	return specs
+	ratio := spec(fmt.Sprintf("%d attempts + ratio %g", top, p.Ratio), retry.Config{MaxAttempts: top}, budgetRatio)
+	ratio.BudgetRatio, ratio.noFloor = p.Ratio, true
+	return append(specs, ratio,
+		spec(fmt.Sprintf("%d attempts + token bucket", top), retry.Config{MaxAttempts: top}, budgetToken))
 }
 
-type stormScenario struct{}
-
-func (stormScenario) Name() string { return "storm" }
-func (stormScenario) Describe() string {
-	return "100 calls/s against a failing backend: each retry adds the whole stream again, a 10% ratio budget holds the load near 110/s and a token bucket near 100/s once empty (Google SRE book, ch. 21-22)"
-}
-func (stormScenario) Population() string { return "closed and open" }
-func (stormScenario) Params() Params     { return defaultStormParams() }
+var stormScenario = define("storm", "closed and open",
+	"100 calls/s against a failing backend: each retry adds the whole stream again, a 10% ratio budget holds the load near 110/s and a token bucket near 100/s once empty (Google SRE book, ch. 21-22)",
+	defaultStormParams, runStormScenario)
 
 // stormRow is what one (population, policy) run measured.
 type stormRow struct {
@@ -141,14 +104,7 @@ type stormRow struct {
 	success    float64
 }
 
-func (stormScenario) Run(ctx context.Context, ps Params, o Options) (*Result, error) {
-	p, ok := ps.(*StormParams)
-	if !ok {
-		return nil, fmt.Errorf("%w: storm got %T", ErrInvalidParams, ps)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func runStormScenario(ctx context.Context, p *StormParams, o Options) (*Result, error) {
 	res, _, err := runStorm(ctx, p, p.policies(), o)
 	return res, err
 }
@@ -167,7 +123,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 	half := int(p.Duration/(100*time.Millisecond)) / 2
 	for i, st := range outs {
 		spec := specs[i%len(specs)]
-		r := stormRow{population: "open", policy: spec.name, attempts: spec.attempts, budget: spec.budget}
+		r := stormRow{population: "open", policy: spec.Name, attempts: spec.Retry.MaxAttempts, budget: spec.Budget}
 		if pops[i/len(specs)] {
 			r.population = "closed"
 		}
@@ -237,7 +193,7 @@ func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
 	open, closed := rows[:n], rows[n:]
 	var claims []Claim
 	if i := slices.Index(p.Attempts, 2); i >= 0 {
-		claims = append(claims, claim(sreCascading,
+		claims = append(claims, verdict.New(sreCascading,
 			fmt.Sprintf("one retry doubles the load on a failing backend: %.0f/s becomes %.0f/s", p.Rate, 2*p.Rate),
 			within(open[i].load, 2*p.Rate, 0.05), "open stream, 2 attempts: %.1f/s", open[i].load))
 	}
@@ -253,20 +209,20 @@ func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
 	}
 	top := slices.Max(p.Attempts)
 	claims = append(claims,
-		claim(sreCascading, "the load grows with every attempt allowed: attempts times the stream",
+		verdict.New(sreCascading, "the load grows with every attempt allowed: attempts times the stream",
 			growing && within(open[slices.Index(p.Attempts, top)].load, float64(top)*p.Rate, 0.05),
 			"open stream by attempts, ["+strings.Join(loads, " ")+"]", loadFigs...),
-		claim(sreOverload, fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
+		verdict.New(sreOverload, fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
 			within(open[na].load, (1+p.Ratio)*p.Rate, 0.05),
 			fmt.Sprintf("open stream, %d attempts with the ratio budget: ", top)+"%.1f/s", open[na].load),
-		claim(awsRetry, fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
+		verdict.New(awsRetry, fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
 			within(open[na+1].load, p.Rate, 0.03),
 			fmt.Sprintf("open stream, %d attempts with the token bucket: ", top)+"%.1f/s (first second %.0f/s)", open[na+1].load, open[na+1].early),
 	)
 	if i1 := slices.Index(p.Attempts, 1); i1 >= 0 && top > 1 {
 		it := slices.Index(p.Attempts, top)
 		grow := closed[it].load / closed[i1].load
-		claims = append(claims, claim(brookerBackoffFor,
+		claims = append(claims, verdict.New(brookerBackoffFor,
 			"a closed population limits itself: its load grows less than the attempts allowed, because retrying clients wait",
 			grow < 0.9*float64(top),
 			fmt.Sprintf("closed, %d attempts vs 1: ", top)+"load x%.2f (open stream x%.2f)", grow, open[it].load/open[i1].load))

@@ -5,21 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/unherd/unherd/backoff"
-	"github.com/unherd/unherd/retry"
 )
 
-// defaultSpec is the policy a zero retry.Config builds: 3 attempts, full
-// jitter from 50 ms capped at 20 s, and the AWS standard-mode token bucket.
-func defaultSpec() policySpec {
-	return policySpec{name: "unherd default", attempts: retry.DefaultMaxAttempts,
-		sched: backoff.Schedule{}, budget: budgetToken}
-}
-
-// defaultPolicy is defaultSpec as a user would write it.
+// defaultPolicy is the policy a zero retry.Config builds: 3 attempts,
+// full jitter from 50 ms capped at 20 s, and the AWS standard-mode token
+// bucket.
 func defaultPolicy() Policy {
-	return Policy{Name: "unherd default", Attempts: retry.DefaultMaxAttempts, Budget: budgetToken}
+	return Policy{Name: "unherd default", Budget: budgetToken}
 }
 
 // whatIfColumns are the columns of both what-if tables.
@@ -98,8 +90,9 @@ type Impact struct {
 // both through the outage scenario at its published size (1000 clients
 // and an open stream of 10000 calls/s against a dependency of 20000/s
 // that is down for 30 s) and through the storm scenario, and returns a
-// verdict per population with the tables. The simulated dependency fails
-// fast, so p.AttemptTimeout never fires.
+// verdict per population with the tables. A policy Policy.Validate
+// refuses is an error (a *PolicyError): the simulated dependency fails
+// fast, for one, so a per-attempt timeout is refused rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
 	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams())
 }
@@ -110,7 +103,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 	if err != nil {
 		return nil, err
 	}
-	specs := []policySpec{user, defaultSpec()}
+	specs := []policySpec{user, {Policy: defaultPolicy()}}
 	policy := p.Fields()
 	rep := &WhatIfReport{Policy: policy, Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
 		Capacity: op.Capacity, Outage: op.Down.String()}
@@ -251,19 +244,19 @@ func when(y, d float64) string {
 // policyWarnings names settings of p that make no sense in the outage
 // scenario p runs in.
 func policyWarnings(p Policy, op *OutageParams) []string {
-	p = p.withDefaults()
 	var w []string
-	base, cap := p.Backoff.Temp(0, false), p.Backoff.Temp(1<<20, false)
+	b := p.Retry.Backoff
+	base, cap := b.Temp(0, false), b.Temp(1<<20, false)
 	run := op.Before + op.Down + op.After
-	if !p.Backoff.Immediate && base >= time.Minute {
+	if !b.Immediate && base >= time.Minute {
 		w = append(w, fmt.Sprintf("base %v: the first retry waits up to %v, so within the %v simulated hardly any retry happens and the policy amounts to no retries at all; a base is a few milliseconds (did you mean ms?)",
 			base, base, run))
 	}
 	if cap > time.Hour {
 		w = append(w, fmt.Sprintf("cap %v: a caller waiting more than an hour between attempts has long given up; caps are seconds", cap))
 	}
-	if p.Attempts > 10 {
-		w = append(w, fmt.Sprintf("%d attempts: every attempt beyond a few multiplies the load on a failing dependency", p.Attempts))
+	if n := p.Fields()["attempts"].(int); n > 10 {
+		w = append(w, fmt.Sprintf("%d attempts: every attempt beyond a few multiplies the load on a failing dependency", n))
 	}
 	return w
 }

@@ -83,7 +83,7 @@ func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
 			Verdicts: []sim.Verdict{{Population: "open", Judgement: "worse", Summary: "worse than the default: it said so",
 				Yours: sim.Impact{MeanX: 2}, Default: sim.Impact{MeanX: 0.5}}},
 			Results: []*sim.Result{{Scenario: "outage", Population: "closed", Columns: []string{"policy", "attempts"},
-				Rows: []sim.Row{{"policy": p.Name, "attempts": p.Attempts}}}}}, nil
+				Rows: []sim.Row{{"policy": p.Name, "attempts": p.Retry.MaxAttempts}}}}}, nil
 	}
 	e.now = func() time.Time { return time.Unix(0, 0) }
 	return e
@@ -253,7 +253,7 @@ func TestWhatIfStdin(t *testing.T) {
 
 func TestWhatIfText(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mine.yaml")
-	if err := os.WriteFile(path, []byte("attempts: 2\njitter: none\nbudget: none\ntimeouts: {attempt: 300ms}\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("attempts: 2\njitter: none\nbudget: none\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runFake(t, "whatif", "--policy", path)
@@ -261,7 +261,7 @@ func TestWhatIfText(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	for _, want := range []string{
-		"Your policy (mine, from " + path + "): 2 attempts, no jitter from 50ms capped at 20s, no budget, attempt timeout 300ms",
+		"Your policy (mine, from " + path + "): 2 attempts, no jitter from 50ms capped at 20s, no budget",
 		"Default (unherd default): 3 attempts, full jitter from 50ms capped at 20s, a token-bucket budget",
 		"Verdict: worse than the default",
 		"open    worse than the default: it said so",

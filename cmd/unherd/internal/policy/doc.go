@@ -1,17 +1,17 @@
 // Package policy reads a user's retry policy from a YAML or JSON file into
-// a [sim.Policy], for `unherd whatif`.
+// a [sim.Policy] (its retry settings a retry.Config), for `unherd whatif`.
 //
 // A policy file is one mapping. Every field is optional; an omitted field
 // takes unherd's default (the defaults of the retry and backoff packages):
 //
 //	name: checkout-client   # label in tables; default: the file's name
-//	attempts: 4             # counting the first attempt; default 3
+//	attempts: 4             # counting the first attempt; default (or 0) 3
 //	base: 50ms              # first retry's delay ceiling; default 50ms
 //	cap: 2s                 # largest delay; default 20s
 //	jitter: full            # none, full, equal or decorrelated; default full
 //	budget: token           # none, token or ratio; default token
 //	timeouts:
-//	  attempt: 500ms        # per-attempt timeout; default none
+//	  attempt: 500ms        # refused: the simulator cannot model it
 //
 // The budget may also be a mapping, to set the ratio budget's share:
 //
@@ -33,6 +33,10 @@
 //
 //	policy.yaml:4: cap: "2 seconds" is not a duration (want e.g. 2s)
 //
-// The backoff schedule is checked with backoff.Schedule.Validate after
-// the field checks, so a policy that parses is one the simulator accepts.
+// Every value is judged by one rule, sim.Policy.Validate (retry.New's own
+// checks of the retry.Config the file fills in, the simulator's limit of
+// sim.MaxPolicyAttempts, and the settings the simulator cannot model,
+// such as timeouts.attempt: its dependency fails fast, so a per-attempt
+// timeout would never fire), whose refusal names the file's field and
+// line: a policy that parses is one the simulator accepts.
 package policy

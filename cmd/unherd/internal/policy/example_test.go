@@ -16,7 +16,7 @@ budget:
   kind: ratio
   ratio: 0.1
 `))
-	fmt.Println(p.Name, p.Attempts, p.Backoff.Base, p.Backoff.Cap, p.Backoff.Jitter, p.Budget, p.BudgetRatio, err)
+	fmt.Println(p.Name, p.Retry.MaxAttempts, p.Retry.Backoff.Base, p.Retry.Backoff.Cap, p.Retry.Backoff.Jitter, p.Budget, p.BudgetRatio, err)
 
 	_, err = policy.Parse("checkout.yaml", []byte("attempts: 4\ncap: 2 seconds\n"))
 	fmt.Println(err)

@@ -13,11 +13,6 @@ import (
 	"github.com/unherd/unherd/sim"
 )
 
-// MaxAttempts is the largest attempts value a policy file may set. More
-// attempts than this are a mistake, not a policy, and would make the
-// simulated storm grow without meaning.
-const MaxAttempts = 100
-
 // ErrInvalid is wrapped by every error Parse returns.
 var ErrInvalid = errors.New("policy: invalid policy file")
 
@@ -105,22 +100,22 @@ func decode(root *node, defaultName string) (sim.Policy, *Error) {
 		}
 	}
 	if n := set["attempts"]; n != nil {
-		if p.Attempts, err = attempts(n); err != nil {
+		if p.Retry.MaxAttempts, err = attempts(n); err != nil {
 			return p, err
 		}
 	}
 	if n := set["base"]; n != nil {
-		if p.Backoff.Base, err = duration(n, "base", "50ms"); err != nil {
+		if p.Retry.Backoff.Base, err = duration(n, "base", "50ms"); err != nil {
 			return p, err
 		}
 	}
 	if n := set["cap"]; n != nil {
-		if p.Backoff.Cap, err = duration(n, "cap", "2s"); err != nil {
+		if p.Retry.Backoff.Cap, err = duration(n, "cap", "2s"); err != nil {
 			return p, err
 		}
 	}
 	if n := set["jitter"]; n != nil {
-		if p.Backoff.Jitter, err = jitter(n); err != nil {
+		if p.Retry.Backoff.Jitter, err = jitter(n); err != nil {
 			return p, err
 		}
 	}
@@ -130,14 +125,62 @@ func decode(root *node, defaultName string) (sim.Policy, *Error) {
 		}
 	}
 	if n := set["timeouts"]; n != nil {
-		if p.AttemptTimeout, err = timeouts(n); err != nil {
+		if p.Retry.AttemptTimeout, err = timeouts(n); err != nil {
 			return p, err
 		}
 	}
-	if err := checkSchedule(p.Backoff, set); err != nil {
-		return p, err
+	return p, validate(p, root, set)
+}
+
+// validate checks the policy as the simulator will run it
+// (sim.Policy.Validate, the one rule for every value) and names the
+// file's field, and its line, of a setting it refuses.
+func validate(p sim.Policy, root *node, set map[string]*node) *Error {
+	err := p.Validate()
+	if err == nil {
+		return nil
 	}
-	return p, nil
+	var pe *sim.PolicyError
+	if !errors.As(err, &pe) {
+		return syntaxError(root.line, "%v", err)
+	}
+	// fields are the file's names of the Policy's settings, the first set
+	// in the file taken: a bad schedule is most likely its cap's fault.
+	fields := map[string][]string{
+		"Retry.MaxAttempts":    {"attempts"},
+		"Retry.AttemptTimeout": {"timeouts.attempt"},
+		"Retry.Backoff":        {"cap", "base", "jitter"},
+		"Retry.Backoff.Base":   {"base", "cap"},
+		"Retry.Backoff.Cap":    {"cap", "base"},
+		"Budget":               {"budget"},
+		"BudgetRatio":          {"budget.ratio"},
+	}
+	for _, f := range fields[pe.Field] {
+		if n := lookup(set, f); n != nil {
+			return fieldError(n, f, "%s", pe.Msg)
+		}
+	}
+	return syntaxError(root.line, "%s: %s", pe.Field, pe.Msg)
+}
+
+// lookup finds a dotted field's node below the top-level fields set.
+func lookup(set map[string]*node, field string) *node {
+	top, rest, nested := strings.Cut(field, ".")
+	n := set[top]
+	for nested && n != nil {
+		var key string
+		key, rest, nested = strings.Cut(rest, ".")
+		var next *node
+		if n.kind == mapping {
+			for _, kv := range n.pairs {
+				if kv.key == key {
+					next = kv.val
+				}
+			}
+		}
+		n = next
+	}
+	return n
 }
 
 // byKey indexes a mapping's values by key, rejecting unknown and
@@ -169,13 +212,14 @@ func text(n *node, field string) (string, *Error) {
 	return n.text, nil
 }
 
+// attempts reads a whole number; sim.Policy.Validate judges its range.
 func attempts(n *node) (int, *Error) {
 	if n.kind != scalar || n.typ != number {
-		return 0, fieldError(n, "attempts", "want a whole number from 1 to %d, got %s", MaxAttempts, n.describe())
+		return 0, fieldError(n, "attempts", "want a whole number from 1 to %d, got %s", sim.MaxPolicyAttempts, n.describe())
 	}
-	v, err := strconv.ParseInt(n.text, 10, 64)
-	if err != nil || v < 1 || v > MaxAttempts {
-		return 0, fieldError(n, "attempts", "%s is not a whole number from 1 to %d (it counts the first attempt: 3 means 2 retries)", n.text, MaxAttempts)
+	v, err := strconv.ParseInt(n.text, 10, 32)
+	if err != nil {
+		return 0, fieldError(n, "attempts", "%s is not a whole number from 1 to %d (it counts the first attempt: 3 means 2 retries)", n.text, sim.MaxPolicyAttempts)
 	}
 	return int(v), nil
 }
@@ -281,31 +325,4 @@ func timeouts(n *node) (time.Duration, *Error) {
 		return duration(a, "timeouts.attempt", "500ms")
 	}
 	return 0, nil
-}
-
-// checkSchedule checks the fields together: base within cap, then
-// whatever else backoff.Schedule.Validate finds, naming the field most
-// likely at fault.
-func checkSchedule(s backoff.Schedule, set map[string]*node) *Error {
-	base, capd := s.Base, s.Cap
-	capName := "cap " + capd.String()
-	if capd == 0 {
-		capd, capName = backoff.DefaultCap, "the default cap "+backoff.DefaultCap.String()
-	}
-	if base > capd {
-		if n := set["base"]; n != nil {
-			return fieldError(n, "base", "%s is above %s", base, capName)
-		}
-	}
-	if err := s.Validate(); err != nil {
-		field, n := "cap", set["cap"]
-		if n == nil {
-			field, n = "base", set["base"]
-		}
-		if n == nil {
-			return syntaxError(1, "%v", err)
-		}
-		return fieldError(n, field, "%v", err)
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim"
 )
 
@@ -30,17 +31,15 @@ base: 50ms
 cap: 2s
 jitter: decorrelated
 budget: token
-timeouts:
-  attempt: 500ms
 `,
-			want: sim.Policy{Name: "checkout", Attempts: 4, Backoff: backoff.Schedule{Base: 50 * ms, Cap: 2 * time.Second, Jitter: backoff.Decorrelated}, Budget: "token", AttemptTimeout: 500 * ms},
+			want: sim.Policy{Name: "checkout", Retry: retry.Config{MaxAttempts: 4, Backoff: backoff.Schedule{Base: 50 * ms, Cap: 2 * time.Second, Jitter: backoff.Decorrelated}}, Budget: "token"},
 		},
 		{
 			name: "full json",
 			file: "p.json",
 			data: `{"name": "checkout", "attempts": 4, "base": "50ms", "cap": "2s", "jitter": "none",
- "budget": {"kind": "ratio", "ratio": 0.2}, "timeouts": {"attempt": "1s"}}`,
-			want: sim.Policy{Name: "checkout", Attempts: 4, Backoff: backoff.Schedule{Base: 50 * ms, Cap: 2 * time.Second, Jitter: backoff.None}, Budget: "ratio", BudgetRatio: 0.2, AttemptTimeout: time.Second},
+ "budget": {"kind": "ratio", "ratio": 0.2}}`,
+			want: sim.Policy{Name: "checkout", Retry: retry.Config{MaxAttempts: 4, Backoff: backoff.Schedule{Base: 50 * ms, Cap: 2 * time.Second, Jitter: backoff.None}}, Budget: "ratio", BudgetRatio: 0.2},
 		},
 		{
 			name: "empty mapping takes defaults and the file name",
@@ -52,13 +51,13 @@ timeouts:
 			name: "sniffed json without extension",
 			file: "policy",
 			data: "\n  {\"jitter\": \"equal\"}",
-			want: sim.Policy{Name: "policy", Backoff: backoff.Schedule{Jitter: backoff.Equal}},
+			want: sim.Policy{Name: "policy", Retry: retry.Config{Backoff: backoff.Schedule{Jitter: backoff.Equal}}},
 		},
 		{
 			name: "sniffed yaml without extension",
 			file: "policy.txt",
 			data: "jitter: equal\nbudget: none\n",
-			want: sim.Policy{Name: "policy", Backoff: backoff.Schedule{Jitter: backoff.Equal}, Budget: "none"},
+			want: sim.Policy{Name: "policy", Retry: retry.Config{Backoff: backoff.Schedule{Jitter: backoff.Equal}}, Budget: "none"},
 		},
 		{
 			name: "ratio budget without ratio",
@@ -69,14 +68,14 @@ timeouts:
 		{
 			name: "yaml comments and anchors",
 			file: "p.yaml",
-			data: "# mine\nbase: &b 100ms # first\ncap: 1s\ntimeouts: {attempt: *b}\n",
-			want: sim.Policy{Name: "p", Backoff: backoff.Schedule{Base: 100 * ms, Cap: time.Second}, AttemptTimeout: 100 * ms},
+			data: "# mine\nbase: &b 100ms # first\ncap: *b\n",
+			want: sim.Policy{Name: "p", Retry: retry.Config{Backoff: backoff.Schedule{Base: 100 * ms, Cap: 100 * ms}}},
 		},
 		{
 			name: "small cap and default base",
 			file: "p.yaml",
 			data: "cap: 10ms\n",
-			want: sim.Policy{Name: "p", Backoff: backoff.Schedule{Cap: 10 * ms}},
+			want: sim.Policy{Name: "p", Retry: retry.Config{Backoff: backoff.Schedule{Cap: 10 * ms}}},
 		},
 	}
 	for _, tc := range tests {
@@ -109,8 +108,12 @@ func TestParseErrors(t *testing.T) {
 			`p.yaml:2: retries: unknown field (known: name, attempts, base, cap, jitter, budget, timeouts)`},
 		{"duplicate field", "p.yaml", "cap: 1s\nbase: 5ms\ncap: 2s\n",
 			`p.yaml:3: cap: set twice (first on line 1)`},
-		{"attempts zero", "p.yaml", "attempts: 0\n",
-			`p.yaml:1: attempts: 0 is not a whole number from 1 to 100 (it counts the first attempt: 3 means 2 retries)`},
+		{"attempts negative", "p.yaml", "attempts: -1\n",
+			`p.yaml:1: attempts: MaxAttempts -1 is negative; use 1 to disable retries or 0 for the default of 3`},
+		{"attempts above the limit", "p.yaml", "name: x\nattempts: 101\n",
+			`p.yaml:2: attempts: 101 is above the limit of 100`},
+		{"attempt timeout: not modelled", "p.yaml", "attempts: 3\ntimeouts:\n  attempt: 500ms\n",
+			`p.yaml:3: timeouts.attempt: the simulator cannot model it: the simulated dependency fails fast, so a per-attempt timeout never fires and would have no effect; leave it zero`},
 		{"attempts fractional", "p.json", "{\n \"attempts\": 2.5\n}",
 			`p.json:2: attempts: 2.5 is not a whole number from 1 to 100 (it counts the first attempt: 3 means 2 retries)`},
 		{"attempts string", "p.json", "{\"attempts\": \"3\"}",
@@ -134,9 +137,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown timeout", "p.json", "{\"timeouts\": {\n\"attempt\": \"1s\",\n\"total\": \"5s\"}}",
 			`p.json:3: timeouts.total: unknown field (known: attempt)`},
 		{"base above cap", "p.yaml", "cap: 1s\nbase: 2s\n",
-			`p.yaml:2: base: 2s is above cap 1s`},
+			`p.yaml:2: base: Base 2s is above Cap 1s`},
 		{"base above default cap", "p.yaml", "base: 1m\n",
-			`p.yaml:1: base: 1m0s is above the default cap 20s`},
+			`p.yaml:1: base: Base 1m0s is above Cap 20s`},
 		{"null value", "p.yaml", "cap:\n",
 			`p.yaml:1: cap: no value is not a duration (want e.g. 2s)`},
 		{"empty name", "p.yaml", "name: ' '\n",
@@ -229,11 +232,8 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
 		p, err := Parse(name, data)
 		if err == nil {
-			if p.Attempts < 0 || p.Attempts > MaxAttempts {
-				t.Fatalf("accepted attempts %d", p.Attempts)
-			}
-			if verr := p.Backoff.Validate(); verr != nil {
-				t.Fatalf("accepted an invalid schedule: %v", verr)
+			if verr := p.Validate(); verr != nil {
+				t.Fatalf("accepted a policy the simulator refuses: %v", verr)
 			}
 			return
 		}

@@ -1,4 +1,7 @@
-package sim
+// Package engine is the simulator's discrete-event engine: a queue of
+// events in virtual time, a clock, and a seeded random source, for one
+// run on one goroutine. The scenarios of package sim are its handlers.
+package engine
 
 import (
 	"math"
@@ -12,23 +15,23 @@ import (
 // are given the run's virtual clock, which starts here.
 var Epoch = time.Date(2015, time.March, 4, 0, 0, 0, 0, time.UTC)
 
-// event is one scheduled happening. Events are plain values in typed
+// Event is one scheduled happening. Events are plain values in typed
 // slices: scheduling one allocates nothing once the queue has grown, and
-// no closure is built per event. kind and id tell the scenario's handler
-// what to do and to whom; arg carries one extra integer.
-type event struct {
-	at   time.Duration // virtual time since Epoch
-	kind int32
-	id   int32
-	arg  int64
+// no closure is built per event. Kind and ID tell the scenario's handler
+// what to do and to whom; Arg carries one extra integer.
+type Event struct {
+	At   time.Duration // virtual time since Epoch
+	Kind int32
+	ID   int32
+	Arg  int64
 }
 
-// handler receives a run's events in time order.
-type handler interface {
-	handle(e *engine, ev event)
+// Handler receives a run's events in time order.
+type Handler interface {
+	Handle(e *Engine, ev Event)
 }
 
-// engine is one run's discrete-event loop: a queue of events, a virtual
+// Engine is one run's discrete-event loop: a queue of events, a virtual
 // clock and a seeded random source. An engine is used by one goroutine;
 // runs in parallel each have their own.
 //
@@ -54,75 +57,88 @@ type handler interface {
 // are all empty. So events due at the same instant leave in the order they
 // were scheduled, as with a heap ordered by (time, sequence number), and
 // the same seed gives the same run.
-type engine struct {
+type Engine struct {
 	now     time.Duration
 	last    uint64 // the radix heap's reference time: last <= every pending event's time
-	due     []event
+	due     []Event
 	head    int             // next event of due to deliver
-	buckets [16][64][]event // [level][digit]; levels 11 to 15 are never used
+	buckets [16][64][]Event // [level][digit]; levels 11 to 15 are never used
 	levels  uint32          // bit l set: some buckets[l][...] is not empty
 	digits  [16]uint64      // bit d of digits[l] set: buckets[l][d] is not empty
 	pcg     *rand.PCG       // the run's random source
 	rng     *rand.Rand      // draws from pcg
 	events  uint64          // events handled so far
-	// done, if set, stops the run early when closed; the sweep then
-	// discards its result.
+	// done, if set, stops the run early when closed (StopOn).
 	done <-chan struct{}
 }
 
-// newEngine returns an engine at virtual time zero whose random source is
+// New returns an engine at virtual time zero whose random source is
 // a PCG seeded from seed and stream: the runs of a sweep share the seed and
 // differ by stream (their index), so a run's draws depend on nothing but
 // the two.
-func newEngine(seed, stream uint64) *engine {
-	pcg := rand.NewPCG(seed, mix(stream))
-	return &engine{pcg: pcg, rng: rand.New(pcg)}
+func New(seed, stream uint64) *Engine {
+	pcg := rand.NewPCG(seed, Mix(stream))
+	return &Engine{pcg: pcg, rng: rand.New(pcg)}
 }
 
-// mix spreads consecutive stream numbers over the PCG's state space
+// Mix spreads consecutive stream numbers over the PCG's state space
 // (SplitMix64's finaliser).
-func mix(x uint64) uint64 {
+func Mix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
 }
 
+// StopOn makes the run stop early once done is closed: Run returns, and
+// Stopped reports true. The caller then discards the run's result.
+func (e *Engine) StopOn(done <-chan struct{}) { e.done = done }
+
+// Events returns the number of events handled so far.
+func (e *Engine) Events() uint64 { return e.events }
+
+// Source returns the run's random source, for library objects that take
+// one (their draws then come from the run's seed).
+func (e *Engine) Source() *rand.PCG { return e.pcg }
+
+// Rand returns a rand.Rand over the run's random source.
+func (e *Engine) Rand() *rand.Rand { return e.rng }
+
 // Now returns the virtual time as a wall-clock instant; pass e.Now as the
 // Now func of library objects.
-func (e *engine) Now() time.Time { return Epoch.Add(e.now) }
+func (e *Engine) Now() time.Time { return Epoch.Add(e.now) }
 
-// elapsed returns the virtual time since Epoch.
-func (e *engine) elapsed() time.Duration { return e.now }
+// Elapsed returns the virtual time since Epoch.
+func (e *Engine) Elapsed() time.Duration { return e.now }
 
-// at schedules an event at virtual time t (not before now).
-func (e *engine) at(t time.Duration, kind, id int32, arg int64) {
+// At schedules an event at virtual time t (not before now).
+func (e *Engine) At(t time.Duration, kind, id int32, arg int64) {
 	if t < e.now {
 		t = e.now
 	}
-	e.put(event{at: t, kind: kind, id: id, arg: arg})
+	e.put(Event{At: t, Kind: kind, ID: id, Arg: arg})
 }
 
-// alone reports whether no other event is due at the present instant:
+// Alone reports whether no other event is due at the present instant:
 // an event scheduled now would be the next one delivered. A handler may
 // then do that event's work at once instead of scheduling it, with the
 // same result.
-func (e *engine) alone() bool { return e.head == len(e.due) }
+func (e *Engine) Alone() bool { return e.head == len(e.due) }
 
-// after schedules an event d after now.
-func (e *engine) after(d time.Duration, kind, id int32, arg int64) {
-	e.at(e.now+d, kind, id, arg)
+// After schedules an event d after now.
+func (e *Engine) After(d time.Duration, kind, id int32, arg int64) {
+	e.At(e.now+d, kind, id, arg)
 }
 
 // put appends ev to its bucket; ev.at must not be before last.
-func (e *engine) put(ev event) {
-	b := e.bucket(uint64(ev.at))
+func (e *Engine) put(ev Event) {
+	b := e.bucket(uint64(ev.At))
 	*b = append(*b, ev)
 }
 
 // bucket returns the bucket for time t (not before last) and marks it
 // non-empty.
-func (e *engine) bucket(t uint64) *[]event {
+func (e *Engine) bucket(t uint64) *[]Event {
 	x := t ^ e.last
 	if x == 0 {
 		return &e.due
@@ -136,7 +152,7 @@ func (e *engine) bucket(t uint64) *[]event {
 
 // refill moves the earliest pending events into due, which must have
 // been delivered in full, or reports false if no event is pending.
-func (e *engine) refill() bool {
+func (e *Engine) refill() bool {
 	e.due, e.head = e.due[:0], 0
 	if e.levels == 0 {
 		return false
@@ -154,54 +170,54 @@ func (e *engine) refill() bool {
 	if len(src) == 1 {
 		// The common case on a sparse queue: the bucket's one event is
 		// the earliest.
-		e.last = uint64(src[0].at)
+		e.last = uint64(src[0].At)
 		e.due = append(e.due, src[0])
 		return true
 	}
-	min := uint64(src[0].at)
+	min := uint64(src[0].At)
 	for i := 1; i < len(src); i++ {
-		if t := uint64(src[i].at); t < min {
+		if t := uint64(src[i].At); t < min {
 			min = t
 		}
 	}
 	e.last = min
 	for i := range src {
-		b := e.bucket(uint64(src[i].at))
+		b := e.bucket(uint64(src[i].At))
 		*b = append(*b, src[i])
 	}
 	return true
 }
 
-// run delivers events to h in (time, sequence) order until the queue is
+// Run delivers events to h in (time, sequence) order until the queue is
 // empty or the next event is after until (a negative until means no
 // limit). The clock ends at the last event delivered, or at until if the
 // queue still holds later events.
-func (e *engine) run(h handler, until time.Duration) {
+func (e *Engine) Run(h Handler, until time.Duration) {
 	for {
 		if e.head == len(e.due) && !e.refill() {
 			return
 		}
 		p := &e.due[e.head]
-		if until >= 0 && p.at > until {
+		if until >= 0 && p.At > until {
 			e.now = until
 			return
 		}
-		if e.events&(1<<16-1) == 0 && e.stopped() {
+		if e.events&(1<<16-1) == 0 && e.Stopped() {
 			return
 		}
 		ev := *p
 		e.head++
-		e.now = ev.at
+		e.now = ev.At
 		e.events++
-		h.handle(e, ev)
+		h.Handle(e, ev)
 	}
 }
 
-// stopped reports whether done is set and closed: the run should stop,
+// Stopped reports whether done is set and closed: the run should stop,
 // and its sweep discards the result. Loops that do a run's work without
 // events (fleet's per-client floors, the hedge fleets' shared steps) ask
 // it too.
-func (e *engine) stopped() bool {
+func (e *Engine) Stopped() bool {
 	if e.done == nil {
 		return false
 	}
@@ -215,29 +231,29 @@ func (e *engine) stopped() bool {
 
 // Random draws. All of a run's randomness comes from its engine.
 
-// u64 is a uniformly random 64-bit draw, for backoff.Schedule.Delay and
+// Uint64 is a uniformly random 64-bit draw, for backoff.Schedule.Delay and
 // retry.Step.Rand.
 // It calls the PCG directly rather than through rng's Source interface:
 // the same draw, without the dynamic call.
-func (e *engine) u64() uint64 { return e.pcg.Uint64() }
+func (e *Engine) Uint64() uint64 { return e.pcg.Uint64() }
 
-// float is uniform in [0, 1).
+// Float64 is uniform in [0, 1).
 // It is rand.Rand.Float64's formula on u64: the same value from the same
 // source.
-func (e *engine) float() float64 { return float64(e.u64()<<11>>11) / (1 << 53) }
+func (e *Engine) Float64() float64 { return float64(e.Uint64()<<11>>11) / (1 << 53) }
 
-// normal draws |Normal(mean, sd)|, the network hop of Brooker's model.
-func (e *engine) normal(mean, sd time.Duration) time.Duration {
+// Normal draws |Normal(mean, sd)|, the network hop of Brooker's model.
+func (e *Engine) Normal(mean, sd time.Duration) time.Duration {
 	d := float64(mean) + e.rng.NormFloat64()*float64(sd)
 	return time.Duration(math.Abs(d))
 }
 
-// exp draws an exponential duration with the given mean.
-func (e *engine) exp(mean time.Duration) time.Duration {
+// Exp draws an exponential duration with the given mean.
+func (e *Engine) Exp(mean time.Duration) time.Duration {
 	return time.Duration(e.rng.ExpFloat64() * float64(mean))
 }
 
-// lognormal draws exp(Normal(ln median, sigma)) scaled to median.
-func (e *engine) lognormal(median time.Duration, sigma float64) time.Duration {
+// Lognormal draws exp(Normal(ln median, sigma)) scaled to median.
+func (e *Engine) Lognormal(median time.Duration, sigma float64) time.Duration {
 	return time.Duration(float64(median) * math.Exp(e.rng.NormFloat64()*sigma))
 }

@@ -142,25 +142,35 @@ func (r *callRun) run(e *engine.Engine) {
 // sweepCalls runs every spec against the model of every population
 // (model(true) is the closed one) over sweep, and returns the statistics
 // population-major: run i is pops[i/len(specs)] with specs[i%len(specs)],
-// seeded with stream i.
-func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec, model func(closed bool) *callModel) ([]*callStats, error) {
+// seeded with stream i. Only the populations pop names run ("closed",
+// "open", or "" for both); the statistics of the others are nil, and the
+// runs made keep their streams, so that each measures what it measures
+// when every population runs.
+func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec, model func(closed bool) *callModel, pop string) ([]*callStats, error) {
 	type out struct {
 		st  *callStats
 		err error
 	}
-	outs, err := sweep(ctx, o, len(pops)*len(specs), func(i int) out {
+	var runs []int
+	for i := range len(pops) * len(specs) {
+		if pop == "" || pops[i/len(specs)] == (pop == populationClosed) {
+			runs = append(runs, i)
+		}
+	}
+	outs, err := sweep(ctx, o, len(runs), func(k int) out {
+		i := runs[k]
 		st, err := runCalls(ctx.Done(), o.Seed, uint64(i), model(pops[i/len(specs)]), &specs[i%len(specs)])
 		return out{st, err}
 	})
 	if err != nil {
 		return nil, err
 	}
-	sts := make([]*callStats, len(outs))
-	for i, ot := range outs {
+	sts := make([]*callStats, len(pops)*len(specs))
+	for k, ot := range outs {
 		if ot.err != nil {
 			return nil, ot.err
 		}
-		sts[i] = ot.st
+		sts[runs[k]] = ot.st
 	}
 	return sts, nil
 }

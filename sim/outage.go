@@ -111,7 +111,7 @@ var outageScenario = define("outage", "closed and open",
 	defaultOutageParams, runOutageScenario)
 
 func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result, error) {
-	res, _, err := runOutage(ctx, p, p.policies(), o)
+	res, _, err := runOutage(ctx, p, p.policies(), o, "")
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +133,12 @@ type outageRow struct {
 	load       []float64
 }
 
-// runOutage runs every policy against both populations and builds the
-// outage table; it returns the rows too, for what-if.
-func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options) (*Result, []outageRow, error) {
+// runOutage runs every policy against the populations pop names (both
+// for "") and builds the outage table; it returns the rows too, for
+// what-if. The claims need both populations.
+func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options, pop string) (*Result, []outageRow, error) {
 	pops := []bool{true, false}
-	outs, err := sweepCalls(ctx, o, pops, specs, p.model)
+	outs, err := sweepCalls(ctx, o, pops, specs, p.model, pop)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,9 +155,12 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 		charts[i].Shade = []Span{down}
 	}
 	for i, st := range outs {
-		pop := "closed"
+		if st == nil {
+			continue
+		}
+		pop := populationClosed
 		if !pops[i/len(specs)] {
-			pop = "open"
+			pop = populationOpen
 		}
 		r := measureOutage(p, pop, specs[i%len(specs)].Name, st)
 		rows = append(rows, r)
@@ -172,7 +176,9 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 		c.Series = append(c.Series, Series{Name: r.policy, X: xs, Y: r.load})
 	}
 	res.Charts = charts
-	res.Claims = outageClaims(p, rows, len(specs))
+	if pop == "" {
+		res.Claims = outageClaims(p, rows, len(specs))
+	}
 	return res, rows, nil
 }
 

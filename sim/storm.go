@@ -105,15 +105,16 @@ type stormRow struct {
 }
 
 func runStormScenario(ctx context.Context, p *StormParams, o Options) (*Result, error) {
-	res, _, err := runStorm(ctx, p, p.policies(), o)
+	res, _, err := runStorm(ctx, p, p.policies(), o, "")
 	return res, err
 }
 
-// runStorm runs every policy against both populations; it returns the
-// rows too, for what-if.
-func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options) (*Result, []stormRow, error) {
+// runStorm runs every policy against the populations pop names (both for
+// ""); it returns the rows too, for what-if. The claims need both
+// populations.
+func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options, pop string) (*Result, []stormRow, error) {
 	pops := []bool{false, true}
-	outs, err := sweepCalls(ctx, o, pops, specs, p.model)
+	outs, err := sweepCalls(ctx, o, pops, specs, p.model, pop)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,10 +123,13 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 	var rows []stormRow
 	half := int(p.Duration/(100*time.Millisecond)) / 2
 	for i, st := range outs {
+		if st == nil {
+			continue
+		}
 		spec := specs[i%len(specs)]
-		r := stormRow{population: "open", policy: spec.Name, attempts: spec.Retry.MaxAttempts, budget: spec.Budget}
+		r := stormRow{population: populationOpen, policy: spec.Name, attempts: spec.Retry.MaxAttempts, budget: spec.Budget}
 		if pops[i/len(specs)] {
-			r.population = "closed"
+			r.population = populationClosed
 		}
 		var late, early int64
 		for b, n := range st.load {
@@ -179,7 +183,9 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 		}
 	}
 	res.Charts = []Chart{chart}
-	res.Claims = stormClaims(p, rows, len(specs))
+	if pop == "" {
+		res.Claims = stormClaims(p, rows, len(specs))
+	}
 	return res, rows, nil
 }
 

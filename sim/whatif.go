@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -94,11 +95,85 @@ type Impact struct {
 // refuses is an error (a *PolicyError): the simulated dependency fails
 // fast, for one, so a per-attempt timeout is refused rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
-	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams())
+	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), "")
 }
 
-// whatIf is WhatIf at the given sizes.
-func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams) (*WhatIfReport, error) {
+// The populations of a what-if, as Verdict.Population names them.
+const (
+	populationClosed = "closed"
+	populationOpen   = "open"
+)
+
+// WhatIfPopulation is the part of WhatIf that concerns one population,
+// "closed" or "open": that population's verdict and rows, and its chart's
+// lines (the other population's chart is there without lines). The runs
+// of the two populations are independent, so two processes can make the
+// two parts at once (the browser's Web Workers do), and MergeWhatIf of
+// the closed part and the open part, made with the same policy and
+// options, is the report WhatIf returns.
+func WhatIfPopulation(ctx context.Context, p Policy, o Options, population string) (*WhatIfReport, error) {
+	if population != populationClosed && population != populationOpen {
+		return nil, fmt.Errorf("%w: population %q: want %q or %q", ErrInvalidParams, population, populationClosed, populationOpen)
+	}
+	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), population)
+}
+
+// MergeWhatIf joins the parts WhatIfPopulation made for the closed
+// population and for the open one into the report WhatIf makes: the
+// verdicts and the outage rows closed first, the storm rows open first
+// (as WhatIf lays them out), each chart with the lines of both parts, and
+// the overall judgement of both verdicts. The parts are not changed.
+func MergeWhatIf(closed, open *WhatIfReport) (*WhatIfReport, error) {
+	parts := []*WhatIfReport{closed, open}
+	for i, part := range parts {
+		want := []string{populationClosed, populationOpen}[i]
+		if part == nil || len(part.Verdicts) != 1 || part.Verdicts[0].Population != want || len(part.Results) != 2 {
+			return nil, fmt.Errorf("%w: MergeWhatIf's part %d is not the %s population's part of a what-if (WhatIfPopulation makes it)", ErrInvalidParams, i+1, want)
+		}
+	}
+	rep := *closed
+	rep.Verdicts = []Verdict{closed.Verdicts[0], open.Verdicts[0]}
+	rep.Overall = overallJudgement(rep.Verdicts)
+	// Each table's rows in the order of its runs: the outage runs the
+	// closed population first, the storm the open one.
+	order := [][]*WhatIfReport{{closed, open}, {open, closed}}
+	rep.Results = make([]*Result, 2)
+	for t := range rep.Results {
+		r := *closed.Results[t]
+		r.Rows = nil
+		for _, part := range order[t] {
+			r.Rows = append(r.Rows, part.Results[t].Rows...)
+		}
+		r.Charts = slices.Clone(closed.Results[t].Charts)
+		for c := range r.Charts {
+			r.Charts[c].Series = nil
+			for _, part := range order[t] {
+				if c < len(part.Results[t].Charts) {
+					r.Charts[c].Series = append(r.Charts[c].Series, part.Results[t].Charts[c].Series...)
+				}
+			}
+		}
+		rep.Results[t] = &r
+	}
+	return &rep, nil
+}
+
+// overallJudgement is WhatIfReport.Overall for verdicts.
+func overallJudgement(verdicts []Verdict) string {
+	overall := "similar"
+	for _, j := range []string{"better", "worse"} {
+		for _, v := range verdicts {
+			if v.Judgement == j {
+				overall = j
+			}
+		}
+	}
+	return overall
+}
+
+// whatIf is WhatIf at the given sizes, for the population pop names (both
+// for "").
+func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, pop string) (*WhatIfReport, error) {
 	user, err := specOf(p)
 	if err != nil {
 		return nil, err
@@ -123,7 +198,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 			}
 		}
 	}
-	ores, orows, err := runOutage(ctx, op, specs, oo)
+	ores, orows, err := runOutage(ctx, op, specs, oo, pop)
 	if err != nil {
 		return nil, err
 	}
@@ -141,16 +216,9 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 		rep.Verdicts = append(rep.Verdicts, judge(orows[i].population, impact(orows[i], op), impact(orows[i+1], op)))
 	}
 
-	rep.Overall = "similar"
-	for _, j := range []string{"better", "worse"} {
-		for _, v := range rep.Verdicts {
-			if v.Judgement == j {
-				rep.Overall = j
-			}
-		}
-	}
+	rep.Overall = overallJudgement(rep.Verdicts)
 
-	_, srows, err := runStorm(ctx, sp, specs, so)
+	_, srows, err := runStorm(ctx, sp, specs, so, pop)
 	if err != nil {
 		return nil, err
 	}

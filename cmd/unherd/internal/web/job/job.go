@@ -22,9 +22,18 @@ import (
 
 // Request is one run the page asks for.
 type Request struct {
-	// Kind is "whatif" (Policy judged beside the default) or "scenario"
-	// (the scenario Name run with Params).
+	// Kind is "whatif" (Policy judged beside the default), "scenario"
+	// (the scenario Name run with Params) or "merge" (the whole what-if
+	// from the answers in Parts).
 	Kind string `json:"kind"`
+	// Population, for a what-if, makes only that population's part,
+	// "closed" or "open" (sim.WhatIfPopulation), so that two workers can
+	// make the two at once; empty makes the whole what-if.
+	Population string `json:"population,omitempty"`
+	// Parts, for a merge, are the answers to the closed and then the open
+	// part of one what-if; the merge answers as the whole what-if would
+	// (sim.MergeWhatIf).
+	Parts []Response `json:"parts,omitempty"`
 	// Policy holds the policy file's fields by their dotted names (name,
 	// attempts, base, cap, jitter, budget, budget.ratio,
 	// timeouts.attempt), each as it would be written in the file; an
@@ -109,15 +118,57 @@ func do(ctx context.Context, data []byte, progress func(done, total int)) Respon
 			}
 			return resp
 		}
-		rep, err := sim.WhatIf(ctx, p, o)
+		rep, err := whatIf(ctx, p, o, req.Population)
 		if err != nil {
 			return Response{Error: fmt.Sprintf("whatif: %v", err)}
 		}
 		return answer(rep, rep.Results)
 	case "scenario":
 		return scenario(ctx, req, o)
+	case "merge":
+		return merge(req.Parts)
 	}
-	return Response{Error: fmt.Sprintf("unknown kind of run %q (want whatif or scenario)", req.Kind)}
+	return Response{Error: fmt.Sprintf("unknown kind of run %q (want whatif, scenario or merge)", req.Kind)}
+}
+
+// whatIf is the what-if of p, or its part for population if one is named.
+func whatIf(ctx context.Context, p sim.Policy, o sim.Options, population string) (*sim.WhatIfReport, error) {
+	if population == "" {
+		return sim.WhatIf(ctx, p, o)
+	}
+	return sim.WhatIfPopulation(ctx, p, o, population)
+}
+
+// merge answers with the whole what-if of the closed and the open part's
+// answers. A what-if's charts are its outage table's (the storm table
+// has none in a what-if), so each part's charts go back to that table.
+func merge(parts []Response) Response {
+	if len(parts) != 2 {
+		return Response{Error: fmt.Sprintf("merge: %d parts: want the closed and the open part of one what-if", len(parts))}
+	}
+	reps := make([]*sim.WhatIfReport, len(parts))
+	for i, part := range parts {
+		if part.Error != "" {
+			return part
+		}
+		var rep sim.WhatIfReport
+		if err := json.Unmarshal(part.Result, &rep); err != nil {
+			return Response{Error: fmt.Sprintf("merge: reading part %d: %v", i+1, err)}
+		}
+		if len(rep.Results) == 0 || len(part.Columns) != len(rep.Results) {
+			return Response{Error: fmt.Sprintf("merge: part %d is not the answer to a what-if", i+1)}
+		}
+		for j, r := range rep.Results {
+			r.Columns = part.Columns[j]
+		}
+		rep.Results[0].Charts = part.Charts
+		reps[i] = &rep
+	}
+	rep, err := sim.MergeWhatIf(reps[0], reps[1])
+	if err != nil {
+		return Response{Error: err.Error()}
+	}
+	return answer(rep, rep.Results)
 }
 
 // answer is the response carrying v as the result and the charts of rs.

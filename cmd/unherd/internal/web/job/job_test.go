@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -117,5 +118,57 @@ func TestScenariosListsTheFields(t *testing.T) {
 				t.Errorf("%s.%s has default %q, kind %q; want both", s.Name, f.Name, f.Default, f.Kind)
 			}
 		}
+	}
+}
+
+// The page makes a what-if as two parts in two workers and merges them:
+// the merged answer is the whole what-if's, result, charts and columns.
+func TestMergeAnswersAsTheWholeWhatIf(t *testing.T) {
+	ctx := context.Background()
+	req := func(population string) []byte {
+		b, err := json.Marshal(Request{Kind: "whatif", Population: population, Seed: "3",
+			Policy: map[string]string{"name": "five", "attempts": "5", "jitter": "none", "budget": "none"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var whole, closed, open Response
+	for _, x := range []struct {
+		pop  string
+		into *Response
+	}{{"", &whole}, {"closed", &closed}, {"open", &open}} {
+		if err := json.Unmarshal(Do(ctx, req(x.pop), nil), x.into); err != nil {
+			t.Fatal(err)
+		}
+		if x.into.Error != "" {
+			t.Fatalf("population %q: %s", x.pop, x.into.Error)
+		}
+	}
+	mreq, _ := json.Marshal(Request{Kind: "merge", Parts: []Response{closed, open}})
+	var merged Response
+	if err := json.Unmarshal(Do(ctx, mreq, nil), &merged); err != nil {
+		t.Fatal(err)
+	}
+	if merged.Error != "" {
+		t.Fatalf("merge: %s", merged.Error)
+	}
+	var mr, wr any
+	if err := json.Unmarshal(merged.Result, &mr); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(whole.Result, &wr); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(mr, wr) {
+		t.Errorf("merged result differs from the whole what-if's:\n%s\n%s", merged.Result, whole.Result)
+	}
+	if !reflect.DeepEqual(merged.Charts, whole.Charts) || !reflect.DeepEqual(merged.Columns, whole.Columns) {
+		t.Errorf("merged charts or columns differ from the whole what-if's")
+	}
+	bad, _ := json.Marshal(Request{Kind: "merge", Parts: []Response{closed}})
+	var r Response
+	if err := json.Unmarshal(Do(ctx, bad, nil), &r); err != nil || r.Error == "" {
+		t.Errorf("a merge of one part: got %+v, %v; want an error", r, err)
 	}
 }

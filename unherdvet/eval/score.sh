@@ -9,7 +9,7 @@
 # lines contain it. A loop is caught when one of its expected checks reports
 # a line inside it. Prints every finding with its verdict, the loops missed,
 # and the totals per check and overall (precision over judged findings,
-# recall over the loops found by reading).
+# recall over the loops found by reading in the repositories of the run).
 set -eu
 
 if [ $# -ne 1 ]; then
@@ -28,8 +28,11 @@ for f in "$out"/*.json; do
 		/"line":/  { sub(/.*"line": /, ""); sub(/,$/, ""); line = $0 }
 		/"check":/ { sub(/.*"check": "/, ""); sub(/",?$/, ""); print repo "\t" file "\t" line "\t" $0 }
 	' "$f"
-done | awk -F '\t' -v loopsf="$here/loops.tsv" -v verdictsf="$here/verdicts.tsv" '
+done | awk -F '\t' -v loopsf="$here/loops.tsv" -v verdictsf="$here/verdicts.tsv" \
+	-v present="$(for f in "$out"/*.json; do basename "$f" .json; done | tr '\n' ' ')" '
 BEGIN {
+	np = split(present, pr, " ")
+	for (j = 1; j <= np; j++) ran[pr[j]] = 1
 	while ((getline l < verdictsf) > 0) {
 		split(l, v, "\t")
 		if (v[1] == "repo") continue
@@ -39,7 +42,7 @@ BEGIN {
 	nl = 0
 	while ((getline l < loopsf) > 0) {
 		split(l, v, "\t")
-		if (v[1] == "id") continue
+		if (v[1] == "id" || !(v[2] in ran)) continue
 		nl++
 		id[nl] = v[1]; lrepo[nl] = v[2]; lfile[nl] = v[3]; lstart[nl] = v[4]; lend[nl] = v[5]
 		lexp[nl] = v[6]; lshape[nl] = v[7]

@@ -460,11 +460,7 @@ func TestStoresLostResponses(t *testing.T) {
 	for _, b := range backings(t) {
 		t.Run(b.name, func(t *testing.T) {
 			prefix := fmt.Sprintf("lost-%d-", time.Now().UnixNano())
-			lose := func(key string) bool {
-				n, _ := strconv.Atoi(strings.TrimPrefix(key, prefix))
-				return n%3 == 0
-			}
-			c := newCluster(t, b, 0, lose)
+			c := newCluster(t, b, 0, loseEveryThird(prefix))
 			start := time.Now()
 			cl := newClient(t, start)
 			work := make(chan int)
@@ -493,6 +489,15 @@ func TestStoresLostResponses(t *testing.T) {
 			}
 			checkExecutions(t, b, finals)
 		})
+	}
+}
+
+// loseEveryThird is the rule that loses the first response of every
+// third key prefix+n (n a multiple of 3).
+func loseEveryThird(prefix string) func(key string) bool {
+	return func(key string) bool {
+		n, _ := strconv.Atoi(strings.TrimPrefix(key, prefix))
+		return n%3 == 0
 	}
 }
 
@@ -537,10 +542,7 @@ type outageRun struct {
 // and that no request takes over outageSlowest.
 func runOutage(t *testing.T, b backing, o outage) outageRun {
 	prefix := fmt.Sprintf("outage-%d-", time.Now().UnixNano())
-	lose := func(key string) bool {
-		n, _ := strconv.Atoi(strings.TrimPrefix(key, prefix))
-		return n%3 == 0
-	}
+	lose := loseEveryThird(prefix)
 	c := newCluster(t, b, 0, lose)
 	start := time.Now()
 	cl := newClient(t, start)

@@ -21,6 +21,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/toxitest"
 	"github.com/unherd/unherd/unherdhttp"
@@ -255,8 +256,8 @@ func createCharges(t *testing.T, admin *pgxpool.Pool, schema string) string {
 func TestPaymentsPostgreSQL(t *testing.T) {
 	admin, schema := requireServices(t)
 	table := createCharges(t, admin, schema)
-	proxy := toxitest.New(t, upstreamOf(t, postgresDSN()))
-	pool := newPool(t, proxiedDSN(t, postgresDSN(), proxy.Addr), "")
+	proxy := toxitest.New(t, upstreamOf(t, services.PostgresDSN()))
+	pool := newPool(t, proxiedDSN(t, services.PostgresDSN(), proxy.Addr), "")
 	store := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema})
 	if err := unherdpg.NewStore(admin, unherdpg.StoreConfig{Schema: schema}).EnsureSchema(context.Background()); err != nil {
 		t.Fatal(err)
@@ -291,7 +292,7 @@ func TestPaymentsWithoutMiddleware(t *testing.T) {
 func TestPaymentsRedis(t *testing.T) {
 	admin, schema := requireServices(t)
 	table := createCharges(t, admin, schema)
-	proxy := toxitest.New(t, redisAddr())
+	proxy := toxitest.New(t, services.RedisAddr())
 	store := unherdredis.NewStore(newRedis(t, proxy.Addr), unherdredis.StoreConfig{Prefix: "unherd:e2e:" + schema + ":"})
 	charge := directCharge(admin, table)
 	payThroughChaos(t, store, charge, countCharges(t, admin, schema), proxy)

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/toxitest"
 	"github.com/unherd/unherd/unherdpg"
 	"github.com/unherd/unherd/unherdredis"
@@ -65,7 +66,7 @@ func backings(t *testing.T) []backing {
 	log := map[string][]string{}
 	return []backing{{
 		name:     "Redis",
-		upstream: redisAddr(),
+		upstream: services.RedisAddr(),
 		open: func(t *testing.T, addr string) (idempotency.Store, execution) {
 			s := unherdredis.NewStore(newRedis(t, addr), unherdredis.StoreConfig{Prefix: "unherd:e2e:" + schema + ":"})
 			return s, func(_ context.Context, key, body string) (*idempotency.Response, error) {
@@ -82,9 +83,9 @@ func backings(t *testing.T) []backing {
 		},
 	}, {
 		name:     "PostgreSQL",
-		upstream: upstreamOf(t, postgresDSN()),
+		upstream: upstreamOf(t, services.PostgresDSN()),
 		open: func(t *testing.T, addr string) (idempotency.Store, execution) {
-			s := unherdpg.NewStore(newPool(t, proxiedDSN(t, postgresDSN(), addr), ""), unherdpg.StoreConfig{Schema: schema})
+			s := unherdpg.NewStore(newPool(t, proxiedDSN(t, services.PostgresDSN(), addr), ""), unherdpg.StoreConfig{Schema: schema})
 			return s, func(ctx context.Context, key, body string) (*idempotency.Response, error) {
 				return s.InTx(ctx, func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error) {
 					if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, body) VALUES ($1, $2)", key, body); err != nil {

@@ -1,11 +1,9 @@
 package unherdpg_test
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
@@ -13,32 +11,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
 
 // Every test closes its pools and servers.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// dsn is the PostgreSQL the tests use: UNHERD_POSTGRES_DSN, by default
-// postgres://postgres@127.0.0.1:5432/test.
-func dsn() string {
-	return cmp.Or(os.Getenv("UNHERD_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test")
-}
-
-// unavailable skips t loudly, or fails it when UNHERD_REQUIRE_SERVICES=1.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
-		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
-}
-
 // newPool connects to the test database, closing the pool with t, and
 // skips t when it cannot be reached.
 func newPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn())
+	cfg, err := pgxpool.ParseConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +44,7 @@ func newPoolFrom(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
 		if pool != nil {
 			pool.Close()
 		}
-		unavailable(t, "PostgreSQL at %s is unreachable: %v", dsn(), err)
+		services.Unavailable(t, "PostgreSQL at %s is unreachable: %v", services.PostgresDSN(), err)
 	}
 	t.Cleanup(pool.Close)
 	return pool

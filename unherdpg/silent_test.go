@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
 
@@ -99,7 +100,7 @@ func (c *silentConn) Close() error {
 // on new connections, with none of the silent ones left open.
 func TestSilentConnectionsReplaced(t *testing.T) {
 	const bound = 500 * time.Millisecond // TxTimeout and OpTimeout
-	cfg, err := unherdpg.PoolConfig(dsn())
+	cfg, err := unherdpg.PoolConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestInTxBounded(t *testing.T) {
 // Transactions that hold every connection InTx may take leave the
 // reserved ones to claims, which answer at once.
 func TestClaimsNotStarvedByTransactions(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(dsn())
+	cfg, err := pgxpool.ParseConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
 
@@ -253,7 +254,7 @@ func TestStoreHostile(t *testing.T) {
 // cancel request), and, when it takes effect afterwards, is released by
 // the store, so the key is free again.
 func TestClaimPastCallerDeadline(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(dsn())
+	cfg, err := pgxpool.ParseConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestPoolConfig(t *testing.T) {
 
 	// Its dialer connects (TCP_USER_TIMEOUT and keep-alives accepted by
 	// the kernel).
-	cfg, err = unherdpg.PoolConfig(dsn())
+	cfg, err = unherdpg.PoolConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}

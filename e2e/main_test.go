@@ -54,14 +54,8 @@ func newPool(t testing.TB, dsn, schema string) *pgxpool.Pool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
+	pool, err := unherdpg.Connect(ctx, cfg)
 	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
 		services.Unavailable(t, "PostgreSQL at %s is unreachable: %v", dsn, err)
 	}
 	t.Cleanup(pool.Close)

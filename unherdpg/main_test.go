@@ -36,14 +36,8 @@ func newPoolFrom(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
+	pool, err := unherdpg.Connect(ctx, cfg)
 	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
 		services.Unavailable(t, "PostgreSQL at %s is unreachable: %v", services.PostgresDSN(), err)
 	}
 	t.Cleanup(pool.Close)

@@ -232,6 +232,22 @@ func TestUnreachableFailsClosed(t *testing.T) {
 	storetest.FailsClosed(t, unherdpg.NewStore(pool, unherdpg.StoreConfig{}))
 }
 
+// Connect reports a database that cannot be reached (nothing listens on
+// the port) at once, and leaves no pool open.
+func TestConnectUnreachable(t *testing.T) {
+	cfg, err := unherdpg.PoolConfig("postgres://postgres@127.0.0.1:1/test?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := unherdpg.Connect(t.Context(), cfg)
+	if err == nil || pool != nil {
+		t.Fatalf("Connect to a closed port: pool %v, error %v; want no pool and an error", pool, err)
+	}
+	if !strings.HasPrefix(err.Error(), "unherdpg: connecting to the database: ") {
+		t.Errorf("error %q does not say what failed", err)
+	}
+}
+
 // BenchmarkMiddlewarePostgreSQL is a first request with a new key (claim
 // and complete, two round trips) through the middleware on the test
 // PostgreSQL.

@@ -71,3 +71,20 @@ func newStore(t testing.TB, pool *pgxpool.Pool) (*unherdpg.Store, string) {
 	}
 	return s, schema
 }
+
+// warmUp opens n of the pool's connections at once, then returns them to
+// the pool idle.
+func warmUp(t testing.TB, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	var warm []*pgxpool.Conn
+	for range n {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm = append(warm, c)
+	}
+	for _, c := range warm {
+		c.Release()
+	}
+}

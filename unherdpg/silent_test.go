@@ -114,17 +114,7 @@ func TestSilentConnectionsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var warm []*pgxpool.Conn
-	for range cfg.MaxConns { // open all the pool's connections
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		warm = append(warm, c)
-	}
-	for _, c := range warm {
-		c.Release()
-	}
+	warmUp(t, pool, int(cfg.MaxConns)) // open all the pool's connections
 
 	// The transaction's connection, and every other, go silent while it
 	// runs.

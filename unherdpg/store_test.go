@@ -283,17 +283,7 @@ func TestClaimPastCallerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var warm []*pgxpool.Conn
-	for range 2 { // open both connections
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		warm = append(warm, c)
-	}
-	for _, c := range warm {
-		c.Release()
-	}
+	warmUp(t, pool, 2) // open both connections
 	opened := pool.Stat().NewConnsCount()
 
 	// Another transaction inserts the key's record and holds it: the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -618,10 +619,7 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 	ok := []outcome{{after: ms / 2, value: 1}} // answers before the delay
 	t.Run("TokenBucket", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b, err := budget.NewTokenBucket(budget.AWSStandardQuota()) // the arithmetic below is behaviour 2.0's
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := configtest.Must(budget.NewTokenBucket(budget.AWSStandardQuota()))(t) // the arithmetic below is behaviour 2.0's
 			h := mustNew(t, Config{Delay: ms, Budget: b})
 			for range 10 {
 				if _, err := Do(context.Background(), h, newScript(failing...).fn, nil); !errors.Is(err, errBoom) {
@@ -646,10 +644,7 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 	})
 	t.Run("GRPC", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b, err := budget.NewGRPC(budget.GRPCConfig{}) // 10 tokens, ratio 0.1
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := configtest.Must(budget.NewGRPC(budget.GRPCConfig{}))(t) // 10 tokens, ratio 0.1
 			h := mustNew(t, Config{Delay: ms, Budget: b})
 			for range 3 {
 				if _, err := Do(context.Background(), h, newScript(failing...).fn, nil); !errors.Is(err, errBoom) {
@@ -676,10 +671,7 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 func TestSharedBudgetCountsRequestsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shared := &fakeBudget{allow: -1}
-		p, err := retry.New(retry.Config{Backoff: backoff.Schedule{Immediate: true}, Budget: shared})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := configtest.Must(retry.New(retry.Config{Backoff: backoff.Schedule{Immediate: true}, Budget: shared}))(t)
 		h := mustNew(t, Config{Delay: 10 * ms, Budget: shared, SharedWithRetry: true})
 		// Attempt 1: primary and hedge fail; attempt 2: the hedge wins.
 		scripts := [][]outcome{
@@ -761,10 +753,7 @@ func TestEndRecordsIntoRatio(t *testing.T) {
 	now := time.Unix(1000, 0)
 	clock := func() time.Time { return now }
 	for _, shared := range []bool{false, true} {
-		r, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, NoFloor: true, Now: clock})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := configtest.Must(budget.NewRatio(budget.RatioConfig{Ratio: 0.1, NoFloor: true, Now: clock}))(t)
 		h := mustNew(t, Config{Budget: r, SharedWithRetry: shared})
 		h.End(nil)
 		h.End(nil)

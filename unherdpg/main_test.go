@@ -20,13 +20,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newPool connects to the test database, closing the pool with t, and
 // skips t when it cannot be reached.
-func newPool(t testing.TB) *pgxpool.Pool {
+func newPool(t testing.TB) *pgxpool.Pool { return newPoolOf(t, 32) }
+
+// newPoolOf is newPool with at most maxConns connections.
+func newPoolOf(t testing.TB, maxConns int32) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 32
+	cfg.MaxConns = maxConns
 	return newPoolFrom(t, cfg)
 }
 

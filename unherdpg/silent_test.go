@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/services"
@@ -203,12 +202,7 @@ func TestInTxBounded(t *testing.T) {
 // Transactions that hold every connection InTx may take leave the
 // reserved ones to claims, which answer at once.
 func TestClaimsNotStarvedByTransactions(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(services.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 4
-	pool := newPoolFrom(t, cfg)
+	pool := newPoolOf(t, 4)
 	schema := newSchema(t, newPool(t))
 	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema, TxTimeout: time.Minute})
 	if err := s.EnsureSchema(context.Background()); err != nil {

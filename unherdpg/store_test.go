@@ -270,12 +270,7 @@ func TestStoreHostile(t *testing.T) {
 // cancel request), and, when it takes effect afterwards, is released by
 // the store, so the key is free again.
 func TestClaimPastCallerDeadline(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(services.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 2
-	pool := newPoolFrom(t, cfg)
+	pool := newPoolOf(t, 2)
 	admin := newPool(t)
 	schema := newSchema(t, admin)
 	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema})

@@ -2,6 +2,8 @@ package budget
 
 import (
 	"testing"
+
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // Every parallel benchmark runs the same traffic: nine calls in ten succeed
@@ -26,11 +28,7 @@ func runTraffic(b *testing.B, bud Budget) {
 }
 
 func BenchmarkTokenBucketParallel(b *testing.B) {
-	tb, err := NewTokenBucket(TokenBucketConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	runTraffic(b, tb)
+	runTraffic(b, configtest.Must(NewTokenBucket(TokenBucketConfig{}))(b))
 }
 
 // BenchmarkTokenBucketMutexParallel is the same bucket under a mutex, the
@@ -42,10 +40,7 @@ func BenchmarkTokenBucketMutexParallel(b *testing.B) {
 // BenchmarkTokenBucketOutageParallel is the worst case for contention:
 // every call fails and withdraws, and every retry succeeds and refunds.
 func BenchmarkTokenBucketOutageParallel(b *testing.B) {
-	tb, err := NewTokenBucket(TokenBucketConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := configtest.Must(NewTokenBucket(TokenBucketConfig{}))(b)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -57,19 +52,11 @@ func BenchmarkTokenBucketOutageParallel(b *testing.B) {
 }
 
 func BenchmarkGRPCParallel(b *testing.B) {
-	g, err := NewGRPC(GRPCConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	runTraffic(b, g)
+	runTraffic(b, configtest.Must(NewGRPC(GRPCConfig{}))(b))
 }
 
 // BenchmarkRatioParallel runs on the real clock, as a production Ratio
 // does: Record reads none, each Withdraw reads it once.
 func BenchmarkRatioParallel(b *testing.B) {
-	r, err := NewRatio(RatioConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	runTraffic(b, r)
+	runTraffic(b, configtest.Must(NewRatio(RatioConfig{}))(b))
 }

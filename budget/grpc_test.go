@@ -1,6 +1,10 @@
 package budget
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/unherd/unherd/internal/configtest"
+)
 
 func TestGRPC(t *testing.T) {
 	tests := []struct {
@@ -50,10 +54,7 @@ func TestGRPC(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := NewGRPC(tc.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := configtest.Must(NewGRPC(tc.cfg))(t)
 			runSteps(t, g, g.Tokens, tc.steps)
 		})
 	}
@@ -62,10 +63,7 @@ func TestGRPC(t *testing.T) {
 // TestGRPCThreshold checks "tokens > maxTokens/2" at the boundary, in
 // thousandths, where float arithmetic would be easy to get wrong.
 func TestGRPCThreshold(t *testing.T) {
-	g, err := NewGRPC(GRPCConfig{MaxTokens: 1.001, TokenRatio: 0.001})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := configtest.Must(NewGRPC(GRPCConfig{MaxTokens: 1.001, TokenRatio: 0.001}))(t)
 	g.tokens.Store(500) // 0.500 < 0.5005
 	if g.Withdraw(Transient) {
 		t.Fatal("0.500 tokens of 1.001 allowed a retry")
@@ -95,10 +93,7 @@ func TestGRPCTokenRatioPrecision(t *testing.T) {
 		{0.25, 2.9999, 2.249}, // maxTokens 2.999: 1.999 + 0.25
 	}
 	for _, tc := range tests {
-		g, err := NewGRPC(GRPCConfig{MaxTokens: tc.maxTokens, TokenRatio: tc.ratio})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := configtest.Must(NewGRPC(GRPCConfig{MaxTokens: tc.maxTokens, TokenRatio: tc.ratio}))(t)
 		g.Record(fail(Transient))
 		g.Record(firstOK)
 		if got := g.Tokens(); got != tc.want {

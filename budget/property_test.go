@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // hammer runs ops random calls on b from each of g goroutines, while a
@@ -58,18 +59,12 @@ func hammer(t *testing.T, b Budget, tokens func() float64, limit float64) {
 
 func TestTokenBucketBoundsConcurrent(t *testing.T) {
 	// A small bucket, so that the random traffic hits both bounds often.
-	b, err := NewTokenBucket(TokenBucketConfig{Capacity: 30, TimeoutCost: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := configtest.Must(NewTokenBucket(TokenBucketConfig{Capacity: 30, TimeoutCost: 7}))(t)
 	hammer(t, b, func() float64 { return float64(b.Tokens()) }, 30)
 }
 
 func TestGRPCBoundsConcurrent(t *testing.T) {
-	g, err := NewGRPC(GRPCConfig{MaxTokens: 4, TokenRatio: 0.7})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := configtest.Must(NewGRPC(GRPCConfig{MaxTokens: 4, TokenRatio: 0.7}))(t)
 	hammer(t, g, g.Tokens, 4)
 }
 
@@ -79,10 +74,7 @@ func TestGRPCBoundsConcurrent(t *testing.T) {
 // successes put back.
 func TestTokenBucketConservedConcurrent(t *testing.T) {
 	const g, ops = 8, 10000
-	b, err := NewTokenBucket(TokenBucketConfig{Capacity: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := configtest.Must(NewTokenBucket(TokenBucketConfig{Capacity: 1 << 40}))(t)
 	b.tokens.Store(1000) // low enough that some withdrawals are refused; the capacity is never reached
 	var wg sync.WaitGroup
 	var net atomic.Int64
@@ -126,10 +118,7 @@ func TestRatioNeverOverspendsConcurrent(t *testing.T) {
 		{Ratio: 0.05, MinPerSecond: 1, Window: time.Second},
 	} {
 		cfg.Now = at(t0)
-		r, err := NewRatio(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := configtest.Must(NewRatio(cfg))(t)
 		const g, ops = 16, 5000
 		var wg sync.WaitGroup
 		var granted, requests atomic.Int64
@@ -172,10 +161,7 @@ func TestRatioNeverOverspendsConcurrent(t *testing.T) {
 // counts never go negative.
 func TestRatioMovingClockConcurrent(t *testing.T) {
 	var clock atomic.Int64
-	r, err := NewRatio(RatioConfig{Window: time.Second, Now: func() time.Time { return t0.Add(time.Duration(clock.Load())) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := configtest.Must(NewRatio(RatioConfig{Window: time.Second, Now: func() time.Time { return t0.Add(time.Duration(clock.Load())) }}))(t)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)

@@ -3,6 +3,8 @@ package budget
 import (
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -71,10 +73,7 @@ func TestRatio(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Now = at(t0)
-			r, err := NewRatio(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := configtest.Must(NewRatio(cfg))(t)
 			for i, op := range tc.ops {
 				now := t0.Add(op.at)
 				for range op.requests {
@@ -100,10 +99,7 @@ func TestRatio(t *testing.T) {
 func TestRatioReadsClockOnlyWhenNeeded(t *testing.T) {
 	reads := 0
 	now := t0
-	r, err := NewRatio(RatioConfig{Now: func() time.Time { reads++; return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := configtest.Must(NewRatio(RatioConfig{Now: func() time.Time { reads++; return now }}))(t)
 	reads = 0 // NewRatio reads it once for the origin
 	r.Record(Attempt{N: 1})
 	r.Record(Attempt{N: 2, Failed: true})
@@ -140,10 +136,7 @@ func TestRatioRecordSpread(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewRatio(RatioConfig{NoFloor: true, Now: at(t0)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := configtest.Must(NewRatio(RatioConfig{NoFloor: true, Now: at(t0)}))(t)
 			for range 100 {
 				r.Record(Attempt{N: 1})
 			}

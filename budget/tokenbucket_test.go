@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 func TestTokenBucket(t *testing.T) {
@@ -52,10 +54,7 @@ func TestTokenBucket(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := NewTokenBucket(tc.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := configtest.Must(NewTokenBucket(tc.cfg))(t)
 			runSteps(t, b, func() float64 { return float64(b.Tokens()) }, tc.steps)
 		})
 	}
@@ -201,10 +200,7 @@ func FuzzTokenBucket(f *testing.F) {
 }
 
 func TestTokenBucketRefund(t *testing.T) {
-	b, err := NewTokenBucket(TokenBucketConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := configtest.Must(NewTokenBucket(TokenBucketConfig{}))(t)
 	var _ Refunder = b
 	for _, c := range []Class{Transient, Timeout, Throttled} {
 		if !b.Withdraw(c) {

@@ -1,11 +1,9 @@
 package e2e_test
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
@@ -34,17 +32,6 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	services.Unavailable(t, format, args...)
-}
-
-func redisAddr() string { return cmp.Or(os.Getenv("UNHERD_REDIS_ADDR"), "127.0.0.1:6379") }
-
-func postgresDSN() string {
-	return cmp.Or(os.Getenv("UNHERD_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test")
-}
-
 // newRedis connects to addr (the test Redis or a proxy in front of it).
 func newRedis(t testing.TB, addr string) *redis.Client {
 	t.Helper()
@@ -67,15 +54,9 @@ func newPool(t testing.TB, dsn, schema string) *pgxpool.Pool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
+	pool, err := unherdpg.Connect(ctx, cfg)
 	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
-		unavailable(t, "PostgreSQL at %s is unreachable: %v", dsn, err)
+		services.Unavailable(t, "PostgreSQL at %s is unreachable: %v", dsn, err)
 	}
 	t.Cleanup(pool.Close)
 	return pool
@@ -87,10 +68,10 @@ func requireServices(t *testing.T) (*pgxpool.Pool, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := newRedis(t, redisAddr()).Ping(ctx).Err(); err != nil {
-		unavailable(t, "Redis at %s is unreachable: %v", redisAddr(), err)
+	if err := newRedis(t, services.RedisAddr()).Ping(ctx).Err(); err != nil {
+		services.Unavailable(t, "Redis at %s is unreachable: %v", services.RedisAddr(), err)
 	}
-	admin := newPool(t, postgresDSN(), "")
+	admin := newPool(t, services.PostgresDSN(), "")
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "unherd_e2e_" + hex.EncodeToString(b[:])

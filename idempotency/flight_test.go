@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -35,27 +33,13 @@ func (s *lostAnswers) Claim(ctx context.Context, key string, fp idempotency.Fing
 // retry, moments later, runs.
 func TestAmbiguousClaimReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem, err := idempotency.NewMemory(idempotency.MemoryConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := &lostAnswers{Memory: mem}
-		m, err := idempotency.New(idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := &lostAnswers{Memory: newMemory(t, idempotency.MemoryConfig{})}
 		var runs atomic.Int32
-		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := newHandler(t, idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			runs.Add(1)
 			w.WriteHeader(http.StatusCreated)
 		}))
-		send := func() int {
-			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
-			r.Header.Set(idempotency.KeyHeader, "k")
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			return w.Code
-		}
+		send := func() int { return do(h, http.MethodPost, "/", "k", "x").Code }
 		store.lose.Store(true)
 		if code := send(); code != http.StatusServiceUnavailable {
 			t.Fatalf("a claim whose answer was lost: %d, want 503", code)
@@ -89,17 +73,9 @@ func (s *slowStore) Claim(ctx context.Context, key string, fp idempotency.Finger
 // time from a process, and each still gets the first request's answer.
 func TestKeeperClaimsOneKeyOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem, err := idempotency.NewMemory(idempotency.MemoryConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := &slowStore{Memory: mem}
-		m, err := idempotency.New(idempotency.Config{Store: store, Wait: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := &slowStore{Memory: newMemory(t, idempotency.MemoryConfig{})}
 		var runs atomic.Int32
-		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := newHandler(t, idempotency.Config{Store: store, Wait: 10 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			runs.Add(1)
 			time.Sleep(time.Second)
 			w.WriteHeader(http.StatusCreated)
@@ -107,11 +83,7 @@ func TestKeeperClaimsOneKeyOnce(t *testing.T) {
 		codes := make(chan int, 200)
 		for range 200 {
 			go func() {
-				r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
-				r.Header.Set(idempotency.KeyHeader, "k")
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, r)
-				codes <- w.Code
+				codes <- do(h, http.MethodPost, "/", "k", "x").Code
 			}()
 		}
 		for range 200 {
@@ -147,30 +119,16 @@ func (s *failingReleases) Release(ctx context.Context, key string, token uint64)
 // lease expires: the client's retry then runs.
 func TestFailedReleaseRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem, err := idempotency.NewMemory(idempotency.MemoryConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := &failingReleases{Memory: mem}
-		m, err := idempotency.New(idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := &failingReleases{Memory: newMemory(t, idempotency.MemoryConfig{})}
 		var runs atomic.Int32
-		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := newHandler(t, idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if runs.Add(1) == 1 {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return
 			}
 			w.WriteHeader(http.StatusCreated)
 		}))
-		send := func() int {
-			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
-			r.Header.Set(idempotency.KeyHeader, "k")
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			return w.Code
-		}
+		send := func() int { return do(h, http.MethodPost, "/", "k", "x").Code }
 		store.fail.Store(true)
 		if code := send(); code != http.StatusServiceUnavailable {
 			t.Fatalf("the failing handler: %d, want 503", code)

@@ -1,9 +1,7 @@
 package unherdnats_test
 
 import (
-	"cmp"
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,10 +16,6 @@ import (
 // Every test closes its connections and stops its consumers.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// natsURL is the NATS server the tests use: UNHERD_NATS_URL, by default
-// nats://127.0.0.1:4222.
-func natsURL() string { return cmp.Or(os.Getenv("UNHERD_NATS_URL"), "nats://127.0.0.1:4222") }
-
 // env is one test's JetStream: a connection, and a stream and a dead-letter
 // stream of its own, named after the test, deleted when it ends.
 type env struct {
@@ -33,9 +27,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	nc, err := nats.Connect(natsURL(), nats.Timeout(2*time.Second), nats.MaxReconnects(0))
+	nc, err := nats.Connect(services.NATSURL(), nats.Timeout(2*time.Second), nats.MaxReconnects(0))
 	if err != nil {
-		services.Unavailable(t, "NATS at %s is unreachable: %v", natsURL(), err)
+		services.Unavailable(t, "NATS at %s is unreachable: %v", services.NATSURL(), err)
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -45,7 +39,7 @@ func newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := js.AccountInfo(ctx); err != nil {
-		services.Unavailable(t, "NATS at %s has no JetStream: %v", natsURL(), err)
+		services.Unavailable(t, "NATS at %s has no JetStream: %v", services.NATSURL(), err)
 	}
 	name := strings.NewReplacer("/", "_", " ", "_", "-", "_").Replace(t.Name())
 	name = "UNHERD_" + strings.ToUpper(name) + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)

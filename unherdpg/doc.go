@@ -36,7 +36,7 @@
 //	cfg, err := unherdpg.PoolConfig(os.Getenv("DATABASE_URL"))
 //	if err != nil { ... }
 //	cfg.MaxConns = 40 // the handlers' concurrency plus the reserve, below
-//	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+//	pool, err := unherdpg.Connect(ctx, cfg) // pgxpool.NewWithConfig, then a ping
 //
 // What an operator sizes and watches:
 //

@@ -1,11 +1,9 @@
 package unherdpg_test
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
@@ -13,36 +11,25 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
 
 // Every test closes its pools and servers.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// dsn is the PostgreSQL the tests use: UNHERD_POSTGRES_DSN, by default
-// postgres://postgres@127.0.0.1:5432/test.
-func dsn() string {
-	return cmp.Or(os.Getenv("UNHERD_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test")
-}
-
-// unavailable skips t loudly, or fails it when UNHERD_REQUIRE_SERVICES=1.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("UNHERD_REQUIRE_SERVICES") == "1" {
-		t.Fatalf("UNHERD_REQUIRE_SERVICES=1 and "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT TESTED: "+format+" (set UNHERD_REQUIRE_SERVICES=1 to fail instead)", args...)
-}
-
 // newPool connects to the test database, closing the pool with t, and
 // skips t when it cannot be reached.
-func newPool(t testing.TB) *pgxpool.Pool {
+func newPool(t testing.TB) *pgxpool.Pool { return newPoolOf(t, 32) }
+
+// newPoolOf is newPool with at most maxConns connections.
+func newPoolOf(t testing.TB, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn())
+	cfg, err := pgxpool.ParseConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 32
+	cfg.MaxConns = maxConns
 	return newPoolFrom(t, cfg)
 }
 
@@ -52,15 +39,9 @@ func newPoolFrom(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
+	pool, err := unherdpg.Connect(ctx, cfg)
 	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
-		unavailable(t, "PostgreSQL at %s is unreachable: %v", dsn(), err)
+		services.Unavailable(t, "PostgreSQL at %s is unreachable: %v", services.PostgresDSN(), err)
 	}
 	t.Cleanup(pool.Close)
 	return pool
@@ -92,4 +73,21 @@ func newStore(t testing.TB, pool *pgxpool.Pool) (*unherdpg.Store, string) {
 		t.Fatal(err)
 	}
 	return s, schema
+}
+
+// warmUp opens n of the pool's connections at once, then returns them to
+// the pool idle.
+func warmUp(t testing.TB, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	var warm []*pgxpool.Conn
+	for range n {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm = append(warm, c)
+	}
+	for _, c := range warm {
+		c.Release()
+	}
 }

@@ -1,6 +1,7 @@
 package unherdpg
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
@@ -86,4 +87,21 @@ func PoolConfig(dsn string) (*pgxpool.Config, error) {
 		cfg.PingTimeout = DefaultPingTimeout
 	}
 	return cfg, nil
+}
+
+// Connect opens a pool with cfg and pings the database, so that one that
+// cannot be reached is an error now rather than at the first query. On
+// an error the pool is closed and nil: nothing is left open.
+func Connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		return nil, fmt.Errorf("unherdpg: connecting to the database: %w", err)
+	}
+	return pool, nil
 }

@@ -2,6 +2,7 @@ package unherdpg_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -10,9 +11,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
 
@@ -98,7 +99,7 @@ func (c *silentConn) Close() error {
 // on new connections, with none of the silent ones left open.
 func TestSilentConnectionsReplaced(t *testing.T) {
 	const bound = 500 * time.Millisecond // TxTimeout and OpTimeout
-	cfg, err := unherdpg.PoolConfig(dsn())
+	cfg, err := unherdpg.PoolConfig(services.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,17 +113,7 @@ func TestSilentConnectionsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var warm []*pgxpool.Conn
-	for range cfg.MaxConns { // open all the pool's connections
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		warm = append(warm, c)
-	}
-	for _, c := range warm {
-		c.Release()
-	}
+	warmUp(t, pool, int(cfg.MaxConns)) // open all the pool's connections
 
 	// The transaction's connection, and every other, go silent while it
 	// runs.
@@ -170,5 +161,101 @@ func TestSilentConnectionsReplaced(t *testing.T) {
 	}
 	if n := sl.open(); n > 0 {
 		t.Errorf("%d silent connections still open; want every one closed", n)
+	}
+}
+
+// A transaction that does not end on its own is abandoned after
+// TxTimeout, though the handler's context never ends.
+func TestInTxBounded(t *testing.T) {
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema, TxTimeout: 300 * time.Millisecond})
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, fn := range map[string]func(ctx context.Context, tx pgx.Tx) error{
+		"a statement that runs on": func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "SELECT pg_sleep(10)")
+			return err
+		},
+		"a handler that waits": func(ctx context.Context, tx pgx.Tx) error {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Second):
+				return errors.New("the transaction's context was not done after 10s")
+			}
+		},
+	} {
+		start := time.Now()
+		_, err := s.InTx(context.WithoutCancel(context.Background()), func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error) {
+			return nil, fn(ctx, tx)
+		})
+		took := time.Since(start)
+		t.Logf("%s: abandoned after %v: %v", name, took.Round(time.Millisecond), err)
+		if err == nil || took > 5*time.Second {
+			t.Errorf("%s: InTx returned %v after %v; want an error within the 300ms TxTimeout (5s allowed)", name, err, took)
+		}
+	}
+}
+
+// Transactions that hold every connection InTx may take leave the
+// reserved ones to claims, which answer at once.
+func TestClaimsNotStarvedByTransactions(t *testing.T) {
+	pool := newPoolOf(t, 4)
+	schema := newSchema(t, newPool(t))
+	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema, TxTimeout: time.Minute})
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(hold)
+	for range 8 { // more than the pool has
+		wg.Go(func() {
+			_, _ = s.InTx(context.Background(), func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error) {
+				<-hold
+				return nil, errors.New("held")
+			})
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // let the transactions take what they may
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := s.Claim(ctx, fmt.Sprint("k", i), idempotency.Fingerprint{}, time.Minute)
+		cancel()
+		if err != nil {
+			t.Fatalf("claim %d while transactions hold the pool: %v", i, err)
+		}
+	}
+}
+
+// A table made by an earlier version, keyed by the store key as text,
+// is converted by EnsureSchema and keeps its records.
+func TestSchemaMigratesTextKeys(t *testing.T) {
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	ctx := context.Background()
+	table := pgx.Identifier{schema, unherdpg.DefaultTable}.Sanitize()
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (
+	key text PRIMARY KEY, token bigint NOT NULL, state smallint NOT NULL,
+	fingerprint bytea NOT NULL, response bytea, expires_at timestamptz NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := (&idempotency.Response{Status: 201, Body: []byte("old")}).MarshalBinary()
+	fp := idempotency.Fingerprint{1}
+	if _, err := pool.Exec(ctx, `INSERT INTO `+table+` VALUES ('5:alicek1', 7, 2, $1, $2, now() + interval '1 hour')`, fp[:], resp); err != nil {
+		t.Fatal(err)
+	}
+	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema})
+	for range 2 {
+		if err := s.EnsureSchema(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s.Claim(ctx, "5:alicek1", fp, time.Minute)
+	if err != nil || c.State != idempotency.Completed || string(c.Response.Body) != "old" {
+		t.Fatalf("the old record after the migration: %+v, %v; want it completed with its body", c, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
+	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
 
@@ -231,6 +232,22 @@ func TestUnreachableFailsClosed(t *testing.T) {
 	storetest.FailsClosed(t, unherdpg.NewStore(pool, unherdpg.StoreConfig{}))
 }
 
+// Connect reports a database that cannot be reached (nothing listens on
+// the port) at once, and leaves no pool open.
+func TestConnectUnreachable(t *testing.T) {
+	cfg, err := unherdpg.PoolConfig("postgres://postgres@127.0.0.1:1/test?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := unherdpg.Connect(t.Context(), cfg)
+	if err == nil || pool != nil {
+		t.Fatalf("Connect to a closed port: pool %v, error %v; want no pool and an error", pool, err)
+	}
+	if !strings.HasPrefix(err.Error(), "unherdpg: connecting to the database: ") {
+		t.Errorf("error %q does not say what failed", err)
+	}
+}
+
 // BenchmarkMiddlewarePostgreSQL is a first request with a new key (claim
 // and complete, two round trips) through the middleware on the test
 // PostgreSQL.
@@ -245,4 +262,146 @@ func BenchmarkMiddlewarePostgreSQL(b *testing.B) {
 func TestStoreHostile(t *testing.T) {
 	s, _ := newStore(t, newPool(t))
 	storetest.Hostile(t, s)
+}
+
+// A claim whose caller's deadline passes while the database is slow to
+// answer (here: the key's row locked by another transaction) returns at
+// the deadline with its token, keeps its connection (no reconnection, no
+// cancel request), and, when it takes effect afterwards, is released by
+// the store, so the key is free again.
+func TestClaimPastCallerDeadline(t *testing.T) {
+	pool := newPoolOf(t, 2)
+	admin := newPool(t)
+	schema := newSchema(t, admin)
+	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema})
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	warmUp(t, pool, 2) // open both connections
+	opened := pool.Stat().NewConnsCount()
+
+	// Another transaction inserts the key's record and holds it: the
+	// claim's INSERT waits for it to end.
+	blocker, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = blocker.Rollback(ctx) }()
+	table := pgx.Identifier{schema, unherdpg.DefaultTable}.Sanitize()
+	if _, err := blocker.Exec(ctx, `INSERT INTO `+table+` VALUES (sha256(convert_to('k', 'UTF8')), 1, 1, '\x00', NULL, now() + interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	start := time.Now()
+	c, err := s.Claim(cctx, "k", idempotency.Fingerprint{}, time.Minute)
+	cancel()
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || c.Token == 0 || took > time.Second {
+		t.Fatalf("claim past its caller's deadline: %+v, %v after %v; want context.DeadlineExceeded with a token, at the deadline", c, err, took)
+	}
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The abandoned claim now takes effect, and the store releases it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := s.Claim(ctx, "k", idempotency.Fingerprint{}, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State == idempotency.Acquired {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key still %v 5s after the abandoned claim could take effect; want it released", c.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := pool.Stat().NewConnsCount() - opened; n != 0 {
+		t.Errorf("%d connections opened after the caller's deadline; want the claim's connection kept", n)
+	}
+}
+
+// PoolConfig bounds connecting and pinging, checks the pool's health
+// often, and keeps what the connection string sets.
+func TestPoolConfig(t *testing.T) {
+	cfg, err := unherdpg.PoolConfig("postgres://u@127.0.0.1:1/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConnConfig.ConnectTimeout != unherdpg.DefaultConnectTimeout || cfg.PingTimeout != unherdpg.DefaultPingTimeout ||
+		cfg.HealthCheckPeriod != unherdpg.DefaultHealthCheckPeriod || cfg.ConnConfig.DialFunc == nil {
+		t.Errorf("PoolConfig: connect timeout %v, ping timeout %v, health check period %v; want the defaults",
+			cfg.ConnConfig.ConnectTimeout, cfg.PingTimeout, cfg.HealthCheckPeriod)
+	}
+	cfg, err = unherdpg.PoolConfig("postgres://u@127.0.0.1:1/db?connect_timeout=9&pool_health_check_period=7s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConnConfig.ConnectTimeout != 9*time.Second || cfg.HealthCheckPeriod != 7*time.Second {
+		t.Errorf("PoolConfig with the connection string's settings: connect timeout %v, health check period %v; want 9s and 7s",
+			cfg.ConnConfig.ConnectTimeout, cfg.HealthCheckPeriod)
+	}
+	if _, err := unherdpg.PoolConfig("postgres://u@127.0.0.1:1/db?connect_timeout=x"); err == nil {
+		t.Error("PoolConfig with a malformed connect_timeout: no error")
+	}
+
+	// Its dialer connects (TCP_USER_TIMEOUT and keep-alives accepted by
+	// the kernel).
+	cfg, err = unherdpg.PoolConfig(services.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPoolFrom(t, cfg)
+	if err := pool.Ping(context.Background()); err != nil {
+		t.Errorf("a pool from PoolConfig: %v", err)
+	}
+}
+
+// A principal the database could not store as text (a NUL byte, invalid
+// UTF-8) is protected like any other: the first request runs, its retry
+// is replayed, and with FailOpen the handler is never run unprotected.
+func TestHostilePrincipal(t *testing.T) {
+	s, _ := newStore(t, newPool(t))
+	for _, p := range []string{"a\x00b", "\xff\xfe", "\x00", "caf\xc3"} {
+		t.Run(strings.ToValidUTF8(p, "?"), func(t *testing.T) {
+			var runs atomic.Int32
+			var errs []error
+			m, err := idempotency.New(idempotency.Config{
+				Store: s, FailOpen: true,
+				Principal: func(*http.Request) string { return p },
+				OnError:   func(_ *http.Request, err error) { errs = append(errs, err) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				runs.Add(1)
+				w.WriteHeader(http.StatusCreated)
+			}))
+			for i := range 2 {
+				r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
+				r.Header.Set(idempotency.KeyHeader, "k1")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != http.StatusCreated {
+					t.Fatalf("request %d: %d %s", i, w.Code, w.Body)
+				}
+				if replayed := w.Header().Get(idempotency.ReplayedHeader) == "true"; replayed != (i == 1) {
+					t.Errorf("request %d: replayed %v, want %v", i, replayed, i == 1)
+				}
+			}
+			if n := runs.Load(); n != 1 {
+				t.Errorf("the handler ran %d times for one key and its retry, want 1", n)
+			}
+			if len(errs) > 0 {
+				t.Errorf("store errors: %v", errs)
+			}
+			// The store itself takes the raw key too.
+			if _, err := s.Claim(context.Background(), p+"\x00key", idempotency.Fingerprint{}, testLease); err != nil {
+				t.Errorf("Claim of a key with NUL and invalid UTF-8: %v", err)
+			}
+		})
+	}
 }

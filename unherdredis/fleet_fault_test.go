@@ -167,7 +167,7 @@ func TestFleetRedisFaults(t *testing.T) {
 		{"Partitioned", func(t *testing.T, p *toxitest.Proxy) func() { return p.Timeout(t, 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := toxitest.New(t, redisAddr())
+			p := toxitest.New(t, services.RedisAddr())
 			var heal func()
 			outage(t, fastClient(t, p.Addr),
 				func() { heal = tc.fault(t, p) },

@@ -361,14 +361,8 @@ func postgresLedger(ctx context.Context, dsn string) (*demoLedger, error) {
 		return nil, fmt.Errorf("--postgres host %q: %w", h, errNotLoopback)
 	}
 	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
+	pool, err := unherdpg.Connect(ctx, cfg)
 	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
 		return nil, fmt.Errorf("the PostgreSQL: %w", err)
 	}
 	schema := "unherd_demo_" + newRunID()

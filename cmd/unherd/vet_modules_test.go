@@ -13,25 +13,16 @@ import (
 // These tests load modules written into t.TempDir(), from a directory
 // outside them, as a user runs unherd vet on a checkout.
 
-// naiveSrc is the README's hand-written loop: three findings.
-const naiveSrc = `package naive
-
-import (
-	"context"
-	"net/http"
-	"time"
-)
-
-func Fetch(ctx context.Context, url string) (resp *http.Response, err error) {
-	for i := 0; i < 3; i++ {
-		if resp, err = http.Get(url); err == nil {
-			return resp, nil
-		}
-		time.Sleep(time.Second)
+// naiveSrc is the README's hand-written loop (testdata/vet/before), in
+// package naive: three findings.
+func naiveSrc(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "vet", "before", "fetch.go"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil, err
+	return strings.Replace(string(b), "package fetch", "package naive", 1)
 }
-`
 
 // brokenSrc does not type-check.
 const brokenSrc = "package broken\n\nfunc F() int { return undefined }\n"
@@ -81,11 +72,11 @@ func workspace(t *testing.T, files map[string]string) string {
 // directory above it: the package loads in its own module and the
 // README's three findings come out, as they do from inside.
 func TestVetOutsideModule(t *testing.T) {
-	root := workspace(t, map[string]string{"m/naive/naive.go": naiveSrc})
+	root := workspace(t, map[string]string{"m/naive/naive.go": naiveSrc(t)})
 	want := []string{
-		"m/naive/naive.go:11 notimeout",
-		"m/naive/naive.go:14 nojitter",
-		"m/naive/naive.go:14 sleepctx",
+		"m/naive/naive.go:13 notimeout",
+		"m/naive/naive.go:16 nojitter",
+		"m/naive/naive.go:16 sleepctx",
 	}
 	for _, tc := range []struct {
 		name string
@@ -118,20 +109,20 @@ func TestVetOutsideModule(t *testing.T) {
 
 // TestVetTwoModules runs vet on packages of two modules at once.
 func TestVetTwoModules(t *testing.T) {
-	root := workspace(t, map[string]string{"m/naive/naive.go": naiveSrc})
+	root := workspace(t, map[string]string{"m/naive/naive.go": naiveSrc(t)})
 	write(t, filepath.Join(root, "other", "go.mod"), "module example.com/other\n\ngo 1.25\n")
-	write(t, filepath.Join(root, "other", "naive.go"), strings.Replace(naiveSrc, "package naive", "package other", 1))
+	write(t, filepath.Join(root, "other", "naive.go"), strings.Replace(naiveSrc(t), "package naive", "package other", 1))
 	code, out, errOut := vetIn(t, root, "./m/naive", "./other")
 	if code != exitFailure {
 		t.Errorf("exit code %d, want %d; stderr: %s", code, exitFailure, errOut)
 	}
 	want := []string{
-		"m/naive/naive.go:11 notimeout",
-		"m/naive/naive.go:14 nojitter",
-		"m/naive/naive.go:14 sleepctx",
-		"other/naive.go:11 notimeout",
-		"other/naive.go:14 nojitter",
-		"other/naive.go:14 sleepctx",
+		"m/naive/naive.go:13 notimeout",
+		"m/naive/naive.go:16 nojitter",
+		"m/naive/naive.go:16 sleepctx",
+		"other/naive.go:13 notimeout",
+		"other/naive.go:16 nojitter",
+		"other/naive.go:16 sleepctx",
 	}
 	if diff := cmp.Diff(want, checksOf(out)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s\nstderr: %s", diff, errOut)
@@ -144,44 +135,35 @@ func TestVetTwoModules(t *testing.T) {
 // never 0.
 func TestVetLoadFailure(t *testing.T) {
 	root := workspace(t, map[string]string{
-		"m/naive/naive.go":   naiveSrc,
+		"m/naive/naive.go":   naiveSrc(t),
 		"m/broken/broken.go": brokenSrc,
 		"m/clean/clean.go":   cleanSrc,
 	})
-	t.Run("with findings", func(t *testing.T) {
-		code, out, errOut := vetIn(t, root, "./m/...")
-		if code != exitFailure {
-			t.Errorf("exit code %d, want %d (findings)", code, exitFailure)
-		}
-		want := []string{
-			"m/naive/naive.go:11 notimeout",
-			"m/naive/naive.go:14 nojitter",
-			"m/naive/naive.go:14 sleepctx",
-		}
-		if diff := cmp.Diff(want, checksOf(out)); diff != "" {
-			t.Errorf("findings (-want +got):\n%s\nstderr: %s", diff, errOut)
-		}
-		if !strings.Contains(errOut, "could not check example.com/m/broken") || !strings.Contains(errOut, "undefined: undefined") {
-			t.Errorf("stderr does not report the broken package and its error:\n%s", errOut)
-		}
-	})
-	t.Run("inside", func(t *testing.T) {
-		code, out, errOut := vetIn(t, filepath.Join(root, "m"), "./...")
-		if code != exitFailure {
-			t.Errorf("exit code %d, want %d (findings)", code, exitFailure)
-		}
-		want := []string{
-			"naive/naive.go:11 notimeout",
-			"naive/naive.go:14 nojitter",
-			"naive/naive.go:14 sleepctx",
-		}
-		if diff := cmp.Diff(want, checksOf(out)); diff != "" {
-			t.Errorf("findings (-want +got):\n%s\nstderr: %s", diff, errOut)
-		}
-		if !strings.Contains(errOut, "could not check example.com/m/broken") {
-			t.Errorf("stderr does not report the broken package:\n%s", errOut)
-		}
-	})
+	for _, tc := range []struct {
+		name, dir, pattern, prefix string
+		wantErr                    string // besides the broken package's name
+	}{
+		{"with findings", root, "./m/...", "m/", "undefined: undefined"},
+		{"inside", filepath.Join(root, "m"), "./...", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := vetIn(t, tc.dir, tc.pattern)
+			if code != exitFailure {
+				t.Errorf("exit code %d, want %d (findings)", code, exitFailure)
+			}
+			want := []string{
+				tc.prefix + "naive/naive.go:13 notimeout",
+				tc.prefix + "naive/naive.go:16 nojitter",
+				tc.prefix + "naive/naive.go:16 sleepctx",
+			}
+			if diff := cmp.Diff(want, checksOf(out)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s\nstderr: %s", diff, errOut)
+			}
+			if !strings.Contains(errOut, "could not check example.com/m/broken") || !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("stderr does not report the broken package and its error:\n%s", errOut)
+			}
+		})
+	}
 	t.Run("clean", func(t *testing.T) {
 		code, out, errOut := vetIn(t, root, "./m/clean", "./m/broken")
 		if code != exitNotChecked {

@@ -4,6 +4,7 @@
 package services
 
 import (
+	"cmp"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,20 @@ import (
 	"testing"
 	"time"
 )
+
+// RedisAddr is the Redis the tests use: UNHERD_REDIS_ADDR, by default
+// 127.0.0.1:6379.
+func RedisAddr() string { return cmp.Or(os.Getenv("UNHERD_REDIS_ADDR"), "127.0.0.1:6379") }
+
+// PostgresDSN is the PostgreSQL the tests use: UNHERD_POSTGRES_DSN, by
+// default postgres://postgres@127.0.0.1:5432/test.
+func PostgresDSN() string {
+	return cmp.Or(os.Getenv("UNHERD_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test")
+}
+
+// NATSURL is the NATS server the tests use: UNHERD_NATS_URL, by default
+// nats://127.0.0.1:4222.
+func NATSURL() string { return cmp.Or(os.Getenv("UNHERD_NATS_URL"), "nats://127.0.0.1:4222") }
 
 // Unavailable skips t because a service it needs is missing, or fails it
 // when UNHERD_REQUIRE_SERVICES is 1 (as CI sets it), so that a missing

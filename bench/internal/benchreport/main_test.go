@@ -122,22 +122,3 @@ func TestReadingWithoutUnherd(t *testing.T) {
 		t.Fatalf("got reading %q for a scenario with no unherd case, want an error", out.String())
 	}
 }
-
-func TestMedian(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []float64
-		want float64
-	}{
-		{"one", []float64{3}, 3},
-		{"odd", []float64{5, 1, 3}, 3},
-		{"even", []float64{4, 1, 3, 2}, 2.5},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := median(tt.in); got != tt.want {
-				t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
-			}
-		})
-	}
-}

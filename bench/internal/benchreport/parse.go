@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 // result is one line of benchmark output: one run of one case.
@@ -70,7 +71,7 @@ func medians(results []result, scenario string) table {
 	for lib, units := range runs {
 		t.median[lib] = map[string]float64{}
 		for unit, vs := range units {
-			t.median[lib][unit] = median(vs)
+			t.median[lib][unit] = verdict.Median(vs)
 		}
 	}
 	return t
@@ -99,14 +100,4 @@ func (t table) paired(a, b, unit string, f func(a, b float64) float64) (spread, 
 		r[i] = f(ra[i], rb[i])
 	}
 	return spreadOf(r), true
-}
-
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/unherd/unherd/sim/verdict"
 )
 
 // The names the benchmarks give to the cases that are not peers.
@@ -187,7 +189,7 @@ func fastestPeer(t table) (string, bool) {
 type spread struct{ median, min, max float64 }
 
 func spreadOf(vs []float64) spread {
-	return spread{median(vs), slices.Min(vs), slices.Max(vs)}
+	return spread{verdict.Median(vs), slices.Min(vs), slices.Max(vs)}
 }
 
 // format gives the range with unit after each bound and prec decimals.

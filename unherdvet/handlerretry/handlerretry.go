@@ -16,30 +16,18 @@
 package handlerretry
 
 import (
-	"golang.org/x/tools/go/analysis"
-
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
 // Analyzer reports retry loops in HTTP handlers around remote calls.
-var Analyzer = &analysis.Analyzer{
-	Name:     "handlerretry",
-	Doc:      "report retry loops in HTTP handlers around calls to other services",
-	Requires: []*analysis.Analyzer{loops.Analyzer},
-	Run:      run,
-}
+var Analyzer = check.Loops("handlerretry", "report retry loops in HTTP handlers around calls to other services", each)
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if !inHandler(l.Func) || !match.Remote(pass.TypesInfo, l.Call) {
-			continue
-		}
-		r.Report(l.At, "retry loop in an HTTP handler around a call to another service: when this handler's callers retry too, attempts multiply at every layer (3 layers of 3 attempts make 27); make one attempt here, or use retry.Do with the request's context behind unherdhttp.Middleware, which retries only at the edge")
+func each(p *check.Pass, l *loops.Loop) {
+	if inHandler(l.Func) && match.Remote(p.TypesInfo, l.Call) {
+		p.Report(l.At, "retry loop in an HTTP handler around a call to another service: when this handler's callers retry too, attempts multiply at every layer (3 layers of 3 attempts make 27); make one attempt here, or use retry.Do with the request's context behind unherdhttp.Middleware, which retries only at the edge")
 	}
-	return nil, nil
 }
 
 func inHandler(fn *loops.Func) bool {

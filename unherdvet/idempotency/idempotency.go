@@ -24,49 +24,37 @@ import (
 	"go/types"
 	"strings"
 
-	"golang.org/x/tools/go/analysis"
-
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
 // Analyzer reports retried POST and PATCH requests without an
 // Idempotency-Key.
-var Analyzer = &analysis.Analyzer{
-	Name:     "idempotency",
-	Doc:      "report retried POST and PATCH requests without an Idempotency-Key header",
-	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
-	Run:      run,
-}
+var Analyzer = check.Loops("idempotency", "report retried POST and PATCH requests without an Idempotency-Key header", each)
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
-	info := pass.TypesInfo
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		h := match.HTTP(info, l.Call)
-		if h == nil {
-			continue
-		}
-		body := l.Func.Outermost().Body
-		method := h.Method
-		if h.Req != nil {
-			var ok bool
-			if method, ok = requestMethod(info, idx, body, h.Req, l.Call); !ok {
-				continue
-			}
-		}
-		if method != "POST" && method != "PATCH" {
-			continue
-		}
-		if mentionsKey(info, body) {
-			continue
-		}
-		r.Report(l.Call, "retry loop repeats a "+method+" without an Idempotency-Key header: if a response is lost after the server acted, the retry applies it twice; send an Idempotency-Key that stays the same on every attempt, or use unherdhttp.Transport, which retries "+method+" only with a key (Config.AutoIdempotencyKey adds one) or when it never left")
+func each(p *check.Pass, l *loops.Loop) {
+	info := p.TypesInfo
+	h := match.HTTP(info, l.Call)
+	if h == nil {
+		return
 	}
-	return nil, nil
+	body := l.Func.Outermost().Body
+	method := h.Method
+	if h.Req != nil {
+		var ok bool
+		if method, ok = requestMethod(info, p.Assign, body, h.Req, l.Call); !ok {
+			return
+		}
+	}
+	if method != "POST" && method != "PATCH" {
+		return
+	}
+	if mentionsKey(info, body) {
+		return
+	}
+	p.Report(l.Call, "retry loop repeats a "+method+" without an Idempotency-Key header: if a response is lost after the server acted, the retry applies it twice; send an Idempotency-Key that stays the same on every attempt, or use unherdhttp.Transport, which retries "+method+" only with a key (Config.AutoIdempotencyKey adds one) or when it never left")
 }
 
 // requestMethod returns the method of the request req names, when every

@@ -23,39 +23,28 @@ import (
 	"go/types"
 	"strings"
 
-	"golang.org/x/tools/go/analysis"
-
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
 // Analyzer reports retry loops against another service that do not wait
 // between attempts.
-var Analyzer = &analysis.Analyzer{
-	Name:     "nodelay",
-	Doc:      "report retry loops against another service that try again at once, with no wait between attempts",
-	Requires: []*analysis.Analyzer{loops.Analyzer},
-	Run:      run,
-}
+var Analyzer = check.Loops("nodelay", "report retry loops against another service that try again at once, with no wait between attempts", each)
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	info := pass.TypesInfo
-	bodies := match.Bodies(info, pass.Files)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
-			continue
-		}
-		if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
-			r.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
-			continue
-		}
-		if s := bareBranch(info, l); s != nil && l.Shape == loops.For {
-			r.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
-		}
+func each(p *check.Pass, l *loops.Loop) {
+	info := p.TypesInfo
+	bodies := p.Bodies()
+	if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
+		return
 	}
-	return nil, nil
+	if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
+		p.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
+		return
+	}
+	if s := bareBranch(info, l); s != nil && l.Shape == loops.For {
+		p.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
+	}
 }
 
 // mayWait reports whether something between attempts might wait, or

@@ -40,57 +40,46 @@ import (
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
 // Analyzer reports retry loops that wait a constant or non-random delay.
-var Analyzer = &analysis.Analyzer{
-	Name:     "nojitter",
-	Doc:      "report retry loops that wait a constant or non-random delay between attempts",
-	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
-	Run:      run,
-}
+var Analyzer = check.Loops("nojitter", "report retry loops that wait a constant or non-random delay between attempts", each)
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
-	bodies := match.Bodies(pass.TypesInfo, pass.Files)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if match.Local(pass.TypesInfo, bodies, l.Call, 2) {
-			continue
+func each(p *check.Pass, l *loops.Loop) {
+	if match.Local(p.TypesInfo, p.Bodies(), l.Call, 2) {
+		return
+	}
+	c := &classifier{info: p.TypesInfo, idx: p.Assign, loop: l, scope: l.Stmt, bodies: p.Bodies(),
+		seen: make(map[types.Object]kind), funcs: make(map[funcResult]kind), files: p.Files}
+	kinds := make([]kind, len(l.Waits))
+	random := false
+	for i, w := range l.Waits {
+		if w.Scope != nil {
+			// The delay a helper makes: classified in its body.
+			c.scope, c.seen = w.Scope, make(map[types.Object]kind)
 		}
-		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, scope: l.Stmt, bodies: bodies,
-			seen: make(map[types.Object]kind), funcs: make(map[funcResult]kind), files: pass.Files}
-		kinds := make([]kind, len(l.Waits))
-		random := false
-		for i, w := range l.Waits {
+		kinds[i] = c.expr(w.Delay)
+		c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
+		random = random || kinds[i] >= serverKind
+	}
+	if random {
+		return
+	}
+	for i, w := range l.Waits {
+		if msg := message(p.Pass, w, kinds[i]); msg != "" {
+			var fixes []analysis.SuggestedFix
 			if w.Scope != nil {
-				// The delay a helper makes: classified in its body.
-				c.scope, c.seen = w.Scope, make(map[types.Object]kind)
+				msg = fmt.Sprintf("retry loop waits, in %s, a delay computed without jitter: %s", types.ExprString(w.Call.Fun), advice)
+			} else if kinds[i] == constKind {
+				fixes = jitterFix(p.Pass, w)
 			}
-			kinds[i] = c.expr(w.Delay)
-			c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
-			random = random || kinds[i] >= serverKind
-		}
-		if random {
-			continue
-		}
-		for i, w := range l.Waits {
-			if msg := message(pass, w, kinds[i]); msg != "" {
-				var fixes []analysis.SuggestedFix
-				if w.Scope != nil {
-					msg = fmt.Sprintf("retry loop waits, in %s, a delay computed without jitter: %s", types.ExprString(w.Call.Fun), advice)
-				} else if kinds[i] == constKind {
-					fixes = jitterFix(pass, w)
-				}
-				r.ReportFix(w.Call, msg, fixes...)
-			}
+			p.ReportFix(w.Call, msg, fixes...)
 		}
 	}
-	return nil, nil
 }
 
 // jitterFix replaces a constant delay d > 0 with d/2 + rand.N(d), from

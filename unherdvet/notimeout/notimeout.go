@@ -31,59 +31,47 @@ import (
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
 // Analyzer reports HTTP calls without any timeout.
-var Analyzer = &analysis.Analyzer{
-	Name:     "notimeout",
-	Doc:      "report HTTP calls with no timeout: the default client, or a client without Timeout and a request without context",
-	Requires: []*analysis.Analyzer{assign.Analyzer},
-	Run:      run,
-}
+var Analyzer = check.Files("notimeout", "report HTTP calls with no timeout: the default client, or a client without Timeout and a request without context", each)
 
 const advice = "use an http.Client with Timeout set, or http.NewRequestWithContext with a context deadline (with unherdhttp.Transport, Config.AttemptTimeout bounds each attempt)"
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	c := &checker{info: pass.TypesInfo, idx: pass.ResultOf[assign.Analyzer].(assign.Index)}
-	for _, f := range pass.Files {
-		if match.Skip(pass, f) {
-			continue
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			h := match.HTTP(c.info, call)
-			if h == nil || h.Func.Name() == "RoundTrip" {
-				return true
-			}
-			name := "http." + h.Func.Name()
-			switch {
-			case h.Client == nil:
-				r.ReportFix(call, fmt.Sprintf("%s uses http.DefaultClient, which has no timeout, and takes no context: a server that stops answering holds this call for ever; %s", name, advice),
-					requestFix(pass, f, call, h)...)
-			case match.IsDefaultClient(c.info, h.Client):
-				if h.Req == nil || c.noContext(h.Req) {
-					r.Report(call, fmt.Sprintf("http.DefaultClient.%s has no timeout: a server that stops answering holds this call for ever; %s", h.Func.Name(), advice))
-				}
-			case c.noTimeout(h.Client):
-				if h.Req == nil || c.noContext(h.Req) {
-					what := "takes no context"
-					if h.Req != nil {
-						what = "its request, from http.NewRequest, has no context"
-					}
-					r.Report(call, fmt.Sprintf("%s on an http.Client without Timeout, and %s: a server that stops answering holds this call for ever; %s", types.ExprString(h.Client)+"."+h.Func.Name(), what, advice))
-				}
-			}
+func each(p *check.Pass, f *ast.File) {
+	c := &checker{info: p.TypesInfo, idx: p.Assign}
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
 			return true
-		})
-	}
-	return nil, nil
+		}
+		h := match.HTTP(c.info, call)
+		if h == nil || h.Func.Name() == "RoundTrip" {
+			return true
+		}
+		name := "http." + h.Func.Name()
+		switch {
+		case h.Client == nil:
+			p.ReportFix(call, fmt.Sprintf("%s uses http.DefaultClient, which has no timeout, and takes no context: a server that stops answering holds this call for ever; %s", name, advice),
+				requestFix(p.Pass, f, call, h)...)
+		case match.IsDefaultClient(c.info, h.Client):
+			if h.Req == nil || c.noContext(h.Req) {
+				p.Report(call, fmt.Sprintf("http.DefaultClient.%s has no timeout: a server that stops answering holds this call for ever; %s", h.Func.Name(), advice))
+			}
+		case c.noTimeout(h.Client):
+			if h.Req == nil || c.noContext(h.Req) {
+				what := "takes no context"
+				if h.Req != nil {
+					what = "its request, from http.NewRequest, has no context"
+				}
+				p.Report(call, fmt.Sprintf("%s on an http.Client without Timeout, and %s: a server that stops answering holds this call for ever; %s", types.ExprString(h.Client)+"."+h.Func.Name(), what, advice))
+			}
+		}
+		return true
+	})
 }
 
 // requestFix rewrites resp, err := http.Get(url) (or Head, or Post),

@@ -19,46 +19,36 @@ import (
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
 // Analyzer reports time.Sleep in a retry loop where a context is in scope.
-var Analyzer = &analysis.Analyzer{
-	Name:     "sleepctx",
-	Doc:      "report waits in retry loops that ignore the context in scope",
-	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
-	Run:      run,
-}
+var Analyzer = check.Loops("sleepctx", "report waits in retry loops that ignore the context in scope", each)
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		for _, w := range l.Waits {
-			if w.Kind != loops.Sleep && w.Kind != loops.After {
-				continue
-			}
-			// A context made inside the loop bounds one attempt, not the wait.
-			ctx := match.ContextInScope(pass.Pkg, w.Call.Pos(), l.Stmt.Pos())
-			if ctx == nil || detached(pass.TypesInfo, idx, l) {
-				continue
-			}
-			what := "time.Sleep"
-			if w.Kind == loops.After {
-				what = "<-time.After"
-			}
-			name := ctx.Name()
-			if !match.IsContext(ctx.Type()) {
-				name += ".Context()"
-			}
-			r.ReportFix(w.Call, fmt.Sprintf("retry loop waits with %s although %s is in scope: when the caller gives up, the loop sleeps on and retries anyway; use retry.Do(%s, ...), which stops when the context is done and never waits past its deadline, or select on %s.Done()", what, name, name, name),
-				selectFix(pass, l, w, name)...)
+func each(p *check.Pass, l *loops.Loop) {
+	for _, w := range l.Waits {
+		if w.Kind != loops.Sleep && w.Kind != loops.After {
+			continue
 		}
+		// A context made inside the loop bounds one attempt, not the wait.
+		ctx := match.ContextInScope(p.Pkg, w.Call.Pos(), l.Stmt.Pos())
+		if ctx == nil || detached(p.TypesInfo, p.Assign, l) {
+			continue
+		}
+		what := "time.Sleep"
+		if w.Kind == loops.After {
+			what = "<-time.After"
+		}
+		name := ctx.Name()
+		if !match.IsContext(ctx.Type()) {
+			name += ".Context()"
+		}
+		p.ReportFix(w.Call, fmt.Sprintf("retry loop waits with %s although %s is in scope: when the caller gives up, the loop sleeps on and retries anyway; use retry.Do(%s, ...), which stops when the context is done and never waits past its deadline, or select on %s.Done()", what, name, name, name),
+			selectFix(p.Pass, l, w, name)...)
 	}
-	return nil, nil
 }
 
 // selectFix replaces a wait that stands alone as a statement

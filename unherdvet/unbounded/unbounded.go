@@ -15,34 +15,23 @@
 package unbounded
 
 import (
-	"golang.org/x/tools/go/analysis"
-
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
 // Analyzer reports retry loops with no attempt limit and no deadline.
-var Analyzer = &analysis.Analyzer{
-	Name:     "unbounded",
-	Doc:      "report retry loops with no attempt limit and no deadline",
-	Requires: []*analysis.Analyzer{loops.Analyzer},
-	Run:      run,
-}
+var Analyzer = check.Loops("unbounded", "report retry loops with no attempt limit and no deadline", each)
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if l.Bounded {
-			continue
-		}
-		msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
-		if l.Endless {
-			msg = "reconnect loop has nothing that stops it: no context, stop channel or flag is checked, so it retries for as long as the process lives, even after its owner has given up; end it when ctx.Done() is closed (or a stop channel), and wait with retry.Do or a jittered backoff between attempts"
-		}
-		if len(l.Waits) == 0 {
-			msg = "retry loop has no attempt limit, no deadline and no wait of its own: while the dependency is down it retries forever, back to back unless the call itself waits; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
-		}
-		r.Report(l.At, msg)
+func each(p *check.Pass, l *loops.Loop) {
+	if l.Bounded {
+		return
 	}
-	return nil, nil
+	msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
+	if l.Endless {
+		msg = "reconnect loop has nothing that stops it: no context, stop channel or flag is checked, so it retries for as long as the process lives, even after its owner has given up; end it when ctx.Done() is closed (or a stop channel), and wait with retry.Do or a jittered backoff between attempts"
+	}
+	if len(l.Waits) == 0 {
+		msg = "retry loop has no attempt limit, no deadline and no wait of its own: while the dependency is down it retries forever, back to back unless the call itself waits; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
+	}
+	p.Report(l.At, msg)
 }

@@ -1,21 +1,3 @@
-// Package misuse defines an Analyzer that reports uses of unherd that undo
-// what it is for, outside test files:
-//
-//   - a backoff.Schedule without jitter (Jitter: backoff.None) or without
-//     delays (Immediate: true): clients that failed together retry
-//     together;
-//   - a retry budget turned off (budget.Unlimited): during an outage
-//     every call makes all its attempts, multiplying the load on a
-//     dependency that is already down;
-//   - a retry policy or budget built per call (retry.New, retry.Default,
-//     budget.NewTokenBucket, budget.NewRatio, budget.NewGRPC,
-//     unherdhttp.NewTransport inside a loop or an HTTP handler; retry.New
-//     or retry.Default used by the same function that builds it, outside
-//     main and init): each starts with a full budget that sees one call,
-//     so the budget never stops a storm.
-//
-// Build a Policy (or Transport) once per dependency, in a package variable
-// or a field, and share it.
 package misuse
 
 import (
@@ -27,9 +9,6 @@ import (
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
 
-// Analyzer reports misuse of unherd's backoff, budget and retry packages.
-var Analyzer = check.Files("misuse", "report unherd schedules without jitter, budgets turned off, and policies built per call", each)
-
 const (
 	backoffPath = "github.com/unherd/unherd/backoff"
 	budgetPath  = "github.com/unherd/unherd/budget"
@@ -37,7 +16,8 @@ const (
 	httpPath    = "github.com/unherd/unherd/unherdhttp"
 )
 
-func each(p *check.Pass, f *ast.File) {
+// reportMisuse reports the misuses of unherd's packages in f.
+func reportMisuse(p *check.Pass, f *ast.File) {
 	m := &checker{p: p}
 	m.values(f)
 	for _, d := range f.Decls {

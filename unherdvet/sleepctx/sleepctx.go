@@ -1,13 +1,3 @@
-// Package sleepctx defines an Analyzer that reports waits in a retry loop
-// that ignore the context in scope: time.Sleep, or a bare <-time.After,
-// where a context.Context (or an *http.Request, which carries one) is at
-// hand. A context made inside the loop, for one attempt, does not count.
-//
-// When the caller gives up (its deadline passes, its client disconnects)
-// the loop sleeps on and retries anyway, doing work nobody waits for. Wait
-// in a select that also receives from ctx.Done(), or use retry.Do(ctx,
-// ...), which stops waiting when the context is done and never starts a
-// wait that would end after its deadline.
 package sleepctx
 
 import (
@@ -18,24 +8,21 @@ import (
 
 	"golang.org/x/tools/go/analysis"
 
-	"github.com/unherd/unherd/unherdvet/internal/assign"
 	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
 
-// Analyzer reports time.Sleep in a retry loop where a context is in scope.
-var Analyzer = check.Loops("sleepctx", "report waits in retry loops that ignore the context in scope", each)
-
-func each(p *check.Pass, l *loops.Loop) {
+// reportSleeps reports the sleeps of l that ignore the context in scope.
+func reportSleeps(p *check.Pass, l *loops.Loop) {
 	for _, w := range l.Waits {
 		if w.Kind != loops.Sleep && w.Kind != loops.After {
 			continue
 		}
 		// A context made inside the loop bounds one attempt, not the wait.
 		ctx := match.ContextInScope(p.Pkg, w.Call.Pos(), l.Stmt.Pos())
-		if ctx == nil || detached(p.TypesInfo, p.Assign, l) {
+		if ctx == nil || detached(p, l) {
 			continue
 		}
 		what := "time.Sleep"
@@ -100,18 +87,18 @@ func selectFix(pass *analysis.Pass, l *loops.Loop, w *loops.Wait, ctx string) []
 // means to outlive its caller (completing a record after the request
 // ended), so its sleeps are not reported. A context derived from the
 // caller's with context.WithTimeout and the like still is.
-func detached(info *types.Info, idx assign.Index, l *loops.Loop) bool {
+func detached(p *check.Pass, l *loops.Loop) bool {
 	for _, a := range l.Call.Args {
 		id, ok := ast.Unparen(a).(*ast.Ident)
 		if !ok {
 			continue
 		}
-		v, ok := info.ObjectOf(id).(*types.Var)
+		v, ok := p.TypesInfo.ObjectOf(id).(*types.Var)
 		if !ok || !match.IsContext(v.Type()) || v.Pos() < l.Stmt.Pos() || v.Pos() > l.Stmt.End() {
 			continue // not a context made in the loop
 		}
-		for _, w := range idx[v] {
-			if !derived(info, w.Rhs, l) {
+		for _, w := range p.Assign[v] {
+			if !derived(p.TypesInfo, w.Rhs, l) {
 				return true
 			}
 		}

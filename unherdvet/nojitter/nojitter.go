@@ -615,7 +615,7 @@ func (c *classifier) writes(v *types.Var) kind {
 			k = max(k, unknownKind)
 		case a.Op == token.DEFINE || a.Op == token.ASSIGN || a.Op == token.VAR:
 			rk := c.expr(a.Rhs)
-			if rk <= fixedKind && c.refersTo(a.Rhs, v) {
+			if rk <= fixedKind && match.Mentions(c.info, a.Rhs, v) {
 				rk = growingKind
 			}
 			k = max(k, rk)
@@ -629,17 +629,6 @@ func (c *classifier) writes(v *types.Var) kind {
 		return serverKind
 	}
 	return k
-}
-
-func (c *classifier) refersTo(e ast.Expr, v *types.Var) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && c.info.ObjectOf(id) == v {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 func (c *classifier) usesRand(e ast.Expr) bool {

@@ -37,12 +37,10 @@ func mayWait(info *types.Info, l *loops.Loop, stmts []ast.Stmt) bool {
 			continue // the call that repeats the attempt
 		}
 		ast.Inspect(s, func(n ast.Node) bool {
-			if found {
-				return false
+			if _, lit := n.(*ast.FuncLit); found || lit {
+				return false // done, or code that runs at another time
 			}
 			switch n := n.(type) {
-			case *ast.FuncLit:
-				return false
 			case *ast.SelectStmt:
 				// One with a default case only looks (is it stopped?).
 				for _, c := range n.Body.List {

@@ -7,6 +7,7 @@ import (
 	"go/types"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/ast/astutil"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
 	"github.com/unherd/unherd/unherdvet/internal/check"
@@ -132,25 +133,26 @@ func requestFix(pass *analysis.Pass, file *ast.File, call *ast.CallExpr, h *matc
 // assignOf returns the statement a, b := call (or =) that stands in a
 // block of file, or nil.
 func assignOf(file *ast.File, call *ast.CallExpr) *ast.AssignStmt {
-	var found *ast.AssignStmt
-	ast.Inspect(file, func(n ast.Node) bool {
-		var list []ast.Stmt
-		switch n := n.(type) {
-		case *ast.BlockStmt:
-			list = n.List
-		case *ast.CaseClause:
-			list = n.Body
-		case *ast.CommClause:
-			list = n.Body
+	path, _ := astutil.PathEnclosingInterval(file, call.Pos(), call.End())
+	i := 1 // path[0] is call
+	for i < len(path) {
+		if _, ok := path[i].(*ast.ParenExpr); !ok {
+			break
 		}
-		for _, s := range list {
-			if as, ok := s.(*ast.AssignStmt); ok && len(as.Lhs) == 2 && len(as.Rhs) == 1 && ast.Unparen(as.Rhs[0]) == ast.Expr(call) {
-				found = as
-			}
-		}
-		return found == nil
-	})
-	return found
+		i++
+	}
+	if i+1 >= len(path) {
+		return nil
+	}
+	as, ok := path[i].(*ast.AssignStmt)
+	if !ok || len(as.Lhs) != 2 || len(as.Rhs) != 1 || ast.Unparen(as.Rhs[0]) != ast.Expr(call) {
+		return nil
+	}
+	switch path[i+1].(type) {
+	case *ast.BlockStmt, *ast.CaseClause, *ast.CommClause:
+		return as
+	}
+	return nil
 }
 
 type checker struct {

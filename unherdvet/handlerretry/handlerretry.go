@@ -1,45 +1,17 @@
-// Package handlerretry defines an Analyzer that reports retry loops in
-// HTTP handlers around calls to other services.
-//
-// A handler's caller may retry too; retrying here as well multiplies the
-// attempts at every layer (three layers of three attempts send 27
-// requests to the bottom one), exactly when it is failing. Retry at the
-// edge only: make a single attempt here, or call through retry.Do (or an
-// unherdhttp.Transport) with the request's context behind
-// unherdhttp.Middleware, which makes calls on behalf of a retrying caller
-// single attempts.
-//
-// A call counts as going to another service when it sends an HTTP
-// request, takes a context.Context or takes gRPC call options. A handler
-// is a function taking an http.ResponseWriter and an *http.Request, or a
-// function literal inside one.
 package handlerretry
 
 import (
-	"golang.org/x/tools/go/analysis"
-
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
-// Analyzer reports retry loops in HTTP handlers around remote calls.
-var Analyzer = &analysis.Analyzer{
-	Name:     "handlerretry",
-	Doc:      "report retry loops in HTTP handlers around calls to other services",
-	Requires: []*analysis.Analyzer{loops.Analyzer},
-	Run:      run,
-}
-
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if !inHandler(l.Func) || !match.Remote(pass.TypesInfo, l.Call) {
-			continue
-		}
-		r.Report(l.At, "retry loop in an HTTP handler around a call to another service: when this handler's callers retry too, attempts multiply at every layer (3 layers of 3 attempts make 27); make one attempt here, or use retry.Do with the request's context behind unherdhttp.Middleware, which retries only at the edge")
+// reportInHandler reports l when it retries a remote call inside an HTTP
+// handler.
+func reportInHandler(p *check.Pass, l *loops.Loop) {
+	if inHandler(l.Func) && match.Remote(p.TypesInfo, l.Call) {
+		p.Report(l.At, "retry loop in an HTTP handler around a call to another service: when this handler's callers retry too, attempts multiply at every layer (3 layers of 3 attempts make 27); make one attempt here, or use retry.Do with the request's context behind unherdhttp.Middleware, which retries only at the edge")
 	}
-	return nil, nil
 }
 
 func inHandler(fn *loops.Func) bool {

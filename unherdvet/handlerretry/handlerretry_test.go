@@ -3,11 +3,8 @@ package handlerretry_test
 import (
 	"testing"
 
-	"golang.org/x/tools/go/analysis/analysistest"
-
 	"github.com/unherd/unherd/unherdvet/handlerretry"
+	"github.com/unherd/unherd/unherdvet/internal/vettest"
 )
 
-func TestAnalyzer(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), handlerretry.Analyzer, "a")
-}
+func TestAnalyzer(t *testing.T) { vettest.Run(t, handlerretry.Analyzer) }

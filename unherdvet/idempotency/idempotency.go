@@ -1,21 +1,3 @@
-// Package idempotency defines an Analyzer that reports retry loops that
-// repeat a POST or PATCH request without an Idempotency-Key header.
-//
-// A POST whose response was lost may have been applied; sending it again
-// applies it twice (a second charge, a duplicate order). A server that
-// honours the Idempotency-Key header (IETF draft
-// draft-ietf-httpapi-idempotency-key-header) applies a keyed request at
-// most once, so a retry is safe only with a key that stays the same on
-// every attempt. unherdhttp.Transport retries POST and PATCH only with a
-// key, or when the request provably never left; Config.AutoIdempotencyKey
-// adds one.
-//
-// The request's method is known for http.Post, http.PostForm and the
-// Client methods of those names, and for Do and RoundTrip of a request
-// built in the same function by http.NewRequest or
-// http.NewRequestWithContext with a constant method. A loop is not
-// reported when the function mentions the header's name anywhere, or
-// hands the request to another function (which might set it).
 package idempotency
 
 import (
@@ -24,55 +6,40 @@ import (
 	"go/types"
 	"strings"
 
-	"golang.org/x/tools/go/analysis"
-
-	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
-// Analyzer reports retried POST and PATCH requests without an
+// reportUnkeyed reports l when it repeats a POST or PATCH without an
 // Idempotency-Key.
-var Analyzer = &analysis.Analyzer{
-	Name:     "idempotency",
-	Doc:      "report retried POST and PATCH requests without an Idempotency-Key header",
-	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
-	Run:      run,
-}
-
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
-	info := pass.TypesInfo
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		h := match.HTTP(info, l.Call)
-		if h == nil {
-			continue
-		}
-		body := l.Func.Outermost().Body
-		method := h.Method
-		if h.Req != nil {
-			var ok bool
-			if method, ok = requestMethod(info, idx, body, h.Req, l.Call); !ok {
-				continue
-			}
-		}
-		if method != "POST" && method != "PATCH" {
-			continue
-		}
-		if mentionsKey(info, body) {
-			continue
-		}
-		r.Report(l.Call, "retry loop repeats a "+method+" without an Idempotency-Key header: if a response is lost after the server acted, the retry applies it twice; send an Idempotency-Key that stays the same on every attempt, or use unherdhttp.Transport, which retries "+method+" only with a key (Config.AutoIdempotencyKey adds one) or when it never left")
+func reportUnkeyed(p *check.Pass, l *loops.Loop) {
+	h := match.HTTP(p.TypesInfo, l.Call)
+	if h == nil {
+		return
 	}
-	return nil, nil
+	body := l.Func.Outermost().Body
+	method := h.Method
+	if h.Req != nil {
+		var ok bool
+		if method, ok = requestMethod(p, body, h.Req, l.Call); !ok {
+			return
+		}
+	}
+	if method != "POST" && method != "PATCH" {
+		return
+	}
+	if mentionsKey(p.TypesInfo, body) {
+		return
+	}
+	p.Report(l.Call, "retry loop repeats a "+method+" without an Idempotency-Key header: if a response is lost after the server acted, the retry applies it twice; send an Idempotency-Key that stays the same on every attempt, or use unherdhttp.Transport, which retries "+method+" only with a key (Config.AutoIdempotencyKey adds one) or when it never left")
 }
 
 // requestMethod returns the method of the request req names, when every
 // write of it in body is a call of http.NewRequest(WithContext) with the
 // same constant method and no call but the attempt receives it.
-func requestMethod(info *types.Info, idx assign.Index, body *ast.BlockStmt, req ast.Expr, attempt *ast.CallExpr) (string, bool) {
+func requestMethod(p *check.Pass, body *ast.BlockStmt, req ast.Expr, attempt *ast.CallExpr) (string, bool) {
+	info, idx := p.TypesInfo, p.Assign
 	id, ok := ast.Unparen(req).(*ast.Ident)
 	if !ok {
 		return "", false

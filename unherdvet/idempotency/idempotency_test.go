@@ -3,11 +3,8 @@ package idempotency_test
 import (
 	"testing"
 
-	"golang.org/x/tools/go/analysis/analysistest"
-
 	"github.com/unherd/unherd/unherdvet/idempotency"
+	"github.com/unherd/unherd/unherdvet/internal/vettest"
 )
 
-func TestAnalyzer(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), idempotency.Analyzer, "a")
-}
+func TestAnalyzer(t *testing.T) { vettest.Run(t, idempotency.Analyzer) }

@@ -1,21 +1,3 @@
-// Package misuse defines an Analyzer that reports uses of unherd that undo
-// what it is for, outside test files:
-//
-//   - a backoff.Schedule without jitter (Jitter: backoff.None) or without
-//     delays (Immediate: true): clients that failed together retry
-//     together;
-//   - a retry budget turned off (budget.Unlimited): during an outage
-//     every call makes all its attempts, multiplying the load on a
-//     dependency that is already down;
-//   - a retry policy or budget built per call (retry.New, retry.Default,
-//     budget.NewTokenBucket, budget.NewRatio, budget.NewGRPC,
-//     unherdhttp.NewTransport inside a loop or an HTTP handler; retry.New
-//     or retry.Default used by the same function that builds it, outside
-//     main and init): each starts with a full budget that sees one call,
-//     so the budget never stops a storm.
-//
-// Build a Policy (or Transport) once per dependency, in a package variable
-// or a field, and share it.
 package misuse
 
 import (
@@ -23,18 +5,9 @@ import (
 	"go/token"
 	"go/types"
 
-	"golang.org/x/tools/go/analysis"
-
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
-
-// Analyzer reports misuse of unherd's backoff, budget and retry packages.
-var Analyzer = &analysis.Analyzer{
-	Name: "misuse",
-	Doc:  "report unherd schedules without jitter, budgets turned off, and policies built per call",
-	Run:  run,
-}
 
 const (
 	backoffPath = "github.com/unherd/unherd/backoff"
@@ -43,32 +16,26 @@ const (
 	httpPath    = "github.com/unherd/unherd/unherdhttp"
 )
 
-func run(pass *analysis.Pass) (any, error) {
-	m := &checker{pass: pass, r: suppress.New(pass)}
-	for _, f := range pass.Files {
-		if match.Skip(pass, f) {
-			continue
-		}
-		m.values(f)
-		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
-				sig, _ := pass.TypesInfo.ObjectOf(fd.Name).Type().(*types.Signature)
-				m.fn(fd.Body, fd.Name.Name, sig, false)
-			}
+// reportMisuse reports the misuses of unherd's packages in f.
+func reportMisuse(p *check.Pass, f *ast.File) {
+	m := &checker{p: p}
+	m.values(f)
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+			sig, _ := p.TypesInfo.ObjectOf(fd.Name).Type().(*types.Signature)
+			m.fn(fd.Body, fd.Name.Name, sig, false)
 		}
 	}
-	return nil, nil
 }
 
 type checker struct {
-	pass *analysis.Pass
-	r    *suppress.Reporter
+	p *check.Pass
 }
 
 // values reports backoff.None and Immediate in schedules, and
 // budget.Unlimited, wherever they are used as values.
 func (m *checker) values(f *ast.File) {
-	info := m.pass.TypesInfo
+	info := m.p.TypesInfo
 	var visit func(n ast.Node) bool
 	visit = func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -92,9 +59,9 @@ func (m *checker) values(f *ast.File) {
 				switch {
 				case k == nil:
 				case k.Name == "Jitter" && m.isNone(kv.Value):
-					m.r.Report(kv, "backoff.Schedule without jitter (backoff.None) outside tests: clients that failed together retry in lockstep; leave Jitter zero (backoff.Full)")
+					m.p.Report(kv, "backoff.Schedule without jitter (backoff.None) outside tests: clients that failed together retry in lockstep; leave Jitter zero (backoff.Full)")
 				case k.Name == "Immediate" && isTrue(info, kv.Value):
-					m.r.Report(kv, "backoff.Schedule with Immediate outside tests: retries run back to back, with no wait at all; remove Immediate and keep the default schedule (full jitter)")
+					m.p.Report(kv, "backoff.Schedule with Immediate outside tests: retries run back to back, with no wait at all; remove Immediate and keep the default schedule (full jitter)")
 				}
 			}
 		case *ast.AssignStmt:
@@ -104,12 +71,12 @@ func (m *checker) values(f *ast.File) {
 					continue
 				}
 				if m.isNone(n.Rhs[i]) {
-					m.r.Report(n, "backoff.Schedule without jitter (backoff.None) outside tests: clients that failed together retry in lockstep; leave Jitter zero (backoff.Full)")
+					m.p.Report(n, "backoff.Schedule without jitter (backoff.None) outside tests: clients that failed together retry in lockstep; leave Jitter zero (backoff.Full)")
 				}
 			}
 		case *ast.SelectorExpr:
 			if match.Object(info.Uses[n.Sel], budgetPath, "Unlimited") {
-				m.r.Report(n, "retry budget turned off (budget.Unlimited): during an outage every call makes all its attempts, multiplying the load on a dependency that is already down; leave retry.Config.Budget nil (a token bucket per Policy) or share a budget.Ratio")
+				m.p.Report(n, "retry budget turned off (budget.Unlimited): during an outage every call makes all its attempts, multiplying the load on a dependency that is already down; leave retry.Config.Budget nil (a token bucket per Policy) or share a budget.Ratio")
 			}
 		}
 		return true
@@ -120,9 +87,9 @@ func (m *checker) values(f *ast.File) {
 func (m *checker) isNone(e ast.Expr) bool {
 	switch e := ast.Unparen(e).(type) {
 	case *ast.SelectorExpr:
-		return match.Object(m.pass.TypesInfo.Uses[e.Sel], backoffPath, "None")
+		return match.Object(m.p.TypesInfo.Uses[e.Sel], backoffPath, "None")
 	case *ast.Ident:
-		return match.Object(m.pass.TypesInfo.Uses[e], backoffPath, "None")
+		return match.Object(m.p.TypesInfo.Uses[e], backoffPath, "None")
 	}
 	return false
 }
@@ -142,7 +109,7 @@ var builders = map[string][]string{
 // fn checks the constructor calls in body. name is the function's name
 // ("" for a literal); inHandler says a handler encloses body.
 func (m *checker) fn(body *ast.BlockStmt, name string, sig *types.Signature, inHandler bool) {
-	info := m.pass.TypesInfo
+	info := m.p.TypesInfo
 	inHandler = inHandler || match.IsHandler(sig)
 	var visit func(n ast.Node, loop *ast.BlockStmt)
 	visit = func(n ast.Node, loop *ast.BlockStmt) {
@@ -172,7 +139,7 @@ func (m *checker) fn(body *ast.BlockStmt, name string, sig *types.Signature, inH
 // Policy) in a function that uses it at once, when what it builds stays
 // local to that scope.
 func (m *checker) call(call *ast.CallExpr, body, loop *ast.BlockStmt, name string, inHandler bool) {
-	info := m.pass.TypesInfo
+	info := m.p.TypesInfo
 	fn := match.Callee(info, call)
 	if fn == nil || fn.Pkg() == nil {
 		return
@@ -196,11 +163,11 @@ func (m *checker) call(call *ast.CallExpr, body, loop *ast.BlockStmt, name strin
 	const share = "build it once per dependency (a package variable or a field) and share it"
 	switch {
 	case loop != nil:
-		m.r.Report(call, what+" inside a loop builds new retry state, with a full retry budget, on every iteration, and it is dropped after one use: the budget never sees the other calls and never stops a storm; "+share)
+		m.p.Report(call, what+" inside a loop builds new retry state, with a full retry budget, on every iteration, and it is dropped after one use: the budget never sees the other calls and never stops a storm; "+share)
 	case inHandler:
-		m.r.Report(call, what+" inside an HTTP handler builds new retry state, with a full retry budget, for every request: the budget never sees the other requests and never stops a storm; "+share)
+		m.p.Report(call, what+" inside an HTTP handler builds new retry state, with a full retry budget, for every request: the budget never sees the other requests and never stops a storm; "+share)
 	default:
-		m.r.Report(call, what+" builds a Policy, with a full retry budget, on every call of the function that uses it: the budget never sees the other calls and never stops a storm; "+share)
+		m.p.Report(call, what+" builds a Policy, with a full retry budget, on every call of the function that uses it: the budget never sees the other calls and never stops a storm; "+share)
 	}
 }
 

@@ -1,20 +1,3 @@
-// Package nodelay defines an Analyzer that reports retry loops against
-// another service that do not wait between attempts.
-//
-// When the dependency fails, a loop that tries again at once sends its
-// next attempt as fast as the network answers, and every client does the
-// same: the failing service gets the whole load again, multiplied by the
-// attempts, within milliseconds. A wait that grows and is drawn at random
-// (capped exponential backoff with full jitter) gives it room to recover.
-// The fix is retry.Do, whose default policy waits so.
-//
-// Only loops whose attempt goes to another service (an HTTP request, a
-// call taking a context or gRPC call options, a dial) are reported, and
-// only when nothing between attempts might wait: no sleep or timer, no
-// receive or select, no call given a time.Duration or named for waiting
-// (Wait, Sleep, Backoff, Pause, Delay, Throttle), and no other call to a
-// service (reconnecting, refreshing a token, re-reading a record after a
-// conflict), which takes its own time and changes what is tried.
 package nodelay
 
 import (
@@ -23,39 +6,26 @@ import (
 	"go/types"
 	"strings"
 
-	"golang.org/x/tools/go/analysis"
-
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
-// Analyzer reports retry loops against another service that do not wait
-// between attempts.
-var Analyzer = &analysis.Analyzer{
-	Name:     "nodelay",
-	Doc:      "report retry loops against another service that try again at once, with no wait between attempts",
-	Requires: []*analysis.Analyzer{loops.Analyzer},
-	Run:      run,
-}
-
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	info := pass.TypesInfo
-	bodies := match.Bodies(info, pass.Files)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
-			continue
-		}
-		if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
-			r.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
-			continue
-		}
-		if s := bareBranch(info, l); s != nil && l.Shape == loops.For {
-			r.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
-		}
+// reportImmediate reports l, or a failure path of it, when it tries a
+// remote call again with no wait.
+func reportImmediate(p *check.Pass, l *loops.Loop) {
+	info := p.TypesInfo
+	bodies := p.Bodies()
+	if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
+		return
 	}
-	return nil, nil
+	if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
+		p.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
+		return
+	}
+	if s := bareBranch(info, l); s != nil && l.Shape == loops.For {
+		p.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
+	}
 }
 
 // mayWait reports whether something between attempts might wait, or
@@ -67,12 +37,10 @@ func mayWait(info *types.Info, l *loops.Loop, stmts []ast.Stmt) bool {
 			continue // the call that repeats the attempt
 		}
 		ast.Inspect(s, func(n ast.Node) bool {
-			if found {
-				return false
+			if _, lit := n.(*ast.FuncLit); found || lit {
+				return false // done, or code that runs at another time
 			}
 			switch n := n.(type) {
-			case *ast.FuncLit:
-				return false
 			case *ast.SelectStmt:
 				// One with a default case only looks (is it stopped?).
 				for _, c := range n.Body.List {

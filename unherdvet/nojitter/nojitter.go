@@ -1,29 +1,3 @@
-// Package nojitter defines an Analyzer that reports retry loops whose
-// wait between attempts is not random: a constant, a value fixed before
-// the loop, or one that grows (exponentially or linearly) without jitter.
-//
-// Clients that failed together, because the dependency failed them
-// together, wait the same delay and retry together: every retry is a
-// new wall of load at the same instant. Random (full) jitter spreads
-// them out. The fix is retry.Do with the default policy, whose schedule
-// is capped exponential backoff with full jitter (backoff.Full).
-//
-// The delay is followed through constants, variables, struct fields, an
-// index into a list of delays ([]time.Duration{1s, 2s, 5s}), the
-// package's own functions and methods (whose returns are classified the
-// same way), and a backoff struct's method (b.Step()) when the struct has
-// a jitter field (Jitter, RandomizationFactor) left zero. A delay the
-// analyzer cannot follow (the result of a function call it does not know,
-// such as a backoff library's NextBackOff) is assumed to be fine; so is
-// any delay computed with math/rand, math/rand/v2 or crypto/rand, and one
-// that follows the server: a field such as Interval or RetryAfter of a
-// response (the OAuth device flow's polling interval). When one wait of a
-// loop is random or follows the server, the loop is not reported.
-//
-// Lockstep only hurts when many clients hit one remote dependency, so a
-// loop whose attempt acts on this machine (net.Listen, a file operation,
-// a file lock, a local command; or a function of the package that makes
-// only such calls) is not reported.
 package nojitter
 
 import (
@@ -40,57 +14,45 @@ import (
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
-// Analyzer reports retry loops that wait a constant or non-random delay.
-var Analyzer = &analysis.Analyzer{
-	Name:     "nojitter",
-	Doc:      "report retry loops that wait a constant or non-random delay between attempts",
-	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
-	Run:      run,
-}
-
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
-	bodies := match.Bodies(pass.TypesInfo, pass.Files)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if match.Local(pass.TypesInfo, bodies, l.Call, 2) {
-			continue
+// reportLockstep reports the waits of l when none of them is random or
+// follows the server.
+func reportLockstep(p *check.Pass, l *loops.Loop) {
+	if match.Local(p.TypesInfo, p.Bodies(), l.Call, 2) {
+		return
+	}
+	c := &classifier{info: p.TypesInfo, idx: p.Assign, loop: l, scope: l.Stmt, bodies: p.Bodies(),
+		seen: make(map[types.Object]kind), funcs: make(map[funcResult]kind), files: p.Files}
+	kinds := make([]kind, len(l.Waits))
+	random := false
+	for i, w := range l.Waits {
+		if w.Scope != nil {
+			// The delay a helper makes: classified in its body.
+			c.scope, c.seen = w.Scope, make(map[types.Object]kind)
 		}
-		c := &classifier{info: pass.TypesInfo, idx: idx, loop: l, scope: l.Stmt, bodies: bodies,
-			seen: make(map[types.Object]kind), funcs: make(map[funcResult]kind), files: pass.Files}
-		kinds := make([]kind, len(l.Waits))
-		random := false
-		for i, w := range l.Waits {
+		kinds[i] = c.expr(w.Delay)
+		c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
+		random = random || kinds[i] >= serverKind
+	}
+	if random {
+		return
+	}
+	for i, w := range l.Waits {
+		if msg := message(p.Pass, w, kinds[i]); msg != "" {
+			var fixes []analysis.SuggestedFix
 			if w.Scope != nil {
-				// The delay a helper makes: classified in its body.
-				c.scope, c.seen = w.Scope, make(map[types.Object]kind)
+				msg = fmt.Sprintf("retry loop waits, in %s, a delay computed without jitter: %s", types.ExprString(w.Call.Fun), advice)
+			} else if kinds[i] == constKind {
+				fixes = jitterFix(p.Pass, w)
 			}
-			kinds[i] = c.expr(w.Delay)
-			c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
-			random = random || kinds[i] >= serverKind
-		}
-		if random {
-			continue
-		}
-		for i, w := range l.Waits {
-			if msg := message(pass, w, kinds[i]); msg != "" {
-				var fixes []analysis.SuggestedFix
-				if w.Scope != nil {
-					msg = fmt.Sprintf("retry loop waits, in %s, a delay computed without jitter: %s", types.ExprString(w.Call.Fun), advice)
-				} else if kinds[i] == constKind {
-					fixes = jitterFix(pass, w)
-				}
-				r.ReportFix(w.Call, msg, fixes...)
-			}
+			p.ReportFix(w.Call, msg, fixes...)
 		}
 	}
-	return nil, nil
 }
 
 // jitterFix replaces a constant delay d > 0 with d/2 + rand.N(d), from
@@ -653,7 +615,7 @@ func (c *classifier) writes(v *types.Var) kind {
 			k = max(k, unknownKind)
 		case a.Op == token.DEFINE || a.Op == token.ASSIGN || a.Op == token.VAR:
 			rk := c.expr(a.Rhs)
-			if rk <= fixedKind && c.refersTo(a.Rhs, v) {
+			if rk <= fixedKind && match.Mentions(c.info, a.Rhs, v) {
 				rk = growingKind
 			}
 			k = max(k, rk)
@@ -667,17 +629,6 @@ func (c *classifier) writes(v *types.Var) kind {
 		return serverKind
 	}
 	return k
-}
-
-func (c *classifier) refersTo(e ast.Expr, v *types.Var) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && c.info.ObjectOf(id) == v {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 func (c *classifier) usesRand(e ast.Expr) bool {

@@ -1,25 +1,3 @@
-// Package notimeout defines an Analyzer that reports HTTP calls with no
-// timeout at all.
-//
-// A call without a timeout waits as long as the server keeps the
-// connection open: a hung dependency then holds a goroutine, a connection
-// and whatever the caller locked, for ever, and a caller that retries
-// never gets to retry. It reports:
-//
-//   - http.Get, http.Head, http.Post and http.PostForm, and those methods
-//     and Do on http.DefaultClient: the default client has no Timeout,
-//     and the first four take no context;
-//   - the same calls on an http.Client built in the package (a composite
-//     literal, new(http.Client) or a zero http.Client variable) without a
-//     Timeout, for Get, Head, Post
-//     and PostForm, and for Do of a request built with http.NewRequest
-//     (no context, so no deadline).
-//
-// A request built with http.NewRequestWithContext is assumed to carry a
-// deadline; a client the analyzer did not see built is assumed to have a
-// timeout. The fix is an http.Client with Timeout set, or
-// http.NewRequestWithContext with a context deadline; with
-// unherdhttp.Transport, Config.AttemptTimeout bounds each attempt too.
 package notimeout
 
 import (
@@ -29,61 +7,48 @@ import (
 	"go/types"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/ast/astutil"
 
 	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
-
-// Analyzer reports HTTP calls without any timeout.
-var Analyzer = &analysis.Analyzer{
-	Name:     "notimeout",
-	Doc:      "report HTTP calls with no timeout: the default client, or a client without Timeout and a request without context",
-	Requires: []*analysis.Analyzer{assign.Analyzer},
-	Run:      run,
-}
 
 const advice = "use an http.Client with Timeout set, or http.NewRequestWithContext with a context deadline (with unherdhttp.Transport, Config.AttemptTimeout bounds each attempt)"
 
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	c := &checker{info: pass.TypesInfo, idx: pass.ResultOf[assign.Analyzer].(assign.Index)}
-	for _, f := range pass.Files {
-		if match.Skip(pass, f) {
-			continue
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			h := match.HTTP(c.info, call)
-			if h == nil || h.Func.Name() == "RoundTrip" {
-				return true
-			}
-			name := "http." + h.Func.Name()
-			switch {
-			case h.Client == nil:
-				r.ReportFix(call, fmt.Sprintf("%s uses http.DefaultClient, which has no timeout, and takes no context: a server that stops answering holds this call for ever; %s", name, advice),
-					requestFix(pass, f, call, h)...)
-			case match.IsDefaultClient(c.info, h.Client):
-				if h.Req == nil || c.noContext(h.Req) {
-					r.Report(call, fmt.Sprintf("http.DefaultClient.%s has no timeout: a server that stops answering holds this call for ever; %s", h.Func.Name(), advice))
-				}
-			case c.noTimeout(h.Client):
-				if h.Req == nil || c.noContext(h.Req) {
-					what := "takes no context"
-					if h.Req != nil {
-						what = "its request, from http.NewRequest, has no context"
-					}
-					r.Report(call, fmt.Sprintf("%s on an http.Client without Timeout, and %s: a server that stops answering holds this call for ever; %s", types.ExprString(h.Client)+"."+h.Func.Name(), what, advice))
-				}
-			}
+// reportNoTimeout reports the HTTP calls of f that have no timeout.
+func reportNoTimeout(p *check.Pass, f *ast.File) {
+	c := &checker{info: p.TypesInfo, idx: p.Assign}
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
 			return true
-		})
-	}
-	return nil, nil
+		}
+		h := match.HTTP(c.info, call)
+		if h == nil || h.Func.Name() == "RoundTrip" {
+			return true
+		}
+		name := "http." + h.Func.Name()
+		switch {
+		case h.Client == nil:
+			p.ReportFix(call, fmt.Sprintf("%s uses http.DefaultClient, which has no timeout, and takes no context: a server that stops answering holds this call for ever; %s", name, advice),
+				requestFix(p.Pass, f, call, h)...)
+		case match.IsDefaultClient(c.info, h.Client):
+			if h.Req == nil || c.noContext(h.Req) {
+				p.Report(call, fmt.Sprintf("http.DefaultClient.%s has no timeout: a server that stops answering holds this call for ever; %s", h.Func.Name(), advice))
+			}
+		case c.noTimeout(h.Client):
+			if h.Req == nil || c.noContext(h.Req) {
+				what := "takes no context"
+				if h.Req != nil {
+					what = "its request, from http.NewRequest, has no context"
+				}
+				p.Report(call, fmt.Sprintf("%s on an http.Client without Timeout, and %s: a server that stops answering holds this call for ever; %s", types.ExprString(h.Client)+"."+h.Func.Name(), what, advice))
+			}
+		}
+		return true
+	})
 }
 
 // requestFix rewrites resp, err := http.Get(url) (or Head, or Post),
@@ -168,25 +133,26 @@ func requestFix(pass *analysis.Pass, file *ast.File, call *ast.CallExpr, h *matc
 // assignOf returns the statement a, b := call (or =) that stands in a
 // block of file, or nil.
 func assignOf(file *ast.File, call *ast.CallExpr) *ast.AssignStmt {
-	var found *ast.AssignStmt
-	ast.Inspect(file, func(n ast.Node) bool {
-		var list []ast.Stmt
-		switch n := n.(type) {
-		case *ast.BlockStmt:
-			list = n.List
-		case *ast.CaseClause:
-			list = n.Body
-		case *ast.CommClause:
-			list = n.Body
+	path, _ := astutil.PathEnclosingInterval(file, call.Pos(), call.End())
+	i := 1 // path[0] is call
+	for i < len(path) {
+		if _, ok := path[i].(*ast.ParenExpr); !ok {
+			break
 		}
-		for _, s := range list {
-			if as, ok := s.(*ast.AssignStmt); ok && len(as.Lhs) == 2 && len(as.Rhs) == 1 && ast.Unparen(as.Rhs[0]) == ast.Expr(call) {
-				found = as
-			}
-		}
-		return found == nil
-	})
-	return found
+		i++
+	}
+	if i+1 >= len(path) {
+		return nil
+	}
+	as, ok := path[i].(*ast.AssignStmt)
+	if !ok || len(as.Lhs) != 2 || len(as.Rhs) != 1 || ast.Unparen(as.Rhs[0]) != ast.Expr(call) {
+		return nil
+	}
+	switch path[i+1].(type) {
+	case *ast.BlockStmt, *ast.CaseClause, *ast.CommClause:
+		return as
+	}
+	return nil
 }
 
 type checker struct {

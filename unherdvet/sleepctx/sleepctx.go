@@ -1,13 +1,3 @@
-// Package sleepctx defines an Analyzer that reports waits in a retry loop
-// that ignore the context in scope: time.Sleep, or a bare <-time.After,
-// where a context.Context (or an *http.Request, which carries one) is at
-// hand. A context made inside the loop, for one attempt, does not count.
-//
-// When the caller gives up (its deadline passes, its client disconnects)
-// the loop sleeps on and retries anyway, doing work nobody waits for. Wait
-// in a select that also receives from ctx.Done(), or use retry.Do(ctx,
-// ...), which stops waiting when the context is done and never starts a
-// wait that would end after its deadline.
 package sleepctx
 
 import (
@@ -18,47 +8,34 @@ import (
 
 	"golang.org/x/tools/go/analysis"
 
-	"github.com/unherd/unherd/unherdvet/internal/assign"
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/fix"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
 	"github.com/unherd/unherd/unherdvet/internal/match"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
-// Analyzer reports time.Sleep in a retry loop where a context is in scope.
-var Analyzer = &analysis.Analyzer{
-	Name:     "sleepctx",
-	Doc:      "report waits in retry loops that ignore the context in scope",
-	Requires: []*analysis.Analyzer{loops.Analyzer, assign.Analyzer},
-	Run:      run,
-}
-
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	idx := pass.ResultOf[assign.Analyzer].(assign.Index)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		for _, w := range l.Waits {
-			if w.Kind != loops.Sleep && w.Kind != loops.After {
-				continue
-			}
-			// A context made inside the loop bounds one attempt, not the wait.
-			ctx := match.ContextInScope(pass.Pkg, w.Call.Pos(), l.Stmt.Pos())
-			if ctx == nil || detached(pass.TypesInfo, idx, l) {
-				continue
-			}
-			what := "time.Sleep"
-			if w.Kind == loops.After {
-				what = "<-time.After"
-			}
-			name := ctx.Name()
-			if !match.IsContext(ctx.Type()) {
-				name += ".Context()"
-			}
-			r.ReportFix(w.Call, fmt.Sprintf("retry loop waits with %s although %s is in scope: when the caller gives up, the loop sleeps on and retries anyway; use retry.Do(%s, ...), which stops when the context is done and never waits past its deadline, or select on %s.Done()", what, name, name, name),
-				selectFix(pass, l, w, name)...)
+// reportSleeps reports the sleeps of l that ignore the context in scope.
+func reportSleeps(p *check.Pass, l *loops.Loop) {
+	for _, w := range l.Waits {
+		if w.Kind != loops.Sleep && w.Kind != loops.After {
+			continue
 		}
+		// A context made inside the loop bounds one attempt, not the wait.
+		ctx := match.ContextInScope(p.Pkg, w.Call.Pos(), l.Stmt.Pos())
+		if ctx == nil || detached(p, l) {
+			continue
+		}
+		what := "time.Sleep"
+		if w.Kind == loops.After {
+			what = "<-time.After"
+		}
+		name := ctx.Name()
+		if !match.IsContext(ctx.Type()) {
+			name += ".Context()"
+		}
+		p.ReportFix(w.Call, fmt.Sprintf("retry loop waits with %s although %s is in scope: when the caller gives up, the loop sleeps on and retries anyway; use retry.Do(%s, ...), which stops when the context is done and never waits past its deadline, or select on %s.Done()", what, name, name, name),
+			selectFix(p.Pass, l, w, name)...)
 	}
-	return nil, nil
 }
 
 // selectFix replaces a wait that stands alone as a statement
@@ -110,18 +87,18 @@ func selectFix(pass *analysis.Pass, l *loops.Loop, w *loops.Wait, ctx string) []
 // means to outlive its caller (completing a record after the request
 // ended), so its sleeps are not reported. A context derived from the
 // caller's with context.WithTimeout and the like still is.
-func detached(info *types.Info, idx assign.Index, l *loops.Loop) bool {
+func detached(p *check.Pass, l *loops.Loop) bool {
 	for _, a := range l.Call.Args {
 		id, ok := ast.Unparen(a).(*ast.Ident)
 		if !ok {
 			continue
 		}
-		v, ok := info.ObjectOf(id).(*types.Var)
+		v, ok := p.TypesInfo.ObjectOf(id).(*types.Var)
 		if !ok || !match.IsContext(v.Type()) || v.Pos() < l.Stmt.Pos() || v.Pos() > l.Stmt.End() {
 			continue // not a context made in the loop
 		}
-		for _, w := range idx[v] {
-			if !derived(info, w.Rhs, l) {
+		for _, w := range p.Assign[v] {
+			if !derived(p.TypesInfo, w.Rhs, l) {
 				return true
 			}
 		}

@@ -1,48 +1,21 @@
-// Package unbounded defines an Analyzer that reports retry loops with no
-// bound: no attempt limit, no deadline, nothing but the call's success
-// ends them.
-//
-// While the dependency is down, such a loop retries for as long as the
-// process lives, and every client of the dependency does the same: the
-// load never drops, so the dependency cannot come back. A loop counts as
-// bounded when its condition, a range over an integer, or an exit guarded
-// by anything besides the attempt's error (a counter, the clock, a
-// context's Done channel, a backoff library's Stop) can end it. The fix
-// is retry.Do, whose Config.MaxAttempts (3 by default) and the caller's
-// context deadline bound every call. A loop that goes on after a success
-// too (a reconnect or long-poll loop) is reported when nothing can stop
-// it: no context, stop channel or flag is checked.
 package unbounded
 
 import (
-	"golang.org/x/tools/go/analysis"
-
+	"github.com/unherd/unherd/unherdvet/internal/check"
 	"github.com/unherd/unherd/unherdvet/internal/loops"
-	"github.com/unherd/unherd/unherdvet/internal/suppress"
 )
 
-// Analyzer reports retry loops with no attempt limit and no deadline.
-var Analyzer = &analysis.Analyzer{
-	Name:     "unbounded",
-	Doc:      "report retry loops with no attempt limit and no deadline",
-	Requires: []*analysis.Analyzer{loops.Analyzer},
-	Run:      run,
-}
-
-func run(pass *analysis.Pass) (any, error) {
-	r := suppress.New(pass)
-	for _, l := range pass.ResultOf[loops.Analyzer].(*loops.Result).Loops {
-		if l.Bounded {
-			continue
-		}
-		msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
-		if l.Endless {
-			msg = "reconnect loop has nothing that stops it: no context, stop channel or flag is checked, so it retries for as long as the process lives, even after its owner has given up; end it when ctx.Done() is closed (or a stop channel), and wait with retry.Do or a jittered backoff between attempts"
-		}
-		if len(l.Waits) == 0 {
-			msg = "retry loop has no attempt limit, no deadline and no wait of its own: while the dependency is down it retries forever, back to back unless the call itself waits; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
-		}
-		r.Report(l.At, msg)
+// reportUnbounded reports l when nothing but the call's success ends it.
+func reportUnbounded(p *check.Pass, l *loops.Loop) {
+	if l.Bounded {
+		return
 	}
-	return nil, nil
+	msg := "retry loop has no attempt limit and no deadline: while the dependency is down it retries forever, and so does every other client; use retry.Do (Config.MaxAttempts, 3 by default) with a context deadline"
+	if l.Endless {
+		msg = "reconnect loop has nothing that stops it: no context, stop channel or flag is checked, so it retries for as long as the process lives, even after its owner has given up; end it when ctx.Done() is closed (or a stop channel), and wait with retry.Do or a jittered backoff between attempts"
+	}
+	if len(l.Waits) == 0 {
+		msg = "retry loop has no attempt limit, no deadline and no wait of its own: while the dependency is down it retries forever, back to back unless the call itself waits; use retry.Do (Config.MaxAttempts, 3 by default, with jittered backoff) with a context deadline"
+	}
+	p.Report(l.At, msg)
 }

@@ -3,11 +3,8 @@ package unbounded_test
 import (
 	"testing"
 
-	"golang.org/x/tools/go/analysis/analysistest"
-
+	"github.com/unherd/unherd/unherdvet/internal/vettest"
 	"github.com/unherd/unherd/unherdvet/unbounded"
 )
 
-func TestAnalyzer(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), unbounded.Analyzer, "a")
-}
+func TestAnalyzer(t *testing.T) { vettest.Run(t, unbounded.Analyzer) }

@@ -561,28 +561,24 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		success, failure = failure, success
 	}
 	switch {
-	case op == token.EQL && !hasElse:
+	case op == token.EQL || hasElse:
 		// if err == nil { ...; return } <failure: the rest>, which may
-		// give up at its end once some path in it has gone round.
+		// give up at its end once some path in it has gone round; or
+		// if err == nil { ...; return } else { <failure> } (or the other
+		// way), followed by the rest unless the failure goes round.
+		path := rest
+		if hasElse {
+			path = failure
+		}
 		if f.last(l, success) != leave {
 			return false
 		}
-		if k := f.indexTop(l, rest, leave); k >= 0 && !f.nestedAgain(l, rest[:k]) {
+		if k := f.indexTop(l, path, leave); k >= 0 && !f.nestedAgain(l, path[:k]) {
 			return false
 		}
 		l.Success = success[len(success)-1]
-		l.Between = append(l.Between, rest...)
-	case hasElse:
-		// if err == nil { ...; return } else { <failure> } (or the other way)
-		if f.last(l, success) != leave {
-			return false
-		}
-		if k := f.indexTop(l, failure, leave); k >= 0 && !f.nestedAgain(l, failure[:k]) {
-			return false
-		}
-		l.Success = success[len(success)-1]
-		l.Between = append(l.Between, failure...)
-		if f.last(l, failure) != again {
+		l.Between = append(l.Between, path...)
+		if hasElse && f.last(l, failure) != again {
 			l.Between = append(l.Between, rest...)
 		}
 	default:

@@ -121,14 +121,7 @@ func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
 	if errv == nil {
 		return false
 	}
-	found := false
-	ast.Inspect(call, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && f.info.ObjectOf(id) == errv {
-			found = true
-		}
-		return !found
-	})
-	return found
+	return match.Mentions(f.info, call, errv)
 }
 
 // rotates reports whether fn is named for picking the next of several:

@@ -90,6 +90,18 @@ func Object(obj types.Object, path, name string) bool {
 		obj.Name() == name && obj.Parent() == obj.Pkg().Scope()
 }
 
+// Mentions reports whether n holds an identifier that refers to obj.
+func Mentions(info *types.Info, n ast.Node, obj types.Object) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && info.ObjectOf(id) == obj {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // IsContext reports whether t is context.Context.
 func IsContext(t types.Type) bool { return Named(t, "context", "Context") }
 

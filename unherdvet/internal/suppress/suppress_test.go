@@ -8,23 +8,22 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
+	for name, tc := range map[string]struct {
 		text   string
 		checks []string
 		ok     bool
 	}{
-		{"one check", "//unherdvet:ignore nojitter", []string{"nojitter"}, true},
-		{"with a reason", "//unherdvet:ignore unbounded the supervisor restarts us", []string{"unbounded"}, true},
-		{"several", "//unherdvet:ignore nojitter,unbounded,,sleepctx why", []string{"nojitter", "unbounded", "sleepctx"}, true},
-		{"tab", "//unherdvet:ignore\tmisuse", []string{"misuse"}, true},
-		{"no check silences nothing", "//unherdvet:ignore", nil, true},
-		{"not a directive", "// unherdvet:ignore nojitter", nil, false},
-		{"a longer word", "//unherdvet:ignorex nojitter", nil, false},
-		{"another comment", "// retry three times", nil, false},
-		{"block comment", "/*unherdvet:ignore nojitter*/", nil, false},
+		"one check":                 {"//unherdvet:ignore nojitter", []string{"nojitter"}, true},
+		"with a reason":             {"//unherdvet:ignore unbounded the supervisor restarts us", []string{"unbounded"}, true},
+		"several":                   {"//unherdvet:ignore nojitter,unbounded,,sleepctx why", []string{"nojitter", "unbounded", "sleepctx"}, true},
+		"tab":                       {"//unherdvet:ignore\tmisuse", []string{"misuse"}, true},
+		"no check silences nothing": {"//unherdvet:ignore", nil, true},
+		"not a directive":           {"// unherdvet:ignore nojitter", nil, false},
+		"a longer word":             {"//unherdvet:ignorex nojitter", nil, false},
+		"another comment":           {"// retry three times", nil, false},
+		"block comment":             {"/*unherdvet:ignore nojitter*/", nil, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			checks, ok := Parse(tc.text)
 			if ok != tc.ok {
 				t.Errorf("ok = %v, want %v", ok, tc.ok)

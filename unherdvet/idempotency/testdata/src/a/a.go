@@ -39,37 +39,34 @@ func patch(ctx context.Context, c *http.Client, url string, body []byte) error {
 
 // Negative: the request carries a key.
 func keyed(ctx context.Context, c *http.Client, url, key string, body []byte) error {
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
 		req.Header.Set("Idempotency-Key", key)
-		resp, err := c.Do(req)
-		if err != nil {
-			time.Sleep(time.Second)
-			continue
+		if resp, err := c.Do(req); err == nil {
+			return resp.Body.Close()
 		}
-		return resp.Body.Close()
+		time.Sleep(time.Second)
 	}
 	return nil
 }
 
-// Negative: a GET may be repeated.
-func get(ctx context.Context, c *http.Client, url string) error {
-	for i := 0; i < 3; i++ {
-		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			time.Sleep(time.Second)
-			continue
-		}
-		return resp.Body.Close()
+// Negative: a GET may be repeated, the same request each time.
+func get(ctx context.Context, c *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	var resp *http.Response
+	for tries := 3; tries > 0; tries-- {
+		if resp, err = c.Do(req); err == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	return resp, err
 }
 
 // Negative: the request goes through a helper that may set the key.

@@ -125,9 +125,8 @@ func local() error {
 // Silenced with a reason.
 func silenced(ctx context.Context, id string) (int, error) {
 	//unherdvet:ignore nodelay the server's own queue paces these
-	for i := 0; i < 3; i++ {
-		n, err := fetch(ctx, id)
-		if err == nil {
+	for range 3 {
+		if n, err := fetch(ctx, id); err == nil {
 			return n, nil
 		}
 	}

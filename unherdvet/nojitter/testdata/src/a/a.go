@@ -211,23 +211,10 @@ func iterate(r rows) error {
 	return nil
 }
 
-// Positive: a consumer loop never leaves on success, but on a failure of
-// the remote call it waits the same second as every other consumer.
-func consume(ctx context.Context) {
-	for {
-		n, err := get(ctx)
-		if err != nil {
-			time.Sleep(time.Second) // want `constant 1s`
-			continue
-		}
-		_ = n
-	}
-}
-
 // Silenced with a comment on the line above, and at the end of the line.
 func silenced() {
-	for i := 0; i < 3; i++ {
-		if err := call(); err == nil {
+	for range 3 {
+		if call() == nil {
 			return
 		}
 		//unherdvet:ignore nojitter the peer is a local sidecar
@@ -239,10 +226,7 @@ func silenced() {
 		}
 		time.Sleep(time.Second) //unherdvet:ignore nojitter,unbounded local sidecar
 	}
-	for i := 0; i < 3; i++ {
-		if err := call(); err == nil {
-			return
-		}
+	for err := call(); err != nil; err = call() {
 		time.Sleep(time.Second) //unherdvet:ignore unbounded names another check // want `constant 1s`
 	}
 }
@@ -695,5 +679,18 @@ func reconnectJittered(addr string, b *jitteredController) net.Conn {
 			return conn
 		}
 		b.pause()
+	}
+}
+
+// Positive: a consumer loop never leaves on success, but on a failure of
+// the remote call it waits the same second as every other consumer.
+func consume(ctx context.Context) {
+	for {
+		n, err := get(ctx)
+		if err != nil {
+			time.Sleep(time.Second) // want `constant 1s`
+			continue
+		}
+		_ = n
 	}
 }

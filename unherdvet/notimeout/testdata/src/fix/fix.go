@@ -6,6 +6,16 @@ import (
 	"strings"
 )
 
+// Fixed: a POST assigned to variables declared before, in a handler.
+func forward(w http.ResponseWriter, r *http.Request) {
+	var resp *http.Response
+	var err error
+	resp, err = http.Post("http://backend/", "text/plain", strings.NewReader("x")) // want `http.Post uses http.DefaultClient`
+	if err == nil {
+		resp.Body.Close()
+	}
+}
+
 // Fixed: a bare GET in a retry loop, with the caller's context at hand.
 func fetch(ctx context.Context, url string) (*http.Response, error) {
 	var lastErr error
@@ -17,16 +27,6 @@ func fetch(ctx context.Context, url string) (*http.Response, error) {
 		lastErr = err
 	}
 	return nil, lastErr
-}
-
-// Fixed: a POST assigned to variables declared before, in a handler.
-func forward(w http.ResponseWriter, r *http.Request) {
-	var resp *http.Response
-	var err error
-	resp, err = http.Post("http://backend/", "text/plain", strings.NewReader("x")) // want `http.Post uses http.DefaultClient`
-	if err == nil {
-		resp.Body.Close()
-	}
 }
 
 // Not fixed: no context in scope.

@@ -85,11 +85,8 @@ func noContext() {
 func poll(ctx context.Context) error {
 	for {
 		n, err := get(ctx)
-		if err != nil {
+		if err != nil || n > 0 {
 			return err
-		}
-		if n > 0 {
-			return nil
 		}
 		time.Sleep(time.Second)
 	}

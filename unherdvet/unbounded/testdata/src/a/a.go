@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
+var errStop = errors.New("stop")
+
 func call() error                          { return nil }
 func get(ctx context.Context) (int, error) { return 0, nil }
 func retryable(err error) bool             { return true }
-
-var errStop = errors.New("stop")
 
 // Positive: nothing but success ends it.
 func forever() {
@@ -52,11 +52,11 @@ func spin() {
 }
 
 // Negative: an attempt counter in the condition.
-func counted() error {
-	var err error
-	for i := 0; i < 3; i++ {
-		if err = call(); err == nil {
-			return nil
+func counted() (err error) {
+	for left := 3; left > 0; left-- {
+		err = call()
+		if err == nil {
+			break
 		}
 		time.Sleep(time.Second)
 	}

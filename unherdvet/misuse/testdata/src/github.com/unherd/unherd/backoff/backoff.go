@@ -5,12 +5,7 @@ import "time"
 
 type Jitter uint8
 
-const (
-	Full Jitter = iota
-	Equal
-	Decorrelated
-	None
-)
+const Full, Equal, Decorrelated, None Jitter = 0, 1, 2, 3
 
 type Schedule struct {
 	Base, Cap time.Duration

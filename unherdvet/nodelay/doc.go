@@ -1,0 +1,24 @@
+// Package nodelay defines an Analyzer that reports retry loops against
+// another service that do not wait between attempts.
+//
+// When the dependency fails, a loop that tries again at once sends its
+// next attempt as fast as the network answers, and every client does the
+// same: the failing service gets the whole load again, multiplied by the
+// attempts, within milliseconds. A wait that grows and is drawn at random
+// (capped exponential backoff with full jitter) gives it room to recover.
+// The fix is retry.Do, whose default policy waits so.
+//
+// Only loops whose attempt goes to another service (an HTTP request, a
+// call taking a context or gRPC call options, a dial) are reported, and
+// only when nothing between attempts might wait: no sleep or timer, no
+// receive or select, no call given a time.Duration or named for waiting
+// (Wait, Sleep, Backoff, Pause, Delay, Throttle), and no other call to a
+// service (reconnecting, refreshing a token, re-reading a record after a
+// conflict), which takes its own time and changes what is tried.
+package nodelay
+
+import "github.com/unherd/unherd/unherdvet/internal/check"
+
+// Analyzer reports retry loops against another service that do not wait
+// between attempts.
+var Analyzer = check.Loops("nodelay", "report retry loops against another service that try again at once, with no wait between attempts", reportImmediate)

@@ -142,18 +142,18 @@ func (r *callRun) run(e *engine.Engine) {
 // sweepCalls runs every spec against the model of every population
 // (model(true) is the closed one) over sweep, and returns the statistics
 // population-major: run i is pops[i/len(specs)] with specs[i%len(specs)],
-// seeded with stream i. Only the populations pop names run ("closed",
-// "open", or "" for both); the statistics of the others are nil, and the
-// runs made keep their streams, so that each measures what it measures
-// when every population runs.
-func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec, model func(closed bool) *callModel, pop string) ([]*callStats, error) {
+// seeded with stream i. If keep is set, only the runs it keeps are made
+// (keep(closed, spec), spec an index of specs); the statistics of the
+// others are nil, and the runs made keep their streams, so that each
+// measures what it measures when every run is made.
+func sweepCalls(ctx context.Context, o Options, pops []bool, specs []policySpec, model func(closed bool) *callModel, keep func(closed bool, spec int) bool) ([]*callStats, error) {
 	type out struct {
 		st  *callStats
 		err error
 	}
 	var runs []int
 	for i := range len(pops) * len(specs) {
-		if pop == "" || pops[i/len(specs)] == (pop == populationClosed) {
+		if keep == nil || keep(pops[i/len(specs)], i%len(specs)) {
 			runs = append(runs, i)
 		}
 	}

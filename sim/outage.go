@@ -111,17 +111,42 @@ var outageScenario = define("outage", "closed and open",
 	defaultOutageParams, runOutageScenario)
 
 func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result, error) {
-	res, _, err := runOutage(ctx, p, p.policies(), o, "")
+	res, _, err := runOutage(ctx, p, p.policies(), o, nil)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
+// outageCharts are the outage table's charts without their lines: the
+// closed population's, then the open stream's.
+func outageCharts(p *OutageParams) []Chart {
+	charts := []Chart{
+		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
+		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
+	}
+	down := Span{From: p.Before.Seconds(), To: (p.Before + p.Down).Seconds(), Label: "dependency down"}
+	for i := range charts {
+		charts[i].Shade = []Span{down}
+	}
+	return charts
+}
+
+// series is r's line on its population's chart: the offered load per
+// 100 ms bucket.
+func (r outageRow) series() Series {
+	xs := make([]float64, len(r.load))
+	for b := range xs {
+		xs[b] = round(float64(b)*0.1, 1)
+	}
+	return Series{Name: r.policy, X: xs, Y: r.load}
+}
+
 // outageRow is what one (population, policy) run measured.
 type outageRow struct {
 	population string
 	policy     string
+	spec       int // the policy's index in the specs run
 	baseline   float64 // offered load before the outage, per second
 	peak       float64 // highest offered load in a 100 ms bucket, per second
 	during     float64 // mean offered load during the outage, per second
@@ -133,12 +158,12 @@ type outageRow struct {
 	load       []float64
 }
 
-// runOutage runs every policy against the populations pop names (both
-// for "") and builds the outage table; it returns the rows too, for
-// what-if. The claims need both populations.
-func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options, pop string) (*Result, []outageRow, error) {
+// runOutage runs every policy against both populations, or the runs keep
+// keeps (see sweepCalls), and builds the outage table; it returns the
+// rows too, for what-if. The claims need every run.
+func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []outageRow, error) {
 	pops := []bool{true, false}
-	outs, err := sweepCalls(ctx, o, pops, specs, p.model, pop)
+	outs, err := sweepCalls(ctx, o, pops, specs, p.model, keep)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,14 +171,7 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 		Columns: []string{"population", "policy", "baseline_rps", "outage_rps", "peak_rps", "peak_x", "pulse",
 			"amplification", "recover_s", "failed", "success_pct"}}
 	var rows []outageRow
-	charts := []Chart{
-		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
-		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
-	}
-	down := Span{From: p.Before.Seconds(), To: (p.Before + p.Down).Seconds(), Label: "dependency down"}
-	for i := range charts {
-		charts[i].Shade = []Span{down}
-	}
+	charts := outageCharts(p)
 	for i, st := range outs {
 		if st == nil {
 			continue
@@ -163,20 +181,17 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 			pop = populationOpen
 		}
 		r := measureOutage(p, pop, specs[i%len(specs)].Name, st)
+		r.spec = i % len(specs)
 		rows = append(rows, r)
 		res.Rows = append(res.Rows, Row{"population": pop, "policy": r.policy,
 			"baseline_rps": round(r.baseline, 0), "outage_rps": round(r.during, 0), "peak_rps": round(r.peak, 0), "peak_x": round(r.peak/r.baseline, 2),
 			"pulse": round(r.pulse, 2), "amplification": round(r.amp, 2), "recover_s": round(r.recover, 1),
 			"failed": r.failed, "success_pct": round(100*r.success, 2)})
-		xs := make([]float64, len(r.load))
-		for b := range xs {
-			xs[b] = round(float64(b)*0.1, 1)
-		}
 		c := &charts[i/len(specs)]
-		c.Series = append(c.Series, Series{Name: r.policy, X: xs, Y: r.load})
+		c.Series = append(c.Series, r.series())
 	}
 	res.Charts = charts
-	if pop == "" {
+	if keep == nil {
 		res.Claims = outageClaims(p, rows, len(specs))
 	}
 	return res, rows, nil

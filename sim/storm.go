@@ -95,6 +95,7 @@ var stormScenario = define("storm", "closed and open",
 type stormRow struct {
 	population string
 	policy     string
+	spec       int // the policy's index in the specs run
 	attempts   int
 	budget     string
 	load       float64 // attempts per second over the second half
@@ -105,16 +106,16 @@ type stormRow struct {
 }
 
 func runStormScenario(ctx context.Context, p *StormParams, o Options) (*Result, error) {
-	res, _, err := runStorm(ctx, p, p.policies(), o, "")
+	res, _, err := runStorm(ctx, p, p.policies(), o, nil)
 	return res, err
 }
 
-// runStorm runs every policy against the populations pop names (both for
-// ""); it returns the rows too, for what-if. The claims need both
-// populations.
-func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options, pop string) (*Result, []stormRow, error) {
+// runStorm runs every policy against both populations, or the runs keep
+// keeps (see sweepCalls); it returns the rows too, for what-if. The
+// claims need every run.
+func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []stormRow, error) {
 	pops := []bool{false, true}
-	outs, err := sweepCalls(ctx, o, pops, specs, p.model, pop)
+	outs, err := sweepCalls(ctx, o, pops, specs, p.model, keep)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,7 +128,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 			continue
 		}
 		spec := specs[i%len(specs)]
-		r := stormRow{population: populationOpen, policy: spec.Name, attempts: spec.Retry.MaxAttempts, budget: spec.Budget}
+		r := stormRow{population: populationOpen, policy: spec.Name, spec: i % len(specs), attempts: spec.Retry.MaxAttempts, budget: spec.Budget}
 		if pops[i/len(specs)] {
 			r.population = populationClosed
 		}
@@ -183,7 +184,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 		}
 	}
 	res.Charts = []Chart{chart}
-	if pop == "" {
+	if keep == nil {
 		res.Claims = stormClaims(p, rows, len(specs))
 	}
 	return res, rows, nil

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -95,7 +94,7 @@ type Impact struct {
 // refuses is an error (a *PolicyError): the simulated dependency fails
 // fast, for one, so a per-attempt timeout is refused rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
-	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), "")
+	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams())
 }
 
 // The populations of a what-if, as Verdict.Population names them.
@@ -104,87 +103,70 @@ const (
 	populationOpen   = "open"
 )
 
-// WhatIfPopulation is the part of WhatIf that concerns one population,
-// "closed" or "open": that population's verdict and rows, and its chart's
-// lines (the other population's chart is there without lines). The runs
-// of the two populations are independent, so two processes can make the
-// two parts at once (the browser's Web Workers do), and MergeWhatIf of
-// the closed part and the open part, made with the same policy and
-// options, is the report WhatIf returns.
-func WhatIfPopulation(ctx context.Context, p Policy, o Options, population string) (*WhatIfReport, error) {
+// WhatIfPart is what one policy's runs against one population measured in
+// a what-if: the outage run and the storm run. A what-if is four such
+// parts (the user's policy and the default, each against the closed
+// population and the open stream), independent of each other, so that
+// processes can make them at once and the default's can be kept for
+// another policy with the same seed (the browser's Web Workers do both);
+// MergeWhatIf joins them into the report WhatIf makes.
+type WhatIfPart struct {
+	// Population is "closed" or "open"; Default is set for the default
+	// policy's part, clear for the user's.
+	Population string `json:"population"`
+	Default    bool   `json:"default"`
+	// Impact is what the policy did in the outage, as a Verdict shows it.
+	Impact Impact `json:"impact"`
+	// Outage and Storm are the part's rows of the what-if's outage and
+	// storm tables, and Load its line on its population's outage chart.
+	Outage Row    `json:"outage"`
+	Storm  Row    `json:"storm"`
+	Load   Series `json:"load"`
+}
+
+// WhatIfRun makes one part of the what-if of p: the default policy's
+// runs against the population named (closed or open) if ofDefault is
+// set (p is then only validated), else p's. Made with the same options,
+// the four parts MergeWhatIf needs give the report WhatIf gives.
+func WhatIfRun(ctx context.Context, p Policy, o Options, population string, ofDefault bool) (*WhatIfPart, error) {
 	if population != populationClosed && population != populationOpen {
 		return nil, fmt.Errorf("%w: population %q: want %q or %q", ErrInvalidParams, population, populationClosed, populationOpen)
 	}
-	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), population)
+	parts, err := whatIfParts(ctx, p, o, defaultOutageParams(), defaultStormParams(), func(closed bool, spec int) bool {
+		return closed == (population == populationClosed) && (spec == 1) == ofDefault
+	})
+	if err != nil {
+		return nil, err
+	}
+	return parts[0], nil
 }
 
-// MergeWhatIf joins the parts WhatIfPopulation made for the closed
-// population and for the open one into the report WhatIf makes: the
-// verdicts and the outage rows closed first, the storm rows open first
-// (as WhatIf lays them out), each chart with the lines of both parts, and
-// the overall judgement of both verdicts. The parts are not changed.
-func MergeWhatIf(closed, open *WhatIfReport) (*WhatIfReport, error) {
-	parts := []*WhatIfReport{closed, open}
-	for i, part := range parts {
-		want := []string{populationClosed, populationOpen}[i]
-		if part == nil || len(part.Verdicts) != 1 || part.Verdicts[0].Population != want || len(part.Results) != 2 {
-			return nil, fmt.Errorf("%w: MergeWhatIf's part %d is not the %s population's part of a what-if (WhatIfPopulation makes it)", ErrInvalidParams, i+1, want)
-		}
-	}
-	rep := *closed
-	rep.Verdicts = []Verdict{closed.Verdicts[0], open.Verdicts[0]}
-	rep.Overall = overallJudgement(rep.Verdicts)
-	// Each table's rows in the order of its runs: the outage runs the
-	// closed population first, the storm the open one.
-	order := [][]*WhatIfReport{{closed, open}, {open, closed}}
-	rep.Results = make([]*Result, 2)
-	for t := range rep.Results {
-		r := *closed.Results[t]
-		r.Rows = nil
-		for _, part := range order[t] {
-			r.Rows = append(r.Rows, part.Results[t].Rows...)
-		}
-		r.Charts = slices.Clone(closed.Results[t].Charts)
-		for c := range r.Charts {
-			r.Charts[c].Series = nil
-			for _, part := range order[t] {
-				if c < len(part.Results[t].Charts) {
-					r.Charts[c].Series = append(r.Charts[c].Series, part.Results[t].Charts[c].Series...)
-				}
-			}
-		}
-		rep.Results[t] = &r
-	}
-	return &rep, nil
+// MergeWhatIf joins the four parts of the what-if of p (each made by
+// WhatIfRun with the same options, in any order) into the report WhatIf
+// makes. The parts are not changed.
+func MergeWhatIf(p Policy, parts []*WhatIfPart) (*WhatIfReport, error) {
+	return mergeWhatIf(p, defaultOutageParams(), defaultStormParams(), parts)
 }
 
-// overallJudgement is WhatIfReport.Overall for verdicts.
-func overallJudgement(verdicts []Verdict) string {
-	overall := "similar"
-	for _, j := range []string{"better", "worse"} {
-		for _, v := range verdicts {
-			if v.Judgement == j {
-				overall = j
-			}
-		}
+// whatIf is WhatIf at the given sizes.
+func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams) (*WhatIfReport, error) {
+	parts, err := whatIfParts(ctx, p, o, op, sp, nil)
+	if err != nil {
+		return nil, err
 	}
-	return overall
+	return mergeWhatIf(p, op, sp, parts)
 }
 
-// whatIf is WhatIf at the given sizes, for the population pop names (both
-// for "").
-func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, pop string) (*WhatIfReport, error) {
+// whatIfParts makes the parts of the what-if of p that keep keeps (every
+// part if keep is nil; see sweepCalls), at the given sizes. The outage
+// runs are the first half of the progress, the storm runs the second, so
+// that it never goes back between the two.
+func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
 	user, err := specOf(p)
 	if err != nil {
 		return nil, err
 	}
 	specs := []policySpec{user, {Policy: defaultPolicy()}}
-	policy := p.Fields()
-	rep := &WhatIfReport{Policy: policy, Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
-		Capacity: op.Capacity, Outage: op.Down.String()}
-
-	// The outage runs are the first half of the progress, the storm runs
-	// the second, so that it never goes back between the two.
 	oo, so := o, o
 	if o.Progress != nil {
 		oo.Progress = func(d, t int) {
@@ -198,39 +180,96 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 			}
 		}
 	}
-	ores, orows, err := runOutage(ctx, op, specs, oo, pop)
+	_, orows, err := runOutage(ctx, op, specs, oo, keep)
 	if err != nil {
 		return nil, err
 	}
-	outage := &Result{Scenario: "outage", Population: ores.Population, Params: Values(op),
-		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "recover_s", "failed"),
-		Charts:  ores.Charts}
+	_, srows, err := runStorm(ctx, sp, specs, so, keep)
+	if err != nil {
+		return nil, err
+	}
+	var parts []*WhatIfPart
 	for _, r := range orows {
-		outage.Rows = append(outage.Rows, Row{"population": r.population, "policy": r.policy,
-			"peak_rps": round(r.peak, 0), "amplification": round(r.amp, 2),
-			"success_pct": round(100*r.success, 2), "outage_rps": round(r.during, 0),
-			"recover_s": round(r.recover, 1), "failed": r.failed})
+		part := &WhatIfPart{Population: r.population, Default: r.spec == 1, Impact: impact(r, op), Load: r.series(),
+			Outage: Row{"population": r.population, "policy": r.policy,
+				"peak_rps": round(r.peak, 0), "amplification": round(r.amp, 2),
+				"success_pct": round(100*r.success, 2), "outage_rps": round(r.during, 0),
+				"recover_s": round(r.recover, 1), "failed": r.failed}}
+		for _, s := range srows {
+			if s.population == r.population && s.spec == r.spec {
+				part.Storm = Row{"population": s.population, "policy": s.policy,
+					"peak_rps": round(s.peak, 0), "amplification": round(s.amp, 2),
+					"success_pct": round(100*s.success, 2), "load_rps": round(s.load, 1)}
+			}
+		}
+		parts = append(parts, part)
 	}
-	// orows: closed (user, default), then open (user, default).
-	for i := 0; i+1 < len(orows); i += 2 {
-		rep.Verdicts = append(rep.Verdicts, judge(orows[i].population, impact(orows[i], op), impact(orows[i+1], op)))
-	}
+	return parts, nil
+}
 
-	rep.Overall = overallJudgement(rep.Verdicts)
-
-	_, srows, err := runStorm(ctx, sp, specs, so, pop)
-	if err != nil {
-		return nil, err
+// mergeWhatIf is MergeWhatIf at the given sizes.
+func mergeWhatIf(p Policy, op *OutageParams, sp *StormParams, parts []*WhatIfPart) (*WhatIfReport, error) {
+	// of[closed][default] is a part; the tables list the user's policy
+	// before the default, the outage the closed population first and the
+	// storm the open one.
+	var of [2][2]*WhatIfPart
+	for _, part := range parts {
+		if part == nil || (part.Population != populationClosed && part.Population != populationOpen) {
+			return nil, fmt.Errorf("%w: MergeWhatIf: a part of population %v: WhatIfRun makes the parts", ErrInvalidParams, part)
+		}
+		c, d := part.Population == populationOpen, part.Default
+		if of[b2i(c)][b2i(d)] != nil {
+			return nil, fmt.Errorf("%w: MergeWhatIf: two parts of the %s population's %s", ErrInvalidParams, part.Population, map[bool]string{true: "default", false: "policy"}[d])
+		}
+		of[b2i(c)][b2i(d)] = part
 	}
+	for c := range of {
+		for d := range of[c] {
+			if of[c][d] == nil {
+				return nil, fmt.Errorf("%w: MergeWhatIf: %d parts: want the four of one what-if (both policies, both populations)", ErrInvalidParams, len(parts))
+			}
+		}
+	}
+	rep := &WhatIfReport{Policy: p.Fields(), Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
+		Capacity: op.Capacity, Outage: op.Down.String()}
+	outage := &Result{Scenario: "outage", Population: "closed and open", Params: Values(op),
+		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "recover_s", "failed"),
+		Charts:  outageCharts(op)}
 	storm := &Result{Scenario: "storm", Population: "closed and open", Params: Values(sp),
 		Columns: append(append([]string(nil), whatIfColumns...), "load_rps")}
-	for _, r := range srows {
-		storm.Rows = append(storm.Rows, Row{"population": r.population, "policy": r.policy,
-			"peak_rps": round(r.peak, 0), "amplification": round(r.amp, 2),
-			"success_pct": round(100*r.success, 2), "load_rps": round(r.load, 1)})
+	for c, pop := range []string{populationClosed, populationOpen} {
+		yours, def := of[c][0], of[c][1]
+		outage.Rows = append(outage.Rows, yours.Outage, def.Outage)
+		outage.Charts[c].Series = []Series{yours.Load, def.Load}
+		rep.Verdicts = append(rep.Verdicts, judge(pop, yours.Impact, def.Impact))
 	}
+	for c := range []string{populationOpen, populationClosed} {
+		storm.Rows = append(storm.Rows, of[1-c][0].Storm, of[1-c][1].Storm)
+	}
+	rep.Overall = overallJudgement(rep.Verdicts)
 	rep.Results = []*Result{outage, storm}
 	return rep, nil
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// overallJudgement is WhatIfReport.Overall for verdicts.
+func overallJudgement(verdicts []Verdict) string {
+	overall := "similar"
+	for _, j := range []string{"better", "worse"} {
+		for _, v := range verdicts {
+			if v.Judgement == j {
+				overall = j
+			}
+		}
+	}
+	return overall
 }
 
 func impact(r outageRow, p *OutageParams) Impact {

@@ -29,42 +29,65 @@ func TestMergeWhatIfEqualsWhatIf(t *testing.T) {
 	for _, p := range policies {
 		for _, seed := range []uint64{1, 7, 42} {
 			o := Options{Seed: seed}
-			whole, err := whatIf(ctx, p, o, op, sp, "")
+			whole, err := whatIf(ctx, p, o, op, sp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			closed, err := whatIf(ctx, p, o, op, sp, populationClosed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			open, err := whatIf(ctx, p, o, op, sp, populationOpen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			merged, err := MergeWhatIf(closed, open)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(merged, whole) {
-				for i := range whole.Results {
-					t.Errorf("%s, seed %d: merged parts differ from the whole report; result %d:\nmerged %+v\nwhole  %+v", p.Name, seed, i, merged.Results[i], whole.Results[i])
+			// Each part made alone, then sent through JSON as the page
+			// sends them between its workers.
+			var parts []*WhatIfPart
+			for _, pop := range []string{populationOpen, populationClosed} {
+				for _, def := range []bool{true, false} {
+					made, err := whatIfParts(ctx, p, o, op, sp, func(closed bool, spec int) bool {
+						return closed == (pop == populationClosed) && (spec == 1) == def
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(made) != 1 || made[0].Population != pop || made[0].Default != def {
+						t.Fatalf("parts of %s, default %v: got %d parts, %+v", pop, def, len(made), made)
+					}
+					b, err := json.Marshal(made[0])
+					if err != nil {
+						t.Fatal(err)
+					}
+					var part WhatIfPart
+					if err := json.Unmarshal(b, &part); err != nil {
+						t.Fatal(err)
+					}
+					parts = append(parts, &part)
 				}
+			}
+			merged, err := mergeWhatIf(p, op, sp, parts)
+			if err != nil {
+				t.Fatal(err)
 			}
 			mj, _ := json.Marshal(merged)
 			wj, _ := json.Marshal(whole)
 			if string(mj) != string(wj) {
 				t.Errorf("%s, seed %d: merged JSON differs:\n%s\n%s", p.Name, seed, mj, wj)
 			}
+			if !reflect.DeepEqual(merged.Results[0].Charts, whole.Results[0].Charts) || !reflect.DeepEqual(merged.Results[0].Columns, whole.Results[0].Columns) {
+				t.Errorf("%s, seed %d: merged charts or columns differ from the whole report's", p.Name, seed)
+			}
 		}
 	}
 }
 
-func TestWhatIfPopulationRefusesOthers(t *testing.T) {
-	if _, err := WhatIfPopulation(context.Background(), Policy{}, Options{}, "both"); !errors.Is(err, ErrInvalidParams) {
+func TestWhatIfRunAndMergeRefuseOthers(t *testing.T) {
+	if _, err := WhatIfRun(context.Background(), Policy{}, Options{}, "both", false); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("population both: got %v, want ErrInvalidParams", err)
 	}
-	closed := &WhatIfReport{Verdicts: []Verdict{{Population: populationClosed}}, Results: []*Result{{}, {}}}
-	if _, err := MergeWhatIf(closed, closed); !errors.Is(err, ErrInvalidParams) {
-		t.Errorf("two closed parts: got %v, want ErrInvalidParams", err)
+	closed := &WhatIfPart{Population: populationClosed}
+	for name, parts := range map[string][]*WhatIfPart{
+		"none":     nil,
+		"one":      {closed},
+		"twice":    {closed, closed, {Population: populationOpen}, {Population: populationOpen, Default: true}},
+		"unknown":  {{Population: "half-open"}},
+		"nil part": {nil},
+	} {
+		if _, err := MergeWhatIf(Policy{}, parts); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("%s: got %v, want ErrInvalidParams", name, err)
+		}
 	}
 }

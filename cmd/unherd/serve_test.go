@@ -368,7 +368,7 @@ func TestServePageEditReruns(t *testing.T) {
 	cpu := p.cpuSeconds()
 	p.run(t, "opening the page", chromedp.Navigate(base+"?attempts=5&jitter=none&budget=none&seed=1"))
 	seq, first := p.waitRun(t, 0)
-	t.Logf("the five-attempt what-if took %s ms in chromium from the request to the charts drawn, %s ms of it in the simulator (the closed and the open part %s ms at once, the merge %s ms); chromium used %.2f s of processor time from the page's load to the charts",
+	t.Logf("the five-attempt what-if took %s ms in chromium from the request to the charts drawn, %s ms of it in the simulator (the two workers %s ms at once, the merge %s ms); chromium used %.2f s of processor time from the page's load to the charts",
 		eval[string](t, p, `document.querySelector('#result').dataset.ms`), eval[string](t, p, `document.querySelector('#result').dataset.runMs`),
 		eval[string](t, p, `document.querySelector('#result').dataset.partsMs`), eval[string](t, p, `document.querySelector('#result').dataset.mergeMs`), p.cpuSeconds()-cpu)
 	before := p.canvases(t)
@@ -416,7 +416,7 @@ func TestServePageEditReruns(t *testing.T) {
 		poll(fmt.Sprintf(`document.querySelector('#result').dataset.seq === '%d' && document.querySelector('#result').dataset.state === 'running'`, seq+1), time.Minute))
 	typeAttempts("3")
 	seq2, second := p.waitRun(t, seq+1)
-	t.Logf("the three-attempt what-if after the edit, on workers already started, took %s ms from the request to the charts drawn, %s ms of it in the simulator (parts %s ms at once, merge %s ms)",
+	t.Logf("the three-attempt what-if after the edit, on workers already started and with the default policy's parts kept, took %s ms from the request to the charts drawn, %s ms of it in the simulator (the two workers %s ms at once, the merge %s ms)",
 		eval[string](t, p, `document.querySelector('#result').dataset.ms`), eval[string](t, p, `document.querySelector('#result').dataset.runMs`),
 		eval[string](t, p, `document.querySelector('#result').dataset.partsMs`), eval[string](t, p, `document.querySelector('#result').dataset.mergeMs`))
 	if c := eval[string](t, p, `document.querySelector('#result').dataset.cancelled`); c != "1" {

@@ -22,18 +22,17 @@ import (
 
 // Request is one run the page asks for.
 type Request struct {
-	// Kind is "whatif" (Policy judged beside the default), "scenario"
-	// (the scenario Name run with Params) or "merge" (the whole what-if
-	// from the answers in Parts).
+	// Kind is "whatif" (Policy judged beside the default), "parts" (the
+	// parts of Policy's what-if that Runs names), "merge" (Policy's
+	// what-if from its four Parts) or "scenario" (the scenario Name run
+	// with Params). Workers make the parts of one what-if at once and one
+	// of them merges them; the answer is the whole what-if's.
 	Kind string `json:"kind"`
-	// Population, for a what-if, makes only that population's part,
-	// "closed" or "open" (sim.WhatIfPopulation), so that two workers can
-	// make the two at once; empty makes the whole what-if.
-	Population string `json:"population,omitempty"`
-	// Parts, for a merge, are the answers to the closed and then the open
-	// part of one what-if; the merge answers as the whole what-if would
-	// (sim.MergeWhatIf).
-	Parts []Response `json:"parts,omitempty"`
+	// Runs, for "parts", names the parts to make, in order.
+	Runs []Run `json:"runs,omitempty"`
+	// Parts, for "merge", are the four parts of Policy's what-if made
+	// with the same seed (sim.MergeWhatIf).
+	Parts []*sim.WhatIfPart `json:"parts,omitempty"`
 	// Policy holds the policy file's fields by their dotted names (name,
 	// attempts, base, cap, jitter, budget, budget.ratio,
 	// timeouts.attempt), each as it would be written in the file; an
@@ -52,8 +51,18 @@ type Request struct {
 	Seed string `json:"seed,omitempty"`
 }
 
+// Run names a part of a what-if: a population, "closed" or "open", and
+// whether the part is the default policy's (the same for every policy
+// with the same seed) or the user's (sim.WhatIfRun).
+type Run struct {
+	Population string `json:"population"`
+	Default    bool   `json:"default,omitempty"`
+}
+
 // Response is the answer to a Request.
 type Response struct {
+	// Parts are the parts a "parts" request made, in its order.
+	Parts []*sim.WhatIfPart `json:"parts,omitempty"`
 	// Result is, for a what-if, the JSON object that `unherd whatif --json
 	// --seed N` prints for the same policy file; for a scenario, the one
 	// `unherd sim NAME --json` prints.
@@ -108,7 +117,7 @@ func do(ctx context.Context, data []byte, progress func(done, total int)) Respon
 	}
 	o := sim.Options{Seed: seed, Progress: progress}
 	switch req.Kind {
-	case "whatif":
+	case "whatif", "parts", "merge":
 		p, err := ParsePolicy(req.Policy)
 		if err != nil {
 			resp := Response{Error: err.Error()}
@@ -118,57 +127,44 @@ func do(ctx context.Context, data []byte, progress func(done, total int)) Respon
 			}
 			return resp
 		}
-		rep, err := whatIf(ctx, p, o, req.Population)
+		var rep *sim.WhatIfReport
+		switch req.Kind {
+		case "parts":
+			return parts(ctx, p, o, req.Runs)
+		case "merge":
+			rep, err = sim.MergeWhatIf(p, req.Parts)
+		default:
+			rep, err = sim.WhatIf(ctx, p, o)
+		}
 		if err != nil {
 			return Response{Error: fmt.Sprintf("whatif: %v", err)}
 		}
 		return answer(rep, rep.Results)
 	case "scenario":
 		return scenario(ctx, req, o)
-	case "merge":
-		return merge(req.Parts)
 	}
-	return Response{Error: fmt.Sprintf("unknown kind of run %q (want whatif, scenario or merge)", req.Kind)}
+	return Response{Error: fmt.Sprintf("unknown kind of run %q (want whatif, parts, merge or scenario)", req.Kind)}
 }
 
-// whatIf is the what-if of p, or its part for population if one is named.
-func whatIf(ctx context.Context, p sim.Policy, o sim.Options, population string) (*sim.WhatIfReport, error) {
-	if population == "" {
-		return sim.WhatIf(ctx, p, o)
+// parts makes the parts of p's what-if that runs names, in order; the
+// progress counts over all of them.
+func parts(ctx context.Context, p sim.Policy, o sim.Options, runs []Run) Response {
+	if len(runs) == 0 {
+		return Response{Error: "parts: no runs named: want one or more of the what-if's four parts"}
 	}
-	return sim.WhatIfPopulation(ctx, p, o, population)
-}
-
-// merge answers with the whole what-if of the closed and the open part's
-// answers. A what-if's charts are its outage table's (the storm table
-// has none in a what-if), so each part's charts go back to that table.
-func merge(parts []Response) Response {
-	if len(parts) != 2 {
-		return Response{Error: fmt.Sprintf("merge: %d parts: want the closed and the open part of one what-if", len(parts))}
+	progress := o.Progress
+	var resp Response
+	for i, r := range runs {
+		if progress != nil {
+			o.Progress = func(done, total int) { progress(i*total+done, len(runs)*total) }
+		}
+		part, err := sim.WhatIfRun(ctx, p, o, r.Population, r.Default)
+		if err != nil {
+			return Response{Error: fmt.Sprintf("whatif: %v", err)}
+		}
+		resp.Parts = append(resp.Parts, part)
 	}
-	reps := make([]*sim.WhatIfReport, len(parts))
-	for i, part := range parts {
-		if part.Error != "" {
-			return part
-		}
-		var rep sim.WhatIfReport
-		if err := json.Unmarshal(part.Result, &rep); err != nil {
-			return Response{Error: fmt.Sprintf("merge: reading part %d: %v", i+1, err)}
-		}
-		if len(rep.Results) == 0 || len(part.Columns) != len(rep.Results) {
-			return Response{Error: fmt.Sprintf("merge: part %d is not the answer to a what-if", i+1)}
-		}
-		for j, r := range rep.Results {
-			r.Columns = part.Columns[j]
-		}
-		rep.Results[0].Charts = part.Charts
-		reps[i] = &rep
-	}
-	rep, err := sim.MergeWhatIf(reps[0], reps[1])
-	if err != nil {
-		return Response{Error: err.Error()}
-	}
-	return answer(rep, rep.Results)
+	return resp
 }
 
 // answer is the response carrying v as the result and the charts of rs.

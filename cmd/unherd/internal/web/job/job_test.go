@@ -121,38 +121,32 @@ func TestScenariosListsTheFields(t *testing.T) {
 	}
 }
 
-// The page makes a what-if as two parts in two workers and merges them:
-// the merged answer is the whole what-if's, result, charts and columns.
+// The page makes a what-if's parts in two workers, keeps the default's,
+// and merges them: the merged answer is the whole what-if's, result,
+// charts and columns.
 func TestMergeAnswersAsTheWholeWhatIf(t *testing.T) {
 	ctx := context.Background()
-	req := func(population string) []byte {
-		b, err := json.Marshal(Request{Kind: "whatif", Population: population, Seed: "3",
-			Policy: map[string]string{"name": "five", "attempts": "5", "jitter": "none", "budget": "none"}})
+	pol := map[string]string{"name": "five", "attempts": "5", "jitter": "none", "budget": "none"}
+	do := func(req Request) Response {
+		t.Helper()
+		req.Policy, req.Seed = pol, "3"
+		b, err := json.Marshal(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b
-	}
-	var whole, closed, open Response
-	for _, x := range []struct {
-		pop  string
-		into *Response
-	}{{"", &whole}, {"closed", &closed}, {"open", &open}} {
-		if err := json.Unmarshal(Do(ctx, req(x.pop), nil), x.into); err != nil {
+		var resp Response
+		if err := json.Unmarshal(Do(ctx, b, nil), &resp); err != nil {
 			t.Fatal(err)
 		}
-		if x.into.Error != "" {
-			t.Fatalf("population %q: %s", x.pop, x.into.Error)
+		if resp.Error != "" {
+			t.Fatalf("%s: %s", req.Kind, resp.Error)
 		}
+		return resp
 	}
-	mreq, _ := json.Marshal(Request{Kind: "merge", Parts: []Response{closed, open}})
-	var merged Response
-	if err := json.Unmarshal(Do(ctx, mreq, nil), &merged); err != nil {
-		t.Fatal(err)
-	}
-	if merged.Error != "" {
-		t.Fatalf("merge: %s", merged.Error)
-	}
+	whole := do(Request{Kind: "whatif"})
+	a := do(Request{Kind: "parts", Runs: []Run{{Population: "closed"}, {Population: "closed", Default: true}}})
+	b := do(Request{Kind: "parts", Runs: []Run{{Population: "open", Default: true}, {Population: "open"}}})
+	merged := do(Request{Kind: "merge", Parts: append(a.Parts, b.Parts...)})
 	var mr, wr any
 	if err := json.Unmarshal(merged.Result, &mr); err != nil {
 		t.Fatal(err)
@@ -166,9 +160,13 @@ func TestMergeAnswersAsTheWholeWhatIf(t *testing.T) {
 	if !reflect.DeepEqual(merged.Charts, whole.Charts) || !reflect.DeepEqual(merged.Columns, whole.Columns) {
 		t.Errorf("merged charts or columns differ from the whole what-if's")
 	}
-	bad, _ := json.Marshal(Request{Kind: "merge", Parts: []Response{closed}})
-	var r Response
-	if err := json.Unmarshal(Do(ctx, bad, nil), &r); err != nil || r.Error == "" {
-		t.Errorf("a merge of one part: got %+v, %v; want an error", r, err)
+	for _, bad := range []Request{{Kind: "merge", Parts: a.Parts}, {Kind: "parts"}, {Kind: "parts", Runs: []Run{{Population: "both"}}}} {
+		req := bad
+		req.Policy = pol
+		body, _ := json.Marshal(req)
+		var r Response
+		if err := json.Unmarshal(Do(ctx, body, nil), &r); err != nil || r.Error == "" {
+			t.Errorf("%+v: got %+v, %v; want an error", bad, r, err)
+		}
 	}
 }

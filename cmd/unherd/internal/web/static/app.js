@@ -246,12 +246,15 @@ new ResizeObserver(() => {
 
 // ---- the what-if ----
 
-// A what-if is two independent parts, the closed population's and the
-// open stream's, each made in a worker of its own so that they run at
-// once on two cores; then one of the two workers merges them into the
-// answer `unherd whatif --json` gives (the simulator's MergeWhatIf).
+// A what-if is four independent parts: your policy and the default, each
+// against the closed population and the open stream (the simulator's
+// WhatIfRun). Two workers make them at once, one per population; the
+// default's parts depend only on the seed, so they are kept and an edit
+// makes only yours. Then one worker merges the four into the answer
+// `unherd whatif --json` gives (MergeWhatIf).
 const whatifRunners = [new Runner(), new Runner()];
 const POPULATIONS = ["closed", "open"];
+const defaultParts = new Map(); // seed -> {closed, open}: the default policy's parts
 let whatifSeq = 0;
 let whatifBusy = false; // a what-if is under way
 let whatifCancelled = 0; // what-ifs cut short by an edit
@@ -321,23 +324,37 @@ async function runWhatIf() {
   for (const e of document.querySelectorAll("#policy [aria-invalid]")) e.removeAttribute("aria-invalid");
   const t0 = performance.now();
   try {
+    const seedKey = request.seed || "1";
+    const kept = defaultParts.get(seedKey) || {};
     const progress = POPULATIONS.map(() => [0, 1]);
-    const parts = await Promise.all(POPULATIONS.map((population, k) =>
-      whatifRunners[k].run({ ...request, population }, (done, total) => {
+    const made = await Promise.all(POPULATIONS.map((population, k) => {
+      const runs = [{ population }];
+      if (!kept[population]) runs.push({ population, default: true });
+      return whatifRunners[k].run({ ...request, kind: "parts", runs }, (done, total) => {
         progress[k] = [done, total];
         const d = progress.reduce((n, p) => n + p[0], 0), t = progress.reduce((n, p) => n + p[1], 0);
         bar.max = t; bar.value = d;
         status.textContent = `Running the outage and the storm… ${Math.round((100 * d) / t)}%`;
-      })));
+      });
+    }));
     if (seq !== whatifSeq) return;
-    const answers = parts.map((m) => JSON.parse(m.answer));
+    const answers = made.map((m) => JSON.parse(m.answer));
     const failed = answers.find((a) => a.error);
-    const m = failed ? { answer: JSON.stringify(failed), ms: 0 } :
-      await whatifRunners[0].run({ kind: "merge", parts: answers });
+    let m;
+    if (failed) {
+      m = { answer: JSON.stringify(failed), ms: 0 };
+    } else {
+      const parts = answers.flatMap((a) => a.parts);
+      for (const p of parts) if (p.default) kept[p.population] = p;
+      if (defaultParts.size > 32) defaultParts.clear();
+      defaultParts.set(seedKey, kept);
+      for (const pop of POPULATIONS) if (!parts.some((p) => p.default && p.population === pop)) parts.push(kept[pop]);
+      m = await whatifRunners[0].run({ ...request, kind: "merge", parts });
+    }
     if (seq !== whatifSeq) return;
-    res.dataset.partsMs = parts.map((p) => Math.round(p.ms)).join(" ");
+    res.dataset.partsMs = made.map((p) => Math.round(p.ms)).join(" ");
     res.dataset.mergeMs = String(Math.round(m.ms));
-    m.ms += Math.max(...parts.map((p) => p.ms));
+    m.ms += Math.max(...made.map((p) => p.ms));
     whatifBusy = false;
     const ms = performance.now() - t0;
     const answer = JSON.parse(m.answer);

@@ -146,7 +146,7 @@ func (r outageRow) series() Series {
 type outageRow struct {
 	population string
 	policy     string
-	spec       int // the policy's index in the specs run
+	spec       int     // the policy's index in the specs run
 	baseline   float64 // offered load before the outage, per second
 	peak       float64 // highest offered load in a 100 ms bucket, per second
 	during     float64 // mean offered load during the outage, per second

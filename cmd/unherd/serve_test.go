@@ -268,6 +268,16 @@ func (p *page) waitRun(t *testing.T, after int) (int, string) {
 	return n, eval[string](t, p, `document.querySelector('#result').textContent`)
 }
 
+// timeline reports the page's marks (performance.mark, named unherd:...)
+// in milliseconds from the page's navigation, in the order they were made:
+// when the module was compiled, each worker's simulator started, the
+// what-if was asked for, its parts made and merged, and its charts drawn.
+func (p *page) timeline(t *testing.T) string {
+	t.Helper()
+	return eval[string](t, p, `performance.getEntriesByType('mark').filter(m => m.name.startsWith('unherd:'))
+		.map(m => m.name.slice(7) + ' ' + Math.round(m.startTime)).join(', ')`)
+}
+
 // cliWhatIf is what `unherd whatif --json --seed SEED --policy FILE` prints
 // for the policy file named file holding doc.
 func cliWhatIf(t *testing.T, file, doc, seed string) string {
@@ -371,6 +381,7 @@ func TestServePageEditReruns(t *testing.T) {
 	t.Logf("the five-attempt what-if took %s ms in chromium from the request to the charts drawn, %s ms of it in the simulator (the two workers %s ms at once, the merge %s ms); chromium used %.2f s of processor time from the page's load to the charts",
 		eval[string](t, p, `document.querySelector('#result').dataset.ms`), eval[string](t, p, `document.querySelector('#result').dataset.runMs`),
 		eval[string](t, p, `document.querySelector('#result').dataset.partsMs`), eval[string](t, p, `document.querySelector('#result').dataset.mergeMs`), p.cpuSeconds()-cpu)
+	t.Logf("the page's timeline, in ms from its navigation: %s", p.timeline(t))
 	before := p.canvases(t)
 	if len(before) != 2 {
 		t.Fatalf("the what-if drew %d charts; want 2 (closed population, open stream)", len(before))

@@ -14,6 +14,8 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"embed"
 	"fmt"
 	"io"
@@ -73,17 +75,30 @@ func serveWasm(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/wasm")
 	w.Header().Add("Vary", "Accept-Encoding")
+	// The tag names the bytes stored, and each encoding's its own: a
+	// browser revalidating its copy (the page's Cache-Control is no-cache)
+	// hears 304 and keeps it, with the machine code it compiled from it.
+	tag := wasmTag(b)
 	if acceptsGzip(r) {
 		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("ETag", `"`+tag+`-gzip"`)
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
 		return
 	}
+	w.Header().Set("ETag", `"`+tag+`"`)
 	raw, err := gunzip(b)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(raw))
+}
+
+// wasmTag is the entity tag of the simulator stored as gz: the start of
+// its SHA-256, in hex.
+func wasmTag(gz []byte) string {
+	sum := sha256.Sum256(gz)
+	return hex.EncodeToString(sum[:12])
 }
 
 func acceptsGzip(r *http.Request) bool {

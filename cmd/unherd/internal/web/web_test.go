@@ -83,6 +83,26 @@ func TestHandlerServesThePage(t *testing.T) {
 	if unzipped, err := io.ReadAll(zr); err != nil || !bytes.Equal(unzipped, raw) {
 		t.Errorf("the gzip-compressed wasm (%v) differs from the uncompressed one", err)
 	}
+	// A browser revalidating its copy of either encoding hears 304.
+	for _, r := range []*http.Response{plain, zipped} {
+		tag := r.Header.Get("ETag")
+		if tag == "" {
+			t.Fatalf("GET /unherd.wasm (encoding %q) has no ETag: a browser cannot revalidate its copy", r.Header.Get("Content-Encoding"))
+		}
+		req := httptest.NewRequest("GET", "/unherd.wasm", nil)
+		req.Header.Set("If-None-Match", tag)
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotModified {
+			t.Errorf("GET /unherd.wasm with If-None-Match %s = %d; want 304", tag, rec.Code)
+		}
+	}
+	if plain.Header.Get("ETag") == zipped.Header.Get("ETag") {
+		t.Errorf("both encodings of /unherd.wasm have the ETag %s; each representation needs its own", plain.Header.Get("ETag"))
+	}
 	if r := get(t, h, "/unherd.wasm.gz", ""); r.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /unherd.wasm.gz = %d; want 404 (the simulator is served as /unherd.wasm)", r.StatusCode)
 	}

@@ -15,48 +15,54 @@ const DASH_NAMES = ["solid", "dashed", "dotted", "dash-dot", "short-dashed", "fi
 
 const $ = (sel) => document.querySelector(sel);
 
-// ---- the simulator: one compiled module, a worker per run ----
+// ---- the simulator: one compiled module, a worker per runner ----
 
 const moduleReady = (async () => {
   const resp = await fetch("unherd.wasm");
   if (!resp.ok) throw new Error(`fetching unherd.wasm: ${resp.status} ${resp.statusText}`);
-  return WebAssembly.compileStreaming ? WebAssembly.compileStreaming(resp) : WebAssembly.compile(await resp.arrayBuffer());
+  const module = await (WebAssembly.compileStreaming ? WebAssembly.compileStreaming(resp) : WebAssembly.compile(await resp.arrayBuffer()));
+  performance.mark("unherd:module");
+  return module;
 })();
 
 let nextID = 0;
 
-// A Runner runs one request at a time in a worker of its own; run()
-// cancels the one in progress, if any, by terminating its worker. It
-// keeps a spare worker whose simulator has started, so that a run does
-// not wait for one to start.
+// A Runner runs one request at a time in a worker of its own, which it
+// keeps between runs: a worker that has run the simulator once runs it
+// again at once, on code the browser has already optimised. run()
+// cancels the run in progress, if any, by terminating its worker; a
+// spare worker whose simulator has started then takes its place, so that
+// the next run does not wait for one to start.
 class Runner {
-  constructor({ spare = true } = {}) { this.worker = null; this.pending = null; this.spare = null; this.keepSpare = spare; this.cancelled = 0; }
+  constructor() { this.worker = null; this.busy = false; this.pending = null; this.spare = null; this.cancelled = 0; }
   cancel() {
-    if (this.worker) { this.worker.terminate(); this.worker = null; this.cancelled++; }
+    if (this.worker && this.busy) { this.worker.terminate(); this.worker = null; this.busy = false; this.cancelled++; this.warm(); }
     if (this.pending) { this.pending.reject(new DOMException("cancelled", "AbortError")); this.pending = null; }
   }
-  // warm starts a spare worker, if there is none.
-  async warm() {
-    if (this.spare || !this.keepSpare) return;
-    const module = await moduleReady;
+  // warm starts a spare worker, if there is none: the worker loads its
+  // scripts at once and starts the simulator as soon as the module is
+  // compiled.
+  warm() {
     if (this.spare) return;
     const worker = new Worker("worker.js");
-    worker.postMessage({ id: 0, module, request: "init" });
+    worker.addEventListener("message", (e) => { if (e.data.id === 0 && e.data.type === "ready") performance.mark("unherd:worker-ready"); });
+    moduleReady.then((module) => worker.postMessage({ id: 0, module, request: "init" }), () => {});
     this.spare = worker;
   }
   async run(request, onProgress) {
     this.cancel();
     const module = await moduleReady;
     const id = ++nextID;
-    let worker = this.spare;
-    this.spare = null;
-    if (!worker) worker = new Worker("worker.js");
-    this.worker = worker;
+    if (!this.worker) {
+      this.worker = this.spare || new Worker("worker.js");
+      this.spare = null;
+    }
+    const worker = this.worker;
+    this.busy = true;
     return new Promise((resolve, reject) => {
       this.pending = { reject };
       const done = () => {
-        if (this.worker === worker) { worker.terminate(); this.worker = null; this.pending = null; }
-        this.warm();
+        if (this.worker === worker) { this.busy = false; this.pending = null; }
       };
       worker.onmessage = (e) => {
         const m = e.data;
@@ -66,7 +72,11 @@ class Runner {
         if (m.type === "error") reject(new Error(m.message));
         else resolve(m);
       };
-      worker.onerror = (e) => { done(); reject(new Error(e.message || "the worker failed")); };
+      worker.onerror = (e) => {
+        // A worker that failed is not used again.
+        if (this.worker === worker) { worker.terminate(); this.worker = null; this.busy = false; this.pending = null; }
+        reject(new Error(e.message || "the worker failed"));
+      };
       worker.postMessage({ id, module, request });
     });
   }
@@ -248,13 +258,19 @@ new ResizeObserver(() => {
 
 // A what-if is four independent parts: your policy and the default, each
 // against the closed population and the open stream (the simulator's
-// WhatIfRun). Two workers make them at once, one per population; the
-// default's parts depend only on the seed, so they are kept and an edit
-// makes only yours. Then one worker merges the four into the answer
-// `unherd whatif --json` gives (MergeWhatIf).
+// WhatIfRun). Two workers make them at once; the default's parts depend
+// only on the seed, so they are kept and an edit makes only yours. A
+// closed population's part takes longer than an open stream's, so each
+// worker makes one of each. Then one worker merges the four into the
+// answer `unherd whatif --json` gives (MergeWhatIf).
 const whatifRunners = [new Runner(), new Runner()];
+for (const r of whatifRunners) r.warm();
 const POPULATIONS = ["closed", "open"];
 const defaultParts = new Map(); // seed -> {closed, open}: the default policy's parts
+// firstWhatIf settles when the page's first what-if has ended, however it
+// ended: the scenarios' worker starts then, not beside it.
+let firstWhatIfEnded;
+const firstWhatIf = new Promise((resolve) => { firstWhatIfEnded = resolve; });
 let whatifSeq = 0;
 let whatifBusy = false; // a what-if is under way
 let whatifCancelled = 0; // what-ifs cut short by an edit
@@ -322,39 +338,57 @@ async function runWhatIf() {
   bar.value = 0;
   status.textContent = "Running the outage and the storm…";
   for (const e of document.querySelectorAll("#policy [aria-invalid]")) e.removeAttribute("aria-invalid");
+  performance.mark("unherd:whatif");
   const t0 = performance.now();
   try {
     const seedKey = request.seed || "1";
     const kept = defaultParts.get(seedKey) || {};
-    const progress = POPULATIONS.map(() => [0, 1]);
-    const made = await Promise.all(POPULATIONS.map((population, k) => {
-      const runs = [{ population }];
-      if (!kept[population]) runs.push({ population, default: true });
-      return whatifRunners[k].run({ ...request, kind: "parts", runs }, (done, total) => {
-        progress[k] = [done, total];
-        const d = progress.reduce((n, p) => n + p[0], 0), t = progress.reduce((n, p) => n + p[1], 0);
-        bar.max = t; bar.value = d;
-        status.textContent = `Running the outage and the storm… ${Math.round((100 * d) / t)}%`;
-      });
-    }));
+    // The parts to make, the closed population's first: they take the
+    // longest, so that the two workers, each taking the next part when it
+    // is free, end close together.
+    const tasks = [];
+    for (const population of POPULATIONS) {
+      tasks.push({ population });
+      if (!kept[population]) tasks.push({ population, default: true });
+    }
+    const made = [], progress = tasks.map(() => 0), busyMs = whatifRunners.map(() => 0);
+    let next = 0, failed = null;
+    const drain = async (k) => {
+      // The check and the run it allows are one step: an edit between
+      // two parts finds this loop stopped.
+      while (next < tasks.length && !failed && seq === whatifSeq) {
+        const i = next++;
+        const m = await whatifRunners[k].run({ ...request, kind: "parts", runs: [tasks[i]] }, (done, total) => {
+          progress[i] = done / total;
+          const d = progress.reduce((n, p) => n + p, 0) / tasks.length;
+          bar.max = 1000; bar.value = Math.round(1000 * d);
+          status.textContent = `Running the outage and the storm… ${Math.round(100 * d)}%`;
+        });
+        const answer = JSON.parse(m.answer);
+        busyMs[k] += m.ms;
+        if (answer.error) failed = failed || answer;
+        else made[i] = answer.parts[0];
+      }
+    };
+    await Promise.all(whatifRunners.map((_, k) => drain(k)));
     if (seq !== whatifSeq) return;
-    const answers = made.map((m) => JSON.parse(m.answer));
-    const failed = answers.find((a) => a.error);
+    performance.mark("unherd:parts");
     let m;
     if (failed) {
       m = { answer: JSON.stringify(failed), ms: 0 };
     } else {
-      const parts = answers.flatMap((a) => a.parts);
-      for (const p of parts) if (p.default) kept[p.population] = p;
+      for (const p of made) if (p.default) kept[p.population] = p;
       if (defaultParts.size > 32) defaultParts.clear();
       defaultParts.set(seedKey, kept);
-      for (const pop of POPULATIONS) if (!parts.some((p) => p.default && p.population === pop)) parts.push(kept[pop]);
+      const parts = [...made];
+      for (const pop of POPULATIONS) if (!made.some((p) => p.default && p.population === pop)) parts.push(kept[pop]);
       m = await whatifRunners[0].run({ ...request, kind: "merge", parts });
     }
     if (seq !== whatifSeq) return;
-    res.dataset.partsMs = made.map((p) => Math.round(p.ms)).join(" ");
+    performance.mark("unherd:merged");
+    res.dataset.partsMs = busyMs.map(Math.round).join(" ");
     res.dataset.mergeMs = String(Math.round(m.ms));
-    m.ms += Math.max(...made.map((p) => p.ms));
+    m.ms += Math.max(...busyMs);
     whatifBusy = false;
     const ms = performance.now() - t0;
     const answer = JSON.parse(m.answer);
@@ -367,6 +401,7 @@ async function runWhatIf() {
     }
     $("#policy-error").hidden = true;
     renderWhatIf(answer, ms);
+    performance.mark("unherd:drawn");
     res.dataset.runMs = String(Math.round(m.ms));
     res.dataset.cancelled = String(whatifCancelled);
     bar.value = bar.max;
@@ -378,6 +413,8 @@ async function runWhatIf() {
     status.textContent = "";
     showError("#policy-error", `The simulator failed: ${err.message}`);
     res.dataset.state = "error";
+  } finally {
+    if (seq === whatifSeq) firstWhatIfEnded();
   }
 }
 
@@ -397,7 +434,8 @@ let scenarioSeq = 0;
 let scenarioKey = "";
 
 async function loadScenarios() {
-  const m = await new Runner({ spare: false }).run("scenarios");
+  await firstWhatIf;
+  const m = await scenarioRunner.run("scenarios");
   scenarioList = JSON.parse(m.data);
   const sel = $("#f-scenario");
   for (const s of scenarioList) sel.append(el("option", { value: s.name }, `${s.name}: ${s.population}`));

@@ -62,16 +62,23 @@ func Judge(err error, v Verdict) error {
 	if err == nil {
 		return nil
 	}
+	j := judged{err: err, v: v, bare: isBare(err)}
 	if v.HasDelay {
-		return &judgedDelay{judged{err, v}}
+		return &judgedDelay{j}
 	}
-	return &judged{err, v}
+	return &j
 }
 
 // judged is the error Judge returns: err with its verdict.
 type judged struct {
 	err error
 	v   Verdict
+	// bare is set when err has nothing for the classification to find:
+	// it wraps nothing and has none of the methods or identities inspect
+	// looks for. The walk then stops at the verdict, which saves the
+	// method-set tests of a plain error (errors.New) on every attempt that
+	// fails with one.
+	bare bool
 }
 
 func (e *judged) Error() string { return e.err.Error() }

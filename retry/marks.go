@@ -49,10 +49,16 @@ func (m *marks) visit(err error) errtree.Step {
 	switch e := err.(type) {
 	case *judged:
 		m.judged(&e.v)
+		if e.bare {
+			return errtree.Skip
+		}
 	case *judgedDelay:
 		m.judged(&e.v)
 		if m.serverDelay == nil {
 			m.serverDelay = e
+		}
+		if e.bare {
+			return errtree.Skip
 		}
 	case *sentinel:
 		switch e {
@@ -78,6 +84,19 @@ func (m *marks) visit(err error) errtree.Step {
 		m.canceled = m.canceled || err == context.Canceled
 	}
 	return errtree.Descend
+}
+
+// isBare reports whether err, a node Judge wraps, is a leaf visit would
+// record nothing of: not one of the package's own errors, with no Unwrap,
+// Is, RetryAfter or Timeout method, and not context.Canceled.
+func isBare(err error) bool {
+	switch err.(type) {
+	case *judged, *judgedDelay, *sentinel, *Error,
+		interface{ Unwrap() error }, interface{ Unwrap() []error },
+		isser, delayer, timeouter:
+		return false
+	}
+	return err != context.Canceled
 }
 
 // judged records a verdict.

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/errtree"
 )
 
 // Error types for random error trees: each has a different method set, so
@@ -204,6 +206,10 @@ func TestInspectMatchesErrorsIs(t *testing.T) {
 		&Error{Reason: ErrRejected, Attempts: 1, Cause: NewRejection("open")},
 		fmt.Errorf("get: %w", context.Canceled),
 		flatLeaf{},
+		Judge(errBoom, Verdict{Class: Transient}),
+		Judge(context.Canceled, Verdict{Class: Transient}),
+		Judge(flatLeaf{}, Verdict{Class: Transient}),
+		WithServerDelay(&timeoutLeaf{true}, time.Second),
 	}
 	for _, err := range fixed {
 		if got, want := inspect(err), marksOf(err); !sameMarks(got, want) {
@@ -215,6 +221,32 @@ func TestInspectMatchesErrorsIs(t *testing.T) {
 		err := randomTree(r, 4)
 		if got, want := inspect(err), marksOf(err); !sameMarks(got, want) {
 			t.Fatalf("tree %d: inspect(%v) = %+v, want %+v", i, err, got, want)
+		}
+	}
+}
+
+// TestJudgeSkipsBareError checks that the walk stops at a verdict on a
+// plain error, and goes below one on an error with something to find.
+func TestJudgeSkipsBareError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want errtree.Step
+	}{
+		{Judge(errBoom, Verdict{Class: Transient}), errtree.Skip},
+		{WithServerDelay(errors.New("busy"), time.Second), errtree.Skip},
+		{Judge(flatLeaf{}, Verdict{}), errtree.Skip},
+		{Judge(context.Canceled, Verdict{}), errtree.Descend},
+		{Judge(&timeoutLeaf{true}, Verdict{}), errtree.Descend},
+		{Judge(&delayLeaf{time.Second}, Verdict{}), errtree.Descend},
+		{Judge(&isLeaf{ErrFinal}, Verdict{}), errtree.Descend},
+		{Judge(fmt.Errorf("wrapped: %w", errBoom), Verdict{}), errtree.Descend},
+		{Judge(errors.Join(errBoom), Verdict{}), errtree.Descend},
+		{Judge(ErrPermanent, Verdict{}), errtree.Descend},
+		{Judge(MarkFinal(errBoom), Verdict{}), errtree.Descend},
+	} {
+		var m marks
+		if got := m.visit(tc.err); got != tc.want {
+			t.Errorf("visit(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -44,11 +44,13 @@ type callStats struct {
 	attemptsInOutage, firstInOutage int64
 }
 
-// Errors the dependency answers with. Both are transient: the retry
-// policy's default classifier retries them.
+// Errors the dependency answers with. Both are transient, and judged so
+// (retry.Judge) as an integration judges its protocol's answers: the
+// policy's default classifier retries them and reads the verdict without
+// looking further into the error.
 var (
-	errDown       = errors.New("sim: dependency unavailable")
-	errOverloaded = errors.New("sim: dependency overloaded")
+	errDown       = retry.Judge(errors.New("sim: dependency unavailable"), retry.Verdict{Class: retry.Transient})
+	errOverloaded = retry.Judge(errors.New("sim: dependency overloaded"), retry.Verdict{Class: retry.Transient})
 )
 
 const (

@@ -2,7 +2,9 @@
 // into ../static (run by go generate in package web):
 //
 //   - unherd.wasm.gz, package wasm built with GOOS=js GOARCH=wasm
-//     -trimpath -ldflags=-s -w and compressed;
+//     -trimpath -ldflags=-s -w, optimised with the command's own CPU
+//     profile (cmd/unherd/default.pgo, which scripts/pgo.sh writes: the
+//     same simulator code is hot in both), and compressed;
 //   - wasm_exec.js, the loader of the toolchain that built it;
 //   - vendor/, the chart library uPlot with its licence, copied from
 //     node_modules after `npm ci` (skipped, with a note, when node_modules
@@ -104,6 +106,10 @@ func run(ctx context.Context, check bool) error {
 	return nil
 }
 
+// pgoProfile is the profile the wasm is optimised with, from this
+// package's directory: the unherd command's default.pgo.
+const pgoProfile = "../../default.pgo"
+
 // build compiles package wasm for GOOS=js GOARCH=wasm and returns the
 // binary.
 func build(ctx context.Context) ([]byte, error) {
@@ -113,7 +119,7 @@ func build(ctx context.Context) ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "unherd.wasm")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./wasm")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-pgo="+pgoProfile, "-o", out, "./wasm")
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm", "CGO_ENABLED=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -258,12 +258,14 @@ new ResizeObserver(() => {
 
 // A what-if is four independent parts: your policy and the default, each
 // against the closed population and the open stream (the simulator's
-// WhatIfRun). Two workers make them at once; the default's parts depend
-// only on the seed, so they are kept and an edit makes only yours. A
-// closed population's part takes longer than an open stream's, so each
-// worker makes one of each. Then one worker merges the four into the
-// answer `unherd whatif --json` gives (MergeWhatIf).
-const whatifRunners = [new Runner(), new Runner()];
+// WhatIfRun). Four workers make them at once, one part each, and the
+// system shares the cores between them: parts of unequal length then end
+// together, where two workers taking two parts each would leave one core
+// idle while the other finished. The default's parts depend only on the
+// seed, so they are kept and an edit makes only yours. Then one worker
+// merges the four into the answer `unherd whatif --json` gives
+// (MergeWhatIf).
+const whatifRunners = [new Runner(), new Runner(), new Runner(), new Runner()];
 for (const r of whatifRunners) r.warm();
 const POPULATIONS = ["closed", "open"];
 const defaultParts = new Map(); // seed -> {closed, open}: the default policy's parts
@@ -343,9 +345,8 @@ async function runWhatIf() {
   try {
     const seedKey = request.seed || "1";
     const kept = defaultParts.get(seedKey) || {};
-    // The parts to make, the closed population's first: they take the
-    // longest, so that the two workers, each taking the next part when it
-    // is free, end close together.
+    // The parts to make, one per worker; the queue serves a page with
+    // fewer workers than parts too.
     const tasks = [];
     for (const population of POPULATIONS) {
       tasks.push({ population });

@@ -2,8 +2,6 @@ package fleet
 
 import (
 	"cmp"
-	crand "crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -271,9 +269,10 @@ func New(cfg Config, t Transport) (*Budget, error) {
 	b.interval, b.timeout = cfg.intervals()
 	b.lowWater.Store(math.MinInt64)
 	if b.id == "" {
-		var raw [8]byte
-		_, _ = crand.Read(raw[:])
-		b.id = hex.EncodeToString(raw[:])
+		// The global source is seeded from the system's entropy at start,
+		// so processes started together draw different IDs; an ID names,
+		// it guards nothing.
+		b.id = fmt.Sprintf("%016x", rand.Uint64())
 	}
 	return b, nil
 }

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -172,6 +173,26 @@ func TestWithdrawPermanent(t *testing.T) {
 	}
 	if b.Withdraw(budget.Permanent) {
 		t.Error("a permanent failure was allowed a retry")
+	}
+}
+
+// Budgets without an ID draw their own: 16 hex digits, different for
+// each budget.
+func TestDefaultIDsDiffer(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		b, err := fleet.New(fleet.Config{}, fleet.NewLedger(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := b.ID()
+		if len(id) != 16 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("default ID %q: want 16 hex digits", id)
+		}
+		if seen[id] {
+			t.Fatalf("default ID %q drawn twice", id)
+		}
+		seen[id] = true
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Claim sets what a published source says beside what this run measured.
@@ -125,23 +126,25 @@ func Merge(seeds []uint64, per []Claim) Claim {
 
 // number matches a figure in a claim's text: digits, perhaps with a
 // fraction (no sign: a hyphen in "1-5" separates).
-var numberRE = regexp.MustCompile(`\d+(?:\.\d+)?`)
+// It is compiled on first use, not when a process starts: the page's
+// simulator starts in several workers at once.
+var numberRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(?:\.\d+)?`) })
 
 // mergeText merges the Measured texts of a claim built without figures:
 // when every seed's text is the same but for its numbers, each number
 // becomes the median over the seeds with their range, in the first
 // seed's precision. It reports false when the texts differ otherwise.
 func mergeText(per []Claim) (string, bool) {
-	skeleton := numberRE.ReplaceAllString(per[0].Measured, "\x00")
+	skeleton := numberRE().ReplaceAllString(per[0].Measured, "\x00")
 	nums := make([][]string, len(per))
 	for k, pc := range per {
-		if numberRE.ReplaceAllString(pc.Measured, "\x00") != skeleton {
+		if numberRE().ReplaceAllString(pc.Measured, "\x00") != skeleton {
 			return "", false
 		}
-		nums[k] = numberRE.FindAllString(pc.Measured, -1)
+		nums[k] = numberRE().FindAllString(pc.Measured, -1)
 	}
 	i := 0
-	return numberRE.ReplaceAllStringFunc(per[0].Measured, func(tok string) string {
+	return numberRE().ReplaceAllStringFunc(per[0].Measured, func(tok string) string {
 		prec := 0
 		if dot := strings.IndexByte(tok, '.'); dot >= 0 {
 			prec = len(tok) - dot - 1

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -123,7 +124,9 @@ func isJSON(ext string, data []byte) bool {
 }
 
 // yamlLine finds the "line N:" the YAML parser puts in its messages.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// It is compiled on first use, not when a process starts: the page's
+// simulator starts in several workers at once.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // parserProblems are the YAML parser's (not scanner's) messages: they
 // carry a 0-based line, the start of the construct they were parsing.
@@ -152,7 +155,7 @@ func fromYAML(data []byte) (*node, *Error) {
 		msg := err.Error()
 		msg = trimPrefix(msg, "yaml: ")
 		line := 0
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
 		}

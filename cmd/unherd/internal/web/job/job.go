@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unherd/unherd/cmd/unherd/internal/policy"
@@ -184,7 +185,9 @@ func answer(v any, rs []*sim.Result) Response {
 // plain is a value written into the policy document as it is, so that it
 // is typed as it would be in a file (5 a number, 50ms a string); anything
 // else is written quoted, as a string.
-var plain = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+// It is compiled on first use, not when a process starts: the page's
+// simulator starts in several workers at once.
+var plain = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`) })
 
 // PolicyYAML writes fields (by their dotted names, see [PolicyKeys]) as the
 // policy file a user would write, leaving out empty ones ({} when all
@@ -198,7 +201,7 @@ func PolicyYAML(fields map[string]string) ([]byte, error) {
 	}
 	var b strings.Builder
 	val := func(v string) string {
-		if plain.MatchString(v) {
+		if plain().MatchString(v) {
 			return v
 		}
 		q, _ := json.Marshal(v) // a JSON string is a YAML double-quoted one

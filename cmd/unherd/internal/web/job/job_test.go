@@ -121,9 +121,9 @@ func TestScenariosListsTheFields(t *testing.T) {
 	}
 }
 
-// The page makes a what-if's parts in two workers, keeps the default's,
-// and merges them: the merged answer is the whole what-if's, result,
-// charts and columns.
+// The page makes a what-if's parts in workers of their own, keeps the
+// default's, and merges them: the merged answer is the whole what-if's,
+// result, charts and columns.
 func TestMergeAnswersAsTheWholeWhatIf(t *testing.T) {
 	ctx := context.Background()
 	pol := map[string]string{"name": "five", "attempts": "5", "jitter": "none", "budget": "none"}

@@ -43,6 +43,9 @@ func (d *discardWriter) Write(b []byte) (int, error) { return d.body.Write(b) }
 // storeChaos adds latency to every store round trip and, every period,
 // resets every connection through p for window. It stops when the
 // returned function is called, and reports how many reset windows ran.
+// Its ticker and sleeps are real time: the faults are Toxiproxy's, on
+// loopback connections to a store in another process (PostgreSQL or
+// Redis), and testing/synctest's fake clock does not reach that I/O.
 func storeChaos(t *testing.T, p *toxitest.Proxy, period, window time.Duration) (stop func() int) {
 	t.Helper()
 	slow := p.Latency(t, 3*time.Millisecond, 2*time.Millisecond)

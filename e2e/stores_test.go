@@ -41,6 +41,11 @@ import (
 // record through unherdpg.InTx, or an entry in a log when the store is
 // Redis) and a body naming the execution, so that a replay of another
 // execution's response shows.
+//
+// They run in real time, with real sleeps (handlers' work, the clients'
+// pauses, the fault schedules): the servers, PostgreSQL, Redis and
+// Toxiproxy talk over loopback sockets, and testing/synctest's fake clock
+// does not reach I/O with other processes.
 
 // execution is a handler's effect for key: it returns the response to
 // send, or an error (answered 503, the key released).

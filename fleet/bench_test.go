@@ -6,6 +6,7 @@ import (
 
 	"github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/fleet/fleettest"
+	"github.com/unherd/unherd/internal/await"
 )
 
 // BenchmarkBudgetParallel is the hot path over the in-memory ledger, with
@@ -21,7 +22,7 @@ func BenchmarkBudgetParallel(b *testing.B) {
 	_ = bud.Sync(ctx)
 	done := make(chan struct{})
 	go func() { bud.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); await.Recv(b, done, "the budget's sync loop to stop") }()
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) { fleettest.Traffic(bud, pb) })

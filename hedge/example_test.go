@@ -23,9 +23,14 @@ func Example() {
 	}
 	v, err := hedge.Do(context.Background(), h, func(ctx context.Context, attempt int) (string, error) {
 		if attempt == 0 {
-			<-ctx.Done() // a GC pause on replica-a
-			fmt.Println("primary:", context.Cause(ctx))
-			return "", ctx.Err()
+			select {
+			case <-ctx.Done(): // a GC pause on replica-a
+				fmt.Println("primary:", context.Cause(ctx))
+				return "", ctx.Err()
+			case <-time.After(time.Minute):
+				fmt.Println("primary: not cancelled within a minute")
+				return "", context.DeadlineExceeded
+			}
 		}
 		return "answer from " + replicas[attempt], nil
 	}, nil)
@@ -45,7 +50,12 @@ func ExampleDo_cleanup() {
 	h, _ := hedge.New(hedge.Config{Delay: time.Millisecond, Budget: budget.Unlimited})
 	v, err := hedge.Do(context.Background(), h, func(ctx context.Context, attempt int) (*response, error) {
 		if attempt == 0 {
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Minute):
+				fmt.Println("primary: not cancelled within a minute")
+				return nil, context.DeadlineExceeded
+			}
 			return &response{from: replicas[0]}, nil // answered as it was cancelled
 		}
 		return &response{from: replicas[attempt]}, nil
@@ -70,8 +80,13 @@ func Example_retry() {
 		v, err := hedge.Do(ctx, h, func(ctx context.Context, attempt int) (string, error) {
 			switch {
 			case tries == 1 && attempt == 0:
-				<-ctx.Done() // slow; cancelled when the hedge fails
-				return "", ctx.Err()
+				select {
+				case <-ctx.Done(): // slow; cancelled when the hedge fails
+					return "", ctx.Err()
+				case <-time.After(time.Minute):
+					fmt.Println("primary: not cancelled within a minute")
+					return "", context.DeadlineExceeded
+				}
 			case tries == 1:
 				return "", errUnavailable // a fatal error settles the attempt
 			default:

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/internal/await"
 )
 
 // charger is a handler that counts the times it ran and answers 201
@@ -230,7 +231,7 @@ func TestInFlightConflict(t *testing.T) {
 	h := newHandler(t, idempotency.Config{}, c)
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- do(h, "POST", "/", `"k"`, "1") }()
-	<-c.started
+	await.Recv(t, c.started, "the first request's handler to start")
 	w := do(h, "POST", "/", `"k"`, "1")
 	wantProblem(t, w, 409, idempotency.CodeKeyInFlight)
 	if w.Header().Get("Retry-After") == "" {
@@ -238,7 +239,7 @@ func TestInFlightConflict(t *testing.T) {
 	}
 	wantProblem(t, do(h, "POST", "/", `"k"`, "2"), 422, idempotency.CodeKeyMismatch)
 	close(c.block)
-	if w := <-done; w.Code != 201 {
+	if w := await.Recv(t, done, "the first request's answer"); w.Code != 201 {
 		t.Errorf("first request: %d", w.Code)
 	}
 }

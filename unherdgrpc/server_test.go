@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -235,7 +236,7 @@ func TestIdempotencyInFlight(t *testing.T) {
 		defer wg.Done()
 		_, _, firstErr = call(cc, keyed("k"), "a")
 	}()
-	<-s.started
+	await.Recv(t, s.started, "the first call's handler to start")
 	_, _, err := call(cc, keyed("k"), "a")
 	close(s.block)
 	wg.Wait()

@@ -111,7 +111,8 @@ func TestHedgeLoserBodyClosed(t *testing.T) {
 	if err != nil || status != 200 || body != "hedge" {
 		t.Fatalf("got %d %q, %v; want 200 hedge", status, body, err)
 	}
-	got := []string{<-base.closed, <-base.closed}
+	closed := func() string { return await.Recv(t, base.closed, "the primary's and the hedge's bodies to be closed") }
+	got := []string{closed(), closed()}
 	if !cmp.Equal(got, []string{"primary", "hedge"}) && !cmp.Equal(got, []string{"hedge", "primary"}) {
 		t.Errorf("closed bodies %v, want the primary's and the hedge's", got)
 	}

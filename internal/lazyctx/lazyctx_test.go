@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/internal/await"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -558,7 +560,7 @@ func TestConcurrent(t *testing.T) {
 				close(start)
 				var first error
 				for range 6 {
-					got := <-results
+					got := await.Recv(t, results, "a racing goroutine to see the end and report its cause")
 					if got != errOwn && got != errParent {
 						t.Fatalf("Cause = %v, want %v or %v", got, errOwn, errParent)
 					}

@@ -266,6 +266,16 @@ new ResizeObserver(() => {
 // merges the four into the answer `unherd whatif --json` gives
 // (MergeWhatIf).
 const whatifRunners = [new Runner(), new Runner(), new Runner(), new Runner()];
+// At first, one worker per core makes a part; the others start theirs
+// LATER_PARTS_MS later (or a worker already running, once free, takes
+// them first). On a page just opened the simulator runs unoptimised code
+// at first, while the browser compiles its hot functions again,
+// optimised, on threads of its own: with one worker per core running,
+// rather than four on two cores, that compiler gets a fair share of them,
+// and the later parts start on optimised code. The first workers keep
+// every core busy meanwhile, so a run on optimised code loses nothing.
+const FIRST_PARTS = Math.max(1, Math.min(whatifRunners.length, navigator.hardwareConcurrency || 2));
+const LATER_PARTS_MS = 500;
 for (const r of whatifRunners) r.warm();
 const POPULATIONS = ["closed", "open"];
 const defaultParts = new Map(); // seed -> {closed, open}: the default policy's parts
@@ -345,8 +355,7 @@ async function runWhatIf() {
   try {
     const seedKey = request.seed || "1";
     const kept = defaultParts.get(seedKey) || {};
-    // The parts to make, one per worker; the queue serves a page with
-    // fewer workers than parts too.
+    // The parts to make, one per worker (see LATER_PARTS_MS).
     const tasks = [];
     for (const population of POPULATIONS) {
       tasks.push({ population });
@@ -357,6 +366,7 @@ async function runWhatIf() {
     const drain = async (k) => {
       // The check and the run it allows are one step: an edit between
       // two parts finds this loop stopped.
+      if (k >= FIRST_PARTS) await new Promise((resolve) => setTimeout(resolve, LATER_PARTS_MS));
       while (next < tasks.length && !failed && seq === whatifSeq) {
         const i = next++;
         const m = await whatifRunners[k].run({ ...request, kind: "parts", runs: [tasks[i]] }, (done, total) => {

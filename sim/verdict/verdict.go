@@ -5,11 +5,9 @@ package verdict
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Claim sets what a published source says beside what this run measured.
@@ -124,27 +122,60 @@ func Merge(seeds []uint64, per []Claim) Claim {
 	return c
 }
 
-// number matches a figure in a claim's text: digits, perhaps with a
-// fraction (no sign: a hyphen in "1-5" separates).
-// It is compiled on first use, not when a process starts: the page's
-// simulator starts in several workers at once.
-var numberRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(?:\.\d+)?`) })
+// replaceNumbers returns s with each figure in it replaced by
+// f(figure), left to right. A figure is ASCII digits, perhaps with a
+// fraction ("12", "0.25"); it has no sign, since a hyphen in "1-5"
+// separates. (A scanner, not a regexp: the page's simulator, which links
+// this package, starts in several workers at once, and a regexp would
+// bring the regexp package and unicode's tables into each one's start.)
+func replaceNumbers(s string, f func(figure string) string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		if !isDigit(s[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if j+1 < len(s) && s[j] == '.' && isDigit(s[j+1]) {
+			j += 2
+			for j < len(s) && isDigit(s[j]) {
+				j++
+			}
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(f(s[i:j]))
+		last, i = j, j
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // mergeText merges the Measured texts of a claim built without figures:
 // when every seed's text is the same but for its numbers, each number
 // becomes the median over the seeds with their range, in the first
 // seed's precision. It reports false when the texts differ otherwise.
 func mergeText(per []Claim) (string, bool) {
-	skeleton := numberRE().ReplaceAllString(per[0].Measured, "\x00")
 	nums := make([][]string, len(per))
-	for k, pc := range per {
-		if numberRE().ReplaceAllString(pc.Measured, "\x00") != skeleton {
+	skeletonOf := func(k int) string {
+		return replaceNumbers(per[k].Measured, func(tok string) string {
+			nums[k] = append(nums[k], tok)
+			return "\x00"
+		})
+	}
+	skeleton := skeletonOf(0)
+	for k := 1; k < len(per); k++ {
+		if skeletonOf(k) != skeleton {
 			return "", false
 		}
-		nums[k] = numberRE().FindAllString(pc.Measured, -1)
 	}
 	i := 0
-	return numberRE().ReplaceAllStringFunc(per[0].Measured, func(tok string) string {
+	return replaceNumbers(per[0].Measured, func(tok string) string {
 		prec := 0
 		if dot := strings.IndexByte(tok, '.'); dot >= 0 {
 			prec = len(tok) - dot - 1

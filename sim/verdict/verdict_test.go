@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"regexp"
 	"slices"
 	"testing"
 )
@@ -41,4 +42,20 @@ func TestMedian(t *testing.T) {
 			t.Errorf("Median(%v) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
+}
+
+// numberRE is the figure replaceNumbers finds, as a regexp.
+var numberRE = regexp.MustCompile(`\d+(?:\.\d+)?`)
+
+// FuzzReplaceNumbers checks the scanner against the regexp it stands for.
+func FuzzReplaceNumbers(f *testing.F) {
+	for _, s := range []string{"", "x", "12", "0.25 of 3.", "1-5 seeds", ".5", "1..2", "a1.2.3b", "peak 2.48x (0.5)", "٣ digits"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		mark := func(tok string) string { return "<" + tok + ">" }
+		if got, want := replaceNumbers(s, mark), numberRE.ReplaceAllStringFunc(s, mark); got != want {
+			t.Errorf("replaceNumbers(%q) = %q, want %q", s, got, want)
+		}
+	})
 }

@@ -11,10 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/unherd/unherd/cmd/unherd/internal/policy"
@@ -87,8 +85,10 @@ var PolicyKeys = []string{"name", "attempts", "base", "cap", "jitter", "budget",
 
 // PolicyFile is the name the page's policy is parsed under, as if it were
 // a file: its errors begin with it, and a policy without a name field is
-// called "policy", as `unherd whatif --policy policy.yaml` calls it.
-const PolicyFile = "policy.yaml"
+// called "policy", as `unherd whatif --policy policy.json` calls it. The
+// page writes JSON: the page's simulator is built without the YAML reader
+// (see package policy).
+const PolicyFile = "policy.json"
 
 // Do runs req and returns the response as JSON. progress, if set, is
 // called with the runs done and the total, serially. A malformed request
@@ -182,35 +182,35 @@ func answer(v any, rs []*sim.Result) Response {
 	return resp
 }
 
-// plain is a value written into the policy document as it is, so that it
-// is typed as it would be in a file (5 a number, 50ms a string); anything
-// else is written quoted, as a string.
-// It is compiled on first use, not when a process starts: the page's
-// simulator starts in several workers at once.
-var plain = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`) })
+// scalar writes a form's value v as the JSON value a policy file would
+// hold if a user wrote v unquoted in YAML, for the common cases: a
+// number as a number (5, 0.2, 1e3), true and false as booleans, anything
+// else as a string (50ms, full, five). So a field the simulator reads as
+// a number and a field it reads as a duration are typed as in a file.
+func scalar(v string) string {
+	if v == "true" || v == "false" || v != "" && '0' <= v[0] && v[0] <= '9' && json.Valid([]byte(v)) {
+		return v
+	}
+	q, _ := json.Marshal(v)
+	return string(q)
+}
 
-// PolicyYAML writes fields (by their dotted names, see [PolicyKeys]) as the
-// policy file a user would write, leaving out empty ones ({} when all
-// are). A field that is
-// not one of PolicyKeys is an error naming it.
-func PolicyYAML(fields map[string]string) ([]byte, error) {
+// PolicyJSON writes fields (by their dotted names, see [PolicyKeys]) as
+// the policy file a user would write, in JSON, leaving out empty ones ({}
+// when all are): one field to a line, in the order of PolicyKeys, so that
+// an error's line names its field. A field that is not one of PolicyKeys
+// is an error naming it.
+func PolicyJSON(fields map[string]string) ([]byte, error) {
 	for k := range fields {
 		if !isPolicyKey(k) {
 			return nil, &policy.Error{File: PolicyFile, Line: 1, Field: k, Msg: "unknown field (want one of " + strings.Join(PolicyKeys, ", ") + ")"}
 		}
 	}
-	var b strings.Builder
-	val := func(v string) string {
-		if plain().MatchString(v) {
-			return v
-		}
-		q, _ := json.Marshal(v) // a JSON string is a YAML double-quoted one
-		return string(q)
-	}
+	var lines []string
 	get := func(k string) string { return strings.TrimSpace(fields[k]) }
 	for _, k := range []string{"name", "attempts", "base", "cap", "jitter"} {
 		if v := get(k); v != "" {
-			fmt.Fprintf(&b, "%s: %s\n", k, val(v))
+			lines = append(lines, fmt.Sprintf("%q: %s", k, scalar(v)))
 		}
 	}
 	switch kind, ratio := get("budget"), get("budget.ratio"); {
@@ -218,19 +218,19 @@ func PolicyYAML(fields map[string]string) ([]byte, error) {
 		if kind == "" {
 			kind = "ratio"
 		}
-		fmt.Fprintf(&b, "budget:\n  kind: %s\n  ratio: %s\n", val(kind), val(ratio))
+		lines = append(lines, fmt.Sprintf("\"budget\": {\n  \"kind\": %s,\n  \"ratio\": %s\n}", scalar(kind), scalar(ratio)))
 	case kind != "":
-		fmt.Fprintf(&b, "budget: %s\n", val(kind))
+		lines = append(lines, fmt.Sprintf("\"budget\": %s", scalar(kind)))
 	}
 	if v := get("timeouts.attempt"); v != "" {
-		fmt.Fprintf(&b, "timeouts:\n  attempt: %s\n", val(v))
+		lines = append(lines, fmt.Sprintf("\"timeouts\": {\n  \"attempt\": %s\n}", scalar(v)))
 	}
-	if b.Len() == 0 {
-		// Every field at its default: an empty mapping, since an empty
+	if len(lines) == 0 {
+		// Every field at its default: an empty object, since an empty
 		// file is an error.
-		b.WriteString("{}\n")
+		return []byte("{}\n"), nil
 	}
-	return []byte(b.String()), nil
+	return []byte("{\n" + strings.Join(lines, ",\n") + "\n}\n"), nil
 }
 
 func isPolicyKey(k string) bool {
@@ -243,10 +243,10 @@ func isPolicyKey(k string) bool {
 }
 
 // ParsePolicy reads fields as `unherd whatif` reads a policy file named
-// [PolicyFile] holding them (see [PolicyYAML]); its errors are those of
+// [PolicyFile] holding them (see [PolicyJSON]); its errors are those of
 // policy.Parse.
 func ParsePolicy(fields map[string]string) (sim.Policy, error) {
-	doc, err := PolicyYAML(fields)
+	doc, err := PolicyJSON(fields)
 	if err != nil {
 		return sim.Policy{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/unherd/unherd/cmd/unherd/internal/policy"
@@ -33,7 +34,7 @@ func TestParsePolicyReadsAsAFile(t *testing.T) {
 			t.Errorf("ParsePolicy(%v): %v", c.fields, err)
 			continue
 		}
-		want, err := policy.Parse(PolicyFile, []byte(c.file))
+		want, err := policy.Parse("policy.yaml", []byte(c.file))
 		if err != nil {
 			t.Fatalf("policy.Parse(%q): %v", c.file, err)
 		}
@@ -169,4 +170,33 @@ func TestMergeAnswersAsTheWholeWhatIf(t *testing.T) {
 			t.Errorf("%+v: got %+v, %v; want an error", bad, r, err)
 		}
 	}
+}
+
+// FuzzPolicyJSON checks that the page's fields always make a well-formed
+// JSON policy in which a value not typed as a number or a boolean is the
+// string the form held, and that parsing it never panics.
+func FuzzPolicyJSON(f *testing.F) {
+	for _, s := range []string{"", "5", "50ms", "full", "-1", ".5", "a b", "1e3", "x\n", "é", "2 seconds", "\"q\"", "05", "true", "{}"} {
+		f.Add(s, "0.2")
+	}
+	f.Fuzz(func(t *testing.T, v, ratio string) {
+		if !utf8.ValidString(v) {
+			t.Skip("the form's values are text")
+		}
+		fields := map[string]string{"name": v, "base": v, "budget.ratio": ratio, "timeouts.attempt": v}
+		doc, err := PolicyJSON(fields)
+		if err != nil {
+			t.Fatalf("PolicyJSON(%q): %v", fields, err)
+		}
+		var got struct {
+			Name any `json:"name"`
+		}
+		if err := json.Unmarshal(doc, &got); err != nil {
+			t.Fatalf("PolicyJSON(%q) = %s: not JSON: %v", fields, doc, err)
+		}
+		if s, ok := got.Name.(string); ok && s != strings.TrimSpace(v) {
+			t.Errorf("PolicyJSON(%q) holds the name %q, want %q", fields, s, strings.TrimSpace(v))
+		}
+		_, _ = ParsePolicy(fields)
+	})
 }

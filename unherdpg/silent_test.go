@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
@@ -204,23 +205,28 @@ func TestInTxBounded(t *testing.T) {
 func TestClaimsNotStarvedByTransactions(t *testing.T) {
 	pool := newPoolOf(t, 4)
 	schema := newSchema(t, newPool(t))
-	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema, TxTimeout: time.Minute})
+	// InTx runs at most 4 - 1 transactions at once.
+	s := unherdpg.NewStore(pool, unherdpg.StoreConfig{Schema: schema, TxTimeout: time.Minute, ReservedConns: 1})
 	if err := s.EnsureSchema(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	hold := make(chan struct{})
+	held := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(hold)
 	for range 8 { // more than the pool has
 		wg.Go(func() {
 			_, _ = s.InTx(context.Background(), func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error) {
-				<-hold
+				held <- struct{}{}
+				<-hold // until the test ends
 				return nil, errors.New("held")
 			})
 		})
 	}
-	time.Sleep(200 * time.Millisecond) // let the transactions take what they may
+	for i := range 3 {
+		await.Recv(t, held, fmt.Sprintf("transaction %d of the 3 InTx allows to hold its connection", i+1))
+	}
 	for i := range 20 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := s.Claim(ctx, fmt.Sprint("k", i), idempotency.Fingerprint{}, time.Minute)
@@ -228,6 +234,11 @@ func TestClaimsNotStarvedByTransactions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("claim %d while transactions hold the pool: %v", i, err)
 		}
+	}
+	select {
+	case <-held:
+		t.Error("a fourth transaction ran: InTx took the connection reserved for claims")
+	default:
 	}
 }
 

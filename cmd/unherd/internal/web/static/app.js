@@ -258,8 +258,8 @@ new ResizeObserver(() => {
 
 // A what-if is four independent parts: your policy and the default, each
 // against the closed population and the open stream (the simulator's
-// WhatIfRun). Four workers make them at once, one part each, and the
-// system shares the cores between them: parts of unequal length then end
+// WhatIfRun). Four workers make them, one part each, and the system
+// shares the cores between them: parts of unequal length then end
 // together, where two workers taking two parts each would leave one core
 // idle while the other finished. The default's parts depend only on the
 // seed, so they are kept and an edit makes only yours. Then one worker
@@ -363,12 +363,18 @@ async function runWhatIf() {
     }
     const made = [], progress = tasks.map(() => 0), busyMs = whatifRunners.map(() => 0);
     let next = 0, failed = null;
+    // The later workers start when LATER_PARTS_MS have passed or no part
+    // is left for them, whichever comes first.
+    let laterStart;
+    const later = new Promise((resolve) => { laterStart = resolve; setTimeout(resolve, LATER_PARTS_MS); });
+    if (tasks.length <= FIRST_PARTS) laterStart();
     const drain = async (k) => {
+      if (k >= FIRST_PARTS) await later;
       // The check and the run it allows are one step: an edit between
       // two parts finds this loop stopped.
-      if (k >= FIRST_PARTS) await new Promise((resolve) => setTimeout(resolve, LATER_PARTS_MS));
       while (next < tasks.length && !failed && seq === whatifSeq) {
         const i = next++;
+        if (next === tasks.length) laterStart();
         const m = await whatifRunners[k].run({ ...request, kind: "parts", runs: [tasks[i]] }, (done, total) => {
           progress[i] = done / total;
           const d = progress.reduce((n, p) => n + p, 0) / tasks.length;

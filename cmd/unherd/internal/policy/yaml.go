@@ -3,8 +3,8 @@
 package policy
 
 import (
+	"regexp"
 	"strconv"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -13,30 +13,8 @@ import (
 // hands its policy over as JSON, and the YAML package compiles regexps
 // and builds unicode's tables when a process starts, in every worker.
 
-// yamlLine splits a YAML parser's message of the form "yaml: line N:
-// MSG" (MSG on one line) into N and MSG. (A scanner, not a regexp: the
-// page's simulator, which links this package, starts in several workers
-// at once, and a regexp would bring the regexp package and unicode's
-// tables into each one's start.)
-func yamlLine(s string) (line int, msg string, ok bool) {
-	rest, ok := strings.CutPrefix(s, "yaml: line ")
-	if !ok {
-		return 0, "", false
-	}
-	n := 0
-	for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
-		n++
-	}
-	msg, ok = strings.CutPrefix(rest[n:], ": ")
-	if n == 0 || !ok || strings.IndexByte(msg, '\n') >= 0 {
-		return 0, "", false
-	}
-	line, err := strconv.Atoi(rest[:n])
-	if err != nil {
-		return 0, "", false // more digits than an int holds
-	}
-	return line, msg, true
-}
+// yamlLine finds the "line N:" the YAML parser puts in its messages.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parserProblems are the YAML parser's (not scanner's) messages: they
 // carry a 0-based line, the start of the construct they were parsing.
@@ -65,8 +43,9 @@ func fromYAML(data []byte) (*node, *Error) {
 		msg := err.Error()
 		msg = trimPrefix(msg, "yaml: ")
 		line := 0
-		if n, m, ok := yamlLine(err.Error()); ok {
-			line, msg = n, m
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
 		}
 		// The scanner's lines count from 1; the parser's from 0, and it
 		// leaves out line 0 altogether.

@@ -219,7 +219,10 @@ func TestClaimsNotStarvedByTransactions(t *testing.T) {
 		wg.Go(func() {
 			_, _ = s.InTx(context.Background(), func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error) {
 				held <- struct{}{}
-				<-hold // until the test ends
+				select {
+				case <-hold: // the test has ended
+				case <-time.After(time.Minute):
+				}
 				return nil, errors.New("held")
 			})
 		})

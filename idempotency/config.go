@@ -22,6 +22,16 @@ const (
 	DefaultMaxResponseBody = 1 << 20
 	// DefaultStoreTimeout bounds each call to the store.
 	DefaultStoreTimeout = 2 * time.Second
+	// DefaultWait is how long a duplicate of a request still in flight
+	// waits for the first to finish before it is asked to come back: long
+	// enough for most handlers to finish, so that the duplicate gets the
+	// answer of the one execution, and well within a lease.
+	DefaultWait = 5 * time.Second
+	// InFlightRetryAfter is the delay a duplicate still in flight after
+	// its wait is asked to wait before it tries again: the Retry-After of
+	// the 409 and the gRPC pushback. The client's own jittered backoff
+	// stays a floor over it.
+	InFlightRetryAfter = time.Second
 )
 
 // Header names.
@@ -39,8 +49,8 @@ var ErrInvalidConfig = errors.New("idempotency: invalid config")
 // Config configures a [Middleware]. The zero value is usable with a
 // Store: keys honoured on POST and PATCH, optional, shared by every
 // caller (set Principal), records kept 24 h, a 30 s lease renewed while
-// the handler runs, duplicates of a running request answered 409 at once,
-// bodies up to 1 MiB fingerprinted and stored, and the store's failure
+// the handler runs, a duplicate of a running request waiting up to 5 s
+// for its answer (then 409 with Retry-After), bodies up to 1 MiB fingerprinted and stored, and the store's failure
 // answered 503 (fail closed).
 type Config struct {
 	// Store keeps the records. Nil means a new Memory store with its
@@ -72,10 +82,12 @@ type Config struct {
 	StrictSyntax bool
 
 	// FingerprintHeaders names the request headers that, besides the
-	// method, Host, escaped path, query and body, make up the
-	// fingerprint; a request
-	// that reuses a key with a different fingerprint is a 422. Nil means
-	// Content-Type.
+	// method, escaped path, query and body, make up the fingerprint; a
+	// request that reuses a key with a different fingerprint is a 422.
+	// Nil means Content-Type. The name or address the request was sent
+	// to (Host) is not part of it: a retry that reaches another instance,
+	// or the service by another name, replays. Keep tenants or virtual
+	// hosts apart with Principal, never with the fingerprint.
 	FingerprintHeaders []string
 
 	// TTL is how long a completed record is kept and replayed. Zero
@@ -88,13 +100,14 @@ type Config struct {
 	// is not renewed.
 	Lease time.Duration
 
-	// Wait is how long a request whose key is in flight waits for the
-	// first to finish, checking the store with growing pauses (10 ms
-	// doubling up to 250 ms, each spread over its upper half so that
-	// duplicates arriving together do not poll together), before it is
-	// answered 409; when the first completes it is replayed, and when
-	// the first released the key it runs itself. Zero means no wait: 409
-	// at once, as the draft describes.
+	// Wait is how long a request whose key is in flight for the same
+	// request waits for the first to finish (KeeperConfig.Wait): when the
+	// first completes, its response is replayed; when it released the
+	// key, the duplicate runs itself; when the wait ends first, or the
+	// client goes away, the answer is 409 "key-in-flight" with
+	// Retry-After (InFlightRetryAfter), which unherdhttp's Transport
+	// retries. Zero means DefaultWait (5 s); a negative Wait means 409 at
+	// once, as the draft describes.
 	Wait time.Duration
 
 	// HandlerTimeout, if set, bounds the handler through its request
@@ -141,7 +154,7 @@ type Config struct {
 
 // keeper returns the part of c a Keeper takes.
 func (c *Config) keeper() KeeperConfig {
-	return KeeperConfig{Store: c.Store, TTL: c.TTL, Lease: c.Lease, StoreTimeout: c.StoreTimeout, MaxResponseBody: c.MaxResponseBody, StoreHeader: c.StoreHeader}
+	return KeeperConfig{Store: c.Store, TTL: c.TTL, Lease: c.Lease, StoreTimeout: c.StoreTimeout, MaxResponseBody: c.MaxResponseBody, StoreHeader: c.StoreHeader, Wait: c.Wait}
 }
 
 // validate checks what is the middleware's own; NewKeeper checks the rest.
@@ -149,7 +162,7 @@ func (c *Config) validate() error {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
-	}{{"Wait", c.Wait}, {"HandlerTimeout", c.HandlerTimeout}} {
+	}{{"HandlerTimeout", c.HandlerTimeout}} {
 		if f.d < 0 {
 			return fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, f.name, f.d)
 		}

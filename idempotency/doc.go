@@ -35,19 +35,24 @@
 //   - Keys are scoped by Config.Principal: two callers' keys never meet,
 //     and the keys of a route without a Principal live apart from every
 //     principal's, even in a store other services share (StoreKey).
-//   - The fingerprint of a request is a SHA-256 of its method, Host, path
-//     as the client escaped it (/a%2Fb is not /a/b), query,
+//   - The fingerprint of a request is a SHA-256 of its method, path as
+//     the client escaped it (/a%2Fb is not /a/b), query,
 //     Config.FingerprintHeaders (Content-Type by default) and body, each
 //     field after its length. A key reused with another fingerprint is
-//     422, and nothing runs. Instances that share a store must be reached
-//     by one name (a load balancer's), or a retry sent to another name is
-//     422 rather than a replay.
+//     422, and nothing runs. The fingerprint is the request's, not the
+//     name or address it was sent to: a retry that reaches another
+//     instance by its own address, or the service by another name,
+//     replays. Keep tenants or virtual hosts apart with Principal.
 //   - A stored response keeps the header fields Config.StoreHeader allows
 //     (by default StorableHeader: no cookies, credentials or hop-by-hop
 //     fields); a replay sets them, replacing any an outer handler set.
-//   - A key whose first request still runs is 409 with Retry-After, or,
-//     with Config.Wait, waits that long for the first to finish and then
-//     replays its response.
+//   - A request whose key's first request still runs waits for it, up
+//     to Config.Wait (5 s by default), and gets its answer: the stored
+//     response once it completes, or a run of its own once it released
+//     the key. Past the wait it is 409 "key-in-flight" with Retry-After,
+//     which unherdhttp's Transport retries after that delay (and its
+//     own jittered backoff, whichever is longer). A duplicate served by
+//     the same process as the first is woken as soon as the first ends.
 //   - The response is stored before any of it is sent, so a response lost
 //     on the way back (a dropped connection, a client timeout) is always
 //     replayable. A response body over Config.MaxResponseBody (1 MiB) is

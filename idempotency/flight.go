@@ -5,9 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
 )
 
 // KeeperConfig configures a Keeper: the store and the times every
@@ -34,6 +39,17 @@ type KeeperConfig struct {
 	// StoreHeader reports whether a response header field is stored. Nil
 	// means StorableHeader.
 	StoreHeader func(name string) bool
+	// Wait is how long a request whose key is in flight, with the same
+	// fingerprint, waits for the first to finish: when the first
+	// completes, Claim returns its record (Completed) and the duplicate
+	// answers with it; when the first releases the key, the duplicate
+	// claims it and runs. A duplicate still waiting when Wait ends, or
+	// when its own context ends, gets InFlight, which the middleware
+	// answers with a status the client retries after a delay
+	// (InFlightRetryAfter): HTTP 409 with Retry-After, gRPC UNAVAILABLE
+	// with pushback. Zero means DefaultWait; a negative Wait means no
+	// wait (InFlight at once).
+	Wait time.Duration
 }
 
 func (c *KeeperConfig) validate() error {
@@ -74,10 +90,60 @@ type Keeper struct {
 	storeTimeout time.Duration
 	maxResp      int64
 	storeHeader  func(string) bool
+	wait         time.Duration // negative: none
+	retries      *retry.Policy // of completions and releases that failed
 	polls        atomic.Uint64
 
 	mu    sync.Mutex
 	calls map[string]*claimCall // shared stores' claims in progress, by key
+
+	// flights holds this Keeper's flights by key, so that a duplicate in
+	// the same process learns at once that the first has ended, instead
+	// of at its next look at the store.
+	flights flightIndex
+}
+
+// flightIndex is a Keeper's flights by key, sharded so that requests for
+// different keys rarely share a lock; its maps keep their room when
+// flights end, so registering one allocates nothing once warm.
+type flightIndex struct {
+	seed   maphash.Seed
+	shards [16]struct {
+		mu sync.Mutex
+		m  map[string]*Flight
+		_  [48]byte // a shard per cache line: no false sharing
+	}
+}
+
+func (x *flightIndex) shard(key string) (*sync.Mutex, *map[string]*Flight) {
+	sh := &x.shards[maphash.String(x.seed, key)%uint64(len(x.shards))]
+	return &sh.mu, &sh.m
+}
+
+func (x *flightIndex) add(f *Flight) {
+	mu, m := x.shard(f.lease.Key)
+	mu.Lock()
+	if *m == nil {
+		*m = make(map[string]*Flight)
+	}
+	(*m)[f.lease.Key] = f
+	mu.Unlock()
+}
+
+func (x *flightIndex) remove(f *Flight) {
+	mu, m := x.shard(f.lease.Key)
+	mu.Lock()
+	if (*m)[f.lease.Key] == f {
+		delete(*m, f.lease.Key)
+	}
+	mu.Unlock()
+}
+
+func (x *flightIndex) get(key string) *Flight {
+	mu, m := x.shard(key)
+	mu.Lock()
+	defer mu.Unlock()
+	return (*m)[key]
 }
 
 // NewKeeper validates cfg, fills in its defaults and returns a Keeper.
@@ -93,6 +159,12 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		storeTimeout: cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
 		maxResp:      cmp.Or(cfg.MaxResponseBody, DefaultMaxResponseBody),
 		storeHeader:  cfg.StoreHeader,
+		wait:         cmp.Or(cfg.Wait, DefaultWait),
+	}
+	k.flights.seed = maphash.MakeSeed()
+	var err error
+	if k.retries, err = persistPolicy(k.storeTimeout); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if k.store == nil {
 		s, err := NewMemory(MemoryConfig{})
@@ -122,6 +194,10 @@ type Flight struct {
 	lease  Lease
 	cancel context.CancelCauseFunc
 	rn     renewer
+
+	endMu sync.Mutex
+	ended bool
+	endCh chan struct{} // made by the first duplicate that waits; closed at the end
 }
 
 // Value returns the flight's Lease for LeaseFromContext, without a
@@ -147,16 +223,72 @@ func (k *Keeper) storeCtx(ctx context.Context) (context.Context, context.CancelF
 }
 
 // Claim claims key (a StoreKey) for a request of fingerprint fp, served
-// under ctx, within the store timeout. When the claim is Acquired, the
-// returned Flight holds the key: its renewals run, the handler runs under
-// it, and it must end with Complete or Release. report, if not nil,
-// receives the store errors the flight cannot return: a renewal that
-// failed, a release that failed, a claim whose outcome was not known and
-// could not be released. A claim that failed after it may have reached
-// the store (the store returned the token it drew with the error) is
-// released by that token in the background, so that a claim that did
-// take effect does not hold the key for a whole lease.
+// under ctx, each store call within the store timeout. When the claim is
+// Acquired, the returned Flight holds the key: its renewals run, the
+// handler runs under it, and it must end with Complete or Release.
+//
+// When the key is in flight for a request of the same fingerprint, Claim
+// waits for it, up to the Keeper's Wait (KeeperConfig.Wait) and while
+// ctx lasts: the first request's end wakes a duplicate in the same
+// process at once, and a duplicate of a request that another process
+// serves looks at the store again after pauses that grow from 10 ms to
+// 250 ms. It returns the record once completed (Completed), or the claim
+// once released (Acquired, the duplicate now runs); InFlight once the
+// wait is over, which the caller answers with a status the client
+// retries after InFlightRetryAfter. A key in flight or completed for
+// another fingerprint is returned at once.
+//
+// report, if not nil, receives the store errors the flight cannot
+// return: a renewal that failed, a release that failed, a claim whose
+// outcome was not known and could not be released. A claim that failed
+// after it may have reached the store (the store returned the token it
+// drew with the error) is released by that token in the background, so
+// that a claim that did take effect does not hold the key for a whole
+// lease.
 func (k *Keeper) Claim(ctx context.Context, key string, fp Fingerprint, report func(error)) (Claim, *Flight, error) {
+	var deadline time.Time // of the wait, set at the first InFlight
+	gap := 10 * time.Millisecond
+	for {
+		c, f, err := k.claim(ctx, key, fp, report)
+		if err != nil || c.State != InFlight || c.Fingerprint != fp || k.wait < 0 {
+			return c, f, err
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(k.wait)
+		}
+		left := deadline.Sub(now)
+		if left <= 0 || !k.await(ctx, key, min(k.spread(gap), left)) {
+			return c, nil, nil
+		}
+		gap = min(2*gap, maxWaitGap)
+	}
+}
+
+// maxWaitGap caps the pause between two looks at the store of a
+// duplicate waiting for a request that another process serves.
+const maxWaitGap = 250 * time.Millisecond
+
+// await waits d, or until this Keeper's flight of key (if it has one)
+// ends, whichever comes first, and reports false if ctx ended first.
+func (k *Keeper) await(ctx context.Context, key string, d time.Duration) bool {
+	var ended <-chan struct{}
+	if f := k.flights.get(key); f != nil {
+		ended = f.endedCh()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ended:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// claim is one claim of key: Claim without the wait.
+func (k *Keeper) claim(ctx context.Context, key string, fp Fingerprint, report func(error)) (Claim, *Flight, error) {
 	var c Claim
 	var err error
 	if k.local {
@@ -178,6 +310,35 @@ func (k *Keeper) Claim(ctx context.Context, key string, fp Fingerprint, report f
 		return c, f, nil
 	}
 	return c, nil, err
+}
+
+// endedCh returns a channel closed when the flight ends.
+func (f *Flight) endedCh() <-chan struct{} {
+	f.endMu.Lock()
+	defer f.endMu.Unlock()
+	if f.endCh == nil {
+		f.endCh = make(chan struct{})
+		if f.ended {
+			close(f.endCh)
+		}
+	}
+	return f.endCh
+}
+
+// end marks the flight ended, once its completion or release has
+// reached the store (or been handed to the background), and wakes the
+// duplicates of this process that wait for it.
+func (f *Flight) end() {
+	f.endMu.Lock()
+	defer f.endMu.Unlock()
+	if f.ended {
+		return
+	}
+	f.ended = true
+	f.k.flights.remove(f)
+	if f.endCh != nil {
+		close(f.endCh)
+	}
 }
 
 // claimCall is a shared store's Claim of one key in progress, which the
@@ -236,6 +397,7 @@ func (k *Keeper) claimOnce(ctx context.Context, key string, fp Fingerprint) (c C
 // hold makes the flight the handler's context and, for a shared store,
 // starts the renewals.
 func (f *Flight) hold() {
+	f.k.flights.add(f)
 	if f.k.local {
 		// A Memory record lives and dies with this process and is claimed
 		// until its handler returns: it needs no renewal.
@@ -274,6 +436,7 @@ func (f *Flight) Stop() error {
 // an error wrapping ErrLeaseLost if the lease was lost while the handler
 // ran; nothing is stored then.
 func (f *Flight) Complete(resp *Response) error {
+	defer f.end()
 	if err := f.rn.lostErr(); err != nil {
 		f.Stop()
 		return fmt.Errorf("idempotency: key %q: the lease was lost while the handler ran; its response was not stored: %w", f.lease.Key, err)
@@ -306,6 +469,7 @@ func (f *Flight) Complete(resp *Response) error {
 // key answers 409, and a release lost for good leaves it so until the
 // lease expires. An error is given to the flight's report.
 func (f *Flight) Release() {
+	defer f.end()
 	if f.Stop() != nil || f.lease.Completed() {
 		return // another claim may hold the key; or there is an outcome
 	}
@@ -355,29 +519,42 @@ func (k *Keeper) unclaim(ctx context.Context, key string, token uint64, cause er
 	}()
 }
 
-// persist calls op, each call bounded by the store timeout, until it
-// succeeds or finds the lease lost, or until within has passed since the
-// first failure.
+// persist calls op until it succeeds or finds the lease lost, or until
+// within has passed, through the Keeper's retry policy (persistPolicy).
+// It outlives the client's request: ctx's cancellation, and any mark
+// that an outer layer retries, are dropped.
 func (k *Keeper) persist(ctx context.Context, within time.Duration, op func(context.Context) error) error {
-	var deadline time.Time // set at the first failure
-	gap := 10 * time.Millisecond
-	for {
-		sctx, cancel := k.storeCtx(ctx)
-		err := op(sctx)
-		cancel()
-		if err == nil || errors.Is(err, ErrLeaseLost) {
-			return err
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(within)
-		}
-		d := k.spread(gap)
-		if time.Now().Add(d).After(deadline) {
-			return err
-		}
-		time.Sleep(d)
-		gap = min(2*gap, maxPersistGap)
+	if k.local {
+		// A Memory store never waits, and fails only when the lease is
+		// lost: there is nothing to try again.
+		return op(ctx)
 	}
+	ctx, cancel := context.WithTimeout(retry.WithoutOuterRetry(context.WithoutCancel(ctx)), within)
+	defer cancel()
+	return k.retries.Do(ctx, op)
+}
+
+// persistPolicy is how a Keeper tries again a completion or a release
+// that failed: pauses spread between half and all of a ceiling that
+// doubles from 10 ms up to a second (so that the requests a store outage
+// failed together do not call it together again, and all of them land
+// soon after the store is back), each call bounded by the store timeout,
+// as many tries as the time given allows, with no budget (a completion
+// is the one execution's answer, never extra load to shed), and a lost
+// lease final.
+func persistPolicy(storeTimeout time.Duration) (*retry.Policy, error) {
+	return retry.New(retry.Config{
+		MaxAttempts:    1 << 20, // the time given bounds them
+		Backoff:        backoff.Schedule{Base: 10 * time.Millisecond, Cap: maxPersistGap, Jitter: backoff.Equal},
+		AttemptTimeout: storeTimeout,
+		Budget:         budget.Unlimited,
+		Classify: func(err error) retry.Class {
+			if errors.Is(err, ErrLeaseLost) {
+				return retry.Permanent
+			}
+			return retry.DefaultClassify(err)
+		},
+	})
 }
 
 // maxPersistGap caps the pause between two tries of a completion or a

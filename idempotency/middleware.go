@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/unherd/unherd/internal/pause"
 )
 
 // Middleware applies idempotency keys to the handlers it wraps. Build one
@@ -26,7 +24,6 @@ type Middleware struct {
 	required  bool
 	strict    bool
 	fpHeaders []string
-	wait      time.Duration
 	timeout   time.Duration
 	maxReq    int64
 	failOpen  bool
@@ -49,7 +46,6 @@ func New(cfg Config) (*Middleware, error) {
 		required:  cfg.Required,
 		strict:    cfg.StrictSyntax,
 		fpHeaders: cfg.FingerprintHeaders,
-		wait:      cfg.Wait,
 		timeout:   cfg.HandlerTimeout,
 		maxReq:    cmp.Or(cfg.MaxRequestBody, DefaultMaxRequestBody),
 		failOpen:  cfg.FailOpen,
@@ -107,55 +103,42 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	sk := StoreKey(p, m.principal != nil, key)
 	fp := m.fingerprint(r, body)
 
-	var deadline time.Time // of the wait, set at the first in-flight answer
-	gap := 10 * time.Millisecond
-	for {
-		c, f, err := m.k.Claim(cctx, sk, fp, m.reporter(r))
-		if err != nil {
-			if errors.Is(err, ErrStoreFull) {
-				// Not an outage: running unprotected would let a flood
-				// of keys turn idempotency off for everyone.
-				writeProblem(w, http.StatusServiceUnavailable, CodeStoreFull, "the idempotency store has no room for this key now; nothing was done", 1)
-				m.report(r, err)
-				return
-			}
-			if m.failOpen {
-				m.report(r, err)
-				next.ServeHTTP(w, withBody(r, body))
-				return
-			}
-			writeProblem(w, http.StatusServiceUnavailable, CodeStoreUnavailable, "the idempotency store could not be reached; nothing was done", 1)
+	c, f, err := m.k.Claim(cctx, sk, fp, m.reporter(r))
+	if err != nil {
+		if errors.Is(err, ErrStoreFull) {
+			// Not an outage: running unprotected would let a flood of
+			// keys turn idempotency off for everyone.
+			writeProblem(w, http.StatusServiceUnavailable, CodeStoreFull, "the idempotency store has no room for this key now; nothing was done", 1)
 			m.report(r, err)
 			return
 		}
-		if c.State != Acquired && c.Fingerprint != fp {
-			writeProblem(w, http.StatusUnprocessableEntity, CodeKeyMismatch, "this Idempotency-Key was used with a different request", 0)
+		if m.failOpen {
+			m.report(r, err)
+			next.ServeHTTP(w, withBody(r, body))
 			return
 		}
-		switch c.State {
-		case Acquired:
-			m.run(w, r, next, f, body)
-			return
-		case Completed:
-			if c.Response.Omitted {
-				writeProblem(w, http.StatusConflict, CodeReplayUnavailable, "the request with this Idempotency-Key completed, but its response was too large to store", 0)
-				return
-			}
-			replay(w, c.Response)
-			return
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(m.wait)
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			writeProblem(w, http.StatusConflict, CodeKeyInFlight, "a request with this Idempotency-Key is still being processed", 1)
+		writeProblem(w, http.StatusServiceUnavailable, CodeStoreUnavailable, "the idempotency store could not be reached; nothing was done", 1)
+		m.report(r, err)
+		return
+	}
+	if c.State != Acquired && c.Fingerprint != fp {
+		writeProblem(w, http.StatusUnprocessableEntity, CodeKeyMismatch, "this Idempotency-Key was used with a different request", 0)
+		return
+	}
+	switch c.State {
+	case Acquired:
+		m.run(w, r, next, f, body)
+	case Completed:
+		if c.Response.Omitted {
+			writeProblem(w, http.StatusConflict, CodeReplayUnavailable, "the request with this Idempotency-Key completed, but its response was too large to store", 0)
 			return
 		}
-		if !pause.For(r.Context(), min(m.k.spread(gap), left)) {
+		replay(w, c.Response)
+	default:
+		if r.Context().Err() != nil {
 			return // the client went away
 		}
-		gap = min(2*gap, 250*time.Millisecond)
+		writeProblem(w, http.StatusConflict, CodeKeyInFlight, "a request with this Idempotency-Key is still being processed; retry it after the delay in Retry-After", int(InFlightRetryAfter/time.Second))
 	}
 }
 
@@ -196,14 +179,15 @@ func withBody(r *http.Request, body []byte) *http.Request {
 }
 
 func (m *Middleware) fingerprint(r *http.Request, body []byte) Fingerprint {
-	// One fixed-size hash over the method, the host, the path as the
-	// client escaped it (/a%2Fb is not /a/b), the query and the headers,
+	// One fixed-size hash over the method, the path as the client
+	// escaped it (/a%2Fb is not /a/b), the query and the headers,
 	// each field written after its length so that no field's bytes can
 	// pass for another's, then the body itself when it fits in the buffer
 	// or else the body's own hash: nothing is allocated.
 	var buf [1024]byte
+	// Not the Host: a retry that reaches another instance by its own
+	// address, or the service by another name, is the same request.
 	b := appendField(buf[:0], r.Method)
-	b = appendField(b, r.Host)
 	b = appendField(b, escapedPath(r.URL))
 	b = appendField(b, r.URL.RawQuery)
 	for _, name := range m.fpHeaders {

@@ -228,7 +228,7 @@ func TestPrincipalScopesKeys(t *testing.T) {
 
 func TestInFlightConflict(t *testing.T) {
 	c := &charger{block: make(chan struct{}), started: make(chan struct{}, 1)}
-	h := newHandler(t, idempotency.Config{}, c)
+	h := newHandler(t, idempotency.Config{Wait: -1}, c)
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- do(h, "POST", "/", `"k"`, "1") }()
 	await.Recv(t, c.started, "the first request's handler to start")
@@ -382,7 +382,7 @@ func TestLeaseRenewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemory(t, idempotency.MemoryConfig{})
 		c := &charger{sleep: 10 * time.Second}
-		h := newHandler(t, idempotency.Config{Store: store, Lease: time.Second}, c)
+		h := newHandler(t, idempotency.Config{Store: store, Lease: time.Second, Wait: -1}, c)
 		go do(h, "POST", "/", `"k"`, "1")
 		time.Sleep(5 * time.Second)
 		wantProblem(t, do(h, "POST", "/", `"k"`, "1"), 409, idempotency.CodeKeyInFlight)
@@ -414,7 +414,7 @@ func TestDeadHolderRerunsOnce(t *testing.T) {
 		dead := &charger{block: make(chan struct{}), started: make(chan struct{}, 1)}
 		a := newHandler(t, idempotency.Config{Store: deadAfterClaim{store}, Lease: lease}, dead)
 		live := &charger{sleep: 100 * time.Millisecond}
-		b := newHandler(t, idempotency.Config{Store: store, Lease: lease}, live)
+		b := newHandler(t, idempotency.Config{Store: store, Lease: lease, Wait: -1}, live)
 
 		deadDone := make(chan struct{})
 		go func() { do(a, "POST", "/", `"k"`, "1"); close(deadDone) }()

@@ -21,18 +21,39 @@ import (
 //   - StoredHeaders: cookies and credentials the handler set reach the
 //     first caller but are neither stored nor replayed; a replay sets
 //     the stored fields, replacing those an outer handler set.
-//   - EscapedPath, QueryInPath, Host: requests that differ only in how
-//     the path is escaped, in where the query begins, or in their Host
-//     are 422 for a reused key, never a replay.
+//   - EscapedPath, QueryInPath: requests that differ only in how the
+//     path is escaped, or in where the query begins, are 422 for a
+//     reused key, never a replay.
+//   - OtherName: a retry sent to another name of the service (another
+//     Host) is the same request, and replays.
 func Hostile(t *testing.T, store idempotency.Store) {
 	t.Run("CrossPrincipal", func(t *testing.T) { crossPrincipal(t, store) })
 	t.Run("StoredHeaders", func(t *testing.T) { storedHeaders(t, store) })
-	for _, c := range []struct{ name, first, second, host string }{
-		{"EscapedPath", "/pay%2F1", "/pay/1", ""},
-		{"QueryInPath", "/x%3Fa=1", "/x?a=1?", ""},
-		{"Host", "/pay", "/pay", "other.test"},
+	for _, c := range []struct{ name, first, second string }{
+		{"EscapedPath", "/pay%2F1", "/pay/1"},
+		{"QueryInPath", "/x%3Fa=1", "/x?a=1?"},
 	} {
-		t.Run(c.name, func(t *testing.T) { differs(t, store, c.first, c.second, c.host) })
+		t.Run(c.name, func(t *testing.T) { differs(t, store, c.first, c.second) })
+	}
+	t.Run("OtherName", func(t *testing.T) { otherName(t, store) })
+}
+
+// otherName sends one request twice with one key, the second time to
+// another name of the service; the second must replay the first.
+func otherName(t *testing.T, store idempotency.Store) {
+	var runs atomic.Int32
+	srv := hostileServer(t, idempotency.Config{Store: store}, &runs)
+	key := "other-name-" + random()
+	a := post(t, srv, "/pay", "", "", key)
+	if a.status != http.StatusCreated {
+		t.Fatalf("first: %d %q", a.status, a.body)
+	}
+	b := post(t, srv, "/pay", "payments.other.test", "", key)
+	if !b.replayed || b.status != a.status || b.body != a.body {
+		t.Errorf("/pay (Host %q) after /pay with one key: %d replayed=%v %q; want a replay of %d %q", "payments.other.test", b.status, b.replayed, b.body, a.status, a.body)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
 	}
 }
 
@@ -168,7 +189,7 @@ func storedHeaders(t *testing.T, store idempotency.Store) {
 
 // differs sends first and then second with one key; second must not
 // replay first.
-func differs(t *testing.T, store idempotency.Store, first, second, host string) {
+func differs(t *testing.T, store idempotency.Store, first, second string) {
 	var runs atomic.Int32
 	srv := hostileServer(t, idempotency.Config{Store: store}, &runs)
 	key := "differs-" + random()
@@ -176,9 +197,9 @@ func differs(t *testing.T, store idempotency.Store, first, second, host string) 
 	if a.status != http.StatusCreated {
 		t.Fatalf("%s: %d %q", first, a.status, a.body)
 	}
-	b := post(t, srv, second, host, "", key)
+	b := post(t, srv, second, "", "", key)
 	if b.replayed || b.status != http.StatusUnprocessableEntity {
-		t.Errorf("%s (Host %q) after %s with one key: %d replayed=%v %q; want 422", second, host, first, b.status, b.replayed, b.body)
+		t.Errorf("%s after %s with one key: %d replayed=%v %q; want 422", second, first, b.status, b.replayed, b.body)
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1", n)

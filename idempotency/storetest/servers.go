@@ -80,7 +80,9 @@ func ExactlyOnce(t *testing.T, n int, hold time.Duration, stores ...idempotency.
 		wg.Go(func() {
 			<-start
 			req, _ := http.NewRequest(http.MethodPost, urls[i%len(urls)]+"/charges", strings.NewReader("100 EUR"))
-			req.Host = "payments.test" // the servers behind one name, as a load balancer shows them: the Host is fingerprinted
+			// Each server reached by its own address, as a client that
+			// balances its own load reaches them: a request's Host is
+			// not part of its fingerprint.
 			req.Header.Set(idempotency.KeyHeader, key)
 			resp, err := client.Do(req)
 			mu.Lock()
@@ -137,8 +139,10 @@ func serve(h http.Handler, key string) (status int, replayed bool, code string) 
 // RerunAfterLease checks the lease of a holder that died: a request
 // claims a key through the middleware and its process dies (nothing it
 // does after the claim reaches the store); until the lease expires the
-// key answers 409, and then n concurrent retries on another server run
-// the handler exactly once and every later request replays it. The
+// key answers 409 to a request that does not wait, and then n concurrent
+// retries on another server run the handler exactly once, all of them
+// answered 201 (the others wait for the one that runs), and every later
+// request replays it. The
 // store's clock decides the expiry, so this waits for lease in real time.
 func RerunAfterLease(t *testing.T, store idempotency.Store, lease time.Duration, n int) {
 	t.Helper()
@@ -161,19 +165,28 @@ func RerunAfterLease(t *testing.T, store idempotency.Store, lease time.Duration,
 	<-started
 
 	var runs atomic.Int32
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		time.Sleep(lease / 4) // long enough for the retries to overlap
+		w.WriteHeader(http.StatusCreated)
+	})
+	// A request that does not wait (Wait < 0) sees the key in flight
+	// while the dead holder's lease runs.
+	impatient, err := idempotency.New(idempotency.Config{Store: store, Lease: lease, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _, code := serve(impatient.Handler(handler), key); status != http.StatusConflict || code != idempotency.CodeKeyInFlight {
+		t.Fatalf("while the dead holder's lease runs: %d %s, want 409 %s", status, code, idempotency.CodeKeyInFlight)
+	}
+	time.Sleep(lease + lease/2)
+	// The retries wait for the one of them that runs (Config.Wait's
+	// default), and get its answer.
 	b, err := idempotency.New(idempotency.Config{Store: store, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := b.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		runs.Add(1)
-		time.Sleep(lease / 4) // long enough for the retries to overlap
-		w.WriteHeader(http.StatusCreated)
-	}))
-	if status, _, code := serve(h, key); status != http.StatusConflict || code != idempotency.CodeKeyInFlight {
-		t.Fatalf("while the dead holder's lease runs: %d %s, want 409 %s", status, code, idempotency.CodeKeyInFlight)
-	}
-	time.Sleep(lease + lease/2)
+	h := b.Handler(handler)
 	var wg sync.WaitGroup
 	var conflicts, created atomic.Int32
 	for range n {
@@ -189,6 +202,9 @@ func RerunAfterLease(t *testing.T, store idempotency.Store, lease time.Duration,
 		})
 	}
 	wg.Wait()
+	if conflicts.Load() > 0 {
+		t.Errorf("%d of %d retries answered 409: a duplicate waits for the re-run's answer", conflicts.Load(), n)
+	}
 	if status, replayed, _ := serve(h, key); status != http.StatusCreated || !replayed {
 		t.Errorf("after the re-run: %d, replayed %v; want a replayed 201", status, replayed)
 	}

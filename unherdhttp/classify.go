@@ -171,6 +171,13 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 	if !failed {
 		return resp, nil
 	}
+	if !hooked && keyInFlight(c, resp) {
+		// The draft's 409 for a key whose first request still runs, with
+		// the delay after which to come back: the one execution's answer
+		// is on its way, so the retry waits for it rather than ending the
+		// call with a conflict.
+		class = retry.Transient
+	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp}
 	v := retry.Verdict{Class: class}
 	switch {
@@ -201,6 +208,17 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 		}
 	}
 	return nil, retry.Judge(se, v)
+}
+
+// keyInFlight reports whether resp is the answer of an idempotency-key
+// server to a request whose key's first request is still being served:
+// 409 Conflict with a Retry-After, to a request that carries a key
+// (idempotency.CodeKeyInFlight, in the draft's words "a request with the
+// same key is in progress"). A 409 without Retry-After, or to a request
+// without a key, is a conflict no retry resolves.
+func keyInFlight(c *call, resp *http.Response) bool {
+	return resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != "" &&
+		(c.key != "" || hasIdempotencyKey(c.req.Header))
 }
 
 // judgeError classifies a transport error of areq, the request sent.

@@ -31,24 +31,38 @@ const (
 )
 
 // IdempotencyConfig makes unary calls that carry an IdempotencyKey run
-// once, as package idempotency's middleware does for HTTP: the first call
-// with a key claims it in Store and runs the handler; its outcome, the
-// reply or a status the caller should not retry, is stored, and a later
-// call with the same key and the same request gets it back (with
-// ReplayedKey) without running the handler; a call whose key is still
-// being served fails with ABORTED; a key reused with a different request
-// fails with FAILED_PRECONDITION; a missing key where Required is
-// INVALID_ARGUMENT; a store that cannot be reached fails the call with
-// UNAVAILABLE, and a full one (idempotency.ErrStoreFull) with
-// RESOURCE_EXHAUSTED, nothing run. A handler that fails with a status a client retries
-// (UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED, DEADLINE_EXCEEDED,
-// INTERNAL, UNKNOWN, DATA_LOSS, CANCELLED) or panics releases the key,
-// so that the retry runs again. Requests and replies must be protocol
-// buffer messages. Only the reply or status is stored: header and trailer
-// metadata the handler set are not replayed. The handler's context
-// carries the claim's idempotency.Lease; a handler that completes the
-// record itself (unherdpg's InTx) marks it with Lease.MarkCompleted, and
-// the interceptor then leaves the record alone.
+// once, as package idempotency's middleware does for HTTP, through the
+// same idempotency.Keeper. The first call with a key claims it in Store
+// and runs the handler; its outcome, the reply or a status that ends the
+// call (see below), is stored, and a later call with the same key and
+// the same request gets it back (with ReplayedKey) without running the
+// handler.
+//
+// A call whose key is still being served waits for the first, up to
+// Wait (idempotency.DefaultWait) and within its own deadline, and gets
+// its answer; past the wait it fails with UNAVAILABLE and a pushback
+// (PushbackKey) of idempotency.InFlightRetryAfter, which unherd's client
+// (DefaultCodes) and grpc-go's own retries (a retry policy listing
+// UNAVAILABLE) retry after that delay. A key reused with a different
+// request fails with FAILED_PRECONDITION; a missing key where Required
+// is INVALID_ARGUMENT; a store that cannot be reached fails the call
+// with UNAVAILABLE, and a full one (idempotency.ErrStoreFull) with
+// RESOURCE_EXHAUSTED, nothing run.
+//
+// A handler that panics, or fails with a status that says the call may
+// not have taken effect or may succeed later (UNAVAILABLE,
+// RESOURCE_EXHAUSTED, ABORTED, DEADLINE_EXCEEDED, INTERNAL, UNKNOWN,
+// DATA_LOSS, CANCELLED), releases the key, so that a retry, if the
+// client makes one, runs the handler again; any other status is stored
+// and replayed. Of those, unherd's client retries UNAVAILABLE and
+// RESOURCE_EXHAUSTED by default (Config.Codes adds others).
+//
+// Requests and replies must be protocol buffer messages. Only the reply
+// or status is stored: header and trailer metadata the handler set are
+// not replayed. The handler's context carries the claim's
+// idempotency.Lease; a handler that completes the record itself
+// (unherdpg's InTx) marks it with Lease.MarkCompleted, and the
+// interceptor then leaves the record alone.
 type IdempotencyConfig struct {
 	// KeeperConfig holds the store and its times, as the HTTP middleware
 	// has them: Store (idempotency.Memory for one process, or a shared
@@ -57,11 +71,13 @@ type IdempotencyConfig struct {
 	// (the in-flight lease of a claim in a shared store, renewed every
 	// third of its length while the handler runs; a renewal that finds
 	// the lease lost cancels the handler's context, and its outcome is
-	// not stored), StoreTimeout (each store call's bound) and
+	// not stored), StoreTimeout (each store call's bound),
 	// MaxResponseBody (the largest reply stored; a larger one completes
-	// the record without it, and a replay fails with FAILED_PRECONDITION).
-	// Zero values mean the idempotency package's defaults. StoreHeader has
-	// no effect: no metadata is stored.
+	// the record without it, and a replay fails with FAILED_PRECONDITION)
+	// and Wait (how long a call whose key is in flight waits for the
+	// first; a negative Wait answers UNAVAILABLE at once). Zero values mean the
+	// idempotency package's defaults. StoreHeader has no effect: no
+	// metadata is stored.
 	idempotency.KeeperConfig
 
 	// Principal returns who is calling, so that two callers' keys never
@@ -149,7 +165,11 @@ func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *
 	case c.State != idempotency.Acquired && c.Fingerprint != fp:
 		return nil, status.Error(codes.FailedPrecondition, "unherdgrpc: this idempotency key was used with a different request")
 	case c.State == idempotency.InFlight:
-		return nil, status.Error(codes.Aborted, "unherdgrpc: a call with this idempotency key is still being served")
+		if err := ctx.Err(); err != nil {
+			return nil, status.FromContextError(err).Err() // the caller has gone
+		}
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, pushbackValue(idempotency.InFlightRetryAfter)))
+		return nil, status.Error(codes.Unavailable, "unherdgrpc: a call with this idempotency key is still being served; retry it after the pushback")
 	case c.State == idempotency.Completed:
 		return id.replay(ctx, info.FullMethod, c.Response)
 	}
@@ -213,7 +233,8 @@ func (id *idempotent) run(f *idempotency.Flight, req any, handler grpc.UnaryHand
 		return resp, nil
 	}
 	// A completion that fails leaves the record in flight until its
-	// lease runs out: the client has its reply, and a retry is 409.
+	// lease runs out: the client has its reply, and a retry waits, then
+	// is asked to come back.
 	_ = f.Complete(&idempotency.Response{Status: int(codes.OK), Body: b})
 	return resp, nil
 }

@@ -226,9 +226,12 @@ func TestIdempotencyStatuses(t *testing.T) {
 	}
 }
 
+// A duplicate of a call in flight that does not wait (a negative Wait)
+// is asked to come back: UNAVAILABLE with pushback, never a status the
+// client treats as final.
 func TestIdempotencyInFlight(t *testing.T) {
 	s := &countServer{block: make(chan struct{}), started: make(chan struct{})}
-	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{})
+	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Wait: -1}})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var firstErr error
@@ -237,11 +240,12 @@ func TestIdempotencyInFlight(t *testing.T) {
 		_, _, firstErr = call(cc, keyed("k"), "a")
 	}()
 	await.Recv(t, s.started, "the first call's handler to start")
-	_, _, err := call(cc, keyed("k"), "a")
+	var tr metadata.MD
+	_, err := testpb.NewTestServiceClient(cc).UnaryCall(keyed("k"), &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("a")}}, grpc.Trailer(&tr))
 	close(s.block)
 	wg.Wait()
-	if status.Code(err) != codes.Aborted || firstErr != nil {
-		t.Fatalf("duplicate in flight: %v (first: %v); want ABORTED", err, firstErr)
+	if status.Code(err) != codes.Unavailable || first(tr.Get(unherdgrpc.PushbackKey)) != "1000" || firstErr != nil {
+		t.Fatalf("duplicate in flight: %v, pushback %v (first: %v); want UNAVAILABLE with pushback 1000", err, tr.Get(unherdgrpc.PushbackKey), firstErr)
 	}
 }
 
@@ -346,8 +350,8 @@ func (s *slowServer) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*t
 }
 
 // A shared store's lease is renewed while the handler runs: a handler
-// three leases long keeps its key, and a duplicate sent meanwhile is
-// ABORTED instead of taking the key over.
+// three leases long keeps its key, and a duplicate sent meanwhile waits
+// for its reply instead of taking the key over.
 func TestIdempotencyLeaseRenewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
@@ -363,8 +367,8 @@ func TestIdempotencyLeaseRenewed(t *testing.T) {
 			done <- err
 		}()
 		time.Sleep(7 * time.Second)
-		if _, _, err := call(cc, keyed("k"), "a"); status.Code(err) != codes.Aborted {
-			t.Errorf("duplicate after two leases: %v, want ABORTED", err)
+		if resp, _, err := call(cc, keyed("k"), "a"); err != nil || resp.GetServerId() != "slow" || s.runs.Load() != 1 {
+			t.Errorf("duplicate after two leases: %v %v after %d runs, want the one run's reply", resp, err, s.runs.Load())
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)

@@ -248,10 +248,6 @@ func newClient(t *testing.T, start time.Time) *client {
 	return &client{c: &http.Client{Transport: tr, Timeout: 10 * time.Second}, start: start}
 }
 
-// serviceHost is the name clients reach the instances by: the Host is
-// part of a request's fingerprint.
-const serviceHost = "payments.test"
-
 // send sends key's attempt'th request to instance url.
 func (c *client) send(url, key string, attempt int) answer {
 	req, _ := http.NewRequest(http.MethodPost, url+"/charges", strings.NewReader("charge "+key))
@@ -261,7 +257,9 @@ func (c *client) send(url, key string, attempt int) answer {
 	// hiding a second request, with the same attempt number, inside the
 	// first's time. pay's loop is the client's retry, and counts each.
 	req.GetBody = nil
-	req.Host = serviceHost // both instances behind one name, as a load balancer shows them
+	// Each instance is reached by its own address, as a client that
+	// balances its own load, or fails over, reaches them: a retry that
+	// lands on the other instance is the same request, and replays.
 	req.Header.Set(idempotency.KeyHeader, `"`+key+`"`)
 	req.Header.Set(keyHeader, key)
 	req.Header.Set(attemptHeader, strconv.Itoa(attempt))
@@ -309,8 +307,8 @@ func (c *client) answers() []answer {
 
 // summary counts answers by kind.
 type summary struct {
-	n, created, replayed, inFlight, unavailable, other, noResponse int
-	slowest                                                        time.Duration
+	n, created, replayed, inFlight, mismatch, unavailable, other, noResponse int
+	slowest                                                                  time.Duration
 }
 
 func (s *summary) add(a answer) {
@@ -323,6 +321,8 @@ func (s *summary) add(a answer) {
 		s.created++
 	case a.status == http.StatusConflict:
 		s.inFlight++
+	case a.status == http.StatusUnprocessableEntity:
+		s.mismatch++
 	case a.status == http.StatusServiceUnavailable:
 		s.unavailable++
 	case a.status == 0:
@@ -333,8 +333,27 @@ func (s *summary) add(a answer) {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("%5d requests: %5d created, %5d replayed, %4d 409, %4d 503, %4d other, %4d no response; slowest %v",
-		s.n, s.created, s.replayed, s.inFlight, s.unavailable, s.other, s.noResponse, s.slowest.Round(time.Millisecond))
+	return fmt.Sprintf("%5d requests: %5d created, %5d replayed, %4d 409, %4d 422, %4d 503, %4d other, %4d no response; slowest %v",
+		s.n, s.created, s.replayed, s.inFlight, s.mismatch, s.unavailable, s.other, s.noResponse, s.slowest.Round(time.Millisecond))
+}
+
+// noMismatch fails t for every 422 among as: each key is sent with one
+// request, to whichever instance and by whichever address, so a 422
+// ("used with a different request") is a wrong answer, which tells a
+// caller that a request that ran failed for good.
+func noMismatch(t *testing.T, as []answer) {
+	t.Helper()
+	n := 0
+	for _, a := range as {
+		if a.status == http.StatusUnprocessableEntity {
+			if n++; n <= 3 {
+				t.Errorf("key %s: 422 %s at %v, want the original, a replay or a status to retry", a.key, a.code, a.start.Round(time.Millisecond))
+			}
+		}
+	}
+	if n > 3 {
+		t.Errorf("%d answers 422 in all", n)
+	}
 }
 
 func summarize(as []answer) summary {
@@ -497,6 +516,7 @@ func TestStoresLostResponses(t *testing.T) {
 			close(work)
 			wg.Wait()
 			t.Logf("%s in %v: %v; %d first responses lost", b.name, time.Since(start).Round(time.Millisecond), summarize(cl.answers()), c.lost.Load())
+			noMismatch(t, cl.answers())
 			if got := c.lost.Load(); got < keys/3 {
 				t.Errorf("%d first responses lost, want %d", got, keys/3+1)
 			}
@@ -666,6 +686,7 @@ func runOutage(t *testing.T, b backing, o outage) outageRun {
 			}
 		}
 	}
+	noMismatch(t, as)
 	t.Logf("last 503: %s the store came back; last answer other than the original or a replay to a request sent after it came back: %s; %d 503s while it was reachable; %d abnormal answers over %v after; %d requests over %v",
 		since(lastUnavailable, outage.to), since(lastAbnormal, outage.to), late, abnormal, outageRecovery, slow, outageSlowest)
 	checkExecutions(t, b, finals)

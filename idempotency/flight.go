@@ -466,8 +466,9 @@ func (f *Flight) Complete(resp *Response) error {
 // runs the handler again, unless the handler completed the record itself
 // or the lease was lost. A release that fails is tried again in the
 // background, as a completion is, for up to a lease: until it lands the
-// key answers 409, and a release lost for good leaves it so until the
-// lease expires. An error is given to the flight's report.
+// key is in flight (duplicates wait, then are asked to come back), and a
+// release lost for good leaves it so until the lease expires. An error
+// is given to the flight's report.
 func (f *Flight) Release() {
 	defer f.end()
 	if f.Stop() != nil || f.lease.Completed() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,5 +250,82 @@ func TestMemoryRetentionShareFlood(t *testing.T) {
 func TestNewMemoryRejectsNegativeRetention(t *testing.T) {
 	if _, err := idempotency.NewMemory(idempotency.MemoryConfig{MinRetention: -time.Second}); err == nil {
 		t.Error("a negative MinRetention accepted")
+	}
+}
+
+// MaxBytes bounds the heap while the store evicts records past their
+// retention to make room: five times what the store holds, through it,
+// never takes the live heap past 1.25 times MaxBytes.
+func TestMemoryRetentionBoundsHeap(t *testing.T) {
+	const maxBytes = 8 << 20
+	const n = 80_000 // about five times what 8 MiB holds
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemory(t, idempotency.MemoryConfig{MaxBytes: maxBytes, MinRetention: time.Second})
+		for i := range n {
+			if err := claimComplete(t, m, ctx, "k"+strconv.Itoa(i)); err != nil {
+				t.Fatalf("key %d: %v", i, err)
+			}
+			if i%1000 == 999 {
+				time.Sleep(time.Second)
+			}
+		}
+		held := m.Len()
+		heap := heapAlloc()
+		runtime.KeepAlive(m)
+		m = nil
+		grew := heap - heapAlloc()
+		t.Logf("%d keys, %d held: the store holds %.1f MiB, MaxBytes %.1f MiB (%.2fx)", n, held, float64(grew)/(1<<20), float64(maxBytes)/(1<<20), float64(grew)/maxBytes)
+		if held >= n/3 {
+			t.Errorf("%d of %d records held: the store did not evict", held, n)
+		}
+		if grew > maxBytes*5/4 {
+			t.Errorf("the store holds %d bytes, over 1.25 x MaxBytes (%d)", grew, maxBytes)
+		}
+	})
+}
+
+// BenchmarkMemoryFull claims and completes a new key per op in a full
+// store, so that every claim makes room: by evicting a record past its
+// retention (Aged) or an expired one (Expired).
+func BenchmarkMemoryFull(b *testing.B) {
+	for _, bc := range []struct {
+		name      string
+		retention time.Duration
+		ttl       time.Duration
+	}{
+		{"Aged", time.Nanosecond, 24 * time.Hour},
+		{"Expired", time.Hour, time.Nanosecond},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m, err := idempotency.NewMemory(idempotency.MemoryConfig{MaxBytes: 4 << 20, MinRetention: bc.retention})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			resp := &idempotency.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(reply200)}
+			const warm = 50_000 // fills the store
+			keys := make([]string, warm+b.N)
+			for i := range keys {
+				keys[i] = "k-" + strconv.Itoa(i)
+			}
+			op := func(key string) {
+				c, err := m.Claim(ctx, key, idempotency.Fingerprint{}, time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := m.Complete(ctx, key, c.Token, resp, bc.ttl); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, k := range keys[:warm] {
+				op(k)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for _, k := range keys[warm:] {
+				op(k)
+			}
+		})
 	}
 }

@@ -108,11 +108,11 @@ type MemoryConfig struct {
 // refused, and a retry within MinRetention is always replayed; a flood
 // of new keys that fills the store with recent records is refused
 // (ErrStoreFull) until they age past MinRetention, and never makes a
-// recent request run again. It serves one process; a fleet of servers needs a shared store such as
-// the Redis and PostgreSQL ones of unherd's nested modules. The
-// middleware claims its keys until the handler returns, with no lease to
-// renew: a record cannot outlive the process that would have to renew
-// it. It is safe for concurrent use.
+// recent request run again. It serves one process; a fleet of servers
+// needs a shared store such as the Redis and PostgreSQL ones of unherd's
+// nested modules. The middleware claims its keys until the handler
+// returns, with no lease to renew: a record cannot outlive the process
+// that would have to renew it. It is safe for concurrent use.
 type Memory struct {
 	seed   maphash.Seed
 	epoch  time.Time // instants are nanoseconds since epoch, on the monotonic clock

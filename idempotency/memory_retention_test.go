@@ -55,18 +55,23 @@ func steady(t *testing.T, cfg idempotency.Config, n int, gap time.Duration) (ref
 // own and a 200-byte reply, never meets a full store: with the defaults,
 // 200,000 keys at 100 a second (about 1.6 times what 64 MiB holds); with
 // MaxBytes at 1 MiB, 20,000 keys at one a second (about 15 times what it
-// holds). Rerun with
+// holds); one principal's 20,000 keys at 10 a second (1.6 times its
+// share). Rerun with
 //
 //	go test ./idempotency -run TestMemorySteadyTraffic -v
 func TestMemorySteadyTraffic(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		maxBytes int64 // 0: the middleware's own Memory store
-		n        int
-		gap      time.Duration
+		name      string
+		maxBytes  int64 // 0: the middleware's own Memory store
+		n         int
+		gap       time.Duration
+		principal bool // one caller, named by Config.Principal
 	}{
-		{"defaults", 0, 200_000, 10 * time.Millisecond},
-		{"1MiB", 1 << 20, 20_000, time.Second},
+		{"defaults", 0, 200_000, 10 * time.Millisecond, false},
+		{"1MiB", 1 << 20, 20_000, time.Second, false},
+		// One caller's keys, bound by its share (a tenth of 64 MiB):
+		// 20,000 of them at 10 a second, 1.6 times what the share holds.
+		{"one principal", 0, 20_000, 100 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if testing.Short() && tc.n > 50_000 {
@@ -76,6 +81,9 @@ func TestMemorySteadyTraffic(t *testing.T) {
 				var cfg idempotency.Config
 				if tc.maxBytes > 0 {
 					cfg.Store = newMemory(t, idempotency.MemoryConfig{MaxBytes: tc.maxBytes})
+				}
+				if tc.principal {
+					cfg.Principal = func(*http.Request) string { return "acct_1" }
 				}
 				refused := steady(t, cfg, tc.n, tc.gap)
 				t.Logf("%d new keys, one every %v, 200-byte replies: %d refused 503", tc.n, tc.gap, refused)

@@ -149,7 +149,7 @@ func TestRunJanitor(t *testing.T) {
 		n   int64
 		err error
 	}
-	runs := make(chan run, 100)
+	runs := make(chan run, 1000) // never full: a blocked OnRun would keep RunJanitor from returning
 	done := make(chan error, 1)
 	go func() {
 		done <- s.RunJanitor(ctx, unherdpg.JanitorConfig{

@@ -91,7 +91,8 @@ type Config struct {
 	FingerprintHeaders []string
 
 	// TTL is how long a completed record is kept and replayed. Zero
-	// means DefaultTTL (24 h).
+	// means DefaultTTL (24 h). A Memory store that needs room evicts a
+	// record sooner, once past its MemoryConfig.MinRetention.
 	TTL time.Duration
 
 	// Lease is the in-flight lease of a shared store; see DefaultLease.

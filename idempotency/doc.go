@@ -92,9 +92,14 @@
 // A Store is four calls (Claim, Renew, Complete, Release) with fencing
 // tokens; package storetest is the conformance suite every store runs.
 // Memory is sharded, bounded in bytes and, per caller, in its share of
-// them; it evicts expired records as it goes, never a live one, and when
-// full refuses new keys (503) rather than forget one that completed. It
-// serves one process. The nested modules unherdredis and unherdpg hold
+// them. It evicts expired records as it goes; when it needs room, it
+// evicts the oldest completed records past MemoryConfig.MinRetention (10
+// minutes, longer than clients' retries take), never an in-flight record
+// nor a completed one within it, so that a retry within MinRetention
+// always replays. Steady traffic is never refused while the records
+// completed within MinRetention fit; a flood of new keys that fills the
+// store with recent records is refused (503) until they age. It serves
+// one process. The nested modules unherdredis and unherdpg hold
 // stores that a fleet shares; unherdpg's can also complete the record in
 // the handler's own database transaction, so that the effect and its
 // record commit together.

@@ -21,10 +21,18 @@ const (
 	// DefaultMaxShare is the part of the store one principal's records
 	// may hold: ten principals flooding together fill it.
 	DefaultMaxShare = 0.1
+	// DefaultMinRetention is how long a completed record is kept however
+	// full the store: longer than the retries of any sane client take.
+	// unherd's retry package, the AWS SDKs and Stripe's libraries give
+	// up within a minute; Google Cloud's generated client libraries give
+	// many methods a total retry timeout of 600 s, the longest default
+	// horizon in common use.
+	DefaultMinRetention = 10 * time.Minute
 )
 
 // MemoryConfig configures a [Memory] store. The zero value is 64 shards
-// holding at most 64 MiB, a tenth of it at most for one principal.
+// holding at most 64 MiB, a tenth of it at most for one principal's
+// recent records, each completed record kept at least 10 minutes.
 type MemoryConfig struct {
 	// Shards is the number of independently locked parts the keys are
 	// spread over. Zero means DefaultShards.
@@ -40,26 +48,46 @@ type MemoryConfig struct {
 	// count is an upper bound: the store holds a little less than
 	// MaxBytes of records and the heap it takes stays within MaxBytes.
 	//
-	// A live record, in flight or completed, is never evicted to make
-	// room: forgetting a completed key would run its request again.
-	// Expired records are evicted, the oldest as the store is used and
-	// any of them when a shard is full. When a shard has no room for a
-	// new claim, Claim fails with an error wrapping ErrStoreFull, which
-	// the middleware answers 503 with Retry-After; a completion that
-	// does not fit keeps its status but not its body (Response.Omitted),
-	// in the room its claim reserved, and is replayed as 409
+	// When a shard needs room, it evicts expired records, then the
+	// completed records past their MinRetention, the oldest first. It
+	// never evicts an in-flight record, nor a completed one within its
+	// MinRetention: forgetting it would run a retry of its request
+	// again. When a shard has no room for a new claim even so, every
+	// record it holds is in flight or recent (a flood of new keys), and
+	// Claim fails with an error wrapping ErrStoreFull, which the
+	// middleware answers 503 with Retry-After; a completion that does
+	// not fit keeps its status but not its body (Response.Omitted), in
+	// the room its claim reserved, and is replayed as 409
 	// "replay-unavailable". Zero means DefaultMaxBytes.
 	MaxBytes int64
 
+	// MinRetention is how long a completed record is kept at least,
+	// counted from its completion, whatever the traffic: a retry within
+	// it is always replayed. Past it, the record is kept for the rest
+	// of its TTL while the store has room, and is among the first
+	// evicted when a new key needs room. Choose it longer than the
+	// longest retry horizon of the clients (their total time from first
+	// attempt to last retry). The store refuses honest traffic only
+	// when the records completed within MinRetention fill MaxBytes: size
+	// MaxBytes for the rate of new keys times MinRetention. A
+	// MinRetention of the TTL or more keeps every completed record for
+	// its whole TTL, and a full store then refuses new keys until some
+	// expire. Zero means DefaultMinRetention (10 minutes).
+	MinRetention time.Duration
+
 	// MaxShare bounds, as a fraction of MaxBytes, the bytes the
-	// records of one principal hold, so that a principal flooding the
-	// store with keys is refused (ErrStoreFull) while the others still
-	// find room. The principal is the one WithPrincipal put in the
-	// claim's context, which the middleware does when Config.Principal
-	// is set. A completion that would take its principal past the share
-	// keeps its status only, as one that does not fit the store. A
-	// principal's expired records count against its share until the
-	// store evicts them, as it is used.
+	// records of one principal hold while they cannot be evicted (in
+	// flight, or completed within MinRetention), so that a principal
+	// flooding the store with keys is refused (ErrStoreFull) while the
+	// others still find room. The principal is the one WithPrincipal put
+	// in the claim's context, which the middleware does when
+	// Config.Principal is set. A completion that would take its
+	// principal past the share keeps its status only, as one that does
+	// not fit the store. A record stops counting against its principal's
+	// share once past its MinRetention, when the store next uses its
+	// shard: from then on it is evicted like any other's. So one
+	// principal's steady traffic is refused only when its records
+	// completed within MinRetention fill its share.
 	//
 	// Claims made without a principal (a middleware without
 	// Config.Principal) are not bounded by a share: such a middleware
@@ -72,20 +100,26 @@ type MemoryConfig struct {
 // Memory is an in-process Store: records live in a sharded map, expire
 // by their lease or TTL, and are bounded in total size (see
 // MemoryConfig.MaxBytes) and per principal (MemoryConfig.MaxShare). A
-// full store refuses new keys rather than forget live ones: a completed
-// record is kept for its whole TTL, so a flood of keys can deny new
-// claims for up to a TTL, but never makes a completed request run again.
-// It serves one process; a fleet of servers needs a shared store such as
-// the Redis and PostgreSQL ones of unherd's nested modules. The
-// middleware claims its keys until the handler returns, with no lease to
-// renew: a record cannot outlive the process that would have to renew
-// it. It is safe for concurrent use.
+// completed record is kept for its TTL while there is room, and for
+// MemoryConfig.MinRetention (10 minutes) whatever the traffic: a new key
+// that needs room evicts the oldest completed records past their
+// MinRetention, never an in-flight record nor a recent one. So steady
+// traffic of any volume within MaxBytes per MinRetention is never
+// refused, and a retry within MinRetention is always replayed; a flood
+// of new keys that fills the store with recent records is refused
+// (ErrStoreFull) until they age past MinRetention, and never makes a
+// recent request run again. It serves one process; a fleet of servers
+// needs a shared store such as the Redis and PostgreSQL ones of unherd's
+// nested modules. The middleware claims its keys until the handler
+// returns, with no lease to renew: a record cannot outlive the process
+// that would have to renew it. It is safe for concurrent use.
 type Memory struct {
 	seed   maphash.Seed
 	epoch  time.Time // instants are nanoseconds since epoch, on the monotonic clock
 	shards []memShard
 	accts  []memAccts // the principals holding records, by the hash of their names
 	share  int64      // bytes one principal's records may hold
+	retain int64      // MinRetention, in nanoseconds
 	// ownerBytes counts the principals' entries, taken from every
 	// shard's room in equal parts.
 	ownerBytes atomic.Int64
@@ -105,18 +139,20 @@ type memAccts struct {
 type memShard struct {
 	mu sync.Mutex
 	m  map[string]*memRecord
-	// head and tail link the records by age, the oldest first; a record
-	// moves to the tail when it completes.
-	head, tail *memRecord
-	bytes      int64 // counted against max, map slots included
-	max        int64 // bytes this shard may hold
+	// Each record is on one of three lists, the oldest first: flight
+	// holds the in-flight records by the time of their claim; fresh the
+	// completed records within their MinRetention, and aged those past
+	// it, both by the time of their completion, which is also the order
+	// their retention ends in. A record moves from fresh to aged when its
+	// retention ends, as the shard is used (see age), and the head of
+	// aged is the first record evicted when the shard needs room.
+	flight, fresh, aged memList
+	bytes               int64 // counted against max, map slots included
+	max                 int64 // bytes this shard may hold
 	// slots is the part of bytes that counts the map's slots: one per
 	// insertion since the map was last rebuilt, deletions not
 	// refunded, as a Go map does not shrink.
 	slots int64
-	// nextSweep is when the oldest live completed record expires: no
-	// sweep of the oldest is needed before.
-	nextSweep int64
 	// nextScan is at or before the earliest expiry of any record: a
 	// full shard scans all its records for expired ones only after it,
 	// and after claims numbering an eighth of its records have been
@@ -126,16 +162,25 @@ type memShard struct {
 	_        [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
+// memList links records, the oldest at the head.
+type memList struct{ head, tail *memRecord }
+
 type memRecord struct {
 	key        string
 	prev, next *memRecord
-	owner      *memOwner // nil for a claim without a principal
-	data       []byte    // the response, encoded by MarshalBinary; never modified once stored
-	fp         Fingerprint
-	token      uint64
-	expires    int64
-	size       int64 // bytes counted for the record, its key and data
-	state      State // InFlight or Completed
+	// owner is the account the record's size counts against: nil for a
+	// claim without a principal, and for a record past its retention.
+	owner   *memOwner
+	data    []byte // the response, encoded by MarshalBinary; never modified once stored
+	fp      Fingerprint
+	token   uint64
+	expires int64
+	// retained is when a completed record's retention ends: at its
+	// MinRetention after completion, or its expiry if sooner.
+	retained int64
+	size     int64 // bytes counted for the record, its key and data
+	state    State // InFlight or Completed
+	aged     bool  // completed, and on its shard's aged list
 }
 
 type memOwner struct {
@@ -196,6 +241,8 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		return nil, fmt.Errorf("idempotency: MemoryConfig.MaxBytes %d is negative; use 0 for %d", cfg.MaxBytes, DefaultMaxBytes)
 	case !(cfg.MaxShare >= 0 && cfg.MaxShare <= 1): // NaN too
 		return nil, fmt.Errorf("idempotency: MemoryConfig.MaxShare %v is not a fraction from 0 to 1; use 0 for %v, 1 for no bound", cfg.MaxShare, DefaultMaxShare)
+	case cfg.MinRetention < 0:
+		return nil, fmt.Errorf("idempotency: MemoryConfig.MinRetention %v is negative; use 0 for %v", cfg.MinRetention, DefaultMinRetention)
 	}
 	n := cmp.Or(cfg.Shards, DefaultShards)
 	total := cmp.Or(cfg.MaxBytes, DefaultMaxBytes)
@@ -205,6 +252,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		shards: make([]memShard, n),
 		accts:  make([]memAccts, n),
 		share:  int64(cmp.Or(cfg.MaxShare, DefaultMaxShare) * float64(total)),
+		retain: int64(cmp.Or(cfg.MinRetention, DefaultMinRetention)),
 	}
 	limit := max(total/int64(n), 1)
 	for i := range m.shards {
@@ -271,29 +319,52 @@ func (m *Memory) Claim(ctx context.Context, key string, fp Fingerprint, lease ti
 	s.bytes += slotCost + size
 	s.slots += slotCost
 	r.size = size
-	s.push(r)
+	s.flight.push(r)
 	return Claim{State: Acquired, Token: r.token}, nil
 }
 
-// room makes room in s for a new record of size bytes, evicting expired
-// records if need be, and counts them against the principal's share.
-// It returns the principal's account, nil if none.
+// room makes room in s for a new record of size bytes (see makeRoom), and
+// counts them against the principal's share, making room in the share
+// by ending the retention of the records past it. It returns the
+// principal's account, nil if none.
 func (m *Memory) room(s *memShard, size int64, principal string, scoped bool, now int64) (*memOwner, error) {
-	for tried := false; ; tried = true {
-		var err error
-		if s.bytes+size+slotCost+m.ownerBytes.Load()/int64(len(m.shards)) > s.max {
-			err = fmt.Errorf("%w: its live records take all %d bytes of a shard; retry once some expire", ErrStoreFull, s.max)
-		} else if !scoped {
-			return nil, nil
-		} else if o := m.take(principal, size); o != nil {
-			return o, nil
-		} else {
-			err = fmt.Errorf("%w: this caller's live records take its share of the store (%d bytes); retry once some expire", ErrStoreFull, m.share)
-		}
-		if tried || !s.reclaim(now) {
-			return nil, err
+	if !m.makeRoom(s, size+slotCost, now) {
+		return nil, fmt.Errorf("%w: its in-flight and recent records take all %d bytes of a shard; retry once some are past their retention", ErrStoreFull, s.max)
+	}
+	if !scoped {
+		return nil, nil
+	}
+	if o := m.take(principal, size); o != nil {
+		return o, nil
+	}
+	s.age(now, math.MaxInt)
+	s.reclaim(now)
+	if o := m.take(principal, size); o != nil {
+		return o, nil
+	}
+	return nil, fmt.Errorf("%w: this caller's in-flight and recent records take its share of the store (%d bytes); retry once some are past their retention", ErrStoreFull, m.share)
+}
+
+// fits reports whether n more bytes fit in s.
+func (m *Memory) fits(s *memShard, n int64) bool {
+	return s.bytes+n+m.ownerBytes.Load()/int64(len(m.shards)) <= s.max
+}
+
+// makeRoom makes room in s for n more bytes, if need be by evicting
+// expired records, reclaiming the map's slots of deleted ones, and
+// evicting the oldest completed records past their retention, in that
+// order; it reports whether n bytes fit.
+func (m *Memory) makeRoom(s *memShard, n, now int64) bool {
+	if m.fits(s, n) {
+		return true
+	}
+	s.reclaim(now)
+	for !m.fits(s, n) {
+		if !s.evict(now) {
+			return false
 		}
 	}
+	return true
 }
 
 func (m *Memory) accounts(principal string) *memAccts {
@@ -344,12 +415,6 @@ func (o *memOwner) add(n int64) bool {
 	return true
 }
 
-// fits reports whether r can grow by n bytes, and if so counts them
-// against its owner's share.
-func (m *Memory) fits(s *memShard, r *memRecord, n int64) bool {
-	return s.bytes+n+m.ownerBytes.Load()/int64(len(m.shards)) <= s.max && r.owner.add(n)
-}
-
 // owned returns the live record token owns, under s.mu; with inFlight,
 // only if it is still in flight.
 func (s *memShard) owned(key string, token uint64, now int64, inFlight bool) (*memRecord, error) {
@@ -379,17 +444,19 @@ func (m *Memory) Renew(_ context.Context, key string, token uint64, lease time.D
 // its principal's share, is kept as its status only (Response.Omitted).
 func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Response, ttl time.Duration) error {
 	data, _ := resp.MarshalBinary() // encoded outside the lock
-	now := m.now()
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Read under the lock, so that records complete in the order of
+	// their instants, and their retention ends in the order of the list.
+	now := m.now()
 	r, err := s.owned(key, token, now, false)
 	if err != nil {
 		return err
 	}
 	base := recordCost + allocSize(len(key))
 	size := base + allocSize(cap(data))
-	if d := size - r.size; d > 0 && !m.fits(s, r, d) && (!s.reclaim(now) || !m.fits(s, r, d)) {
+	if d := size - r.size; d > 0 && !(m.makeRoom(s, d, now) && (r.owner.add(d) || s.age(now, math.MaxInt) > 0 && r.owner.add(d))) {
 		// The claim reserved room for this.
 		data, _ = (&Response{Status: resp.Status, Omitted: true}).MarshalBinary()
 		size = base + allocSize(cap(data))
@@ -399,10 +466,11 @@ func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Res
 	}
 	s.bytes += size - r.size
 	r.size = size
+	s.list(r).unlink(r)
 	r.state, r.data, r.expires = Completed, data, after(now, ttl)
+	r.retained, r.aged = min(after(now, time.Duration(m.retain)), r.expires), false
+	s.fresh.push(r)
 	s.nextScan = min(s.nextScan, r.expires)
-	s.unlink(r)
-	s.push(r)
 	return nil
 }
 
@@ -433,34 +501,45 @@ func (m *Memory) Len() int {
 }
 
 // push appends r at the tail, as the newest.
-func (s *memShard) push(r *memRecord) {
-	r.prev, r.next = s.tail, nil
-	if s.tail != nil {
-		s.tail.next = r
+func (l *memList) push(r *memRecord) {
+	r.prev, r.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = r
 	} else {
-		s.head = r
+		l.head = r
 	}
-	s.tail = r
+	l.tail = r
 }
 
-func (s *memShard) unlink(r *memRecord) {
+func (l *memList) unlink(r *memRecord) {
 	if r.prev != nil {
 		r.prev.next = r.next
 	} else {
-		s.head = r.next
+		l.head = r.next
 	}
 	if r.next != nil {
 		r.next.prev = r.prev
 	} else {
-		s.tail = r.prev
+		l.tail = r.prev
 	}
 	r.prev, r.next = nil, nil
+}
+
+// list returns the list r is on.
+func (s *memShard) list(r *memRecord) *memList {
+	switch {
+	case r.state == InFlight:
+		return &s.flight
+	case r.aged:
+		return &s.aged
+	}
+	return &s.fresh
 }
 
 // remove deletes r, and its owner's account when r was the owner's last
 // record. Its map slot stays counted until the map is rebuilt.
 func (s *memShard) remove(r *memRecord) {
-	s.unlink(r)
+	s.list(r).unlink(r)
 	delete(s.m, r.key)
 	s.bytes -= r.size
 	if r.owner != nil {
@@ -468,63 +547,76 @@ func (s *memShard) remove(r *memRecord) {
 	}
 }
 
+// age ends the retention of up to n of the oldest completed records
+// whose retention is over: they move to the aged list and stop counting
+// against their principals' shares. It returns how many it moved.
+func (s *memShard) age(now int64, n int) int {
+	moved := 0
+	for ; moved < n; moved++ {
+		r := s.fresh.head
+		if r == nil || now < r.retained {
+			break
+		}
+		s.fresh.unlink(r)
+		if r.owner != nil {
+			r.owner.add(-r.size)
+			r.owner = nil
+		}
+		r.aged = true
+		s.aged.push(r)
+	}
+	return moved
+}
+
+// evict deletes the oldest completed record past its retention, and
+// reports whether there was one.
+func (s *memShard) evict(now int64) bool {
+	if s.aged.head == nil && s.age(now, 1) == 0 {
+		return false
+	}
+	s.remove(s.aged.head)
+	return true
+}
+
 // reclaim makes room in a full shard: it evicts the expired records
 // found among the oldest or, when one may have expired elsewhere and
 // enough claims came since the last look, among all; and it rebuilds the
 // map when the slots counted for deleted records number a quarter of
-// the live ones or more. It reports whether it freed anything.
-func (s *memShard) reclaim(now int64) bool {
-	before := s.bytes
+// the live ones or more.
+func (s *memShard) reclaim(now int64) {
 	s.sweep(now, 64)
 	if now >= s.nextScan && s.claims >= len(s.m)/8 {
 		s.claims = 0
 		next := int64(math.MaxInt64)
-		for r := s.head; r != nil; {
-			nx := r.next
+		for _, r := range s.m {
 			if now >= r.expires {
-				s.remove(r)
+				s.remove(r) // deleting during range is allowed
 			} else {
 				next = min(next, r.expires)
 			}
-			r = nx
 		}
 		s.nextScan = next
 	}
 	if live := int64(len(s.m)) * slotCost; s.slots > live && s.slots-live >= live/4 {
 		m := make(map[string]*memRecord, len(s.m))
-		for r := s.head; r != nil; r = r.next {
-			m[r.key] = r
+		for k, r := range s.m {
+			m[k] = r
 		}
 		s.m = m
 		s.bytes -= s.slots - live
 		s.slots = live
 	}
-	return s.bytes < before
 }
 
-// sweep looks at up to n of the oldest records and evicts the expired.
-// It stops at the oldest completed record that is still live and skips
-// the work until that record expires: records are queued about in the
-// order they expire (exactly so when every record has one TTL).
-// In-flight records move to the tail, where they wait for completion.
+// sweep evicts up to n expired records from the head of each list, and
+// ends the retention of up to n completed records whose retention is
+// over: the oldest are the first to expire (exactly so when every record
+// has one TTL, and in flight, one lease).
 func (s *memShard) sweep(now int64, n int) {
-	if now < s.nextSweep {
-		return
-	}
-	for ; n > 0 && s.head != nil; n-- {
-		r := s.head
-		switch {
-		case now >= r.expires:
-			s.remove(r)
-		case r.state == InFlight:
-			if r.next == nil {
-				return
-			}
-			s.unlink(r)
-			s.push(r)
-		default:
-			s.nextSweep = r.expires
-			return
+	s.age(now, n)
+	for _, l := range []*memList{&s.aged, &s.flight} {
+		for i := 0; i < n && l.head != nil && now >= l.head.expires; i++ {
+			s.remove(l.head)
 		}
 	}
 }

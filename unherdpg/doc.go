@@ -2,11 +2,13 @@
 // v5, and lets a handler commit its side effects and its record in one
 // transaction.
 //
-// Create the table once (or apply SchemaSQL as a migration), give the
-// Store to the middleware, and run the handler's writes in InTx:
+// Create the table once (or apply SchemaSQL as a migration), delete its
+// expired records periodically, give the Store to the middleware, and run
+// the handler's writes in InTx:
 //
 //	store := unherdpg.NewStore(pool, unherdpg.StoreConfig{})
 //	if err := store.EnsureSchema(ctx); err != nil { ... }
+//	go store.RunJanitor(ctx, unherdpg.JanitorConfig{}) // until ctx is cancelled
 //	m, err := idempotency.New(idempotency.Config{Store: store, Required: true})
 //	mux.Handle("POST /charges", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 //		resp, err := store.InTx(r.Context(), func(ctx context.Context, tx pgx.Tx) (*idempotency.Response, error) {
@@ -25,6 +27,15 @@
 // Without InTx, the middleware completes the record after the handler
 // returns, in a transaction of its own; a crash between the two is
 // covered by the lease only (the retry runs the handler again).
+//
+// The table stays bounded by the janitor: a record expires after the
+// middleware's TTL (24 h), and RunJanitor deletes the expired ones every
+// minute, at a random point of each minute so that a fleet's janitors
+// spread out, in statements of StoreConfig.DeleteBatch rows (1000) that
+// skip the rows another janitor is deleting. Every process may run one.
+// Without it (or a job of your own calling DeleteExpired), an expired
+// record leaves the table only when its key is claimed again, which a
+// new key never is: the table grows with every request.
 //
 // Open the pool with PoolConfig, which sets what finds a connection that
 // died silently (its server's host or the network to it gone, without a

@@ -25,6 +25,8 @@ func ExampleNewStore() {
 	if err := store.EnsureSchema(ctx); err != nil {
 		log.Fatal(err)
 	}
+	// Expired records are deleted every minute, until ctx is cancelled.
+	go func() { _ = store.RunJanitor(ctx, unherdpg.JanitorConfig{}) }()
 	m, err := idempotency.New(idempotency.Config{Store: store, Required: true})
 	if err != nil {
 		log.Fatal(err)

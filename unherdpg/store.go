@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/retry"
 )
 
 // DefaultTable is the table a Store keeps its records in.
@@ -27,8 +29,14 @@ const DefaultTable = "unherd_idempotency"
 const DefaultTxTimeout = DefaultOpTimeout
 
 // DefaultOpTimeout bounds each of a Store's claims, renewals, completions
-// and releases.
+// and releases, and each batch of deletions of expired records.
 const DefaultOpTimeout = 5 * time.Second
+
+// DefaultDeleteBatch is how many expired records one DELETE statement of
+// DeleteExpired or RunJanitor removes at most: a statement of a few
+// milliseconds that locks a thousand rows, never the millions a backlog
+// may hold.
+const DefaultDeleteBatch = 1000
 
 // StoreConfig configures a [Store]. The zero value uses DefaultTable in
 // the connection's search path, bounds InTx's transactions by
@@ -75,6 +83,13 @@ type StoreConfig struct {
 	// MaxConns - 1. Statements the handler sends on the pool outside
 	// InTx are not counted: give them a pool of their own.
 	ReservedConns int32
+
+	// DeleteBatch is how many expired records one statement of
+	// DeleteExpired and RunJanitor deletes at most; they repeat it until
+	// a statement finds fewer, each statement a transaction of its own,
+	// so that no statement locks more rows than this. Zero means
+	// DefaultDeleteBatch.
+	DeleteBatch int
 }
 
 // Store is an idempotency.Store on PostgreSQL, shared by every process
@@ -90,9 +105,13 @@ type StoreConfig struct {
 // existing record, so of concurrent claims exactly one acquires the key;
 // a row whose lease or TTL has passed is taken over by a conditional
 // UPDATE. A first request costs two round trips (claim, completion), a
-// replay one, a takeover of an expired record one more. Times are the database server's now(). Fencing tokens are
-// random 64-bit numbers. Expired rows are taken over when their key is
-// claimed again; DeleteExpired removes the rest, for a periodic job.
+// replay one, a takeover of an expired record one more. Times are the
+// database server's now(). Fencing tokens are random 64-bit numbers.
+//
+// Expired rows are taken over when their key is claimed again; the rest
+// stay in the table until deleted. RunJanitor deletes them periodically,
+// in bounded batches, which keeps the table to about the records of one
+// TTL; DeleteExpired deletes them once, for a job of your own.
 //
 // It is safe for concurrent use.
 type Store struct {
@@ -102,6 +121,9 @@ type Store struct {
 	opTimeout time.Duration
 	txSlots   chan struct{} // one per transaction InTx may run at once
 	beginSQL  string
+	batch     int
+	// releases retries the release of a claim whose caller gave up.
+	releases *retry.Policy
 
 	claimSQL, takeoverSQL, selectSQL, renewSQL, completeSQL, releaseSQL, expiredSQL string
 }
@@ -120,11 +142,14 @@ func NewStore(pool *pgxpool.Pool, cfg StoreConfig) *Store {
 	}
 	reserved = min(reserved, maxConns-1)
 	txTimeout := cmp.Or(cfg.TxTimeout, DefaultTxTimeout)
+	opTimeout := cmp.Or(cfg.OpTimeout, DefaultOpTimeout)
 	return &Store{
+		batch:     cmp.Or(max(cfg.DeleteBatch, 0), DefaultDeleteBatch),
+		releases:  releasePolicy(),
 		pool:      pool,
 		table:     t,
 		txTimeout: txTimeout,
-		opTimeout: cmp.Or(cfg.OpTimeout, DefaultOpTimeout),
+		opTimeout: opTimeout,
 		txSlots:   make(chan struct{}, max(maxConns-reserved, 1)),
 		beginSQL: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d",
 			ms(txTimeout), ms(txTimeout)),
@@ -147,7 +172,12 @@ SELECT state, fingerprint, response, expires_at > now() FROM ` + t + ` WHERE key
 		renewSQL:    `UPDATE ` + t + ` SET expires_at = now() + $3 * interval '1 millisecond' WHERE key = $1 AND token = $2 AND state = 1 AND expires_at > now()`,
 		completeSQL: `UPDATE ` + t + ` SET state = 2, response = $3, expires_at = now() + $4 * interval '1 millisecond' WHERE key = $1 AND token = $2 AND expires_at > now()`,
 		releaseSQL:  `DELETE FROM ` + t + ` WHERE key = $1 AND token = $2 AND state = 1 AND expires_at > now()`,
-		expiredSQL:  `DELETE FROM ` + t + ` WHERE expires_at <= now()`,
+		// SKIP LOCKED: janitors of several processes share the work
+		// instead of queueing on each other's rows, and a row a claim is
+		// taking over is left to it.
+		expiredSQL: `DELETE FROM ` + t + ` WHERE ctid IN (
+	SELECT ctid FROM ` + t + ` WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)
+AND expires_at <= now()`,
 	}
 }
 
@@ -186,13 +216,27 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 }
 
 // DeleteExpired deletes the records whose lease or TTL has passed and
-// returns how many it deleted.
+// returns how many it deleted. It deletes them in batches of
+// StoreConfig.DeleteBatch rows, each one statement and one transaction,
+// until a batch finds fewer, so that no statement holds the locks of a
+// large backlog. As the Store's other statements, each runs to its end
+// or to OpTimeout whatever ctx; when ctx ends, DeleteExpired returns at
+// once, with what the batches before deleted and ctx's error, and
+// starts no other batch. RunJanitor calls it periodically.
 func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, s.expiredSQL)
-	if err != nil {
-		return 0, fmt.Errorf("unherdpg: deleting expired records: %w", err)
+	var total int64
+	for {
+		var n int64
+		err := s.detached(ctx, "deleting expired records", func(ctx context.Context, conn *pgxpool.Conn) error {
+			tag, err := conn.Exec(ctx, s.expiredSQL, s.batch)
+			n = tag.RowsAffected()
+			return err
+		}, nil)
+		total += n
+		if err != nil || n < int64(s.batch) {
+			return total, err
+		}
 	}
-	return tag.RowsAffected(), nil
 }
 
 func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
@@ -287,28 +331,56 @@ func (s *Store) claim(ctx context.Context, conn *pgxpool.Conn, rk []byte, tok ui
 	return idempotency.Claim{State: idempotency.InFlight, Fingerprint: fp}, nil
 }
 
-// abandonedReleases is how many times a claim its caller gave up on is
-// released, at growing intervals from abandonedGap with equal jitter
-// (stores that failed together do not retry together), while the store
-// fails.
-const (
-	abandonedReleases = 5
-	abandonedGap      = 100 * time.Millisecond
-)
+// releasePolicy returns how a Store releases a claim its caller gave up
+// on while the database fails: up to 5 tries at growing intervals from
+// 100 ms with equal jitter (stores that failed together do not retry
+// together), stopping at an error that says the statement itself is
+// wrong. The Policy's own retry budget, one per Store, stops the retries
+// of a Store whose releases keep failing (a database that is down), so
+// that they do not add to its load; an unreleased claim then holds its
+// key until its lease ends.
+func releasePolicy() *retry.Policy {
+	p, err := retry.New(retry.Config{
+		MaxAttempts:       5,
+		Backoff:           backoff.Schedule{Base: 100 * time.Millisecond, Jitter: backoff.Equal},
+		Classify:          classify,
+		OnBudgetExhausted: retry.ReturnAtOnce,
+	})
+	if err != nil {
+		panic("unherdpg: the release policy is invalid: " + err.Error()) // unreachable: the config is a constant that validates
+	}
+	return p
+}
+
+// classify is DefaultClassify, but for the errors of the database that
+// say the statement will fail again (an undefined table, a privilege, a
+// bad value): those of the classes other than connection exceptions
+// (08), transaction rollbacks (40: serialization failures, deadlocks),
+// insufficient resources (53), operator intervention (57: a statement
+// timeout, a shutdown) and system errors (58) are permanent.
+func classify(err error) failure.Class {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 {
+		switch pgErr.Code[:2] {
+		case "08", "40", "53", "57", "58":
+			return failure.Transient
+		}
+		return failure.Permanent
+	}
+	return retry.DefaultClassify(err)
+}
 
 // releaseAbandoned releases, by its token, a claim whose caller gave up
-// before it took effect.
+// before it took effect. A release that finds no record to release (the
+// claim never took effect, or its lease is over) succeeds: there is
+// nothing more to do.
 func (s *Store) releaseAbandoned(rk []byte, tok uint64) {
-	gaps := backoff.Schedule{Base: abandonedGap, Jitter: backoff.Equal}
-	for n := range abandonedReleases {
-		ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	_ = s.releases.Do(context.Background(), func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
+		defer cancel()
 		_, err := s.pool.Exec(ctx, s.releaseSQL, rk, int64(tok))
-		cancel()
-		if err == nil {
-			return
-		}
-		time.Sleep(gaps.Delay(n, 0, backoff.Draw()))
-	}
+		return err
+	})
 }
 
 // detached acquires a connection within ctx and runs fn on it, bounded

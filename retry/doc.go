@@ -138,9 +138,8 @@
 // is drawn again within the time left; a refused retry whose own delay
 // does not fit is not waited: ErrDeadline, at once) and ends with its
 // context. WaitRetryDelay, the default before, waits the refused retry's
-// own delay; the AWS SDKs' retry behaviour 2.1 waits the same way for
-// long-polling operations (WaitThenReturn), from the throttled base after
-// a throttling error. Callers that do not loop and prefer
+// own delay (from the throttled base after a throttling error), as the
+// AWS SDKs' Retry Behavior 2.1 waits for long-polling operations. Callers that do not loop and prefer
 // the error at once, on a request path, set ReturnAtOnce; the AWS presets
 // do, as the SDKs do outside long polling.
 //

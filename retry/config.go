@@ -138,9 +138,10 @@ type Config struct {
 	Classify func(error) Class
 
 	// Budget is consulted before every retry and told about every attempt.
-	// Nil means a token bucket of its own with the AWS SDKs' current
-	// standard-mode quota (budget.TokenBucketConfig{}, "Retry Behavior
-	// 2.1": 500 tokens, a retry costs 14, 5 after a throttling error, a
+	// Nil means a token bucket of its own with the AWS SDKs' "Retry
+	// Behavior 2.1" quota (budget.TokenBucketConfig{}, which is
+	// budget.AWS2026Quota, not the 2.0 quota of budget.AWSStandardQuota:
+	// 500 tokens, a retry costs 14, 5 after a throttling error, a
 	// first-attempt success puts 1 back), built by New, so each Policy,
 	// that is each dependency, has its own. Share one
 	// budget among Policies to pool them; use budget.Unlimited to opt out

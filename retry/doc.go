@@ -83,8 +83,8 @@
 //
 // Backoff spreads retries out; a budget bounds how many there are. Config.
 // Budget nil means a token bucket of its own (budget.TokenBucket with the
-// AWS SDKs' current standard-mode quota: 500 tokens, 14 per retry, 5 per
-// retry after a throttling error, the retry's cost back on its success, 1
+// AWS SDKs' "Retry Behavior 2.1" quota, budget.AWS2026Quota: 500 tokens,
+// 14 per retry, 5 per retry after a throttling error, the retry's cost back on its success, 1
 // back per first-attempt success), so a Policy, built once per
 // dependency, stops retrying soon after that dependency starts failing
 // everything: against 100 calls per second that all fail, 3 attempts make

@@ -17,7 +17,8 @@
 // # Which budget
 //
 // [TokenBucket] is the AWS SDKs' standard-mode retry quota and the default,
-// with the costs of their "Retry Behavior 2.1" ([AWS2026Quota]): a bucket
+// with the costs of their "Retry Behavior 2.1" quota ([AWS2026Quota]), not
+// of the 2.0 quota ([AWSStandardQuota], 5 per retry): a bucket
 // of 500 tokens; a retry costs 14, or 5 after a throttling error; a
 // success puts back what its retry cost, or 1 for a first-attempt success.
 // A healthy dependency keeps it full; a failing one empties it after 35

@@ -8,8 +8,8 @@ import (
 	"github.com/unherd/unherd/internal/validate"
 )
 
-// Defaults of [TokenBucketConfig]: the AWS SDKs' standard retry mode as
-// "Retry Behavior 2.1" defines it, [AWS2026Quota] (AWS SDKs and Tools
+// Defaults of [TokenBucketConfig]: the AWS SDKs' "Retry Behavior 2.1"
+// quota, [AWS2026Quota] (AWS SDKs and Tools
 // Reference Guide, "Retry behavior",
 // https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html,
 // and aws-sdk-go-v2's aws/retry tests, retry2026_test.go). The older
@@ -23,8 +23,7 @@ const (
 )
 
 // TokenBucketConfig configures a [TokenBucket]. The zero value is the AWS
-// SDKs' current standard-mode quota, "Retry Behavior 2.1"
-// ([AWS2026Quota]): 500 tokens, a retry costs 14 (after a timeout too)
+// SDKs' "Retry Behavior 2.1" quota ([AWS2026Quota]): 500 tokens, a retry costs 14 (after a timeout too)
 // and 5 after a throttling error, a retry's success puts its cost back and
 // a first-attempt success adds 1. [AWSStandardQuota] is the older
 // behaviour 2.0.
@@ -92,7 +91,9 @@ func (c *TokenBucketConfig) Validate() error {
 	return nil
 }
 
-// TokenBucket is the AWS SDKs' standard-mode retry quota: a bucket of tokens
+// TokenBucket is the AWS SDKs' standard-mode retry quota (its costs are a
+// [TokenBucketConfig]; the zero one is Retry Behavior 2.1's, [AWS2026Quota],
+// and [AWSStandardQuota] is 2.0's): a bucket of tokens
 // from which every retry withdraws a cost and into which every success puts
 // some back. While the dependency is healthy the bucket stays full and
 // retries are free to smooth over the odd failure; when it fails

@@ -5,15 +5,17 @@ type Class uint8
 
 const (
 	// Transient is an ordinary retryable failure: a reset connection, a
-	// 502, a 503 without pushback. It is retried on the normal schedule.
+	// 500, 502 or 504, a gRPC UNAVAILABLE (pushback or not). It is retried
+	// on the normal schedule.
 	Transient Class = iota
 	// Timeout is an attempt that ran out of time (its own attempt timeout,
 	// or a net.Error that reports Timeout). It is retried; budgets may
 	// charge it more, since a timeout suggests an overloaded dependency.
 	Timeout
 	// Throttled is a failure in which the dependency asked for less
-	// traffic: HTTP 429, gRPC RESOURCE_EXHAUSTED, 503 with Retry-After. It
-	// is retried from the schedule's throttled base.
+	// traffic: HTTP 429 and every HTTP 503 (with or without Retry-After,
+	// see OfHTTPStatus), gRPC RESOURCE_EXHAUSTED. It is retried from the
+	// schedule's throttled base.
 	Throttled
 	// Permanent is a failure that repeating cannot fix: validation,
 	// authorisation, not found. It is never retried.

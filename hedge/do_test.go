@@ -768,3 +768,13 @@ func TestEndRecordsIntoRatio(t *testing.T) {
 		}
 	}
 }
+
+// hedge's markers return nil for nil, as retry's do.
+func TestMarkersOfNil(t *testing.T) {
+	if err := MarkFatal(nil); err != nil {
+		t.Errorf("MarkFatal(nil) = %T, want nil", err)
+	}
+	if err := WithPushback(nil, time.Second); err != nil {
+		t.Errorf("WithPushback(nil, 1s) = %T, want nil", err)
+	}
+}

@@ -27,7 +27,7 @@ func (e *pushbackError) Unwrap() error { return e.err }
 // error) or when its delay passes, and the hedges after it one delay
 // later each; with d negative, no hedge starts any more, and the call
 // waits for the attempts already running. A fatal error still settles
-// the call at once.
+// the call at once. WithPushback(nil, d) is nil.
 func WithPushback(err error, d time.Duration) error {
 	if err == nil {
 		return nil
@@ -52,7 +52,8 @@ func (e *fatalError) Unwrap() error { return e.err }
 // at once, in Do and DoFirstSuccess alike and whatever Config.NonFatal
 // says: the other attempts are cancelled and the call returns err. It is
 // for an attempt the call has committed to (gRPC commits a call once its
-// response headers arrive), whose failure is the call's.
+// response headers arrive), whose failure is the call's. MarkFatal(nil)
+// is nil.
 func MarkFatal(err error) error {
 	if err == nil {
 		return nil

@@ -31,7 +31,6 @@ var clientTypes = []clientType{
 	{name: "unherd defaults", newRT: unherd(unherdhttp.Config{}), call: once},
 	{name: "unherd, ReturnAtOnce", newRT: unherd(unherdhttp.Config{Retry: retry.Config{OnBudgetExhausted: retry.ReturnAtOnce}}), call: once},
 	{name: "unherd, WaitRetryDelay", newRT: unherd(unherdhttp.Config{Retry: retry.Config{OnBudgetExhausted: retry.WaitRetryDelay}}), call: once},
-	{name: "unherd, WaitThenReturn", newRT: unherd(unherdhttp.Config{Retry: retry.Config{OnBudgetExhausted: retry.WaitThenReturn}}), call: once},
 	{
 		name:  "naive, 3 attempts 1 s apart",
 		newRT: pooled,

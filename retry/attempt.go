@@ -198,8 +198,14 @@ func AttemptTimedOut(ctx context.Context) bool {
 // ErrAttemptTimeout (errors.Is) and classifies as a Timeout, as
 // [Attempt.End] wraps the error of an attempt that its own timeout ended.
 // A driver that wraps such errors in its own types marks them first;
-// End then leaves them as they are.
-func MarkAttemptTimeout(err error) error { return &timeoutError{err} }
+// End then leaves them as they are. MarkAttemptTimeout(nil) is nil, as
+// with every marker.
+func MarkAttemptTimeout(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &timeoutError{err}
+}
 
 // Context returns the attempt's context: the caller's, bounded by the
 // attempt timeout. Its cause (context.Cause) is ErrAttemptTimeout once

@@ -50,7 +50,7 @@ func AWSStandard() Config {
 // returning the quota error; for the others they return it at once, and
 // so does this preset (OnBudgetExhausted: ReturnAtOnce), unlike the zero
 // Config, which waits (see the package doc, "A refused retry still
-// waits"); set OnBudgetExhausted to WaitThenReturn for long polling. For DynamoDB they use a
+// waits"); set OnBudgetExhausted to WaitRetryDelay for long polling. For DynamoDB they use a
 // 25 ms base and 4 attempts: set Backoff.Base and MaxAttempts.
 //
 // Each call returns a Config with a new bucket: build one Policy from it

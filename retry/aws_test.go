@@ -182,8 +182,8 @@ func TestAWS2026PublishedCases(t *testing.T) {
 	}
 	five := with(func(c *Config) { c.MaxAttempts = 5 })
 	dynamo := with(func(c *Config) { c.Backoff.Base, c.MaxAttempts = 25*time.Millisecond, 4 })
-	longPoll := with(func(c *Config) { c.OnBudgetExhausted = WaitThenReturn })
-	longPoll2 := with(func(c *Config) { c.OnBudgetExhausted, c.MaxAttempts = WaitThenReturn, 2 })
+	longPoll := with(func(c *Config) { c.OnBudgetExhausted = WaitRetryDelay })
+	longPoll2 := with(func(c *Config) { c.OnBudgetExhausted, c.MaxAttempts = WaitRetryDelay, 2 })
 	ms := time.Millisecond
 	cases := []awsCase{
 		{"retry eventually succeeds", v21, -1, false, []awsStep{

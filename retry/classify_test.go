@@ -110,16 +110,9 @@ func TestClassify(t *testing.T) {
 		{"server delay", WithServerDelay(errBoom, time.Second), Throttled},
 		{"deadline exceeded", context.DeadlineExceeded, Timeout},
 		{"attempt timeout", &timeoutError{errBoom}, Timeout},
-		{"nil markers", MarkPermanent(nil), Transient},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.err == nil {
-				if MarkThrottled(nil) != nil || WithServerDelay(nil, 1) != nil {
-					t.Fatal("markers of nil must be nil")
-				}
-				return
-			}
 			if got := DefaultClassify(tc.err); got != tc.want {
 				t.Fatalf("DefaultClassify = %v, want %v", got, tc.want)
 			}

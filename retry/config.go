@@ -29,17 +29,22 @@ const (
 	BudgetExhaustionDefault BudgetExhaustion = iota
 	// ReturnAtOnce returns ErrBudgetExhausted at once.
 	ReturnAtOnce
-	// WaitThenReturn waits the delay the refused retry would have waited
-	// (from the throttled base after a throttling error, or the server's
-	// delay if longer), then returns ErrBudgetExhausted: the AWS SDKs'
-	// rule for long-polling operations as "Retry Behavior 2.1" specifies
-	// it and the SDKs for Java v2 and Rust test it (1 s after a throttling
-	// error). aws-sdk-go-v2 waits from the normal base instead (50 ms);
-	// unherd follows the specification. It waits as WaitRetryDelay does.
+	// WaitThenReturn is WaitRetryDelay under the name of the AWS SDKs'
+	// rule for long-polling operations: both wait the delay the refused
+	// retry would have waited, from the throttled base after a throttling
+	// error, then return ErrBudgetExhausted. "Retry Behavior 2.1"
+	// specifies that wait, and the SDKs for Java v2 and Rust test it (1 s
+	// after a throttling error); aws-sdk-go-v2 waits from the normal base
+	// instead (50 ms), and unherd follows the specification, which leaves
+	// nothing to tell the two modes apart.
+	//
+	// Deprecated: use WaitRetryDelay, which waits the same.
 	WaitThenReturn
 	// WaitRetryDelay waits the delay the refused retry itself would have
 	// waited (from the throttled base after a throttling error, or the
-	// server's delay if longer), then returns ErrBudgetExhausted.
+	// server's delay if longer), then returns ErrBudgetExhausted. It is
+	// the AWS SDKs' rule for long-polling operations (SQS ReceiveMessage
+	// and the like), as "Retry Behavior 2.1" specifies it.
 	WaitRetryDelay
 	// WaitSchedule waits at the pace the rest of the schedule would have
 	// retried (one jittered draw from the mean of the capped delays of
@@ -133,9 +138,10 @@ type Config struct {
 	Classify func(error) Class
 
 	// Budget is consulted before every retry and told about every attempt.
-	// Nil means a token bucket of its own with the AWS SDKs' current
-	// standard-mode quota (budget.TokenBucketConfig{}, "Retry Behavior
-	// 2.1": 500 tokens, a retry costs 14, 5 after a throttling error, a
+	// Nil means a token bucket of its own with the AWS SDKs' "Retry
+	// Behavior 2.1" quota (budget.TokenBucketConfig{}, which is
+	// budget.AWS2026Quota, not the 2.0 quota of budget.AWSStandardQuota:
+	// 500 tokens, a retry costs 14, 5 after a throttling error, a
 	// first-attempt success puts 1 back), built by New, so each Policy,
 	// that is each dependency, has its own. Share one
 	// budget among Policies to pool them; use budget.Unlimited to opt out
@@ -157,9 +163,9 @@ type Config struct {
 	// refused retry's own delay: with a schedule that grows, a caller
 	// that loops comes back far sooner than its retries would have, so
 	// it offers several times the load (see the package doc, "A refused
-	// retry still waits"). WaitThenReturn waits the refused retry's normal-base delay,
-	// as the AWS SDKs do for long-polling operations; after a 503 that is
-	// shorter still. ReturnAtOnce returns ErrBudgetExhausted at once: for
+	// retry still waits"); it is the AWS SDKs' rule for long-polling
+	// operations, and WaitThenReturn (deprecated) is another name for it.
+	// ReturnAtOnce returns ErrBudgetExhausted at once: for
 	// request paths whose caller does not loop and wants the error now.
 	// BudgetExhaustionDefault, the zero value, means
 	// DefaultOnBudgetExhausted.

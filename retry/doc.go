@@ -83,8 +83,8 @@
 //
 // Backoff spreads retries out; a budget bounds how many there are. Config.
 // Budget nil means a token bucket of its own (budget.TokenBucket with the
-// AWS SDKs' current standard-mode quota: 500 tokens, 14 per retry, 5 per
-// retry after a throttling error, the retry's cost back on its success, 1
+// AWS SDKs' "Retry Behavior 2.1" quota, budget.AWS2026Quota: 500 tokens,
+// 14 per retry, 5 per retry after a throttling error, the retry's cost back on its success, 1
 // back per first-attempt success), so a Policy, built once per
 // dependency, stops retrying soon after that dependency starts failing
 // everything: against 100 calls per second that all fail, 3 attempts make
@@ -138,9 +138,8 @@
 // is drawn again within the time left; a refused retry whose own delay
 // does not fit is not waited: ErrDeadline, at once) and ends with its
 // context. WaitRetryDelay, the default before, waits the refused retry's
-// own delay; the AWS SDKs' retry behaviour 2.1 waits the same way for
-// long-polling operations (WaitThenReturn), from the throttled base after
-// a throttling error. Callers that do not loop and prefer
+// own delay (from the throttled base after a throttling error), as the
+// AWS SDKs' Retry Behavior 2.1 waits for long-polling operations. Callers that do not loop and prefer
 // the error at once, on a request path, set ReturnAtOnce; the AWS presets
 // do, as the SDKs do outside long polling.
 //

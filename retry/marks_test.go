@@ -262,3 +262,30 @@ func FuzzInspect(f *testing.F) {
 		}
 	})
 }
+
+// Every marker of an error returns nil for nil, so that a marked success
+// is still a success (and a nil error never turns into a non-nil error
+// whose Error method dereferences nil).
+func TestMarkersOfNil(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mark func(error) error
+	}{
+		{"MarkPermanent", MarkPermanent},
+		{"MarkFinal", MarkFinal},
+		{"MarkThrottled", MarkThrottled},
+		{"MarkAttemptTimeout", MarkAttemptTimeout},
+		{"WithServerDelay", func(err error) error { return WithServerDelay(err, time.Second) }},
+		{"Judge, a class", func(err error) error { return Judge(err, Verdict{Class: Timeout}) }},
+		{"Judge, a delay", func(err error) error { return Judge(err, Verdict{Delay: time.Second, HasDelay: true}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.mark(nil); err != nil {
+				t.Errorf("%s(nil) = %T, want nil", tc.name, err)
+			}
+			if err := tc.mark(errBoom); err == nil || !errors.Is(err, errBoom) {
+				t.Errorf("%s(errBoom) = %v, want an error wrapping errBoom", tc.name, err)
+			}
+		})
+	}
+}

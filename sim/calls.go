@@ -437,7 +437,7 @@ func (r *callRun) answer(e *engine.Engine, id int32, t time.Duration, ok bool) (
 	}
 	if d.Wait {
 		// The policy waits before it returns the error
-		// (retry.WaitThenReturn): the caller hears of it later.
+		// (retry.WaitRetryDelay, retry.WaitSchedule): the caller hears of it later.
 		r.at(e, t+d.Delay, callEnd, id, 0)
 		return 0, false
 	}

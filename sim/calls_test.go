@@ -14,10 +14,10 @@ import (
 )
 
 // A closed population of tight loops (10 ms think time) whose budget is empty comes straight back when a
-// call fails at once; with retry.WaitThenReturn each failed call first
+// call fails at once; with retry.WaitRetryDelay each failed call first
 // waits its retry's delay, so the same clients send fewer attempts into
 // the outage. The model follows the policy's Decision.Wait.
-func TestCallsWaitThenReturn(t *testing.T) {
+func TestCallsWaitRetryDelay(t *testing.T) {
 	m := &callModel{closed: true, clients: 100, think: 10 * time.Millisecond, hop: 5 * time.Millisecond,
 		hopSD: time.Millisecond, downFrom: 0, downTo: 10 * time.Second, end: 10 * time.Second,
 		bucket: 100 * time.Millisecond}
@@ -30,7 +30,7 @@ func TestCallsWaitThenReturn(t *testing.T) {
 		}
 		return st
 	}
-	atOnce, waiting := run(retry.ReturnAtOnce), run(retry.WaitThenReturn)
+	atOnce, waiting := run(retry.ReturnAtOnce), run(retry.WaitRetryDelay)
 	if again := run(retry.ReturnAtOnce); again.attempts != atOnce.attempts {
 		t.Fatalf("same seed, different runs: %d and %d attempts", again.attempts, atOnce.attempts)
 	}

@@ -113,7 +113,7 @@ func TestPolicySpec(t *testing.T) {
 		{"attempt timeout: not modelled", Policy{Retry: retry.Config{AttemptTimeout: 500 * time.Millisecond}}, true},
 		{"server delay: not modelled", Policy{Retry: retry.Config{MaxServerDelay: time.Second}}, true},
 		{"budget object: built per run", Policy{Retry: retry.Config{Budget: budget.Unlimited}}, true},
-		{"wait then return: modelled", Policy{Retry: retry.Config{OnBudgetExhausted: retry.WaitThenReturn}}, false},
+		{"wait the retry's delay: modelled", Policy{Retry: retry.Config{OnBudgetExhausted: retry.WaitRetryDelay}}, false},
 		{"unknown budget", Policy{Budget: "lots"}, true},
 		{"ratio above 1", Policy{Budget: "ratio", BudgetRatio: 1.5}, true},
 		{"negative timeout", Policy{Retry: retry.Config{AttemptTimeout: -time.Second}}, true},

@@ -259,7 +259,7 @@ func (r *layersRun) done(e *engine.Engine, id int32, ok bool) {
 	if d.Reason != nil {
 		if d.Wait {
 			// The policy waits before it returns the error
-			// (retry.WaitThenReturn).
+			// (retry.WaitRetryDelay, retry.WaitSchedule).
 			e.After(d.Delay, layFailed, id, 0)
 			return
 		}

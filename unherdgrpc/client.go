@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/unherd/unherd/hedge"
-	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -99,11 +98,11 @@ type Config struct {
 
 // Validate reports settings that cannot work, naming the field.
 func (c *Config) Validate() error {
-	if err := validate.NonNegative(ErrInvalidConfig,
-		validate.Field{Name: "MaxBufferedMessages", Value: c.MaxBufferedMessages},
-		validate.Field{Name: "MaxBufferedBytes", Value: c.MaxBufferedBytes},
-	); err != nil {
-		return err
+	if c.MaxBufferedMessages < 0 {
+		return fmt.Errorf("%w: MaxBufferedMessages %d is negative", ErrInvalidConfig, c.MaxBufferedMessages)
+	}
+	if c.MaxBufferedBytes < 0 {
+		return fmt.Errorf("%w: MaxBufferedBytes %d is negative", ErrInvalidConfig, c.MaxBufferedBytes)
 	}
 	for code, cl := range c.Codes {
 		if cl > retry.Permanent {

@@ -201,8 +201,10 @@
 // [Middleware] on each service and a Transport for each call, the bottom
 // service receives 3: the edge's attempts (TestRetryAtOneLayer,
 // ExampleMiddleware_layers). A handler whose nested call failed should
-// answer 503 or 502, statuses its caller retries: a 500 is not retried by
-// default, and would end the retries at every layer.
+// answer 503 or 502, statuses every retrying client treats as transient:
+// a 500 is retried by default too, but a caller with Config.NoRetry500
+// set (or a client that, like net/http, does not retry a 500) would take
+// it as final and end the retries at its layer.
 //
 // # Cost
 //

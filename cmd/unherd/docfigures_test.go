@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/unherd/unherd/budget"
 )
 
 // docFigure is one figure the documentation quotes: quote appears in
@@ -16,7 +19,7 @@ import (
 type docFigure struct {
 	file     string // relative to the repository root
 	quote    string
-	source   string // "report" (docs/report/report.md), "whatif" or "fleet"
+	source   string // "report" (docs/report/report.md), "whatif", "fleet" or "budget"
 	produced string
 }
 
@@ -33,6 +36,7 @@ var docFigures = []docFigure{
 	{readme, "3 attempts, full jitter from 50 ms, cap 20 s", "whatif", "Default (unherd default): 3 attempts, full jitter from 50ms capped at 20s"},
 	{readme, "1000 clients call a dependency that is down for 30 s after the first 10 s", "report", "| `before` | `10s` | | `cap` | `10s` | | `capacity` | `20000` | | `clients` | `1000` | | `down` | `30s` |"},
 	{readme, "on five seeds", "report", "on 5 seeds"},
+	{readme, "(the AWS SDKs' Retry Behavior 2.1 quota: 500 tokens, 14 a retry, 5 after throttling; `budget.AWSStandardQuota` is the older 2.0 quota, 5 a retry)", "budget", "Retry Behavior 2.1 quota (the default): 500 tokens, 14 a retry, 5 after throttling; Retry Behavior 2.0 quota (AWSStandardQuota): 5 a retry"},
 
 	// docs/experiments.md, section by section.
 	{exps, "on five seeds", "report", "on 5 seeds"},
@@ -96,6 +100,24 @@ func numbers(s string) []string {
 	return ns
 }
 
+// budgetQuotas describes the default token bucket's quota and the older
+// one, from package budget: the default is AWS2026Quota, Retry Behavior
+// 2.1's, which the test checks before it names it so.
+func budgetQuotas(t *testing.T) string {
+	def := budget.TokenBucketConfig{
+		Capacity:         budget.DefaultCapacity,
+		TransientCost:    budget.DefaultTransientCost,
+		TimeoutCost:      budget.DefaultTimeoutCost,
+		ThrottledCost:    budget.DefaultThrottledCost,
+		SuccessIncrement: budget.DefaultSuccessIncrement,
+	}
+	if def != budget.AWS2026Quota() {
+		t.Errorf("the default token bucket %+v is not budget.AWS2026Quota() %+v: the README names it as Retry Behavior 2.1's", def, budget.AWS2026Quota())
+	}
+	return fmt.Sprintf("Retry Behavior 2.1 quota (the default): %d tokens, %d a retry, %d after throttling; Retry Behavior 2.0 quota (AWSStandardQuota): %d a retry",
+		def.Capacity, def.TransientCost, def.ThrottledCost, budget.AWSStandardQuota().TransientCost)
+}
+
 func squash(s string) string { return spaceRE.ReplaceAllString(s, " ") }
 
 // TestDocFigures checks every figure README.md and docs/experiments.md
@@ -113,7 +135,7 @@ func TestDocFigures(t *testing.T) {
 		}
 		return squash(string(b))
 	}
-	sources := map[string]string{"report": read("docs/report/report.md")}
+	sources := map[string]string{"report": read("docs/report/report.md"), "budget": budgetQuotas(t)}
 
 	policy := filepath.Join(t.TempDir(), "readme-five.yaml")
 	if err := os.WriteFile(policy, []byte(whatIfFive), 0o600); err != nil {

@@ -4,8 +4,9 @@
 //	unherd report [--out DIR] [--seed N] [--seeds N] [--workers N] [--quiet] [--cpuprofile FILE]
 //	unherd sim NAME [flags] [--json] [--seed N] [--seeds N] [--workers N] [--quiet]
 //	unherd whatif --policy FILE|- [--json] [--seed N] [--workers N] [--quiet]
-//	unherd vet [--json] [--timeout D] [PACKAGES]
-//	unherd demo payments [flags]
+//	unherd vet [--json] [--fix] [--timeout D] [PACKAGES]
+//	unherd demo payments [--payments N] [--drop P] [--seed N] [--redis ADDR | --postgres DSN]
+//	unherd serve [--addr HOST:PORT] [--export DIR]
 //	unherd help
 //	unherd --version
 //
@@ -23,7 +24,15 @@
 // default. vet runs the retry checks of package unherdvet over Go
 // packages (each path in its own module) without compiling them or
 // running cgo; it exits 1 when it finds something, and 2, never 0, when a
-// package could not be checked and nothing was found (unherd vet -h).
+// package could not be checked and nothing was found (unherd vet -h);
+// --fix applies the mechanical rewrites. demo payments starts a payments
+// server on loopback that drops a share of its responses after the charge
+// commits, pays through unherd's HTTP client with and without idempotency
+// keys, and counts the charges. serve serves the what-if page, on which
+// the simulator, compiled to WebAssembly, judges a policy in the browser:
+// it listens on --addr (default 127.0.0.1:8080, loopback only; port 0
+// picks a free one), prints the page's URL as its first line and serves
+// until interrupted; --export DIR writes the page as static files instead.
 //
 // Progress goes to standard error once a run has taken a second: a bar on
 // a terminal, a line with the scenario and the percent done every few

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -558,5 +559,32 @@ func TestScenarioFlags(t *testing.T) {
 				t.Errorf("--attempts two: error %v, want one naming --attempts", err)
 			}
 		}
+	}
+}
+
+// The package doc's usage block names every command, with the synopsis
+// the help prints, and nothing else.
+func TestDocListsCommands(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []string
+	for _, line := range strings.Split(string(src), "\n") {
+		if u, ok := strings.CutPrefix(line, "//\tunherd "); ok {
+			doc = append(doc, u)
+		}
+		if strings.HasPrefix(line, "package ") {
+			break
+		}
+	}
+	want := []string{"help", "--version"}
+	for _, c := range commands {
+		want = append(want, c.synopsis)
+	}
+	slices.Sort(doc)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, doc); diff != "" {
+		t.Errorf("the package doc's usage lines differ from the commands' synopses (-commands +doc):\n%s", diff)
 	}
 }

@@ -50,8 +50,13 @@
 //     restarting server as a bug, and the retry budget bounds what a bug
 //     costs (a few retries per hundred requests once the budget is
 //     empty). 429 and 503 are throttling answers: they wait
-//     from the schedule's throttled base. Other 4xx and 501 are permanent
-//     and go back at once.
+//     from the schedule's throttled base. A 409 with Retry-After to a
+//     request that carries an idempotency key is the idempotency draft's
+//     "a request with this key is in progress" (package idempotency
+//     answers it so): retried after that delay, so that the call ends
+//     with the one execution's answer. Other 4xx (a 409 without
+//     Retry-After, or to a request without a key, among them) and 501
+//     are permanent and go back at once.
 //   - Transport errors (connection refused or reset, an unexpected EOF on
 //     a reused connection, an attempt timeout) are retried; certificate
 //     verification failures and an https request answered by a plain

@@ -548,7 +548,10 @@ func persistPolicy(storeTimeout time.Duration) (*retry.Policy, error) {
 		MaxAttempts:    1 << 20, // the time given bounds them
 		Backoff:        backoff.Schedule{Base: 10 * time.Millisecond, Cap: maxPersistGap, Jitter: backoff.Equal},
 		AttemptTimeout: storeTimeout,
-		Budget:         budget.Unlimited,
+		// A completion given up leaves the key to run again once its lease
+		// expires; the requests in progress when the store failed bound
+		// this load, as new claims fail at once.
+		Budget: budget.Unlimited, //unherdvet:ignore misuse a completion given up is a second execution
 		Classify: func(err error) retry.Class {
 			if errors.Is(err, ErrLeaseLost) {
 				return retry.Permanent

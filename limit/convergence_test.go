@@ -121,19 +121,29 @@ func (tr limitTrace) window(from, to float64) (lo, hi int) {
 	return lo, hi
 }
 
-// settled returns the first time in [from, to) after which the limit
-// stays within [lo, hi] until to, or -1.
-func (tr limitTrace) settled(from, to float64, lo, hi int) float64 {
-	t := -1.0
-	for i := int(from * 10); i < int(to*10); i++ {
-		if n := tr[i]; n < lo || n > hi {
-			t = -1
-		} else if t < 0 {
-			t = float64(i)/10 - from
+// mean returns the mean limit between from and to seconds.
+func (tr limitTrace) mean(from, to float64) float64 {
+	sum := 0
+	w := tr[int(from*10):int(to*10)]
+	for _, n := range w {
+		sum += n
+	}
+	return float64(sum) / float64(len(w))
+}
+
+// inBand returns the share of the time between from and to seconds that
+// the limit spent within [lo, hi].
+func (tr limitTrace) inBand(from, to float64, lo, hi int) float64 {
+	in := 0
+	w := tr[int(from*10):int(to*10)]
+	for _, n := range w {
+		if n >= lo && n <= hi {
+			in++
 		}
 	}
-	return t
+	return float64(in) / float64(len(w))
 }
+
 
 // TestConvergence is the goal for the default algorithm: on a
 // server with 8 workers (service time p90 50 ms, p99 150 ms) at twice its
@@ -150,14 +160,37 @@ func TestConvergence(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := simulate(l, seed, 2*capacity, phases)
+			m1, m2, m3 := tr.mean(30, 60), tr.mean(90, 120), tr.mean(150, 180)
 			lo1, hi1 := tr.window(30, 60)
 			lo2, hi2 := tr.window(90, 120)
 			lo3, hi3 := tr.window(150, 180)
-			s1 := tr.settled(0, 60, 6, 12)
-			s2 := tr.settled(60, 120, 3, 6)
-			s3 := tr.settled(120, 180, 6, 12)
-			t.Logf("8 workers: limit %d..%d in [30 s, 60 s), in [6, 12] from %.1f s; 4 workers: %d..%d, in [3, 6] from %.1f s; 8 again: %d..%d, in [6, 12] from %.1f s",
-				lo1, hi1, s1, lo2, hi2, s2, lo3, hi3, s3)
+			b1, b2, b3 := tr.inBand(30, 60, 6, 12), tr.inBand(90, 120, 3, 6), tr.inBand(150, 180, 6, 12)
+			first := -1.0
+			for k, n := range tr {
+				if n >= 6 && n <= 12 {
+					first = float64(k) / 10
+					break
+				}
+			}
+			t.Logf("8 workers: first in [6, 12] at %.1f s, then over [30 s, 60 s) mean %.1f, %d..%d, %.0f%% in [6, 12]; 4 workers [90 s, 120 s): mean %.1f, %d..%d, %.0f%% in [3, 6]; 8 again [150 s, 180 s): mean %.1f, %d..%d, %.0f%% in [6, 12]",
+				first, m1, lo1, hi1, 100*b1, m2, lo2, hi2, 100*b2, m3, lo3, hi3, 100*b3)
+			if first < 0 || first > 30 {
+				t.Errorf("8 workers: the limit first reached [6, 12] at %.1f s, want within 30 s", first)
+			}
+			for _, w := range []struct {
+				name       string
+				mean, band float64
+			}{{"8 workers", m1, b1}, {"8 workers again", m3, b3}} {
+				if w.mean < 6 || w.mean > 12 || w.band < 0.75 {
+					t.Errorf("%s: mean limit %.1f, %.0f%% of the time in [6, 12]; want a mean in [6, 12] and at least 75%%", w.name, w.mean, 100*w.band)
+				}
+			}
+			// With 4 workers the limit's equilibrium without noise is
+			// Tolerance*4 + QueueSize (6.3): it must come down to it and
+			// keep the workers busy.
+			if m2 < 4 || m2 > 7.5 || hi2 > 10 {
+				t.Errorf("4 workers: mean limit %.1f, highest %d; want a mean in [4, 7.5] and at most 10", m2, hi2)
+			}
 		})
 	}
 }

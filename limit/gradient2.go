@@ -13,10 +13,11 @@ const (
 	DefaultGradient2InitialLimit = 20
 	DefaultGradient2MinLimit     = 1
 	DefaultGradient2MaxLimit     = 200
-	DefaultGradient2Smoothing    = 0.2
-	DefaultGradient2Tolerance    = 1.5
-	DefaultGradient2LongWindow   = 600
-	DefaultGradient2QueueSize    = 4
+	DefaultGradient2Smoothing    = 0.02
+	DefaultGradient2Tolerance    = 1.2
+	DefaultGradient2LongWindow   = 30000
+	DefaultGradient2QueueSize    = 1.5
+	DefaultGradient2ShortWindow  = 10
 )
 
 // gradient2Warmup is how many samples the long-term RTT averages plainly
@@ -43,6 +44,11 @@ type Gradient2Config struct {
 	// over (an exponential average with factor 2/(LongWindow+1)). Zero
 	// means DefaultGradient2LongWindow.
 	LongWindow int
+	// ShortWindow is the number of samples the short-term RTT averages
+	// over (an exponential average with factor 2/(ShortWindow+1)); 1
+	// compares each sample alone, as Netflix's does. Zero means
+	// DefaultGradient2ShortWindow.
+	ShortWindow int
 	// QueueSize is added to the limit on each update: the headroom that
 	// lets the limit grow while latency holds, and the queue it allows.
 	// Zero means DefaultGradient2QueueSize; a negative value means none.
@@ -51,12 +57,13 @@ type Gradient2Config struct {
 
 func (c *Gradient2Config) withDefaults() Gradient2Config {
 	d := Gradient2Config{
-		MinLimit:   cmp.Or(c.MinLimit, DefaultGradient2MinLimit),
-		MaxLimit:   cmp.Or(c.MaxLimit, DefaultGradient2MaxLimit),
-		Smoothing:  cmp.Or(c.Smoothing, DefaultGradient2Smoothing),
-		Tolerance:  cmp.Or(c.Tolerance, DefaultGradient2Tolerance),
-		LongWindow: cmp.Or(c.LongWindow, DefaultGradient2LongWindow),
-		QueueSize:  max(cmp.Or(c.QueueSize, DefaultGradient2QueueSize), 0),
+		MinLimit:    cmp.Or(c.MinLimit, DefaultGradient2MinLimit),
+		MaxLimit:    cmp.Or(c.MaxLimit, DefaultGradient2MaxLimit),
+		Smoothing:   cmp.Or(c.Smoothing, DefaultGradient2Smoothing),
+		Tolerance:   cmp.Or(c.Tolerance, DefaultGradient2Tolerance),
+		LongWindow:  cmp.Or(c.LongWindow, DefaultGradient2LongWindow),
+		ShortWindow: cmp.Or(c.ShortWindow, DefaultGradient2ShortWindow),
+		QueueSize:   max(cmp.Or(c.QueueSize, DefaultGradient2QueueSize), 0),
 	}
 	d.InitialLimit = min(max(cmp.Or(c.InitialLimit, DefaultGradient2InitialLimit), d.MinLimit), d.MaxLimit)
 	return d
@@ -80,6 +87,8 @@ func (c *Gradient2Config) Validate() error {
 		return fmt.Errorf("%w: Gradient2 Tolerance %v is below 1", ErrInvalidConfig, c.Tolerance)
 	case c.LongWindow < 0:
 		return fmt.Errorf("%w: Gradient2 LongWindow %d is negative", ErrInvalidConfig, c.LongWindow)
+	case c.ShortWindow < 0:
+		return fmt.Errorf("%w: Gradient2 ShortWindow %d is negative", ErrInvalidConfig, c.ShortWindow)
 	case math.IsNaN(c.QueueSize) || math.IsInf(c.QueueSize, 0):
 		return fmt.Errorf("%w: Gradient2 QueueSize %v is not a number", ErrInvalidConfig, c.QueueSize)
 	}
@@ -101,10 +110,11 @@ func (c *Gradient2Config) Validate() error {
 // A drop is a sample like a served request, its RTT the time until it
 // was dropped, as in Netflix's.
 type Gradient2 struct {
-	cfg     Gradient2Config
-	limit   float64
-	longRTT float64 // nanoseconds
-	samples int
+	cfg      Gradient2Config
+	limit    float64
+	longRTT  float64 // nanoseconds
+	shortRTT float64 // nanoseconds
+	samples  int
 }
 
 // NewGradient2 returns a Gradient2 algorithm at its initial limit.
@@ -125,10 +135,14 @@ func (g *Gradient2) Update(s Sample) int {
 	if g.samples < gradient2Warmup {
 		g.samples++
 		g.longRTT += (rtt - g.longRTT) / float64(g.samples)
+		g.shortRTT = g.longRTT
 	} else {
 		f := 2 / float64(g.cfg.LongWindow+1)
 		g.longRTT = g.longRTT*(1-f) + rtt*f
+		f = 2 / float64(g.cfg.ShortWindow+1)
+		g.shortRTT = g.shortRTT*(1-f) + rtt*f
 	}
+	rtt = g.shortRTT
 	if g.longRTT/rtt > 2 {
 		g.longRTT *= 0.95
 	}

@@ -144,7 +144,6 @@ func (tr limitTrace) inBand(from, to float64, lo, hi int) float64 {
 	return float64(in) / float64(len(w))
 }
 
-
 // TestConvergence is the goal for the default algorithm: on a
 // server with 8 workers (service time p90 50 ms, p99 150 ms) at twice its
 // capacity, the limit settles between 6 and 12 within 30 s; when the

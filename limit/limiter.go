@@ -3,6 +3,7 @@ package limit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,58 @@ type Config struct {
 	// report. Nil means a [Gradient2] with the zero [Gradient2Config].
 	// An algorithm keeps state: give each Limiter its own.
 	Algorithm Algorithm
+
+	// CriticalShare is the share of the limit kept for [Critical]
+	// requests: Normal requests are admitted only while fewer than
+	// limit - reserve are in flight, Sheddable ones while fewer than
+	// limit - 2*reserve, where reserve is CriticalShare*limit rounded up,
+	// but at most (limit-1)/2, so that every priority can always have at
+	// least one request in flight (with a limit of 1 or 2 there is no
+	// reserve). The reserve is kept from the first Critical request on:
+	// until then Normal requests may fill the limit and Sheddable ones
+	// all but one reserve, so a server that never marks a request
+	// Critical loses no capacity to it. Zero means DefaultCriticalShare
+	// (0.1); a negative value means no reserve at all: every priority may
+	// fill the limit. It must be at most 0.5.
+	CriticalShare float64
+
+	// MaxWait is the longest [Limiter.Wait] waits in the limiter's queue
+	// for a slot another request releases. Zero means no queue: Wait
+	// refuses at once when no slot is free. It must not be negative.
+	MaxWait time.Duration
+
+	// MaxWaiters bounds the queue's length: Wait refuses at once when
+	// that many are already waiting. Zero means the current limit, so
+	// that at most twice the limit's requests are held at once.
+	MaxWaiters int
+
+	// CongestedWait is how long a waiter waits once the queue is
+	// congested (it has not been empty at any moment in the last
+	// CongestionInterval): CoDel's target. Zero means
+	// DefaultCongestedWait (5 ms).
+	CongestedWait time.Duration
+
+	// CongestionInterval is how long the queue must have stayed
+	// non-empty to count as congested: CoDel's interval. Zero means
+	// DefaultCongestionInterval (100 ms).
+	CongestionInterval time.Duration
 }
+
+// Defaults of the Config fields whose zero value means a default.
+const (
+	// DefaultCriticalShare keeps a tenth of the limit for Critical
+	// requests, so a limit of 20 admits 18 Normal and 16 Sheddable ones:
+	// enough for health checks and the few requests a user waits on,
+	// while Sheddable work, kept below twice the reserve, still has 80%
+	// of the limit.
+	DefaultCriticalShare = 0.1
+	// DefaultCongestedWait is CoDel's target, and the queue timeout of
+	// Facebook's controlled delay ("Fail at Scale").
+	DefaultCongestedWait = 5 * time.Millisecond
+	// DefaultCongestionInterval is CoDel's interval, and the one Facebook
+	// uses to call a queue congested.
+	DefaultCongestionInterval = 100 * time.Millisecond
+)
 
 // Limiter admits at most Limit() requests at once and, through its
 // [Algorithm], moves that limit with the latency and drops its requests
@@ -37,6 +89,16 @@ type Limiter struct {
 
 	mu  sync.Mutex
 	alg Algorithm
+
+	share      float64 // CriticalShare, 0 for none
+	maxWait    time.Duration
+	maxWaiters int
+	target     time.Duration
+	interval   time.Duration
+
+	critical atomic.Bool  // a Critical request came: keep its reserve
+	waiters  atomic.Int64 // queued waiters, and those about to queue
+	q        queue
 }
 
 // New returns a Limiter that starts at the algorithm's initial limit.
@@ -53,27 +115,37 @@ func New(cfg Config) (*Limiter, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: the algorithm's initial limit %d is below 1", ErrInvalidConfig, n)
 	}
-	l := &Limiter{alg: alg}
+	if err := checkQueueConfig(&cfg); err != nil {
+		return nil, err
+	}
+	l := &Limiter{
+		alg:        alg,
+		share:      cfg.CriticalShare,
+		maxWait:    cfg.MaxWait,
+		maxWaiters: cfg.MaxWaiters,
+		target:     cfg.CongestedWait,
+		interval:   cfg.CongestionInterval,
+	}
 	_, l.fixed = alg.(Fixed)
 	l.limit.Store(int64(n))
 	return l, nil
 }
 
-// Acquire admits a request started at now if fewer than Limit() requests
-// are in flight, and returns its token; otherwise it returns false at
-// once, and the caller should refuse the request (503, RESOURCE_EXHAUSTED).
-// An admitted request must be released exactly once, with its token's
-// Served, Dropped or Ignore.
+// Acquire is AcquirePriority(now, Normal).
 func (l *Limiter) Acquire(now time.Time) (Token, bool) {
-	for {
-		n := l.inFlight.Load()
-		if n >= l.limit.Load() {
-			return Token{}, false
-		}
-		if l.inFlight.CompareAndSwap(n, n+1) {
-			return Token{l: l, start: now, inFlight: int(n + 1)}, true
-		}
-	}
+	return l.AcquirePriority(now, Normal)
+}
+
+// AcquirePriority admits a request of priority p started at now if fewer
+// requests are in flight than p may have (the limit for Critical, less
+// the critical reserve for Normal, less twice the reserve for
+// Sheddable; see Config.CriticalShare), and returns its token; otherwise
+// it returns false at once, and the caller should refuse the request
+// (503, RESOURCE_EXHAUSTED). An admitted request must be released
+// exactly once, with its token's Served, Dropped or Ignore. It never
+// waits: see Wait for that.
+func (l *Limiter) AcquirePriority(now time.Time, p Priority) (Token, bool) {
+	return l.admit(now, p)
 }
 
 // Limit returns the current limit: how many requests may be in flight at
@@ -83,18 +155,65 @@ func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 // InFlight returns how many admitted requests have not been released yet.
 func (l *Limiter) InFlight() int { return int(l.inFlight.Load()) }
 
+// threshold is how many requests may be in flight for a request of
+// priority p to be admitted, under the limit lim, with the critical
+// reserve of share*lim in force if critical is true and half in force
+// (between Normal and Sheddable only) if not.
+func threshold(p Priority, lim int64, share float64, critical bool) int64 {
+	if p == Critical || share <= 0 {
+		return lim
+	}
+	// Rounded up; the small subtraction keeps 0.1*30, which is
+	// 3.0000000000000004 in floating point, from rounding up to 4.
+	r := min(int64(math.Ceil(share*float64(lim)-1e-9)), (lim-1)/2)
+	n := lim - r
+	if !critical {
+		n = lim
+	}
+	if p != Normal {
+		n -= r
+	}
+	return n
+}
+
+// admit is AcquirePriority's compare-and-swap loop.
+func (l *Limiter) admit(now time.Time, p Priority) (Token, bool) {
+	if p == Critical && !l.critical.Load() {
+		l.critical.Store(true)
+	}
+	for {
+		n := l.inFlight.Load()
+		if n >= threshold(p, l.limit.Load(), l.share, l.critical.Load()) {
+			return Token{}, false
+		}
+		if l.inFlight.CompareAndSwap(n, n+1) {
+			return Token{l: l, start: now, inFlight: int(n + 1)}, true
+		}
+	}
+}
+
 // release ends a request and, unless ignore, feeds its sample to the
-// algorithm.
+// algorithm; then it gives the request's slot to a waiter, if one may
+// take it, or frees it.
 func (l *Limiter) release(t Token, now time.Time, dropped, ignore bool) {
-	l.inFlight.Add(-1)
-	if ignore || l.fixed {
+	if !ignore && !l.fixed {
+		s := Sample{RTT: now.Sub(t.start), InFlight: t.inFlight, Dropped: dropped, Now: now}
+		l.mu.Lock()
+		n := l.alg.Update(s)
+		l.limit.Store(int64(max(n, 1)))
+		l.mu.Unlock()
+	}
+	if l.waiters.Load() > 0 {
+		l.handOver(true)
 		return
 	}
-	s := Sample{RTT: now.Sub(t.start), InFlight: t.inFlight, Dropped: dropped, Now: now}
-	l.mu.Lock()
-	n := l.alg.Update(s)
-	l.limit.Store(int64(max(n, 1)))
-	l.mu.Unlock()
+	l.inFlight.Add(-1)
+	// A waiter that queued while this slot was being freed may have
+	// missed it: it counted itself in waiters before it tried to
+	// acquire, so either it saw the slot or this load sees it.
+	if l.waiters.Load() > 0 {
+		l.handOver(false)
+	}
 }
 
 // Token is an admitted request: a small value, not a pointer, so

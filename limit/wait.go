@@ -1,0 +1,294 @@
+package limit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/unherd/unherd/retry"
+)
+
+// ErrLimited is the refusal of a request over the concurrency limit:
+// Wait returns it, or a [*WaitError] that matches it, when no slot is
+// free. A server answers it with 503 and Retry-After, or gRPC
+// RESOURCE_EXHAUSTED, and lets the client back off; it is a local
+// rejection for package retry (errors.Is(ErrLimited, retry.ErrRejected)),
+// which never retries it.
+var ErrLimited = retry.NewRejection("limit: over the concurrency limit")
+
+// WaitError is Wait's refusal after it waited in the queue and no slot
+// came. It matches ErrLimited.
+type WaitError struct {
+	// Waited is how long the request waited.
+	Waited time.Duration
+	// Congested is true when the queue was congested, so the request
+	// gave up after Config.CongestedWait rather than Config.MaxWait.
+	Congested bool
+}
+
+func (e *WaitError) Error() string {
+	if e.Congested {
+		return fmt.Sprintf("%v after waiting %v in a congested queue", ErrLimited, e.Waited)
+	}
+	return fmt.Sprintf("%v after waiting %v", ErrLimited, e.Waited)
+}
+
+// Unwrap returns ErrLimited.
+func (e *WaitError) Unwrap() error { return ErrLimited }
+
+// checkQueueConfig checks the priority and queue fields of cfg and puts
+// their defaults in.
+func checkQueueConfig(cfg *Config) error {
+	switch s := cfg.CriticalShare; {
+	case math.IsNaN(s) || s > 0.5:
+		return fmt.Errorf("%w: CriticalShare %v is above 0.5", ErrInvalidConfig, s)
+	case s == 0:
+		cfg.CriticalShare = DefaultCriticalShare
+	case s < 0:
+		cfg.CriticalShare = 0
+	}
+	for _, f := range []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"MaxWait", &cfg.MaxWait, 0},
+		{"CongestedWait", &cfg.CongestedWait, DefaultCongestedWait},
+		{"CongestionInterval", &cfg.CongestionInterval, DefaultCongestionInterval},
+	} {
+		if *f.d < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, f.name, *f.d)
+		}
+		if *f.d == 0 {
+			*f.d = f.def
+		}
+	}
+	if cfg.MaxWaiters < 0 {
+		return fmt.Errorf("%w: MaxWaiters %d is negative", ErrInvalidConfig, cfg.MaxWaiters)
+	}
+	return nil
+}
+
+// Wait admits a request of priority p as AcquirePriority does, and
+// when no slot is free waits in the limiter's queue for one that another
+// request releases, for at most Config.MaxWait (zero: not at all). It
+// returns the request's token, to be released as Acquire's are, or:
+//
+//   - ctx's cause if ctx ends first, at once: the caller has gone, and
+//     its request must not be served. Such a waiter leaves the queue and
+//     never holds a slot.
+//   - ErrLimited if there is no queue or the queue is full
+//     (Config.MaxWaiters).
+//   - a [*WaitError], which matches ErrLimited, if it waited and no slot
+//     came.
+//
+// The queue follows Facebook's "Fail at Scale": a controlled delay, after
+// CoDel, and an adaptive LIFO. Once the queue has not been empty at any
+// moment in the last Config.CongestionInterval, it is congested: a
+// waiter gives up after Config.CongestedWait rather than MaxWait, and a
+// released slot goes to the newest waiter, which has the most time left
+// before its caller gives up, rather than the oldest. Across priorities a
+// released slot goes to the highest priority first, Critical, then
+// Normal, then Sheddable, each only while its share of the limit has
+// room.
+//
+// Wait is a shell on the real clock: it reads time.Now, and the queue
+// waits on timers, so the tokens it returns are started at time.Now. When
+// a slot is free it takes no lock and allocates nothing, like
+// AcquirePriority; waiting allocates a little and takes the queue's
+// mutex, as do releases while someone waits, which hand their slot
+// directly to a waiter.
+func (l *Limiter) Wait(ctx context.Context, p Priority) (Token, error) {
+	if ctx.Err() != nil {
+		return Token{}, context.Cause(ctx)
+	}
+	now := time.Now()
+	if tok, ok := l.AcquirePriority(now, p); ok {
+		return tok, nil
+	}
+	if l.maxWait <= 0 {
+		return Token{}, ErrLimited
+	}
+	return l.wait(ctx, p, now)
+}
+
+// wait is Wait's slow path: it queues.
+func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token, error) {
+	w := &waiter{p: p, ready: make(chan struct{})}
+	l.q.mu.Lock()
+	// Counted before the last try, so that a release that frees a slot
+	// after this try sees a waiter and hands the slot over.
+	l.waiters.Add(1)
+	if tok, ok := l.admit(start, p); ok {
+		l.waiters.Add(-1)
+		l.q.mu.Unlock()
+		return tok, nil
+	}
+	maxN := l.maxWaiters
+	if maxN == 0 {
+		maxN = int(l.limit.Load())
+	}
+	if l.q.n >= maxN {
+		l.waiters.Add(-1)
+		l.q.mu.Unlock()
+		return Token{}, ErrLimited
+	}
+	if l.q.n == 0 {
+		l.q.lastEmpty = start
+	}
+	giveUp := giveUpAt(start, l.q.lastEmpty, l.maxWait, l.target, l.interval)
+	l.q.push(w)
+	l.q.mu.Unlock()
+
+	timer := time.NewTimer(giveUp.Sub(start))
+	defer timer.Stop()
+	select {
+	case <-w.ready:
+		if ctx.Err() == nil {
+			return w.tok, nil
+		}
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	l.q.mu.Lock()
+	if w.granted {
+		// A slot came as the wait ended.
+		l.q.mu.Unlock()
+		if ctx.Err() != nil {
+			w.tok.Ignore() // to the next waiter: this caller has gone
+			return Token{}, context.Cause(ctx)
+		}
+		return w.tok, nil
+	}
+	l.q.remove(w)
+	l.waiters.Add(-1)
+	l.q.mu.Unlock()
+	if ctx.Err() != nil {
+		return Token{}, context.Cause(ctx)
+	}
+	return Token{}, &WaitError{Waited: time.Since(start), Congested: giveUp.Before(start.Add(l.maxWait))}
+}
+
+// giveUpAt is when a waiter that queued at start gives up, the queue
+// having been empty last at lastEmpty: after maxWait, or, once the queue
+// is congested (it has not been empty since interval ago, which, while
+// the waiter is in it, is from lastEmpty+interval on), after target.
+func giveUpAt(start, lastEmpty time.Time, maxWait, target, interval time.Duration) time.Time {
+	end := start.Add(maxWait)
+	codel := start.Add(target)
+	if c := lastEmpty.Add(interval); c.After(codel) {
+		codel = c
+	}
+	if codel.Before(end) {
+		return codel
+	}
+	return end
+}
+
+// congested reports whether a queue that is not empty now, and was empty
+// last at lastEmpty, is congested: serve it last in, first out.
+func congested(now, lastEmpty time.Time, interval time.Duration) bool {
+	return now.Sub(lastEmpty) >= interval
+}
+
+// handOver gives released or free slots to waiters, highest priority
+// first, each while its priority has room; own is true when the caller
+// holds a slot it is releasing, which the first waiter takes over (the
+// in-flight count stays) or which is freed if no waiter may take it.
+func (l *Limiter) handOver(own bool) {
+	now := time.Now()
+	l.q.mu.Lock()
+	lifo := l.q.n > 0 && congested(now, l.q.lastEmpty, l.interval)
+	lim := l.limit.Load()
+	for r := 0; r < len(l.q.lists) && l.q.n > 0; {
+		list := &l.q.lists[r]
+		if list.head == nil {
+			r++
+			continue
+		}
+		thr := threshold(list.head.p, lim, l.share, l.critical.Load())
+		n := l.inFlight.Load()
+		if own {
+			if n-1 >= thr {
+				break // lower priorities have less room still
+			}
+			own = false
+		} else {
+			if n >= thr {
+				break
+			}
+			if !l.inFlight.CompareAndSwap(n, n+1) {
+				continue
+			}
+			n++
+		}
+		w := l.q.pop(r, lifo)
+		l.waiters.Add(-1)
+		w.tok = Token{l: l, start: now, inFlight: int(n)}
+		w.granted = true
+		close(w.ready)
+	}
+	if own {
+		l.inFlight.Add(-1)
+	}
+	l.q.mu.Unlock()
+}
+
+// queue is the limiter's waiters, a doubly linked list per priority rank,
+// under its mutex.
+type queue struct {
+	mu        sync.Mutex
+	lists     [3]struct{ head, tail *waiter }
+	n         int       // waiters in the lists
+	lastEmpty time.Time // when the lists were last all empty
+}
+
+// waiter is one Wait in the queue. Its fields are guarded by the queue's
+// mutex until ready is closed, after which tok is read-only.
+type waiter struct {
+	p          Priority
+	prev, next *waiter
+	ready      chan struct{} // closed when granted
+	granted    bool
+	tok        Token
+}
+
+func (q *queue) push(w *waiter) {
+	list := &q.lists[w.p.rank()]
+	w.prev = list.tail
+	if list.tail != nil {
+		list.tail.next = w
+	} else {
+		list.head = w
+	}
+	list.tail = w
+	q.n++
+}
+
+// pop takes the newest waiter of rank r if lifo, else the oldest.
+func (q *queue) pop(r int, lifo bool) *waiter {
+	w := q.lists[r].head
+	if lifo {
+		w = q.lists[r].tail
+	}
+	q.remove(w)
+	return w
+}
+
+func (q *queue) remove(w *waiter) {
+	list := &q.lists[w.p.rank()]
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		list.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		list.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	q.n--
+}

@@ -3,6 +3,8 @@ package limit
 import (
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/guardtest"
 )
 
 // benchParallel acquires and releases a served token from many
@@ -64,4 +66,78 @@ func BenchmarkGradient2Serial(b *testing.B) {
 			tok.Served(now)
 		}
 	}
+}
+
+// BenchmarkAcquirePriorityParallel: the fast path with priorities, every
+// priority in turn, a limit high enough never to refuse.
+func BenchmarkAcquirePriorityParallel(b *testing.B) {
+	l, err := New(Config{Algorithm: Fixed(1 << 30)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		p := Normal
+		for pb.Next() {
+			tok, ok := l.AcquirePriority(epoch, p)
+			if !ok {
+				b.Error("refused")
+				return
+			}
+			tok.Served(epoch)
+			p = (p + 1) % 3
+		}
+	})
+}
+
+// BenchmarkWaitParallel: Wait when a slot is free (no waiters): a
+// context check, a clock read and AcquirePriority.
+func BenchmarkWaitParallel(b *testing.B) {
+	l, err := New(Config{Algorithm: Fixed(1 << 30), MaxWait: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tok, err := l.Wait(ctx, Normal)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			tok.Served(epoch)
+		}
+	})
+}
+
+// BenchmarkWaitQueued: many goroutines over a limit of 4, so most wait
+// in the queue and every release hands its slot over: the slow path.
+func BenchmarkWaitQueued(b *testing.B) {
+	l, err := New(Config{Algorithm: Fixed(4), MaxWait: time.Second, CongestedWait: time.Second, MaxWaiters: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tok, err := l.Wait(ctx, Normal)
+			if err != nil {
+				continue
+			}
+			tok.Served(epoch)
+		}
+	})
+}
+
+// BenchmarkGuardParallel: the guard as the retry loop drives it, with
+// successes.
+func BenchmarkGuardParallel(b *testing.B) {
+	l, err := New(Config{Algorithm: Fixed(1 << 30)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	guardtest.Parallel(b, l.Guard(), guardtest.Success, false)
 }

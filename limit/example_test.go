@@ -1,10 +1,14 @@
 package limit_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/retry"
 )
 
 // A fixed limit is a bulkhead: at most 2 requests at once, the third is
@@ -62,4 +66,112 @@ func Example() {
 	// initial limit: 20
 	// latency steady: true
 	// latency tripled, limit fell: true
+}
+
+// Priorities: with a limit of 10 and the default CriticalShare (0.1),
+// once a Critical request has come, one slot is kept for Critical
+// requests and one more for Normal ones, so Sheddable requests stop at 8
+// in flight, Normal ones at 9, Critical ones at 10.
+func ExampleLimiter_AcquirePriority() {
+	l, err := limit.New(limit.Config{Algorithm: limit.Fixed(10)})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	count := func(p limit.Priority) int {
+		n := 0
+		for {
+			if _, ok := l.AcquirePriority(now, p); !ok {
+				return n
+			}
+			n++
+		}
+	}
+	l.AcquirePriority(now, limit.Critical) // a health check: 1 in flight
+	fmt.Println("sheddable admitted:", count(limit.Sheddable), "in flight:", l.InFlight())
+	fmt.Println("normal admitted:", count(limit.Normal), "in flight:", l.InFlight())
+	fmt.Println("critical admitted:", count(limit.Critical), "in flight:", l.InFlight())
+	// Output:
+	// sheddable admitted: 7 in flight: 8
+	// normal admitted: 1 in flight: 9
+	// critical admitted: 1 in flight: 10
+}
+
+// A request that finds no free slot waits up to MaxWait for one another
+// request releases; a caller that gives up leaves the queue at once.
+func ExampleLimiter_Wait() {
+	l, err := limit.New(limit.Config{Algorithm: limit.Fixed(1), MaxWait: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	busy, _ := l.Wait(ctx, limit.Normal)
+	got := make(chan error, 1)
+	go func() {
+		tok, err := l.Wait(ctx, limit.Normal) // queues: the one slot is busy
+		if err == nil {
+			tok.Served(time.Now())
+		}
+		got <- err
+	}()
+	time.Sleep(time.Millisecond)
+	busy.Served(time.Now()) // the slot passes to the waiter
+	fmt.Println("waiter:", <-got)
+
+	busy, _ = l.Wait(ctx, limit.Normal)
+	gone, cancel := context.WithCancel(ctx)
+	cancel() // the caller has gone: no slot, at once
+	_, err = l.Wait(gone, limit.Normal)
+	fmt.Println("caller gone:", err)
+	busy.Served(time.Now())
+	// Output:
+	// waiter: <nil>
+	// caller gone: context canceled
+}
+
+// A client-side limit: the limiter as a guard of a retry policy bounds
+// the attempts in flight to one dependency, and its refusal is a local
+// rejection, never retried.
+func ExampleLimiter_Guard() {
+	l, err := limit.New(limit.Config{Algorithm: limit.Fixed(1)})
+	if err != nil {
+		panic(err)
+	}
+	p, err := retry.New(retry.Config{Guards: []retry.Guard{l.Guard()}})
+	if err != nil {
+		panic(err)
+	}
+	busy, _ := l.Acquire(time.Now()) // another call holds the one slot
+	attempts := 0
+	err = p.Do(context.Background(), func(ctx context.Context) error {
+		attempts++
+		return nil
+	})
+	fmt.Println("attempts:", attempts)
+	fmt.Println("rejected:", errors.Is(err, retry.ErrRejected), "limited:", errors.Is(err, limit.ErrLimited))
+	busy.Ignore()
+	// Output:
+	// attempts: 0
+	// rejected: true limited: true
+}
+
+// A server reads the priority a client asks for from PriorityHeader, but
+// lets an untrusted caller only lower it: "critical" from the open
+// internet is served as Normal.
+func ExampleParsePriority() {
+	priority := func(r *http.Request, trusted bool) limit.Priority {
+		p, err := limit.ParsePriority(r.Header.Get(limit.PriorityHeader))
+		if err != nil || (!trusted && p == limit.Critical) {
+			return limit.Normal
+		}
+		return p
+	}
+	r, _ := http.NewRequest("GET", "http://example.com/", nil)
+	r.Header.Set(limit.PriorityHeader, "Critical")
+	fmt.Println("trusted:", priority(r, true), "untrusted:", priority(r, false))
+	r.Header.Set(limit.PriorityHeader, "sheddable")
+	fmt.Println("untrusted, lowered:", priority(r, false))
+	// Output:
+	// trusted: critical untrusted: normal
+	// untrusted, lowered: sheddable
 }

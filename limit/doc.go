@@ -29,6 +29,39 @@
 // is an argument, never read from a clock, so tests and the simulator
 // drive the same code in virtual time.
 //
+// # Priorities and the wait
+//
+// A request has a [Priority]: [Critical], [Normal] (the zero value) or
+// [Sheddable]. [Limiter.AcquirePriority] refuses lower classes first:
+// Config.CriticalShare (10% by default) of the limit is kept for
+// Critical requests, which may fill the whole limit; Normal requests may
+// fill all but that reserve, and Sheddable ones all but twice it. A
+// server finds the priority from the request (a function of the route or
+// the caller), or from the [PriorityHeader] a client sets, trusting it
+// only from callers it trusts; [WithPriority] carries it in a context.
+//
+// [Limiter.Wait] adds an optional bounded wait: with Config.MaxWait set,
+// a request that finds no slot free waits in a queue for one another
+// request releases, and the slot is handed to it directly. A waiter whose
+// context ends leaves the queue at once with the context's cause: the
+// server never starts, or keeps queued, work whose caller has gone. The
+// queue follows "Fail at Scale" (Ben Maurer, ACM Queue 13(8), 2015,
+// https://queue.acm.org/detail.cfm?id=2839461): a controlled delay after
+// CoDel (Kathleen Nichols and Van Jacobson, "Controlling Queue Delay",
+// ACM Queue 10(5), 2012, https://queue.acm.org/detail.cfm?id=2209336),
+// under which a queue that has not been empty at any moment in the last
+// 100 ms is congested and its waiters give up after 5 ms instead of
+// MaxWait, since a standing queue only adds delay; and an adaptive LIFO,
+// which serves a congested queue newest first, since the newest waiter
+// has the most time left before its caller gives up, and the oldest are
+// likely already lost. A released slot goes to the highest priority with
+// room first.
+//
+// The same limiter bounds what a client has in flight to one dependency:
+// [Limiter.Guard] is a retry.Guard, so every attempt, retries included,
+// takes a slot, and a refusal ([ErrLimited], a local rejection) is never
+// retried.
+//
 // # Algorithms
 //
 // [Fixed] is a constant limit, a bulkhead. [AIMD] and [Gradient2] adapt;
@@ -101,5 +134,7 @@
 // Acquire is a compare-and-swap on the in-flight count against the
 // current limit; a release is an atomic decrement, and, for a sample
 // that reaches an adaptive algorithm, a short mutex around its Update so
-// that every sample counts. Neither allocates.
+// that every sample counts. Neither allocates. Wait with a slot free is
+// Acquire after a clock read; a release checks an atomic count of
+// waiters and takes the queue's mutex only when someone waits.
 package limit

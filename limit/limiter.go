@@ -78,10 +78,11 @@ const (
 // report. The time is an argument of every method that needs one, so the
 // same code runs on the real clock and in a simulation.
 //
-// Acquire and a token's release are safe for concurrent use. Acquire is
-// lock-free; a released sample takes a short mutex to update the
-// algorithm, except with [Fixed], whose limit never moves. Neither
-// allocates.
+// Its methods and a token's release are safe for concurrent use. Acquire
+// and AcquirePriority are lock-free; a released sample takes a short
+// mutex to update the algorithm, except with [Fixed], whose limit never
+// moves, and a release takes the queue's mutex only while requests wait
+// (see Wait). Neither allocates.
 type Limiter struct {
 	inFlight atomic.Int64
 	limit    atomic.Int64

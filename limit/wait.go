@@ -28,6 +28,8 @@ type WaitError struct {
 	Congested bool
 }
 
+// Error says how long the request waited and whether the queue was
+// congested.
 func (e *WaitError) Error() string {
 	if e.Congested {
 		return fmt.Sprintf("%v after waiting %v in a congested queue", ErrLimited, e.Waited)

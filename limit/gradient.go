@@ -28,7 +28,7 @@ const (
 	DefaultGradientSmoothing      = 0.25
 	DefaultGradientMinRTTInterval = 60 * time.Second
 	DefaultGradientMinRTTJitter   = 0.15
-	DefaultGradientMinRTTRequests = 400
+	DefaultGradientMinRTTRequests = 600
 )
 
 // gradientWindow is how many latencies a window keeps: past it, the

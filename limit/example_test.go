@@ -33,8 +33,9 @@ func ExampleFixed() {
 }
 
 // The default limiter adapts: each request reports how it ended, and the
-// limit follows the latency. Here a handler's latency triples; the limit
-// falls from its initial 20.
+// limit follows the latency. It starts at 3 while it measures the
+// latency of an unloaded server, grows while the latency stays near it,
+// and falls when the latency triples.
 func Example() {
 	l, err := limit.New(limit.Config{})
 	if err != nil {
@@ -58,13 +59,14 @@ func Example() {
 		}
 	}
 	fmt.Println("initial limit:", l.Limit())
-	serve(10*time.Millisecond, 50)
-	fmt.Println("latency steady:", l.Limit() >= 20)
-	serve(30*time.Millisecond, 20)
-	fmt.Println("latency tripled, limit fell:", l.Limit() < 20)
+	serve(10*time.Millisecond, 3000)
+	steady := l.Limit()
+	fmt.Println("latency steady, limit grew:", steady > 3)
+	serve(30*time.Millisecond, 300)
+	fmt.Println("latency tripled, limit fell:", l.Limit() < steady)
 	// Output:
-	// initial limit: 20
-	// latency steady: true
+	// initial limit: 3
+	// latency steady, limit grew: true
 	// latency tripled, limit fell: true
 }
 

@@ -6,9 +6,11 @@ import (
 	"math"
 )
 
-// Defaults applied to zero fields of [Gradient2Config]. MaxLimit,
-// Smoothing, Tolerance and LongWindow are Netflix concurrency-limits'
-// Gradient2Limit defaults; see the package doc for the others.
+// Defaults applied to zero fields of [Gradient2Config]. InitialLimit
+// and MaxLimit are Netflix concurrency-limits' Gradient2Limit defaults;
+// the others differ from Netflix's (MinLimit 20, Smoothing 0.2,
+// Tolerance 1.5, LongWindow 600, QueueSize 4, and each sample compared
+// alone, a ShortWindow of 1), for the reasons the package doc gives.
 const (
 	DefaultGradient2InitialLimit = 20
 	DefaultGradient2MinLimit     = 1

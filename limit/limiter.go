@@ -106,7 +106,7 @@ type Limiter struct {
 func New(cfg Config) (*Limiter, error) {
 	alg := cfg.Algorithm
 	if alg == nil {
-		g, err := NewGradient2(Gradient2Config{})
+		g, err := NewGradient(GradientConfig{})
 		if err != nil {
 			return nil, err
 		}

@@ -34,14 +34,14 @@ func TestAcquireRefusesAtLimit(t *testing.T) {
 	}
 }
 
-// The default is a Gradient2 at its initial limit.
+// The default is a Gradient measuring its minRTT, at MinLimit.
 func TestDefault(t *testing.T) {
 	l, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Limit() != DefaultGradient2InitialLimit {
-		t.Errorf("Limit %d, want %d", l.Limit(), DefaultGradient2InitialLimit)
+	if l.Limit() != DefaultGradientMinLimit {
+		t.Errorf("Limit %d, want %d", l.Limit(), DefaultGradientMinLimit)
 	}
 }
 

@@ -1,0 +1,240 @@
+package limit
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// fixedSource is a rand.Source that always returns v.
+type fixedSource uint64
+
+func (f fixedSource) Uint64() uint64 { return uint64(f) }
+
+// measured returns a Gradient whose first minRTT measurement has ended at
+// epoch with a minRTT of 20 ms (the median of 10, 20, 30 and 40 ms), at
+// MinLimit 2, with windows of at least 100 ms and one sample.
+func measured(t *testing.T, cfg GradientConfig) *Gradient {
+	t.Helper()
+	cfg.MinLimit, cfg.MinRTTRequests, cfg.MinSamples = 2, 4, 1
+	g, err := NewGradient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ms := range []time.Duration{40, 10, 30, 20} {
+		if !g.Measuring() {
+			t.Fatalf("sample %d: not measuring", i)
+		}
+		if got := g.Update(Sample{RTT: ms * time.Millisecond, InFlight: 2, Now: epoch}); got != 2 {
+			t.Fatalf("sample %d while measuring: limit %d, want MinLimit 2", i, got)
+		}
+	}
+	if g.Measuring() || g.minRTT != float64(20*time.Millisecond) {
+		t.Fatalf("after 4 samples: measuring %v, minRTT %v, want false and 20ms", g.Measuring(), time.Duration(g.minRTT))
+	}
+	return g
+}
+
+func TestGradientUpdate(t *testing.T) {
+	ms := time.Millisecond
+	none := GradientConfig{Headroom: -1, Smoothing: 1, MinRTTJitter: -1}
+	tests := []struct {
+		name    string
+		cfg     GradientConfig
+		limit   float64
+		samples []Sample // relative to epoch; the last one ends the window
+		want    int
+	}{
+		// minRTT 20 ms, window median 10 ms: 1.25*20/10 = 2.5, clamped
+		// to 2: 2*2 = 4.
+		{"fast window doubles", none, 2, []Sample{{RTT: 10 * ms, InFlight: 2, Now: epoch.Add(50 * ms)}, {RTT: 10 * ms, InFlight: 2, Now: epoch.Add(100 * ms)}}, 4},
+		// A window shorter than UpdateInterval does not end.
+		{"window not over", none, 2, []Sample{{RTT: 10 * ms, InFlight: 2, Now: epoch.Add(99 * ms)}}, 2},
+		// Median 25 ms: 1.25*20/25 = 1; 10*1 = 10.
+		{"at the buffer holds", none, 10, []Sample{{RTT: 25 * ms, InFlight: 10, Now: epoch.Add(100 * ms)}}, 10},
+		// Median 100 ms: 1.25*20/100 = 0.25, clamped to 0.5: 5.
+		{"slow window halves", none, 10, []Sample{{RTT: 100 * ms, InFlight: 10, Now: epoch.Add(100 * ms)}}, 5},
+		// Envoy's rule: gradient 1, 16 + sqrt(16) = 20.
+		{"Envoy's headroom", GradientConfig{Headroom: 1, Smoothing: 1}, 16, []Sample{{RTT: 25 * ms, InFlight: 16, Now: epoch.Add(100 * ms)}}, 20},
+		// Half the headroom, smoothing 0.25: 16 + 0.25*(0.5*4) = 16.5.
+		{"defaults", GradientConfig{}, 16, []Sample{{RTT: 25 * ms, InFlight: 16, Now: epoch.Add(100 * ms)}}, 16},
+		// Smoothing 0.5, gradient 0.5: 16*0.5 + 8*0.5 = 12.
+		{"smoothed", GradientConfig{Headroom: -1, Smoothing: 0.5}, 16, []Sample{{RTT: 100 * ms, InFlight: 16, Now: epoch.Add(100 * ms)}}, 12},
+		// Fewer than half of 10 ever in flight: the gradient of 2 is
+		// not applied.
+		{"app-limited holds", none, 10, []Sample{{RTT: 10 * ms, InFlight: 4, Now: epoch.Add(100 * ms)}}, 10},
+		// ...but a slow window still lowers it.
+		{"app-limited falls", none, 10, []Sample{{RTT: 100 * ms, InFlight: 4, Now: epoch.Add(100 * ms)}}, 5},
+		// 8 * 2 = 16, clamped to MaxLimit 12.
+		{"ceiling at MaxLimit", GradientConfig{Headroom: -1, Smoothing: 1, MaxLimit: 12}, 8, []Sample{{RTT: 10 * ms, InFlight: 8, Now: epoch.Add(100 * ms)}}, 12},
+		// 3 * 0.5 = 1.5, clamped to MinLimit 2.
+		{"floor at MinLimit", none, 3, []Sample{{RTT: 100 * ms, InFlight: 3, Now: epoch.Add(100 * ms)}}, 2},
+		// A drop is a sample: its 100 ms RTT halves the limit.
+		{"drop", none, 10, []Sample{{RTT: 100 * ms, InFlight: 10, Dropped: true, Now: epoch.Add(100 * ms)}}, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := measured(t, tt.cfg)
+			g.limit = tt.limit
+			got := 0
+			for _, s := range tt.samples {
+				got = g.Update(s)
+			}
+			if got != tt.want || g.Limit() != tt.want {
+				t.Errorf("Update = %d, Limit = %d, want %d", got, g.Limit(), tt.want)
+			}
+		})
+	}
+}
+
+// The minRTT is measured again MinRTTInterval plus jitter after the last
+// measurement ended: the limit is pinned to MinLimit, requests started
+// before are not samples, and the limit comes back when it ends.
+func TestGradientRemeasure(t *testing.T) {
+	ms := time.Millisecond
+	// Jitter: half of 15% of 60 s is 4.5 s.
+	g := measured(t, GradientConfig{Rand: fixedSource(1 << 63), Headroom: -1, Smoothing: 1})
+	g.limit = 10
+	due := epoch.Add(64500 * ms)
+	if got := g.Update(Sample{RTT: 25 * ms, InFlight: 10, Now: due.Add(-ms)}); got != 10 || g.Measuring() {
+		t.Fatalf("1 ms before due: limit %d, measuring %v, want 10 and false", got, g.Measuring())
+	}
+	if got := g.Update(Sample{RTT: 25 * ms, InFlight: 10, Now: due}); got != 2 || !g.Measuring() {
+		t.Fatalf("when due: limit %d, measuring %v, want 2 and true", got, g.Measuring())
+	}
+	// Started 1 ms before the measurement: ignored, even very fast.
+	g.Update(Sample{RTT: 2 * ms, InFlight: 2, Now: due.Add(ms)})
+	for i, rtt := range []time.Duration{50, 30, 40, 60} {
+		g.Update(Sample{RTT: rtt * ms, InFlight: 2, Now: due.Add((rtt + 1) * ms)})
+		if i < 3 && !g.Measuring() {
+			t.Fatalf("after %d samples: the measurement ended, want 4", i+1)
+		}
+	}
+	if g.Measuring() || g.Limit() != 10 || g.minRTT != float64(40*ms) {
+		t.Errorf("after the measurement: measuring %v, limit %d, minRTT %v; want false, 10, 40ms", g.Measuring(), g.Limit(), time.Duration(g.minRTT))
+	}
+}
+
+// Five consecutive windows ending at MinLimit start a measurement at
+// once (Envoy's rule).
+func TestGradientStuckAtMin(t *testing.T) {
+	g := measured(t, GradientConfig{Headroom: -1, Smoothing: 1})
+	now := epoch
+	for i := range gradientMinRuns {
+		if g.Measuring() {
+			t.Fatalf("measuring after %d windows at MinLimit, want %d", i, gradientMinRuns)
+		}
+		now = now.Add(100 * time.Millisecond)
+		g.Update(Sample{RTT: time.Second, InFlight: 2, Now: now})
+	}
+	if !g.Measuring() {
+		t.Errorf("not measuring after %d windows at MinLimit", gradientMinRuns)
+	}
+}
+
+// Without Rand, the jitter is a function of the time of the sample that
+// ends the measurement: the same time, the same jitter, within [0,
+// MinRTTJitter*MinRTTInterval).
+func TestGradientJitterDerived(t *testing.T) {
+	g, _ := NewGradient(GradientConfig{})
+	seen := map[time.Duration]bool{}
+	for i := range 100 {
+		now := epoch.Add(time.Duration(i) * time.Millisecond)
+		j := g.jitter(now)
+		if j != g.jitter(now) || j < 0 || j >= 9*time.Second {
+			t.Fatalf("jitter(%v) = %v, want the same each call and within [0, 9s)", now, j)
+		}
+		seen[j] = true
+	}
+	if len(seen) < 90 {
+		t.Errorf("100 times gave %d distinct jitters, want them to differ", len(seen))
+	}
+}
+
+func TestNthElement(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n < 60; n++ {
+		for range 20 {
+			a := make([]time.Duration, n)
+			for i := range a {
+				a[i] = time.Duration(rng.IntN(8)) // many ties
+			}
+			sorted := slices.Sorted(slices.Values(a))
+			k := rng.IntN(n)
+			if got := nthElement(a, k); got != sorted[k] {
+				t.Fatalf("nthElement(%v, %d) = %v, want %v", a, k, got, sorted[k])
+			}
+		}
+	}
+}
+
+func TestGradientValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  GradientConfig
+	}{
+		{"negative MinLimit", GradientConfig{MinLimit: -1}},
+		{"MaxLimit below MinLimit", GradientConfig{MinLimit: 5, MaxLimit: 4}},
+		{"negative UpdateInterval", GradientConfig{UpdateInterval: -1}},
+		{"negative MinSamples", GradientConfig{MinSamples: -1}},
+		{"Percentile above 1", GradientConfig{Percentile: 1.5}},
+		{"NaN Buffer", GradientConfig{Buffer: math.NaN()}},
+		{"infinite Headroom", GradientConfig{Headroom: math.Inf(1)}},
+		{"Smoothing above 1", GradientConfig{Smoothing: 2}},
+		{"negative MinRTTInterval", GradientConfig{MinRTTInterval: -1}},
+		{"MinRTTJitter above 1", GradientConfig{MinRTTJitter: 1.5}},
+		{"negative MinRTTRequests", GradientConfig{MinRTTRequests: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewGradient(tt.cfg); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("NewGradient(%+v) = %v, want ErrInvalidConfig", tt.cfg, err)
+			}
+		})
+	}
+	if err := (&GradientConfig{}).Validate(); err != nil {
+		t.Errorf("zero config: %v", err)
+	}
+}
+
+func TestGradientUpdateAllocs(t *testing.T) {
+	g, _ := NewGradient(GradientConfig{MinRTTRequests: 10, MinSamples: 10})
+	now := epoch
+	allocs := testing.AllocsPerRun(10000, func() {
+		now = now.Add(time.Millisecond)
+		g.Update(Sample{RTT: 10 * time.Millisecond, InFlight: g.Limit(), Now: now})
+	})
+	if allocs != 0 {
+		t.Errorf("Update allocates %v times, want 0", allocs)
+	}
+}
+
+// FuzzGradientUpdate feeds arbitrary samples, at arbitrary steps of
+// time (backwards too), to a Gradient with short windows and
+// measurements: the limit stays within [MinLimit, MaxLimit].
+func FuzzGradientUpdate(f *testing.F) {
+	f.Add(int64(10e6), 5, false, int64(1), int64(1e6), 300)
+	f.Add(int64(0), 0, true, int64(-5), int64(-1e9), 10)
+	f.Add(int64(1<<62), 1<<30, false, int64(1<<62), int64(1<<40), 1000)
+	f.Fuzz(func(t *testing.T, rtt int64, inFlight int, dropped bool, rtt2, step int64, n int) {
+		g, err := NewGradient(GradientConfig{MinLimit: 2, MaxLimit: 50, MinSamples: 3, MinRTTRequests: 5,
+			UpdateInterval: time.Millisecond, MinRTTInterval: 50 * time.Millisecond, Rand: fixedSource(rtt2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := epoch
+		for i := range min(max(n, 1), 2000) {
+			now = now.Add(time.Duration(step))
+			s := Sample{RTT: time.Duration(rtt), InFlight: inFlight, Dropped: dropped, Now: now}
+			if i%2 == 1 {
+				s.RTT = time.Duration(rtt2)
+			}
+			if got := g.Update(s); got < 2 || got > 50 || got != g.Limit() {
+				t.Fatalf("Update(%+v) = %d (Limit %d), want within [2, 50]", s, got, g.Limit())
+			}
+		}
+	})
+}

@@ -14,10 +14,11 @@ import (
 var ErrInvalidConfig = errors.New("limit: invalid config")
 
 // Config configures a [Limiter]. The zero value is an adaptive limit with
-// [Gradient2]'s defaults.
+// [Gradient]'s defaults, no wait queue and a reserve for [Critical]
+// requests.
 type Config struct {
 	// Algorithm decides the limit from the samples the limiter's tokens
-	// report. Nil means a [Gradient2] with the zero [Gradient2Config].
+	// report. Nil means a [Gradient] with the zero [GradientConfig].
 	// An algorithm keeps state: give each Limiter its own.
 	Algorithm Algorithm
 

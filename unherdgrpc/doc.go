@@ -87,6 +87,20 @@
 // idempotency-key header once, through package idempotency's Store (a
 // Memory store, or unherdredis and unherdpg for a fleet).
 //
+// Shedding refuses work before the handler starts. With
+// ServerConfig.Limiter (a limit.Limiter: an adaptive concurrency limit,
+// or a fixed one) a call over the limit, unary or stream, is refused at
+// once with RESOURCE_EXHAUSTED and a grpc-retry-pushback-ms trailer
+// (ServerConfig.LimitPushback, 1 s by default), through the same refusal
+// as Overloaded; a Client, and grpc-go's own retries, wait at least the
+// pushback before they retry, and a Client pays the retry from its
+// budget. The caller's deadline arrives as grpc-timeout and is already on
+// the handler's context; a call whose deadline has passed, or whose
+// client has cancelled it, by the time the interceptor runs is refused
+// with DEADLINE_EXCEEDED or CANCELLED without running the handler. An
+// admitted call is released to the limiter as ServerConfig.Limiter says:
+// a call that ran past its deadline is the limiter's overload signal.
+//
 // This follows gRFC A6, "gRPC Retry Design",
 // https://github.com/grpc/proposal/blob/master/A6-client-retries.md, for
 // the metadata keys, the commit point, pushback and the service config;

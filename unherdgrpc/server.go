@@ -2,6 +2,8 @@ package unherdgrpc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -10,11 +12,18 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
 )
 
+// DefaultLimitPushback is the pushback of a call refused by
+// ServerConfig.Limiter when ServerConfig.LimitPushback is zero: one
+// second, as unherdhttp.Shed's Retry-After.
+const DefaultLimitPushback = time.Second
+
 // ServerConfig configures a [Server]. The zero value marks calls whose
-// callers retry (see [Server]), sheds nothing and does no idempotency.
+// callers retry (see [Server]), sheds nothing but calls whose caller has
+// gone, and does no idempotency.
 type ServerConfig struct {
 	// Retried reports whether the callers of a method retry it even when
 	// they send none of the headers the Server looks for (another
@@ -29,6 +38,21 @@ type ServerConfig struct {
 	// all), which a Client, and grpc-go's own retries, honour as the
 	// least wait before the retry. Nil means no shedding.
 	Overloaded func(ctx context.Context, fullMethod string) (pushback time.Duration, shed bool)
+
+	// Limiter, if set, admits at most its limit of calls, unary and
+	// streams, at once; a call over it is refused at once, as Overloaded
+	// refuses, with a pushback of LimitPushback. An admitted call is
+	// released when its handler returns: Dropped if its context passed
+	// its deadline or it ended with DEADLINE_EXCEEDED (the work was too
+	// slow: a sign of overload), Ignore if the client cancelled it (its
+	// context was cancelled, or it ended with CANCELLED) or the handler
+	// panicked, Served otherwise, any other status included. Nil means
+	// no limit.
+	Limiter *limit.Limiter
+
+	// LimitPushback is the pushback sent with a refusal by Limiter.
+	// Zero means DefaultLimitPushback (1 s); it must not be negative.
+	LimitPushback time.Duration
 
 	// Idempotency, if set, makes unary calls that carry an idempotency
 	// key run once: see [IdempotencyConfig]. Nil means none.
@@ -55,14 +79,22 @@ type ServerConfig struct {
 // INTERNAL, or the failure ends every layer's retries. It is safe for
 // concurrent use.
 type Server struct {
-	retried     func(string) bool
-	overloaded  func(context.Context, string) (time.Duration, bool)
-	idempotency *idempotent
+	retried       func(string) bool
+	overloaded    func(context.Context, string) (time.Duration, bool)
+	limiter       *limit.Limiter
+	limitPushback time.Duration
+	idempotency   *idempotent
 }
 
 // NewServer validates cfg and returns a Server built from it.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	s := &Server{retried: cfg.Retried, overloaded: cfg.Overloaded}
+	if cfg.LimitPushback < 0 {
+		return nil, fmt.Errorf("%w: ServerConfig.LimitPushback %v is negative", ErrInvalidConfig, cfg.LimitPushback)
+	}
+	s := &Server{retried: cfg.Retried, overloaded: cfg.Overloaded, limiter: cfg.Limiter, limitPushback: cfg.LimitPushback}
+	if s.limitPushback == 0 {
+		s.limitPushback = DefaultLimitPushback
+	}
 	if cfg.Idempotency != nil {
 		id, err := newIdempotent(*cfg.Idempotency)
 		if err != nil {
@@ -86,18 +118,33 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 // marking, then idempotency.
 func (s *Server) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := s.shed(ctx, info.FullMethod); err != nil {
+		tok, err := s.shed(ctx, info.FullMethod)
+		if err != nil {
 			return nil, err
 		}
-		md, _ := metadata.FromIncomingContext(ctx)
-		if s.callerRetries(md, info.FullMethod) {
-			ctx = retry.WithOuterRetry(ctx)
-		}
-		if s.idempotency != nil {
-			return s.idempotency.serve(ctx, md, req, info, handler)
-		}
-		return handler(ctx, req)
+		returned := false
+		defer func() {
+			if !returned { // the handler panicked
+				tok.Ignore()
+			}
+		}()
+		resp, err := s.unary(ctx, req, info, handler)
+		returned = true
+		release(tok, ctx.Err(), err, time.Now())
+		return resp, err
 	}
+}
+
+// unary is the unary interceptor after shedding.
+func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if s.callerRetries(md, info.FullMethod) {
+		ctx = retry.WithOuterRetry(ctx)
+	}
+	if s.idempotency != nil {
+		return s.idempotency.serve(ctx, md, req, info, handler)
+	}
+	return handler(ctx, req)
 }
 
 // StreamServerInterceptor returns the stream interceptor: shedding and
@@ -105,14 +152,24 @@ func (s *Server) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 func (s *Server) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
-		if err := s.shed(ctx, info.FullMethod); err != nil {
+		tok, err := s.shed(ctx, info.FullMethod)
+		if err != nil {
 			return err
 		}
+		returned := false
+		defer func() {
+			if !returned { // the handler panicked
+				tok.Ignore()
+			}
+		}()
 		md, _ := metadata.FromIncomingContext(ctx)
 		if s.callerRetries(md, info.FullMethod) {
 			ss = &markedStream{ServerStream: ss, ctx: retry.WithOuterRetry(ctx)}
 		}
-		return handler(srv, ss)
+		err = handler(srv, ss)
+		returned = true
+		release(tok, ctx.Err(), err, time.Now())
+		return err
 	}
 }
 
@@ -131,17 +188,57 @@ func (s *Server) callerRetries(md metadata.MD, method string) bool {
 	return s.retried != nil && s.retried(method)
 }
 
-// shed refuses a call when Overloaded says so.
-func (s *Server) shed(ctx context.Context, method string) error {
-	if s.overloaded == nil {
-		return nil
+// shed admits a call, with the limiter's token to release when it ends
+// (the zero Token without a limiter), or refuses it: with the status of
+// its context if the caller has gone (the deadline grpc-timeout set has
+// passed, or the client cancelled), and with RESOURCE_EXHAUSTED and a
+// pushback when Overloaded says so or the limiter is full.
+func (s *Server) shed(ctx context.Context, method string) (limit.Token, error) {
+	if err := ctx.Err(); err != nil {
+		return limit.Token{}, status.FromContextError(err).Err()
 	}
-	d, shed := s.overloaded(ctx, method)
-	if !shed {
-		return nil
+	if s.overloaded != nil {
+		if d, shed := s.overloaded(ctx, method); shed {
+			return limit.Token{}, refuse(ctx, d)
+		}
 	}
+	tok, ok := s.admit(ctx)
+	if !ok {
+		return limit.Token{}, refuse(ctx, s.limitPushback)
+	}
+	return tok, nil
+}
+
+// admit asks the limiter for a token for a call served under ctx. With no
+// limiter, every call is admitted with the zero Token, whose release does
+// nothing.
+func (s *Server) admit(ctx context.Context) (limit.Token, bool) {
+	_ = ctx // bounds a wait for a token, when there is one
+	if s.limiter == nil {
+		return limit.Token{}, true
+	}
+	return s.limiter.Acquire(time.Now())
+}
+
+// refuse returns the refusal of an overloaded server, RESOURCE_EXHAUSTED,
+// and sets its pushback trailer to d.
+func refuse(ctx context.Context, d time.Duration) error {
 	_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, pushbackValue(d)))
 	return status.Error(codes.ResourceExhausted, "unherdgrpc: server overloaded")
+}
+
+// release tells the limiter how a call ended that returned at now with
+// err, its context's error being ctxErr.
+func release(tok limit.Token, ctxErr, err error, now time.Time) {
+	code := status.Code(err)
+	switch {
+	case errors.Is(ctxErr, context.DeadlineExceeded), code == codes.DeadlineExceeded:
+		tok.Dropped(now)
+	case ctxErr != nil, code == codes.Canceled:
+		tok.Ignore()
+	default:
+		tok.Served(now)
+	}
 }
 
 // pushbackValue formats d for PushbackKey: whole milliseconds, rounded

@@ -1,6 +1,7 @@
 // Package unherdhttp brings the retry policy to net/http: a
-// [http.RoundTripper] that retries what is safe to retry, and server
-// [Middleware] that keeps retries at one layer of a call chain.
+// [http.RoundTripper] that retries what is safe to retry, server
+// [Middleware] that keeps retries at one layer of a call chain, and
+// server middleware ([Shed]) that refuses work before it starts.
 //
 // # Transport or Middleware
 //
@@ -211,11 +212,38 @@
 // set (or a client that, like net/http, does not retry a 500) would take
 // it as final and end the retries at its layer.
 //
+// # Shedding and the caller's deadline
+//
+// A server that takes every request when it is overloaded queues them,
+// and answers each one too late. [Shed] refuses a request before its
+// handler starts when a limit.Limiter (an adaptive concurrency limit, or
+// a fixed one) is full: 503 with Retry-After (1 s by default), which a
+// Transport honours as the least wait before its retry, paid from its
+// retry budget, so clients back off and the budget bounds what the
+// refusals cost. Wrap the whole handler, outside Middleware:
+//
+//	shed, err := unherdhttp.Shed(unherdhttp.ShedConfig{Limiter: l})
+//	http.ListenAndServe(addr, shed(unherdhttp.Middleware(mux)))
+//
+// A Transport tells the server how long its caller will still wait: every
+// attempt of a request whose context has a deadline, or under an attempt
+// timeout, carries [TimeoutHeader] (Unherd-Timeout-Ms), the shorter of the
+// two in whole milliseconds, rounded down, as gRPC's grpc-timeout does.
+// Shed puts that deadline on the handler's context, so a handler that
+// honours its context stops when its caller stops waiting, and the calls
+// it makes pass on what is left; it refuses a request that arrives with
+// no time left, or whose client has gone, with 504 and without running
+// the handler. Its own name, not Envoy's x-envoy-expected-rq-timeout-ms:
+// Envoy strips x-envoy headers from requests it does not trust, and sets
+// that one itself.
+//
 // # Cost
 //
-// A request whose first attempt succeeds, without an attempt timeout or
-// hedging, is sent as the caller built it: no clone, no allocation, no
-// goroutine and no clock read beyond what the base transport does. An
+// A request whose first attempt succeeds, without a deadline, an attempt
+// timeout or hedging, is sent as the caller built it: no clone, no
+// allocation, no goroutine and no clock read beyond what the base
+// transport does. A deadline costs a clock read and a clone of the
+// request, with its header, per attempt, for TimeoutHeader. An
 // attempt timeout costs a context, a timer and an httptrace hook per
 // attempt; a hedged request, the hedger's race and the context through
 // which a winning hedge cancels the others. BenchmarkTransportOverhead,

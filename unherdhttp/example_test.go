@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -95,4 +96,36 @@ func ExampleConfig_autoIdempotencyKey() {
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, len(keys), "requests, same key:", keys[0] == keys[1], "key length:", len(keys[0]))
 	// Output: 200 2 requests, same key: true key length: 38
+}
+
+// ExampleShed refuses a request over a concurrency limit before its
+// handler runs, with 503 and Retry-After, which a Transport honours.
+func ExampleShed() {
+	l, err := limit.New(limit.Config{Algorithm: limit.Fixed(1)})
+	if err != nil {
+		panic(err)
+	}
+	shed, err := unherdhttp.Shed(unherdhttp.ShedConfig{Limiter: l})
+	if err != nil {
+		panic(err)
+	}
+	h := shed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, deadline := r.Context().Deadline()
+		fmt.Fprintln(w, "served; deadline from the caller:", deadline)
+	}))
+
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set(unherdhttp.TimeoutHeader, "850") // as a Transport sends it
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	fmt.Print(rec.Code, " ", rec.Body.String())
+
+	busy, _ := l.Acquire(time.Now()) // a request in flight fills the limit
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	busy.Served(time.Now())
+	fmt.Println(rec.Code, "Retry-After:", rec.Header().Get("Retry-After"))
+	// Output:
+	// 200 served; deadline from the caller: true
+	// 503 Retry-After: 1
 }

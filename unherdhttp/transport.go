@@ -257,15 +257,19 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 		// consumed body.
 		return nil, retry.MarkPermanent(&NotReplayedError{Method: c.method(), Err: errNoRewind})
 	}
-	if n == 1 && c.key == "" && c.buf == nil && c.body == nil {
+	timeout, bounded := c.t.attemptBound(ctx)
+	if n == 1 && c.key == "" && c.buf == nil && c.body == nil && !bounded {
 		return c.req, nil
 	}
 	areq := c.req.Clone(ctx)
 	if areq.Header == nil {
-		areq.Header = make(http.Header, 2)
+		areq.Header = make(http.Header, 3)
 	}
 	if n > 1 {
 		areq.Header.Set(AttemptHeader, strconv.Itoa(int(n)))
+	}
+	if bounded {
+		areq.Header.Set(TimeoutHeader, formatTimeout(timeout))
 	}
 	if c.key != "" {
 		areq.Header.Set(IdempotencyKeyHeader, c.key)

@@ -1,0 +1,237 @@
+package unherdgrpc_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdgrpc"
+)
+
+// samples is an Algorithm with a fixed limit that records every sample
+// its limiter reports.
+type samples struct {
+	limit int
+	mu    sync.Mutex
+	got   []limit.Sample
+}
+
+func (s *samples) Limit() int { return s.limit }
+func (s *samples) Update(x limit.Sample) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, x)
+	return s.limit
+}
+func (s *samples) all() []limit.Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]limit.Sample(nil), s.got...)
+}
+
+func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
+	t.Helper()
+	l, err := limit.New(limit.Config{Algorithm: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// blockServer holds every unary call until unblock is closed, after
+// saying on started that it runs.
+type blockServer struct {
+	testpb.UnimplementedTestServiceServer
+	started chan struct{}
+	unblock chan struct{}
+}
+
+func (s *blockServer) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	s.started <- struct{}{}
+	select {
+	case <-s.unblock:
+		return &testpb.SimpleResponse{}, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+func (s *blockServer) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+	return stream.Send(&testpb.StreamingOutputCallResponse{})
+}
+
+func TestLimiterRefusesOverLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, limit.Fixed(2))
+		s := &blockServer{started: make(chan struct{}, 3), unblock: make(chan struct{})}
+		cc := serve(t, s, false, newServer(t, unherdgrpc.ServerConfig{Limiter: l}).ServerOptions())
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := unary(context.Background(), cc); errs <- err }()
+		}
+		await.Recv(t, s.started, "the first slow call to start")
+		await.Recv(t, s.started, "the second slow call to start")
+
+		var trailer metadata.MD
+		_, err := testpb.NewTestServiceClient(cc).UnaryCall(context.Background(), &testpb.SimpleRequest{}, grpc.Trailer(&trailer))
+		if status.Code(err) != codes.ResourceExhausted || first(trailer.Get(unherdgrpc.PushbackKey)) != "1000" {
+			t.Errorf("third call: %v, pushback %q; want RESOURCE_EXHAUSTED, 1000", err, trailer.Get(unherdgrpc.PushbackKey))
+		}
+		stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(context.Background(), outputRequest(0))
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Errorf("a stream over the limit: %v, want RESOURCE_EXHAUSTED", err)
+		}
+		if got := l.InFlight(); got != 2 {
+			t.Errorf("in flight during the slow calls: %d, want 2", got)
+		}
+		close(s.unblock)
+		for range 2 {
+			if err := await.Recv(t, errs, "a slow call's result"); err != nil {
+				t.Errorf("slow call: %v", err)
+			}
+		}
+		if len(s.started) != 0 {
+			t.Error("the refused call ran the handler")
+		}
+		if got := l.InFlight(); got != 0 {
+			t.Errorf("in flight after all calls: %d, want 0", got)
+		}
+	})
+}
+
+func TestLimiterRefusalRetriedAfterPushback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, limit.Fixed(1))
+		held, ok := l.Acquire(time.Now()) // the server is full
+		if !ok {
+			t.Fatal("could not take the only token")
+		}
+		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
+		var events []retry.RetryEvent
+		cfg := unherdgrpc.Config{}
+		cfg.Retry.OnRetry = func(ev retry.RetryEvent) {
+			events = append(events, ev)
+			held.Served(time.Now()) // room for the retry
+		}
+		fs := &faultServer{}
+		cc := serve(t, fs, false, srv.ServerOptions(), newClient(t, cfg).DialOptions()...)
+		start := time.Now()
+		if _, err := unary(context.Background(), cc); err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 1 || events[0].Class != retry.Throttled || events[0].Delay < 250*time.Millisecond {
+			t.Fatalf("retries %+v; want one throttled retry after at least 250 ms", events)
+		}
+		if took := time.Since(start); took < 250*time.Millisecond || fs.count() != 1 {
+			t.Errorf("call took %v, handler ran %d times; want at least the pushback, once", took, fs.count())
+		}
+		if got := l.InFlight(); got != 0 {
+			t.Errorf("in flight after the call: %d, want 0", got)
+		}
+	})
+}
+
+// TestLimiterRelease calls the unary interceptor directly, to see how
+// each end of a call is released to the limiter.
+func TestLimiterRelease(t *testing.T) {
+	tests := []struct {
+		name       string
+		ctx        func(context.Context) (context.Context, context.CancelFunc)
+		handler    func(ctx context.Context) error
+		wantCode   codes.Code
+		wantRan    bool
+		wantSample string // "served", "dropped" or "" for none (Ignore)
+	}{
+		{name: "reply", handler: func(context.Context) error { return nil }, wantRan: true, wantSample: "served"},
+		{name: "other status", handler: func(context.Context) error { return status.Error(codes.NotFound, "") }, wantCode: codes.NotFound, wantRan: true, wantSample: "served"},
+		{name: "DEADLINE_EXCEEDED", handler: func(context.Context) error { return status.Error(codes.DeadlineExceeded, "") }, wantCode: codes.DeadlineExceeded, wantRan: true, wantSample: "dropped"},
+		{name: "deadline passed", ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 50*time.Millisecond)
+		}, handler: func(ctx context.Context) error { <-ctx.Done(); return nil }, wantRan: true, wantSample: "dropped"},
+		{name: "CANCELLED", handler: func(context.Context) error { return status.Error(codes.Canceled, "") }, wantCode: codes.Canceled, wantRan: true},
+		{name: "client cancelled", ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(10*time.Millisecond, cancel)
+			return ctx, cancel
+		}, handler: func(ctx context.Context) error { <-ctx.Done(); return status.FromContextError(ctx.Err()).Err() }, wantCode: codes.Canceled, wantRan: true},
+		{name: "caller gone before", ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 0)
+		}, wantCode: codes.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				alg := &samples{limit: 10}
+				l := newLimiter(t, alg)
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if tt.ctx != nil {
+					ctx, cancel = tt.ctx(ctx)
+				}
+				defer cancel()
+				ran := false
+				_, err := newServer(t, unherdgrpc.ServerConfig{Limiter: l}).UnaryServerInterceptor()(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/s/m"}, func(ctx context.Context, _ any) (any, error) {
+					ran = true
+					return nil, tt.handler(ctx)
+				})
+				if status.Code(err) != tt.wantCode || ran != tt.wantRan {
+					t.Errorf("%v, ran %v; want %v, %v", err, ran, tt.wantCode, tt.wantRan)
+				}
+				var got string
+				if s := alg.all(); len(s) == 1 {
+					got = "served"
+					if s[0].Dropped {
+						got = "dropped"
+					}
+				} else if len(s) > 1 {
+					t.Fatalf("samples %v, want at most one", s)
+				}
+				if got != tt.wantSample || l.InFlight() != 0 {
+					t.Errorf("sample %q, in flight %d; want %q, 0", got, l.InFlight(), tt.wantSample)
+				}
+			})
+		})
+	}
+}
+
+func TestLimiterPanicReleases(t *testing.T) {
+	alg := &samples{limit: 1}
+	l := newLimiter(t, alg)
+	srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l})
+	boom := errors.New("handler fails")
+	func() {
+		defer func() {
+			if r := recover(); r != boom {
+				t.Errorf("recovered %v, want the handler's panic", r)
+			}
+		}()
+		_, _ = srv.UnaryServerInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/s/m"}, func(context.Context, any) (any, error) {
+			panic(boom)
+		})
+		t.Error("the panic did not go on")
+	}()
+	if l.InFlight() != 0 || len(alg.all()) != 0 {
+		t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.all())
+	}
+}
+
+func TestLimitPushbackNegative(t *testing.T) {
+	_, err := unherdgrpc.NewServer(unherdgrpc.ServerConfig{LimitPushback: -time.Second})
+	if !errors.Is(err, unherdgrpc.ErrInvalidConfig) {
+		t.Fatalf("NewServer: %v, want ErrInvalidConfig", err)
+	}
+}

@@ -1,0 +1,375 @@
+package unherdhttp_test
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdhttp"
+)
+
+// samples is an Algorithm with a fixed limit that records every sample
+// its limiter reports.
+type samples struct {
+	limit int
+	mu    sync.Mutex
+	got   []limit.Sample
+}
+
+func (s *samples) Limit() int { return s.limit }
+func (s *samples) Update(x limit.Sample) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, x)
+	return s.limit
+}
+func (s *samples) all() []limit.Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]limit.Sample(nil), s.got...)
+}
+
+func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
+	t.Helper()
+	l, err := limit.New(limit.Config{Algorithm: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func shed(t testing.TB, cfg unherdhttp.ShedConfig, h http.Handler) http.Handler {
+	t.Helper()
+	mw, err := unherdhttp.Shed(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw(h)
+}
+
+func TestShedRefusesOverLimit(t *testing.T) {
+	l := newLimiter(t, limit.Fixed(2))
+	started, unblock := make(chan struct{}, 3), make(chan struct{})
+	srv := newServer(t, shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-unblock
+	})).ServeHTTP)
+	defer srv.Client().CloseIdleConnections()
+	statuses := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := srv.Client().Get(srv.URL)
+			if err != nil {
+				statuses <- -1
+				return
+			}
+			_ = resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	await.Recv(t, started, "the first slow request to start")
+	await.Recv(t, started, "the second slow request to start")
+
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "overloaded") {
+		t.Errorf("third request: %d, Retry-After %q, body %q; want 503, Retry-After 1, overloaded", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if got := l.InFlight(); got != 2 {
+		t.Errorf("in flight during the slow requests: %d, want 2", got)
+	}
+	close(unblock)
+	for range 2 {
+		if s := await.Recv(t, statuses, "a slow request's status"); s != http.StatusOK {
+			t.Errorf("slow request: status %d, want 200", s)
+		}
+	}
+	if len(started) != 0 {
+		t.Error("the refused request ran the handler")
+	}
+	if got := l.InFlight(); got != 0 {
+		t.Errorf("in flight after all requests: %d, want 0", got)
+	}
+}
+
+func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
+	l := newLimiter(t, limit.Fixed(1))
+	held, ok := l.Acquire(time.Now()) // the server is full
+	if !ok {
+		t.Fatal("could not take the only token")
+	}
+	var mu sync.Mutex
+	var arrivals []time.Time
+	h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+	b, err := budget.NewTokenBucket(budget.TokenBucketConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []retry.RetryEvent
+	var tokens int64
+	cfg := unherdhttp.Config{Retry: retry.Config{Budget: b, OnRetry: func(ev retry.RetryEvent) {
+		events = append(events, ev)
+		tokens = b.Tokens()
+		held.Served(time.Now()) // room for the retry
+	}}}
+	client := &http.Client{Transport: newTransport(t, cfg)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200 on the retry", resp.StatusCode)
+	}
+	if len(events) != 1 || events[0].Class != retry.Throttled || events[0].Delay < time.Second {
+		t.Fatalf("retries %+v; want one throttled retry after at least 1 s", events)
+	}
+	if tokens >= b.Capacity() {
+		t.Errorf("budget during the wait: %d of %d tokens; want the retry paid for", tokens, b.Capacity())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 2 || arrivals[1].Sub(arrivals[0]) < time.Second {
+		t.Errorf("arrivals %v; want 2, at least Retry-After (1 s) apart", arrivals)
+	}
+	if got := l.InFlight(); got != 0 {
+		t.Errorf("in flight after all requests: %d, want 0", got)
+	}
+}
+
+func TestShedPanicReleases(t *testing.T) {
+	l := newLimiter(t, limit.Fixed(1))
+	srv := httptest.NewUnstartedServer(shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic("handler fails")
+	})))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // net/http logs the recovered panic
+	srv.Start()
+	t.Cleanup(srv.Close)
+	defer srv.Client().CloseIdleConnections()
+	if resp, err := srv.Client().Get(srv.URL); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("status %d; want the connection closed by the panic", resp.StatusCode)
+	}
+	if got := l.InFlight(); got != 0 {
+		t.Errorf("in flight after a panic: %d, want 0", got)
+	}
+	// The panic went on to net/http, and the token is free for the next.
+	if _, ok := l.Acquire(time.Now()); !ok {
+		t.Error("limiter still full after the panic")
+	}
+}
+
+func TestShedPanicGoesOn(t *testing.T) {
+	alg := &samples{limit: 1}
+	l := newLimiter(t, alg)
+	h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic(http.ErrAbortHandler)
+	}))
+	defer func() {
+		if r := recover(); r != http.ErrAbortHandler {
+			t.Errorf("recovered %v, want http.ErrAbortHandler", r)
+		}
+		if l.InFlight() != 0 || len(alg.all()) != 0 {
+			t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.all())
+		}
+	}()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	t.Error("the panic did not go on")
+}
+
+// TestShedDeadline runs the middleware in a bubble, with a recorder: how
+// the caller's remaining time and the end of the request decide the
+// answer, the handler's deadline and the limiter's sample.
+func TestShedDeadline(t *testing.T) {
+	tests := []struct {
+		name       string
+		header     string // TimeoutHeader value, "" for none
+		cancelled  bool   // the client has gone before the request is served
+		work       time.Duration
+		goneAfter  time.Duration // the client goes away after this long, 0 for never
+		wantStatus int
+		wantRan    bool
+		wantLeft   time.Duration // the handler's deadline from its start, 0 for none
+		wantSample string        // "served", "dropped" or "" for none (Ignore)
+	}{
+		{name: "no header", work: time.Second, wantStatus: 200, wantRan: true, wantSample: "served"},
+		{name: "within the deadline", header: "1500", work: time.Second, wantStatus: 200, wantRan: true, wantLeft: 1500 * time.Millisecond, wantSample: "served"},
+		{name: "past the deadline", header: "50", work: time.Second, wantStatus: 200, wantRan: true, wantLeft: 50 * time.Millisecond, wantSample: "dropped"},
+		{name: "already past", header: "0", wantStatus: 504},
+		{name: "client already gone", cancelled: true, wantStatus: 504},
+		{name: "client goes away", work: time.Second, goneAfter: 10 * time.Millisecond, wantStatus: 200, wantRan: true},
+		{name: "invalid value ignored", header: "-5", work: time.Second, wantStatus: 200, wantRan: true, wantSample: "served"},
+		{name: "huge value capped at a day", header: "99999999999999999999999", work: time.Second, wantStatus: 200, wantRan: true, wantLeft: 24 * time.Hour, wantSample: "served"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				alg := &samples{limit: 10}
+				l := newLimiter(t, alg)
+				ran := false
+				var left time.Duration
+				h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					ran = true
+					if d, ok := r.Context().Deadline(); ok {
+						left = time.Until(d)
+					}
+					// A handler that honours its context.
+					select {
+					case <-time.After(tt.work):
+					case <-r.Context().Done():
+					}
+				}))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tt.cancelled {
+					cancel()
+				}
+				if tt.goneAfter > 0 {
+					time.AfterFunc(tt.goneAfter, cancel)
+				}
+				req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+				if tt.header != "" {
+					req.Header.Set(unherdhttp.TimeoutHeader, tt.header)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != tt.wantStatus || ran != tt.wantRan || left != tt.wantLeft {
+					t.Errorf("status %d, ran %v, deadline in %v; want %d, %v, %v", rec.Code, ran, left, tt.wantStatus, tt.wantRan, tt.wantLeft)
+				}
+				if got := rec.Header().Get("Retry-After"); got != "" {
+					t.Errorf("Retry-After %q, want none", got)
+				}
+				var got string
+				if s := alg.all(); len(s) == 1 {
+					got = "served"
+					if s[0].Dropped {
+						got = "dropped"
+					}
+				} else if len(s) > 1 {
+					t.Fatalf("samples %v, want at most one", s)
+				}
+				if got != tt.wantSample || l.InFlight() != 0 {
+					t.Errorf("sample %q, in flight %d; want %q, 0", got, l.InFlight(), tt.wantSample)
+				}
+			})
+		})
+	}
+}
+
+// TestShedServesNoCallerThatTimedOut sends requests through a Transport,
+// with a deadline, to a handler that honours its context: the handler's
+// deadline is never after the caller's.
+func TestShedServesNoCallerThatTimedOut(t *testing.T) {
+	deadlines := make(chan time.Time, 1)
+	srv := newServer(t, shed(t, unherdhttp.ShedConfig{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, _ := r.Context().Deadline()
+		deadlines <- d
+		<-r.Context().Done()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})).ServeHTTP)
+	client := &http.Client{Transport: newTransport(t, unherdhttp.Config{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	caller, _ := ctx.Deadline()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if resp, err := client.Do(req); err == nil {
+		_ = resp.Body.Close()
+	}
+	d := await.Recv(t, deadlines, "the handler's deadline")
+	if d.IsZero() || d.After(caller) {
+		t.Errorf("handler's deadline %v, caller's %v; want one no later than the caller's", d, caller)
+	}
+}
+
+func TestTransportSendsTimeoutHeader(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Header.Get(unherdhttp.TimeoutHeader))
+		if len(got) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable) // retried
+		}
+	})
+	tests := []struct {
+		name     string
+		deadline time.Duration
+		attempt  time.Duration // Config.AttemptTimeout
+		min, max int64         // the header's value on each attempt, -1 for none
+	}{
+		{name: "no deadline", min: -1, max: -1},
+		{name: "caller's deadline", deadline: 5 * time.Second, min: 4000, max: 5000},
+		{name: "attempt timeout", attempt: 3 * time.Second, min: 3000, max: 3000},
+		{name: "attempt timeout within a shorter deadline", deadline: 2 * time.Second, attempt: 3 * time.Second, min: 1000, max: 2000},
+		{name: "deadline within a shorter attempt timeout", deadline: 10 * time.Second, attempt: 3 * time.Second, min: 3000, max: 3000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			cfg := fast
+			client := &http.Client{Transport: newTransport(t, unherdhttp.Config{Retry: cfg, AttemptTimeout: tt.attempt})}
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if _, ok := req.Header[unherdhttp.TimeoutHeader]; ok {
+				t.Error("the caller's request was modified")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 2 {
+				t.Fatalf("%d attempts, want 2", len(got))
+			}
+			for i, v := range got {
+				if tt.min < 0 {
+					if v != "" {
+						t.Errorf("attempt %d: header %q, want none", i+1, v)
+					}
+					continue
+				}
+				ms, err := strconvInt(v)
+				if err != nil || ms < tt.min || ms > tt.max {
+					t.Errorf("attempt %d: header %q, want %d to %d", i+1, v, tt.min, tt.max)
+				}
+			}
+		})
+	}
+}
+
+func strconvInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }

@@ -54,6 +54,15 @@ type ServerConfig struct {
 	// Zero means DefaultLimitPushback (1 s); it must not be negative.
 	LimitPushback time.Duration
 
+	// Priority returns a call's priority for Limiter: Sheddable calls are
+	// refused first, and a share of the limit is kept for Critical ones
+	// (limit.Config.CriticalShare). A call waits in the Limiter's queue,
+	// if it has one (limit.Config.MaxWait), while its deadline lasts. Nil
+	// means the value of the request header PriorityKey, which any client
+	// may set (Normal when absent or invalid): behind a public edge, set
+	// Priority to one that trusts it only from callers it trusts.
+	Priority func(ctx context.Context, fullMethod string) limit.Priority
+
 	// Idempotency, if set, makes unary calls that carry an idempotency
 	// key run once: see [IdempotencyConfig]. Nil means none.
 	Idempotency *IdempotencyConfig
@@ -82,6 +91,7 @@ type Server struct {
 	retried       func(string) bool
 	overloaded    func(context.Context, string) (time.Duration, bool)
 	limiter       *limit.Limiter
+	priority      func(context.Context, string) limit.Priority
 	limitPushback time.Duration
 	idempotency   *idempotent
 }
@@ -91,7 +101,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.LimitPushback < 0 {
 		return nil, fmt.Errorf("%w: ServerConfig.LimitPushback %v is negative", ErrInvalidConfig, cfg.LimitPushback)
 	}
-	s := &Server{retried: cfg.Retried, overloaded: cfg.Overloaded, limiter: cfg.Limiter, limitPushback: cfg.LimitPushback}
+	s := &Server{retried: cfg.Retried, overloaded: cfg.Overloaded, limiter: cfg.Limiter, limitPushback: cfg.LimitPushback, priority: cfg.Priority}
+	if s.priority == nil {
+		s.priority = metadataPriority
+	}
 	if s.limitPushback == 0 {
 		s.limitPushback = DefaultLimitPushback
 	}
@@ -202,22 +215,43 @@ func (s *Server) shed(ctx context.Context, method string) (limit.Token, error) {
 			return limit.Token{}, refuse(ctx, d)
 		}
 	}
-	tok, ok := s.admit(ctx)
-	if !ok {
+	tok, err := s.admit(ctx, method)
+	switch {
+	case errors.Is(err, limit.ErrLimited):
 		return limit.Token{}, refuse(ctx, s.limitPushback)
+	case err != nil: // the caller went away while the call waited
+		return limit.Token{}, status.FromContextError(ctx.Err()).Err()
 	}
 	return tok, nil
 }
 
-// admit asks the limiter for a token for a call served under ctx. With no
-// limiter, every call is admitted with the zero Token, whose release does
-// nothing.
-func (s *Server) admit(ctx context.Context) (limit.Token, bool) {
-	_ = ctx // bounds a wait for a token, when there is one
-	if s.limiter == nil {
-		return limit.Token{}, true
+// PriorityKey is the request header of a call's priority for
+// ServerConfig.Limiter: limit.PriorityHeader, in gRPC's lower case.
+const PriorityKey = "unherd-priority"
+
+// metadataPriority is the priority the call's PriorityKey names, or
+// Normal.
+func metadataPriority(ctx context.Context, _ string) limit.Priority {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vs := md.Get(PriorityKey)
+	if len(vs) != 1 {
+		return limit.Normal
 	}
-	return s.limiter.Acquire(time.Now())
+	p, err := limit.ParsePriority(vs[0])
+	if err != nil {
+		return limit.Normal
+	}
+	return p
+}
+
+// admit asks the limiter for a token for a call of method served under
+// ctx, waiting in its queue while ctx lasts. With no limiter, every call
+// is admitted with the zero Token, whose release does nothing.
+func (s *Server) admit(ctx context.Context, method string) (limit.Token, error) {
+	if s.limiter == nil {
+		return limit.Token{}, nil
+	}
+	return s.limiter.Wait(ctx, s.priority(ctx, method))
 }
 
 // refuse returns the refusal of an overloaded server, RESOURCE_EXHAUSTED,

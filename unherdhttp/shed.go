@@ -31,6 +31,15 @@ type ShedConfig struct {
 	// its retries above the server's delay itself (retry.Config's
 	// ServerJitter and schedule).
 	RetryAfter time.Duration
+
+	// Priority returns a request's priority for the Limiter: Sheddable
+	// requests are refused first, and a share of the limit is kept for
+	// Critical ones (limit.Config.CriticalShare). Nil means the value of
+	// the limit.PriorityHeader request header, which any client may set
+	// (Normal when absent or invalid): behind a public edge, set Priority
+	// to one that trusts the header only from callers it trusts, or lets
+	// them lower their priority but not raise it.
+	Priority func(*http.Request) limit.Priority
 }
 
 // Validate reports settings that cannot work, naming the field.
@@ -51,10 +60,14 @@ func (c *ShedConfig) Validate() error {
 //     already ended, is refused with 504 Gateway Timeout, no Retry-After
 //     and a short text body, without the handler: its caller has stopped
 //     waiting, or is about to, and a retry, if any, is its own attempt.
-//   - The Limiter, if any, admits the request or refuses it with 503
-//     Service Unavailable, Retry-After (ShedConfig.RetryAfter) and a
-//     short text body, without the handler. A Transport retries such a
-//     refusal after at least Retry-After, from its retry budget.
+//   - The Limiter, if any, admits the request at its priority
+//     (ShedConfig.Priority), waiting in the Limiter's queue if it has one
+//     (limit.Config.MaxWait), or refuses it with 503 Service Unavailable,
+//     Retry-After (ShedConfig.RetryAfter) and a short text body, without
+//     the handler. A Transport retries such a refusal after at least
+//     Retry-After, from its retry budget. A request whose deadline passes
+//     while it waits in the queue, or whose client goes away, leaves the
+//     queue and is answered 504 like one that arrived too late.
 //   - The handler runs. When it returns, the request is released to the
 //     Limiter: Dropped if the request's context passed its deadline (the
 //     work was too slow: a sign of overload), Ignore if the context was
@@ -69,7 +82,10 @@ func Shed(cfg ShedConfig) (func(http.Handler) http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &shedder{limiter: cfg.Limiter, retryAfter: retryAfterValue(cfg.RetryAfter)}
+	s := &shedder{limiter: cfg.Limiter, retryAfter: retryAfterValue(cfg.RetryAfter), priority: cfg.Priority}
+	if s.priority == nil {
+		s.priority = headerPriority
+	}
 	return func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, h) })
 	}, nil
@@ -78,6 +94,17 @@ func Shed(cfg ShedConfig) (func(http.Handler) http.Handler, error) {
 type shedder struct {
 	limiter    *limit.Limiter
 	retryAfter string // Retry-After value of a refusal for overload
+	priority   func(*http.Request) limit.Priority
+}
+
+// headerPriority is the priority the request's limit.PriorityHeader
+// names, or Normal.
+func headerPriority(r *http.Request) limit.Priority {
+	p, err := limit.ParsePriority(r.Header.Get(limit.PriorityHeader))
+	if err != nil {
+		return limit.Normal
+	}
+	return p
 }
 
 func (s *shedder) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
@@ -98,10 +125,14 @@ func (s *shedder) serve(w http.ResponseWriter, r *http.Request, h http.Handler) 
 		refuseGone(w)
 		return
 	}
-	tok, ok := s.admit(ctx)
-	if !ok {
+	tok, err := s.admit(ctx, r)
+	switch {
+	case errors.Is(err, limit.ErrLimited):
 		w.Header().Set("Retry-After", s.retryAfter)
 		http.Error(w, "unherdhttp: server overloaded", http.StatusServiceUnavailable)
+		return
+	case err != nil: // the caller went away while the request waited
+		refuseGone(w)
 		return
 	}
 	returned := false
@@ -115,15 +146,14 @@ func (s *shedder) serve(w http.ResponseWriter, r *http.Request, h http.Handler) 
 	release(tok, ctx.Err(), time.Now())
 }
 
-// admit asks the limiter for a token for a request to be served under
-// ctx. With no limiter, every request is admitted (with the zero Token,
-// whose release does nothing).
-func (s *shedder) admit(ctx context.Context) (limit.Token, bool) {
-	_ = ctx // bounds a wait for a token, when there is one
+// admit asks the limiter for a token for r, to be served under ctx,
+// waiting in its queue while ctx lasts. With no limiter, every request is
+// admitted (with the zero Token, whose release does nothing).
+func (s *shedder) admit(ctx context.Context, r *http.Request) (limit.Token, error) {
 	if s.limiter == nil {
-		return limit.Token{}, true
+		return limit.Token{}, nil
 	}
-	return s.limiter.Acquire(time.Now())
+	return s.limiter.Wait(ctx, s.priority(r))
 }
 
 // release tells the limiter how a request ended that returned at now

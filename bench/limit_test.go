@@ -54,7 +54,15 @@ func limitCases(b *testing.B) []limitCase {
 	}
 	al := adaptivelimiter.NewWithDefaults[any]()
 	bh := bulkhead.New[any](fixedLimit)
+	var sink time.Duration
 	return []limitCase{
+		// The clock reads alone: the floor under every case but the
+		// bulkhead's.
+		{"floor-clock", func() bool {
+			start := time.Now()
+			sink += time.Since(start)
+			return true
+		}},
 		{"unherd", unherdCall(newLimiter(nil))}, // Gradient2, the default
 		{"unherd-aimd", unherdCall(newLimiter(aimd))},
 		{"unherd-fixed", unherdCall(newLimiter(limit.Fixed(fixedLimit)))},

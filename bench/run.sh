@@ -102,7 +102,7 @@ fi
 # Scenarios in a fixed order, then any others in the order they ran.
 mapfile -t scenarios < <(
 	{
-		printf '%s\n' FirstSuccess RetryWait Retry2 BudgetParallel Pipeline PipelineWatched JitterDelay HTTPGet HTTPGetParallel Hedge HedgePrimaryWins HedgePrimaryWinsWatched
+		printf '%s\n' FirstSuccess RetryWait Retry2 BudgetParallel Pipeline PipelineWatched JitterDelay HTTPGet HTTPGetParallel Hedge HedgePrimaryWins HedgePrimaryWinsWatched Limit LimitParallel
 		sed -n 's/^Benchmark\([^/]*\)\/.*/\1/p' "$work/raw.txt"
 	} | awk '!seen[$0]++' | while read -r s; do
 		grep -q "^Benchmark$s/" "$work/raw.txt" && echo "$s"
@@ -125,6 +125,8 @@ describe() {
 	Hedge) echo "One call in 25 has a slow primary (5 ms, in-process, cut short when cancelled); every other attempt answers at once. Both libraries hedge once after a fixed 1 ms, with no hedge budget, under a cancellable caller context. ns/op is the mean latency per call, slow-call-µs the mean latency of the slow calls, extra-req/op the hedges per call; floor-nohedge makes the same calls unhedged." ;;
 	HedgePrimaryWins) echo "Every primary answers at once, hedge delay 1 ms, one hedge at most, no hedge budget, a cancellable caller context: what hedging costs the calls that do not need it. The attempts never look at their context: unherd's attempt context sets up its cancellation only when something reads its Done channel, so here it sets none up, while failsafe-go's is a context.WithCancel. HedgePrimaryWinsWatched is the comparison of equal work." ;;
 	HedgePrimaryWinsWatched) echo "HedgePrimaryWins with attempts that read their context's Done channel once before answering, as attempts that do I/O do: every library sets up the attempt's cancellation. Held to HedgePrimaryWins's target." ;;
+	Limit) echo "A concurrency limiter on every call, one call at a time: acquire a permit without waiting, then release it as served with a latency sample. unherd is its default (Gradient2), unherd-aimd and unherd-fixed (Fixed(20)) are its other algorithms, each in its defaults; failsafe-go is its adaptive limiter in its defaults (NewWithDefaults, TryAcquirePermit, then Record); failsafe-go-bulkhead is its bulkhead of 20 (TryAcquirePermit, ReleasePermit). floor-clock is the two clock reads alone. Equal: every case but the bulkhead reads the real clock twice per call, at the acquire and at the release (failsafe-go's limiter reads it itself, unherd's is given time.Now() at both); admitted/op is the share of calls admitted, and a case that admits none fails. Not equal: the algorithms, each its library's adaptive limit; the bulkhead reads no clock, so it is the peer of unherd-fixed only as a limit, not as equal work. The target is against failsafe-go's adaptive limiter." ;;
+	LimitParallel) echo "Limit from GOMAXPROCS goroutines at once (b.RunParallel) on one limiter per case: up to GOMAXPROCS requests in flight, every acquire and release on shared state. Held to Limit's target." ;;
 	*) echo "" ;;
 	esac
 }

@@ -49,6 +49,11 @@ BenchmarkBudgetParallel/unherd-2       	100	 15 ns/op	 0 B/op	 0 allocs/op
 BenchmarkBudgetParallel/failsafe-go-2  	100	 30 ns/op	 0 B/op	 0 allocs/op
 BenchmarkHedge/unherd-2                	100	 2000000 ns/op	 0.05 extra-req/op	 30 allocs/op
 BenchmarkHedge/failsafe-go-2           	100	 3000000 ns/op	 0.5 extra-req/op	 90 allocs/op
+BenchmarkLimit/floor-clock-2           	100	 90 ns/op	 1 admitted/op	 0 B/op	 0 allocs/op
+BenchmarkLimit/unherd-2                	100	 140 ns/op	 1 admitted/op	 0 B/op	 0 allocs/op
+BenchmarkLimit/unherd-fixed-2          	100	 120 ns/op	 1 admitted/op	 0 B/op	 0 allocs/op
+BenchmarkLimit/failsafe-go-2           	100	 350 ns/op	 1 admitted/op	 96 B/op	 1 allocs/op
+BenchmarkLimit/failsafe-go-bulkhead-2  	100	 30 ns/op	 1 admitted/op	 0 B/op	 0 allocs/op
 PASS
 `
 
@@ -92,6 +97,12 @@ func TestReading(t *testing.T) {
 			// are 4%, 0.5% and 0.5% apart: the verdict follows the rounds.
 			"unherd overhead +0.5% as the median of the per-round ratios (range +0.5% to +4.0%; +4.0% as the ratio of the medians)",
 			"Target (overhead <= 3%): met.",
+		}},
+		{"Limit", []string{
+			// Judged against the named peer, not the faster bulkhead,
+			// and unherd-fixed is not a peer.
+			"peer failsafe-go 350 ns/op, 1 allocs/op: unherd is 2.50x faster",
+			"Target (>= 3x faster than failsafe-go, 0 allocs/op): MISSED.",
 		}},
 		{"Hedge", []string{
 			"unherd 2 ms/op",

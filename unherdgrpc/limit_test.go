@@ -235,3 +235,43 @@ func TestLimitPushbackNegative(t *testing.T) {
 		t.Fatalf("NewServer: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// Lower priorities, named by the PriorityKey header, are refused first,
+// and the share kept for critical calls admits one when normal calls are
+// refused.
+func TestLimiterPriorities(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(limit.Config{Algorithm: limit.Fixed(4), CriticalShare: 0.25})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &blockServer{started: make(chan struct{}, 4), unblock: make(chan struct{})}
+		cc := serve(t, s, false, newServer(t, unherdgrpc.ServerConfig{Limiter: l}).ServerOptions())
+		with := func(p string) context.Context {
+			return metadata.AppendToOutgoingContext(context.Background(), unherdgrpc.PriorityKey, p)
+		}
+		errs := make(chan error, 4)
+		// One critical call (the reserve applies from the first one on)
+		// and two normal ones: 3 of 4 in flight.
+		for _, p := range []string{"critical", "normal", "normal"} {
+			go func() { _, err := unary(with(p), cc); errs <- err }()
+			await.Recv(t, s.started, "a "+p+" call to start")
+		}
+		for _, p := range []string{"normal", "sheddable"} {
+			if _, err := unary(with(p), cc); status.Code(err) != codes.ResourceExhausted {
+				t.Errorf("a %s call over the normal share: %v, want RESOURCE_EXHAUSTED", p, err)
+			}
+		}
+		go func() { _, err := unary(with("critical"), cc); errs <- err }()
+		await.Recv(t, s.started, "the critical call admitted into the reserve to start")
+		close(s.unblock)
+		for range 4 {
+			if err := await.Recv(t, errs, "an admitted call's result"); err != nil {
+				t.Errorf("admitted call: %v", err)
+			}
+		}
+		if got := l.InFlight(); got != 0 {
+			t.Errorf("in flight after all calls: %d, want 0", got)
+		}
+	})
+}

@@ -373,3 +373,119 @@ func TestTransportSendsTimeoutHeader(t *testing.T) {
 }
 
 func strconvInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+
+// serveAsync serves r through h in a goroutine and returns where its
+// recorded response arrives.
+func serveAsync(h http.Handler, r *http.Request) <-chan *httptest.ResponseRecorder {
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		done <- w
+	}()
+	return done
+}
+
+func withPriority(p string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	if p != "" {
+		r.Header.Set(limit.PriorityHeader, p)
+	}
+	return r
+}
+
+// Lower priorities are refused first, and the share kept for critical
+// requests admits one when normal ones are refused.
+func TestShedPriorities(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(limit.Config{Algorithm: limit.Fixed(4), CriticalShare: 0.25})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unblock := make(chan struct{})
+		h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-unblock
+		}))
+		var admitted []<-chan *httptest.ResponseRecorder
+		// One critical request (the reserve applies from the first one
+		// on) and two normal ones: 3 of 4 in flight.
+		for _, p := range []string{"critical", "", "normal"} {
+			admitted = append(admitted, serveAsync(h, withPriority(p)))
+			synctest.Wait()
+		}
+		if n := l.InFlight(); n != 3 {
+			t.Fatalf("%d in flight, want 3", n)
+		}
+		for _, p := range []string{"normal", "sheddable", "SHEDDABLE", "bogus"} {
+			w := <-serveAsync(h, withPriority(p))
+			if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+				t.Errorf("a %q request over the normal share: %d, Retry-After %q; want 503 with Retry-After", p, w.Code, w.Header().Get("Retry-After"))
+			}
+		}
+		admitted = append(admitted, serveAsync(h, withPriority("critical")))
+		synctest.Wait()
+		if n := l.InFlight(); n != 4 {
+			t.Errorf("the critical request was not admitted into the reserve: %d in flight, want 4", n)
+		}
+		close(unblock)
+		for _, done := range admitted {
+			if w := <-done; w.Code != http.StatusOK {
+				t.Errorf("an admitted request: %d, want 200", w.Code)
+			}
+		}
+		if n := l.InFlight(); n != 0 {
+			t.Errorf("%d in flight at the end, want 0", n)
+		}
+	})
+}
+
+// A request waiting in the limiter's queue leaves it when its caller's
+// deadline passes (504, its handler never runs); one whose caller still
+// waits gets the slot released before it.
+func TestShedQueueHonoursDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A queue of 2 whose waiters may wait a second: CoDel's interval
+		// bounds a wait too, so it is a second here.
+		l, err := limit.New(limit.Config{Algorithm: limit.Fixed(1), MaxWait: time.Second, MaxWaiters: 2, CongestionInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unblock := make(chan struct{})
+		var mu sync.Mutex
+		ran := map[string]bool{}
+		h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			ran[r.URL.Path] = true
+			mu.Unlock()
+			if r.URL.Path == "/first" {
+				<-unblock
+			}
+		}))
+		first := serveAsync(h, httptest.NewRequest(http.MethodGet, "/first", nil))
+		synctest.Wait()
+		late := httptest.NewRequest(http.MethodGet, "/late", nil)
+		late.Header.Set(unherdhttp.TimeoutHeader, "200")
+		start := time.Now()
+		lateDone := serveAsync(h, late)
+		synctest.Wait()
+		patientDone := serveAsync(h, httptest.NewRequest(http.MethodGet, "/patient", nil))
+		synctest.Wait()
+		w := <-lateDone
+		if w.Code != http.StatusGatewayTimeout || time.Since(start) != 200*time.Millisecond {
+			t.Errorf("a queued request whose caller's deadline passed: %d after %v, want 504 after 200ms", w.Code, time.Since(start))
+		}
+		time.Sleep(300 * time.Millisecond)
+		close(unblock)
+		if w := <-first; w.Code != http.StatusOK {
+			t.Errorf("first: %d", w.Code)
+		}
+		if w := <-patientDone; w.Code != http.StatusOK {
+			t.Errorf("the patient request: %d, want 200 once the first released its slot", w.Code)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ran["/late"] || !ran["/patient"] {
+			t.Errorf("handlers run: %v; want /first and /patient, never /late", ran)
+		}
+	})
+}

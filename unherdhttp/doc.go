@@ -235,7 +235,9 @@
 // no time left, or whose client has gone, with 504 and without running
 // the handler. Its own name, not Envoy's x-envoy-expected-rq-timeout-ms:
 // Envoy strips x-envoy headers from requests it does not trust, and sets
-// that one itself.
+// that one itself. A request whose context carries a priority other than
+// Normal (limit.WithPriority), and no limit.PriorityHeader of its own, is
+// sent with that header, which Shed reads by default.
 //
 // # Cost
 //

@@ -489,3 +489,38 @@ func TestShedQueueHonoursDeadline(t *testing.T) {
 		}
 	})
 }
+
+// A priority on the caller's context travels in the priority header,
+// unless the request names one itself; a normal one sends none.
+func TestTransportSendsPriority(t *testing.T) {
+	got := make(chan string, 3)
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get(limit.PriorityHeader)
+	})
+	tr := newTransport(t, unherdhttp.Config{})
+	for _, tc := range []struct {
+		ctx    context.Context
+		header string
+		want   string
+	}{
+		{limit.WithPriority(context.Background(), limit.Critical), "", "critical"},
+		{limit.WithPriority(context.Background(), limit.Critical), "sheddable", "sheddable"},
+		{context.Background(), "", ""},
+	} {
+		req, _ := http.NewRequestWithContext(tc.ctx, http.MethodGet, srv.URL, nil)
+		if tc.header != "" {
+			req.Header.Set(limit.PriorityHeader, tc.header)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if h := await.Recv(t, got, "the server to see the request"); h != tc.want {
+			t.Errorf("priority header %q, want %q", h, tc.want)
+		}
+		if tc.header == "" && req.Header.Get(limit.PriorityHeader) != "" {
+			t.Error("the Transport modified the caller's request")
+		}
+	}
+}

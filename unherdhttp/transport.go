@@ -15,6 +15,7 @@ import (
 
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/errtree"
+	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -258,7 +259,11 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 		return nil, retry.MarkPermanent(&NotReplayedError{Method: c.method(), Err: errNoRewind})
 	}
 	timeout, bounded := c.t.attemptBound(ctx)
-	if n == 1 && c.key == "" && c.buf == nil && c.body == nil && !bounded {
+	prio, marked := limit.PriorityFromContext(ctx), false
+	if prio != limit.Normal {
+		marked = c.req.Header.Get(limit.PriorityHeader) == ""
+	}
+	if n == 1 && c.key == "" && c.buf == nil && c.body == nil && !bounded && !marked {
 		return c.req, nil
 	}
 	areq := c.req.Clone(ctx)
@@ -270,6 +275,9 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 	}
 	if bounded {
 		areq.Header.Set(TimeoutHeader, formatTimeout(timeout))
+	}
+	if marked {
+		areq.Header.Set(limit.PriorityHeader, prio.String())
 	}
 	if c.key != "" {
 		areq.Header.Set(IdempotencyKeyHeader, c.key)

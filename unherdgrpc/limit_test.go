@@ -275,3 +275,28 @@ func TestLimiterPriorities(t *testing.T) {
 		}
 	})
 }
+
+// grpc-go's own retries (a service config retryPolicy listing
+// RESOURCE_EXHAUSTED, no unherd client) retry a refusal of the limiter
+// after its pushback, as gRFC A6 has them honour it.
+func TestLimiterRefusalRetriedByGRPCGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, limit.Fixed(1))
+		held, ok := l.Acquire(time.Now()) // the server is full
+		if !ok {
+			t.Fatal("could not take the only token")
+		}
+		time.AfterFunc(100*time.Millisecond, func() { held.Served(time.Now()) })
+		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
+		fs := &faultServer{}
+		cc := serve(t, fs, false, srv.ServerOptions(), grpc.WithDefaultServiceConfig(`{"methodConfig":[{"name":[{"service":"grpc.testing.TestService"}],
+			"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.001s","maxBackoff":"0.001s","backoffMultiplier":1,"retryableStatusCodes":["RESOURCE_EXHAUSTED"]}}]}`))
+		start := time.Now()
+		if _, err := unary(context.Background(), cc); err != nil {
+			t.Fatalf("call: %v, want grpc-go's retry to succeed after the pushback", err)
+		}
+		if took := time.Since(start); took < 250*time.Millisecond || fs.count() != 1 {
+			t.Errorf("call took %v, handler ran %d times; want at least the 250 ms pushback, once", took, fs.count())
+		}
+	})
+}

@@ -215,7 +215,8 @@
 // there is none. Unherdprom and unherdotel turn the events into a
 // refusals counter by priority and a queue-time histogram, and read
 // [Limiter.Limit] and [Limiter.InFlight] when they collect, for the
-// limit and in-flight gauges:
+// limit and in-flight gauges (unherdprom.LimiterCollector,
+// unherdotel's Metrics.RegisterLimiter):
 //
 //	m, err := unherdprom.New(reg)
 //	l, err := limit.New(limit.Config{Observer: m.Observer("api")})

@@ -203,6 +203,25 @@
 // and the share of requests refused. TestConvergenceGradient2 runs
 // Gradient2 through the same phases.
 //
+// # Observing
+//
+// Config.Observer receives an observe.Event for each change of the
+// limit (observe.LimitChanged, with the new limit and the requests in
+// flight), each refusal (observe.LimitRefused, with the request's
+// priority class and how long it waited in the queue) and each request
+// that leaves the queue (observe.LimitWaited, with its time in the queue
+// and nil, or why it left without a slot). It is called outside the
+// limiter's locks, with Wait's context, or context.Background() where
+// there is none. Unherdprom and unherdotel turn the events into a
+// refusals counter by priority and a queue-time histogram, and read
+// [Limiter.Limit] and [Limiter.InFlight] when they collect, for the
+// limit and in-flight gauges (unherdprom.LimiterCollector,
+// unherdotel's Metrics.RegisterLimiter):
+//
+//	m, err := unherdprom.New(reg)
+//	l, err := limit.New(limit.Config{Observer: m.Observer("api")})
+//	err = reg.Register(unherdprom.LimiterCollector("api", l))
+//
 // # Cost
 //
 // Acquire is a compare-and-swap on the in-flight count against the
@@ -210,5 +229,6 @@
 // that reaches an adaptive algorithm, a short mutex around its Update so
 // that every sample counts. Neither allocates. Wait with a slot free is
 // Acquire after a clock read; a release checks an atomic count of
-// waiters and takes the queue's mutex only when someone waits.
+// waiters and takes the queue's mutex only when someone waits. Without
+// an observer, each event site is one nil check.
 package limit

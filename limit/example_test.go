@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -176,4 +177,36 @@ func ExampleParsePriority() {
 	// Output:
 	// trusted: critical untrusted: normal
 	// untrusted, lowered: sheddable
+}
+
+// A limiter reports its refusals and the changes of its limit to an
+// observer: here one that prints them.
+func ExampleConfig_observer() {
+	alg, err := limit.NewAIMD(limit.AIMDConfig{InitialLimit: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l, err := limit.New(limit.Config{Algorithm: alg, Observer: observe.Func(func(_ context.Context, e observe.Event) {
+		switch e.Kind {
+		case observe.LimitChanged:
+			fmt.Println(e.Kind, "limit", e.Limit, "in flight", e.InFlight)
+		case observe.LimitRefused:
+			fmt.Println(e.Kind, e.Priority, e.Err)
+		}
+	})})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, _ := l.Acquire(now)
+	b, _ := l.Acquire(now)
+	l.AcquirePriority(now, limit.Sheddable) // over the limit: refused
+	a.Dropped(now.Add(time.Second))         // overload: the limit falls
+	b.Served(now.Add(time.Second))          // served while the limit was in use: it grows
+	// Output:
+	// limit_refused sheddable limit: over the concurrency limit
+	// limit_changed limit 1 in flight 1
+	// limit_changed limit 2 in flight 0
 }

@@ -1,12 +1,15 @@
 package limit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unherd/unherd/observe"
 )
 
 // ErrInvalidConfig is wrapped by every error New and the algorithms'
@@ -56,6 +59,16 @@ type Config struct {
 	// non-empty to count as congested: CoDel's interval. Zero means
 	// DefaultCongestionInterval (100 ms).
 	CongestionInterval time.Duration
+
+	// Observer, if not nil, receives an observe.LimitChanged event when
+	// a release moves the limit, an observe.LimitRefused event for every
+	// refusal (AcquirePriority's false, Wait's ErrLimited or *WaitError)
+	// and an observe.LimitWaited event when a request leaves the wait
+	// queue, with or without a slot. It is called synchronously, outside
+	// the limiter's locks, with Wait's context, or context.Background()
+	// for AcquirePriority and releases. Nil means none: each event site
+	// then costs one nil check.
+	Observer observe.Observer
 }
 
 // Defaults of the Config fields whose zero value means a default.
@@ -101,6 +114,8 @@ type Limiter struct {
 	critical atomic.Bool  // a Critical request came: keep its reserve
 	waiters  atomic.Int64 // queued waiters, and those about to queue
 	q        queue
+
+	obs observe.Observer
 }
 
 // New returns a Limiter that starts at the algorithm's initial limit.
@@ -127,6 +142,7 @@ func New(cfg Config) (*Limiter, error) {
 		maxWaiters: cfg.MaxWaiters,
 		target:     cfg.CongestedWait,
 		interval:   cfg.CongestionInterval,
+		obs:        cfg.Observer,
 	}
 	_, l.fixed = alg.(Fixed)
 	l.limit.Store(int64(n))
@@ -147,7 +163,11 @@ func (l *Limiter) Acquire(now time.Time) (Token, bool) {
 // exactly once, with its token's Served, Dropped or Ignore. It never
 // waits: see Wait for that.
 func (l *Limiter) AcquirePriority(now time.Time, p Priority) (Token, bool) {
-	return l.admit(now, p)
+	tok, ok := l.admit(now, p)
+	if !ok && l.obs != nil {
+		l.refused(context.Background(), p, 0, ErrLimited)
+	}
+	return tok, ok
 }
 
 // Limit returns the current limit: how many requests may be in flight at
@@ -201,9 +221,13 @@ func (l *Limiter) release(t Token, now time.Time, dropped, ignore bool) {
 	if !ignore && !l.fixed {
 		s := Sample{RTT: now.Sub(t.start), InFlight: t.inFlight, Dropped: dropped, Now: now}
 		l.mu.Lock()
-		n := l.alg.Update(s)
-		l.limit.Store(int64(max(n, 1)))
+		n := int64(max(l.alg.Update(s), 1))
+		changed := l.limit.Swap(n) != n
 		l.mu.Unlock()
+		if changed && l.obs != nil {
+			// Reported once the slot is released, outside the lock.
+			defer l.limitChanged(int(n))
+		}
 	}
 	if l.waiters.Load() > 0 {
 		l.handOver(true)

@@ -107,10 +107,13 @@ func (l *Limiter) Wait(ctx context.Context, p Priority) (Token, error) {
 		return Token{}, context.Cause(ctx)
 	}
 	now := time.Now()
-	if tok, ok := l.AcquirePriority(now, p); ok {
+	if tok, ok := l.admit(now, p); ok {
 		return tok, nil
 	}
 	if l.maxWait <= 0 {
+		if l.obs != nil {
+			l.refused(ctx, p, 0, ErrLimited)
+		}
 		return Token{}, ErrLimited
 	}
 	return l.wait(ctx, p, now)
@@ -135,6 +138,9 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 	if l.q.n >= maxN {
 		l.waiters.Add(-1)
 		l.q.mu.Unlock()
+		if l.obs != nil {
+			l.refused(ctx, p, 0, ErrLimited)
+		}
 		return Token{}, ErrLimited
 	}
 	if l.q.n == 0 {
@@ -149,6 +155,9 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 	select {
 	case <-w.ready:
 		if ctx.Err() == nil {
+			if l.obs != nil {
+				l.waited(ctx, p, w.tok.start.Sub(start), nil)
+			}
 			return w.tok, nil
 		}
 	case <-ctx.Done():
@@ -160,7 +169,13 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 		l.q.mu.Unlock()
 		if ctx.Err() != nil {
 			w.tok.Ignore() // to the next waiter: this caller has gone
+			if l.obs != nil {
+				l.waited(ctx, p, w.tok.start.Sub(start), context.Cause(ctx))
+			}
 			return Token{}, context.Cause(ctx)
+		}
+		if l.obs != nil {
+			l.waited(ctx, p, w.tok.start.Sub(start), nil)
 		}
 		return w.tok, nil
 	}
@@ -168,9 +183,17 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 	l.waiters.Add(-1)
 	l.q.mu.Unlock()
 	if ctx.Err() != nil {
+		if l.obs != nil {
+			l.waited(ctx, p, time.Since(start), context.Cause(ctx))
+		}
 		return Token{}, context.Cause(ctx)
 	}
-	return Token{}, &WaitError{Waited: time.Since(start), Congested: giveUp.Before(start.Add(l.maxWait))}
+	err := &WaitError{Waited: time.Since(start), Congested: giveUp.Before(start.Add(l.maxWait))}
+	if l.obs != nil {
+		l.waited(ctx, p, err.Waited, err)
+		l.refused(ctx, p, err.Waited, err)
+	}
+	return Token{}, err
 }
 
 // giveUpAt is when a waiter that queued at start gives up, the queue

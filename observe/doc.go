@@ -9,11 +9,18 @@
 // its retry budget gives up with retry.ErrBudgetExhausted), every hedge
 // started, won, lost or refused by the hedge budget, every breaker state
 // change, every local throttling rejection, and every attempt a rate
-// limiter delays or rejects and every cut of its rate. Events come with
+// limiter delays or rejects and every cut of its rate. A concurrency
+// limiter (limit.Config has an Observer field too) reports every change
+// of its limit (with the requests in flight), every request it refuses
+// (with the request's priority) and every request that leaves its queue
+// (with the time it waited, and whether it got a slot). Events come with
 // the context.Context of the call that caused them (a breaker's or a
 // rate limiter's change caused by an attempt's outcome included, when
 // the retry loop reports it), so a tracing observer can annotate the
-// call's span:
+// call's span. The exception is a concurrency limiter outside
+// limit.Limiter.Wait: Acquire and a token's release take no context, so
+// their events come with context.Background(). A logger for a retry
+// policy:
 //
 //	p, err := retry.New(retry.Config{Observer: observe.Logger(slog.Default(), "payments")})
 //

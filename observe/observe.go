@@ -74,6 +74,25 @@ const (
 	// is the new fill rate. The slow growth along the cubic between
 	// throttling responses is not reported.
 	RateCut
+	// LimitChanged: a concurrency limiter (package limit) moved its
+	// limit after a request's release. Limit is the new limit, InFlight
+	// the requests in flight once that request's slot was released (or
+	// handed to a waiter). The events of concurrent releases may reach
+	// the observer out of order: for the current values read the
+	// limiter's Limit and InFlight methods.
+	LimitChanged
+	// LimitRefused: a concurrency limiter refused a request, at once or
+	// after it waited in the queue. Priority is the request's priority
+	// class, Delay how long it waited in the queue (0 for a refusal at
+	// once), Err the refusal (limit.ErrLimited, or the *limit.WaitError
+	// Wait returned).
+	LimitRefused
+	// LimitWaited: a request left a concurrency limiter's queue. Priority
+	// is its priority class, Delay the time it spent in the queue, Err
+	// nil if it got a slot, else why it left without one: the
+	// *limit.WaitError of a wait that timed out (also reported as a
+	// LimitRefused) or the cause of its context's end.
+	LimitWaited
 	// NumKinds is one more than the largest Kind, for arrays indexed by
 	// Kind.
 	NumKinds
@@ -82,7 +101,8 @@ const (
 var kindNames = [...]string{Attempt: "attempt", Retry: "retry", Success: "success", GiveUp: "give_up",
 	HedgeStarted: "hedge_started", HedgeWon: "hedge_won", HedgeLost: "hedge_lost",
 	BreakerTransition: "breaker_transition", Throttled: "throttled", HedgeDenied: "hedge_denied",
-	RateRejected: "rate_rejected", RateDelayed: "rate_delayed", RateCut: "rate_cut"}
+	RateRejected: "rate_rejected", RateDelayed: "rate_delayed", RateCut: "rate_cut",
+	LimitChanged: "limit_changed", LimitRefused: "limit_refused", LimitWaited: "limit_waited"}
 
 // String returns the kind's snake_case name ("give_up", "hedge_won").
 func (k Kind) String() string {
@@ -103,7 +123,8 @@ type Event struct {
 	Delay time.Duration
 	// Class is the failed attempt's class (Retry).
 	Class failure.Class
-	// Err is an attempt's error (Retry, GiveUp).
+	// Err is an attempt's error (Retry, GiveUp), or a concurrency
+	// limiter's refusal (LimitRefused, LimitWaited).
 	Err error
 	// Reason is why a call stopped (GiveUp): a sentinel error of package
 	// retry.
@@ -117,6 +138,12 @@ type Event struct {
 	// Rate is a rate limiter's fill rate, in send tokens (attempts) per
 	// second (RateRejected, RateDelayed, RateCut).
 	Rate float64
+	// Limit and InFlight are a concurrency limiter's new limit and the
+	// requests it has in flight (LimitChanged).
+	Limit, InFlight int
+	// Priority is the priority class of a request a concurrency limiter
+	// refused or queued (LimitRefused, LimitWaited): one of Priorities.
+	Priority string
 }
 
 // Stop names why a call gave up: one value per stop reason of package
@@ -158,6 +185,23 @@ var BreakerStates = [...]string{"closed", "open", "half-open"}
 // BreakerStates, or -1 for another name.
 func StateIndex(name string) int {
 	for i, n := range BreakerStates {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Priorities are the priority classes of package limit that an Event's
+// Priority names, in the order PriorityIndex numbers them, which is the
+// order the limiter serves them in. A priority value package limit does
+// not name is treated, and reported, as "sheddable".
+var Priorities = [...]string{"critical", "normal", "sheddable"}
+
+// PriorityIndex returns the index of the priority class name in
+// Priorities, or -1 for another name.
+func PriorityIndex(name string) int {
+	for i, n := range Priorities {
 		if n == name {
 			return i
 		}

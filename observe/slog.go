@@ -8,11 +8,13 @@ import (
 // Logger returns an Observer that writes each event to l as one record,
 // with the call's context (so a handler can add its trace), the message
 // "unherd <kind>" and the attributes policy (name), and those of attempt,
-// delay, class, err, reason, from, to, probability and rate that the kind
-// sets. Levels: Debug for attempts, successes, hedges, throttling and
-// rate limiter waits and rejections (one per call, or more), Info for
-// retries and rate cuts, Warn for give-ups and breaker transitions. A
-// record below l's level costs one Enabled check.
+// delay, class, err, reason, from, to, probability, rate, limit,
+// in_flight and priority that the kind sets. Levels: Debug for attempts,
+// successes, hedges, throttling, rate limiter waits and rejections and
+// concurrency limiter refusals, waits and limit changes (one per call,
+// or more, or one per window of requests), Info for retries and rate
+// cuts, Warn for give-ups and breaker transitions. A record below l's
+// level costs one Enabled check.
 func Logger(l *slog.Logger, name string) Observer { return logger{l: l, name: name} }
 
 type logger struct {
@@ -60,6 +62,13 @@ func (lg logger) Observe(ctx context.Context, e Event) {
 		attrs = append(attrs, slog.Duration("delay", e.Delay), slog.Float64("rate", e.Rate))
 	case RateCut:
 		attrs = append(attrs, slog.Float64("rate", e.Rate))
+	case LimitChanged:
+		attrs = append(attrs, slog.Int("limit", e.Limit), slog.Int("in_flight", e.InFlight))
+	case LimitRefused, LimitWaited:
+		attrs = append(attrs, slog.String("priority", e.Priority), slog.Duration("delay", e.Delay))
+		if e.Err != nil {
+			attrs = append(attrs, slog.Any("err", e.Err))
+		}
 	}
 	lg.l.LogAttrs(ctx, level, "unherd "+e.Kind.String(), attrs...)
 }

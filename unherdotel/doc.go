@@ -22,6 +22,14 @@
 //
 //	obs, err := m.GRPCObserver("payments.Payments/Charge", "dns:///payments:443")
 //
+// A concurrency limiter (package limit) given an observer reports its
+// refusals, by priority, and the time requests spend in its queue;
+// [Metrics.RegisterLimiter] adds its limit and in-flight gauges, read
+// when the reader collects:
+//
+//	l, err := limit.New(limit.Config{Observer: obs})
+//	reg, err := m.RegisterLimiter("payments", l)
+//
 // [SpanEvents] adds the same events to the span in the call's context
 // (span events "unherd.retry", "unherd.give_up", ...), so a trace shows
 // each attempt, its delay and why the call stopped; give a policy both

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/observe"
 )
 
@@ -19,14 +20,16 @@ const ScopeName = "github.com/unherd/unherd/unherdotel"
 
 // Attribute keys on the instruments.
 const (
-	KeyPolicy  = attribute.Key("unherd.policy")        // the name given to Observer
-	KeyClass   = attribute.Key("unherd.failure.class") // transient, timeout, throttled, permanent
-	KeyOutcome = attribute.Key("unherd.retry.outcome") // success, or the give-up reason
-	KeyResult  = attribute.Key("unherd.hedge.result")  // won, lost
-	KeyFrom    = attribute.Key("unherd.breaker.from")  // closed, open, half-open
-	KeyTo      = attribute.Key("unherd.breaker.to")    // closed, open, half-open
-	KeyMethod  = attribute.Key("grpc.method")          // gRFC A66's full method name
-	KeyTarget  = attribute.Key("grpc.target")          // gRFC A66's channel target
+	KeyPolicy      = attribute.Key("unherd.policy")                   // the name given to Observer
+	KeyClass       = attribute.Key("unherd.failure.class")            // transient, timeout, throttled, permanent
+	KeyOutcome     = attribute.Key("unherd.retry.outcome")            // success, or the give-up reason
+	KeyResult      = attribute.Key("unherd.hedge.result")             // won, lost
+	KeyFrom        = attribute.Key("unherd.breaker.from")             // closed, open, half-open
+	KeyTo          = attribute.Key("unherd.breaker.to")               // closed, open, half-open
+	KeyPriority    = attribute.Key("unherd.concurrency.priority")     // critical, normal, sheddable
+	KeyQueueResult = attribute.Key("unherd.concurrency.queue.result") // admitted, gave_up
+	KeyMethod      = attribute.Key("grpc.method")                     // gRFC A66's full method name
+	KeyTarget      = attribute.Key("grpc.target")                     // gRFC A66's channel target
 )
 
 var classes = [...]failure.Class{failure.Transient, failure.Timeout, failure.Throttled, failure.Permanent}
@@ -40,6 +43,9 @@ type Metrics struct {
 	rateRejected, rateDelayed, rateCuts                                          metric.Int64ObservableCounter
 	rateDelay                                                                    metric.Float64ObservableCounter
 	fillRate                                                                     metric.Float64ObservableGauge
+	refusals                                                                     metric.Int64ObservableCounter
+	queueTime                                                                    metric.Float64Histogram
+	limit, inFlight                                                              metric.Int64ObservableGauge
 	// gRFC A96's per-call histograms, recorded only by GRPCObserver.
 	callRetries, callHedges metric.Int64Histogram
 	callRetryDelay          metric.Float64Histogram
@@ -67,13 +73,20 @@ type Metrics struct {
 //	unherd.rate_limiter.delay      counter s          the total of those waits
 //	unherd.rate_limiter.cuts       counter {cut}      throttling responses that cut the fill rate
 //	unherd.rate_limiter.fill_rate  gauge   {token}/s  the fill rate at the latest of those events
+//	unherd.concurrency.refusals       counter   {request} requests a concurrency limiter refused, by unherd.concurrency.priority
+//	unherd.concurrency.queue.duration histogram s         time requests spent in its queue, by unherd.concurrency.priority
+//	                                                      and unherd.concurrency.queue.result (admitted, gave_up)
+//	unherd.concurrency.limit          gauge     {request} its limit (RegisterLimiter)
+//	unherd.concurrency.in_flight      gauge     {request} its requests in flight (RegisterLimiter)
 //	grpc.client.call.retries     histogram {retry}  retries per call, 0 not reported (GRPCObserver)
 //	grpc.client.call.hedges      histogram {hedge}  hedges per call, 0 not reported (GRPCObserver)
 //	grpc.client.call.retry_delay histogram s        total delay between attempts per call that retried (GRPCObserver)
 //
 // The unherd.* counters are asynchronous: an event adds to an atomic
 // counter the observer holds, and a callback reports the totals when the
-// reader collects.
+// reader collects. The queue duration is a synchronous histogram, recorded
+// when a request leaves the queue: a request that waited has already
+// paid for a timer and a lock.
 //
 // prod is where the gRPC histograms go. Given the Producer registered
 // with mp's readers (sdkmetric.WithProducer(prod) when each reader is
@@ -108,7 +121,19 @@ func New(mp metric.MeterProvider, prod *Producer) (*Metrics, error) {
 		"Calls a rate limiter rejected locally: the wait for a send token would have passed the deadline.")
 	m2.rateDelayed = counter("unherd.rate_limiter.delayed", "{attempt}", "Attempts a rate limiter made wait for a send token.")
 	m2.rateCuts = counter("unherd.rate_limiter.cuts", "{cut}", "Throttling responses that cut a rate limiter's fill rate.")
+	m2.refusals = counter("unherd.concurrency.refusals", "{request}",
+		"Requests a concurrency limiter refused, at once or after waiting in its queue, by priority.")
 	var err error
+	m2.queueTime, err = m.Float64Histogram("unherd.concurrency.queue.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time requests spent in a concurrency limiter's queue, by priority and by whether they got a slot."),
+		metric.WithExplicitBucketBoundaries(QueueBuckets...))
+	errs = append(errs, err)
+	m2.limit, err = m.Int64ObservableGauge("unherd.concurrency.limit", metric.WithUnit("{request}"),
+		metric.WithDescription("A concurrency limiter's limit: how many requests it may have in flight at once."))
+	errs = append(errs, err)
+	m2.inFlight, err = m.Int64ObservableGauge("unherd.concurrency.in_flight", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests a concurrency limiter has admitted and not yet released."))
+	errs = append(errs, err)
 	m2.retryDelay, err = m.Float64ObservableCounter("unherd.retry.delay", metric.WithUnit("s"),
 		metric.WithDescription("Delays between the attempts of the calls a retry policy ended."))
 	errs = append(errs, err)
@@ -160,6 +185,29 @@ func (m *Metrics) Observer(policy string) (observe.Observer, error) {
 	return o, nil
 }
 
+// QueueBuckets are the bucket bounds, in seconds, of
+// unherd.concurrency.queue.duration: from 1 ms, below a congested
+// queue's 5 ms wait, to 2.5 s, a long limit.Config.MaxWait.
+var QueueBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+
+// RegisterLimiter reports the gauges of a concurrency limiter,
+// unherd.concurrency.limit and unherd.concurrency.in_flight, with
+// attribute unherd.policy: give it the name given to the Observer in the
+// limiter's Config. A callback reads l.Limit() and l.InFlight() when
+// the reader collects, so the gauges are current even though the
+// LimitChanged events of concurrent releases may arrive out of order,
+// and the limiter's hot path does nothing for them. The callback lives
+// until the registration returned is unregistered, or as long as the
+// MeterProvider.
+func (m *Metrics) RegisterLimiter(policy string, l *limit.Limiter) (metric.Registration, error) {
+	set := metric.WithAttributeSet(attribute.NewSet(KeyPolicy.String(policy)))
+	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(m.limit, int64(l.Limit()), set)
+		o.ObserveInt64(m.inFlight, int64(l.InFlight()), set)
+		return nil
+	}, m.limit, m.inFlight)
+}
+
 // GRPCObserver returns an observer for the calls to one gRPC method on
 // one target: it records the unherd.* instruments with attributes
 // grpc.method and grpc.target and gRFC A96's per-call histograms, when a
@@ -208,13 +256,19 @@ type observer struct {
 	fillRate                                                atomic.Uint64 // math.Float64bits; 0 until an event sets it
 	stops                                                   [observe.NumStops]atomic.Int64
 	transitions                                             [nstates][nstates]atomic.Int64
+	refusals                                                [npriorities]atomic.Int64
 
 	// The attribute sets the callback reports each counter with.
 	base, successSet, wonSet, lostSet metric.ObserveOption
 	classSets                         [len(classes)]metric.ObserveOption
 	stopSets                          [observe.NumStops]metric.ObserveOption
 	transitionSets                    [nstates][nstates]metric.ObserveOption
+	prioritySets                      [npriorities]metric.ObserveOption
+	// The queue duration's record options, by priority, admitted or not.
+	admittedRec, gaveUpRec [npriorities][]metric.RecordOption
 }
+
+const npriorities = len(observe.Priorities)
 
 // aggregating reports whether the gRPC histograms go to agg, for the
 // Producer, rather than to the SDK's instruments: there is an agg, and
@@ -239,8 +293,14 @@ func (m *Metrics) observer(grpc bool, base ...attribute.KeyValue) (*observer, er
 			o.transitionSets[i][j] = with(KeyFrom.String(from), KeyTo.String(to))
 		}
 	}
+	for i, p := range observe.Priorities {
+		o.prioritySets[i] = with(KeyPriority.String(p))
+		o.admittedRec[i] = []metric.RecordOption{with(KeyPriority.String(p), KeyQueueResult.String("admitted"))}
+		o.gaveUpRec[i] = []metric.RecordOption{with(KeyPriority.String(p), KeyQueueResult.String("gave_up"))}
+	}
 	_, err := m.meter.RegisterCallback(o.report, m.attempts, m.retries, m.calls, m.hedges, m.denied, m.hedgeCalls,
-		m.transitions, m.throttled, m.retryDelay, m.rateRejected, m.rateDelayed, m.rateCuts, m.rateDelay, m.fillRate)
+		m.transitions, m.throttled, m.retryDelay, m.rateRejected, m.rateDelayed, m.rateCuts, m.rateDelay, m.fillRate,
+		m.refusals)
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +344,9 @@ func (o *observer) report(_ context.Context, r metric.Observer) error {
 	}
 	if bits := o.fillRate.Load(); bits != 0 {
 		r.ObserveFloat64(m.fillRate, math.Float64frombits(bits), o.base)
+	}
+	for i := range o.refusals {
+		put(m.refusals, &o.refusals[i], o.prioritySets[i])
 	}
 	return nil
 }
@@ -351,5 +414,18 @@ func (o *observer) Observe(ctx context.Context, e observe.Event) {
 	case observe.RateCut:
 		o.rateCuts.Add(1)
 		o.fillRate.Store(math.Float64bits(e.Rate))
+	case observe.LimitRefused:
+		if i := observe.PriorityIndex(e.Priority); i >= 0 {
+			o.refusals[i].Add(1)
+		}
+	case observe.LimitWaited:
+		i := observe.PriorityIndex(e.Priority)
+		switch {
+		case i < 0:
+		case e.Err == nil:
+			o.m.queueTime.Record(ctx, e.Delay.Seconds(), o.admittedRec[i]...)
+		default:
+			o.m.queueTime.Record(ctx, e.Delay.Seconds(), o.gaveUpRec[i]...)
+		}
 	}
 }

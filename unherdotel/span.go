@@ -15,7 +15,9 @@ import (
 // with the attributes the kind sets: unherd.attempt, unherd.delay (in
 // seconds), unherd.failure.class, unherd.retry.outcome, exception.message
 // (the attempt's error), unherd.breaker.from and .to,
-// unherd.throttle.probability, unherd.rate_limiter.fill_rate. A context
+// unherd.throttle.probability, unherd.rate_limiter.fill_rate,
+// unherd.concurrency.limit, unherd.concurrency.in_flight and
+// unherd.concurrency.priority. A context
 // without a recording span costs one check. Unlike the metrics observers
 // it allocates for each event it records (the SDK copies the
 // attributes); combine both with observe.Multi.
@@ -46,6 +48,11 @@ func (spanEvents) Observe(ctx context.Context, e observe.Event) {
 		if e.Delay > 0 {
 			attrs = append(attrs, attribute.Float64("unherd.delay", e.Delay.Seconds()))
 		}
+	case observe.LimitChanged:
+		attrs = append(attrs, attribute.Int("unherd.concurrency.limit", e.Limit),
+			attribute.Int("unherd.concurrency.in_flight", e.InFlight))
+	case observe.LimitRefused, observe.LimitWaited:
+		attrs = append(attrs, KeyPriority.String(e.Priority), attribute.Float64("unherd.delay", e.Delay.Seconds()))
 	default:
 		attrs = append(attrs, attribute.Int("unherd.attempt", e.Attempt))
 		if e.Delay > 0 {

@@ -31,6 +31,19 @@
 //	unherd_rate_limiter_delay_seconds_total     the total of those waits
 //	unherd_rate_limiter_cuts_total              throttling responses that cut its fill rate
 //	unherd_rate_limiter_fill_rate               its fill rate (tokens/s) at its latest event
+//	unherd_concurrency_refusals_total{priority} requests a concurrency limiter refused
+//	unherd_concurrency_queue_duration_seconds{priority,result}
+//	                                            histogram of the time requests spent in its
+//	                                            queue; result admitted (got a slot) or gave_up
+//	unherd_concurrency_limit                    its limit (LimiterCollector)
+//	unherd_concurrency_in_flight                its requests in flight (LimiterCollector)
+//
+// A concurrency limiter (package limit) reports its refusals and its
+// queue through the observer; its gauges come from [LimiterCollector],
+// which reads the limiter when the registry is scraped:
+//
+//	l, err := limit.New(limit.Config{Observer: m.Observer("api")})
+//	err = prometheus.Register(unherdprom.LimiterCollector("api", l))
 //
 // The retry share of traffic is rate(unherd_retry_retries_total) over
 // rate(unherd_retry_attempts_total); budget refusals are

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/observe"
 )
 
@@ -21,7 +22,14 @@ type Metrics struct {
 	rateRejected, rateDelayed, rateDelay *prometheus.CounterVec
 	rateCuts                             *prometheus.CounterVec
 	fillRate                             *prometheus.GaugeVec
+	refusals                             *prometheus.CounterVec
+	queueTime                            *prometheus.HistogramVec
 }
+
+// QueueBuckets are the bucket bounds, in seconds, of
+// unherd_concurrency_queue_duration_seconds: from 1 ms, below a
+// congested queue's 5 ms wait, to 2.5 s, a long Config.MaxWait.
+var QueueBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
 var classes = [...]failure.Class{failure.Transient, failure.Timeout, failure.Throttled, failure.Permanent}
 
@@ -55,10 +63,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		rateDelay:           counter("rate_limiter_delay_seconds_total", "Total of the waits for a send token a rate limiter imposed."),
 		rateCuts:            counter("rate_limiter_cuts_total", "Throttling responses that cut a rate limiter's fill rate."),
 		fillRate:            gauge("rate_limiter_fill_rate", "A rate limiter's fill rate, in send tokens (attempts) per second, at its latest cut, wait or rejection."),
+		refusals:            counter("concurrency_refusals_total", "Requests a concurrency limiter refused, at once or after waiting in its queue, by priority.", "priority"),
+		queueTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "unherd", Name: "concurrency_queue_duration_seconds",
+			Help:    "Time requests spent in a concurrency limiter's queue, by priority and by whether they got a slot (admitted) or left without one (gave_up).",
+			Buckets: QueueBuckets}, []string{"policy", "priority", "result"}),
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.retries, m.retryDelay, m.calls, m.hedges, m.hedgesDenied, m.hedgeCalls,
 		m.transitions, m.breakerState, m.throttled, m.throttleProbability, m.rateRejected, m.rateDelayed, m.rateDelay,
-		m.rateCuts, m.fillRate} {
+		m.rateCuts, m.fillRate, m.refusals, m.queueTime} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -94,6 +106,11 @@ func (m *Metrics) Observer(policy string) observe.Observer {
 	for i := range o.stops {
 		o.stops[i] = m.calls.WithLabelValues(policy, observe.Stop(i).String())
 	}
+	for i, p := range observe.Priorities {
+		o.refusals[i] = m.refusals.WithLabelValues(policy, p)
+		o.admitted[i] = m.queueTime.WithLabelValues(policy, p, "admitted")
+		o.gaveUp[i] = m.queueTime.WithLabelValues(policy, p, "gave_up")
+	}
 	for i, from := range observe.BreakerStates {
 		o.state[i] = m.breakerState.WithLabelValues(policy, from)
 		for j, to := range observe.BreakerStates {
@@ -120,7 +137,11 @@ type observer struct {
 	rateRejected, rateDelayed     prometheus.Counter
 	rateDelay, rateCuts           prometheus.Counter
 	fillRate                      prometheus.Gauge
+	refusals                      [npriorities]prometheus.Counter
+	admitted, gaveUp              [npriorities]prometheus.Observer
 }
+
+const npriorities = len(observe.Priorities)
 
 func (o *observer) Observe(_ context.Context, e observe.Event) {
 	switch e.Kind {
@@ -173,5 +194,53 @@ func (o *observer) Observe(_ context.Context, e observe.Event) {
 	case observe.RateCut:
 		o.rateCuts.Inc()
 		o.fillRate.Set(e.Rate)
+	case observe.LimitRefused:
+		if i := observe.PriorityIndex(e.Priority); i >= 0 {
+			o.refusals[i].Inc()
+		}
+	case observe.LimitWaited:
+		i := observe.PriorityIndex(e.Priority)
+		switch {
+		case i < 0:
+		case e.Err == nil:
+			o.admitted[i].Observe(e.Delay.Seconds())
+		default:
+			o.gaveUp[i].Observe(e.Delay.Seconds())
+		}
 	}
+}
+
+// LimiterCollector returns a collector of a concurrency limiter's
+// gauges, unherd_concurrency_limit (its limit) and
+// unherd_concurrency_in_flight (its requests in flight), with the label
+// policy: register it with the registry New was given, under the name
+// given to the limiter's Observer. It reads l.Limit() and l.InFlight()
+// when the registry is scraped, so the gauges are current even though
+// the LimitChanged events of concurrent releases may arrive out of
+// order, and the limiter's hot path does nothing for them. Each
+// limiter needs its own policy name: a registry refuses a second
+// collector with the same one.
+func LimiterCollector(policy string, l *limit.Limiter) prometheus.Collector {
+	labels := prometheus.Labels{"policy": policy}
+	return &limiterCollector{l: l,
+		limit: prometheus.NewDesc("unherd_concurrency_limit",
+			"A concurrency limiter's limit: how many requests it may have in flight at once.", nil, labels),
+		inFlight: prometheus.NewDesc("unherd_concurrency_in_flight",
+			"Requests a concurrency limiter has admitted and not yet released.", nil, labels),
+	}
+}
+
+type limiterCollector struct {
+	l               *limit.Limiter
+	limit, inFlight *prometheus.Desc
+}
+
+func (c *limiterCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.limit
+	ch <- c.inFlight
+}
+
+func (c *limiterCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(c.l.Limit()))
+	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(c.l.InFlight()))
 }

@@ -39,6 +39,10 @@ var EachKind = []observe.Event{
 	{Kind: observe.RateRejected, Delay: time.Second, Rate: 0.5},
 	{Kind: observe.RateDelayed, Delay: time.Second, Rate: 0.5},
 	{Kind: observe.RateCut, Rate: 0.5},
+	{Kind: observe.LimitChanged, Limit: 12, InFlight: 9},
+	{Kind: observe.LimitRefused, Priority: "sheddable", Err: ErrDown},
+	{Kind: observe.LimitWaited, Priority: "normal", Delay: time.Millisecond},
+	{Kind: observe.LimitWaited, Priority: "critical", Delay: time.Millisecond, Err: ErrDown},
 }
 
 // RetriedTwice makes one retry.Do call with ctx, observed by obs, whose

@@ -33,7 +33,9 @@ var overloadPhases = []phase{{"0.5x", 0.5}, {"2x", 2}, {"4x", 4}, {"0.5x after",
 // call is one caller's logical call: one request through the client,
 // which may retry it, within the caller's timeout.
 type call struct {
-	arrived, done time.Time
+	// scheduled is the instant the Poisson process drew for the call;
+	// arrived is when it started, later if the generator fell behind.
+	scheduled, arrived, done time.Time
 	critical      bool
 	ok            bool // a 200 and its body, before the caller's timeout
 	// refused is true if the harness did not start the call because
@@ -88,12 +90,15 @@ func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []c
 			if inFlight.Add(1) > o.maxInFlight {
 				inFlight.Add(-1)
 				now := time.Now()
-				keep(call{arrived: now, done: now, critical: critical, refused: true})
+				keep(call{scheduled: next, arrived: now, done: now, critical: critical, refused: true})
 				continue
 			}
+			at := next
 			wg.Go(func() {
 				defer inFlight.Add(-1)
-				keep(o.call(rt, url, critical))
+				c := o.call(rt, url, critical)
+				c.scheduled = at
+				keep(c)
 			})
 		}
 		pause.For(context.Background(), time.Until(end))

@@ -47,6 +47,9 @@ type workServer struct {
 // never got a worker.
 type work struct {
 	arrived, start, end time.Time
+	// drawn is the service time drawn for the work; end-start is longer
+	// by the timer's lateness, which a loaded machine makes large.
+	drawn time.Duration
 	// gone is true if the caller had gone (the request's context was
 	// done: the client closed the connection, or its deadline passed)
 	// when the work ended.
@@ -123,7 +126,8 @@ func (s *workServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wk.start = time.Now()
-	timer := time.NewTimer(s.service())
+	wk.drawn = s.service()
+	timer := time.NewTimer(wk.drawn)
 	select {
 	case <-timer.C:
 	case <-gone:

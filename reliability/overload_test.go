@@ -129,6 +129,8 @@ type phaseResult struct {
 	unloadedP99              time.Duration // admittedP99 of the first phase
 	state                    string        // the protection's state at the phase's end
 	workStarted, workForGone int
+	lag                      time.Duration // p99 of how late calls started
+	stretch                  float64       // completed work's time over its drawn service time
 }
 
 func (p phaseResult) criticalRate() float64 {
@@ -186,6 +188,7 @@ func TestOverload(t *testing.T) {
 			for _, p := range res {
 				rows = append(rows, p.row(pr.name))
 				t.Log(p.row(pr.name))
+				t.Logf("%s, %s: calls started late by %v at p99; %d pieces of work, %d for callers gone; work took %.2fx its drawn service time", pr.name, p.phase.name, p.lag.Round(time.Millisecond), p.workStarted, p.workForGone, p.stretch)
 				if p.state != "" {
 					t.Logf("%s: at the end of %s: %s", pr.name, p.phase.name, p.state)
 				}
@@ -207,9 +210,6 @@ func TestOverload(t *testing.T) {
 func judgeOverload(t *testing.T, res []phaseResult) {
 	g := overloadGoals
 	first, last := res[0], res[len(res)-1]
-	if why := overloadHarnessFailed(first); why != "" {
-		t.Skipf("the machine could not run the harness: %s; the goals would measure the machine, so they are not judged", why)
-	}
 	for _, p := range res[1:3] {
 		t.Logf("goal: at %s goodput %.2fx of capacity (want >= %.2f), admitted p99 %.1fx unloaded (want <= %.0f), work for callers gone %.0f%% (want <= %.0f%%)",
 			p.phase.name, p.goodput/p.capacity, g.goodputOver, p.p99Ratio(), g.p99Over, 100*p.wasted, 100*g.wastedOver)
@@ -219,16 +219,45 @@ func judgeOverload(t *testing.T, res []phaseResult) {
 	for _, p := range []phaseResult{first, last} {
 		t.Logf("goal: at %s goodput %.2f of the offered load (want >= %.2f)", p.phase.name, p.goodput/p.offered, g.goodputUnloaded)
 	}
-	// The goals the preview met in every seed tried are asserted here;
-	// the others wait for the middleware (see the package doc).
+	if why := overloadHarnessFailed(res); why != "" {
+		t.Skipf("the machine could not run the harness: %s; the goals would measure the machine, so they are not judged (run the suite on a quieter machine)", why)
+	}
+	// The goals the preview met in every seed tried are asserted; the
+	// others wait for the middleware (see the package doc).
+	for _, p := range res[1:3] {
+		if p.wasted > g.wastedOver {
+			t.Errorf("at %s %.0f%% of the work was for callers gone, want at most %.0f%%", p.phase.name, 100*p.wasted, 100*g.wastedOver)
+		}
+	}
+	if p := res[1]; p.goodput/p.capacity < g.goodputOver {
+		t.Errorf("at %s goodput %.2fx of capacity, want at least %.2fx", p.phase.name, p.goodput/p.capacity, g.goodputOver)
+	}
+	if !last.recovered || last.recovery > g.recovery {
+		t.Errorf("goodput back to %.0f%% of the offered load after %v (recovered: %v), want within %v", 100*recoveryShare, last.recovery, last.recovered, g.recovery)
+	}
 }
 
-// overloadHarnessFailed says how the machine failed to run the harness
-// as designed, or returns "": the callers offered less than 80% of the
-// first phase's load (they were waiting for the CPU).
-func overloadHarnessFailed(first phaseResult) string {
-	if want := first.phase.load * first.capacity; first.offered < 0.8*want {
-		return fmt.Sprintf("the callers offered %.0f/s in the first phase, less than 80%% of %.0f/s", first.offered, want)
+// Bounds on the machine, past which a run measures it rather than the
+// protection.
+const (
+	maxLag     = 50 * time.Millisecond // calls started late, p99 of a phase
+	maxStretch = 1.2                   // work's time over its drawn service time
+)
+
+// overloadHarnessFailed says how the machine failed to run the harness as
+// designed, or returns "": in some phase the generator started calls late
+// by more than maxLag at p99 (it was waiting for the CPU, so the load was
+// not the one offered), or the work took more than maxStretch times its
+// drawn service time (the sleeps overran, so the capacity was lower than
+// the one computed).
+func overloadHarnessFailed(res []phaseResult) string {
+	for _, p := range res {
+		switch {
+		case p.lag > maxLag:
+			return fmt.Sprintf("at %s the callers started late by %v at p99, more than %v", p.phase.name, p.lag.Round(time.Millisecond), maxLag)
+		case p.stretch > maxStretch:
+			return fmt.Sprintf("at %s the work took %.2fx its drawn service time, more than %.1fx", p.phase.name, p.stretch, maxStretch)
+		}
 	}
 	return ""
 }
@@ -299,8 +328,10 @@ func measure(start time.Time, phaseLen time.Duration, capacity float64, calls []
 		p := phaseResult{phase: ph, capacity: capacity, lastPhase: i == len(overloadPhases)-1}
 		var arrived int
 		var lat []time.Duration
+		var lags []time.Duration
 		for _, c := range calls {
-			if in(c.arrived) {
+			if in(c.scheduled) {
+				lags = append(lags, c.arrived.Sub(c.scheduled))
 				arrived++
 				if c.refused {
 					p.refused++
@@ -320,14 +351,17 @@ func measure(start time.Time, phaseLen time.Duration, capacity float64, calls []
 		p.offered = float64(arrived) / secs
 		p.goodput = float64(len(lat)) / secs
 		p.p50, p.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
+		p.lag = quantile(lags, 0.99)
 		var admitted []time.Duration
-		var all, gone time.Duration
+		var all, gone, worked, drawn time.Duration
 		for _, w := range works {
 			if w.start.IsZero() {
 				continue
 			}
 			if !w.cut && in(w.end) {
 				admitted = append(admitted, w.end.Sub(w.arrived))
+				worked += w.end.Sub(w.start)
+				drawn += w.drawn
 			}
 			// The part of the work inside the phase.
 			d := minTime(w.end, to).Sub(maxTime(w.start, from))
@@ -342,6 +376,9 @@ func measure(start time.Time, phaseLen time.Duration, capacity float64, calls []
 			}
 		}
 		p.admittedP99 = quantile(admitted, 0.99)
+		if drawn > 0 {
+			p.stretch = float64(worked) / float64(drawn)
+		}
 		if all > 0 {
 			p.wasted = float64(gone) / float64(all)
 		}

@@ -36,8 +36,8 @@ type call struct {
 	// scheduled is the instant the Poisson process drew for the call;
 	// arrived is when it started, later if the generator fell behind.
 	scheduled, arrived, done time.Time
-	critical      bool
-	ok            bool // a 200 and its body, before the caller's timeout
+	critical                 bool
+	ok                       bool // a 200 and its body, before the caller's timeout
 	// refused is true if the harness did not start the call because
 	// maxInFlight calls were in flight already; it counts as a failure.
 	refused bool

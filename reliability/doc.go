@@ -103,13 +103,19 @@
 // at 2x and 4x, an admitted p99 at most twice the unloaded one, at most 5%
 // of the work for callers gone, critical success at least 95% at 4x,
 // goodput back within 1 s, and at least 95% of the offered load served at
-// 0.5x. Only "limit (preview)" is judged, and only on the goals it met in
-// every seed tried on a machine that could run the harness: at most 5% of
-// the work for callers gone at 2x and 4x, goodput at least 0.8 of capacity
-// at 2x, and goodput back within 1 s. The other goals are logged. Critical
-// success is not met: the preview refuses requests without regard to their
-// priority, so at 4x a critical call succeeds about as often as any other
-// (around a quarter); priorities in package limit are for that.
+// 0.5x. Only "limit (preview)" is judged, and only on the goals it met
+// with a margin in every seed tried on a machine that could run the
+// harness: at most 5% of the work for callers gone at 2x and 4x (it was
+// 0%), and goodput back within 1 s (it took at most 0.35 s). The other
+// goals are logged. The preview met the goodput, latency and unloaded
+// goals in those runs too, but goodput with too little margin to assert:
+// the adaptive limit sometimes settles at or below the 8 workers (7 at
+// the end of one 2x phase), leaving workers idle between a response and
+// the next admission, and goodput at 2x was then 0.81 of capacity.
+// Critical success is not met: the preview refuses requests without
+// regard to their priority, so at 4x a critical call succeeds about as
+// often as any other (around a quarter); priorities in package limit are
+// for that.
 //
 // A run measures the machine rather than the protection when the load
 // generator falls behind (calls started more than 50 ms late at p99 in

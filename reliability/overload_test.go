@@ -38,8 +38,13 @@ type protectionRow struct {
 //
 // The shedding middleware of unherdhttp (an adaptive limit with priorities
 // and the caller's remaining deadline propagated by the Transport) goes
-// here, as a row of its own, judged against overloadGoals; "limit
-// (preview)" is a stand-in for it built from package limit alone.
+// here, as a row of its own whose new returns the middleware's wrapping
+// function as the protection (and its limit as state), judged, over the
+// baseline handler (honoursContext false: the protection must not need
+// the handler's help). It replaces "limit (preview)", a stand-in for it
+// built from package limit alone; priorityHeader then becomes the
+// limiter's header, and judgeOverload asserts the goals the middleware
+// meets in every seed.
 var protections = []protectionRow{
 	{name: "none", new: noProtection},
 	{name: "none, handler honours ctx", honoursContext: true, new: noProtection},
@@ -85,10 +90,12 @@ type overloadScale struct {
 }
 
 var (
-	// suiteScale runs in the suite: all of TestOverload in about 40 s.
+	// suiteScale runs in the suite: all of TestOverload in about 30 s.
 	suiteScale = overloadScale{name: "suite", workers: 8, phaseLen: 2500 * time.Millisecond}
 	// fullScale is the issue's run, 8 s per phase, about 35 s per row;
-	// UNHERD_RELIABILITY_OVERLOAD=full selects it.
+	// UNHERD_RELIABILITY_OVERLOAD=full selects it. Its baseline holds
+	// about 12,000 requests in the handler at once, each with its
+	// connection: the process needs that many file descriptors.
 	fullScale = overloadScale{name: "full", workers: 8, phaseLen: 8 * time.Second}
 )
 

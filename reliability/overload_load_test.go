@@ -4,6 +4,7 @@ package reliability
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -51,7 +52,8 @@ type call struct {
 // At most maxInFlight calls run at once; an arrival over that is refused
 // and counted as a failure, so a run cannot pile up without bound. offer
 // returns when every call has ended (each within timeout), with the
-// instant the first phase started.
+// instant the first phase started, or with an error if some have not 5 s
+// after their timeout.
 type offer struct {
 	capacity    float64
 	phaseLen    time.Duration
@@ -61,7 +63,7 @@ type offer struct {
 	seed        uint64
 }
 
-func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []call) {
+func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []call, err error) {
 	r := rand.New(rand.NewPCG(o.seed, 4))
 	var (
 		mu       sync.Mutex
@@ -103,8 +105,19 @@ func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []c
 		}
 		pause.For(context.Background(), time.Until(end))
 	}
-	wg.Wait()
-	return start, calls
+	ended := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(o.timeout + 5*time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		return start, calls, fmt.Errorf("%d calls still running %v after the last phase, though each has a %v timeout", inFlight.Load(), o.timeout+5*time.Second, o.timeout)
+	}
+	return start, calls, nil
 }
 
 // call makes one call with the caller's timeout.

@@ -317,7 +317,10 @@ func runOverload(t *testing.T, sc overloadScale, pr protectionRow) []phaseResult
 			}
 		}()
 	}
-	start, calls := o.run(tr, srv.url)
+	start, calls, err := o.run(tr, srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.halt()
 	works := srv.recorded()
 	t.Logf("%s: %d calls, %d requests reached the handler, at most %d in it at once; capacity %.0f/s (%d workers, mean service %v)",

@@ -50,4 +50,76 @@
 // package chaos injects resets, 503s with Retry-After, 429s and slow,
 // spiky latency. No call may be lost (every one ends), and at most 1% may
 // fail.
+//
+// # Overload
+//
+// TestOverload: a real HTTP server whose handler has a fixed capacity of
+// 8 workers, each request working for a lognormal service time (median
+// 20 ms, sigma 0.5 of its log, so a mean of 22.7 ms and a capacity of
+// 8 / 22.7 ms = 353 requests per second), is offered an open-loop load
+// (seeded Poisson arrivals) of 0.5, 2, 4 and again 0.5 times its capacity,
+// 2.5 s per phase in the suite and 8 s with
+// UNHERD_RELIABILITY_OVERLOAD=full (the run; about 35 s per row).
+// Each arrival is a caller with a 1 s timeout calling through unherd's
+// defaults (unherdhttp.NewTransport(nil, unherdhttp.Config{})); 20% of
+// them carry the header "Unherd-Priority: critical". The harness starts at
+// most 4,000 calls at once and counts an arrival over that as a failure.
+//
+// A request takes a worker, waiting for one as long as it takes when all
+// are busy: an unbounded queue, as a net/http server in front of a worker
+// pool has. The baseline handler looks at the request's context neither
+// while it waits nor while it works, so it goes on working for callers
+// who have gone; the row "none, handler honours ctx" leaves the queue and
+// stops working when the context is done (the client closed the
+// connection). Each row of the table is a protection: middleware in front
+// of the handler. "none" has none. "limit (preview)" is a limit.Limiter
+// with its defaults (adaptive, Gradient2) that answers a request over the
+// limit 503 with Retry-After: 1 at once and releases an admitted one as
+// Served, or Ignored if its caller went away: a stand-in for unherdhttp's
+// shedding middleware, which replaces it as a row of its own, with
+// priorities and the caller's deadline propagated by the Transport.
+//
+// Measured per phase, calls counted in the phase their arrival was drawn
+// for, responses in the phase they came back in:
+//
+//   - offered: the calls drawn per second, and over the capacity;
+//   - goodput: the calls that got a 200 and its body within their 1 s,
+//     per second, over the capacity;
+//   - the p50 and p99 latency of those successes, at the caller, retries
+//     included;
+//   - the p99 latency of admitted requests, from the handler's entry to the
+//     end of their work (for requests whose work ran to its end), over the
+//     same figure in the first phase (the unloaded p99);
+//   - work for callers gone: of the worker time spent in the phase, the
+//     share spent on requests whose caller had gone (the request's context
+//     was done: the client closed the connection at its timeout) when the
+//     work ended. All of such a request's work counts, since its answer
+//     reaches no one;
+//   - critical success: the share of critical calls that succeeded;
+//   - in the last phase, how long after it began goodput, over a 250 ms
+//     window, first reached 90% of the offered load.
+//
+// The goals for server-side protection: goodput at least 0.8 of capacity
+// at 2x and 4x, an admitted p99 at most twice the unloaded one, at most 5%
+// of the work for callers gone, critical success at least 95% at 4x,
+// goodput back within 1 s, and at least 95% of the offered load served at
+// 0.5x. Only "limit (preview)" is judged, and only on the goals it met
+// with a margin in every seed tried on a machine that could run the
+// harness: at most 5% of the work for callers gone at 2x and 4x (it was
+// 0%), and goodput back within 1 s (it took at most 0.35 s). The other
+// goals are logged. The preview met the goodput, latency and unloaded
+// goals in those runs too, but goodput with too little margin to assert:
+// the adaptive limit sometimes settles at or below the 8 workers (7 at
+// the end of one 2x phase), leaving workers idle between a response and
+// the next admission, and goodput at 2x was then 0.81 of capacity.
+// Critical success is not met: the preview refuses requests without
+// regard to their priority, so at 4x a critical call succeeds about as
+// often as any other (around a quarter); priorities in package limit are
+// for that.
+//
+// A run measures the machine rather than the protection when the load
+// generator falls behind (calls started more than 50 ms late at p99 in
+// some phase) or the work overruns its drawn service time by more than
+// 20% (the server's capacity is then lower than computed): the judged row
+// is then skipped with the figures that show why.
 package reliability

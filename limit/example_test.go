@@ -62,13 +62,13 @@ func Example() {
 	fmt.Println("initial limit:", l.Limit())
 	serve(10*time.Millisecond, 3000)
 	steady := l.Limit()
-	fmt.Println("latency steady, limit grew:", steady > 3)
+	fmt.Println("latency steady, limit:", steady)
 	serve(30*time.Millisecond, 300)
-	fmt.Println("latency tripled, limit fell:", l.Limit() < steady)
+	fmt.Println("latency tripled, limit fell to:", l.Limit())
 	// Output:
-	// initial limit: 3
-	// latency steady, limit grew: true
-	// latency tripled, limit fell: true
+	// initial limit: 20
+	// latency steady, limit: 200
+	// latency tripled, limit fell to: 3
 }
 
 // Priorities: with a limit of 10 and the default CriticalShare (0.1),

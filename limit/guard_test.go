@@ -16,7 +16,7 @@ import (
 // flight, and the calls refused are not retried.
 func TestGuardBoundsAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, Config{Algorithm: Fixed(2)})
+		l := mustNew(t, Config{Algorithm: Fixed(2), MaxWait: -1})
 		p, err := retry.New(retry.Config{MaxAttempts: 3, Guards: []retry.Guard{l.Guard()}})
 		if err != nil {
 			t.Fatal(err)

@@ -17,11 +17,11 @@ import (
 var ErrInvalidConfig = errors.New("limit: invalid config")
 
 // Config configures a [Limiter]. The zero value is an adaptive limit with
-// [Gradient]'s defaults, no wait queue and a reserve for [Critical]
-// requests.
+// [Gradient2]'s defaults, a queue of up to DefaultMaxWait, and a reserve
+// for [Critical] requests.
 type Config struct {
 	// Algorithm decides the limit from the samples the limiter's tokens
-	// report. Nil means a [Gradient] with the zero [GradientConfig].
+	// report. Nil means a [Gradient2] with the zero [Gradient2Config].
 	// An algorithm keeps state: give each Limiter its own.
 	Algorithm Algorithm
 
@@ -40,8 +40,10 @@ type Config struct {
 	CriticalShare float64
 
 	// MaxWait is the longest [Limiter.Wait] waits in the limiter's queue
-	// for a slot another request releases. Zero means no queue: Wait
-	// refuses at once when no slot is free. It must not be negative.
+	// for a slot another request releases; once the queue is congested,
+	// a waiter that is not Critical gives up after CongestedWait instead.
+	// Zero means DefaultMaxWait (100 ms); a negative MaxWait means no
+	// queue: Wait refuses at once when no slot is free.
 	MaxWait time.Duration
 
 	// MaxWaiters bounds the queue's length: Wait refuses at once when
@@ -85,6 +87,13 @@ const (
 	// DefaultCongestionInterval is CoDel's interval, and the one Facebook
 	// uses to call a queue congested.
 	DefaultCongestionInterval = 100 * time.Millisecond
+	// DefaultMaxWait is the longest a request waits in the queue: CoDel's
+	// interval, past which a queue that has not emptied is congested
+	// anyway. With no queue at all, a slot freed a moment after a
+	// Critical request was refused goes to whoever comes next, and
+	// Critical requests are refused in proportion to their share of the
+	// load.
+	DefaultMaxWait = 100 * time.Millisecond
 )
 
 // Limiter admits at most Limit() requests at once and, through its
@@ -122,7 +131,7 @@ type Limiter struct {
 func New(cfg Config) (*Limiter, error) {
 	alg := cfg.Algorithm
 	if alg == nil {
-		g, err := NewGradient(GradientConfig{})
+		g, err := NewGradient2(Gradient2Config{})
 		if err != nil {
 			return nil, err
 		}

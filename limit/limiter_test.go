@@ -40,8 +40,8 @@ func TestDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Limit() != DefaultGradientMinLimit {
-		t.Errorf("Limit %d, want %d", l.Limit(), DefaultGradientMinLimit)
+	if l.Limit() != DefaultGradient2InitialLimit {
+		t.Errorf("Limit %d, want %d", l.Limit(), DefaultGradient2InitialLimit)
 	}
 }
 

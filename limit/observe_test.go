@@ -193,7 +193,7 @@ func TestObserveWait(t *testing.T) {
 // as AcquirePriority's refusal).
 func TestObserveWaitNoQueue(t *testing.T) {
 	r := &eventLog{}
-	l := mustNew(t, Config{Algorithm: Fixed(1), Observer: r})
+	l := mustNew(t, Config{Algorithm: Fixed(1), MaxWait: -1, Observer: r})
 	ctx := context.WithValue(context.Background(), ctxKey{}, "call")
 	tok, err := l.Wait(ctx, Normal)
 	if err != nil {

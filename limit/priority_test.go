@@ -152,7 +152,6 @@ func TestConfigInvalid(t *testing.T) {
 	for _, cfg := range []Config{
 		{CriticalShare: 0.51},
 		{CriticalShare: math.NaN()},
-		{MaxWait: -1},
 		{MaxWaiters: -1},
 		{CongestedWait: -1},
 		{CongestionInterval: -1},

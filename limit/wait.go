@@ -26,11 +26,17 @@ type WaitError struct {
 	// Congested is true when the queue was congested, so the request
 	// gave up after Config.CongestedWait rather than Config.MaxWait.
 	Congested bool
+	// Evicted is true when a request of higher priority took its place
+	// in the full queue.
+	Evicted bool
 }
 
 // Error says how long the request waited and whether the queue was
 // congested.
 func (e *WaitError) Error() string {
+	if e.Evicted {
+		return fmt.Sprintf("%v after waiting %v: a request of higher priority took its place in the queue", ErrLimited, e.Waited)
+	}
 	if e.Congested {
 		return fmt.Sprintf("%v after waiting %v in a congested queue", ErrLimited, e.Waited)
 	}
@@ -56,11 +62,11 @@ func checkQueueConfig(cfg *Config) error {
 		d    *time.Duration
 		def  time.Duration
 	}{
-		{"MaxWait", &cfg.MaxWait, 0},
+		{"MaxWait", &cfg.MaxWait, DefaultMaxWait},
 		{"CongestedWait", &cfg.CongestedWait, DefaultCongestedWait},
 		{"CongestionInterval", &cfg.CongestionInterval, DefaultCongestionInterval},
 	} {
-		if *f.d < 0 {
+		if *f.d < 0 && f.d != &cfg.MaxWait {
 			return fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, f.name, *f.d)
 		}
 		if *f.d == 0 {
@@ -75,7 +81,7 @@ func checkQueueConfig(cfg *Config) error {
 
 // Wait admits a request of priority p as AcquirePriority does, and
 // when no slot is free waits in the limiter's queue for one that another
-// request releases, for at most Config.MaxWait (zero: not at all). It
+// request releases, for at most Config.MaxWait (negative: not at all). It
 // returns the request's token, to be released as Acquire's are, or:
 //
 //   - ctx's cause if ctx ends first, at once: the caller has gone, and
@@ -135,7 +141,7 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 	if maxN == 0 {
 		maxN = int(l.limit.Load())
 	}
-	if l.q.n >= maxN {
+	if l.q.n >= maxN && !l.q.evict(p.rank()) {
 		l.waiters.Add(-1)
 		l.q.mu.Unlock()
 		if l.obs != nil {
@@ -146,7 +152,13 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 	if l.q.n == 0 {
 		l.q.lastEmpty = start
 	}
-	giveUp := giveUpAt(start, l.q.lastEmpty, l.maxWait, l.target, l.interval)
+	giveUp := start.Add(l.maxWait)
+	if p != Critical {
+		// Critical waiters are not held to the congested queue's short
+		// wait: the slots released go to them first, and they are the
+		// work the server keeps serving under overload.
+		giveUp = giveUpAt(start, l.q.lastEmpty, l.maxWait, l.target, l.interval)
+	}
 	l.q.push(w)
 	l.q.mu.Unlock()
 
@@ -154,6 +166,17 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 	defer timer.Stop()
 	select {
 	case <-w.ready:
+		if w.evicted {
+			// A request of higher priority took this one's place in the
+			// full queue.
+			l.waiters.Add(-1)
+			err := &WaitError{Waited: time.Since(start), Evicted: true}
+			if l.obs != nil {
+				l.waited(ctx, p, err.Waited, err)
+				l.refused(ctx, p, err.Waited, err)
+			}
+			return Token{}, err
+		}
 		if ctx.Err() == nil {
 			if l.obs != nil {
 				l.waited(ctx, p, w.tok.start.Sub(start), nil)
@@ -179,7 +202,10 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 		}
 		return w.tok, nil
 	}
-	l.q.remove(w)
+	evicted := w.evicted // taken out of the queue as the wait ended
+	if !evicted {
+		l.q.remove(w)
+	}
 	l.waiters.Add(-1)
 	l.q.mu.Unlock()
 	if ctx.Err() != nil {
@@ -188,7 +214,7 @@ func (l *Limiter) wait(ctx context.Context, p Priority, start time.Time) (Token,
 		}
 		return Token{}, context.Cause(ctx)
 	}
-	err := &WaitError{Waited: time.Since(start), Congested: giveUp.Before(start.Add(l.maxWait))}
+	err := &WaitError{Waited: time.Since(start), Congested: !evicted && giveUp.Before(start.Add(l.maxWait)), Evicted: evicted}
 	if l.obs != nil {
 		l.waited(ctx, p, err.Waited, err)
 		l.refused(ctx, p, err.Waited, err)
@@ -275,8 +301,9 @@ type queue struct {
 type waiter struct {
 	p          Priority
 	prev, next *waiter
-	ready      chan struct{} // closed when granted
+	ready      chan struct{} // closed when granted or evicted
 	granted    bool
+	evicted    bool
 	tok        Token
 }
 
@@ -300,6 +327,22 @@ func (q *queue) pop(r int, lifo bool) *waiter {
 	}
 	q.remove(w)
 	return w
+}
+
+// evict makes room in the full queue for a waiter of rank r: it takes
+// out the newest waiter of the lowest rank below r (the one that has
+// waited least, of the work the server would shed first) and tells it so,
+// and reports whether there was one.
+func (q *queue) evict(r int) bool {
+	for low := len(q.lists) - 1; low > r; low-- {
+		if w := q.lists[low].tail; w != nil {
+			q.remove(w)
+			w.evicted = true
+			close(w.ready)
+			return true
+		}
+	}
+	return false
 }
 
 func (q *queue) remove(w *waiter) {

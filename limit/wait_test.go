@@ -257,7 +257,7 @@ func TestWaitPriorities(t *testing.T) {
 // Refusals without a wait: no queue (MaxWait zero), a full queue.
 func TestWaitRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, Config{Algorithm: Fixed(1)})
+		l := mustNew(t, Config{Algorithm: Fixed(1), MaxWait: -1})
 		hold, _ := l.Wait(t.Context(), Normal)
 		start := time.Now()
 		if _, err := l.Wait(t.Context(), Critical); err != ErrLimited || time.Since(start) != 0 {
@@ -359,4 +359,62 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// A request of higher priority that finds the queue full takes the place
+// of the newest waiter of the lowest priority below its own, which is
+// refused; one of the same or lower priority is refused itself.
+func TestWaitEvictsLowerPriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Algorithm: Fixed(1), MaxWait: time.Second, MaxWaiters: 2, CriticalShare: -1})
+		start := time.Now()
+		hold, _ := l.Wait(t.Context(), Normal)
+		out := make(chan waited, 4)
+		waitFor(t.Context(), l, Normal, "normal", start, out)
+		waitFor(t.Context(), l, Sheddable, "sheddable", start, out)
+		if _, err := l.Wait(t.Context(), Sheddable); err != ErrLimited {
+			t.Errorf("a sheddable request at a full queue: %v, want ErrLimited", err)
+		}
+		waitFor(t.Context(), l, Critical, "critical", start, out)
+		r := await.Recv(t, out, "the evicted waiter")
+		var we *WaitError
+		if r.name != "sheddable" || !errors.As(r.err, &we) || !we.Evicted || !errors.Is(r.err, ErrLimited) {
+			t.Errorf("%s: %v, want the sheddable waiter evicted with a WaitError matching ErrLimited", r.name, r.err)
+		}
+		if got := serveInOrder(t, hold, 2, out); !equal(got, []string{"critical", "normal"}) {
+			t.Errorf("served %v, want critical, then normal", got)
+		}
+		checkEmpty(t, l)
+	})
+}
+
+// In a congested queue, a critical waiter waits up to MaxWait, while the
+// others give up after the congested wait.
+func TestWaitCriticalNotHeldToCongestedWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Algorithm: Fixed(1), MaxWait: time.Second, MaxWaiters: 10})
+		start := time.Now()
+		hold, _ := l.Wait(t.Context(), Critical)
+		out := make(chan waited, 4)
+		waitFor(t.Context(), l, Normal, "first", start, out)
+		time.Sleep(50 * time.Millisecond)
+		waitFor(t.Context(), l, Normal, "normal", start, out)
+		waitFor(t.Context(), l, Critical, "critical", start, out)
+		// The queue is congested from 100 ms on: the normal waiters give
+		// up then.
+		for range 2 {
+			r := await.Recv(t, out, "a normal waiter to give up")
+			if r.name == "critical" || r.at != 100*time.Millisecond {
+				t.Fatalf("%s gave up at %v, want the normal waiters at 100ms", r.name, r.at)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		hold.Served(time.Now())
+		r := await.Recv(t, out, "the critical waiter")
+		if r.name != "critical" || r.err != nil || r.at != 400*time.Millisecond {
+			t.Errorf("%s: %v at %v, want the critical waiter served at 400ms", r.name, r.err, r.at)
+		}
+		r.tok.Served(time.Now())
+		checkEmpty(t, l)
+	})
 }

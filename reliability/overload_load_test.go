@@ -13,12 +13,8 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/pause"
+	"github.com/unherd/unherd/limit"
 )
-
-// priorityHeader marks a request's priority; a critical request carries
-// "critical". It stands for the header the limiter's priorities will
-// define, which replaces it.
-const priorityHeader = "Unherd-Priority"
 
 // phase is a stretch of TestOverload's offered load, as a multiple of the
 // server's capacity.
@@ -48,7 +44,7 @@ type call struct {
 // arrive as a seeded Poisson process at the phase's load times capacity
 // per second, each on a goroutine of its own with a context that times
 // out after timeout, whatever happened to the earlier ones; a share
-// critical of them (drawn at random) carry priorityHeader "critical".
+// critical of them (drawn at random) carry limit.PriorityHeader "critical".
 // At most maxInFlight calls run at once; an arrival over that is refused
 // and counted as a failure, so a run cannot pile up without bound. offer
 // returns when every call has ended (each within timeout), with the
@@ -127,7 +123,7 @@ func (o offer) call(rt http.RoundTripper, url string, critical bool) call {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if critical {
-		req.Header.Set(priorityHeader, "critical")
+		req.Header.Set(limit.PriorityHeader, limit.Critical.String())
 	}
 	resp, err := rt.RoundTrip(req)
 	if err == nil {

@@ -34,50 +34,29 @@ type protectionRow struct {
 	new    func(t *testing.T) (p protection, state func() string)
 }
 
-// protections are the rows of TestOverload.
-//
-// The shedding middleware of unherdhttp (an adaptive limit with priorities
-// and the caller's remaining deadline propagated by the Transport) goes
-// here, as a row of its own whose new returns the middleware's wrapping
-// function as the protection (and its limit as state), judged, over the
-// baseline handler (honoursContext false: the protection must not need
-// the handler's help). It replaces "limit (preview)", a stand-in for it
-// built from package limit alone; priorityHeader then becomes the
-// limiter's header, and judgeOverload asserts the goals the middleware
-// meets in every seed.
+// protections are the rows of TestOverload: two baselines, and
+// unherdhttp's shedding middleware over the baseline handler (which does
+// not honour its context: the protection must not need the handler's
+// help), with an adaptive limiter at its defaults, priorities from the
+// limit.PriorityHeader the callers set, and the caller's remaining
+// deadline, which unherdhttp's Transport sends, on the handler's context.
 var protections = []protectionRow{
 	{name: "none", new: noProtection},
 	{name: "none, handler honours ctx", honoursContext: true, new: noProtection},
-	{name: "limit (preview)", judged: true, new: limitPreview},
+	{name: "unherdhttp.Shed", judged: true, new: shedding},
 }
 
 func noProtection(*testing.T) (protection, func() string) { return nil, nil }
 
-// limitPreview wraps the handler in a limit.Limiter with the default
-// (adaptive, Gradient2) configuration: a request over the limit is
-// answered 503 with Retry-After: 1 at once, an admitted one is released
-// as Served, or Ignored if its caller went away. It has no priorities and
-// does not know the caller's deadline.
-func limitPreview(t *testing.T) (protection, func() string) {
+// shedding is unherdhttp.Shed over a limit.Limiter with its defaults.
+func shedding(t *testing.T) (protection, func() string) {
 	l, err := limit.New(limit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tok, ok := l.Acquire(time.Now())
-			if !ok {
-				w.Header().Set("Retry-After", "1")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				return
-			}
-			next.ServeHTTP(w, r)
-			if r.Context().Err() != nil {
-				tok.Ignore()
-				return
-			}
-			tok.Served(time.Now())
-		})
+	p, err := unherdhttp.Shed(unherdhttp.ShedConfig{Limiter: l})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return p, func() string { return fmt.Sprintf("limit %d, %d in flight", l.Limit(), l.InFlight()) }
 }
@@ -110,17 +89,25 @@ const (
 	recoveryShare    = 0.9 // of the offered load, for goodput to count as back
 )
 
-// overloadGoals are what server-side protection should reach in the
-// issue's run. A judged row is checked against those that held in every
-// seed tried (see the package doc); all are logged.
-var overloadGoals = struct {
+// overloadGoals are what server-side protection must reach in the
+// issue's run; a judged row is checked against them at full scale.
+var overloadGoals = goals{goodputOver: 0.9, p99Over: 2, wastedOver: 0.01, criticalAt4x: 0.95, recovery: time.Second, goodputUnloaded: 0.95}
+
+// suiteGoals are the goals at the suite's scale, whose phases of 2.5 s
+// leave the adaptive limit a second or two to settle in each: goodput and
+// critical success are judged with a margin (the limit settled at 7 of 8
+// workers on one seed of seven, and 2x goodput was then 0.85 of
+// capacity), the others as at full scale.
+var suiteGoals = goals{goodputOver: 0.8, p99Over: 2, wastedOver: 0.01, criticalAt4x: 0.9, recovery: time.Second, goodputUnloaded: 0.95}
+
+type goals struct {
 	goodputOver     float64       // goodput / capacity at 2x and at 4x, at least
 	p99Over         float64       // admitted p99 / unloaded p99 at 2x and 4x, at most
 	wastedOver      float64       // share of work for callers gone, at 2x and 4x, at most
 	criticalAt4x    float64       // critical calls' success rate at 4x, at least
 	recovery        time.Duration // goodput back to 90% of the offered load, within
 	goodputUnloaded float64       // goodput / offered at 0.5x, both times, at least
-}{goodputOver: 0.8, p99Over: 2, wastedOver: 0.05, criticalAt4x: 0.95, recovery: time.Second, goodputUnloaded: 0.95}
+}
 
 // phaseResult is one phase of one run.
 type phaseResult struct {
@@ -207,7 +194,11 @@ func TestOverload(t *testing.T) {
 			if !pr.judged {
 				return // a baseline
 			}
-			judgeOverload(t, res)
+			g := suiteGoals
+			if sc == fullScale {
+				g = overloadGoals
+			}
+			judgeOverload(t, res, g)
 		})
 	}
 	table := fmt.Sprintf("%s scale: %d workers, %v per phase, seed %d.\n\n%s\n%s", sc.name, sc.workers, sc.phaseLen, seed, overloadHeader, join(rows))
@@ -220,9 +211,8 @@ func TestOverload(t *testing.T) {
 	}
 }
 
-// judgeOverload logs every goal against res and checks those asserted.
-func judgeOverload(t *testing.T, res []phaseResult) {
-	g := overloadGoals
+// judgeOverload logs every goal of g against res and checks them.
+func judgeOverload(t *testing.T, res []phaseResult, g goals) {
 	first, last := res[0], res[len(res)-1]
 	for _, p := range res[1:3] {
 		t.Logf("goal: at %s goodput %.2fx of capacity (want >= %.2f), admitted p99 %.1fx unloaded (want <= %.0f), work for callers gone %.0f%% (want <= %.0f%%)",
@@ -236,15 +226,27 @@ func judgeOverload(t *testing.T, res []phaseResult) {
 	if why := overloadHarnessFailed(res); why != "" {
 		t.Skipf("the machine could not run the harness: %s; the goals would measure the machine, so they are not judged (run the suite on a quieter machine)", why)
 	}
-	// The goals the preview met in every seed tried are asserted; the
-	// others wait for the middleware (see the package doc).
 	for _, p := range res[1:3] {
-		if p.wasted > g.wastedOver {
-			t.Errorf("at %s %.0f%% of the work was for callers gone, want at most %.0f%%", p.phase.name, 100*p.wasted, 100*g.wastedOver)
+		if r := p.goodput / p.capacity; r < g.goodputOver {
+			t.Errorf("at %s goodput %.2fx of capacity, want at least %.2f", p.phase.name, r, g.goodputOver)
 		}
+		if r := p.p99Ratio(); r > g.p99Over {
+			t.Errorf("at %s the admitted p99 was %.1fx the unloaded p99, want at most %.0f", p.phase.name, r, g.p99Over)
+		}
+		if p.wasted > g.wastedOver {
+			t.Errorf("at %s %.1f%% of the work was for callers gone, want at most %.0f%%", p.phase.name, 100*p.wasted, 100*g.wastedOver)
+		}
+	}
+	if r := res[2].criticalRate(); r < g.criticalAt4x {
+		t.Errorf("at 4x %.0f%% of critical calls succeeded, want at least %.0f%%", 100*r, 100*g.criticalAt4x)
 	}
 	if !last.recovered || last.recovery > g.recovery {
 		t.Errorf("goodput back to %.0f%% of the offered load after %v (recovered: %v), want within %v", 100*recoveryShare, last.recovery, last.recovered, g.recovery)
+	}
+	for _, p := range []phaseResult{first, last} {
+		if r := p.goodput / p.offered; r < g.goodputUnloaded {
+			t.Errorf("at %s goodput %.2f of the offered load, want at least %.2f", p.phase.name, r, g.goodputUnloaded)
+		}
 	}
 }
 

@@ -89,9 +89,10 @@ A server with 8 workers (lognormal service time, median 20 ms; a request
 waits for a worker in an unbounded queue) is offered an open-loop load of
 0.5x, 2x, 4x and 0.5x its capacity by callers with a 1 s timeout calling
 through unherd's defaults, 20% of them marked critical. "none" goes on
-working for callers who have gone; "limit (preview)" sheds with package
-limit's default limiter. The package doc of reliability defines every
-column and the goals.
+working for callers who have gone; "unherdhttp.Shed" sheds with
+unherdhttp's middleware over package limit's default limiter, priorities
+from the callers' header and their deadlines from unherd's Transport. The
+package doc of reliability defines every column and the goals.
 
 $(section overload)
 

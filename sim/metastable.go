@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/verdict"
+)
+
+const huangMetastable = `Huang et al., "Metastable Failures in the Wild", OSDI 2022, section 5 (retry experiment), https://www.usenix.org/conference/osdi22/presentation/huang-lexiang; artifact https://github.com/lexiangh/Metastability (Retry_Metastability)`
+
+// MetastableParams are the parameters of the metastable scenario.
+type MetastableParams struct {
+	// Rate is the open stream's new requests per second at full load
+	// (--rate): Huang et al.'s 8,300.
+	Rate float64 `param:"rate" usage:"open stream: new requests per second at full load" check:"positive"`
+	// Threads and Service are the server's workers and their mean service
+	// time at full CPU (--threads, --service): 22 workers of 1 ms serve
+	// 22,000 requests per second, 2.65 times the load.
+	Threads int           `param:"threads" usage:"server: workers taking requests from one FIFO queue" check:"positive,max=10000"`
+	Service time.Duration `param:"service" usage:"server: mean (exponential) service time at full CPU" check:"positive"`
+	// Timeout is the client's timeout on each attempt (--timeout): 3 s.
+	Timeout time.Duration `param:"timeout" usage:"client: timeout of each attempt" check:"positive"`
+	// Cut and SmallCut are the trigger's cuts to the server's CPU
+	// (--cut, --small-cut): 80% and 78%.
+	Cut      float64 `param:"cut" usage:"trigger: share of the server's CPU taken away" check:"positive,fraction"`
+	SmallCut float64 `param:"small-cut" usage:"trigger: the smaller cut, which the system survives" check:"positive,fraction"`
+	// Length and ShortLength are how long the trigger lasts (--length,
+	// --short-length): 10 s and 9 s.
+	Length      time.Duration `param:"length" usage:"trigger: how long the cut lasts" check:"positive"`
+	ShortLength time.Duration `param:"short-length" usage:"trigger: the shorter cut, which the system survives" check:"positive"`
+	// LowLoad is the lower load's share of Rate (--low-load): 0.7, 30%
+	// lower.
+	LowLoad float64 `param:"low-load" usage:"the lower load, as a share of --rate" check:"positive,fraction"`
+	// Before is the healthy time before the trigger (--before); After is
+	// how long the run goes on after the trigger ends (--after). The
+	// outcome is judged on the last 10 s.
+	Before time.Duration `param:"before" usage:"healthy time before the trigger" check:"positive"`
+	After  time.Duration `param:"after" usage:"time after the trigger ends; the outcome is judged on its last 10s" check:"positive"`
+}
+
+func defaultMetastableParams() *MetastableParams {
+	return &MetastableParams{Rate: 8300, Threads: 22, Service: time.Millisecond, Timeout: 3 * time.Second,
+		Cut: 0.8, SmallCut: 0.78, Length: 10 * time.Second, ShortLength: 9 * time.Second, LowLoad: 0.7,
+		Before: 10 * time.Second, After: 60 * time.Second}
+}
+
+// Fields implements Params: the fields tagged param, in their order.
+func (p *MetastableParams) Fields() []Field { return fieldsOf(p) }
+
+// Validate implements Params: the fields' check tags, then the rules
+// between fields.
+func (p *MetastableParams) Validate() error {
+	if err := checkFields(p); err != nil {
+		return err
+	}
+	switch {
+	case p.Rate > 1e5:
+		return invalid("rate", "%v is above the limit of 100000", p.Rate)
+	case p.Cut >= 1:
+		return invalid("cut", "%v leaves the server no CPU", p.Cut)
+	case p.SmallCut >= 1:
+		return invalid("small-cut", "%v leaves the server no CPU", p.SmallCut)
+	case p.Before < 5*time.Second:
+		return invalid("before", "%v is under 5s", p.Before)
+	case p.After < 20*time.Second:
+		return invalid("after", "%v is under 20s", p.After)
+	case p.Before+max(p.Length, p.ShortLength)+p.After > 10*time.Minute:
+		return invalid("after", "the run (before, trigger and after) is over 10 minutes")
+	}
+	return nil
+}
+
+// Quick implements Params: the report's size is the published one.
+func (p *MetastableParams) Quick() {}
+
+// Policies of the metastable scenario's rows.
+const (
+	msResend  = "resend"             // Huang et al.'s client: resend at once, without limit
+	msDefault = "unherd default"     // retry's defaults, with its token bucket
+	msLimited = "default + limiter" // the same, against a server with limit.Limiter and shedding
+)
+
+// msCase is one row of the metastable scenario.
+type msCase struct {
+	cut       float64
+	length    time.Duration
+	load      float64 // share of Rate
+	policy    string
+	published string // Huang et al.'s outcome; empty for unherd's rows
+}
+
+// cases are Huang et al.'s four runs, then unherd's default client and
+// the default with the server's limiter under the trigger that keeps the
+// first client down.
+func (p *MetastableParams) cases() []msCase {
+	return []msCase{
+		{p.SmallCut, p.Length, 1, msResend, outcomeRecovers},
+		{p.Cut, p.Length, 1, msResend, outcomeDown},
+		{p.Cut, p.ShortLength, 1, msResend, outcomeRecovers},
+		{p.Cut, p.Length, p.LowLoad, msResend, outcomeRecovers},
+		{p.Cut, p.Length, 1, msDefault, ""},
+		{p.Cut, p.Length, 1, msLimited, ""},
+	}
+}
+
+// Outcomes of a metastable run.
+const (
+	outcomeRecovers = "recovers"
+	outcomeDown     = "stays down"
+	// outcomeNever is a run whose goodput was under 95% of the load
+	// before the trigger already.
+	outcomeNever = "never healthy"
+)
+
+// policy builds the row's client policy: one shared by every call, as
+// one process shares one retry.Policy per dependency.
+func (c msCase) retryPolicy(p *MetastableParams) (*retry.Policy, error) {
+	if c.policy == msResend {
+		return retry.New(retry.Config{MaxAttempts: math.MaxInt, Backoff: immediate(), Budget: budget.Unlimited, AttemptTimeout: p.Timeout})
+	}
+	return retry.New(retry.Config{AttemptTimeout: p.Timeout})
+}
+
+var metastableScenario = define("metastable", "open",
+	"a short cut to a server's CPU leaves it down for good when callers time out and resend at once: Huang et al.'s four retry runs (78% or 80% for 10 s or 9 s, full or 30% lower load), and unherd's default with and without the server's limiter (OSDI 2022)",
+	defaultMetastableParams, runMetastableScenario)
+
+// msRow is what one case measured.
+type msRow struct {
+	msCase
+	outcome                string
+	before, during, after  float64 // goodput per second
+	loadAfter              float64 // attempts per second over the last 10 s
+	recovery               float64 // seconds after the trigger until goodput stays back; -1 if never
+	peak                   int
+	wastedPct, shed, refus float64
+}
+
+func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
+	cases := p.cases()
+	type out struct {
+		st  *msStats
+		err error
+	}
+	outs, err := sweep(ctx, o, len(cases), func(i int) out {
+		c := cases[i]
+		pol, err := c.retryPolicy(p)
+		if err != nil {
+			return out{err: err}
+		}
+		m := msModel{rate: p.Rate * c.load, threads: p.Threads, service: p.Service, timeout: p.Timeout,
+			from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
+			limited: c.policy == msLimited}
+		st, err := runMetastable(ctx, o.Seed, uint64(i), m, pol)
+		return out{st, err}
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: "metastable", Population: "open", Params: Values(p),
+		Columns: []string{"trigger", "load_rps", "policy", "published", "outcome", "goodput_before", "goodput_during", "goodput_after",
+			"recovery_s", "load_after_rps", "queue_peak", "wasted_pct", "shed", "refused"}}
+	var rows []msRow
+	for i, c := range cases {
+		if outs[i].err != nil {
+			return nil, outs[i].err
+		}
+		r := measureMetastable(p, c, outs[i].st)
+		rows = append(rows, r)
+		pub := r.published
+		if pub == "" {
+			pub = "-"
+		}
+		res.Rows = append(res.Rows, Row{"trigger": fmt.Sprintf("%g%% for %v", round(100*c.cut, 1), c.length),
+			"load_rps": round(p.Rate*c.load, 0), "policy": c.policy, "published": pub, "outcome": r.outcome,
+			"goodput_before": round(r.before, 0), "goodput_during": round(r.during, 0), "goodput_after": round(r.after, 0),
+			"recovery_s": round(r.recovery, 0), "load_after_rps": round(r.loadAfter, 0), "queue_peak": r.peak,
+			"wasted_pct": round(r.wastedPct, 1), "shed": round(r.shed, 0), "refused": round(r.refus, 0)})
+	}
+	res.Claims = metastableClaims(p, rows)
+	return res, nil
+}
+
+// measureMetastable turns a run's counters into its row. Goodput is
+// answers to callers still waiting, per second: before is over the 5 s
+// before the trigger, during over the trigger, after over the run's last
+// 10 s. The run recovers when its goodput over the last 10 s is at least
+// 95% of the load offered, and had been over the 5 s before the trigger
+// (else it was never healthy); its recovery is the seconds from the trigger's
+// end to the first second from which every second's goodput is.
+func measureMetastable(p *MetastableParams, c msCase, st *msStats) msRow {
+	r := msRow{msCase: c, peak: st.peak, shed: float64(st.shed), refus: float64(st.refused), recovery: -1}
+	rate := p.Rate * c.load
+	from, to := int(p.Before/time.Second), int((p.Before+c.length)/time.Second)
+	end := to + int(p.After/time.Second)
+	mean := func(xs []int64, a, b int) float64 {
+		var s int64
+		for _, x := range xs[a:b] {
+			s += x
+		}
+		return float64(s) / float64(b-a)
+	}
+	r.before = mean(st.good, from-5, from)
+	r.during = mean(st.good, from, to)
+	r.after = mean(st.good, end-10, end)
+	r.loadAfter = mean(st.attempts, end-10, end)
+	switch {
+	case r.before < 0.95*rate:
+		r.outcome = outcomeNever
+	case r.after >= 0.95*rate:
+		r.outcome = outcomeRecovers
+	default:
+		r.outcome = outcomeDown
+	}
+	for s := end - 1; s >= to && float64(st.good[s]) >= 0.95*rate; s-- {
+		r.recovery = float64(s - to)
+	}
+	if st.served > 0 {
+		r.wastedPct = 100 * float64(st.wasted) / float64(st.served)
+	}
+	return r
+}
+
+// metastableClaims judges Huang et al.'s four outcomes, one claim each.
+func metastableClaims(p *MetastableParams, rows []msRow) []Claim {
+	var claims []Claim
+	for _, r := range rows {
+		if r.published == "" {
+			continue
+		}
+		load := "full load"
+		if r.msCase.load != 1 {
+			load = fmt.Sprintf("%g%% lower load", round(100*(1-r.msCase.load), 1))
+		}
+		claims = append(claims, verdict.New(huangMetastable,
+			fmt.Sprintf("a %g%% CPU cut for %v at %s, callers resending at once after a %v timeout: the system %s",
+				round(100*r.cut, 1), r.length, load, p.Timeout, r.published),
+			r.outcome == r.published,
+			r.outcome+": goodput %.0f/s over the last 10 s (%.0f/s before the trigger), queue peak %.0f, %.1f%% of the work for callers gone",
+			r.after, r.before, float64(r.peak), r.wastedPct))
+	}
+	return claims
+}

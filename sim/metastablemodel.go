@@ -1,0 +1,287 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
+)
+
+// The metastable scenario's server model: threads workers take
+// requests from one FIFO queue, each for an exponential service time
+// whose mean is service, or service/(1-cut) for a request whose service
+// starts while the trigger cuts the server's CPU. A request carries its
+// caller's deadline; the server without a limiter serves every request
+// it has queued, whether its caller still waits or not. With a limiter,
+// a request that finds the limit full is refused at once, and a queued
+// request whose caller's deadline has passed is dropped when a worker
+// reaches it, without service (the server sheds it).
+
+var (
+	// errNoAnswer is an attempt that got no answer within the client's
+	// timeout: retry's Timeout class.
+	errNoAnswer = retry.MarkAttemptTimeout(errors.New("sim: no answer within the client's timeout"))
+	// errRefused is the server's refusal over its concurrency limit (503
+	// with Retry-After, RESOURCE_EXHAUSTED): a throttling error.
+	errRefused = retry.MarkThrottled(errors.New("sim: refused over the server's concurrency limit"))
+)
+
+// Event kinds of the metastable model.
+const (
+	msArrive  int32 = iota // a new request arrives (the open stream)
+	msServed               // worker ID finishes its request
+	msTimeout              // request ID's attempt Arg reaches the client's timeout
+	msRetry                // request ID makes its next attempt after a delay
+)
+
+// msModel is one run's server, load and trigger.
+type msModel struct {
+	rate     float64       // new requests per second
+	threads  int           // workers
+	service  time.Duration // mean service time at full CPU
+	timeout  time.Duration // the client's timeout on each attempt
+	from, to time.Duration // the trigger
+	cut      float64       // the share of CPU the trigger takes away
+	end      time.Duration // the run's length
+	limited  bool          // the server runs a limiter and sheds gone callers
+}
+
+// msStats are one run's per-second counters and totals.
+type msStats struct {
+	good     []int64 // answers to callers still waiting, by second
+	offered  []int64 // new requests, by second
+	attempts []int64 // attempts sent (and not refused), by second
+	refused  int64   // attempts the limiter refused
+	served   int64   // requests the workers served
+	wasted   int64   // of them, requests whose caller had gone
+	shed     int64   // queued requests dropped because their caller had gone
+	gaveUp   int64   // calls that ended without an answer
+	peak     int     // longest queue
+}
+
+// msReq is one call: its retry state and its attempt in flight.
+type msReq struct {
+	call retry.Call
+	cur  int64 // serial of the attempt its caller waits for; 0 when none
+}
+
+// msEntry is one request in the server's queue or at a worker.
+type msEntry struct {
+	at     time.Duration // when it arrived
+	serial int64         // the attempt's serial
+	req    int32         // its call
+}
+
+// msRun is one run of the metastable model.
+type msRun struct {
+	m      msModel
+	policy *retry.Policy
+	lim    *limit.Limiter // nil: no limiter, no shedding
+	reqs   []msReq
+	free   []int32
+	queue  ring[msEntry]
+	toks   ring[limit.Token] // the queued requests' tokens, with a limiter
+	work   []msEntry         // each worker's request
+	wtok   []limit.Token     // each worker's token
+	idle   []int32           // workers without a request
+	serial int64
+	stats  msStats
+}
+
+// runMetastable runs the model m with clients calling through policy,
+// on the engine's seed and stream.
+func runMetastable(ctx context.Context, seed, stream uint64, m msModel, policy *retry.Policy) (*msStats, error) {
+	r := &msRun{m: m, policy: policy, work: make([]msEntry, m.threads), wtok: make([]limit.Token, m.threads)}
+	if m.limited {
+		l, err := limit.New(limit.Config{})
+		if err != nil {
+			return nil, err
+		}
+		r.lim = l
+	}
+	for w := m.threads - 1; w >= 0; w-- {
+		r.idle = append(r.idle, int32(w))
+	}
+	secs := int(m.end/time.Second) + 1
+	r.stats = msStats{good: make([]int64, secs), offered: make([]int64, secs), attempts: make([]int64, secs)}
+	e := engine.New(seed, stream)
+	e.StopOn(ctx.Done())
+	e.At(r.gap(e), msArrive, 0, 0)
+	e.Run(r, m.end)
+	if e.Stopped() {
+		return nil, ctx.Err()
+	}
+	return &r.stats, nil
+}
+
+// gap draws the time to the next new request: a Poisson stream.
+func (r *msRun) gap(e *engine.Engine) time.Duration {
+	return e.Exp(time.Duration(float64(time.Second) / r.m.rate))
+}
+
+// Handle implements engine.Handler.
+func (r *msRun) Handle(e *engine.Engine, ev engine.Event) {
+	t := ev.At
+	switch ev.Kind {
+	case msArrive:
+		e.At(t+r.gap(e), msArrive, 0, 0)
+		id := r.slot()
+		r.reqs[id].call = r.policy.Begin(false)
+		r.stats.offered[t/time.Second]++
+		r.send(e, id, t)
+	case msServed:
+		r.finish(e, ev.ID, t)
+	case msTimeout:
+		q := &r.reqs[ev.ID]
+		if q.cur != ev.Arg {
+			return // answered, or a later attempt
+		}
+		q.cur = 0
+		r.failed(e, ev.ID, t, errNoAnswer)
+	case msRetry:
+		r.send(e, ev.ID, t)
+	}
+}
+
+// slot returns a free call slot.
+func (r *msRun) slot() int32 {
+	if n := len(r.free); n > 0 {
+		id := r.free[n-1]
+		r.free = r.free[:n-1]
+		return id
+	}
+	r.reqs = append(r.reqs, msReq{})
+	return int32(len(r.reqs) - 1)
+}
+
+// send makes call id's next attempt at t: admitted by its policy, then
+// refused by the server's limiter or queued.
+func (r *msRun) send(e *engine.Engine, id int32, t time.Duration) {
+	q := &r.reqs[id]
+	if err := q.call.Admit(context.Background()); err != nil {
+		r.end(id, false)
+		return
+	}
+	var tok limit.Token
+	if r.lim != nil {
+		var ok bool
+		if tok, ok = r.lim.AcquirePriority(Epoch.Add(t), limit.Normal); !ok {
+			r.stats.refused++
+			r.failed(e, id, t, errRefused)
+			return
+		}
+	}
+	r.serial++
+	q.cur = r.serial
+	r.stats.attempts[t/time.Second]++
+	e.At(t+r.m.timeout, msTimeout, id, r.serial)
+	en := msEntry{at: t, serial: r.serial, req: id}
+	if n := len(r.idle); n > 0 && r.queue.len() == 0 {
+		w := r.idle[n-1]
+		r.idle = r.idle[:n-1]
+		r.start(e, w, en, tok, t)
+		return
+	}
+	r.queue.push(en)
+	if r.lim != nil {
+		r.toks.push(tok)
+	}
+	r.stats.peak = max(r.stats.peak, r.queue.len())
+}
+
+// failed tells call id's policy that its attempt failed with err at t,
+// and makes the next attempt now or later, or ends the call.
+func (r *msRun) failed(e *engine.Engine, id int32, t time.Duration, err error) {
+	d := r.reqs[id].call.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
+	switch {
+	case d.Reason != nil:
+		r.end(id, false)
+	case d.Delay <= 0:
+		r.send(e, id, t)
+	default:
+		e.At(t+d.Delay, msRetry, id, 0)
+	}
+}
+
+// end frees call id's slot; answered says whether it got its answer.
+func (r *msRun) end(id int32, answered bool) {
+	if !answered {
+		r.stats.gaveUp++
+	}
+	r.reqs[id] = msReq{}
+	r.free = append(r.free, id)
+}
+
+// start has worker w serve en from t.
+func (r *msRun) start(e *engine.Engine, w int32, en msEntry, tok limit.Token, t time.Duration) {
+	r.work[w], r.wtok[w] = en, tok
+	d := e.Exp(r.m.service)
+	if t >= r.m.from && t < r.m.to {
+		d = time.Duration(float64(d) / (1 - r.m.cut))
+	}
+	e.At(t+d, msServed, w, 0)
+}
+
+// finish ends worker w's request at t, answers its caller if the caller
+// still waits, and takes the next request from the queue, dropping
+// those whose caller has gone when the server sheds.
+func (r *msRun) finish(e *engine.Engine, w int32, t time.Duration) {
+	en := r.work[w]
+	r.wtok[w].Served(Epoch.Add(t))
+	r.stats.served++
+	if q := &r.reqs[en.req]; q.cur == en.serial {
+		q.cur = 0
+		q.call.Done(time.Time{}, time.Time{}, nil, 0)
+		r.stats.good[t/time.Second]++
+		r.end(en.req, true)
+	} else {
+		r.stats.wasted++
+	}
+	for r.queue.len() > 0 {
+		next := r.queue.pop()
+		var tok limit.Token
+		if r.lim != nil {
+			tok = r.toks.pop()
+			if t >= next.at+r.m.timeout {
+				tok.Dropped(Epoch.Add(t))
+				r.stats.shed++
+				continue
+			}
+		}
+		r.start(e, w, next, tok, t)
+		return
+	}
+	r.idle = append(r.idle, w)
+}
+
+// ring is a FIFO queue that reuses its storage.
+type ring[T any] struct {
+	buf        []T
+	head, size int
+}
+
+func (q *ring[T]) len() int { return q.size }
+
+func (q *ring[T]) push(v T) {
+	if q.size == len(q.buf) {
+		grown := make([]T, max(16, 2*len(q.buf)))
+		for i := range q.size {
+			grown[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = grown, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = v
+	q.size++
+}
+
+func (q *ring[T]) pop() T {
+	var zero T
+	v := q.buf[q.head]
+	q.buf[q.head] = zero
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return v
+}

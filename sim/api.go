@@ -228,19 +228,35 @@ func byName(ss ...*scenario) map[string]Scenario {
 	return m
 }
 
-// Scenarios returns every scenario, sorted by name.
-func Scenarios() []Scenario {
-	out := make([]Scenario, 0, len(registry))
-	for _, s := range registry {
+// unreported holds the scenarios that are complete on their own but not
+// yet run by the report or the what-if page, by name.
+var unreported = byName(metastableScenario)
+
+// Scenarios returns every scenario the report runs, sorted by name.
+func Scenarios() []Scenario { return sorted(registry) }
+
+// Unreported returns the scenarios that run on their own, with their
+// claims, on one seed or several ([RunSeeds]), but that the report and
+// the what-if page do not run yet: metastable. Sorted by name.
+func Unreported() []Scenario { return sorted(unreported) }
+
+// sorted returns m's scenarios, sorted by name.
+func sorted(m map[string]Scenario) []Scenario {
+	out := make([]Scenario, 0, len(m))
+	for _, s := range m {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
 }
 
-// Lookup returns the scenario called name.
+// Lookup returns the scenario called name, one of [Scenarios] or
+// [Unreported].
 func Lookup(name string) (Scenario, bool) {
-	s, ok := registry[name]
+	if s, ok := registry[name]; ok {
+		return s, true
+	}
+	s, ok := unreported[name]
 	return s, ok
 }
 

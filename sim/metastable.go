@@ -80,8 +80,8 @@ func (p *MetastableParams) Quick() {}
 
 // Policies of the metastable scenario's rows.
 const (
-	msResend  = "resend"             // Huang et al.'s client: resend at once, without limit
-	msDefault = "unherd default"     // retry's defaults, with its token bucket
+	msResend  = "resend"            // Huang et al.'s client: resend at once, without limit
+	msDefault = "unherd default"    // retry's defaults, with its token bucket
 	msLimited = "default + limiter" // the same, against a server with limit.Limiter and shedding
 )
 

@@ -10,29 +10,32 @@
 //	unherd help
 //	unherd --version
 //
-// report runs every scenario at its published size on five seeds (--seed
-// and the four after it), prints each table (medians over the seeds) and
-// the verdict on every published claim (a claim holds only if it holds on
-// every seed; its figures show the range over the seeds), and writes
-// report.md, PNG and SVG charts and CSV files into DIR (default ./report),
-// which it checks before running anything. sim runs one scenario at its
-// published size on one seed, or on --seeds of them judged as the report
-// judges (its parameters are flags: unherd sim NAME -h lists them); --json
-// prints one JSON object and nothing else on standard output. whatif
-// judges a retry policy from a YAML or JSON file (at most 1 MiB; - reads
-// standard input) in the outage and storm scenarios beside unherd's
-// default. vet runs the retry checks of package unherdvet over Go
-// packages (each path in its own module) without compiling them or
-// running cgo; it exits 1 when it finds something, and 2, never 0, when a
-// package could not be checked and nothing was found (unherd vet -h);
-// --fix applies the mechanical rewrites. demo payments starts a payments
-// server on loopback that drops a share of its responses after the charge
-// commits, pays through unherd's HTTP client with and without idempotency
-// keys, and counts the charges. serve serves the what-if page, on which
-// the simulator, compiled to WebAssembly, judges a policy in the browser:
-// it listens on --addr (default 127.0.0.1:8080, loopback only; port 0
-// picks a free one), prints the page's URL as its first line and serves
-// until interrupted; --export DIR writes the page as static files instead.
+// report runs every scenario but metastable at its published size on five
+// seeds (--seed and the four after it), prints each table (medians over
+// the seeds) and the verdict on every published claim (a claim holds only
+// if it holds on every seed; its figures show the range over the seeds),
+// and writes report.md, PNG and SVG charts and CSV files into DIR (default
+// ./report), which it checks before running anything. sim runs one
+// scenario at its published size on one seed, or on --seeds of them judged
+// as the report judges (its parameters are flags: unherd sim NAME -h lists
+// them); --json prints one JSON object and nothing else on standard
+// output. unherd sim metastable runs Huang et al.'s retry experiment (a
+// short cut to a server's CPU that leaves it down for good), which the
+// report does not run yet. whatif judges a retry policy from a YAML or
+// JSON file (at most 1 MiB; - reads standard input) in the outage and
+// storm scenarios beside unherd's default. vet runs the retry checks of
+// package unherdvet over Go packages (each path in its own module) without
+// compiling them or running cgo; it exits 1 when it finds something, and
+// 2, never 0, when a package could not be checked and nothing was found
+// (unherd vet -h); --fix applies the mechanical rewrites. demo payments
+// starts a payments server on loopback that drops a share of its responses
+// after the charge commits, pays through unherd's HTTP client with and
+// without idempotency keys, and counts the charges. serve serves the
+// what-if page, on which the simulator, compiled to WebAssembly, judges a
+// policy in the browser: it listens on --addr (default 127.0.0.1:8080,
+// loopback only; port 0 picks a free one), prints the page's URL as its
+// first line and serves until interrupted; --export DIR writes the page as
+// static files instead.
 //
 // Progress goes to standard error once a run has taken a second: a bar on
 // a terminal, a line with the scenario and the percent done every few
@@ -97,8 +100,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// scenarios lists the scenarios, sorted by name.
+	// scenarios lists the scenarios the report runs, sorted by name.
 	scenarios func() []sim.Scenario
+	// unreported lists the scenarios that only sim runs, sorted by name.
+	unreported func() []sim.Scenario
 	// whatIf judges a policy in outage and storm.
 	whatIf func(context.Context, sim.Policy, sim.Options) (*sim.WhatIfReport, error)
 	// now reads the wall clock, for timings and the progress bar.
@@ -114,17 +119,18 @@ func newEnv(stdout, stderr io.Writer) *env {
 	return &env{
 		stdin:  os.Stdin,
 		stdout: stdout, stderr: stderr,
-		scenarios: sim.Scenarios,
-		whatIf:    sim.WhatIf,
-		now:       time.Now,
-		bars:      progress.IsTerminal(stderr),
-		buildInfo: debug.ReadBuildInfo,
+		scenarios:  sim.Scenarios,
+		unreported: sim.Unreported,
+		whatIf:     sim.WhatIf,
+		now:        time.Now,
+		bars:       progress.IsTerminal(stderr),
+		buildInfo:  debug.ReadBuildInfo,
 	}
 }
 
 // lookup finds the scenario called name.
 func (e *env) lookup(name string) (sim.Scenario, bool) {
-	for _, s := range e.scenarios() {
+	for _, s := range e.all() {
 		if s.Name() == name {
 			return s, true
 		}
@@ -132,10 +138,15 @@ func (e *env) lookup(name string) (sim.Scenario, bool) {
 	return nil, false
 }
 
+// all lists the scenarios sim runs: the report's, then the others.
+func (e *env) all() []sim.Scenario {
+	return append(e.scenarios(), e.unreported()...)
+}
+
 // known lists the scenario names for error messages.
 func (e *env) known() string {
 	var names []string
-	for _, s := range e.scenarios() {
+	for _, s := range e.all() {
 		names = append(names, s.Name())
 	}
 	if len(names) == 0 {
@@ -261,6 +272,12 @@ Scenarios:
 	}
 	for _, s := range list {
 		fmt.Fprintf(w, "  %-10s %s\n", s.Name(), wrap(s.Describe(), 64, strings.Repeat(" ", 13)))
+	}
+	if more := e.unreported(); len(more) > 0 {
+		fmt.Fprint(w, "\nScenarios that unherd sim runs but the report does not yet:\n")
+		for _, s := range more {
+			fmt.Fprintf(w, "  %-10s %s\n", s.Name(), wrap(s.Describe(), 64, strings.Repeat(" ", 13)))
+		}
 	}
 	fmt.Fprint(w, `
 Progress goes to standard error: a bar on a terminal, a line every few

@@ -78,6 +78,7 @@ func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result
 func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
 	e := newEnv(stdout, stderr)
 	e.scenarios = func() []sim.Scenario { return scenarios }
+	e.unreported = func() []sim.Scenario { return nil }
 	e.whatIf = func(_ context.Context, p sim.Policy, _ sim.Options) (*sim.WhatIfReport, error) {
 		return &sim.WhatIfReport{Policy: p.Fields(), Default: sim.Policy{Name: "unherd default"}.Fields(),
 			Capacity: 100, Outage: "30s", Overall: "worse",

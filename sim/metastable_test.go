@@ -1,22 +1,111 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/internal/golden"
 )
 
-func TestMetastableProbe(t *testing.T) {
+// tinyMetastable is the metastable scenario at a tenth of the rate with
+// service times ten times as long: the same capacity over load, 2.65,
+// and a tenth of the events, so that it runs under the race detector.
+func tinyMetastable() *MetastableParams {
 	p := defaultMetastableParams()
-	for seed := uint64(1); seed <= 5; seed++ {
-		start := time.Now()
-		r, err := runMetastableScenario(context.Background(), p, Options{Seed: seed})
-		if err != nil {
-			t.Fatal(err)
+	p.Rate, p.Service, p.After = 830, 10*time.Millisecond, 30*time.Second
+	return p
+}
+
+func runTinyMetastable(t *testing.T, o Options) []byte {
+	t.Helper()
+	r, err := metastableScenario.Run(context.Background(), tinyMetastable(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 6 || len(r.Claims) != 4 {
+		t.Fatalf("%d rows and %d claims; want 6 and 4", len(r.Rows), len(r.Claims))
+	}
+	for i, row := range r.Rows {
+		for _, c := range r.Columns {
+			if _, ok := row[c]; !ok {
+				t.Errorf("row %d lacks column %q", i, c)
+			}
 		}
-		t.Logf("seed %d took %v", seed, time.Since(start))
-		for _, row := range r.Rows {
-			t.Logf("%v", row)
+	}
+	return goldenJSON(t, r)
+}
+
+// TestMetastableGolden compares a small seeded run with its golden file;
+// go test ./sim -update rewrites it.
+func TestMetastableGolden(t *testing.T) {
+	got := runTinyMetastable(t, Options{Seed: 1, Workers: 2})
+	path := filepath.Join("testdata", "metastable.json")
+	want := golden.Want(t, path, got)
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("metastable differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+// TestMetastableDeterminism: the same seed gives the same output whatever
+// the number of workers; another seed another output.
+func TestMetastableDeterminism(t *testing.T) {
+	one := runTinyMetastable(t, Options{Seed: 7, Workers: 1})
+	three := runTinyMetastable(t, Options{Seed: 7, Workers: 3})
+	if !bytes.Equal(one, three) {
+		t.Errorf("1 worker and 3 workers differ:\n%s", cmp.Diff(string(one), string(three)))
+	}
+	if other := runTinyMetastable(t, Options{Seed: 8, Workers: 2}); bytes.Equal(one, other) {
+		t.Error("seeds 7 and 8 gave identical output")
+	}
+}
+
+func TestMetastableLookup(t *testing.T) {
+	s, ok := Lookup("metastable")
+	if !ok || s.Population() != "open" || s.Describe() == "" {
+		t.Fatalf("Lookup(metastable) = %v, %v", s, ok)
+	}
+	for _, r := range Scenarios() {
+		if r.Name() == "metastable" {
+			t.Error("metastable is among the report's Scenarios")
+		}
+	}
+	if u := Unreported(); len(u) != 1 || u[0] != s {
+		t.Errorf("Unreported() = %v; want metastable alone", u)
+	}
+	p := s.Params()
+	if err := p.Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	p.Quick()
+	if err := p.Validate(); err != nil {
+		t.Errorf("quick: %v", err)
+	}
+	if _, err := s.Run(context.Background(), &StormParams{}, Options{}); err == nil {
+		t.Error("metastable ran with StormParams")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Run(ctx, tinyMetastable(), Options{}); err == nil {
+		t.Error("metastable ran with a cancelled context")
+	}
+}
+
+func TestMetastableValidate(t *testing.T) {
+	for name, set := range map[string]func(p *MetastableParams){
+		"cut":    func(p *MetastableParams) { p.Cut = 1 },
+		"rate":   func(p *MetastableParams) { p.Rate = 2e5 },
+		"before": func(p *MetastableParams) { p.Before = time.Second },
+		"after":  func(p *MetastableParams) { p.After = time.Hour },
+	} {
+		p := defaultMetastableParams()
+		set(p)
+		if err := p.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted %+v", name, *p)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/unherd/unherd/sim/verdict"
 )
 
-const huangMetastable = `Huang et al., "Metastable Failures in the Wild", OSDI 2022, section 5 (retry experiment), https://www.usenix.org/conference/osdi22/presentation/huang-lexiang; artifact https://github.com/lexiangh/Metastability (Retry_Metastability)`
+const huangMetastable = `Huang et al., "Metastable Failures in the Wild", OSDI 2022, the retry experiment, https://www.usenix.org/conference/osdi22/presentation/huang-lexiang; artifact https://github.com/lexiangh/Metastability (Retry_Metastability)`
 
 // MetastableParams are the parameters of the metastable scenario.
 type MetastableParams struct {
@@ -238,7 +238,7 @@ func metastableClaims(p *MetastableParams, rows []msRow) []Claim {
 			load = fmt.Sprintf("%g%% lower load", round(100*(1-r.msCase.load), 1))
 		}
 		claims = append(claims, verdict.New(huangMetastable,
-			fmt.Sprintf("a %g%% CPU cut for %v at %s, callers resending at once after a %v timeout: the system %s",
+			fmt.Sprintf("the server's CPU cut by %g%% for %v at %s, callers resending at once after a %v timeout: the system %s",
 				round(100*r.cut, 1), r.length, load, p.Timeout, r.published),
 			r.outcome == r.published,
 			r.outcome+": goodput %.0f/s over the last 10 s (%.0f/s before the trigger), queue peak %.0f, %.1f%% of the work for callers gone",

@@ -589,3 +589,20 @@ func TestDocListsCommands(t *testing.T) {
 		t.Errorf("the package doc's usage lines differ from the commands' synopses (-commands +doc):\n%s", diff)
 	}
 }
+
+// TestSimMetastable runs the scenario the report does not run yet through
+// the real command, at a tenth of its rate with service times ten times
+// as long (the same capacity over load), and compares its table and
+// claims with a golden file; go test -update rewrites it.
+func TestSimMetastable(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"sim", "metastable", "--rate", "830", "--service", "10ms", "--after", "30s", "--quiet"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("sim metastable: exit %d, stderr %s", code, errb.String())
+	}
+	checkGolden(t, "sim_metastable.golden", out.String())
+	out.Reset()
+	if code := run([]string{"help"}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "metastable") {
+		t.Errorf("help: exit %d, does not list metastable:\n%s", code, out.String())
+	}
+}

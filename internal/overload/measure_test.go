@@ -1,15 +1,13 @@
-//go:build reliability
-
-package reliability
+package overload
 
 import (
 	"testing"
 	"time"
 )
 
-// TestOverloadMeasure checks TestOverload's arithmetic on made-up calls
-// and work, one second per phase, a capacity of 100/s.
-func TestOverloadMeasure(t *testing.T) {
+// TestMeasure checks the run's arithmetic on made-up calls and work, one
+// second per phase, a capacity of 100/s.
+func TestMeasure(t *testing.T) {
 	start := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	calls := []call{

@@ -21,7 +21,8 @@ import (
 //
 // Tests are left out: they run in the repository, where every module is
 // at one version. The nested modules' tests import the root's
-// internal/await, hedgetest, services, observecheck, golden and seeded.
+// internal/await, hedgetest, services, observecheck, golden, seeded and
+// overload.
 func TestNestedModulesUseNoRootInternal(t *testing.T) {
 	root := ".."
 	const prefix = "github.com/unherd/unherd/internal"

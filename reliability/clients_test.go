@@ -4,16 +4,14 @@ package reliability
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/internal/overload"
 	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
@@ -124,14 +122,11 @@ const (
 // seed seeds the populations' random draws (think times, arrivals): 1,
 // or $UNHERD_RELIABILITY_SEED, to run the suite over other draws.
 var seed = func() uint64 {
-	if s := os.Getenv("UNHERD_RELIABILITY_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			panic(fmt.Sprintf("UNHERD_RELIABILITY_SEED=%q: %v; want a non-negative integer", s, err))
-		}
-		return n
+	s, err := overload.Seed()
+	if err != nil {
+		panic(err)
 	}
-	return 1
+	return s
 }()
 
 var populations = []population{

@@ -115,4 +115,19 @@
 // some phase) or the work overruns its drawn service time by more than
 // 20% (the server's capacity is then lower than computed): the judged row
 // is then skipped with the figures that show why.
+//
+// The harness (the work server's worker pool, the phases and their
+// Poisson callers, the measurements, the goals and the table) is package
+// internal/overload; this package adds HTTP. The same run over gRPC is
+// TestOverload in the unherdgrpc module, behind the same build tag: a
+// grpc-go server on loopback TCP whose unary handler (the grpc_testing
+// TestService's UnaryCall) is the same worker pool, and callers through
+// unherdgrpc.NewClient(unherdgrpc.Config{}) whose 1 s timeout reaches
+// the server as grpc-timeout, 20% of them with the unherd-priority
+// metadata "critical". Its rows are "none" (no server interceptor) and
+// "unherdgrpc Limiter" (unherdgrpc.ServerConfig{Limiter: l}, l a
+// limit.Limiter with its defaults), the latter judged as "unherdhttp.Shed"
+// is here:
+//
+//	cd unherdgrpc && go test -tags reliability -count=1 -v -run TestOverload .
 package reliability

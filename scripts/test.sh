@@ -103,6 +103,12 @@ done
 step "reliability suite: go vet" go vet -tags reliability ./reliability/
 step "reliability suite: staticcheck" "$GOBIN/staticcheck" -tags reliability ./reliability/
 step "reliability suite (-tags reliability)" go test -tags reliability -count=1 ./reliability/
+# The same overload run over gRPC (internal/overload's harness, a grpc-go
+# server on loopback TCP) lives in the unherdgrpc module, behind the same
+# tag, and runs the same way: alone, without the race detector.
+step "unherdgrpc overload run: go vet" in_module unherdgrpc go vet -tags reliability ./...
+step "unherdgrpc overload run: staticcheck" in_module unherdgrpc "$GOBIN/staticcheck" -tags reliability ./...
+step "unherdgrpc overload run (-tags reliability)" in_module unherdgrpc go test -tags reliability -count=1 -run TestOverload ./...
 # The stores' recovery goals (no request over 5 s, answers normal within
 # 5 s of the store's return) are judged without the race detector, which
 # slows a loaded process too much for them; under it above they are only

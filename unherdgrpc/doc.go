@@ -100,6 +100,11 @@
 // with DEADLINE_EXCEEDED or CANCELLED without running the handler. An
 // admitted call is released to the limiter as ServerConfig.Limiter says:
 // a call that ran past its deadline is the limiter's overload signal.
+// TestOverload (build tag reliability) runs package reliability's
+// overload over gRPC, a real server on loopback TCP, and judges a Server
+// with a Limiter at its defaults against the same goals:
+//
+//	go test -tags reliability -count=1 -v -run TestOverload .
 //
 // This follows gRFC A6, "gRPC Retry Design",
 // https://github.com/grpc/proposal/blob/master/A6-client-retries.md, for

@@ -1,31 +1,32 @@
-//go:build reliability
-
-package reliability
+package overload
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/unherd/unherd/internal/pause"
-	"github.com/unherd/unherd/limit"
 )
 
-// phase is a stretch of TestOverload's offered load, as a multiple of the
+// phase is a stretch of the run's offered load, as a multiple of the
 // server's capacity.
 type phase struct {
 	name string
 	load float64
 }
 
-// overloadPhases is the run: half the capacity, twice, four
-// times, and half again.
-var overloadPhases = []phase{{"0.5x", 0.5}, {"2x", 2}, {"4x", 4}, {"0.5x after", 0.5}}
+// phases is the run: half the capacity, twice, four times, and
+// half again.
+var phases = []phase{{"0.5x", 0.5}, {"2x", 2}, {"4x", 4}, {"0.5x after", 0.5}}
+
+// Caller makes one call through a protocol's client, with ctx (which
+// carries the caller's timeout) and marked critical or not, and reports
+// whether it succeeded: a success and its whole answer, before the
+// timeout.
+type Caller func(ctx context.Context, critical bool) bool
 
 // call is one caller's logical call: one request through the client,
 // which may retry it, within the caller's timeout.
@@ -34,7 +35,7 @@ type call struct {
 	// arrived is when it started, later if the generator fell behind.
 	scheduled, arrived, done time.Time
 	critical                 bool
-	ok                       bool // a 200 and its body, before the caller's timeout
+	ok                       bool // the Caller's success
 	// refused is true if the harness did not start the call because
 	// maxInFlight calls were in flight already; it counts as a failure.
 	refused bool
@@ -44,9 +45,9 @@ type call struct {
 // arrive as a seeded Poisson process at the phase's load times capacity
 // per second, each on a goroutine of its own with a context that times
 // out after timeout, whatever happened to the earlier ones; a share
-// critical of them (drawn at random) carry limit.PriorityHeader "critical".
-// At most maxInFlight calls run at once; an arrival over that is refused
-// and counted as a failure, so a run cannot pile up without bound. offer
+// critical of them (drawn at random) are marked critical. At most
+// maxInFlight calls run at once; an arrival over that is refused and
+// counted as a failure, so a run cannot pile up without bound. run
 // returns when every call has ended (each within timeout), with the
 // instant the first phase started, or with an error if some have not 5 s
 // after their timeout.
@@ -59,7 +60,7 @@ type offer struct {
 	seed        uint64
 }
 
-func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []call, err error) {
+func (o offer) run(do Caller) (start time.Time, calls []call, err error) {
 	r := rand.New(rand.NewPCG(o.seed, 4))
 	var (
 		mu       sync.Mutex
@@ -72,7 +73,7 @@ func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []c
 		mu.Unlock()
 	}
 	start = time.Now()
-	for i, p := range overloadPhases {
+	for i, p := range phases {
 		rate := p.load * o.capacity
 		end := start.Add(time.Duration(i+1) * o.phaseLen)
 		// Exponential gaps are memoryless: each phase starts its own
@@ -94,7 +95,7 @@ func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []c
 			at := next
 			wg.Go(func() {
 				defer inFlight.Add(-1)
-				c := o.call(rt, url, critical)
+				c := o.call(do, critical)
 				c.scheduled = at
 				keep(c)
 			})
@@ -117,20 +118,11 @@ func (o offer) run(rt http.RoundTripper, url string) (start time.Time, calls []c
 }
 
 // call makes one call with the caller's timeout.
-func (o offer) call(rt http.RoundTripper, url string, critical bool) call {
+func (o offer) call(do Caller, critical bool) call {
 	c := call{arrived: time.Now(), critical: critical}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if critical {
-		req.Header.Set(limit.PriorityHeader, limit.Critical.String())
-	}
-	resp, err := rt.RoundTrip(req)
-	if err == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		c.ok = err == nil && resp.StatusCode == http.StatusOK
-	}
+	c.ok = do(ctx, critical)
 	c.done = time.Now()
 	return c
 }

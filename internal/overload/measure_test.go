@@ -1,15 +1,13 @@
-//go:build reliability
-
-package reliability
+package overload
 
 import (
 	"testing"
 	"time"
 )
 
-// TestOverloadMeasure checks TestOverload's arithmetic on made-up calls
-// and work, one second per phase, a capacity of 100/s.
-func TestOverloadMeasure(t *testing.T) {
+// TestMeasure checks the run's arithmetic on made-up calls and work, one
+// second per phase, a capacity of 100/s.
+func TestMeasure(t *testing.T) {
 	start := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	calls := []call{
@@ -61,5 +59,49 @@ func TestOverloadMeasure(t *testing.T) {
 	}
 	if p0.stretch != 1 {
 		t.Errorf("phase 0: work took %vx its drawn time, want 1", p0.stretch)
+	}
+}
+
+// TestQuantile checks the nearest-rank quantile the phases report.
+func TestQuantile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	tests := []struct {
+		name string
+		ds   []time.Duration
+		q    float64
+		want time.Duration
+	}{
+		{"none", nil, 0.99, 0},
+		{"one", []time.Duration{7}, 0.5, 7},
+		{"median of ten", ds, 0.5, 5},
+		{"p99 of ten is the largest", ds, 0.99, 10},
+		{"p0 is the smallest", ds, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := quantile(tt.ds, tt.q); got != tt.want {
+				t.Errorf("quantile(%v, %v) = %v, want %v", tt.ds, tt.q, got, tt.want)
+			}
+		})
+	}
+	if ds[0] != 5 {
+		t.Errorf("quantile sorted its argument: %v", ds)
+	}
+}
+
+// TestHarnessFailed checks the bounds past which a run measures the
+// machine.
+func TestHarnessFailed(t *testing.T) {
+	ok := phaseResult{phase: phases[0], lag: maxLag, stretch: maxStretch}
+	if why := harnessFailed([]phaseResult{ok}); why != "" {
+		t.Errorf("at the bounds: %q, want none", why)
+	}
+	late := phaseResult{phase: phases[2], lag: maxLag + time.Millisecond}
+	if why := harnessFailed([]phaseResult{ok, late}); why == "" {
+		t.Error("callers started late past maxLag: no failure")
+	}
+	slow := phaseResult{phase: phases[1], stretch: maxStretch + 0.01}
+	if why := harnessFailed([]phaseResult{ok, slow}); why == "" {
+		t.Error("work stretched past maxStretch: no failure")
 	}
 }

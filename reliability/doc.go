@@ -115,4 +115,11 @@
 // some phase) or the work overruns its drawn service time by more than
 // 20% (the server's capacity is then lower than computed): the judged row
 // is then skipped with the figures that show why.
+//
+// UNHERD_RELIABILITY_OVERLOAD_JSON, if set, names a file that
+// TestOverload writes its results to as JSON (the scale, the seed, the
+// workers, and per protection and phase the offered load and goodput
+// over capacity, the p99 latencies, the share of work for callers gone
+// and critical success), which bench/cmd/overloadchart draws;
+// scripts/overload-chart.sh runs both at full scale.
 package reliability

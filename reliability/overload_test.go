@@ -170,16 +170,21 @@ func ms(d time.Duration) string {
 
 // TestOverload runs the overload (see the package doc) for every
 // protection, logs a table of what each phase measured (appended to
-// $UNHERD_RELIABILITY_REPORT, if set), and checks the judged rows.
+// $UNHERD_RELIABILITY_REPORT, if set; written as JSON to
+// $UNHERD_RELIABILITY_OVERLOAD_JSON, if set), and checks the judged rows.
 func TestOverload(t *testing.T) {
 	sc := suiteScale
 	if os.Getenv("UNHERD_RELIABILITY_OVERLOAD") == "full" {
 		sc = fullScale
 	}
 	var rows, notes []string
+	var capacity float64
+	var results []overloadRow
 	for _, pr := range protections {
 		t.Run(pr.name, func(t *testing.T) {
 			res := runOverload(t, sc, pr)
+			capacity = res[0].capacity
+			results = append(results, newOverloadRow(pr, res))
 			if why := overloadHarnessFailed(res); why != "" {
 				notes = append(notes, fmt.Sprintf("The machine could not run the harness for %q as designed (%s): its figures measure the machine too.", pr.name, why))
 			}
@@ -208,6 +213,13 @@ func TestOverload(t *testing.T) {
 	t.Logf("overload:\n%s", table)
 	if path := os.Getenv("UNHERD_RELIABILITY_REPORT"); path != "" {
 		report(t, path, "overload", table)
+	}
+	if path := os.Getenv("UNHERD_RELIABILITY_OVERLOAD_JSON"); path != "" {
+		run := overloadRun{Scale: sc.name, Seed: seed, Workers: sc.workers, PhaseSeconds: sc.phaseLen.Seconds(),
+			Capacity: capacity, Timeout: overloadTimeout.Seconds(), Rows: results}
+		if err := writeOverloadJSON(path, run); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -8,9 +8,9 @@
 #   UNHERD_RELIABILITY_SEED=7 scripts/overload-chart.sh
 #   scripts/overload-chart.sh docs/overload.svg            # another file or format
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
-out=${1:-docs/overload.png}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(realpath -m "${1:-$root/docs/overload.png}")
+cd "$root"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -32,5 +32,5 @@ if [ "$status" -ne 0 ]; then
 fi
 
 echo "==> chart" >&2
-(cd bench && go run ./cmd/overloadchart -in "$tmp/overload.json" -out "../$out")
-echo "==> wrote $out" >&2
+go run ./bench/cmd/overloadchart -in "$tmp/overload.json" -out "$out"
+echo "==> wrote ${out#"$root"/}" >&2

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Draws docs/overload.png: goodput against offered load in the loopback
 # overload run (TestOverload in package reliability), at full scale, with
-# and without unherd's shedding middleware. The run takes about 100 s and
-# measures the machine too: run it on a quiet one.
+# and without unherd's shedding middleware, and keeps the run's results
+# beside it (docs/overload.json). The run takes about 100 s and measures
+# the machine too: run it on a quiet one.
 #
 #   scripts/overload-chart.sh                              # seed 1
 #   UNHERD_RELIABILITY_SEED=7 scripts/overload-chart.sh
@@ -33,4 +34,6 @@ fi
 
 echo "==> chart" >&2
 go run ./bench/cmd/overloadchart -in "$tmp/overload.json" -out "$out"
-echo "==> wrote ${out#"$root"/}" >&2
+json=${out%.*}.json
+cp "$tmp/overload.json" "$json"
+echo "==> wrote ${out#"$root"/} and ${json#"$root"/}" >&2

@@ -1,6 +1,8 @@
 // Package bench compares unherd with peer libraries side by side. It is a
 // separate module so users of unherd never download the peers; it has no
-// API, only benchmarks.
+// API, only benchmarks, and the command cmd/overloadchart, which draws
+// the loopback overload run's goodput for the README
+// (scripts/overload-chart.sh runs both), with gonum.org/v1/plot.
 //
 // # Scenarios
 //

@@ -110,6 +110,10 @@
 // and critical success at 90%: on one seed of seven the limit settled at
 // 7 of the 8 workers and 2x goodput was 0.85 of capacity.
 //
+// With UNHERD_RELIABILITY_OVERLOAD_JSON naming a file, the run also
+// writes its results there as JSON; scripts/overload-chart.sh runs it at
+// full scale and draws docs/overload.png from them.
+//
 // A run measures the machine rather than the protection when the load
 // generator falls behind (calls started more than 50 ms late at p99 in
 // some phase) or the work overruns its drawn service time by more than

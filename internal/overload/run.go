@@ -88,9 +88,14 @@ func LimiterState(l *limit.Limiter) func() string {
 // sc.Goals, and returns the table of the run (also logged).
 func Run(t *testing.T, sc Scale, seed uint64, rows []Row) string {
 	var lines, notes []string
+	out := jsonRun{Scale: sc.Name, Seed: seed, Workers: sc.Workers, PhaseSeconds: sc.PhaseLen.Seconds(), Timeout: timeout.Seconds()}
 	for _, r := range rows {
 		t.Run(r.Name, func(t *testing.T) {
 			res := runRow(t, sc, seed, r)
+			out.Rows = append(out.Rows, newJSONRow(r, res))
+			if len(res) > 0 {
+				out.Capacity = res[0].capacity
+			}
 			if why := harnessFailed(res); why != "" {
 				notes = append(notes, fmt.Sprintf("The machine could not run the harness for %q as designed (%s): its figures measure the machine too.", r.Name, why))
 			}
@@ -112,6 +117,11 @@ func Run(t *testing.T, sc Scale, seed uint64, rows []Row) string {
 		table += "\n\n" + strings.Join(notes, "\n")
 	}
 	t.Logf("overload:\n%s", table)
+	if path := os.Getenv(JSONEnv); path != "" {
+		if err := writeJSON(path, out); err != nil {
+			t.Errorf("writing the results as JSON: %v", err)
+		}
+	}
 	return table
 }
 

@@ -51,15 +51,10 @@ func (c *AIMDConfig) withDefaults() AIMDConfig {
 // Validate reports settings that cannot work, naming the field.
 func (c *AIMDConfig) Validate() error {
 	d := c.withDefaults()
+	if err := checkLimits("AIMD", c.InitialLimit, c.MinLimit, c.MaxLimit, d.MinLimit, d.MaxLimit); err != nil {
+		return err
+	}
 	switch {
-	case c.InitialLimit < 0:
-		return fmt.Errorf("%w: AIMD InitialLimit %d is negative", ErrInvalidConfig, c.InitialLimit)
-	case c.MinLimit < 0:
-		return fmt.Errorf("%w: AIMD MinLimit %d is negative", ErrInvalidConfig, c.MinLimit)
-	case c.MaxLimit < 0:
-		return fmt.Errorf("%w: AIMD MaxLimit %d is negative", ErrInvalidConfig, c.MaxLimit)
-	case d.MaxLimit < d.MinLimit:
-		return fmt.Errorf("%w: AIMD MaxLimit %d is below MinLimit %d", ErrInvalidConfig, d.MaxLimit, d.MinLimit)
 	case !(d.BackoffRatio > 0 && d.BackoffRatio < 1): // also rejects NaN
 		return fmt.Errorf("%w: AIMD BackoffRatio %v is outside (0, 1)", ErrInvalidConfig, c.BackoffRatio)
 	case c.Timeout < 0:

@@ -1,6 +1,9 @@
 package limit
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Sample is how one request ended, as an [Algorithm] sees it.
 type Sample struct {
@@ -37,3 +40,20 @@ func (f Fixed) Limit() int { return int(f) }
 
 // Update returns f: the limit never moves.
 func (f Fixed) Update(Sample) int { return int(f) }
+
+// checkLimits checks an algorithm's limits as configured (initial, min
+// and max, none negative; zero for a default) and, with the defaults in
+// (dMin, dMax), that the most is not below the least.
+func checkLimits(alg string, initial, min, max, dMin, dMax int) error {
+	switch {
+	case initial < 0:
+		return fmt.Errorf("%w: %s InitialLimit %d is negative", ErrInvalidConfig, alg, initial)
+	case min < 0:
+		return fmt.Errorf("%w: %s MinLimit %d is negative", ErrInvalidConfig, alg, min)
+	case max < 0:
+		return fmt.Errorf("%w: %s MaxLimit %d is negative", ErrInvalidConfig, alg, max)
+	case dMax < dMin:
+		return fmt.Errorf("%w: %s MaxLimit %d is below MinLimit %d", ErrInvalidConfig, alg, dMax, dMin)
+	}
+	return nil
+}

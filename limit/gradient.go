@@ -120,14 +120,11 @@ func (c *GradientConfig) withDefaults() GradientConfig {
 // Validate reports settings that cannot work, naming the field.
 func (c *GradientConfig) Validate() error {
 	d := c.withDefaults()
+	if err := checkLimits("Gradient", 0, c.MinLimit, c.MaxLimit, d.MinLimit, d.MaxLimit); err != nil {
+		return err
+	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
-	case c.MinLimit < 0:
-		return fmt.Errorf("%w: Gradient MinLimit %d is negative", ErrInvalidConfig, c.MinLimit)
-	case c.MaxLimit < 0:
-		return fmt.Errorf("%w: Gradient MaxLimit %d is negative", ErrInvalidConfig, c.MaxLimit)
-	case d.MaxLimit < d.MinLimit:
-		return fmt.Errorf("%w: Gradient MaxLimit %d is below MinLimit %d", ErrInvalidConfig, d.MaxLimit, d.MinLimit)
 	case c.UpdateInterval < 0:
 		return fmt.Errorf("%w: Gradient UpdateInterval %v is negative", ErrInvalidConfig, c.UpdateInterval)
 	case c.MinSamples < 0:

@@ -74,15 +74,10 @@ func (c *Gradient2Config) withDefaults() Gradient2Config {
 // Validate reports settings that cannot work, naming the field.
 func (c *Gradient2Config) Validate() error {
 	d := c.withDefaults()
+	if err := checkLimits("Gradient2", c.InitialLimit, c.MinLimit, c.MaxLimit, d.MinLimit, d.MaxLimit); err != nil {
+		return err
+	}
 	switch {
-	case c.InitialLimit < 0:
-		return fmt.Errorf("%w: Gradient2 InitialLimit %d is negative", ErrInvalidConfig, c.InitialLimit)
-	case c.MinLimit < 0:
-		return fmt.Errorf("%w: Gradient2 MinLimit %d is negative", ErrInvalidConfig, c.MinLimit)
-	case c.MaxLimit < 0:
-		return fmt.Errorf("%w: Gradient2 MaxLimit %d is negative", ErrInvalidConfig, c.MaxLimit)
-	case d.MaxLimit < d.MinLimit:
-		return fmt.Errorf("%w: Gradient2 MaxLimit %d is below MinLimit %d", ErrInvalidConfig, d.MaxLimit, d.MinLimit)
 	case !(d.Smoothing > 0 && d.Smoothing <= 1):
 		return fmt.Errorf("%w: Gradient2 Smoothing %v is outside (0, 1]", ErrInvalidConfig, c.Smoothing)
 	case !(d.Tolerance >= 1):

@@ -3,7 +3,6 @@ package unherdgrpc_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,30 +15,10 @@ import (
 
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
-
-// samples is an Algorithm with a fixed limit that records every sample
-// its limiter reports.
-type samples struct {
-	limit int
-	mu    sync.Mutex
-	got   []limit.Sample
-}
-
-func (s *samples) Limit() int { return s.limit }
-func (s *samples) Update(x limit.Sample) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, x)
-	return s.limit
-}
-func (s *samples) all() []limit.Sample {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]limit.Sample(nil), s.got...)
-}
 
 func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
 	t.Helper()
@@ -176,7 +155,7 @@ func TestLimiterRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				alg := &samples{limit: 10}
+				alg := &limittest.Recorder{N: 10}
 				l := newLimiter(t, alg)
 				ctx, cancel := context.Background(), context.CancelFunc(func() {})
 				if tt.ctx != nil {
@@ -192,7 +171,7 @@ func TestLimiterRelease(t *testing.T) {
 					t.Errorf("%v, ran %v; want %v, %v", err, ran, tt.wantCode, tt.wantRan)
 				}
 				var got string
-				if s := alg.all(); len(s) == 1 {
+				if s := alg.Samples(); len(s) == 1 {
 					got = "served"
 					if s[0].Dropped {
 						got = "dropped"
@@ -209,7 +188,7 @@ func TestLimiterRelease(t *testing.T) {
 }
 
 func TestLimiterPanicReleases(t *testing.T) {
-	alg := &samples{limit: 1}
+	alg := &limittest.Recorder{N: 1}
 	l := newLimiter(t, alg)
 	srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l})
 	boom := errors.New("handler fails")
@@ -224,8 +203,8 @@ func TestLimiterPanicReleases(t *testing.T) {
 		})
 		t.Error("the panic did not go on")
 	}()
-	if l.InFlight() != 0 || len(alg.all()) != 0 {
-		t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.all())
+	if l.InFlight() != 0 || len(alg.Samples()) != 0 {
+		t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.Samples())
 	}
 }
 

@@ -16,30 +16,10 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
-
-// samples is an Algorithm with a fixed limit that records every sample
-// its limiter reports.
-type samples struct {
-	limit int
-	mu    sync.Mutex
-	got   []limit.Sample
-}
-
-func (s *samples) Limit() int { return s.limit }
-func (s *samples) Update(x limit.Sample) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, x)
-	return s.limit
-}
-func (s *samples) all() []limit.Sample {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]limit.Sample(nil), s.got...)
-}
 
 func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
 	t.Helper()
@@ -185,7 +165,7 @@ func TestShedPanicReleases(t *testing.T) {
 }
 
 func TestShedPanicGoesOn(t *testing.T) {
-	alg := &samples{limit: 1}
+	alg := &limittest.Recorder{N: 1}
 	l := newLimiter(t, alg)
 	h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic(http.ErrAbortHandler)
@@ -194,8 +174,8 @@ func TestShedPanicGoesOn(t *testing.T) {
 		if r := recover(); r != http.ErrAbortHandler {
 			t.Errorf("recovered %v, want http.ErrAbortHandler", r)
 		}
-		if l.InFlight() != 0 || len(alg.all()) != 0 {
-			t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.all())
+		if l.InFlight() != 0 || len(alg.Samples()) != 0 {
+			t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.Samples())
 		}
 	}()
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
@@ -229,7 +209,7 @@ func TestShedDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				alg := &samples{limit: 10}
+				alg := &limittest.Recorder{N: 10}
 				l := newLimiter(t, alg)
 				ran := false
 				var left time.Duration
@@ -265,7 +245,7 @@ func TestShedDeadline(t *testing.T) {
 					t.Errorf("Retry-After %q, want none", got)
 				}
 				var got string
-				if s := alg.all(); len(s) == 1 {
+				if s := alg.Samples(); len(s) == 1 {
 					got = "served"
 					if s[0].Dropped {
 						got = "dropped"

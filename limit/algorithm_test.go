@@ -2,6 +2,7 @@ package limit
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -152,6 +153,42 @@ func TestInvalidConfig(t *testing.T) {
 	for _, tt := range tests {
 		if !errors.Is(tt.err, ErrInvalidConfig) {
 			t.Errorf("%s: error %v, want ErrInvalidConfig", tt.name, tt.err)
+		}
+	}
+}
+
+// Gradient2's long-term baseline is not dragged down by noise: fed
+// exponential latencies (a coefficient of variation of 1) with the limit
+// in use, it stays near their mean, where a cut on every 10-sample dip
+// below half of it held it near 0.6 of the mean. A real fall, from 10 ms
+// to 1 ms, still cuts it within a thousand samples to about twice the new
+// latency, where the cut stops.
+func TestGradient2BaselineUnderNoise(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		g, err := NewGradient2(Gradient2Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(seed, 1))
+		now := epoch
+		for range 200_000 {
+			now = now.Add(time.Millisecond)
+			g.Update(Sample{RTT: time.Duration(r.ExpFloat64() * float64(time.Millisecond)), InFlight: g.Limit(), Now: now})
+		}
+		if got := time.Duration(g.longRTT); got < 900*time.Microsecond || got > 1100*time.Microsecond {
+			t.Errorf("seed %d: the long-term baseline is %v after exponential latencies of mean 1ms, want within 10%% of it", seed, got)
+		}
+		for range 50_000 {
+			now = now.Add(time.Millisecond)
+			g.Update(Sample{RTT: 10 * time.Millisecond, InFlight: g.Limit(), Now: now})
+		}
+		n := 0
+		for ; time.Duration(g.longRTT) > 2500*time.Microsecond && n < 1000; n++ {
+			now = now.Add(time.Millisecond)
+			g.Update(Sample{RTT: time.Millisecond, InFlight: g.Limit(), Now: now})
+		}
+		if n >= 1000 {
+			t.Errorf("seed %d: the baseline is still %v after 1000 samples of 1ms that followed 10ms ones, want below 2.5ms", seed, time.Duration(g.longRTT))
 		}
 	}
 }

@@ -111,6 +111,7 @@ type Gradient2 struct {
 	limit    float64
 	longRTT  float64 // nanoseconds
 	shortRTT float64 // nanoseconds
+	longVar  float64 // the samples' variance about longRTT, nanoseconds squared
 	samples  int
 }
 
@@ -131,16 +132,22 @@ func (g *Gradient2) Update(s Sample) int {
 	rtt := float64(max(s.RTT, 1))
 	if g.samples < gradient2Warmup {
 		g.samples++
-		g.longRTT += (rtt - g.longRTT) / float64(g.samples)
+		d := rtt - g.longRTT
+		g.longRTT += d / float64(g.samples)
+		g.longVar += (d*(rtt-g.longRTT) - g.longVar) / float64(g.samples)
 		g.shortRTT = g.longRTT
 	} else {
 		f := 2 / float64(g.cfg.LongWindow+1)
-		g.longRTT = g.longRTT*(1-f) + rtt*f
+		d := rtt - g.longRTT
+		g.longRTT += f * d
+		g.longVar = (1 - f) * (g.longVar + f*d*d)
 		f = 2 / float64(g.cfg.ShortWindow+1)
 		g.shortRTT = g.shortRTT*(1-f) + rtt*f
 	}
 	rtt = g.shortRTT
-	if g.longRTT/rtt > 2 {
+	// The short average's standard error is sd/sqrt(ShortWindow): a fall
+	// within three of them is noise, not the end of an overload.
+	if g.longRTT/rtt > 2 && g.longRTT-rtt > 3*math.Sqrt(g.longVar/float64(g.cfg.ShortWindow)) {
 		g.longRTT *= 0.95
 	}
 	if float64(s.InFlight) < g.limit/2 {

@@ -339,12 +339,12 @@
 // longest queue; the share of the requests served whose caller had gone;
 // requests shed and refused. unherd's default recovers within a couple
 // of seconds of the trigger's end: its token bucket runs dry during the
-// trigger, so the load after it is the stream itself. With the limiter
-// the row is never healthy: on this server, whose 22 workers never queue
-// below 22 requests in flight, latency does not rise with concurrency,
-// and Gradient2's defaults settle near the mean concurrency (about 8),
-// refusing about a quarter of a load the server could serve, before the
-// trigger as after it.
+// trigger, so the load after it is the stream itself. With the limiter,
+// the server refuses what it cannot take during the trigger and is back
+// as soon as it ends, having served no caller that had gone. (With an
+// earlier Gradient2, whose baseline noise held near 0.6 of the true
+// latency, this row was never healthy: the limit stayed near 8 and
+// refused a quarter of a load the server could serve.)
 //
 // # Packages
 //

@@ -22,7 +22,8 @@ import (
 
 func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
 	t.Helper()
-	l, err := limit.New(limit.Config{Algorithm: a})
+	// No queue: these tests are about the refusal itself.
+	l, err := limit.New(limit.Config{Algorithm: a, MaxWait: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

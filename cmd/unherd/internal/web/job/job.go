@@ -182,13 +182,21 @@ func answer(v any, rs []*sim.Result) Response {
 	return resp
 }
 
+// finite reports whether the JSON number v fits a float64: a number such
+// as 1e700, valid JSON that no float64 holds, stays the string the form
+// held, for the policy's parser to refuse by its field.
+func finite(v string) bool {
+	_, err := strconv.ParseFloat(v, 64)
+	return err == nil
+}
+
 // scalar writes a form's value v as the JSON value a policy file would
 // hold if a user wrote v unquoted in YAML, for the common cases: a
 // number as a number (5, 0.2, 1e3), true and false as booleans, anything
 // else as a string (50ms, full, five). So a field the simulator reads as
 // a number and a field it reads as a duration are typed as in a file.
 func scalar(v string) string {
-	if v == "true" || v == "false" || v != "" && '0' <= v[0] && v[0] <= '9' && json.Valid([]byte(v)) {
+	if v == "true" || v == "false" || v != "" && '0' <= v[0] && v[0] <= '9' && json.Valid([]byte(v)) && finite(v) {
 		return v
 	}
 	q, _ := json.Marshal(v)

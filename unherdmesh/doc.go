@@ -15,7 +15,8 @@
 //     retry limit of a cluster's circuit_breakers, its retry_budget or
 //     max_retries (ParseEnvoyCircuitBreakers, a budget.Concurrency);
 //   - Linkerd: a ServiceProfile's routes and retryBudget
-//     (ParseServiceProfile, a budget.Ratio shared by the routes), and the
+//     (ParseServiceProfile, a budget.Ratio shared by the routes, and a
+//     RoundTripper that sends each request by its route's policy), and the
 //     retry.linkerd.io annotations of Linkerd 2.16 and later
 //     (ParseLinkerdAnnotations);
 //   - the Gateway API: an HTTPRoute rule's retry stanza, GEP-1731

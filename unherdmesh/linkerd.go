@@ -49,7 +49,8 @@ type RoutePolicy struct {
 	Config unherdhttp.Config
 	// Timeout is the route's timeout, which bounds the whole request,
 	// retries included; zero when the route sets none. unherdhttp.Config
-	// has no such bound: set it as the request context's deadline.
+	// has no such bound: ServiceProfile.Transport applies it, or set it
+	// as the request context's deadline.
 	Timeout time.Duration
 
 	match func(*http.Request) bool
@@ -127,7 +128,8 @@ type responseMatch struct {
 // Window. A profile without retryBudget has Linkerd's default budget.
 //
 // Each route becomes a RoutePolicy: its condition (pathRegex, matched
-// against the whole path, method, all, any, not) picks it (Route), and
+// against the whole path, method, all, any, not) picks it (Route, and
+// Transport, which sends each request by its route's policy), and
 // when isRetryable is true its responseClasses decide which responses
 // are retried: the first class whose condition matches the status says
 // whether the response failed, and a response no class matches failed if

@@ -333,3 +333,67 @@ spec:
 		}
 	}
 }
+
+// The profile's Transport picks the route, retries by it, and bounds the
+// request by the route's timeout.
+func TestServiceProfileTransport(t *testing.T) {
+	sp, err := ParseServiceProfile([]byte(`
+spec:
+  routes:
+  - name: GET /retry
+    condition: {method: GET, pathRegex: /retry}
+    isRetryable: true
+  - name: GET /slow
+    condition: {method: GET, pathRegex: /slow}
+    timeout: 100ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/slow":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+				t.Error("/slow: the route timeout did not end the request within 5s")
+			}
+		default:
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr, err := sp.Transport(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/retry", "/other"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		resp.Body.Close()
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/slow", nil)
+	start := time.Now()
+	if resp, err := tr.RoundTrip(req); err == nil {
+		resp.Body.Close()
+		t.Errorf("/slow: got %s, want the route timeout's error", resp.Status)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("/slow took %v, want about the route's 100ms", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["/retry"] != profileAttempts || seen["/other"] != 1 {
+		t.Errorf("attempts: /retry %d (want %d), /other %d (want 1)", seen["/retry"], profileAttempts, seen["/other"])
+	}
+}

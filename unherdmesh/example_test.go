@@ -87,3 +87,65 @@ timeouts:
 	fmt.Println(cfg.Retry.MaxAttempts, cfg.Retry.Backoff.Base, cfg.Retry.AttemptTimeout)
 	// Output: 4 200ms 2s
 }
+
+// A Linkerd ServiceProfile: its routes share the profile's retry budget,
+// and its Transport sends each request by its route's policy.
+func ExampleParseServiceProfile() {
+	sp, err := unherdmesh.ParseServiceProfile([]byte(`
+apiVersion: linkerd.io/v1alpha2
+kind: ServiceProfile
+metadata:
+  name: books.default.svc.cluster.local
+spec:
+  routes:
+  - name: GET /books/{id}
+    condition:
+      method: GET
+      pathRegex: /books/\d+
+    isRetryable: true
+    timeout: 300ms
+  - name: POST /books
+    condition:
+      method: POST
+      pathRegex: /books
+  retryBudget:
+    retryRatio: 0.2
+    minRetriesPerSecond: 10
+    ttl: 10s
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, rt := range sp.Routes() {
+		fmt.Printf("%s: %d attempts, timeout %v\n", rt.Name, rt.Config.Retry.MaxAttempts, rt.Timeout)
+	}
+	tr, err := sp.Transport(nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = &http.Client{Transport: tr}
+	// Output:
+	// GET /books/{id}: 3 attempts, timeout 300ms
+	// POST /books: 1 attempts, timeout 0s
+}
+
+// Linkerd's retry annotations on an HTTPRoute or a Service.
+func ExampleParseLinkerdAnnotations() {
+	cfg, err := unherdmesh.ParseLinkerdAnnotations(map[string]string{
+		"retry.linkerd.io/http":    "5xx,429",
+		"retry.linkerd.io/limit":   "2",
+		"retry.linkerd.io/timeout": "300ms",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Retry.MaxAttempts, cfg.Retry.AttemptTimeout)
+	_, err = unherdmesh.ParseLinkerdAnnotations(map[string]string{"timeout.linkerd.io/request": "1s"})
+	fmt.Println(err != nil)
+	// Output:
+	// 3 300ms
+	// true
+}

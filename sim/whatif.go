@@ -83,6 +83,7 @@ type Impact struct {
 	RecoverS float64 `json:"recover_s"`
 	// SuccessPct is the share of calls that succeeded, in percent.
 	SuccessPct float64 `json:"success_pct"`
+	GoodputPct float64 `json:"goodput_pct"`
 }
 
 // WhatIf judges a user's retry policy beside unherd's default (3 attempts,
@@ -274,7 +275,7 @@ func overallJudgement(verdicts []Verdict) string {
 
 func impact(r outageRow, p *OutageParams) Impact {
 	return Impact{MeanX: round(r.during/p.Capacity, 2), PeakX: round(r.peak/p.Capacity, 2),
-		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), SuccessPct: round(100*r.success, 1)}
+		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), SuccessPct: round(100*r.success, 1), GoodputPct: round(100*r.goodput, 1)}
 }
 
 // judge compares the user's impact with the default's; see Verdict.

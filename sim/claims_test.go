@@ -192,17 +192,20 @@ func TestWhatIf(t *testing.T) {
 // The verdict follows the numbers: the same rule calls a policy worse,
 // better or similar.
 func TestJudge(t *testing.T) {
-	def := Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 0, SuccessPct: 70}
+	def := Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 0, GoodputPct: 66}
 	tests := []struct {
 		name string
 		y    Impact
 		want string
 		says string
 	}{
-		{"more load, more success", Impact{MeanX: 3.6, PeakX: 4, Amplification: 5, RecoverS: 0, SuccessPct: 90}, "worse", "come at that cost"},
-		{"slower recovery", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 9, SuccessPct: 70}, "worse", "delays its recovery by 9.0 s"},
-		{"never recovers", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: -1, SuccessPct: 70}, "worse", "not within the run"},
-		{"more success, same load", Impact{MeanX: 0.55, PeakX: 0.6, Amplification: 1.1, RecoverS: 0, SuccessPct: 80}, "better", "80.0% of calls succeed"},
+		{"more load, more goodput", Impact{MeanX: 3.6, PeakX: 4, Amplification: 5, RecoverS: 0, GoodputPct: 70}, "worse", "sends 3.60x"},
+		{"slower recovery", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 9, GoodputPct: 66}, "worse", "delays its recovery by 9.0 s"},
+		{"never recovers", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: -1, GoodputPct: 66}, "worse", "not within the run"},
+		{"less goodput", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 0, GoodputPct: 60}, "worse", "gets its callers less: goodput 60.0%"},
+		{"more waste", Impact{MeanX: 0.5, PeakX: 0.6, Amplification: 1, RecoverS: 0, GoodputPct: 66, WastedPct: 30}, "worse", "wastes 30.0%"},
+		{"more goodput, same load", Impact{MeanX: 0.55, PeakX: 0.6, Amplification: 1.1, RecoverS: 0, GoodputPct: 75}, "better", "goodput 75.0% of the fault-free rate (default 66.0%)"},
+		{"less load alone", Impact{MeanX: 0.25, PeakX: 0.6, Amplification: 5, RecoverS: 0, GoodputPct: 66}, "similar", "0.25x the capacity"},
 		{"the same", def, "similar", "similar to the default"},
 	}
 	for _, tt := range tests {
@@ -447,5 +450,19 @@ func TestWhatIfParamsAndProgress(t *testing.T) {
 	}
 	if back != "" {
 		t.Errorf("progress went back: %s", back)
+	}
+}
+
+// TestJudgeCountsNoCalls judges the figures of the example
+// (five attempts, no jitter, no budget, closed population): its calls
+// succeed 96.8% of the time against the default's 78.2%, only because
+// the default's clients make more calls; goodput and recovery are the
+// same, so the verdict is not "better" and quotes no share of calls.
+func TestJudgeCountsNoCalls(t *testing.T) {
+	y := Impact{MeanX: 0.28, PeakX: 0.92, Amplification: 4.97, RecoverS: 0.1, GoodputPct: 66.2}
+	d := Impact{MeanX: 0.47, PeakX: 0.94, Amplification: 1, RecoverS: 0, GoodputPct: 66.4}
+	v := judge("closed", y, d)
+	if v.Judgement != "similar" || strings.Contains(v.Summary, "succeed") {
+		t.Errorf("judgement %q: %s; want similar, by goodput", v.Judgement, v.Summary)
 	}
 }

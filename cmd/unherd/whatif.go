@@ -77,7 +77,8 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 		{"peak load / capacity", func(i sim.Impact) float64 { return i.PeakX }},
 		{"attempts in the outage per call begun in it", func(i sim.Impact) float64 { return i.Amplification }},
 		{"recovery after the return, s (-1: none)", func(i sim.Impact) float64 { return i.RecoverS }},
-		{"calls that succeeded, %", func(i sim.Impact) float64 { return i.SuccessPct }},
+		{"goodput from the outage on, % of fault-free", func(i sim.Impact) float64 { return i.GoodputPct }},
+		{"work wasted on callers gone, %", func(i sim.Impact) float64 { return i.WastedPct }},
 	}
 	for _, v := range rep.Verdicts {
 		side.Columns = append(side.Columns, v.Population+" yours", v.Population+" default")
@@ -96,6 +97,9 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 	fmt.Fprintln(w, "retries of calls begun before it included, over the calls begun in that")
 	fmt.Fprintln(w, "time: callers stuck retrying start few new calls, so it can exceed the")
 	fmt.Fprintln(w, "attempt cap. It is the load multiplier on the outage, not attempts per call.")
+	fmt.Fprintln(w, "Goodput is successful calls per second from the outage's start to the")
+	fmt.Fprintln(w, "run's end over those per second before it: what the callers got. The")
+	fmt.Fprintln(w, "verdicts judge it, never a share of calls, whose number the policy sets.")
 	fmt.Fprintln(w)
 	for _, r := range rep.Results {
 		if err := printResult(w, "", r); err != nil {

@@ -312,7 +312,8 @@ function renderWhatIf(answer, ms) {
     ["peak load / capacity", "peak_x_capacity"],
     ["attempts in the outage per call begun in it", "amplification"],
     ["recovery after the return, s (-1: none)", "recover_s"],
-    ["calls that succeeded, %", "success_pct"],
+    ["goodput from the outage on, % of fault-free", "goodput_pct"],
+    ["work wasted on callers gone, %", "wasted_pct"],
   ];
   const cols = ["measure"];
   for (const v of rep.verdicts) cols.push(`${v.population} yours`, `${v.population} default`);
@@ -322,7 +323,7 @@ function renderWhatIf(answer, ms) {
     return r;
   });
   const tables = $("#whatif-tables");
-  tables.replaceChildren(table("Success, recovery and load: yours beside the default", cols, rows, fmtNum));
+  tables.replaceChildren(table("Goodput, recovery and load: yours beside the default", cols, rows, fmtNum));
   (rep.results || []).forEach((r, i) => {
     tables.append(table(`${r.scenario} (${r.population})`, (answer.columns && answer.columns[i]) || Object.keys(r.rows[0] || {}), r.rows, fmtNum));
   });

@@ -99,6 +99,30 @@ func TestWithin(t *testing.T) {
 	}
 }
 
+// An attempt timeout is modelled where callers can time out, the
+// metastable scenario, and refused by the what-if with a message naming
+// the scenario that applies it.
+func TestValidateForAttemptTimeout(t *testing.T) {
+	p := Policy{Name: "mine", Retry: retry.Config{AttemptTimeout: 500 * time.Millisecond}}
+	if err := p.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	if err := p.ValidateFor(UseMetastable); err != nil {
+		t.Errorf("ValidateFor(metastable): %v", err)
+	}
+	var pe *PolicyError
+	err := p.ValidateFor(UseWhatIf)
+	if !errors.As(err, &pe) || pe.Field != "Retry.AttemptTimeout" || !strings.Contains(pe.Msg, "metastable") || !strings.Contains(pe.Msg, "outage and storm") {
+		t.Errorf("ValidateFor(whatif) = %v; want a *PolicyError on Retry.AttemptTimeout naming the scenarios", err)
+	}
+	if err := p.ValidateFor("outage"); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("ValidateFor(outage) = %v; want ErrInvalidParams", err)
+	}
+	if _, err := WhatIf(context.Background(), p, Options{}); !errors.As(err, &pe) {
+		t.Errorf("WhatIf with an attempt timeout: %v; want a *PolicyError", err)
+	}
+}
+
 func TestPolicySpec(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -110,7 +134,7 @@ func TestPolicySpec(t *testing.T) {
 		{"no budget, fixed delay", Policy{Budget: "none", Retry: retry.Config{MaxAttempts: 5, Backoff: fixed(time.Second)}}, false},
 		{"negative attempts", Policy{Retry: retry.Config{MaxAttempts: -1}}, true},
 		{"attempts above the limit", Policy{Retry: retry.Config{MaxAttempts: MaxPolicyAttempts + 1}}, true},
-		{"attempt timeout: not modelled", Policy{Retry: retry.Config{AttemptTimeout: 500 * time.Millisecond}}, true},
+		{"attempt timeout: not in the what-if", Policy{Retry: retry.Config{AttemptTimeout: 500 * time.Millisecond}}, true},
 		{"server delay: not modelled", Policy{Retry: retry.Config{MaxServerDelay: time.Second}}, true},
 		{"budget object: built per run", Policy{Retry: retry.Config{Budget: budget.Unlimited}}, true},
 		{"wait the retry's delay: modelled", Policy{Retry: retry.Config{OnBudgetExhausted: retry.WaitRetryDelay}}, false},
@@ -121,7 +145,7 @@ func TestPolicySpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := specOf(tt.p)
+			s, err := specOf(tt.p, UseWhatIf)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("specOf: err = %v, want error %v", err, tt.wantErr)
 			}

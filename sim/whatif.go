@@ -108,8 +108,9 @@ type Impact struct {
 // and an open stream of 10000 calls/s against a dependency of 20000/s
 // that is down for 30 s) and through the storm scenario, and returns a
 // verdict per population with the tables. A policy Policy.Validate
-// refuses is an error (a *PolicyError): the simulated dependency fails
-// fast, for one, so a per-attempt timeout is refused rather than ignored.
+// refuses, or ValidateFor(UseWhatIf), is an error (a *PolicyError): the
+// simulated dependency fails fast, for one, so a per-attempt timeout is
+// refused rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
 	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams())
 }
@@ -179,7 +180,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 // runs are the first half of the progress, the storm runs the second, so
 // that it never goes back between the two.
 func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
-	user, err := specOf(p)
+	user, err := specOf(p, UseWhatIf)
 	if err != nil {
 		return nil, err
 	}

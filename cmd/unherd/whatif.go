@@ -157,9 +157,13 @@ func summary(d map[string]any) string {
 	if d["jitter"] == "none" {
 		jitter = "no jitter"
 	}
-	budget := map[string]string{"none": "no budget", "token": "a token-bucket budget", "ratio": "a ratio budget"}[fmt.Sprint(d["budget"])]
-	if r, ok := d["ratio"]; ok {
-		budget += fmt.Sprintf(" (retries up to %v of requests)", r)
+	budget := map[string]string{"none": "no budget", "token": "a token-bucket budget"}[fmt.Sprint(d["budget"])]
+	if b, ok := d["budget"].(map[string]any); ok {
+		budget = fmt.Sprintf("a ratio budget (retries up to %v of requests)", b["ratio"])
 	}
-	return fmt.Sprintf("%v attempts, %s from %v capped at %v, %s", d["attempts"], jitter, d["base"], d["cap"], budget)
+	s := fmt.Sprintf("%v attempts, %s from %v capped at %v, %s", d["attempts"], jitter, d["base"], d["cap"], budget)
+	if t, ok := d["timeouts"].(map[string]any); ok {
+		s += fmt.Sprintf(", a timeout of %v on each attempt", t["attempt"])
+	}
+	return s
 }

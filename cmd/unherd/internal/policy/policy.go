@@ -215,11 +215,11 @@ func text(n *node, field string) (string, *Error) {
 // attempts reads a whole number; sim.Policy.Validate judges its range.
 func attempts(n *node) (int, *Error) {
 	if n.kind != scalar || n.typ != number {
-		return 0, fieldError(n, "attempts", "want a whole number from 1 to %d, got %s", sim.MaxPolicyAttempts, n.describe())
+		return 0, fieldError(n, "attempts", "want a whole number from 1 to %d (0 for the default, 3), got %s", sim.MaxPolicyAttempts, n.describe())
 	}
 	v, err := strconv.ParseInt(n.text, 10, 32)
 	if err != nil {
-		return 0, fieldError(n, "attempts", "%s is not a whole number from 1 to %d (it counts the first attempt: 3 means 2 retries)", n.text, sim.MaxPolicyAttempts)
+		return 0, fieldError(n, "attempts", "%s is not a whole number from 1 to %d (it counts the first attempt: 3 means 2 retries; 0 is the default, 3)", n.text, sim.MaxPolicyAttempts)
 	}
 	return int(v), nil
 }
@@ -258,7 +258,7 @@ func jitter(n *node) (backoff.Jitter, *Error) {
 var budgetKinds = []string{"none", "token", "ratio"}
 
 // budgetOf reads a budget given as a kind ("token") or as a mapping with
-// kind and ratio.
+// kind and ratio; a mapping with a ratio and no kind is the ratio budget.
 func budgetOf(n *node) (kind string, ratio float64, e *Error) {
 	if n.kind == scalar {
 		kind, err := budgetKind(n, "budget")
@@ -271,14 +271,18 @@ func budgetOf(n *node) (kind string, ratio float64, e *Error) {
 	if err != nil {
 		return "", 0, err
 	}
-	k := set["kind"]
-	if k == nil {
-		return "", 0, fieldError(n, "budget.kind", "missing (want one of %s)", strings.Join(budgetKinds, ", "))
+	k, r := set["kind"], set["ratio"]
+	switch {
+	case k != nil:
+		if kind, err = budgetKind(k, "budget.kind"); err != nil {
+			return "", 0, err
+		}
+	case r != nil:
+		kind = "ratio" // a share is only the ratio budget's
+	default:
+		return "", 0, fieldError(n, "budget.kind", "missing (want one of %s, or a ratio alone for the ratio budget)", strings.Join(budgetKinds, ", "))
 	}
-	if kind, err = budgetKind(k, "budget.kind"); err != nil {
-		return "", 0, err
-	}
-	if r := set["ratio"]; r != nil {
+	if r != nil {
 		if kind != "ratio" {
 			return "", 0, fieldError(r, "budget.ratio", "applies only to kind ratio, not %s", kind)
 		}

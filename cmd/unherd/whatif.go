@@ -18,7 +18,7 @@ const whatifSynopsis = "whatif --policy FILE|- [--json] [--seed N] [--workers N]
 
 func (e *env) whatif(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
-	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget, timeouts); - reads standard input")
+	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget; docs/policy.md); - reads standard input")
 	asJSON := fs.Bool("json", false, "print one JSON object and nothing else: the policies under policy and default, the verdicts, and results whose params are the scenarios' own")
 	var rf runFlags
 	rf.register(fs)
@@ -26,13 +26,13 @@ func (e *env) whatif(ctx context.Context, args []string) error {
 		return err
 	}
 	if *file == "" {
-		return usagef("whatif: --policy FILE is required (a YAML or JSON file with attempts, base, cap, jitter, budget, timeouts)")
+		return usagef("whatif: --policy FILE is required (a YAML or JSON file with attempts, base, cap, jitter, budget: see docs/policy.md)")
 	}
 	name, data, err := e.readPolicy(*file)
 	if err != nil {
 		return fmt.Errorf("whatif: %w", err)
 	}
-	pol, err := policy.Parse(name, data)
+	pol, err := policy.ParseFor(name, data, sim.UseWhatIf)
 	if err != nil {
 		return err // already file:line: field: message
 	}

@@ -53,8 +53,18 @@ func (e *Error) Unwrap() error { return ErrInvalid }
 // Parse reads a policy file's contents. name is the file's name: it
 // chooses the format by extension, prefixes every error, and its base name
 // without extension is the policy's default Name. Every error is an
-// [*Error] wrapping [ErrInvalid].
+// [*Error] wrapping [ErrInvalid]. A policy that parses is one
+// sim.Policy.Validate accepts; [ParseFor] judges it for a use too.
 func Parse(name string, data []byte) (sim.Policy, error) {
+	return ParseFor(name, data, "")
+}
+
+// ParseFor is [Parse] for a use of the policy, sim.UseWhatIf or
+// sim.UseMetastable (empty: none), whose refusals
+// (sim.Policy.ValidateFor) name the file's field and line as every other
+// error does: the what-if refuses timeouts.attempt, which only the
+// metastable scenario applies.
+func ParseFor(name string, data []byte, use string) (sim.Policy, error) {
 	ext := strings.ToLower(filepath.Ext(name))
 	var (
 		root *node
@@ -67,7 +77,7 @@ func Parse(name string, data []byte) (sim.Policy, error) {
 	}
 	if err == nil {
 		var p sim.Policy
-		p, err = decode(root, strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)))
+		p, err = decode(root, strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)), use)
 		if err == nil {
 			return p, nil
 		}
@@ -79,7 +89,7 @@ func Parse(name string, data []byte) (sim.Policy, error) {
 // fields lists the top-level fields, in the order the doc gives them.
 var fields = []string{"name", "attempts", "base", "cap", "jitter", "budget", "timeouts"}
 
-func decode(root *node, defaultName string) (sim.Policy, *Error) {
+func decode(root *node, defaultName, use string) (sim.Policy, *Error) {
 	p := sim.Policy{Name: defaultName}
 	if root == nil {
 		return p, syntaxError(1, "the file is empty; want a mapping with some of: %s", strings.Join(fields, ", "))
@@ -129,14 +139,18 @@ func decode(root *node, defaultName string) (sim.Policy, *Error) {
 			return p, err
 		}
 	}
-	return p, validate(p, root, set)
+	return p, validate(p, root, set, use)
 }
 
 // validate checks the policy as the simulator will run it
-// (sim.Policy.Validate, the one rule for every value) and names the
-// file's field, and its line, of a setting it refuses.
-func validate(p sim.Policy, root *node, set map[string]*node) *Error {
+// (sim.Policy.Validate, or ValidateFor the use if one is named: the one
+// rule for every value) and names the file's field, and its line, of a
+// setting it refuses.
+func validate(p sim.Policy, root *node, set map[string]*node, use string) *Error {
 	err := p.Validate()
+	if use != "" {
+		err = p.ValidateFor(use)
+	}
 	if err == nil {
 		return nil
 	}

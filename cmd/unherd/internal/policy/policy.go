@@ -102,9 +102,12 @@ func decode(root *node, defaultName, use string) (sim.Policy, *Error) {
 		return p, err
 	}
 	if n := set["name"]; n != nil {
-		if p.Name, err = text(n, "name"); err != nil {
-			return p, err
+		// A name is a label: a bare number or boolean (name: 2024) is
+		// its text, as the page's form gives it.
+		if n.kind != scalar || n.typ == null {
+			return p, fieldError(n, "name", "want a string, got %s", n.describe())
 		}
+		p.Name = n.text
 		if strings.TrimSpace(p.Name) == "" {
 			return p, fieldError(n, "name", "is empty")
 		}

@@ -454,13 +454,10 @@ func set(f sim.Field, text string) error {
 }
 
 func scenario(ctx context.Context, req Request, o sim.Options) Response {
-	var sc sim.Scenario
-	for _, s := range sim.Scenarios() {
-		if s.Name() == req.Name {
-			sc = s
-		}
-	}
-	if sc == nil {
+	// Any scenario the command line runs by name, listed on the page
+	// (Scenarios) or not yet (sim.Unreported).
+	sc, ok := sim.Lookup(req.Name)
+	if !ok {
 		return Response{Error: fmt.Sprintf("unknown scenario %q", req.Name)}
 	}
 	p := sc.Params()

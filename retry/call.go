@@ -114,7 +114,7 @@ type Decision struct {
 // that retries on its own (see [WithOuterRetry]): NestedAttempts then
 // replaces MaxAttempts.
 func (p *Policy) Begin(nested bool) Call {
-	return Call{p: p, max: p.Attempts(nested)}
+	return Call{p: p, max: p.AttemptLimit(nested)}
 }
 
 // Attempts returns the number of attempts admitted so far, counting one in

@@ -92,9 +92,10 @@ func Default() *Policy {
 // MaxAttempts returns the attempt limit for a call, counting the first.
 func (p *Policy) MaxAttempts() int { return p.maxAttempts }
 
-// Attempts returns the attempt limit of a call that [Policy.Begin] starts
-// with nested: NestedAttempts for a nested call, MaxAttempts otherwise.
-func (p *Policy) Attempts(nested bool) int {
+// AttemptLimit returns the attempt limit of a call that [Policy.Begin]
+// starts with nested: NestedAttempts for a nested call, MaxAttempts
+// otherwise. (It was named Attempts, the name now of the attempts loop.)
+func (p *Policy) AttemptLimit(nested bool) int {
 	if nested {
 		return p.nestedAttempts
 	}

@@ -185,7 +185,7 @@ func (c *call) prepare() error {
 
 // mayRetry reports whether the policy may make more than one attempt.
 func (c *call) mayRetry() bool {
-	return c.t.policy.Attempts(retry.HasOuterRetry(c.req.Context())) > 1
+	return c.t.policy.AttemptLimit(retry.HasOuterRetry(c.req.Context())) > 1
 }
 
 // finish turns the loop's result into RoundTrip's: the response; or the

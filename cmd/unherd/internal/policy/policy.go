@@ -327,8 +327,10 @@ func share(n *node) (float64, *Error) {
 	if n.kind != scalar || n.typ != number {
 		return 0, fieldError(n, "budget.ratio", "%s; got %s", want, n.describe())
 	}
+	// A decimal number only: YAML's 0_1 and 0x1p-3 are numbers too, and
+	// ParseFloat reads them, but no one writes a share so.
 	v, err := strconv.ParseFloat(n.text, 64)
-	if err != nil || !(v > 0 && v <= 1) {
+	if strings.ContainsAny(n.text, "_xXpP") || err != nil || !(v > 0 && v <= 1) {
 		return 0, fieldError(n, "budget.ratio", "%s; got %s", want, n.text)
 	}
 	return v, nil

@@ -73,6 +73,7 @@ func TestPageAndCommandLineAgree(t *testing.T) {
 		{"attempts in exponent form", map[string]string{"attempts": "1e1"}, sim.UseWhatIf, "attempts"},
 		{"ratio without its zero", map[string]string{"budget.ratio": ".5"}, sim.UseWhatIf, ""},
 		{"ratio in exponent form", map[string]string{"budget.ratio": "2e-1"}, sim.UseWhatIf, ""},
+		{"ratio with an underscore", map[string]string{"budget.ratio": "0_1"}, sim.UseWhatIf, "budget.ratio"},
 		{"ratio huge", map[string]string{"budget.ratio": "1e700"}, sim.UseWhatIf, "budget.ratio"},
 		{"attempts a word", map[string]string{"attempts": "five"}, sim.UseWhatIf, "attempts"},
 		{"ratio alone is the ratio budget", map[string]string{"budget.ratio": "0.2"}, sim.UseWhatIf, ""},

@@ -90,6 +90,9 @@ func TestPageAndCommandLineAgree(t *testing.T) {
 		{"attempt timeout in metastable", map[string]string{"timeouts.attempt": "500ms"}, sim.UseMetastable, ""},
 		{"attempt timeout negative", map[string]string{"timeouts.attempt": "-1s"}, sim.UseMetastable, "timeouts.attempt"},
 	}
+	// typed are the cases whose file value is a number (YAML's 0_1) that
+	// JSON cannot hold: the page's is text, and the messages say so.
+	typed := map[string]bool{"ratio with an underscore": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			file := yamlFile(c.fields)
@@ -117,7 +120,7 @@ func TestPageAndCommandLineAgree(t *testing.T) {
 			if !strings.HasPrefix(want, c.field+": ") {
 				t.Errorf("command line: %q does not name %s", cliErr, c.field)
 			}
-			if resp.Field != c.field || resp.Error != want {
+			if resp.Field != c.field || resp.Error != want && !(typed[c.name] && strings.HasPrefix(resp.Error, c.field+": ")) {
 				t.Errorf("page: field %q, error %q; want %q, %q", resp.Field, resp.Error, c.field, want)
 			}
 		})

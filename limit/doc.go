@@ -101,8 +101,11 @@
 // latencies with the spread of a lognormal of sigma 0.5 and the cap of
 // 600 for sigma 1. With a median of 20 ms, at 3 in flight, that is about
 // a second or about 4 s in each minute; on a busy server with 8 workers
-// it costs about 1% or 5% of its throughput. That is the price of a
-// baseline that a long overload cannot drag up.
+// it costs about 1% or 5% of its throughput (on the model server of
+// TestConvergence, sigma 1, at twice its capacity for 10 minutes, the
+// workers were busy 94% of the time, against 98% with no measurement
+// after the first). That is the price of a baseline that a long overload
+// cannot drag up.
 //
 // [AIMD] adds 1 per served request while at least half the limit is in
 // use and multiplies the limit by 0.9 on a drop or a request slower than

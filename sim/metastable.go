@@ -41,6 +41,8 @@ type MetastableParams struct {
 	// outcome is judged on the last 10 s.
 	Before time.Duration `param:"before" usage:"healthy time before the trigger" check:"positive"`
 	After  time.Duration `param:"after" usage:"time after the trigger ends; the outcome is judged on its last 10s" check:"positive"`
+	// user is a user's policy, run as one more row (SetPolicy).
+	user *policySpec
 }
 
 func defaultMetastableParams() *MetastableParams {
@@ -120,6 +122,9 @@ const (
 // policy builds the row's client policy: one shared by every call, as
 // one process shares one retry.Policy per dependency.
 func (c msCase) retryPolicy(p *MetastableParams) (*retry.Policy, error) {
+	if c.policy == msYours {
+		return nil, nil // built on the run's clock: userModel
+	}
 	if c.policy == msResend {
 		return retry.New(retry.Config{MaxAttempts: math.MaxInt, Backoff: immediate(), Budget: budget.Unlimited, AttemptTimeout: p.Timeout})
 	}
@@ -142,7 +147,7 @@ type msRow struct {
 }
 
 func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
-	cases := p.cases()
+	cases := p.withUser(p.cases())
 	type out struct {
 		st  *msStats
 		err error
@@ -156,6 +161,7 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 		m := msModel{rate: p.Rate * c.load, threads: p.Threads, service: p.Service, timeout: p.Timeout,
 			from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
 			limited: c.policy == msLimited}
+		p.userModel(c, &m)
 		st, err := runMetastable(ctx, o.Seed, uint64(i), m, pol)
 		return out{st, err}
 	})

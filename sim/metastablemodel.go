@@ -47,6 +47,10 @@ type msModel struct {
 	cut      float64       // the share of CPU the trigger takes away
 	end      time.Duration // the run's length
 	limited  bool          // the server runs a limiter and sheds gone callers
+	// build, if set, builds the clients' policy on the run's clock in
+	// place of the one runMetastable is given (a user's, whose budget
+	// may keep time).
+	build func(*engine.Engine) (*retry.Policy, error)
 }
 
 // msStats are one run's per-second counters and totals.
@@ -108,6 +112,13 @@ func runMetastable(ctx context.Context, seed, stream uint64, m msModel, policy *
 	secs := int(m.end/time.Second) + 1
 	r.stats = msStats{good: make([]int64, secs), offered: make([]int64, secs), attempts: make([]int64, secs)}
 	e := engine.New(seed, stream)
+	if m.build != nil {
+		p, err := m.build(e)
+		if err != nil {
+			return nil, err
+		}
+		r.policy = p
+	}
 	e.StopOn(ctx.Done())
 	e.At(r.gap(e), msArrive, 0, 0)
 	e.Run(r, m.end)

@@ -79,8 +79,9 @@ type envoyRateLimitedBackOff struct {
 //     "gateway-error" 502, 503 and 504 and the same errors; "reset"
 //     connection failures, resets and timeouts; "connect-failure" and
 //     "reset-before-request" connection failures; "retriable-4xx" 409;
-//     "retriable-status-codes" the codes listed; "envoy-ratelimited" a
-//     response carrying x-envoy-ratelimited. "refused-stream" and
+//     "retriable-status-codes" the codes listed. A response carrying
+//     x-envoy-ratelimited (an upstream Envoy rate limited it) is retried
+//     only under "envoy-ratelimited", whatever its status. "refused-stream" and
 //     "http3-post-connect-failure" are accepted and change nothing:
 //     net/http retries a REFUSED_STREAM itself and does not speak HTTP/3.
 //     An empty retry_on retries nothing, as in Envoy.
@@ -275,7 +276,13 @@ func envoyRule(rp envoyRetryPolicy) (rule, error) {
 	}
 	return rule{
 		status: func(resp *http.Response) bool {
-			return codes.has(resp.StatusCode) || rateLimited && resp.Header.Get(envoyRateLimitedHeader) != ""
+			// A response an upstream Envoy rate limited is retried only
+			// under envoy-ratelimited, whatever its status, as Envoy's
+			// router decides.
+			if _, limited := resp.Header[http.CanonicalHeaderKey(envoyRateLimitedHeader)]; limited {
+				return rateLimited
+			}
+			return codes.has(resp.StatusCode)
 		},
 		err: func(o outcome) bool {
 			switch o {

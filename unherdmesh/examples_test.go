@@ -279,3 +279,25 @@ func TestGatewayPublishedExamples(t *testing.T) {
 		}
 	})
 }
+
+// An upstream Envoy's rate-limited answer is retried only under
+// envoy-ratelimited, whatever its status (Envoy's router,
+// RetryStateImpl::wouldRetryFromHeaders).
+func TestEnvoyRateLimitedHeader(t *testing.T) {
+	limited := &http.Response{StatusCode: 503, Header: http.Header{"X-Envoy-Ratelimited": {"true"}}}
+	for _, tc := range []struct {
+		retryOn string
+		want    retry.Class
+	}{
+		{"5xx", retry.Permanent},
+		{"5xx,envoy-ratelimited", retry.Throttled},
+	} {
+		cfg, err := ParseEnvoyRetryPolicy([]byte("retry_on: "+tc.retryOn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := cfg.Classify(limited, nil); !ok || c != tc.want {
+			t.Errorf("retry_on %s: rate-limited 503 is %v, want %v", tc.retryOn, c, tc.want)
+		}
+	}
+}

@@ -27,9 +27,10 @@ type limitCase struct {
 // limitCases returns a fresh limiter of every library for each case, so no
 // case inherits another's state. Each case reads the clock twice per
 // admitted request, at the acquire and at the release: failsafe-go's
-// adaptive limiter reads it itself in TryAcquirePermit and Record, and
-// unherd's limiter is given time.Now() at both, as a server on the real
-// clock does. The bulkhead reads no clock, as it keeps no latency.
+// adaptive limiter reads time.Now itself in TryAcquirePermit and Record,
+// and unherd's limiter is given limit.Now() at both, the monotonic-only
+// reading that unherdhttp.Shed and unherdgrpc's server pass it. The
+// bulkhead reads no clock, as it keeps no latency.
 func limitCases(b *testing.B) []limitCase {
 	newLimiter := func(a limit.Algorithm) *limit.Limiter {
 		l, err := limit.New(limit.Config{Algorithm: a})
@@ -40,11 +41,11 @@ func limitCases(b *testing.B) []limitCase {
 	}
 	unherdCall := func(l *limit.Limiter) func() bool {
 		return func() bool {
-			tok, ok := l.Acquire(time.Now())
+			tok, ok := l.Acquire(limit.Now())
 			if !ok {
 				return false
 			}
-			tok.Served(time.Now())
+			tok.Served(limit.Now())
 			return true
 		}
 	}
@@ -56,11 +57,16 @@ func limitCases(b *testing.B) []limitCase {
 	bh := bulkhead.New[any](fixedLimit)
 	var sink time.Duration
 	return []limitCase{
-		// The clock reads alone: the floor under every case but the
-		// bulkhead's.
+		// The clock reads alone: failsafe-go's two time.Now, and
+		// unherd's two limit.Now, the floors under their cases.
 		{"floor-clock", func() bool {
 			start := time.Now()
-			sink += time.Since(start)
+			sink += time.Now().Sub(start)
+			return true
+		}},
+		{"floor-clock-mono", func() bool {
+			start := limit.Now()
+			sink += limit.Now().Sub(start)
 			return true
 		}},
 		{"unherd", unherdCall(newLimiter(nil))}, // Gradient2, the default

@@ -19,7 +19,7 @@ import (
 // sign of the dependency's load, nor a latency worth learning). The
 // guard reads the real clock, and neither Admit nor Done allocates when
 // a slot is free.
-func (l *Limiter) Guard() retry.Guard { return &guard{l: l, base: time.Now()} }
+func (l *Limiter) Guard() retry.Guard { return &guard{l: l, base: Now()} }
 
 type guard struct {
 	l    *Limiter
@@ -55,9 +55,9 @@ func (g *guard) Done(ticket uint64, o retry.Outcome) {
 	case o.Abandoned:
 		tok.Ignore()
 	case o.Err == nil:
-		tok.Served(time.Now())
+		tok.Served(Now())
 	case o.Class == retry.Timeout || o.Class == retry.Throttled:
-		tok.Dropped(time.Now())
+		tok.Dropped(Now())
 	default:
 		tok.Ignore()
 	}

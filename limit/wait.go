@@ -112,7 +112,7 @@ func (l *Limiter) Wait(ctx context.Context, p Priority) (Token, error) {
 	if ctx.Err() != nil {
 		return Token{}, context.Cause(ctx)
 	}
-	now := time.Now()
+	now := Now()
 	if tok, ok := l.admit(now, p); ok {
 		return tok, nil
 	}
@@ -249,7 +249,7 @@ func congested(now, lastEmpty time.Time, interval time.Duration) bool {
 // holds a slot it is releasing, which the first waiter takes over (the
 // in-flight count stays) or which is freed if no waiter may take it.
 func (l *Limiter) handOver(own bool) {
-	now := time.Now()
+	now := Now()
 	l.q.mu.Lock()
 	lifo := l.q.n > 0 && congested(now, l.q.lastEmpty, l.interval)
 	lim := l.limit.Load()

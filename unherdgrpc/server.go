@@ -145,7 +145,7 @@ func (s *Server) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 		}()
 		resp, err := s.unary(ctx, req, info, handler)
 		returned = true
-		release(tok, ctx.Err(), err, time.Now())
+		release(tok, ctx.Err(), err, limit.Now())
 		return resp, err
 	}
 }
@@ -183,7 +183,7 @@ func (s *Server) StreamServerInterceptor() grpc.StreamServerInterceptor {
 		}
 		err = handler(srv, ss)
 		returned = true
-		release(tok, ctx.Err(), err, time.Now())
+		release(tok, ctx.Err(), err, limit.Now())
 		return err
 	}
 }

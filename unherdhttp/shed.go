@@ -143,7 +143,7 @@ func (s *shedder) serve(w http.ResponseWriter, r *http.Request, h http.Handler) 
 	}()
 	h.ServeHTTP(w, r)
 	returned = true
-	release(tok, ctx.Err(), time.Now())
+	release(tok, ctx.Err(), limit.Now())
 }
 
 // admit asks the limiter for a token for r, to be served under ctx,

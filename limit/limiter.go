@@ -160,7 +160,11 @@ func New(cfg Config) (*Limiter, error) {
 
 // Acquire is AcquirePriority(now, Normal).
 func (l *Limiter) Acquire(now time.Time) (Token, bool) {
-	return l.AcquirePriority(now, Normal)
+	tok, ok := l.admit(now, Normal)
+	if !ok && l.obs != nil {
+		l.refused(context.Background(), Normal, 0, ErrLimited)
+	}
+	return tok, ok
 }
 
 // AcquirePriority admits a request of priority p started at now if fewer
@@ -231,7 +235,12 @@ func (l *Limiter) release(t Token, now time.Time, dropped, ignore bool) {
 		s := Sample{RTT: now.Sub(t.start), InFlight: t.inFlight, Dropped: dropped, Now: now}
 		l.mu.Lock()
 		n := int64(max(l.alg.Update(s), 1))
-		changed := l.limit.Swap(n) != n
+		// Only releases write the limit, under the mutex: a load tells
+		// whether it moved, and most releases leave it as it was.
+		changed := l.limit.Load() != n
+		if changed {
+			l.limit.Store(n)
+		}
 		l.mu.Unlock()
 		if changed && l.obs != nil {
 			// Reported once the slot is released, outside the lock.

@@ -137,6 +137,7 @@ type msRow struct {
 	before, during, after  float64 // goodput per second
 	loadAfter              float64 // attempts per second over the last 10 s
 	recovery               float64 // seconds after the trigger until goodput stays back; -1 if never
+	stopped                float64 // the second the run stopped as provably down; -1 if it ran to its end
 	peak                   int
 	wastedPct, shed, refus float64
 }
@@ -164,7 +165,7 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 	}
 	res := &Result{Scenario: "metastable", Population: "open", Params: Values(p),
 		Columns: []string{"trigger", "load_rps", "policy", "published", "outcome", "goodput_before", "goodput_during", "goodput_after",
-			"recovery_s", "load_after_rps", "queue_peak", "wasted_pct", "shed", "refused"}}
+			"recovery_s", "load_after_rps", "queue_peak", "wasted_pct", "shed", "refused", "stopped_s"}}
 	var rows []msRow
 	for i, c := range cases {
 		if outs[i].err != nil {
@@ -180,7 +181,8 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 			"load_rps": round(p.Rate*c.load, 0), "policy": c.policy, "published": pub, "outcome": r.outcome,
 			"goodput_before": round(r.before, 0), "goodput_during": round(r.during, 0), "goodput_after": round(r.after, 0),
 			"recovery_s": round(r.recovery, 0), "load_after_rps": round(r.loadAfter, 0), "queue_peak": r.peak,
-			"wasted_pct": round(r.wastedPct, 1), "shed": round(r.shed, 0), "refused": round(r.refus, 0)})
+			"wasted_pct": round(r.wastedPct, 1), "shed": round(r.shed, 0), "refused": round(r.refus, 0),
+			"stopped_s": round(r.stopped, 0)})
 	}
 	res.Claims = metastableClaims(p, rows)
 	return res, nil
@@ -193,11 +195,23 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 // 95% of the load offered, and had been over the 5 s before the trigger
 // (else it was never healthy); its recovery is the seconds from the trigger's
 // end to the first second from which every second's goodput is.
+//
+// A run that stopped early as provably down (msRun.provablyDown) has no
+// goodput over its last 10 s, by that proof; its load after, queue peak
+// and wasted work are measured up to the stop, the load after over the
+// 10 s before it. A map cell that stopped as recovered (msRun.recovered)
+// is measured over the 10 s before its stop in place of the run's last.
 func measureMetastable(p *MetastableParams, c msCase, st *msStats) msRow {
-	r := msRow{msCase: c, peak: st.peak, shed: float64(st.shed), refus: float64(st.refused), recovery: -1}
+	r := msRow{msCase: c, peak: st.peak, shed: float64(st.shed), refus: float64(st.refused), recovery: -1, stopped: -1}
 	rate := p.Rate * c.load
 	from, to := int(p.Before/time.Second), int((p.Before+c.length)/time.Second)
 	end := to + int(p.After/time.Second)
+	if st.stopped > 0 {
+		end = int(st.stopped / time.Second)
+		if st.down {
+			r.stopped = float64(end)
+		}
+	}
 	mean := func(xs []int64, a, b int) float64 {
 		var s int64
 		for _, x := range xs[a:b] {
@@ -208,6 +222,9 @@ func measureMetastable(p *MetastableParams, c msCase, st *msStats) msRow {
 	r.before = mean(st.good, from-5, from)
 	r.during = mean(st.good, from, to)
 	r.after = mean(st.good, end-10, end)
+	if st.stopped > 0 && st.down {
+		r.after = 0
+	}
 	r.loadAfter = mean(st.attempts, end-10, end)
 	switch {
 	case r.before < 0.95*rate:
@@ -237,12 +254,16 @@ func metastableClaims(p *MetastableParams, rows []msRow) []Claim {
 		if r.msCase.load != 1 {
 			load = fmt.Sprintf("%g%% lower load", round(100*(1-r.msCase.load), 1))
 		}
+		measured := r.outcome + ": goodput %.0f/s over the last 10 s (%.0f/s before the trigger), queue peak %.0f, %.1f%% of the work for callers gone"
+		args := []float64{r.after, r.before, float64(r.peak), r.wastedPct}
+		if r.stopped >= 0 {
+			measured += "; stopped at %.0f s, provably down (queue and work up to the stop)"
+			args = append(args, r.stopped)
+		}
 		claims = append(claims, verdict.New(huangMetastable,
 			fmt.Sprintf("the server's CPU cut by %g%% for %v at %s, callers resending at once after a %v timeout: the system %s",
 				round(100*r.cut, 1), r.length, load, p.Timeout, r.published),
-			r.outcome == r.published,
-			r.outcome+": goodput %.0f/s over the last 10 s (%.0f/s before the trigger), queue peak %.0f, %.1f%% of the work for callers gone",
-			r.after, r.before, float64(r.peak), r.wastedPct))
+			r.outcome == r.published, measured, args...))
 	}
 	return claims
 }

@@ -109,3 +109,40 @@ func TestMetastableValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestMetastableStopAgrees: a run stopped early as provably down stays
+// down when it runs to its end, with no goodput over its last 10 s, and
+// a map cell stopped early as recovered is judged recovered at the end.
+func TestMetastableStopAgrees(t *testing.T) {
+	p := tinyMetastable()
+	for _, c := range []msCase{
+		{p.Cut, p.Length, 1, msResend, outcomeDown},
+		{p.Cut, p.ShortLength, 1, msResend, outcomeRecovers},
+	} {
+		pol, err := c.retryPolicy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outcomes []string
+		for _, full := range []bool{false, true} {
+			m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: p.Timeout,
+				from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
+				stopUp: true, full: full}
+			st, err := runMetastable(context.Background(), 3, 0, m, pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full == (st.stopped != 0) {
+				t.Errorf("%v for %v, full %v: stopped at %v", c.cut, c.length, full, st.stopped)
+			}
+			r := measureMetastable(p, c, st)
+			outcomes = append(outcomes, r.outcome)
+			if full && c.published == outcomeDown && r.after != 0 {
+				t.Errorf("%v for %v: goodput %v/s over the last 10 s of the full run; want 0", c.cut, c.length, r.after)
+			}
+		}
+		if want := []string{c.published, c.published}; !cmp.Equal(outcomes, want) {
+			t.Errorf("%v for %v: outcomes stopped early and in full %v; want %v", c.cut, c.length, outcomes, want)
+		}
+	}
+}

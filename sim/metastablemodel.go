@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/unherd/unherd/limit"
@@ -47,7 +48,17 @@ type msModel struct {
 	cut      float64       // the share of CPU the trigger takes away
 	end      time.Duration // the run's length
 	limited  bool          // the server runs a limiter and sheds gone callers
+	// stopUp stops the run once it has recovered (see msRun.recovered):
+	// the tipping-point map's cells set it. Every run stops once it is
+	// provably down (see msRun.provablyDown).
+	stopUp bool
+	// full runs to the end, without stopping early: the test that the
+	// early stop agrees with the full run sets it.
+	full bool
 }
+
+// msJudged is the stretch at the end of a run its outcome is judged on.
+const msJudged = 10 * time.Second
 
 // msStats are one run's per-second counters and totals.
 type msStats struct {
@@ -60,6 +71,10 @@ type msStats struct {
 	shed     int64   // queued requests dropped because their caller had gone
 	gaveUp   int64   // calls that ended without an answer
 	peak     int     // longest queue
+	// stopped is when the run stopped early, zero if it ran to its end;
+	// down says it stopped as provably down, else as recovered.
+	stopped time.Duration
+	down    bool
 }
 
 // msReq is one call: its retry state and its attempt in flight.
@@ -110,11 +125,81 @@ func runMetastable(ctx context.Context, seed, stream uint64, m msModel, policy *
 	e := engine.New(seed, stream)
 	e.StopOn(ctx.Done())
 	e.At(r.gap(e), msArrive, 0, 0)
-	e.Run(r, m.end)
-	if e.Stopped() {
-		return nil, ctx.Err()
+	// The run goes a second at a time, so that it can stop at the end of
+	// any second at which its outcome is settled.
+	for t := time.Second; t <= m.end; t += time.Second {
+		e.Run(r, t)
+		if e.Stopped() {
+			return nil, ctx.Err()
+		}
+		if t == m.end {
+			break
+		}
+		if !m.full && (r.provablyDown(t) || (m.stopUp && r.recovered(t))) {
+			r.stats.stopped, r.stats.down = t, !r.recovered(t)
+			break
+		}
 	}
 	return &r.stats, nil
+}
+
+// downOdds bounds the chance that a run provablyDown calls down
+// recovers after all.
+const downOdds = 1e-9
+
+// provablyDown reports whether, at the end of second t, the run is
+// down for good: no answer in the run's last msJudged can reach a caller
+// still waiting, whatever happens next, unless the workers serve at 1.5
+// times their mean rate for the rest of the run, a chance under
+// downOdds. It holds for a server without a limiter (one that serves
+// every request it has queued, in order), after the trigger, when t is
+// at least a client timeout before the judged stretch and the queue
+// holds at least 1.5 times the requests the workers serve at full CPU in
+// the rest of the run. Then:
+//   - an attempt sent after t waits for every request queued at t to
+//     start, which takes that many completions; while the queue is not
+//     empty the workers are all busy and complete requests as a Poisson
+//     process of rate threads/service, which gives that many in the rest
+//     of the run with a chance under exp(-μ(1.5 ln 1.5 - 0.5)), μ being
+//     its mean number (a Chernoff bound), so no such attempt is answered
+//     in the run;
+//   - a request queued or in service at t that is answered in the judged
+//     stretch is answered at least a timeout after it was sent, when its
+//     caller has gone.
+//
+// So the judged stretch's goodput is zero and the run stays down.
+func (r *msRun) provablyDown(t time.Duration) bool {
+	m := r.m
+	if m.limited || t < m.to || t+m.timeout > m.end-msJudged {
+		return false
+	}
+	mu := float64(m.threads) * float64(m.end-t) / float64(m.service)
+	if mu*(1.5*math.Log(1.5)-0.5) < -math.Log(downOdds) {
+		return false
+	}
+	return float64(r.queue.len()) >= 1.5*mu
+}
+
+// recovered reports whether, at the end of second t, the run has
+// recovered, for a cell of the tipping-point map: the trigger ended at
+// least msJudged before, each of the last msJudged seconds had a goodput
+// of at least 95% of the load (the outcome's own test, on each second
+// rather than on their mean), and the queue is empty. The server is
+// then as it was before the trigger, where the run was healthy, with
+// nobody waiting in its queue. Unlike provablyDown this is a judgement,
+// not a proof: the scenario's own rows run to the end.
+func (r *msRun) recovered(t time.Duration) bool {
+	m := r.m
+	if t < m.to+msJudged || r.queue.len() > 0 {
+		return false
+	}
+	s := int(t / time.Second)
+	for i := s - int(msJudged/time.Second); i < s; i++ {
+		if float64(r.stats.good[i]) < 0.95*m.rate {
+			return false
+		}
+	}
+	return true
 }
 
 // gap draws the time to the next new request: a Poisson stream.

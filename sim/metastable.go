@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/unherd/unherd/budget"
@@ -41,12 +43,20 @@ type MetastableParams struct {
 	// outcome is judged on the last 10 s.
 	Before time.Duration `param:"before" usage:"healthy time before the trigger" check:"positive"`
 	After  time.Duration `param:"after" usage:"time after the trigger ends; the outcome is judged on its last 10s" check:"positive"`
+	// MapCuts and MapLengths are the triggers of the tipping-point map
+	// (--map-cuts, --map-lengths; see TippingPoints): cuts of 60% to 95%
+	// of the CPU in steps of 5 points (at the published setup a cut under
+	// 62% leaves the server more capacity than its load), each for 2 to
+	// 30 s. Both are ascending, cuts in percent and lengths in seconds.
+	MapCuts    []int `param:"map-cuts" usage:"tipping-point map: the CPU cuts tried, in percent, ascending" check:"positive,max=99"`
+	MapLengths []int `param:"map-lengths" usage:"tipping-point map: the trigger lengths tried, in seconds, ascending" check:"positive,max=600"`
 }
 
 func defaultMetastableParams() *MetastableParams {
 	return &MetastableParams{Rate: 8300, Threads: 22, Service: time.Millisecond, Timeout: 3 * time.Second,
 		Cut: 0.8, SmallCut: 0.78, Length: 10 * time.Second, ShortLength: 9 * time.Second, LowLoad: 0.7,
-		Before: 10 * time.Second, After: 60 * time.Second}
+		Before: 10 * time.Second, After: 60 * time.Second,
+		MapCuts: []int{60, 65, 70, 75, 80, 85, 90, 95}, MapLengths: []int{2, 4, 6, 8, 10, 12, 15, 20, 25, 30}}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
@@ -71,6 +81,22 @@ func (p *MetastableParams) Validate() error {
 		return invalid("after", "%v is under 20s", p.After)
 	case p.Before+max(p.Length, p.ShortLength)+p.After > 10*time.Minute:
 		return invalid("after", "the run (before, trigger and after) is over 10 minutes")
+	case len(p.MapCuts) > 50:
+		return invalid("map-cuts", "%d cuts are more than 50", len(p.MapCuts))
+	case len(p.MapLengths) > 50:
+		return invalid("map-lengths", "%d lengths are more than 50", len(p.MapLengths))
+	case p.Before+time.Duration(slices.Max(p.MapLengths))*time.Second+p.After > 10*time.Minute:
+		return invalid("map-lengths", "a run of the map (before, its longest trigger and after) is over 10 minutes")
+	}
+	for _, f := range []struct {
+		name string
+		xs   []int
+	}{{"map-cuts", p.MapCuts}, {"map-lengths", p.MapLengths}} {
+		for i := 1; i < len(f.xs); i++ {
+			if f.xs[i] <= f.xs[i-1] {
+				return invalid(f.name, "%s is not ascending", FormatInts(f.xs))
+			}
+		}
 	}
 	return nil
 }
@@ -126,9 +152,113 @@ func (c msCase) retryPolicy(p *MetastableParams) (*retry.Policy, error) {
 	return retry.New(retry.Config{AttemptTimeout: p.Timeout})
 }
 
-var metastableScenario = define("metastable", "open",
-	"a short cut to a server's CPU leaves it down for good when callers time out and resend at once: Huang et al.'s four retry runs (78% or 80% for 10 s or 9 s, full or 30% lower load), and unherd's default with and without the server's limiter (OSDI 2022)",
-	defaultMetastableParams, runMetastableScenario)
+var metastableScenario = withSeeds(define("metastable", "open",
+	"a short cut to a server's CPU leaves it down for good when callers time out and resend at once: Huang et al.'s four retry runs (78% or 80% for 10 s or 9 s, full or 30% lower load), unherd's default with and without the server's limiter, and the tipping point of each over trigger size and length (OSDI 2022)",
+	defaultMetastableParams, runMetastableScenario), metastableSeeds)
+
+// withSeeds returns s with its own run over several seeds.
+func withSeeds(s *scenario, seeds func(ctx context.Context, p Params, o Options, n int) (*Result, error)) *scenario {
+	s.seeds = seeds
+	return s
+}
+
+// runMetastableScenario runs the scenario's rows on o.Seed, then its
+// tipping-point map.
+func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
+	first, second := halves(o)
+	res, err := runMetastableRows(ctx, p, first)
+	if err != nil {
+		return nil, err
+	}
+	return withTippingChart(ctx, res, p, second)
+}
+
+// metastableSeeds runs the scenario's rows on n seeds and merges them
+// (RunSeeds), then its tipping-point map once, on the first seed: the
+// map runs each trigger on a seed of its own already.
+func metastableSeeds(ctx context.Context, ps Params, o Options, n int) (*Result, error) {
+	p, err := validParams[*MetastableParams]("metastable", ps)
+	if err != nil {
+		return nil, err
+	}
+	first, second := halves(o)
+	results, err := eachSeed(first, n, func(o Options) (*Result, error) { return runMetastableRows(ctx, p, o) })
+	if err != nil {
+		return nil, err
+	}
+	return withTippingChart(ctx, mergeSeeds(o.Seed, results), p, second)
+}
+
+// halves splits o's progress in two: the first half for the rows, the
+// second for the map, so that it never goes back between the two.
+func halves(o Options) (first, second Options) {
+	first, second = o, o
+	if o.Progress != nil {
+		first.Progress = func(d, t int) {
+			if t > 0 {
+				o.Progress(100*d/t, 200)
+			}
+		}
+		second.Progress = func(d, t int) {
+			if t > 0 {
+				o.Progress(100+100*d/t, 200)
+			}
+		}
+	}
+	return first, second
+}
+
+// withTippingChart adds the tipping-point map of p (TippingPoints, on
+// o.Seed) to res as its chart.
+func withTippingChart(ctx context.Context, res *Result, p *MetastableParams, o Options) (*Result, error) {
+	m, err := TippingPoints(ctx, p, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Charts = append(res.Charts, m.Chart())
+	return res, nil
+}
+
+// Chart returns the map as a chart: for each policy, the shortest
+// trigger length that leaves the system down (Y, seconds) by the
+// trigger's cut (X, percent of the CPU), at the cuts where some length
+// does; the triggers on and above a policy's line leave it down, those
+// below it recover. A policy that recovers
+// from every trigger of the map has no line: a note names it, at the
+// corner of the longest trigger of the smallest cut.
+func (m *TippingMap) Chart() Chart {
+	c := Chart{Name: "metastable_tipping", Title: "Tipping point: the shortest trigger that leaves the server down, by CPU cut",
+		XLabel: "trigger: share of the server's CPU cut, %", YLabel: "trigger length, s"}
+	longest := m.Lengths[len(m.Lengths)-1].Seconds()
+	var never []string
+	for _, pol := range m.Policies {
+		s := Series{Name: pol.Name}
+		if pol.Unhealthy > 0 {
+			s.Name += " (unhealthy before the trigger)"
+		}
+		for i, cut := range m.Cuts {
+			if b := pol.Boundary[i]; b > 0 {
+				s.X, s.Y = append(s.X, round(100*cut, 1)), append(s.Y, b.Seconds())
+			}
+		}
+		if len(s.X) == 0 {
+			never = append(never, pol.Name)
+			continue
+		}
+		c.Series = append(c.Series, s)
+	}
+	c.Lines = []Line{{Y: longest, Label: fmt.Sprintf("longest trigger tried, %g s", longest)}}
+	if len(never) > 0 {
+		verb := ": recovers from every trigger here"
+		if len(never) > 1 {
+			verb = ": recover from every trigger here"
+		}
+		c.Notes = append(c.Notes, Note{X: round(100*m.Cuts[0], 1), Y: longest, Text: strings.Join(never, " and ") + verb})
+	}
+	return c
+}
+
+// runMetastableRows runs the scenario's rows: its cases on o.Seed.
 
 // msRow is what one case measured.
 type msRow struct {
@@ -142,7 +272,7 @@ type msRow struct {
 	wastedPct, shed, refus float64
 }
 
-func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
+func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
 	cases := p.cases()
 	type out struct {
 		st  *msStats

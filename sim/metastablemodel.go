@@ -109,7 +109,14 @@ type msRun struct {
 // runMetastable runs the model m with clients calling through policy,
 // on the engine's seed and stream.
 func runMetastable(ctx context.Context, seed, stream uint64, m msModel, policy *retry.Policy) (*msStats, error) {
-	r := &msRun{m: m, policy: policy, work: make([]msEntry, m.threads), wtok: make([]limit.Token, m.threads)}
+	return runMetastableWith(ctx, seed, stream, m, func(*engine.Engine) (*retry.Policy, error) { return policy, nil })
+}
+
+// runMetastableWith is runMetastable with the clients' policy built by
+// build on the run's engine, for a policy whose budget or guard keeps
+// time on the run's clock.
+func runMetastableWith(ctx context.Context, seed, stream uint64, m msModel, build func(*engine.Engine) (*retry.Policy, error)) (*msStats, error) {
+	r := &msRun{m: m, work: make([]msEntry, m.threads), wtok: make([]limit.Token, m.threads)}
 	if m.limited {
 		l, err := limit.New(limit.Config{})
 		if err != nil {
@@ -124,6 +131,11 @@ func runMetastable(ctx context.Context, seed, stream uint64, m msModel, policy *
 	r.stats = msStats{good: make([]int64, secs), offered: make([]int64, secs), attempts: make([]int64, secs)}
 	e := engine.New(seed, stream)
 	e.StopOn(ctx.Done())
+	policy, err := build(e)
+	if err != nil {
+		return nil, err
+	}
+	r.policy = policy
 	e.At(r.gap(e), msArrive, 0, 0)
 	// The run goes a second at a time, so that it can stop at the end of
 	// any second at which its outcome is settled.
@@ -150,19 +162,19 @@ const downOdds = 1e-9
 // provablyDown reports whether, at the end of second t, the run is
 // down for good: no answer in the run's last msJudged can reach a caller
 // still waiting, whatever happens next, unless the workers serve at 1.5
-// times their mean rate for the rest of the run, a chance under
-// downOdds. It holds for a server without a limiter (one that serves
-// every request it has queued, in order), after the trigger, when t is
-// at least a client timeout before the judged stretch and the queue
-// holds at least 1.5 times the requests the workers serve at full CPU in
-// the rest of the run. Then:
+// times their mean rate at full CPU for the rest of the run, a chance
+// under downOdds. It holds for a server without a limiter (one that
+// serves every request it has queued, in order), when t is at least a
+// client timeout before the judged stretch and the queue holds at least
+// 1.5 times the requests the workers serve at full CPU in the rest of
+// the run. Then:
 //   - an attempt sent after t waits for every request queued at t to
-//     start, which takes that many completions; while the queue is not
-//     empty the workers are all busy and complete requests as a Poisson
-//     process of rate threads/service, which gives that many in the rest
-//     of the run with a chance under exp(-μ(1.5 ln 1.5 - 0.5)), μ being
-//     its mean number (a Chernoff bound), so no such attempt is answered
-//     in the run;
+//     start, which takes that many completions; the workers complete
+//     requests no faster than a Poisson process of rate threads/service
+//     (exponential services at full CPU, longer ones under the trigger),
+//     which gives that many in the rest of the run with a chance under
+//     exp(-μ(1.5 ln 1.5 - 0.5)), μ being its mean number (a Chernoff
+//     bound), so no such attempt is answered in the run;
 //   - a request queued or in service at t that is answered in the judged
 //     stretch is answered at least a timeout after it was sent, when its
 //     caller has gone.
@@ -170,7 +182,7 @@ const downOdds = 1e-9
 // So the judged stretch's goodput is zero and the run stays down.
 func (r *msRun) provablyDown(t time.Duration) bool {
 	m := r.m
-	if m.limited || t < m.to || t+m.timeout > m.end-msJudged {
+	if m.limited || t+m.timeout > m.end-msJudged {
 		return false
 	}
 	mu := float64(m.threads) * float64(m.end-t) / float64(m.service)

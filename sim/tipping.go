@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/sim/engine"
+)
+
+// Trigger is a cut to the server's CPU: Cut of it (a share in (0, 1))
+// for Length.
+type Trigger struct {
+	Cut    float64
+	Length time.Duration
+}
+
+// Work is the CPU time the trigger takes away, in seconds of the whole
+// server: Cut times Length. The smallest trigger of a set is the one of
+// least work, the shorter of two equal ones.
+func (t Trigger) Work() float64 { return t.Cut * t.Length.Seconds() }
+
+// String returns "80% for 10s".
+func (t Trigger) String() string { return fmt.Sprintf("%g%% for %v", round(100*t.Cut, 1), t.Length) }
+
+// MarshalJSON writes {"cut": 0.8, "length": "10s", "work_s": 8}.
+func (t Trigger) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Cut    float64 `json:"cut"`
+		Length string  `json:"length"`
+		Work   float64 `json:"work_s"`
+	}{t.Cut, t.Length.String(), round(t.Work(), 3)})
+}
+
+// TippingMap is a tipping-point map: for each policy, the boundary
+// between the triggers the system recovers from and those that leave it
+// down.
+type TippingMap struct {
+	// Cuts and Lengths are the triggers mapped: each cut (a share of the
+	// server's CPU) for each length, both ascending.
+	Cuts    []float64
+	Lengths []time.Duration
+	// Policies are the policies mapped, in the order run.
+	Policies []TippingPolicy
+}
+
+// TippingPolicy is one policy's boundary on a TippingMap.
+type TippingPolicy struct {
+	// Name names the policy: "resend", "unherd default", "default +
+	// limiter", or a user's Policy.Name.
+	Name string
+	// Boundary holds, for each of the map's cuts, the shortest of its
+	// lengths that leaves the system down; zero where none does.
+	Boundary []time.Duration
+	// Margin is the smallest trigger of the map that leaves the system
+	// down (least Trigger.Work), or nil if none does.
+	Margin *Trigger
+	// Runs is the number of runs the boundary took.
+	Runs int
+	// Unhealthy is the number of those runs that were not healthy even
+	// before their trigger (a goodput under 95% of the load: the policy
+	// or the server's limiter turned away part of a load the server can
+	// serve). They count as down: the scenario's test of recovery fails
+	// on them as on a run that stays down.
+	Unhealthy int
+}
+
+// tipPolicy is a policy a tipping-point map runs: its clients' retry
+// policy, built on the run's engine, and whether the server runs the
+// limiter.
+type tipPolicy struct {
+	name    string
+	build   func(*engine.Engine) (*retry.Policy, error)
+	limited bool
+}
+
+// tipPolicies are the map's three policies of the scenario's rows: the
+// clients of Huang et al. resending at once, unherd's default, and the
+// default against a server with the limiter.
+func tipPolicies(p *MetastableParams) []tipPolicy {
+	var out []tipPolicy
+	for _, name := range []string{msResend, msDefault, msLimited} {
+		c := msCase{policy: name}
+		out = append(out, tipPolicy{name: name, limited: name == msLimited,
+			build: func(*engine.Engine) (*retry.Policy, error) { return c.retryPolicy(p) }})
+	}
+	return out
+}
+
+// userTipPolicy is a user's policy on the map: its clients call through
+// it, its budget on the run's clock, against the server without a
+// limiter.
+func userTipPolicy(s policySpec) tipPolicy {
+	return tipPolicy{name: s.Name, build: s.build}
+}
+
+// TippingPoints maps the tipping point of the metastable scenario's
+// server, load and client timeout (p) over the triggers of p's MapCuts
+// and MapLengths: for each of three policies (callers resending at once
+// without limit, unherd's default policy, and the default against a
+// server running the limit package's Limiter and shedding callers who
+// have gone), and for each cut, the shortest of the lengths that leaves
+// the system down (an outcome of "stays down" as the scenario judges
+// it), and each policy's margin, its smallest such trigger.
+//
+// Each cut's boundary is found by bisection over the lengths, on the
+// assumption that a longer trigger of the same cut does no less harm:
+// the longest length first, then halving the interval between the
+// longest length known to recover and the shortest known to stay down.
+// A cell (a cut and a length) runs on its own stream of o.Seed, derived
+// from the cut and the length alone, so that a cell's outcome depends on
+// neither the policy's order, the map's other cells nor the number of
+// workers; the policies run a cell on the same stream. The bisections
+// run in parallel over o.Workers goroutines (zero means GOMAXPROCS). A
+// run stops early once it is provably down (see the package doc), or
+// once it has recovered: 10 s in a row after the trigger each with a
+// goodput of at least 95% of the load, and nobody left in the queue.
+func TippingPoints(ctx context.Context, p *MetastableParams, o Options) (*TippingMap, error) {
+	return tippingPoints(ctx, p, tipPolicies(p), o)
+}
+
+// tippingPoints is TippingPoints for the given policies.
+func tippingPoints(ctx context.Context, p *MetastableParams, pols []tipPolicy, o Options) (*TippingMap, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	g := &TippingMap{}
+	for _, c := range p.MapCuts {
+		g.Cuts = append(g.Cuts, float64(c)/100)
+	}
+	for _, l := range p.MapLengths {
+		g.Lengths = append(g.Lengths, time.Duration(l)*time.Second)
+	}
+	type chain struct {
+		boundary        time.Duration
+		runs, unhealthy int
+		err             error
+	}
+	n := len(g.Cuts)
+	chains, err := sweep(ctx, o, len(pols)*n, func(i int) chain {
+		pol, cut := pols[i/n], g.Cuts[i%n]
+		var ch chain
+		down := func(k int) bool {
+			if ch.err != nil {
+				return false
+			}
+			ch.runs++
+			outcome, err := tipCell(ctx, p, o.Seed, pol, Trigger{Cut: cut, Length: g.Lengths[k]})
+			if err != nil {
+				ch.err = err
+			}
+			if outcome == outcomeNever {
+				ch.unhealthy++
+			}
+			return outcome != outcomeRecovers
+		}
+		last := len(g.Lengths) - 1
+		if !down(last) {
+			return ch
+		}
+		lo, hi := -1, last // lo recovers (or is below the grid), hi stays down
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if down(mid) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		ch.boundary = g.Lengths[hi]
+		return ch
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := g
+	for j, pol := range pols {
+		tp := TippingPolicy{Name: pol.name, Boundary: make([]time.Duration, n)}
+		for i := range n {
+			ch := chains[j*n+i]
+			if ch.err != nil {
+				return nil, fmt.Errorf("tipping point of %s at a %g%% cut: %w", pol.name, round(100*g.Cuts[i], 1), ch.err)
+			}
+			tp.Runs += ch.runs
+			tp.Unhealthy += ch.unhealthy
+			tp.Boundary[i] = ch.boundary
+			if ch.boundary == 0 {
+				continue
+			}
+			t := Trigger{Cut: g.Cuts[i], Length: ch.boundary}
+			if tp.Margin == nil || t.Work() < tp.Margin.Work() || (t.Work() == tp.Margin.Work() && t.Length < tp.Margin.Length) {
+				tp.Margin = &t
+			}
+		}
+		out.Policies = append(out.Policies, tp)
+	}
+	return out, nil
+}
+
+// tipStream is the stream of a map's cell: a mix of the cut's and the
+// length's bits, so that the cell's draws depend on the trigger alone.
+func tipStream(t Trigger) uint64 {
+	return engine.Mix(math.Float64bits(t.Cut) ^ engine.Mix(uint64(t.Length)))
+}
+
+// tipCell runs one cell of a map: the trigger t against the metastable
+// model of p with pol's clients (and limiter), and returns its outcome.
+func tipCell(ctx context.Context, p *MetastableParams, seed uint64, pol tipPolicy, t Trigger) (string, error) {
+	m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: p.Timeout,
+		from: p.Before, to: p.Before + t.Length, cut: t.Cut, end: p.Before + t.Length + p.After,
+		limited: pol.limited, stopUp: true}
+	st, err := runMetastableWith(ctx, seed, tipStream(t), m, pol.build)
+	if err != nil {
+		return "", err
+	}
+	return measureMetastable(p, msCase{cut: t.Cut, length: t.Length, load: 1, policy: pol.name}, st).outcome, nil
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 )
 
 // tinyMetastable is the metastable scenario at a tenth of the rate with

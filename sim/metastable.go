@@ -286,7 +286,7 @@ func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Re
 		}
 		m := msModel{rate: p.Rate * c.load, threads: p.Threads, service: p.Service, timeout: p.Timeout,
 			from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
-			limited: c.policy == msLimited}
+			limited: c.policy == msLimited, resends: c.policy == msResend}
 		st, err := runMetastable(ctx, o.Seed, uint64(i), m, pol)
 		return out{st, err}
 	})

@@ -114,7 +114,7 @@ func TestMetastableStopAgrees(t *testing.T) {
 		for _, full := range []bool{false, true} {
 			m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: p.Timeout,
 				from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
-				stopUp: true, full: full}
+				stopUp: true, full: full, resends: true}
 			st, err := runMetastable(context.Background(), 3, 0, m, pol)
 			if err != nil {
 				t.Fatal(err)

@@ -55,6 +55,10 @@ type msModel struct {
 	// full runs to the end, without stopping early: the test that the
 	// early stop agrees with the full run sets it.
 	full bool
+	// resends says that the clients resend the moment an attempt times
+	// out and never give up (Huang et al.'s client), which lets a run
+	// stop as down sooner (msRun.resendsDown).
+	resends bool
 }
 
 // msJudged is the stretch at the end of a run its outcome is judged on.
@@ -147,7 +151,7 @@ func runMetastableWith(ctx context.Context, seed, stream uint64, m msModel, buil
 		if t == m.end {
 			break
 		}
-		if !m.full && (r.provablyDown(t) || (m.stopUp && r.recovered(t))) {
+		if !m.full && (r.provablyDown(t) || r.resendsDown(t) || (m.stopUp && r.recovered(t))) {
 			r.stats.stopped, r.stats.down = t, !r.recovered(t)
 			break
 		}
@@ -190,6 +194,53 @@ func (r *msRun) provablyDown(t time.Duration) bool {
 		return false
 	}
 	return float64(r.queue.len()) >= 1.5*mu
+}
+
+// resendsDown reports whether, at the end of second t, a run whose
+// clients resend at once and never give up (msModel.resends) is down
+// for good: no answer from then on reaches a caller still waiting, unless
+// in one of the stretches of a client timeout T that follow the workers
+// complete more than f times their mean number at full CPU (C·T, C
+// being threads/service), a chance that the Chernoff bound
+// exp(-C·T(f ln f - f + 1)) per stretch, summed over the stretches left,
+// keeps under downOdds; f is the least of 1.05, 1.1, 1.2 and 1.5 for
+// which it does. With that many completions at most, any span of at most
+// T has at most 2f·C·T. The run is down when, without a limiter:
+//   - the queue holds more than 3f·C·T requests;
+//   - the request 2f·C·T places from the queue's head was sent at least
+//     T ago (so were those ahead of it and those at the workers);
+//   - at least f·C·T calls are waiting for an answer;
+//   - t is at least a timeout before the run's judged stretch.
+//
+// Then no request queued at t is answered in time: those within 2f·C·T
+// of the head are past their timeout already, those further back wait
+// for more completions than a timeout holds. An attempt sent in the
+// stretch after t finds more than 3f·C·T - f·C·T = 2f·C·T requests ahead
+// of it, and is not answered in time either. So no call ends in that
+// stretch, each waiting call resends once in it (every attempt times out
+// within T of its sending), the queue grows by at least f·C·T - f·C·T =
+// 0 over it, and the same holds for the next stretch, to the end of the
+// run.
+func (r *msRun) resendsDown(t time.Duration) bool {
+	m := r.m
+	if !m.resends || m.limited || t+m.timeout > m.end-msJudged {
+		return false
+	}
+	ct := float64(m.threads) * float64(m.timeout) / float64(m.service)
+	stretches := float64(m.end-t)/float64(m.timeout) + 1
+	f := 0.0
+	for _, g := range []float64{1.05, 1.1, 1.2, 1.5} {
+		if ct*(g*math.Log(g)-g+1)-math.Log(stretches) >= -math.Log(downOdds) {
+			f = g
+			break
+		}
+	}
+	q := r.queue.len()
+	head := int(math.Ceil(2 * f * ct))
+	if f == 0 || float64(q) <= 3*f*ct || head >= q || float64(len(r.reqs)-len(r.free)) < f*ct {
+		return false
+	}
+	return t-r.queue.at(head).at >= m.timeout
 }
 
 // recovered reports whether, at the end of second t, the run has
@@ -361,6 +412,9 @@ type ring[T any] struct {
 }
 
 func (q *ring[T]) len() int { return q.size }
+
+// at returns the item i places from the head.
+func (q *ring[T]) at(i int) T { return q.buf[(q.head+i)%len(q.buf)] }
 
 func (q *ring[T]) push(v T) {
 	if q.size == len(q.buf) {

@@ -75,6 +75,7 @@ type tipPolicy struct {
 	name    string
 	build   func(*engine.Engine) (*retry.Policy, error)
 	limited bool
+	resends bool // msModel.resends
 }
 
 // tipPolicies are the map's three policies of the scenario's rows: the
@@ -84,7 +85,7 @@ func tipPolicies(p *MetastableParams) []tipPolicy {
 	var out []tipPolicy
 	for _, name := range []string{msResend, msDefault, msLimited} {
 		c := msCase{policy: name}
-		out = append(out, tipPolicy{name: name, limited: name == msLimited,
+		out = append(out, tipPolicy{name: name, limited: name == msLimited, resends: name == msResend,
 			build: func(*engine.Engine) (*retry.Policy, error) { return c.retryPolicy(p) }})
 	}
 	return out
@@ -211,7 +212,7 @@ func tipStream(t Trigger) uint64 {
 func tipCell(ctx context.Context, p *MetastableParams, seed uint64, pol tipPolicy, t Trigger) (string, error) {
 	m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: p.Timeout,
 		from: p.Before, to: p.Before + t.Length, cut: t.Cut, end: p.Before + t.Length + p.After,
-		limited: pol.limited, stopUp: true}
+		limited: pol.limited, resends: pol.resends, stopUp: true}
 	st, err := runMetastableWith(ctx, seed, tipStream(t), m, pol.build)
 	if err != nil {
 		return "", err

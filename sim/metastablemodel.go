@@ -87,6 +87,29 @@ type msReq struct {
 	cur  int64 // serial of the attempt its caller waits for; 0 when none
 }
 
+// msReqs holds a run's calls by slot, in pages that are never moved: a
+// run that stays down holds hundreds of thousands of calls, which a
+// growing slice would copy over and over.
+type msReqs struct {
+	pages [][]msReq
+	n     int // slots in use or freed
+}
+
+// msPage is the number of calls on a page of msReqs.
+const msPage = 1024
+
+// at returns call slot id.
+func (s *msReqs) at(id int32) *msReq { return &s.pages[id/msPage][id%msPage] }
+
+// add returns a new slot.
+func (s *msReqs) add() int32 {
+	if s.n == len(s.pages)*msPage {
+		s.pages = append(s.pages, make([]msReq, msPage))
+	}
+	s.n++
+	return int32(s.n - 1)
+}
+
 // msEntry is one request in the server's queue or at a worker.
 type msEntry struct {
 	at     time.Duration // when it arrived
@@ -99,7 +122,7 @@ type msRun struct {
 	m      msModel
 	policy *retry.Policy
 	lim    *limit.Limiter // nil: no limiter, no shedding
-	reqs   []msReq
+	reqs   msReqs
 	free   []int32
 	queue  ring[msEntry]
 	toks   ring[limit.Token] // the queued requests' tokens, with a limiter
@@ -237,7 +260,7 @@ func (r *msRun) resendsDown(t time.Duration) bool {
 	}
 	q := r.queue.len()
 	head := int(math.Ceil(2 * f * ct))
-	if f == 0 || float64(q) <= 3*f*ct || head >= q || float64(len(r.reqs)-len(r.free)) < f*ct {
+	if f == 0 || float64(q) <= 3*f*ct || head >= q || float64(r.reqs.n-len(r.free)) < f*ct {
 		return false
 	}
 	return t-r.queue.at(head).at >= m.timeout
@@ -277,13 +300,13 @@ func (r *msRun) Handle(e *engine.Engine, ev engine.Event) {
 	case msArrive:
 		e.At(t+r.gap(e), msArrive, 0, 0)
 		id := r.slot()
-		r.reqs[id].call = r.policy.Begin(false)
+		r.reqs.at(id).call = r.policy.Begin(false)
 		r.stats.offered[t/time.Second]++
 		r.send(e, id, t)
 	case msServed:
 		r.finish(e, ev.ID, t)
 	case msTimeout:
-		q := &r.reqs[ev.ID]
+		q := r.reqs.at(ev.ID)
 		if q.cur != ev.Arg {
 			return // answered, or a later attempt
 		}
@@ -301,14 +324,13 @@ func (r *msRun) slot() int32 {
 		r.free = r.free[:n-1]
 		return id
 	}
-	r.reqs = append(r.reqs, msReq{})
-	return int32(len(r.reqs) - 1)
+	return r.reqs.add()
 }
 
 // send makes call id's next attempt at t: admitted by its policy, then
 // refused by the server's limiter or queued.
 func (r *msRun) send(e *engine.Engine, id int32, t time.Duration) {
-	q := &r.reqs[id]
+	q := r.reqs.at(id)
 	if err := q.call.Admit(context.Background()); err != nil {
 		r.end(id, false)
 		return
@@ -343,7 +365,7 @@ func (r *msRun) send(e *engine.Engine, id int32, t time.Duration) {
 // failed tells call id's policy that its attempt failed with err at t,
 // and makes the next attempt now or later, or ends the call.
 func (r *msRun) failed(e *engine.Engine, id int32, t time.Duration, err error) {
-	d := r.reqs[id].call.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
+	d := r.reqs.at(id).call.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
 	switch {
 	case d.Reason != nil:
 		r.end(id, false)
@@ -359,7 +381,7 @@ func (r *msRun) end(id int32, answered bool) {
 	if !answered {
 		r.stats.gaveUp++
 	}
-	r.reqs[id] = msReq{}
+	*r.reqs.at(id) = msReq{}
 	r.free = append(r.free, id)
 }
 
@@ -380,7 +402,7 @@ func (r *msRun) finish(e *engine.Engine, w int32, t time.Duration) {
 	en := r.work[w]
 	r.wtok[w].Served(Epoch.Add(t))
 	r.stats.served++
-	if q := &r.reqs[en.req]; q.cur == en.serial {
+	if q := r.reqs.at(en.req); q.cur == en.serial {
 		q.cur = 0
 		q.call.Done(time.Time{}, time.Time{}, nil, 0)
 		r.stats.good[t/time.Second]++

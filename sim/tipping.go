@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"time"
 
 	"github.com/unherd/unherd/retry"
@@ -33,6 +36,24 @@ func (t Trigger) MarshalJSON() ([]byte, error) {
 		Length string  `json:"length"`
 		Work   float64 `json:"work_s"`
 	}{t.Cut, t.Length.String(), round(t.Work(), 3)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; work_s is derived and
+// not read.
+func (t *Trigger) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Cut    float64 `json:"cut"`
+		Length string  `json:"length"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	d, err := time.ParseDuration(v.Length)
+	if err != nil {
+		return fmt.Errorf("sim: trigger length: %w", err)
+	}
+	t.Cut, t.Length = v.Cut, d
+	return nil
 }
 
 // TippingMap is a tipping-point map: for each policy, the boundary
@@ -218,4 +239,94 @@ func tipCell(ctx context.Context, p *MetastableParams, seed uint64, pol tipPolic
 		return "", err
 	}
 	return measureMetastable(p, msCase{cut: t.Cut, length: t.Length, load: 1, policy: pol.name}, st).outcome, nil
+}
+
+// smallestTip finds pol's smallest trigger, by Trigger.Work, among the
+// cells of p's map that leave the system down, for a what-if's margin:
+// it runs the largest trigger first (the largest cut for the longest
+// length), and if the system recovers from it, takes it to recover from
+// every smaller one too (nil); else it runs the cells in order of work,
+// a batch of as many as there are workers at a time, and returns the
+// first that stays down. That one is the smallest whatever the map's
+// shape, and costs one run that stays down (slow) where a bisection per
+// cut costs several. Each cell runs on the stream TippingPoints gives
+// it. It returns the runs made and how many of them were unhealthy.
+func smallestTip(ctx context.Context, p *MetastableParams, pol tipPolicy, o Options) (tip *Trigger, runs, unhealthy int, err error) {
+	if err := p.Validate(); err != nil {
+		return nil, 0, 0, err
+	}
+	var cells []Trigger
+	for _, c := range p.MapCuts {
+		for _, l := range p.MapLengths {
+			cells = append(cells, Trigger{Cut: float64(c) / 100, Length: time.Duration(l) * time.Second})
+		}
+	}
+	largest := cells[len(cells)-1]
+	slices.SortStableFunc(cells, func(a, b Trigger) int {
+		return cmp.Or(cmp.Compare(a.Work(), b.Work()), cmp.Compare(a.Length, b.Length))
+	})
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	outcomes := map[Trigger]string{}
+	// The progress is the cells run over all the cells, whole when done:
+	// a sweep's own would start again at each batch.
+	report := o.Progress
+	o.Progress = nil
+	run := func(batch []Trigger) error {
+		out, err := sweep(ctx, o, len(batch), func(i int) result[string] {
+			s, err := tipCell(ctx, p, o.Seed, pol, batch[i])
+			return result[string]{s, err}
+		})
+		if err != nil {
+			return err
+		}
+		for i, r := range out {
+			if r.err != nil {
+				return r.err
+			}
+			runs++
+			if r.v == outcomeNever {
+				unhealthy++
+			}
+			outcomes[batch[i]] = r.v
+		}
+		if report != nil {
+			report(runs, len(cells))
+		}
+		return nil
+	}
+	if report != nil {
+		defer report(len(cells), len(cells))
+	}
+	if err := run([]Trigger{largest}); err != nil {
+		return nil, 0, 0, err
+	}
+	if outcomes[largest] == outcomeRecovers {
+		return nil, runs, unhealthy, nil
+	}
+	for start := 0; start < len(cells); start += workers {
+		var batch []Trigger
+		for _, c := range cells[start:min(start+workers, len(cells))] {
+			if _, done := outcomes[c]; !done {
+				batch = append(batch, c)
+			}
+		}
+		if err := run(batch); err != nil {
+			return nil, 0, 0, err
+		}
+		for _, c := range cells[start:min(start+workers, len(cells))] {
+			if outcomes[c] != outcomeRecovers {
+				return &c, runs, unhealthy, nil
+			}
+		}
+	}
+	return nil, runs, unhealthy, nil // not reached: the largest stays down
+}
+
+// result is a value or an error, from one run of a sweep.
+type result[T any] struct {
+	v   T
+	err error
 }

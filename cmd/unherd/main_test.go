@@ -596,7 +596,8 @@ func TestDocListsCommands(t *testing.T) {
 // claims with a golden file; go test -update rewrites it.
 func TestSimMetastable(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"sim", "metastable", "--rate", "830", "--service", "10ms", "--after", "30s", "--quiet"}, &out, &errb)
+	code := run([]string{"sim", "metastable", "--rate", "830", "--service", "10ms", "--after", "30s",
+		"--map-cuts", "70,90", "--map-lengths", "4,8,16", "--quiet"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("sim metastable: exit %d, stderr %s", code, errb.String())
 	}

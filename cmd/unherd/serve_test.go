@@ -571,6 +571,43 @@ func TestServePageScenario(t *testing.T) {
 	}
 }
 
+// TestServePageMetastable runs the metastable scenario from a link, at its
+// published size, and checks that Huang et al.'s four claims hold and that
+// the tipping-point map is drawn, with the resends' boundary and the
+// note naming the policies that recover from every trigger.
+func TestServePageMetastable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario in a browser: not in -short")
+	}
+	base := startServe(t)
+	p := newPage(t, 6*time.Minute)
+	p.run(t, "opening the metastable scenario", chromedp.Navigate(base+"?scenario=metastable"))
+	p.run(t, "waiting for the scenario", poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 5*time.Minute))
+	if sel := eval[string](t, p, `document.querySelector('#f-scenario').value`); sel != "metastable" {
+		t.Errorf("the scenario list offers %q; want metastable selected", sel)
+	}
+	holds := eval[int](t, p, `document.querySelectorAll('#scenario-claims td.holds').length`)
+	maps := eval[int](t, p, `document.querySelectorAll('#scenario-charts figure[data-chart="metastable_tipping"] canvas').length`)
+	fields := eval[string](t, p, `[...document.querySelectorAll('#scenario-grid input')].map(e => e.name).join(',')`)
+	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
+	var r struct {
+		Scenario string           `json:"scenario"`
+		Rows     []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "metastable" || len(r.Rows) != 6 {
+		t.Errorf("#scenario-result holds %.200q (%v); want the metastable scenario's six rows", text, err)
+	}
+	if holds != 4 || maps == 0 {
+		t.Errorf("metastable shows %d claims that hold and %d tipping-point charts; want 4 and 1", holds, maps)
+	}
+	if !strings.Contains(fields, "map-cuts") || !strings.Contains(fields, "map-lengths") {
+		t.Errorf("the scenario's form has fields %s; want map-cuts and map-lengths among them", fields)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
 // TestServeExportRunsFromAStaticHost writes the page with --export,
 // serves the directory with a plain file server, and runs the storm in it.
 func TestServeExportRunsFromAStaticHost(t *testing.T) {

@@ -230,6 +230,16 @@ function drawChart(parent, c, extraLines = []) {
           ctx.textAlign = "right";
           ctx.fillText(l.Label, u.bbox.left + u.bbox.width - 4, y - 4);
         }
+        // Notes: a point of the data circled, its text beside it, on the
+        // side towards the middle (as the report's charts draw them).
+        ctx.setLineDash([]);
+        for (const n of c.Notes || []) {
+          const x = u.valToPos(tx(n.X), "x", true), y = u.valToPos(n.Y, "y", true);
+          ctx.beginPath(); ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI); ctx.stroke();
+          const right = x > u.bbox.left + u.bbox.width / 2;
+          ctx.textAlign = right ? "right" : "left";
+          ctx.fillText(n.Text, x + (right ? -8 : 8) * devicePixelRatio, y + 14 * devicePixelRatio);
+        }
         ctx.restore();
       }],
     },

@@ -34,7 +34,7 @@ var (
 const (
 	msArrive  int32 = iota // a new request arrives (the open stream)
 	msServed               // worker ID finishes its request
-	msTimeout              // request ID's attempt Arg reaches the client's timeout
+	msTimeout              // request ID's attempt Arg, the head of msRun.pending, reaches the client's timeout
 	msRetry                // request ID makes its next attempt after a delay
 )
 
@@ -131,6 +131,18 @@ type msRun struct {
 	idle   []int32           // workers without a request
 	serial int64
 	stats  msStats
+	// pending holds the attempts sent, in order, until they time out or
+	// reach the head answered; armed says that an msTimeout event is set
+	// for the head.
+	pending ring[msPending]
+	armed   bool
+}
+
+// msPending is an attempt's timeout.
+type msPending struct {
+	due    time.Duration
+	serial int64
+	req    int32
 }
 
 // runMetastable runs the model m with clients calling through policy,
@@ -306,12 +318,15 @@ func (r *msRun) Handle(e *engine.Engine, ev engine.Event) {
 	case msServed:
 		r.finish(e, ev.ID, t)
 	case msTimeout:
-		q := r.reqs.at(ev.ID)
-		if q.cur != ev.Arg {
-			return // answered, or a later attempt
+		r.pending.pop() // the head, which the event was set for
+		r.armed = false
+		if q := r.reqs.at(ev.ID); q.cur == ev.Arg {
+			q.cur = 0
+			r.failed(e, ev.ID, t, errNoAnswer)
 		}
-		q.cur = 0
-		r.failed(e, ev.ID, t, errNoAnswer)
+		if !r.armed {
+			r.arm(e)
+		}
 	case msRetry:
 		r.send(e, ev.ID, t)
 	}
@@ -347,7 +362,10 @@ func (r *msRun) send(e *engine.Engine, id int32, t time.Duration) {
 	r.serial++
 	q.cur = r.serial
 	r.stats.attempts[t/time.Second]++
-	e.At(t+r.m.timeout, msTimeout, id, r.serial)
+	r.pending.push(msPending{due: t + r.m.timeout, serial: r.serial, req: id})
+	if !r.armed {
+		r.arm(e)
+	}
 	en := msEntry{at: t, serial: r.serial, req: id}
 	if n := len(r.idle); n > 0 && r.queue.len() == 0 {
 		w := r.idle[n-1]
@@ -360,6 +378,23 @@ func (r *msRun) send(e *engine.Engine, id int32, t time.Duration) {
 		r.toks.push(tok)
 	}
 	r.stats.peak = max(r.stats.peak, r.queue.len())
+}
+
+// arm sets the timeout event for the first attempt of pending whose
+// caller still waits for it, dropping those answered before it: every
+// attempt has the same timeout, so the attempts reach it in the order
+// they were sent, and one event at a time serves them all, without an
+// event for each attempt answered in time (most of them).
+func (r *msRun) arm(e *engine.Engine) {
+	for r.pending.len() > 0 {
+		h := r.pending.at(0)
+		if r.reqs.at(h.req).cur == h.serial {
+			e.At(h.due, msTimeout, h.req, h.serial)
+			r.armed = true
+			return
+		}
+		r.pending.pop()
+	}
 }
 
 // failed tells call id's policy that its attempt failed with err at t,

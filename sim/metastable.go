@@ -220,7 +220,7 @@ func withTippingChart(ctx context.Context, res *Result, p *MetastableParams, o O
 	return res, nil
 }
 
-const unherdTipping = "unherd's design (DESIGN.md: safe by default; the trigger size x length boundary for each policy) and its metastable issue's goal: no trigger of the map leaves the default or the default with the limiter down"
+const unherdTipping = "unherd's design, DESIGN.md (safe by default; the trigger size x length boundary for each policy): no trigger of the map leaves the default or the default with the limiter down"
 
 // claims judges the map against unherd's goal: neither the default
 // policy nor the default with the server's limiter stays down after any
@@ -287,7 +287,7 @@ func (m *TippingMap) Chart() Chart {
 	longest := m.Lengths[len(m.Lengths)-1].Seconds()
 	var never []string
 	for _, pol := range m.Policies {
-		s := Series{Name: pol.Name}
+		s := Series{Name: pol.Name + ": down at and above"}
 		if pol.Unhealthy > 0 {
 			s.Name += " (unhealthy before the trigger)"
 		}

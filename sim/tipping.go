@@ -128,10 +128,13 @@ func userTipPolicy(s policySpec) tipPolicy {
 // the system down (an outcome of "stays down" as the scenario judges
 // it), and each policy's margin, its smallest such trigger.
 //
-// Each cut's boundary is found by bisection over the lengths, on the
-// assumption that a longer trigger of the same cut does no less harm:
-// the longest length first, then halving the interval between the
-// longest length known to recover and the shortest known to stay down.
+// The map assumes that a longer trigger of the same cut, or a larger cut
+// of the same length, does no less harm. Each policy first meets the
+// map's largest trigger (its largest cut for its longest length): if it
+// recovers, it recovers from every trigger of the map. Otherwise each
+// cut's boundary is found by bisection over the lengths: the longest
+// length first, then halving the interval between the longest length
+// known to recover and the shortest known to stay down.
 // A cell (a cut and a length) runs on its own stream of o.Seed, derived
 // from the cut and the length alone, so that a cell's outcome depends on
 // neither the policy's order, the map's other cells nor the number of
@@ -161,9 +164,39 @@ func tippingPoints(ctx context.Context, p *MetastableParams, pols []tipPolicy, o
 		runs, unhealthy int
 		err             error
 	}
-	n := len(g.Cuts)
-	chains, err := sweep(ctx, o, len(pols)*n, func(i int) chain {
-		pol, cut := pols[i/n], g.Cuts[i%n]
+	n, last := len(g.Cuts), len(g.Lengths)-1
+	largest := Trigger{Cut: g.Cuts[n-1], Length: g.Lengths[last]}
+	first, second := halves(o)
+	// The largest trigger first, for every policy: one that recovers from
+	// it recovers from every trigger of the map.
+	tops, err := sweep(ctx, first, len(pols), func(j int) chain {
+		ch := chain{runs: 1}
+		outcome, err := tipCell(ctx, p, o.Seed, pols[j], largest)
+		switch {
+		case err != nil:
+			ch.err = err
+		case outcome == outcomeNever:
+			ch.unhealthy = 1
+		}
+		if outcome != outcomeRecovers {
+			ch.boundary = largest.Length
+		}
+		return ch
+	})
+	if err != nil {
+		return nil, err
+	}
+	var tipping []int // the policies that stay down after the largest trigger
+	for j, top := range tops {
+		if top.err != nil {
+			return nil, fmt.Errorf("tipping point of %s: %w", pols[j].name, top.err)
+		}
+		if top.boundary > 0 {
+			tipping = append(tipping, j)
+		}
+	}
+	chains, err := sweep(ctx, second, len(tipping)*n, func(i int) chain {
+		pol, cut := pols[tipping[i/n]], g.Cuts[i%n]
 		var ch chain
 		down := func(k int) bool {
 			if ch.err != nil {
@@ -179,8 +212,7 @@ func tippingPoints(ctx context.Context, p *MetastableParams, pols []tipPolicy, o
 			}
 			return outcome != outcomeRecovers
 		}
-		last := len(g.Lengths) - 1
-		if !down(last) {
+		if cut != largest.Cut && !down(last) { // the largest cut's longest is known to stay down
 			return ch
 		}
 		lo, hi := -1, last // lo recovers (or is below the grid), hi stays down
@@ -200,9 +232,14 @@ func tippingPoints(ctx context.Context, p *MetastableParams, pols []tipPolicy, o
 	}
 	out := g
 	for j, pol := range pols {
-		tp := TippingPolicy{Name: pol.name, Boundary: make([]time.Duration, n)}
+		tp := TippingPolicy{Name: pol.name, Boundary: make([]time.Duration, n), Runs: tops[j].runs, Unhealthy: tops[j].unhealthy}
+		k := slices.Index(tipping, j)
+		if k < 0 {
+			out.Policies = append(out.Policies, tp)
+			continue
+		}
 		for i := range n {
-			ch := chains[j*n+i]
+			ch := chains[k*n+i]
 			if ch.err != nil {
 				return nil, fmt.Errorf("tipping point of %s at a %g%% cut: %w", pol.name, round(100*g.Cuts[i], 1), ch.err)
 			}

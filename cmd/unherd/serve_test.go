@@ -366,6 +366,9 @@ func TestServePageMatchesCLI(t *testing.T) {
 				t.Errorf("%s: the form's %s is %q; want %q", c.query, k, v, q.Get(k))
 			}
 		}
+		if n := eval[int](t, p, `document.querySelectorAll('#margins li').length`); n != 2 {
+			t.Errorf("%s: the page lists %d margins against a metastable failure; want 2 (yours, the default)", c.query, n)
+		}
 		ms := eval[string](t, p, `document.querySelector('#result').dataset.ms`)
 		loc := eval[string](t, p, `location.search`)
 		t.Logf("%s: the what-if took %s ms in chromium (from the request to the charts drawn)", c.query, ms)
@@ -572,9 +575,10 @@ func TestServePageScenario(t *testing.T) {
 }
 
 // TestServePageMetastable runs the metastable scenario from a link, at its
-// published size, and checks that Huang et al.'s four claims hold and that
-// the tipping-point map is drawn, with the resends' boundary and the
-// note naming the policies that recover from every trigger.
+// published size, and checks that its six claims hold (Huang et al.'s four
+// outcomes, and the map's two: neither the default nor the default +
+// limiter stays down), that the tipping-point map is drawn, and that the
+// form offers the map's triggers.
 func TestServePageMetastable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a scenario in a browser: not in -short")
@@ -597,8 +601,8 @@ func TestServePageMetastable(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "metastable" || len(r.Rows) != 6 {
 		t.Errorf("#scenario-result holds %.200q (%v); want the metastable scenario's six rows", text, err)
 	}
-	if holds != 4 || maps == 0 {
-		t.Errorf("metastable shows %d claims that hold and %d tipping-point charts; want 4 and 1", holds, maps)
+	if holds != 6 || maps == 0 {
+		t.Errorf("metastable shows %d claims that hold and %d tipping-point charts; want 6 (Huang et al.'s four, the map's two) and 1", holds, maps)
 	}
 	if !strings.Contains(fields, "map-cuts") || !strings.Contains(fields, "map-lengths") {
 		t.Errorf("the scenario's form has fields %s; want map-cuts and map-lengths among them", fields)

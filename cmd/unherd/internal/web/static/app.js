@@ -309,6 +309,10 @@ function renderWhatIf(answer, ms) {
       ` The dependency serves ${rep.capacity_rps} requests/s and is down for ${rep.outage}.`),
     ...(rep.warnings || []).map((w) => el("p", { class: "error" }, "Warning: " + w)),
     el("ul", {}, ...rep.verdicts.map((v) => el("li", {}, el("strong", {}, v.population + ": "), v.summary))),
+    ...(rep.margins && rep.margins.length ? [
+      el("p", { id: "margins-note" }, "Margin against a metastable failure (the metastable scenario's server: callers time out after 3 s and retry through the policy; a cut to its CPU, then the smallest such trigger that leaves it down for good):"),
+      el("ul", { id: "margins" }, ...rep.margins.map((m, i) => el("li", {}, el("strong", {}, (i === 0 ? "yours" : "default") + ": "), m.summary))),
+    ] : []),
   );
   const parent = $("#whatif-charts");
   clearCharts(parent);

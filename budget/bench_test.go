@@ -8,23 +8,38 @@ import (
 
 // Every parallel benchmark runs the same traffic: nine calls in ten succeed
 // at once; the tenth fails, withdraws a retry and, if allowed, succeeds on
-// it. One op is one call.
+// it. One op is one call. A budget that tracks attempts in flight
+// ([Tracker]) hears each attempt start, as the retry loop tells it.
 func runTraffic(b *testing.B, bud Budget) {
 	b.ReportAllocs()
+	tr, _ := bud.(Tracker)
+	start := func(a Attempt) {
+		if tr != nil {
+			tr.Start(a)
+		}
+	}
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
 			i++
+			start(Attempt{N: 1})
 			if i%10 != 0 {
 				bud.Record(Attempt{N: 1})
 				continue
 			}
 			bud.Record(Attempt{N: 1, Failed: true, Class: Transient})
 			if bud.Withdraw(Transient) {
+				start(Attempt{N: 2, Charged: Transient})
 				bud.Record(Attempt{N: 2, Charged: Transient})
 			}
 		}
 	})
+}
+
+// BenchmarkConcurrencyParallel is the concurrency budget under the same
+// traffic: every op is atomic adds, and a withdrawal a compare-and-swap.
+func BenchmarkConcurrencyParallel(b *testing.B) {
+	runTraffic(b, configtest.Must(NewConcurrency(ConcurrencyConfig{}))(b))
 }
 
 func BenchmarkTokenBucketParallel(b *testing.B) {

@@ -55,6 +55,17 @@ type Refunder interface {
 	Refund(c Class)
 }
 
+// Tracker is implemented by budgets that count attempts in flight
+// ([Concurrency]). The retry loop calls Start when it admits an attempt,
+// and ends every started attempt exactly once: with Record when it ran
+// to a result, or with Abandon when it did not (the caller gave up during
+// it, it panicked, or its error was a local rejection from inside).
+// Both must be safe for concurrent use.
+type Tracker interface {
+	Start(a Attempt)
+	Abandon(a Attempt)
+}
+
 type unlimited struct{}
 
 func (unlimited) Withdraw(Class) bool { return true }

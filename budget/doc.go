@@ -54,6 +54,17 @@
 // gRPC service config's retryThrottling does; defaults are A6's example
 // (maxTokens 10, tokenRatio 0.1).
 //
+// [Concurrency] bounds the retries in flight rather than over time: a
+// retry may start while fewer than 20% of the attempts in flight are
+// retries, or fewer than 3 (Envoy's retry_budget, the Gateway API's
+// GEP-3388 and failsafe-go's budget, with their defaults). It reacts at
+// once, with no window to forget an outage, and caps a burst of failures
+// at a fifth more load in flight. It counts attempts in flight through
+// the retry loop, which tells it each attempt's start and end ([Tracker]),
+// so it serves a retry.Policy, not a hedge.Hedger. Choose it where load
+// in flight is what the dependency cannot take, as under a concurrency
+// limit (package limit).
+//
 // [Unlimited] opts out: every retry is allowed. It is for the rare caller
 // who must, such as a batch job against a dependency it owns.
 //

@@ -841,11 +841,11 @@ func run(t *testing.T, store idempotency.Store, charge charger, charges func() m
 	// seconds there gives up on a payment the store would have taken.
 	tr, err := unherdhttp.NewTransport(nil, unherdhttp.Config{
 		Retry: retry.Config{
-			MaxAttempts: 200,
-			Backoff:     backoff.Schedule{Base: 10 * time.Millisecond, Cap: 200 * time.Millisecond},
-			Budget:      budget.Unlimited, // the subject here is duplicates, not the retry budget
+			MaxAttempts:    200,
+			Backoff:        backoff.Schedule{Base: 10 * time.Millisecond, Cap: 200 * time.Millisecond},
+			Budget:         budget.Unlimited, // the subject here is duplicates, not the retry budget
+			AttemptTimeout: attemptTime,
 		},
-		AttemptTimeout:     attemptTime,
 		AutoIdempotencyKey: true,
 	})
 	if err != nil {

@@ -190,5 +190,8 @@ func (c *Config) Validate() error {
 	case c.ProbeEvery < 0:
 		return fmt.Errorf("%w: ProbeEvery %d is negative; use 0 for the default of %d", ErrInvalidConfig, c.ProbeEvery, DefaultProbeEvery)
 	}
+	if _, ok := c.Budget.(budget.Tracker); ok {
+		return fmt.Errorf("%w: Budget %T counts the retry loop's attempts in flight, which a Hedger does not report; give the Hedger a budget.Ratio or budget.TokenBucket", ErrInvalidConfig, c.Budget)
+	}
 	return nil
 }

@@ -63,6 +63,16 @@ func TestDo(t *testing.T) {
 			want:     1, wantAt: 100 * ms, started: map[int]time.Duration{0: 0},
 		},
 		{
+			// failsafe-go issue 141: an exhausted hedge budget failed the
+			// whole execution and cancelled the requests already running.
+			// Here the budget refuses the second hedge only: the primary
+			// and the first hedge go on, and the first to answer wins.
+			name: "failsafe-go 141: a refused hedge leaves the running ones", cfg: Config{MaxHedges: 2}, allow: 1,
+			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 50 * ms, value: 2}, {after: 5 * ms, value: 3}},
+			want:     2, wantAt: 60 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms},
+			lost: []int{0}, withdrawn: 1,
+		},
+		{
 			name: "two hedges one delay apart", cfg: Config{MaxHedges: 2}, allow: -1,
 			outcomes: []outcome{{after: 100 * ms, value: 1}, {after: 100 * ms, value: 2}, {after: 5 * ms, value: 3}},
 			want:     3, wantAt: 25 * ms, started: map[int]time.Duration{0: 0, 1: 10 * ms, 2: 20 * ms},

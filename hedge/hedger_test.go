@@ -37,6 +37,7 @@ func TestValidate(t *testing.T) {
 		row("negative ProbeEvery", Config{ProbeEvery: -1}, false),
 		row("SharedWithRetry needs a Budget", Config{SharedWithRetry: true}, false),
 		row("SharedWithRetry with a Budget", Config{SharedWithRetry: true, Budget: budget.Unlimited}, true),
+		row("a concurrency budget", Config{Budget: configtest.Must(budget.NewConcurrency(budget.ConcurrencyConfig{}))(t)}, false),
 	})
 }
 

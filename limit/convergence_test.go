@@ -241,10 +241,10 @@ func TestConvergence(t *testing.T) {
 }
 
 // TestConvergenceDefault checks that New(Config{}) is the algorithm
-// TestConvergenceGradient2 runs: the same trace, limit for limit.
+// TestConvergence runs: the same trace, limit for limit.
 func TestConvergenceDefault(t *testing.T) {
 	capacity := 8 / serviceMean
-	g, err := NewGradient2(Gradient2Config{})
+	g, err := NewGradient(GradientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestConvergenceDefault(t *testing.T) {
 	want, _ := simulate(explicit, 1, 2*capacity, capacityPhases, nil)
 	got, _ := simulate(def, 1, 2*capacity, capacityPhases, nil)
 	if !slices.Equal(got, want) {
-		t.Error("New(Config{}) moves its limit unlike NewGradient2(Gradient2Config{})")
+		t.Error("New(Config{}) moves its limit unlike NewGradient(GradientConfig{})")
 	}
 }
 

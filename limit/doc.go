@@ -6,7 +6,7 @@
 //
 // The common use, in a handler:
 //
-//	l, err := limit.New(limit.Config{}) // adaptive: Gradient2's defaults
+//	l, err := limit.New(limit.Config{}) // adaptive: Gradient's defaults
 //	...
 //	tok, ok := l.Acquire(time.Now())
 //	if !ok {
@@ -76,15 +76,15 @@
 // Sample.Now, and randomness only from a source the configuration
 // passes in.
 //
-// [Gradient2], the default, is described below, after [Gradient], which is
-// Envoy's adaptive concurrency gradient controller
-// (https://www.envoyproxy.io/docs/envoy/latest/configuration/http/http_filters/adaptive_concurrency_filter).
-// It first pins the limit to MinLimit (3) and takes the median latency of
-// the next requests as the minRTT, the latency of an unloaded server; it
-// measures it again every minute or so. In between, after each window of
-// samples, it compares the window's median latency with the minRTT plus
-// a 25% buffer and scales the limit by their ratio, plus a headroom that
-// lets it probe upwards:
+// [Gradient], the default, is Envoy's adaptive concurrency gradient
+// controller
+// (https://www.envoyproxy.io/docs/envoy/latest/configuration/http/http_filters/adaptive_concurrency_filter),
+// with the departures listed below. It measures the minRTT, the latency
+// of an unloaded server, as the median latency of requests that ran with
+// at most MinLimit (3) in flight, and measures it again every minute or
+// so. In between, after each window of samples, it compares the window's
+// median latency with the minRTT plus a 25% buffer and scales the limit
+// by their ratio, plus a headroom that lets it probe upwards:
 //
 //	gradient = clamp(1.25*minRTT / sampleRTT, 0.5, 2)
 //	next     = limit*gradient + Headroom*sqrt(limit*gradient)
@@ -92,10 +92,20 @@
 //
 // Queueing shows directly as latency above the minRTT, so the limit
 // settles a little above what the server can run at once, and follows
-// the server's capacity when it changes. The limit reads MinLimit during
-// each measurement (a few seconds every minute at the defaults on a
-// server with a few workers): that is the price of a baseline that a
-// long overload cannot drag up.
+// the server's capacity when it changes. A measurement first takes the
+// requests that happen to be admitted with at most MinLimit in flight,
+// which at light load costs nothing; when MinRTTRequests (600) others
+// have ended first, the server is busy, and the measurement pins the
+// limit to MinLimit until it has its samples. It ends once the standard
+// error of its median is within 5%, which takes about 160 requests for
+// latencies with the spread of a lognormal of sigma 0.5 and the cap of
+// 600 for sigma 1. With a median of 20 ms, at 3 in flight, that is about
+// a second or about 4 s in each minute; on a busy server with 8 workers
+// it costs about 1% or 5% of its throughput (on the model server of
+// TestConvergence, sigma 1, at twice its capacity for 10 minutes, the
+// workers were busy 94% of the time, against 98% with no measurement
+// after the first). That is the price of a baseline that a long overload
+// cannot drag up.
 //
 // [AIMD] adds 1 per served request while at least half the limit is in
 // use and multiplies the limit by 0.9 on a drop or a request slower than
@@ -103,7 +113,7 @@
 // Netflix concurrency-limits' AIMDLimit
 // (https://github.com/Netflix/concurrency-limits).
 //
-// [Gradient2], the default, is Netflix's Gradient2Limit. It compares a long-term
+// [Gradient2] is Netflix's Gradient2Limit. It compares a long-term
 // average of the latency with a short-term one; when the short-term
 // latency exceeds the long-term by more than the tolerance, the limit
 // shrinks by their ratio (never below half per update); otherwise it
@@ -113,28 +123,22 @@
 //	limit    = (1-Smoothing)*limit + Smoothing*(limit*gradient + QueueSize)
 //
 // With steady latencies its limit settles at about
-// Tolerance*capacity + QueueSize. Its baseline is an average of latencies
-// under the load it limits, not a measurement without load, so when the
-// capacity falls the baseline rises with the queueing and the limit
-// comes down only part of the way towards the new capacity (on the model
-// server below, from 8 workers to 4, its mean falls from 7 to 10 to 7 to
-// 9, on some seeds not at all), and when the capacity comes back, the
-// baseline keeps some of that queueing and the limit overshoots (to 15 to
-// 20 for 8 workers) until the long average forgets it. It
-// needs no measurement windows, and that is why it is the default:
-// Gradient's measurements pin the limit to 3 for the first seconds and a
-// few seconds every minute, and its 250-sample windows make it climb
-// slowly, so on a real server (package reliability's overload run: 8
-// workers, 20 ms, open-loop load at 0.5x to 4x of capacity) it refused
-// half the load it could have served at 0.5x and served a third of
-// capacity at 2x, where Gradient2 served all of the first and 97% of
-// capacity. Choose Gradient where the capacity changes often and the
-// measurements' cost is acceptable.
+// Tolerance*capacity + QueueSize. It needs no measurement, but its
+// baseline is an average of latencies under the load it limits, not a
+// measurement without load, so when the capacity falls the baseline
+// rises with the queueing and the limit comes down only part of the way
+// towards the new capacity (on the model server below, from 8 workers to
+// 4, its mean falls from 7 to 10 to 7 to 9, on some seeds not at all),
+// and when the capacity comes back, the baseline keeps some of that
+// queueing and the limit overshoots (to 15 to 20 for 8 workers) until
+// the long average forgets it. Choose it where the capacity is steady
+// and a measurement's pinned second a minute is not acceptable.
 //
 // # Defaults and their sources
 //
-// Gradient keeps these Envoy defaults: MinLimit 3 (min_concurrency, also
-// the limit during a measurement), MaxLimit 1000
+// Gradient keeps these Envoy defaults: MinLimit 3 (min_concurrency, the
+// limit a measurement pins, and the most in flight a passive
+// measurement's requests may have been admitted with), MaxLimit 1000
 // (max_concurrency_limit), Percentile 0.5 (sample_aggregate_percentile,
 // for both the windows and the minRTT), Buffer 0.25 (buffer), the clamp
 // of the gradient to [0.5, 2], MinRTTJitter 0.15 (jitter: each interval
@@ -156,11 +160,15 @@
 // model, make it settle; reverting any one of them brings the swings
 // back:
 //
-//   - MinRTTRequests 600 (Envoy: 50). The median of 50 latencies with
-//     that spread has a standard error of about 20%, and the limit's
-//     equilibrium moves with it by several requests. At 600 it is about
-//     5%. The cost is a longer measurement:
-//     600 requests at 3 in flight take 200 mean service times.
+//   - A measurement ends when its median's standard error is within
+//     MinRTTError (5%), after at least 50 requests (Envoy's
+//     request_count, which always ends it at 50) and at most
+//     MinRTTRequests (600). The median of 50 latencies with that spread
+//     has a standard error of about 20%, and the limit's equilibrium
+//     moves with it by several requests; at 10% the limit still leaves
+//     the band on some seeds. Where latencies spread less the
+//     measurement is shorter: a fixed 600 would pin a server for 200
+//     mean service times each minute.
 //   - MinSamples 250 (Envoy: none): a window ends after UpdateInterval
 //     and at least 250 samples, so that its median is stable; at a few
 //     hundred requests a second a window lasts about a second instead of
@@ -174,6 +182,15 @@
 //   - Smoothing 0.25 (Envoy: none, each window sets the limit): each
 //     window moves the limit a quarter of the way to its new value, so
 //     one noisy window moves it by a request rather than several.
+//
+// Two more departures come from the loopback overload run (package
+// reliability), where Envoy's start, pinned to 3 for the first
+// measurement and climbing from there, refused a quarter of a load at
+// half the capacity: the limit starts at InitialLimit (20, Gradient2's
+// and Netflix's) rather than MinLimit, and returns to it when the first
+// measurement ends; and a measurement takes, without pinning, the
+// requests admitted with at most MinLimit in flight, pinning only when
+// MinRTTRequests others have ended first.
 //
 // The limit does not grow from a window in which fewer than half of it
 // were ever in flight (after Netflix's rule): at light load the latency
@@ -229,10 +246,11 @@
 // checks that, outside the minRTT measurements, the limit stays within
 // [6, 12], [3, 6] and [6, 12] from 30 s into each phase, and logs how
 // soon it settled, the mean queueing delay, how busy the workers were
-// and the share of requests refused. TestConvergenceGradient2 runs
-// Gradient2, the default, through the same phases: its mean stays in
-// [6, 12] with 8 workers; with 4 it falls only part of the way, and
-// after the 8 come back it overshoots, as described above.
+// and the share of requests refused. TestConvergenceDefault checks that
+// New(Config{}) moves its limit as that Gradient does.
+// TestConvergenceGradient2 runs Gradient2 through the same phases: its
+// mean stays in [6, 12] with 8 workers; with 4 it falls only part of the
+// way, and after the 8 come back it overshoots, as described above.
 //
 // # Observing
 //

@@ -34,17 +34,21 @@ func ExampleFixed() {
 }
 
 // The default limiter adapts: each request reports how it ended, and the
-// limit follows the latency. It starts at 3 while it measures the
-// latency of an unloaded server, grows while the latency stays near it,
-// and falls when the latency triples.
+// limit follows the latency. Here every slot is taken at once by a
+// server that runs some requests at once in 10 ms each and queues the
+// rest, so a request waits 10 ms for each batch ahead of it. The
+// limiter measures the latency of the requests admitted with few in
+// flight (10 ms), then holds the limit where the median request's
+// latency is about 1.25 times that (here about two batches' worth), and
+// follows the server when it runs half as many at once.
 func Example() {
 	l, err := limit.New(limit.Config{})
 	if err != nil {
 		panic(err)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	serve := func(latency time.Duration, n int) {
-		for range n {
+	serve := func(atOnce int, d time.Duration) {
+		for end := now.Add(d); now.Before(end); {
 			var toks []limit.Token
 			for {
 				tok, ok := l.Acquire(now)
@@ -53,22 +57,21 @@ func Example() {
 				}
 				toks = append(toks, tok)
 			}
-			now = now.Add(latency)
-			for _, tok := range toks {
-				tok.Served(now)
+			for i, tok := range toks {
+				tok.Served(now.Add(time.Duration(i/atOnce+1) * 10 * time.Millisecond))
 			}
+			now = now.Add(time.Duration((len(toks)+atOnce-1)/atOnce) * 10 * time.Millisecond)
 		}
 	}
 	fmt.Println("initial limit:", l.Limit())
-	serve(10*time.Millisecond, 3000)
-	steady := l.Limit()
-	fmt.Println("latency steady, limit:", steady)
-	serve(30*time.Millisecond, 300)
-	fmt.Println("latency tripled, limit fell to:", l.Limit())
+	serve(8, time.Minute)
+	fmt.Println("8 at once, limit:", l.Limit())
+	serve(4, time.Minute)
+	fmt.Println("4 at once, limit:", l.Limit())
 	// Output:
 	// initial limit: 20
-	// latency steady, limit: 200
-	// latency tripled, limit fell to: 3
+	// 8 at once, limit: 17
+	// 4 at once, limit: 9
 }
 
 // Priorities: with a limit of 10 and the default CriticalShare (0.1),

@@ -18,6 +18,7 @@ import (
 // MinRTTRequests depart from Envoy's (none, 1, 1 and 50); the package
 // doc says why.
 const (
+	DefaultGradientInitialLimit   = 20
 	DefaultGradientMinLimit       = 3
 	DefaultGradientMaxLimit       = 1000
 	DefaultGradientUpdateInterval = 100 * time.Millisecond
@@ -29,7 +30,12 @@ const (
 	DefaultGradientMinRTTInterval = 60 * time.Second
 	DefaultGradientMinRTTJitter   = 0.15
 	DefaultGradientMinRTTRequests = 600
+	DefaultGradientMinRTTError    = 0.05
 )
+
+// gradientMinRTTFloor is the fewest requests a minRTT measurement takes
+// however alike their latencies: Envoy's request_count.
+const gradientMinRTTFloor = 50
 
 // gradientWindow is how many latencies a window keeps: past it, the
 // latest gradientWindow of the window's samples are kept.
@@ -43,6 +49,10 @@ const gradientMinRuns = 5
 // GradientConfig configures a [Gradient] algorithm. The zero value is
 // Envoy's gradient controller with the departures the package doc lists.
 type GradientConfig struct {
+	// InitialLimit is the limit the first minRTT measurement hands over
+	// to: the limit until the first window after it ends. Zero means
+	// DefaultGradientInitialLimit, clamped into [MinLimit, MaxLimit].
+	InitialLimit int
 	// MinLimit is the lowest limit, and the limit while the minRTT is
 	// measured (Envoy's min_concurrency). Zero means
 	// DefaultGradientMinLimit.
@@ -87,11 +97,21 @@ type GradientConfig struct {
 	// jitter). Zero means DefaultGradientMinRTTJitter; a negative value
 	// means none.
 	MinRTTJitter float64
-	// MinRTTRequests is how many requests, started after the limit was
-	// pinned to MinLimit, a minRTT measurement takes (Envoy's
-	// request_count, 50). Zero means DefaultGradientMinRTTRequests; it
-	// is capped at 1024.
+	// MinRTTRequests is the most requests, started after the limit was
+	// pinned to MinLimit, a minRTT measurement takes. It ends sooner, but
+	// after at least 50 requests (Envoy's request_count), once the
+	// standard error of its median is within MinRTTError of it. Zero
+	// means DefaultGradientMinRTTRequests; it is capped at 1024.
 	MinRTTRequests int
+	// MinRTTError is the relative standard error of the measured median
+	// at which a minRTT measurement may end before MinRTTRequests: the
+	// more the latencies spread, the more requests it takes. It is
+	// estimated as 1.2533 times the standard deviation of the
+	// latencies' logarithms over the square root of their number (the
+	// median's standard error for a lognormal spread). Zero means
+	// DefaultGradientMinRTTError; a negative value means the
+	// measurement always takes MinRTTRequests.
+	MinRTTError float64
 	// Rand draws the jitter. Nil means a draw derived from the time of
 	// the sample that ends each measurement (a hash of its nanoseconds),
 	// which differs between processes and is the same for the same
@@ -112,15 +132,17 @@ func (c *GradientConfig) withDefaults() GradientConfig {
 		MinRTTInterval: cmp.Or(c.MinRTTInterval, DefaultGradientMinRTTInterval),
 		MinRTTJitter:   max(cmp.Or(c.MinRTTJitter, DefaultGradientMinRTTJitter), 0),
 		MinRTTRequests: min(cmp.Or(c.MinRTTRequests, DefaultGradientMinRTTRequests), gradientWindow),
+		MinRTTError:    cmp.Or(c.MinRTTError, DefaultGradientMinRTTError),
 		Rand:           c.Rand,
 	}
+	d.InitialLimit = min(max(cmp.Or(c.InitialLimit, DefaultGradientInitialLimit), d.MinLimit), d.MaxLimit)
 	return d
 }
 
 // Validate reports settings that cannot work, naming the field.
 func (c *GradientConfig) Validate() error {
 	d := c.withDefaults()
-	if err := checkLimits("Gradient", 0, c.MinLimit, c.MaxLimit, d.MinLimit, d.MaxLimit); err != nil {
+	if err := checkLimits("Gradient", c.InitialLimit, c.MinLimit, c.MaxLimit, d.MinLimit, d.MaxLimit); err != nil {
 		return err
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
@@ -143,6 +165,8 @@ func (c *GradientConfig) Validate() error {
 		return fmt.Errorf("%w: Gradient MinRTTJitter %v is above 1", ErrInvalidConfig, c.MinRTTJitter)
 	case c.MinRTTRequests < 0:
 		return fmt.Errorf("%w: Gradient MinRTTRequests %d is negative", ErrInvalidConfig, c.MinRTTRequests)
+	case !finite(c.MinRTTError):
+		return fmt.Errorf("%w: Gradient MinRTTError %v is not a number", ErrInvalidConfig, c.MinRTTError)
 	}
 	return nil
 }
@@ -173,8 +197,10 @@ type Gradient struct {
 	limit float64
 
 	measuring bool
+	pinned    bool      // the measurement has pinned the limit to MinLimit
+	skipped   int       // samples the measurement passed over before it pinned
 	deferred  float64   // the limit to restore after the measurement
-	epoch     time.Time // the measurement's start: older requests do not count
+	epoch     time.Time // the measurement's (or its pin's) start: older requests do not count
 	nextRTT   time.Time // when the next measurement is due
 	minRTT    float64   // nanoseconds; 0 before the first measurement
 
@@ -182,37 +208,51 @@ type Gradient struct {
 	started bool      // start is set
 	peak    int       // the highest in-flight count in the window
 	atMin   int       // consecutive windows that ended at MinLimit
+	logSum  float64   // the measurement's sum of log latencies
+	logSq   float64   // and of their squares
 	n       int       // samples recorded in the window
 	rtts    [gradientWindow]time.Duration
 }
 
-// NewGradient returns a Gradient algorithm that starts by measuring the
-// minRTT, at MinLimit.
+// NewGradient returns a Gradient algorithm at InitialLimit that starts
+// by measuring the minRTT.
 func NewGradient(cfg GradientConfig) (*Gradient, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	d := cfg.withDefaults()
-	return &Gradient{cfg: d, limit: float64(d.MinLimit), deferred: float64(d.MinLimit), measuring: true}, nil
+	return &Gradient{cfg: d, limit: float64(d.InitialLimit), deferred: float64(d.InitialLimit), measuring: true}, nil
 }
 
 // Limit returns the current limit.
 func (g *Gradient) Limit() int { return int(g.limit) }
 
-// Measuring reports whether the minRTT is being measured: while it is,
-// the limit is pinned to MinLimit.
-func (g *Gradient) Measuring() bool { return g.measuring }
+// Measuring reports whether a minRTT measurement has pinned the limit
+// to MinLimit.
+func (g *Gradient) Measuring() bool { return g.pinned }
 
 // Update applies one sample and returns the new limit.
 func (g *Gradient) Update(s Sample) int {
 	if g.measuring {
 		if s.Now.Add(-s.RTT).Before(g.epoch) {
-			return int(g.limit) // started before the limit was pinned
+			return int(g.limit) // started before the measurement or its pin
+		}
+		if s.InFlight > g.cfg.MinLimit {
+			// Admitted among more than MinLimit: it may have queued.
+			if g.skipped++; g.skipped >= g.cfg.MinRTTRequests {
+				g.pinned = true
+				g.limit = float64(g.cfg.MinLimit)
+				g.epoch = s.Now
+			}
+			return int(g.limit)
 		}
 		g.record(s)
-		if g.n >= g.cfg.MinRTTRequests {
+		l := math.Log(float64(max(s.RTT, time.Microsecond)))
+		g.logSum += l
+		g.logSq += l * l
+		if g.n >= g.cfg.MinRTTRequests || g.n >= gradientMinRTTFloor && g.precise() {
 			g.minRTT = g.percentile()
-			g.measuring = false
+			g.measuring, g.pinned = false, false
 			g.limit = g.deferred
 			g.nextRTT = s.Now.Add(g.cfg.MinRTTInterval + g.jitter(s.Now))
 			g.reset(s.Now)
@@ -248,14 +288,24 @@ func (g *Gradient) Update(s Sample) int {
 	return int(g.limit)
 }
 
-// measure pins the limit to MinLimit and starts a minRTT measurement at
-// now.
+// precise reports whether the measurement's median is known within
+// MinRTTError: 1.2533*sd/sqrt(n) of the log latencies, the median's
+// asymptotic standard error for a normal spread of them.
+func (g *Gradient) precise() bool {
+	n := float64(g.n)
+	mean := g.logSum / n
+	v := max(g.logSq/n-mean*mean, 0)
+	return g.cfg.MinRTTError > 0 && 1.2533*math.Sqrt(v/n) <= g.cfg.MinRTTError
+}
+
+// measure starts a minRTT measurement at now, which pins the limit to
+// MinLimit once it has passed over MinRTTRequests samples.
 func (g *Gradient) measure(now time.Time) {
 	g.measuring = true
 	g.deferred = g.limit
-	g.limit = float64(g.cfg.MinLimit)
 	g.epoch = now
-	g.atMin = 0
+	g.atMin, g.skipped = 0, 0
+	g.logSum, g.logSq = 0, 0
 	g.reset(now)
 }
 

@@ -16,7 +16,9 @@ func (f fixedSource) Uint64() uint64 { return uint64(f) }
 
 // measured returns a Gradient whose first minRTT measurement has ended at
 // epoch with a minRTT of 20 ms (the median of 10, 20, 30 and 40 ms), at
-// MinLimit 2, with windows of at least 100 ms and one sample.
+// MinLimit 2, with windows of at least 100 ms and one sample. The
+// samples were admitted with MinLimit in flight, so the measurement took
+// them without pinning the limit, which stayed at InitialLimit.
 func measured(t *testing.T, cfg GradientConfig) *Gradient {
 	t.Helper()
 	cfg.MinLimit, cfg.MinRTTRequests, cfg.MinSamples = 2, 4, 1
@@ -24,18 +26,93 @@ func measured(t *testing.T, cfg GradientConfig) *Gradient {
 	if err != nil {
 		t.Fatal(err)
 	}
+	initial := g.Limit()
 	for i, ms := range []time.Duration{40, 10, 30, 20} {
-		if !g.Measuring() {
-			t.Fatalf("sample %d: not measuring", i)
+		if !g.measuring || g.Measuring() {
+			t.Fatalf("sample %d: measuring %v, pinned %v; want a measurement that has not pinned the limit", i, g.measuring, g.Measuring())
 		}
-		if got := g.Update(Sample{RTT: ms * time.Millisecond, InFlight: 2, Now: epoch}); got != 2 {
-			t.Fatalf("sample %d while measuring: limit %d, want MinLimit 2", i, got)
+		if got := g.Update(Sample{RTT: ms * time.Millisecond, InFlight: 2, Now: epoch}); got != initial {
+			t.Fatalf("sample %d while measuring: limit %d, want InitialLimit %d", i, got, initial)
 		}
 	}
-	if g.Measuring() || g.minRTT != float64(20*time.Millisecond) {
-		t.Fatalf("after 4 samples: measuring %v, minRTT %v, want false and 20ms", g.Measuring(), time.Duration(g.minRTT))
+	if g.measuring || g.minRTT != float64(20*time.Millisecond) {
+		t.Fatalf("after 4 samples: measuring %v, minRTT %v, want false and 20ms", g.measuring, time.Duration(g.minRTT))
 	}
 	return g
+}
+
+// A new Gradient starts at InitialLimit (20 by default) and measures its
+// minRTT from the requests admitted with at most MinLimit in flight; it
+// pins the limit to MinLimit only after MinRTTRequests others have
+// ended first, and hands back the limit it had when the measurement
+// ends.
+func TestGradientFirstMeasurement(t *testing.T) {
+	ms := time.Millisecond
+	g, err := NewGradient(GradientConfig{MinRTTRequests: 100, MinRTTError: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Limit() != DefaultGradientInitialLimit || g.Measuring() {
+		t.Fatalf("new: limit %d, pinned %v; want %d, false", g.Limit(), g.Measuring(), DefaultGradientInitialLimit)
+	}
+	now := epoch
+	for i := range 99 {
+		now = now.Add(ms)
+		if got := g.Update(Sample{RTT: 50 * ms, InFlight: 10, Now: now}); got != 20 || g.Measuring() {
+			t.Fatalf("busy sample %d: limit %d, pinned %v; want 20 and not pinned", i, got, g.Measuring())
+		}
+	}
+	now = now.Add(ms)
+	if got := g.Update(Sample{RTT: 50 * ms, InFlight: 10, Now: now}); got != DefaultGradientMinLimit || !g.Measuring() {
+		t.Fatalf("100th busy sample: limit %d, pinned %v; want MinLimit %d, pinned", got, g.Measuring(), DefaultGradientMinLimit)
+	}
+	// Started before the pin: passed over, however fast.
+	g.Update(Sample{RTT: 5 * ms, InFlight: 1, Now: now.Add(ms)})
+	for i := range 100 {
+		now = now.Add(11 * ms)
+		g.Update(Sample{RTT: 10 * ms, InFlight: 3, Now: now})
+		if i < 99 && !g.Measuring() {
+			t.Fatalf("the measurement ended after %d samples, want 100", i+1)
+		}
+	}
+	if g.Measuring() || g.Limit() != 20 || g.minRTT != float64(10*ms) {
+		t.Errorf("after the measurement: pinned %v, limit %d, minRTT %v; want false, 20, 10ms", g.Measuring(), g.Limit(), time.Duration(g.minRTT))
+	}
+}
+
+// A measurement ends once its median's standard error is within
+// MinRTTError, and after at least 50 requests: alike latencies end it at
+// 50, spread ones (lognormal, sigma 1) after about (1.2533/0.05)^2 =
+// 628, capped at MinRTTRequests.
+func TestGradientMeasurementPrecision(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tt := range []struct {
+		name     string
+		sigma    float64
+		requests int
+		lo, hi   int
+	}{
+		{"alike", 0, 0, 50, 50},
+		{"sigma 0.5", 0.5, 1024, 100, 220},
+		{"sigma 1", 1, 1024, 500, 760},
+		{"sigma 1, capped", 1, 300, 300, 300},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := NewGradient(GradientConfig{MinRTTRequests: tt.requests})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for g.measuring && n < 2000 {
+				n++
+				rtt := time.Duration(float64(20*time.Millisecond) * math.Exp(tt.sigma*rng.NormFloat64()))
+				g.Update(Sample{RTT: rtt, InFlight: 1, Now: epoch.Add(time.Duration(n) * 30 * time.Millisecond)})
+			}
+			if n < tt.lo || n > tt.hi {
+				t.Errorf("the measurement took %d requests, want %d to %d", n, tt.lo, tt.hi)
+			}
+		})
+	}
 }
 
 func TestGradientUpdate(t *testing.T) {
@@ -91,30 +168,38 @@ func TestGradientUpdate(t *testing.T) {
 }
 
 // The minRTT is measured again MinRTTInterval plus jitter after the last
-// measurement ended: the limit is pinned to MinLimit, requests started
-// before are not samples, and the limit comes back when it ends.
+// measurement ended: requests admitted with more than MinLimit in flight
+// are passed over until MinRTTRequests of them have, then the limit is
+// pinned to MinLimit, requests started before the pin are not samples,
+// and the limit comes back when the measurement ends.
 func TestGradientRemeasure(t *testing.T) {
 	ms := time.Millisecond
 	// Jitter: half of 15% of 60 s is 4.5 s.
 	g := measured(t, GradientConfig{Rand: fixedSource(1 << 63), Headroom: -1, Smoothing: 1})
 	g.limit = 10
 	due := epoch.Add(64500 * ms)
-	if got := g.Update(Sample{RTT: 25 * ms, InFlight: 10, Now: due.Add(-ms)}); got != 10 || g.Measuring() {
-		t.Fatalf("1 ms before due: limit %d, measuring %v, want 10 and false", got, g.Measuring())
+	if got := g.Update(Sample{RTT: 25 * ms, InFlight: 10, Now: due.Add(-ms)}); got != 10 || g.measuring {
+		t.Fatalf("1 ms before due: limit %d, measuring %v, want 10 and false", got, g.measuring)
 	}
-	if got := g.Update(Sample{RTT: 25 * ms, InFlight: 10, Now: due}); got != 2 || !g.Measuring() {
-		t.Fatalf("when due: limit %d, measuring %v, want 2 and true", got, g.Measuring())
+	// The sample that finds the measurement due starts it; the next four
+	// are passed over, and the fourth pins the limit.
+	for i := range 5 {
+		got := g.Update(Sample{RTT: 25 * ms, InFlight: 10, Now: due.Add(time.Duration(i) * 30 * ms)})
+		if !g.measuring || (i < 4) != (got == 10) || g.Measuring() != (i == 4) {
+			t.Fatalf("busy sample %d from due: limit %d, measuring %v, pinned %v; want the pin to MinLimit 2 at the 5th", i, got, g.measuring, g.Measuring())
+		}
 	}
-	// Started 1 ms before the measurement: ignored, even very fast.
-	g.Update(Sample{RTT: 2 * ms, InFlight: 2, Now: due.Add(ms)})
+	pin := due.Add(120 * ms)
+	// Started 1 ms before the pin: ignored, even very fast.
+	g.Update(Sample{RTT: 2 * ms, InFlight: 2, Now: pin.Add(ms)})
 	for i, rtt := range []time.Duration{50, 30, 40, 60} {
-		g.Update(Sample{RTT: rtt * ms, InFlight: 2, Now: due.Add((rtt + 1) * ms)})
+		g.Update(Sample{RTT: rtt * ms, InFlight: 2, Now: pin.Add((rtt + 1) * ms)})
 		if i < 3 && !g.Measuring() {
 			t.Fatalf("after %d samples: the measurement ended, want 4", i+1)
 		}
 	}
-	if g.Measuring() || g.Limit() != 10 || g.minRTT != float64(40*ms) {
-		t.Errorf("after the measurement: measuring %v, limit %d, minRTT %v; want false, 10, 40ms", g.Measuring(), g.Limit(), time.Duration(g.minRTT))
+	if g.measuring || g.Limit() != 10 || g.minRTT != float64(40*ms) {
+		t.Errorf("after the measurement: measuring %v, limit %d, minRTT %v; want false, 10, 40ms", g.measuring, g.Limit(), time.Duration(g.minRTT))
 	}
 }
 
@@ -122,15 +207,16 @@ func TestGradientRemeasure(t *testing.T) {
 // once (Envoy's rule).
 func TestGradientStuckAtMin(t *testing.T) {
 	g := measured(t, GradientConfig{Headroom: -1, Smoothing: 1})
+	g.limit = 2
 	now := epoch
 	for i := range gradientMinRuns {
-		if g.Measuring() {
+		if g.measuring {
 			t.Fatalf("measuring after %d windows at MinLimit, want %d", i, gradientMinRuns)
 		}
 		now = now.Add(100 * time.Millisecond)
 		g.Update(Sample{RTT: time.Second, InFlight: 2, Now: now})
 	}
-	if !g.Measuring() {
+	if !g.measuring {
 		t.Errorf("not measuring after %d windows at MinLimit", gradientMinRuns)
 	}
 }
@@ -176,6 +262,7 @@ func TestGradientValidate(t *testing.T) {
 		name string
 		cfg  GradientConfig
 	}{
+		{"negative InitialLimit", GradientConfig{InitialLimit: -1}},
 		{"negative MinLimit", GradientConfig{MinLimit: -1}},
 		{"MaxLimit below MinLimit", GradientConfig{MinLimit: 5, MaxLimit: 4}},
 		{"negative UpdateInterval", GradientConfig{UpdateInterval: -1}},
@@ -187,6 +274,7 @@ func TestGradientValidate(t *testing.T) {
 		{"negative MinRTTInterval", GradientConfig{MinRTTInterval: -1}},
 		{"MinRTTJitter above 1", GradientConfig{MinRTTJitter: 1.5}},
 		{"negative MinRTTRequests", GradientConfig{MinRTTRequests: -1}},
+		{"NaN MinRTTError", GradientConfig{MinRTTError: math.NaN()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

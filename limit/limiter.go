@@ -17,11 +17,11 @@ import (
 var ErrInvalidConfig = errors.New("limit: invalid config")
 
 // Config configures a [Limiter]. The zero value is an adaptive limit with
-// [Gradient2]'s defaults, a queue of up to DefaultMaxWait, and a reserve
+// [Gradient]'s defaults, a queue of up to DefaultMaxWait, and a reserve
 // for [Critical] requests.
 type Config struct {
 	// Algorithm decides the limit from the samples the limiter's tokens
-	// report. Nil means a [Gradient2] with the zero [Gradient2Config].
+	// report. Nil means a [Gradient] with the zero [GradientConfig].
 	// An algorithm keeps state: give each Limiter its own.
 	Algorithm Algorithm
 
@@ -131,7 +131,7 @@ type Limiter struct {
 func New(cfg Config) (*Limiter, error) {
 	alg := cfg.Algorithm
 	if alg == nil {
-		g, err := NewGradient2(Gradient2Config{})
+		g, err := NewGradient(GradientConfig{})
 		if err != nil {
 			return nil, err
 		}

@@ -34,14 +34,15 @@ func TestAcquireRefusesAtLimit(t *testing.T) {
 	}
 }
 
-// The default is a Gradient measuring its minRTT, at MinLimit.
+// The default is a Gradient at its InitialLimit, measuring its minRTT.
 func TestDefault(t *testing.T) {
 	l, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Limit() != DefaultGradient2InitialLimit {
-		t.Errorf("Limit %d, want %d", l.Limit(), DefaultGradient2InitialLimit)
+	g, ok := l.alg.(*Gradient)
+	if !ok || !g.measuring || l.Limit() != DefaultGradientInitialLimit {
+		t.Errorf("New(Config{}): algorithm %T, limit %d; want a *Gradient measuring, at %d", l.alg, l.Limit(), DefaultGradientInitialLimit)
 	}
 }
 

@@ -73,7 +73,7 @@
 // stops working when the context is done (the client closed the
 // connection). Each row of the table is a protection: middleware in front
 // of the handler. "none" has none. "unherdhttp.Shed" is unherd's shedding
-// middleware over a limit.Limiter with its defaults (adaptive, Gradient2;
+// middleware over a limit.Limiter with its defaults (adaptive, Gradient;
 // a queue of up to 100 ms with CoDel timeouts; a reserve for critical
 // requests), which reads the priority from the header and puts the
 // caller's remaining deadline, sent by the Transport, on the request's

@@ -114,7 +114,7 @@ type Decision struct {
 // that retries on its own (see [WithOuterRetry]): NestedAttempts then
 // replaces MaxAttempts.
 func (p *Policy) Begin(nested bool) Call {
-	return Call{p: p, max: p.Attempts(nested)}
+	return Call{p: p, max: p.AttemptLimit(nested)}
 }
 
 // Attempts returns the number of attempts admitted so far, counting one in
@@ -161,6 +161,9 @@ func (c *Call) admitSlow(ctx context.Context) error {
 	}
 	c.attempt++
 	c.state = running
+	if p.tracker != nil {
+		p.tracker.Start(budget.Attempt{N: c.attempt, Charged: c.charged})
+	}
 	if p.observer != nil {
 		p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Attempt, Attempt: c.attempt})
 	}
@@ -203,6 +206,9 @@ func (c *Call) report(o Outcome) {
 	c.state = idle
 	if len(c.p.guards) != 0 {
 		c.tellGuards(o)
+	}
+	if o.Abandoned && c.p.tracker != nil {
+		c.p.tracker.Abandon(budget.Attempt{N: c.attempt, Charged: c.charged})
 	}
 }
 

@@ -8,6 +8,17 @@
 //		return client.Call(ctx, req)
 //	})
 //
+// For a protocol of one's own, where a function per attempt does not fit,
+// range over the call's attempts: each is the attempt's context, and the
+// error the body leaves in err says how the attempt ended. However the
+// loop ends (a success, a failure, a break, a return, a panic), the
+// budget and the guards hear it once ([Policy.Attempts]):
+//
+//	var err error
+//	for ctx := range p.Attempts(ctx, &err) {
+//		reply, err = ask(ctx, addr, line)
+//	}
+//
 // # What the loop does
 //
 // Do is a thin loop around one per-call state machine, [Call], which the

@@ -52,6 +52,29 @@ func ExamplePolicy_StartAttempt() {
 
 var errBusy, errBad = errors.New("server busy"), errors.New("bad request")
 
+// A protocol of one's own (here one line over TCP) is retried by
+// ranging over the policy's attempts: each is a context bounded by the
+// attempt timeout, and the error the body leaves in err says how it
+// ended. The protocol's client judges an answer with retry.Judge: "busy
+// 5" is a throttling answer that asks for 5 ms, "bad" a permanent one.
+func ExamplePolicy_Attempts() {
+	addr, stop := lineServer("busy 5", "pong") // answers "busy 5" once, then "pong"
+	defer stop()
+	p, err := retry.New(retry.Config{MaxAttempts: 3, AttemptTimeout: time.Second,
+		Backoff: backoff.Schedule{Base: time.Millisecond}})
+	if err != nil {
+		panic(err)
+	}
+	var reply string
+	attempts := 0
+	for ctx := range p.Attempts(context.Background(), &err) {
+		attempts++
+		reply, err = ask(ctx, addr, "ping")
+	}
+	fmt.Println(reply, err, attempts)
+	// Output: pong <nil> 2
+}
+
 // ask sends one request line over a new connection and reads the answer,
 // within ctx's deadline, judging a refusal with its class and the delay
 // it asks for.

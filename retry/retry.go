@@ -31,7 +31,8 @@ type Policy struct {
 	onRetry        func(RetryEvent)
 	onGiveUp       func(GiveUpEvent)
 	observer       observe.Observer
-	hooked         bool             // guards or an observer: Admit and Done take their slow paths
+	hooked         bool             // guards, an observer or a tracking budget: Admit and Done take their slow paths
+	tracker        budget.Tracker   // the budget, if it counts attempts in flight
 	onExhausted    BudgetExhaustion // resolved: never BudgetExhaustionDefault
 	guards         []Guard
 	ctxGuards      []ContextGuard // guards[i] as a ContextGuard, or nil; nil if none is
@@ -73,7 +74,8 @@ func New(cfg Config) (*Policy, error) {
 		rand:           draws.From(cfg.Rand),
 	}
 	p.ctxGuards = contextGuards(p.guards)
-	p.hooked = len(p.guards) != 0 || p.observer != nil
+	p.tracker, _ = b.(budget.Tracker)
+	p.hooked = len(p.guards) != 0 || p.observer != nil || p.tracker != nil
 	return p, nil
 }
 
@@ -92,9 +94,10 @@ func Default() *Policy {
 // MaxAttempts returns the attempt limit for a call, counting the first.
 func (p *Policy) MaxAttempts() int { return p.maxAttempts }
 
-// Attempts returns the attempt limit of a call that [Policy.Begin] starts
-// with nested: NestedAttempts for a nested call, MaxAttempts otherwise.
-func (p *Policy) Attempts(nested bool) int {
+// AttemptLimit returns the attempt limit of a call that [Policy.Begin]
+// starts with nested: NestedAttempts for a nested call, MaxAttempts
+// otherwise. (It was named Attempts, the name now of the attempts loop.)
+func (p *Policy) AttemptLimit(nested bool) int {
 	if nested {
 		return p.nestedAttempts
 	}
@@ -148,7 +151,7 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			return last, err
 		}
 		var err error
-		if len(p.guards) == 0 {
+		if len(p.guards) == 0 && p.tracker == nil {
 			last, err = runAttempt(ctx, p, fn)
 		} else {
 			last, err = guardedAttempt(ctx, p, &c, fn)

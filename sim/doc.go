@@ -321,7 +321,7 @@
 // shared by every call. An attempt unanswered after
 // the timeout is a failure of retry's Timeout class. The server serves
 // every request it has queued, the abandoned ones too. The last row adds
-// the server's limit.Limiter (limit.New with the zero Config: Gradient2):
+// the server's limit.Limiter (limit.New with the zero Config: Gradient):
 // each request asks AcquirePriority (Normal) on arrival and is refused at
 // once, a throttling error for the client, when the limit is full; a
 // served request releases its token with Served, and a queued request
@@ -340,10 +340,7 @@
 // of seconds of the trigger's end: its token bucket runs dry during the
 // trigger, so the load after it is the stream itself. With the limiter,
 // the server refuses what it cannot take during the trigger and is back
-// as soon as it ends, having served no caller that had gone. (With an
-// earlier Gradient2, whose baseline noise held near 0.6 of the true
-// latency, this row was never healthy: the limit stayed near 8 and
-// refused a quarter of a load the server could serve.)
+// as soon as it ends, having served no caller that had gone.
 //
 // A run stops early once it is provably down, and says so (stopped_s;
 // its queue peak, wasted work and load after are then measured up to the

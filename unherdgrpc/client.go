@@ -259,7 +259,7 @@ func (c *Client) outgoing(ctx context.Context, retries bool, previous int) conte
 // repeats reports whether a call made with ctx may be sent more than
 // once: it has retries left at this layer, or it is hedged.
 func (c *Client) repeats(ctx context.Context, hedged bool) bool {
-	return hedged || c.policy.Attempts(retry.HasOuterRetry(ctx)) > 1
+	return hedged || c.policy.AttemptLimit(retry.HasOuterRetry(ctx)) > 1
 }
 
 // unary returns the unary interceptor, which adds extra to every

@@ -9,15 +9,18 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -941,4 +944,93 @@ func TestServerStreamObservesTimeoutSource(t *testing.T) {
 			t.Fatalf("TimeoutSource samples %+v; want a failure after at least %v, then a success", rec.samples, rec.timeout)
 		}
 	})
+}
+
+// The server's delay comes in A6's pushback trailer or in a
+// google.rpc.RetryInfo detail (Google APIs, OpenTelemetry's exporters),
+// or both. The rule, row by row: either alone is a floor under the
+// retry's delay; with both, the longer; a pushback that asks not to retry
+// stops the call whatever RetryInfo says; a RetryInfo with an invalid or
+// negative delay is ignored. The delay of the one retry is at least the
+// floor and at most 10% more (ServerJitter).
+func TestUnaryRetryInfo(t *testing.T) {
+	ms := func(n int64) *durationpb.Duration { return durationpb.New(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name      string
+		pushback  string
+		retryInfo *durationpb.Duration
+		requests  int
+		floor     time.Duration
+	}{
+		{"RetryInfo alone is a floor", "", ms(40), 2, 40 * time.Millisecond},
+		{"pushback alone is a floor", "40", nil, 2, 40 * time.Millisecond},
+		{"both: the longer, RetryInfo", "20", ms(60), 2, 60 * time.Millisecond},
+		{"both: the longer, pushback", "60", ms(20), 2, 60 * time.Millisecond},
+		{"a pushback that stops wins over RetryInfo", "-1", ms(20), 1, 0},
+		{"RetryInfo of zero retries on the schedule", "", ms(0), 2, 0},
+		{"a negative RetryInfo is ignored", "", durationpb.New(-time.Second), 2, 0},
+		{"an invalid RetryInfo is ignored", "", &durationpb.Duration{Seconds: 1, Nanos: -5}, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: tt.pushback, retryInfo: tt.retryInfo}}}
+			var delays []time.Duration
+			cfg := unherdgrpc.Config{}
+			cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays = append(delays, ev.Delay) }
+			cfg.Retry.Backoff = backoff.Schedule{Immediate: true}
+			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+			_, err := unary(context.Background(), cc)
+			if got := s.count(); got != tt.requests {
+				t.Fatalf("server saw %d requests, want %d (err %v)", got, tt.requests, err)
+			}
+			if tt.requests == 1 {
+				if !errors.Is(err, retry.ErrFinal) {
+					t.Errorf("err = %v, want ErrFinal", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := delays[0]; d < tt.floor || d > tt.floor+tt.floor/10 {
+				t.Errorf("retry delay %v, want in [%v, %v]", d, tt.floor, tt.floor+tt.floor/10)
+			}
+			t.Logf("pushback %q, RetryInfo %v: %d requests, retry after %v", tt.pushback, tt.retryInfo.AsDuration(), s.count(), delays[0])
+		})
+	}
+}
+
+// A refusal by the server's limiter carries its pushback both ways: the
+// trailer and a RetryInfo detail of the same delay.
+func TestServerRefusalCarriesRetryInfo(t *testing.T) {
+	l, err := limit.New(limit.Config{Algorithm: limit.Fixed(1), MaxWait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := unherdgrpc.NewServer(unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, _ := l.Acquire(time.Now()) // the one slot
+	defer hold.Ignore()
+	s := &faultServer{}
+	cc := serve(t, s, false, srv.ServerOptions())
+	var tr metadata.MD
+	_, err = testpb.NewTestServiceClient(cc).UnaryCall(context.Background(), &testpb.SimpleRequest{}, grpc.Trailer(&tr))
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted {
+		t.Fatalf("code %v, want RESOURCE_EXHAUSTED", st.Code())
+	}
+	var info *errdetails.RetryInfo
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			info = ri
+		}
+	}
+	if got := tr.Get(unherdgrpc.PushbackKey); len(got) != 1 || got[0] != "1500" {
+		t.Errorf("pushback trailer %v, want [1500]", got)
+	}
+	if info == nil || info.GetRetryDelay().AsDuration() != 1500*time.Millisecond {
+		t.Errorf("RetryInfo %v, want a delay of 1.5s", info)
+	}
 }

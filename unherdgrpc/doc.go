@@ -28,7 +28,11 @@
 // is in package unherdhttp: the wait is at least the pushback and at
 // least the schedule's own delay, a pushback above
 // retry.Config.MaxServerDelay ends the retries, and a negative or
-// malformed one ends them too, as gRFC A6 says. Every attempt after the
+// malformed one ends them too, as gRFC A6 says. A google.rpc.RetryInfo
+// status detail, which Google APIs and OpenTelemetry's OTLP exporters
+// send instead, is a floor by the same rule; with both, the retry waits
+// at least the longer, and a pushback that asks not to retry wins (see
+// AttemptError). Every attempt after the
 // first carries grpc-previous-rpc-attempts. The error of a failed call is
 // an [*Error]: status.FromError gives the last attempt's status
 // unchanged, and errors.Is reaches the retry loop's reason. An
@@ -90,7 +94,8 @@
 // Shedding refuses work before the handler starts. With
 // ServerConfig.Limiter (a limit.Limiter: an adaptive concurrency limit,
 // or a fixed one) a call over the limit, unary or stream, is refused at
-// once with RESOURCE_EXHAUSTED and a grpc-retry-pushback-ms trailer
+// once with RESOURCE_EXHAUSTED, a grpc-retry-pushback-ms trailer and a
+// google.rpc.RetryInfo detail of the same delay
 // (ServerConfig.LimitPushback, 1 s by default), through the same refusal
 // as Overloaded; a Client, and grpc-go's own retries, wait at least the
 // pushback before they retry, and a Client pays the retry from its

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/unherd/unherd/hedge"
@@ -64,7 +65,9 @@ func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 		h.u.c.a6.request(nil, false)
 		return reply, nil
 	}
-	pushback, hasPushback := parsePushback(tr)
+	p, hasP := parsePushback(tr)
+	r, hasR := retryInfo(status.Convert(err))
+	pushback, hasPushback := askedDelay(p, hasP, r, hasR)
 	if hdr != nil || hctx.Err() == nil {
 		// Not a request that lost the race or that the caller cancelled.
 		h.u.c.a6.request(err, hasPushback && pushback < 0)
@@ -83,7 +86,7 @@ func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 	}
 	// A6: the server's pushback steers the hedges to come: a valid one
 	// delays the next hedge by that much, a negative or malformed one
-	// stops them.
+	// stops them. A RetryInfo delay counts as a pushback (askedDelay).
 	if hasPushback {
 		return nil, hedge.WithPushback(judged, pushback)
 	}

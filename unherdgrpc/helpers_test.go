@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unherd/unherd/internal/await"
 )
@@ -27,7 +29,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // sendFirst messages of a stream.
 type fault struct {
 	code      codes.Code
-	pushback  string // grpc-retry-pushback-ms value, "" for none
+	pushback  string               // grpc-retry-pushback-ms value, "" for none
+	retryInfo *durationpb.Duration // a google.rpc.RetryInfo detail's delay, nil for none
 	stall     time.Duration
 	untilDone bool // stall until the request's context ends
 	sendFirst int  // stream: messages sent before failing
@@ -91,7 +94,14 @@ func (f fault) apply(ctx context.Context) error {
 	if f.pushback != "" {
 		_ = grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", f.pushback))
 	}
-	return status.Error(f.code, "injected "+f.code.String())
+	st := status.New(f.code, "injected "+f.code.String())
+	if f.retryInfo != nil {
+		var err error
+		if st, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: f.retryInfo}); err != nil {
+			return status.Errorf(codes.Internal, "adding RetryInfo: %v", err)
+		}
+	}
+	return st.Err()
 }
 
 func (s *faultServer) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {

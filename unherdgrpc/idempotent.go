@@ -168,8 +168,7 @@ func (id *idempotent) serve(ctx context.Context, md metadata.MD, req any, info *
 		if err := ctx.Err(); err != nil {
 			return nil, status.FromContextError(err).Err() // the caller has gone
 		}
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, pushbackValue(idempotency.InFlightRetryAfter)))
-		return nil, status.Error(codes.Unavailable, "unherdgrpc: a call with this idempotency key is still being served; retry it after the pushback")
+		return nil, pushback(ctx, codes.Unavailable, "unherdgrpc: a call with this idempotency key is still being served; retry it after the pushback", idempotency.InFlightRetryAfter)
 	case c.State == idempotency.Completed:
 		return id.replay(ctx, info.FullMethod, c.Response)
 	}

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
@@ -255,10 +257,28 @@ func (s *Server) admit(ctx context.Context, method string) (limit.Token, error) 
 }
 
 // refuse returns the refusal of an overloaded server, RESOURCE_EXHAUSTED,
-// and sets its pushback trailer to d.
+// with a pushback of d.
 func refuse(ctx context.Context, d time.Duration) error {
-	_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, pushbackValue(d)))
-	return status.Error(codes.ResourceExhausted, "unherdgrpc: server overloaded")
+	return pushback(ctx, codes.ResourceExhausted, "unherdgrpc: server overloaded", d)
+}
+
+// pushback returns a status error of code and msg that asks the client to
+// wait d before it retries, in both of the ways clients read: the
+// PushbackKey trailer of gRFC A6 and a google.rpc.RetryInfo detail, as
+// Google APIs and OpenTelemetry's exporters send it. A negative d, which
+// asks the client not to retry, goes in the trailer alone: RetryInfo has
+// no way to say it.
+func pushback(ctx context.Context, code codes.Code, msg string, d time.Duration) error {
+	v := pushbackValue(d)
+	_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, v))
+	st := status.New(code, msg)
+	if d >= 0 {
+		ms, _ := strconv.ParseInt(v, 10, 64)
+		if withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(ms) * time.Millisecond)}); err == nil {
+			st = withInfo
+		}
+	}
+	return st.Err()
 }
 
 // release tells the limiter how a call ended that returned at now with

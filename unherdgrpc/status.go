@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -57,6 +58,12 @@ type AttemptError struct {
 	// HasPushback false when it asked nothing.
 	Pushback    time.Duration
 	HasPushback bool
+	// RetryDelay is the delay of the status's google.rpc.RetryInfo
+	// detail, and HasRetryDelay whether it had one with a valid,
+	// non-negative delay. The retry waits at least the longer of it and
+	// Pushback; a Pushback that asks not to retry wins over it.
+	RetryDelay    time.Duration
+	HasRetryDelay bool
 
 	err error // the invoker's error
 }
@@ -70,6 +77,48 @@ func (e *AttemptError) Unwrap() error { return e.err }
 // GRPCStatus returns the attempt's status, so that status.FromError and
 // status.Code see it through the retry loop's wrapping.
 func (e *AttemptError) GRPCStatus() *status.Status { return e.Status }
+
+// retryInfo returns the delay of st's first google.rpc.RetryInfo detail,
+// if it has one whose delay is valid and not negative.
+func retryInfo(st *status.Status) (time.Duration, bool) {
+	for _, d := range st.Details() {
+		ri, ok := d.(*errdetails.RetryInfo)
+		if !ok || ri.GetRetryDelay() == nil {
+			continue
+		}
+		rd := ri.GetRetryDelay()
+		if rd.CheckValid() != nil || rd.AsDuration() < 0 {
+			continue
+		}
+		return rd.AsDuration(), true
+	}
+	return 0, false
+}
+
+// serverDelay is the delay the server asked for, from the attempt's
+// pushback and RetryInfo (see askedDelay).
+func (e *AttemptError) serverDelay() (time.Duration, bool) {
+	return askedDelay(e.Pushback, e.HasPushback, e.RetryDelay, e.HasRetryDelay)
+}
+
+// askedDelay is the delay a server asked for with a pushback p (if hasP)
+// and a RetryInfo delay r (if hasR): a pushback that asks not to retry
+// (negative) wins, since RetryInfo cannot say it; otherwise the longer of
+// the two, since the server asked to wait at least each; or whichever
+// there is.
+func askedDelay(p time.Duration, hasP bool, r time.Duration, hasR bool) (time.Duration, bool) {
+	switch {
+	case hasP && p < 0:
+		return p, true
+	case hasP && hasR:
+		return max(p, r), true
+	case hasP:
+		return p, true
+	case hasR:
+		return r, true
+	}
+	return 0, false
+}
 
 // parsePushback reads PushbackKey from a trailer, as A6 specifies: one
 // non-negative decimal integer of milliseconds is a delay (saturating
@@ -107,6 +156,7 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 	}
 	ae := &AttemptError{Status: st, err: err}
 	ae.Pushback, ae.HasPushback = parsePushback(tr)
+	ae.RetryDelay, ae.HasRetryDelay = retryInfo(st)
 	code := st.Code()
 	switch {
 	case ctx.Err() != nil:
@@ -131,16 +181,17 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 		return retry.MarkPermanent(ae)
 	}
 	v := retry.Verdict{Class: c.class(code)}
+	delay, asked := ae.serverDelay()
 	switch {
 	case v.Class == retry.Permanent:
-	case ae.HasPushback && ae.Pushback < 0:
+	case asked && delay < 0:
 		// The server asked not to retry: stop, but let budgets and guards
 		// count the failure as what it is.
 		v.Final = true
-	case ae.HasPushback:
+	case asked:
 		// The retry waits at least that long, on top of the schedule's
 		// own jittered delay, never instead of it.
-		v.Delay, v.HasDelay = ae.Pushback, true
+		v.Delay, v.HasDelay = delay, true
 	}
 	return retry.Judge(ae, v)
 }

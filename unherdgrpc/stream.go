@@ -22,7 +22,7 @@ func (c *Client) stream(extra grpc.CallOption) grpc.StreamClientInterceptor {
 		}
 		nested := retry.HasOuterRetry(ctx)
 		s := &clientStream{c: c, extra: extra, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts,
-			call: c.policy.Begin(nested), retries: c.policy.Attempts(nested) > 1}
+			call: c.policy.Begin(nested), retries: c.policy.AttemptLimit(nested) > 1}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err := s.next(); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -37,7 +38,7 @@ func benchTransports(b *testing.B) []struct {
 	}{
 		{"bare", bare},
 		{"unherd", wrapped(unherdhttp.Config{})},
-		{"unherd-attempt-timeout", wrapped(unherdhttp.Config{AttemptTimeout: time.Second})},
+		{"unherd-attempt-timeout", wrapped(unherdhttp.Config{Retry: retry.Config{AttemptTimeout: time.Second}})},
 	}
 }
 

@@ -116,7 +116,7 @@ func TestStalledDiscardedBody(t *testing.T) {
 		cfg  unherdhttp.Config
 	}{
 		{"no attempt timeout", unherdhttp.Config{Retry: fast}},
-		{"attempt timeout", unherdhttp.Config{Retry: fast, AttemptTimeout: time.Minute}},
+		{"attempt timeout", unherdhttp.Config{Retry: withAttemptTimeout(fast, time.Minute)}},
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
 			hits.Store(0)

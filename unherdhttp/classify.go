@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/retry"
 )
@@ -76,7 +77,7 @@ func hasIdempotencyKey(h http.Header) bool {
 	if h == nil {
 		return false
 	}
-	_, a := h[IdempotencyKeyHeader]
+	_, a := h[idempotency.KeyHeader]
 	_, b := h["X-Idempotency-Key"]
 	return a || b
 }

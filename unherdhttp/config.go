@@ -50,12 +50,6 @@ const (
 // Servers can count or shed repeated traffic by it.
 const AttemptHeader = "Unherd-Attempt"
 
-// IdempotencyKeyHeader is the request header of the IETF httpapi draft
-// "The Idempotency-Key HTTP Header Field"
-// (https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/).
-// A request that carries it is retried whatever its method.
-const IdempotencyKeyHeader = "Idempotency-Key"
-
 // ErrInvalidConfig is wrapped by every error Validate and NewTransport
 // return.
 var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
@@ -74,13 +68,29 @@ var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 // idempotency keys.
 type Config struct {
 	// Retry configures the retry loop; the Transport builds one
-	// retry.Policy from it, once. Its AttemptTimeout and Timeouts must be
-	// left zero: the retry loop's attempt timeout would cover the
-	// connection too, and it would not observe the latencies that only the
-	// Transport sees (the time to a connection, a hedge's answer). Use
-	// AttemptTimeout and Timeouts of this Config instead, which start when
-	// the attempt has a connection. Retry.OnRetry, if set, runs after the discarded response has
-	// been drained and closed.
+	// retry.Policy from it, once. Retry.OnRetry, if set, runs after the
+	// discarded response has been drained and closed.
+	//
+	// Retry.AttemptTimeout bounds each attempt as the Transport sees one:
+	// from the moment it has a connection (new or reused) to the arrival
+	// of the response headers, that is writing the request and the
+	// server's time to first byte. Getting the connection is bounded by
+	// ConnectTimeout instead, and reading the body is not covered: bound
+	// that with the request's context. With a base RoundTripper that is
+	// not an *http.Transport (a wrapper of one included), the start of
+	// the connection cannot be seen, and Retry.AttemptTimeout bounds the
+	// whole attempt from its start, connection included. Its expiry is a
+	// retryable timeout. Zero means none. Choose it from the latency
+	// distribution: the percentile whose tail you accept as false
+	// timeouts (p99 for 1% of attempts cut off and repeated), plus
+	// headroom. Too tight and healthy but slow attempts are repeated,
+	// adding load exactly when the server is slow.
+	//
+	// Retry.Timeouts, if set, supplies the attempt timeout at run time (an
+	// adaptive timeout that tracks latency) and overrides
+	// Retry.AttemptTimeout. It observes the interval the attempt timeout
+	// bounds, with ok true for a response that is not a failure (a 503 or
+	// a timeout is not). A *timeout.Adaptive fits.
 	Retry retry.Config
 
 	// ConnectTimeout bounds getting a connection: the TCP dial and, as a
@@ -90,36 +100,14 @@ type Config struct {
 	// attempt timeout is in force it also bounds the wait for a
 	// connection from the pool. With a base that is not an
 	// *http.Transport, which reports no connection, it plays no part in
-	// the attempt timeout (see AttemptTimeout). Zero means
+	// the attempt timeout (see Retry). Zero means
 	// DefaultConnectTimeout (5 s).
 	//
 	// Choose it from the network, not from the server: a few round trips
 	// plus a TLS handshake on a loaded host. A cold handshake after a
 	// deploy is slow for reasons that say nothing about the server's
-	// health, which is why it is not charged to AttemptTimeout.
+	// health, which is why it is not charged to Retry.AttemptTimeout.
 	ConnectTimeout time.Duration
-
-	// AttemptTimeout bounds each attempt from the moment it has a
-	// connection (new or reused) to the arrival of the response headers:
-	// writing the request and the server's time to first byte. Reading
-	// the body is not covered: bound that with the request's context.
-	// With a base RoundTripper that is not an *http.Transport (a wrapper
-	// of one included), the start of the connection cannot be seen, and
-	// AttemptTimeout bounds the whole attempt from its start, connection
-	// included. Its expiry is a retryable timeout. Zero means none.
-	//
-	// Choose it from the latency distribution: the percentile whose tail
-	// you accept as false timeouts (p99 for 1% of attempts cut off and
-	// repeated), plus headroom. Too tight and healthy but slow attempts
-	// are repeated, adding load exactly when the server is slow.
-	AttemptTimeout time.Duration
-
-	// Timeouts, if set, supplies the attempt timeout at run time (an
-	// adaptive timeout that tracks latency) and overrides AttemptTimeout.
-	// It observes the interval AttemptTimeout bounds, with ok true for a
-	// response that is not a failure (a 503 or a timeout is not). A
-	// *timeout.Adaptive fits.
-	Timeouts retry.TimeoutSource
 
 	// Hedge, if set, hedges requests within each attempt of the retry
 	// loop: when the request has had no answer for the hedger's delay, the
@@ -131,15 +119,15 @@ type Config struct {
 	// Config.NonFatal set follows its rule instead: a fatal failure
 	// settles the attempt at once, a non-fatal one starts the next hedge
 	// at once (see hedge.DoFirstSuccess). Only requests that may be repeated (see the
-	// package doc) and whose method is in HedgeMethods are hedged; their
+	// package doc) and whose method HedgeMethod accepts are hedged; their
 	// GetBody must be safe to call from several goroutines at once, as
 	// http.NewRequest's is. One Hedger may serve several Transports. Nil
 	// means no hedging.
 	Hedge *hedge.Hedger
 
-	// HedgeMethods lists the methods that are hedged when Hedge is set.
-	// Nil means GET and HEAD.
-	HedgeMethods []string
+	// HedgeMethod reports whether requests of a method ("GET", "POST")
+	// are hedged when Hedge is set. Nil means GET and HEAD.
+	HedgeMethod func(method string) bool
 
 	// NoRetry500 returns a 500 Internal Server Error, and any 5xx this
 	// package does not name but 501 (505, 507, 520 to 527, ...), at once
@@ -190,15 +178,8 @@ type Config struct {
 func (c *Config) Validate() error {
 	if err := validate.NonNegative(ErrInvalidConfig,
 		validate.Field{Name: "ConnectTimeout", Value: c.ConnectTimeout, Hint: "; use 0 for the default of 5s"},
-		validate.Field{Name: "AttemptTimeout", Value: c.AttemptTimeout, Hint: "; use 0 for no attempt timeout"},
 	); err != nil {
 		return err
-	}
-	switch {
-	case c.Retry.AttemptTimeout != 0:
-		return fmt.Errorf("%w: Retry.AttemptTimeout would also time the connection; set Config.AttemptTimeout instead", ErrInvalidConfig)
-	case c.Retry.Timeouts != nil:
-		return fmt.Errorf("%w: Retry.Timeouts would also time the connection; set Config.Timeouts instead", ErrInvalidConfig)
 	}
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err)

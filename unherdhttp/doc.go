@@ -135,8 +135,8 @@
 //
 // # Hedging
 //
-// With Config.Hedge set, each attempt of a GET or HEAD (Config.HedgeMethods
-// to change the list; only requests that may be repeated qualify) is a
+// With Config.Hedge set, each attempt of a GET or HEAD (Config.HedgeMethod
+// to choose other methods; only requests that may be repeated qualify) is a
 // hedged call of package hedge: if the request has had no answer after
 // the hedger's delay (fixed, or a latency quantile), the same request is
 // sent again, and the first success wins: a response the Transport would
@@ -177,11 +177,11 @@
 //     trips plus a TLS handshake on a loaded host. After a deploy every
 //     connection is cold; a slow handshake then says nothing about how
 //     the server handles requests.
-//   - Config.AttemptTimeout (none by default) bounds each attempt from
+//   - Config.Retry.AttemptTimeout (none by default) bounds each attempt from
 //     the moment it has a connection to the arrival of the response
 //     headers. Set it from the latency distribution: the percentile whose
 //     tail you accept as false timeouts (p99 cuts off and repeats 1% of
-//     healthy attempts), plus headroom. Config.Timeouts plugs in an
+//     healthy attempts), plus headroom. Config.Retry.Timeouts plugs in an
 //     adaptive timeout that follows a latency quantile instead.
 //
 // Only net/http's own *http.Transport reports when an attempt has its
@@ -193,10 +193,12 @@
 // The attempt timeout does not cover reading the body: the response body
 // stays readable after RoundTrip returns, until it is closed, and the
 // request's context bounds the whole exchange. An attempt timeout is a
-// retryable Timeout; the caller's deadline never is. Do not set
-// retry.Config.AttemptTimeout: the retry loop ends an attempt's context
-// when the attempt returns, which would cut off the body; NewTransport
-// rejects it.
+// retryable Timeout; the caller's deadline never is. The Transport times
+// the attempt itself: the retry.Policy it builds from Config.Retry has no
+// attempt timeout of its own, whose end of the attempt's context when the
+// attempt returns would cut off the body. Config.Retry.AttemptTimeout is
+// the same field unherdgrpc's Config.Retry uses, with the meaning HTTP
+// gives an attempt.
 //
 // # Retry at one layer
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
@@ -74,7 +75,7 @@ func ExampleMiddleware() {
 func ExampleConfig_autoIdempotencyKey() {
 	var keys []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		keys = append(keys, r.Header.Get(unherdhttp.IdempotencyKeyHeader))
+		keys = append(keys, r.Header.Get(idempotency.KeyHeader))
 		if len(keys) == 1 {
 			w.WriteHeader(http.StatusBadGateway)
 		}

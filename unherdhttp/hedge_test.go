@@ -19,6 +19,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/hedgetest"
 	"github.com/unherd/unherd/retry"
@@ -135,9 +136,9 @@ func TestHedgeOnlyIdempotent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base := &lateBase{closed: make(chan string, 2)}
 			tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{
-				Hedge: newHedger(t, time.Millisecond), HedgeMethods: tc.methods,
+				Hedge: newHedger(t, time.Millisecond), HedgeMethod: methods(tc.methods),
 				// Ends an unhedged primary, which waits for cancellation.
-				AttemptTimeout: 20 * time.Millisecond, Retry: retry.Config{MaxAttempts: 1},
+				Retry: retry.Config{AttemptTimeout: 20 * time.Millisecond, MaxAttempts: 1},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -366,7 +367,7 @@ func (b *keyBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	a := r.Header.Get(unherdhttp.AttemptHeader)
 	b.mu.Lock()
-	b.seen = append(b.seen, seenRequest{a, r.Header.Get(unherdhttp.IdempotencyKeyHeader), r.Header.Get("X-Idempotency-Key"), string(body)})
+	b.seen = append(b.seen, seenRequest{a, r.Header.Get(idempotency.KeyHeader), r.Header.Get("X-Idempotency-Key"), string(body)})
 	b.mu.Unlock()
 	status := http.StatusOK
 	switch a {
@@ -398,7 +399,7 @@ func TestHedgeSharesIdempotencyKey(t *testing.T) {
 	}{
 		{"POST gets one automatic key", http.MethodPost, "", ""},
 		{"PATCH gets one automatic key", http.MethodPatch, "", ""},
-		{"POST keeps the caller's Idempotency-Key", http.MethodPost, unherdhttp.IdempotencyKeyHeader, "k-1"},
+		{"POST keeps the caller's Idempotency-Key", http.MethodPost, idempotency.KeyHeader, "k-1"},
 		{"POST keeps the caller's X-Idempotency-Key", http.MethodPost, "X-Idempotency-Key", "x-1"},
 	}
 	for _, tc := range tests {
@@ -406,7 +407,7 @@ func TestHedgeSharesIdempotencyKey(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := &keyBase{}
 				tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{
-					Hedge: newHedger(t, 10*time.Millisecond), HedgeMethods: []string{http.MethodPost, http.MethodPatch},
+					Hedge: newHedger(t, 10*time.Millisecond), HedgeMethod: methods([]string{http.MethodPost, http.MethodPatch}),
 					AutoIdempotencyKey: true, Retry: fast,
 				})
 				if err != nil {
@@ -433,7 +434,7 @@ func TestHedgeSharesIdempotencyKey(t *testing.T) {
 					if len(key) != 38 {
 						t.Errorf("automatic key %q is not a UUID", key)
 					}
-				case unherdhttp.IdempotencyKeyHeader:
+				case idempotency.KeyHeader:
 					key = tc.key
 				default:
 					xkey = tc.key
@@ -445,4 +446,13 @@ func TestHedgeSharesIdempotencyKey(t *testing.T) {
 			})
 		})
 	}
+}
+
+// methods is a Config.HedgeMethod that accepts the methods in ms; nil for
+// a nil ms, the default.
+func methods(ms []string) func(string) bool {
+	if ms == nil {
+		return nil
+	}
+	return func(m string) bool { return slices.Contains(ms, m) }
 }

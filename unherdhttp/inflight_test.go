@@ -88,7 +88,7 @@ func TestRetryGetsTheOneExecutionsAnswer(t *testing.T) {
 				w.WriteHeader(http.StatusCreated)
 				io.WriteString(w, "charged by run "+string(rune('0'+n)))
 			})).ServeHTTP)
-			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{MaxAttempts: 5}, AttemptTimeout: 100 * time.Millisecond, AutoIdempotencyKey: true})
+			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{MaxAttempts: 5, AttemptTimeout: 100 * time.Millisecond}, AutoIdempotencyKey: true})
 			resp, err := (&http.Client{Transport: tr}).Post(srv.URL, "text/plain", strings.NewReader("100 EUR"))
 			if err != nil {
 				t.Fatalf("%v after %d runs", err, runs.Load())

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -98,7 +99,7 @@ func TestMiddlewareMarks(t *testing.T) {
 		{"OPTIONS", http.MethodOptions, nil, true},
 		{"POST without a key", http.MethodPost, nil, false},
 		{"PATCH without a key", http.MethodPatch, nil, false},
-		{"POST with Idempotency-Key", http.MethodPost, map[string]string{unherdhttp.IdempotencyKeyHeader: "k"}, true},
+		{"POST with Idempotency-Key", http.MethodPost, map[string]string{idempotency.KeyHeader: "k"}, true},
 		{"POST with X-Idempotency-Key", http.MethodPost, map[string]string{"X-Idempotency-Key": "k"}, true},
 		{"POST repeated by a Transport", http.MethodPost, map[string]string{unherdhttp.AttemptHeader: "2"}, true},
 	}

@@ -301,7 +301,7 @@ func TestTransportSendsTimeoutHeader(t *testing.T) {
 	tests := []struct {
 		name     string
 		deadline time.Duration
-		attempt  time.Duration // Config.AttemptTimeout
+		attempt  time.Duration // Config.Retry.AttemptTimeout
 		min, max int64         // the header's value on each attempt, -1 for none
 	}{
 		{name: "no deadline", min: -1, max: -1},
@@ -316,7 +316,8 @@ func TestTransportSendsTimeoutHeader(t *testing.T) {
 			got = nil
 			mu.Unlock()
 			cfg := fast
-			client := &http.Client{Transport: newTransport(t, unherdhttp.Config{Retry: cfg, AttemptTimeout: tt.attempt})}
+			cfg.AttemptTimeout = tt.attempt
+			client := &http.Client{Transport: newTransport(t, unherdhttp.Config{Retry: cfg})}
 			ctx := context.Background()
 			if tt.deadline > 0 {
 				var cancel context.CancelFunc

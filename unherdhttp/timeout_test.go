@@ -66,8 +66,7 @@ func TestAttemptTimeout(t *testing.T) {
 			srv, hits := hangingServerURL(t, tc.hang...)
 			var classes []retry.Class
 			tr := newTransport(t, unherdhttp.Config{
-				AttemptTimeout: shortTimeout,
-				Retry: retry.Config{Backoff: fast.Backoff, OnRetry: func(ev retry.RetryEvent) {
+				Retry: retry.Config{AttemptTimeout: shortTimeout, Backoff: fast.Backoff, OnRetry: func(ev retry.RetryEvent) {
 					classes = append(classes, ev.Class)
 				}},
 			})
@@ -108,7 +107,7 @@ func TestBodyOutlivesAttemptTimeout(t *testing.T) {
 			<-r.Context().Done()
 		}
 	})
-	tr := newTransport(t, unherdhttp.Config{AttemptTimeout: shortTimeout, Retry: retry.Config{MaxAttempts: 1}})
+	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{AttemptTimeout: shortTimeout, MaxAttempts: 1}})
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/slow-body", nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -142,7 +141,7 @@ func TestConnectPhaseTimeoutRetriesPost(t *testing.T) {
 		return d.DialContext(ctx, network, addr)
 	}}
 	t.Cleanup(base.CloseIdleConnections)
-	tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{ConnectTimeout: shortTimeout, AttemptTimeout: time.Hour, Retry: fast})
+	tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{ConnectTimeout: shortTimeout, Retry: withAttemptTimeout(fast, time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func (f *fixedTimeouts) Observe(latency time.Duration, ok bool) {
 func TestTimeoutSource(t *testing.T) {
 	url, hits := hangingServerURL(t, "")
 	src := &fixedTimeouts{d: shortTimeout}
-	tr := newTransport(t, unherdhttp.Config{Timeouts: src, Retry: fast})
+	tr := newTransport(t, unherdhttp.Config{Retry: withTimeouts(fast, src)})
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if status, _, err := do(tr, req); err != nil || status != 200 {
 		t.Fatalf("got %d, %v; want 200", status, err)
@@ -206,7 +205,7 @@ func TestTimeoutSourceClassifiesOnce(t *testing.T) {
 	})
 	var hooked atomic.Int32
 	src := &fixedTimeouts{d: time.Hour}
-	tr := newTransport(t, unherdhttp.Config{Timeouts: src, Retry: fast,
+	tr := newTransport(t, unherdhttp.Config{Retry: withTimeouts(fast, src),
 		Classify: func(resp *http.Response, err error) (retry.Class, bool) {
 			if resp != nil {
 				hooked.Add(1)
@@ -231,7 +230,7 @@ func TestTimeoutSourceClassifiesOnce(t *testing.T) {
 // timeout in force.
 func TestCallerDeadlineNotRetried(t *testing.T) {
 	url, hits := hangingServerURL(t, "", "2", "3")
-	tr := newTransport(t, unherdhttp.Config{AttemptTimeout: time.Hour, Retry: fast})
+	tr := newTransport(t, unherdhttp.Config{Retry: withAttemptTimeout(fast, time.Hour)})
 	ctx, cancel := context.WithTimeout(context.Background(), shortTimeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -244,7 +243,7 @@ func TestCallerDeadlineNotRetried(t *testing.T) {
 	}
 }
 
-// The adaptive timeout of package timeout plugs in as Config.Timeouts and
+// The adaptive timeout of package timeout plugs in as Config.Retry.Timeouts and
 // bounds every attempt (here by its initial timeout).
 func TestAdaptiveTimeout(t *testing.T) {
 	url, hits := hangingServerURL(t, "")
@@ -252,7 +251,7 @@ func TestAdaptiveTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := newTransport(t, unherdhttp.Config{Timeouts: a, Retry: fast})
+	tr := newTransport(t, unherdhttp.Config{Retry: withTimeouts(fast, a)})
 	status, body, err := get(t, tr, url)
 	if err != nil || status != 200 || body != "body" || hits.Load() != 2 {
 		t.Fatalf("got %d %q, %v after %d requests; want 200 body after 2", status, body, err, hits.Load())
@@ -287,7 +286,7 @@ func TestAttemptTimeoutHTTP2(t *testing.T) {
 			t.Cleanup(srv.Close)
 			base := srv.Client().Transport.(*http.Transport)
 			t.Cleanup(base.CloseIdleConnections)
-			tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{AttemptTimeout: shortTimeout, Retry: fast})
+			tr, err := unherdhttp.NewTransport(base, unherdhttp.Config{Retry: withAttemptTimeout(fast, shortTimeout)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,7 +342,7 @@ func TestAttemptTimeoutUntracedBase(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr, err := unherdhttp.NewTransport(&slowBase{delay: tc.answer}, unherdhttp.Config{
-					AttemptTimeout: tc.attempt, Retry: retry.Config{MaxAttempts: 1},
+					Retry: retry.Config{AttemptTimeout: tc.attempt, MaxAttempts: 1},
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -376,7 +375,7 @@ func TestAttemptTimeoutSameInstant(t *testing.T) {
 	for _, hedged := range []bool{false, true} {
 		t.Run(fmt.Sprintf("hedged=%v", hedged), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := unherdhttp.Config{AttemptTimeout: 10 * time.Millisecond, Retry: retry.Config{MaxAttempts: 1}}
+				cfg := unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 10 * time.Millisecond, MaxAttempts: 1}}
 				if hedged {
 					h, err := hedge.New(hedge.Config{Delay: 5 * time.Millisecond, Budget: budget.Unlimited})
 					if err != nil {
@@ -397,4 +396,16 @@ func TestAttemptTimeoutSameInstant(t *testing.T) {
 			})
 		})
 	}
+}
+
+// withAttemptTimeout returns c with its AttemptTimeout set to d.
+func withAttemptTimeout(c retry.Config, d time.Duration) retry.Config {
+	c.AttemptTimeout = d
+	return c
+}
+
+// withTimeouts returns c with its Timeouts set to src.
+func withTimeouts(c retry.Config, src retry.TimeoutSource) retry.Config {
+	c.Timeouts = src
+	return c
 }

@@ -8,12 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
@@ -28,7 +28,7 @@ import (
 type Transport struct {
 	base           http.RoundTripper
 	policy         *retry.Policy
-	timer          retry.AttemptTimer // Config.AttemptTimeout and Timeouts
+	timer          retry.AttemptTimer // Config.Retry.AttemptTimeout and Timeouts
 	connectTimeout time.Duration
 	noRetry500     bool
 	autoKey        bool
@@ -36,9 +36,9 @@ type Transport struct {
 	maxDrained     int64
 	classify       func(*http.Response, error) (retry.Class, bool)
 	onRetry        func(retry.RetryEvent)
-	traced         bool // base is an *http.Transport, which reports GotConn; else AttemptTimeout bounds the whole attempt
+	traced         bool // base is an *http.Transport, which reports GotConn; else the attempt timeout bounds the whole attempt
 	hedger         *hedge.Hedger
-	hedgeMethods   []string
+	hedgeMethod    func(method string) bool
 }
 
 // NewTransport validates cfg and returns a Transport that sends attempts
@@ -52,7 +52,7 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	}
 	t := &Transport{
 		base:           base,
-		timer:          retry.AttemptTimer{Timeout: cfg.AttemptTimeout, Source: cfg.Timeouts},
+		timer:          retry.AttemptTimer{Timeout: cfg.Retry.AttemptTimeout, Source: cfg.Retry.Timeouts},
 		connectTimeout: cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
 		noRetry500:     cfg.NoRetry500,
 		autoKey:        cfg.AutoIdempotencyKey,
@@ -67,12 +67,15 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	_, t.traced = t.base.(*http.Transport)
 	if cfg.Hedge != nil {
 		t.hedger = cfg.Hedge
-		t.hedgeMethods = []string{http.MethodGet, http.MethodHead}
-		if cfg.HedgeMethods != nil {
-			t.hedgeMethods = append([]string(nil), cfg.HedgeMethods...)
+		t.hedgeMethod = cfg.HedgeMethod
+		if t.hedgeMethod == nil {
+			t.hedgeMethod = getOrHead
 		}
 	}
+	// The Transport times its attempts itself, from the connection: the
+	// policy must not time them again from their start.
 	rc := cfg.Retry
+	rc.AttemptTimeout, rc.Timeouts = 0, nil
 	rc.OnRetry = t.discardAndNotify
 	p, err := retry.New(rc)
 	if err != nil {
@@ -81,6 +84,9 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	t.policy = p
 	return t, nil
 }
+
+// getOrHead is the default Config.HedgeMethod.
+func getOrHead(method string) bool { return method == http.MethodGet || method == http.MethodHead }
 
 // CloseIdleConnections closes the idle connections of the base transport,
 // if it has such a method; http.Client.CloseIdleConnections reaches it.
@@ -164,7 +170,7 @@ func (c *call) prepare() error {
 		c.key = newKey()
 		c.replayable = true
 	}
-	c.hedged = c.replayable && t.hedger != nil && slices.Contains(t.hedgeMethods, c.method())
+	c.hedged = c.replayable && t.hedger != nil && t.hedgeMethod(c.method())
 	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil || !c.mayRetry() && !c.hedged {
 		return nil
 	}
@@ -185,7 +191,7 @@ func (c *call) prepare() error {
 
 // mayRetry reports whether the policy may make more than one attempt.
 func (c *call) mayRetry() bool {
-	return c.t.policy.Attempts(retry.HasOuterRetry(c.req.Context())) > 1
+	return c.t.policy.AttemptLimit(retry.HasOuterRetry(c.req.Context())) > 1
 }
 
 // finish turns the loop's result into RoundTrip's: the response; or the
@@ -280,7 +286,7 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 		areq.Header.Set(limit.PriorityHeader, prio.String())
 	}
 	if c.key != "" {
-		areq.Header.Set(IdempotencyKeyHeader, c.key)
+		areq.Header.Set(idempotency.KeyHeader, c.key)
 	}
 	switch {
 	case c.buf != nil:

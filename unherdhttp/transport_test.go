@@ -287,8 +287,8 @@ func TestConfigValidate(t *testing.T) {
 	row := configtest.Row[unherdhttp.Config]
 	configtest.Check(t, unherdhttp.ErrInvalidConfig, func(c unherdhttp.Config) error { _, err := unherdhttp.NewTransport(nil, c); return err }, []configtest.Case[unherdhttp.Config]{
 		row("negative connect timeout", unherdhttp.Config{ConnectTimeout: -1}, false),
-		row("negative attempt timeout", unherdhttp.Config{AttemptTimeout: -1}, false),
-		row("retry attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 1}}, false),
+		row("negative attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: -1}}, false),
+		row("retry attempt timeout", unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 1e9}}, true),
 		row("invalid retry config", unherdhttp.Config{Retry: retry.Config{MaxAttempts: -1}}, false),
 	})
 }

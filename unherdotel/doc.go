@@ -35,6 +35,13 @@
 // each attempt, its delay and why the call stopped; give a policy both
 // with observe.Multi.
 //
+// [HTTPAttempts], as the base of an unherdhttp.Transport, makes each
+// request the Transport sends (first attempt, retry or hedge) an HTTP
+// client span of its own, with the HTTP semantic conventions' attributes
+// and http.request.resend_count on every resend, as the conventions ask:
+//
+//	tr, err := unherdhttp.NewTransport(unherdotel.HTTPAttempts(base, tp), unherdhttp.Config{})
+//
 // The instrument names follow OpenTelemetry's naming rules (lower case,
 // dotted namespaces, units in UCUM). No semantic convention defines
 // metrics for retries, hedges, circuit breakers or throttling in general,

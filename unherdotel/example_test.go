@@ -4,13 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/unherdhttp"
 	"github.com/unherd/unherd/unherdotel"
 )
 
@@ -97,4 +103,42 @@ func retriedCharge(mp *sdkmetric.MeterProvider, prod *unherdotel.Producer, reade
 		out = append(out, sm.Metrics...)
 	}
 	return out, nil
+}
+
+// Each request unherd's Transport sends is a client span of its own: here
+// a server answers 503 once, and the call's two requests are two spans,
+// the second with http.request.resend_count 1.
+func ExampleHTTPAttempts() {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n++; n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr, err := unherdhttp.NewTransport(unherdotel.HTTPAttempts(base, tp), unherdhttp.Config{})
+	if err != nil {
+		panic(err)
+	}
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	for _, s := range rec.Ended() {
+		var shown []string
+		for _, kv := range s.Attributes() {
+			if kv.Key == "http.response.status_code" || kv.Key == "http.request.resend_count" {
+				shown = append(shown, string(kv.Key)+"="+kv.Value.Emit())
+			}
+		}
+		fmt.Println(strings.Join(shown, " "))
+	}
+	// Output:
+	// http.response.status_code=503
+	// http.request.resend_count=1 http.response.status_code=200
 }

@@ -50,7 +50,7 @@ var targets = map[string]target{
 	"HTTPGet":                 {overhead: 0.03},
 	"HTTPGetParallel":         {overhead: 0.03},
 	// The target is against failsafe-go's adaptive limiter, the peer of
-	// unherd's default (Gradient2); failsafe-go's bulkhead is the peer of
+	// unherd's default (Gradient); failsafe-go's bulkhead is the peer of
 	// unherd-fixed and reads no clock.
 	"Limit":         {speedup: 3, peer: "failsafe-go", zeroAllocs: true},
 	"LimitParallel": {speedup: 3, peer: "failsafe-go", zeroAllocs: true},

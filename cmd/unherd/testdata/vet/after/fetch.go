@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -15,7 +16,7 @@ import (
 var client *http.Client
 
 func init() {
-	tr, err := unherdhttp.NewTransport(nil, unherdhttp.Config{AttemptTimeout: 2 * time.Second})
+	tr, err := unherdhttp.NewTransport(nil, unherdhttp.Config{Retry: retry.Config{AttemptTimeout: 2 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
 	}

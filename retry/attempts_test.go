@@ -1,0 +1,274 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/breaker"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
+)
+
+// ledger is a guard and a budget that count what the loop does with
+// them: tickets handed out and returned, retries withdrawn, refunded and
+// attempts recorded.
+type ledger struct {
+	mu                        sync.Mutex
+	admitted, done, abandoned int
+	failures, successes       int // outcomes the guard heard
+	withdrawn, refunded       int
+	recorded, recordedFailed  int
+	reject                    bool
+}
+
+func (l *ledger) Admit(context.Context) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reject {
+		return 0, retry.NewRejection("ledger: rejected")
+	}
+	l.admitted++
+	return uint64(l.admitted), nil
+}
+
+func (l *ledger) Done(_ uint64, o retry.Outcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done++
+	switch {
+	case o.Abandoned:
+		l.abandoned++
+	case o.Err != nil:
+		l.failures++
+	default:
+		l.successes++
+	}
+}
+
+func (l *ledger) Withdraw(budget.Class) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.withdrawn++
+	return true
+}
+
+func (l *ledger) Refund(budget.Class) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refunded++
+}
+
+func (l *ledger) Record(a budget.Attempt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recorded++
+	if a.Failed {
+		l.recordedFailed++
+	}
+}
+
+var errDown = errors.New("down")
+
+// TestAttemptsEveryEnd walks every way an Attempts loop can end, over a
+// guard and a budget that keep count: every ticket a guard hands out
+// comes back exactly once, every attempt that ran to a result is
+// recorded by the budget and heard by the guard as what it was, a retry
+// withdrawn is made or refunded, and the loop's error says what
+// happened.
+func TestAttemptsEveryEnd(t *testing.T) {
+	type counts struct{ attempts, successes, failures, abandoned, recorded, retries int }
+	tests := []struct {
+		name    string
+		reject  bool
+		body    func(n int, err *error) (brk bool) // attempt n (1-based): set *err, or not; break or not
+		panics  bool
+		want    counts
+		wantErr func(error) bool
+	}{
+		{"success at once", false, func(n int, err *error) bool { *err = nil; return false }, false,
+			counts{1, 1, 0, 0, 1, 0}, func(e error) bool { return e == nil }},
+		{"success on the third", false, func(n int, err *error) bool {
+			if n < 3 {
+				*err = errDown
+			} else {
+				*err = nil
+			}
+			return false
+		}, false, counts{3, 1, 2, 0, 3, 2}, func(e error) bool { return e == nil }},
+		{"attempts exhausted", false, func(n int, err *error) bool { *err = errDown; return false }, false,
+			counts{3, 0, 3, 0, 3, 2}, func(e error) bool {
+				return errors.Is(e, retry.ErrAttemptsExhausted) && errors.Is(e, errDown)
+			}},
+		{"break after a failure", false, func(n int, err *error) bool { *err = errDown; return true }, false,
+			counts{1, 0, 1, 0, 1, 0}, func(e error) bool { return e == errDown }},
+		{"break after a success", false, func(n int, err *error) bool { *err = nil; return true }, false,
+			counts{1, 1, 0, 0, 1, 0}, func(e error) bool { return e == nil }},
+		{"break on the second after a failure", false, func(n int, err *error) bool { *err = errDown; return n == 2 }, false,
+			counts{2, 0, 2, 0, 2, 1}, func(e error) bool { return e == errDown }},
+		{"panic", false, func(n int, err *error) bool { panic("boom") }, true,
+			counts{1, 0, 0, 1, 0, 0}, nil},
+		{"panic on the second", false, func(n int, err *error) bool {
+			if n == 2 {
+				panic("boom")
+			}
+			*err = errDown
+			return false
+		}, true, counts{2, 0, 1, 1, 1, 1}, nil},
+		{"error left unset", false, func(n int, err *error) bool { return false }, false,
+			counts{1, 0, 0, 1, 0, 0}, func(e error) bool { return errors.Is(e, retry.ErrNoResult) }},
+		{"rejected by the guard", true, func(n int, err *error) bool { t.Fatal("attempt ran"); return false }, false,
+			counts{0, 0, 0, 0, 0, 0}, func(e error) bool { return errors.Is(e, retry.ErrRejected) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &ledger{reject: tt.reject}
+			p, err := retry.New(retry.Config{MaxAttempts: 3, Backoff: backoff.Schedule{Base: time.Microsecond, Cap: time.Microsecond},
+				Budget: l, Guards: []retry.Guard{l}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var callErr error
+			n := 0
+			panicked := func() (panicked bool) {
+				defer func() { panicked = recover() != nil }()
+				for range p.Attempts(context.Background(), &callErr) {
+					n++
+					if tt.body(n, &callErr) {
+						break
+					}
+				}
+				return false
+			}()
+			if panicked != tt.panics {
+				t.Fatalf("panicked %v, want %v", panicked, tt.panics)
+			}
+			if tt.wantErr != nil && !tt.wantErr(callErr) {
+				t.Errorf("the loop's error: %v", callErr)
+			}
+			got := counts{n, l.successes, l.failures, l.abandoned, l.recorded, l.withdrawn}
+			if got != tt.want {
+				t.Errorf("attempts, successes, failures, abandoned, recorded, withdrawn = %v, want %v", got, tt.want)
+			}
+			if l.admitted != l.done {
+				t.Errorf("%d tickets handed out, %d returned", l.admitted, l.done)
+			}
+			if made := n - 1; l.withdrawn-l.refunded != max(made, 0) {
+				t.Errorf("%d retries withdrawn, %d refunded, %d made", l.withdrawn, l.refunded, max(made, 0))
+			}
+		})
+	}
+}
+
+// The attempt's context is bounded by the attempt timeout, and an
+// attempt that runs out of it is a Timeout, retried.
+func TestAttemptsTimeout(t *testing.T) {
+	p, err := retry.New(retry.Config{MaxAttempts: 2, AttemptTimeout: 10 * time.Millisecond, Backoff: backoff.Schedule{Base: time.Microsecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var callErr error
+	n := 0
+	start := time.Now()
+	for ctx := range p.Attempts(context.Background(), &callErr) {
+		n++
+		<-ctx.Done()
+		callErr = fmt.Errorf("read: %w", ctx.Err())
+	}
+	if n != 2 || !errors.Is(callErr, retry.ErrAttemptsExhausted) || !errors.Is(callErr, retry.ErrAttemptTimeout) {
+		t.Errorf("%d attempts, error %v; want 2, attempts exhausted after attempt timeouts", n, callErr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v, want the attempt timeouts to end the attempts", d)
+	}
+}
+
+// The caller's context ending during the wait ends the loop with
+// ErrCancelled.
+func TestAttemptsCallerGone(t *testing.T) {
+	p, err := retry.New(retry.Config{MaxAttempts: 5, Backoff: backoff.Schedule{Base: time.Hour, Cap: time.Hour, Jitter: backoff.None}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var callErr error
+	n := 0
+	for range p.Attempts(ctx, &callErr) {
+		n++
+		callErr = errDown
+		cancel()
+	}
+	if n != 1 || !errors.Is(callErr, retry.ErrCancelled) {
+		t.Errorf("%d attempts, error %v; want 1 and ErrCancelled", n, callErr)
+	}
+}
+
+func TestAttemptsNilError(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Attempts(ctx, nil) did not panic")
+		}
+	}()
+	retry.Default().Attempts(context.Background(), nil)
+}
+
+// A half-open breaker's probe slot comes back whichever way the loop's
+// body leaves its attempt. After a panic or an unset error the probe
+// was abandoned, and the next call is admitted as the next probe, where
+// a leaked slot would reject it with ErrTooManyProbes; after a break
+// that follows a failure, the breaker heard the failed probe and is open
+// again.
+func TestAttemptsHalfOpenProbe(t *testing.T) {
+	ends := []struct {
+		name     string
+		body     func(err *error) (brk bool)
+		reopened bool
+	}{
+		{"panic", func(*error) bool { panic("boom") }, false},
+		{"error left unset", func(*error) bool { return false }, false},
+		{"break after a failure", func(err *error) bool { *err = errDown; return true }, true},
+	}
+	for _, end := range ends {
+		t.Run(end.name, func(t *testing.T) {
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			b, err := breaker.New(breaker.Settings{ConsecutiveFailures: 1, OpenDuration: time.Second, OpenJitter: -1,
+				Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []retry.Guard{b}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var callErr error
+			for range p.Attempts(context.Background(), &callErr) {
+				callErr = errDown // trips the breaker
+			}
+			now = now.Add(2 * time.Second) // half-open: one probe
+			func() {
+				defer func() { _ = recover() }()
+				for range p.Attempts(context.Background(), &callErr) {
+					if end.body(&callErr) {
+						break
+					}
+				}
+			}()
+			ran := false
+			for range p.Attempts(context.Background(), &callErr) {
+				ran = true
+				callErr = nil
+			}
+			switch {
+			case end.reopened && (ran || !errors.Is(callErr, breaker.ErrOpen)):
+				t.Errorf("the next call: ran %v, error %v; want it rejected by the reopened breaker", ran, callErr)
+			case !end.reopened && (!ran || callErr != nil):
+				t.Errorf("the next call: ran %v, error %v; want the probe slot back and the call admitted", ran, callErr)
+			}
+		})
+	}
+}

@@ -462,7 +462,8 @@ func (r *msRun) finish(e *engine.Engine, w int32, t time.Duration) {
 	r.idle = append(r.idle, w)
 }
 
-// ring is a FIFO queue that reuses its storage.
+// ring is a FIFO queue that reuses its storage. Its length is a power of
+// two, so that an index wraps with a mask rather than a division.
 type ring[T any] struct {
 	buf        []T
 	head, size int
@@ -471,17 +472,16 @@ type ring[T any] struct {
 func (q *ring[T]) len() int { return q.size }
 
 // at returns the item i places from the head.
-func (q *ring[T]) at(i int) T { return q.buf[(q.head+i)%len(q.buf)] }
+func (q *ring[T]) at(i int) T { return q.buf[(q.head+i)&(len(q.buf)-1)] }
 
 func (q *ring[T]) push(v T) {
 	if q.size == len(q.buf) {
 		grown := make([]T, max(16, 2*len(q.buf)))
-		for i := range q.size {
-			grown[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
+		n := copy(grown, q.buf[q.head:])
+		copy(grown[n:], q.buf[:q.head])
 		q.buf, q.head = grown, 0
 	}
-	q.buf[(q.head+q.size)%len(q.buf)] = v
+	q.buf[(q.head+q.size)&(len(q.buf)-1)] = v
 	q.size++
 }
 
@@ -489,7 +489,7 @@ func (q *ring[T]) pop() T {
 	var zero T
 	v := q.buf[q.head]
 	q.buf[q.head] = zero
-	q.head = (q.head + 1) % len(q.buf)
+	q.head = (q.head + 1) & (len(q.buf) - 1)
 	q.size--
 	return v
 }

@@ -19,7 +19,11 @@
 // one, printing each figure's median with its range over the seeds. [WhatIf]
 // judges a user's [Policy] beside unherd's default in the outage and
 // storm scenarios: load against capacity, amplification, recovery and
-// success for each population, and a verdict drawn from those numbers.
+// goodput (successful calls per second against the fault-free rate) for
+// each population, and a verdict drawn from those numbers, never from a
+// share of calls, whose number depends on the policy. The metastable
+// scenario runs a user's policy too ([PolicyParams]), as a row whose
+// callers time out after its attempt timeout.
 //
 // # One implementation
 //

@@ -50,6 +50,8 @@ type MetastableParams struct {
 	// 30 s. Both are ascending, cuts in percent and lengths in seconds.
 	MapCuts    []int `param:"map-cuts" usage:"tipping-point map: the CPU cuts tried, in percent, ascending" check:"positive,max=99"`
 	MapLengths []int `param:"map-lengths" usage:"tipping-point map: the trigger lengths tried, in seconds, ascending" check:"positive,max=600"`
+	// user is a user's policy, run as one more row (SetPolicy).
+	user *policySpec
 }
 
 func defaultMetastableParams() *MetastableParams {
@@ -146,6 +148,9 @@ const (
 // policy builds the row's client policy: one shared by every call, as
 // one process shares one retry.Policy per dependency.
 func (c msCase) retryPolicy(p *MetastableParams) (*retry.Policy, error) {
+	if c.policy == msYours {
+		return nil, nil // built on the run's clock: userModel
+	}
 	if c.policy == msResend {
 		return retry.New(retry.Config{MaxAttempts: math.MaxInt, Backoff: immediate(), Budget: budget.Unlimited, AttemptTimeout: p.Timeout})
 	}
@@ -235,7 +240,7 @@ func (m *TippingMap) claims() []Claim {
 	}
 	var claims []Claim
 	for _, pol := range m.Policies {
-		if pol.Name == msResend {
+		if pol.Name != msDefault && pol.Name != msLimited {
 			continue
 		}
 		text := fmt.Sprintf("%s: the server recovers from every trigger of the map, cuts of %g%% to %g%% of its CPU for %v to %v",
@@ -336,7 +341,7 @@ type msRow struct {
 }
 
 func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
-	cases := p.cases()
+	cases := p.withUser(p.cases())
 	type out struct {
 		st  *msStats
 		err error
@@ -350,6 +355,7 @@ func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Re
 		m := msModel{rate: p.Rate * c.load, threads: p.Threads, service: p.Service, timeout: p.Timeout,
 			from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
 			limited: c.policy == msLimited, resends: c.policy == msResend}
+		p.userModel(c, &m)
 		st, err := runMetastable(ctx, o.Seed, uint64(i), m, pol)
 		return out{st, err}
 	})

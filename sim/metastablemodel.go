@@ -59,6 +59,10 @@ type msModel struct {
 	// out and never give up (Huang et al.'s client), which lets a run
 	// stop as down sooner (msRun.resendsDown).
 	resends bool
+	// build, if set, builds the clients' policy on the run's clock in
+	// place of the one runMetastable is given (a user's, whose budget
+	// may keep time).
+	build func(*engine.Engine) (*retry.Policy, error)
 }
 
 // msJudged is the stretch at the end of a run its outcome is judged on.
@@ -152,8 +156,8 @@ func runMetastable(ctx context.Context, seed, stream uint64, m msModel, policy *
 }
 
 // runMetastableWith is runMetastable with the clients' policy built by
-// build on the run's engine, for a policy whose budget or guard keeps
-// time on the run's clock.
+// build on the run's engine (by m.build, if set), for a policy whose
+// budget or guard keeps time on the run's clock.
 func runMetastableWith(ctx context.Context, seed, stream uint64, m msModel, build func(*engine.Engine) (*retry.Policy, error)) (*msStats, error) {
 	r := &msRun{m: m, work: make([]msEntry, m.threads), wtok: make([]limit.Token, m.threads)}
 	if m.limited {
@@ -170,6 +174,9 @@ func runMetastableWith(ctx context.Context, seed, stream uint64, m msModel, buil
 	r.stats = msStats{good: make([]int64, secs), offered: make([]int64, secs), attempts: make([]int64, secs)}
 	e := engine.New(seed, stream)
 	e.StopOn(ctx.Done())
+	if m.build != nil {
+		build = m.build
+	}
 	policy, err := build(e)
 	if err != nil {
 		return nil, err

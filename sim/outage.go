@@ -155,7 +155,11 @@ type outageRow struct {
 	recover    float64 // seconds after the return until goodput is back; -1 if never
 	failed     int64
 	success    float64 // share of ended calls that succeeded
-	load       []float64
+	// goodput is the successful calls per second from the outage's start
+	// to the run's end over those per second before the outage, when
+	// nothing failed: the run's own fault-free rate.
+	goodput float64
+	load    []float64
 }
 
 // runOutage runs every policy against both populations, or the runs keep
@@ -250,6 +254,13 @@ func measureOutage(p *OutageParams, pop, policy string, st *callStats) outageRow
 	}
 	if st.calls > 0 {
 		r.success = float64(st.succeeded) / float64(st.calls)
+	}
+	var after int64
+	for b := down; b < n; b++ {
+		after += st.good[b]
+	}
+	if goodPerSec > 0 {
+		r.goodput = float64(after) / (float64(n-down) / perSec) / goodPerSec
 	}
 	return r
 }

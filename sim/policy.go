@@ -37,15 +37,18 @@ type Policy struct {
 	Name string
 	// Retry is the policy's configuration. The simulator models
 	// MaxAttempts (zero means retry.DefaultMaxAttempts, at most
-	// MaxPolicyAttempts), Backoff and OnBudgetExhausted. Every other
-	// field must be left zero: the simulated dependency fails fast and
-	// names no delay (AttemptTimeout, Timeouts and the server-delay
-	// fields would have no effect), its calls are not nested
-	// (NestedAttempts), its errors are its own (Classify), each run
-	// builds its own budget and draws from its own random source
-	// (Budget, Guards, Rand: see Budget below), and the runs go on in
-	// parallel (OnRetry, OnGiveUp, Observer). Validate refuses a field
-	// the simulator cannot model, naming it.
+	// MaxPolicyAttempts), Backoff, OnBudgetExhausted and AttemptTimeout.
+	// AttemptTimeout applies where callers wait on a server that can be
+	// slow, the metastable scenario (see ValidateFor): the what-if's
+	// dependency answers at once, so there it is refused rather than
+	// ignored. Every other field must be left zero: the simulated
+	// dependencies name no delay (Timeouts, an adaptive timeout, and the
+	// server-delay fields would have no effect), their calls are not
+	// nested (NestedAttempts), their errors are their own (Classify),
+	// each run builds its own budget and draws from its own random
+	// source (Budget, Guards, Rand: see Budget below), and the runs go on
+	// in parallel (OnRetry, OnGiveUp, Observer). Validate refuses a
+	// field the simulator cannot model, naming it.
 	Retry retry.Config
 	// Budget is "none", "token" (token bucket, AWS SDK defaults),
 	// "ratio" (a share of requests over a window) or "" for unherd's
@@ -93,8 +96,7 @@ func unmodelled(c *retry.Config) []struct {
 		set   bool
 		why   string
 	}{
-		{"Retry.AttemptTimeout", c.AttemptTimeout != 0, "the simulated dependency fails fast, so a per-attempt timeout never fires and would have no effect; leave it zero"},
-		{"Retry.Timeouts", c.Timeouts != nil, "the simulated dependency fails fast, so a per-attempt timeout never fires; leave it nil"},
+		{"Retry.Timeouts", c.Timeouts != nil, "the simulator models a fixed attempt timeout only; set Retry.AttemptTimeout and leave it nil"},
 		{"Retry.MaxServerDelay", c.MaxServerDelay != 0, noDelay},
 		{"Retry.ClampServerDelay", c.ClampServerDelay, noDelay},
 		{"Retry.MaxServerExtra", c.MaxServerExtra != 0, noDelay},
@@ -117,6 +119,41 @@ func unmodelled(c *retry.Config) []struct {
 func (p Policy) Validate() error {
 	_, err := p.resolve()
 	return err
+}
+
+// The uses of a Policy that ValidateFor judges it for.
+const (
+	// UseWhatIf is WhatIf: the outage and storm scenarios, whose
+	// dependency answers every attempt at once.
+	UseWhatIf = "whatif"
+	// UseMetastable is the metastable scenario's row for a user's policy
+	// (MetastableParams.SetPolicy): a server with workers and a queue,
+	// whose callers time out.
+	UseMetastable = "metastable"
+)
+
+// ValidateFor reports, as a *PolicyError, a setting of p that Validate
+// refuses or that the use named (UseWhatIf or UseMetastable) cannot
+// apply. The what-if refuses Retry.AttemptTimeout: its dependency fails
+// fast and answers within a round trip, so the timeout would never fire;
+// the error says to judge it in the metastable scenario. An unknown use
+// is an error wrapping ErrInvalidParams.
+func (p Policy) ValidateFor(use string) error {
+	if _, err := p.resolve(); err != nil {
+		return err
+	}
+	switch use {
+	case UseWhatIf:
+		if p.Retry.AttemptTimeout != 0 {
+			return &PolicyError{Policy: cmp.Or(p.Name, "yours"), Field: "Retry.AttemptTimeout",
+				Msg: "the what-if cannot apply it: its outage and storm scenarios' dependency fails fast and answers within a round trip, so no attempt would time out; " +
+					"judge it in the metastable scenario, whose callers time out (unherd sim metastable --policy FILE, or the page's metastable scenario), and leave it out of the what-if"}
+		}
+	case UseMetastable:
+	default:
+		return fmt.Errorf("%w: policy %q: unknown use %q (want %q or %q)", ErrInvalidParams, p.Name, use, UseWhatIf, UseMetastable)
+	}
+	return nil
 }
 
 // resolve validates p and returns the retry.Policy its Retry builds
@@ -175,11 +212,16 @@ func retryField(err error) (field, msg string) {
 	return field, msg
 }
 
-// Fields returns the policy's fields as a policy file names them, with
-// the defaults filled in where p leaves a field zero (as retry.New and
+// Fields returns the policy as a policy file writes it (the format
+// cmd/unherd's whatif reads, documented in docs/policy.md), with the
+// defaults filled in where p leaves a field zero (as retry.New and
 // backoff.Schedule resolve them): name, attempts, base, cap, jitter and
-// budget, then ratio for a ratio budget. Durations are strings ("50ms").
-// A policy Validate refuses gives its fields as they are set.
+// budget, then timeouts when an attempt timeout is set. Durations are
+// strings ("50ms"). The budget is its kind ("none", "token") or, for a
+// ratio budget, the mapping {"kind": "ratio", "ratio": share} with the
+// share resolved; timeouts is {"attempt": "500ms"}. Marshalled as JSON,
+// it reads back as a policy file that gives p again, its zero fields
+// resolved. A policy Validate refuses gives its fields as they are set.
 func (p Policy) Fields() map[string]any {
 	attempts := p.Retry.MaxAttempts
 	if rp, err := p.resolve(); err == nil {
@@ -195,7 +237,10 @@ func (p Policy) Fields() map[string]any {
 		"budget":   p.Budget,
 	}
 	if p.Budget == budgetRatio {
-		m["ratio"] = cmp.Or(p.BudgetRatio, budget.DefaultRatio)
+		m["budget"] = map[string]any{"kind": budgetRatio, "ratio": cmp.Or(p.BudgetRatio, budget.DefaultRatio)}
+	}
+	if p.Retry.AttemptTimeout != 0 {
+		m["timeouts"] = map[string]any{"attempt": p.Retry.AttemptTimeout.String()}
 	}
 	return m
 }
@@ -237,9 +282,13 @@ func (s *policySpec) newGuard(now func() time.Time, seed uint64) (retry.Guard, e
 	return nil, fmt.Errorf("%w: unknown guard %q", ErrInvalidParams, s.guard)
 }
 
-// specOf turns a user's Policy into a spec, validated, with its name and
-// budget kind defaulted; retry.New defaults the rest in every run.
-func specOf(p Policy) (policySpec, error) {
+// specOf turns a user's Policy into a spec, validated for the use named
+// (ValidateFor), with its name and budget kind defaulted; retry.New
+// defaults the rest in every run.
+func specOf(p Policy, use string) (policySpec, error) {
+	if err := p.ValidateFor(use); err != nil {
+		return policySpec{}, err
+	}
 	if _, err := p.resolve(); err != nil {
 		return policySpec{}, err
 	}

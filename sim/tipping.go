@@ -96,18 +96,25 @@ type tipPolicy struct {
 	name    string
 	build   func(*engine.Engine) (*retry.Policy, error)
 	limited bool
-	resends bool // msModel.resends
+	resends bool          // msModel.resends
+	timeout time.Duration // the callers' timeout; zero means the scenario's
 }
 
-// tipPolicies are the map's three policies of the scenario's rows: the
-// clients of Huang et al. resending at once, unherd's default, and the
-// default against a server with the limiter.
+// tipPolicies are the map's policies of the scenario's rows: the
+// clients of Huang et al. resending at once, unherd's default, the
+// default against a server with the limiter, and the user's policy if p
+// has one (SetPolicy), with its callers' timeout.
 func tipPolicies(p *MetastableParams) []tipPolicy {
 	var out []tipPolicy
 	for _, name := range []string{msResend, msDefault, msLimited} {
 		c := msCase{policy: name}
 		out = append(out, tipPolicy{name: name, limited: name == msLimited, resends: name == msResend,
 			build: func(*engine.Engine) (*retry.Policy, error) { return c.retryPolicy(p) }})
+	}
+	if p.user != nil {
+		u := userTipPolicy(*p.user)
+		u.name, u.timeout = msYours, p.user.Retry.AttemptTimeout
+		out = append(out, u)
 	}
 	return out
 }
@@ -124,7 +131,9 @@ func userTipPolicy(s policySpec) tipPolicy {
 // and MapLengths: for each of three policies (callers resending at once
 // without limit, unherd's default policy, and the default against a
 // server running the limit package's Limiter and shedding callers who
-// have gone), and for each cut, the shortest of the lengths that leaves
+// have gone), and a fourth, "yours", if p has a user's policy
+// (SetPolicy; its callers time out after its attempt timeout, if it sets
+// one), and for each cut, the shortest of the lengths that leaves
 // the system down (an outcome of "stays down" as the scenario judges
 // it), and each policy's margin, its smallest such trigger.
 //
@@ -268,7 +277,7 @@ func tipStream(t Trigger) uint64 {
 // tipCell runs one cell of a map: the trigger t against the metastable
 // model of p with pol's clients (and limiter), and returns its outcome.
 func tipCell(ctx context.Context, p *MetastableParams, seed uint64, pol tipPolicy, t Trigger) (string, error) {
-	m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: p.Timeout,
+	m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: cmp.Or(pol.timeout, p.Timeout),
 		from: p.Before, to: p.Before + t.Length, cut: t.Cut, end: p.Before + t.Length + p.After,
 		limited: pol.limited, resends: pol.resends, stopUp: true}
 	st, err := runMetastableWith(ctx, seed, tipStream(t), m, pol.build)

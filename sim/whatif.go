@@ -16,7 +16,7 @@ func defaultPolicy() Policy {
 }
 
 // whatIfColumns are the columns of both what-if tables.
-var whatIfColumns = []string{"population", "policy", "peak_rps", "amplification", "success_pct"}
+var whatIfColumns = []string{"population", "policy", "peak_rps", "amplification"}
 
 // WhatIfReport is a what-if analysis: a user's retry policy judged beside
 // unherd's default in the outage scenario, for a closed population and an
@@ -84,12 +84,20 @@ type Verdict struct {
 	// its callers.
 	Yours   Impact `json:"yours"`
 	Default Impact `json:"default"`
-	// Judgement is "worse", "better" or "similar". A policy is worse if
-	// it sends a failing dependency markedly more load than the default
-	// (more than 1.25 times its mean during the outage, or its peak) or
-	// delays the dependency's recovery by more than 2 s, whatever success
-	// it buys with that; better if it is not worse and has a higher
-	// success rate (2 points), less load or a faster recovery.
+	// Judgement is "worse", "better" or "similar", from what the callers
+	// got and what the dependency paid, never from a share of calls,
+	// whose number depends on the policy (a closed population's clients
+	// refused fast make more calls, and fail more of them, than clients
+	// held in long waits, while getting as much done). A policy is worse
+	// if it sends a failing dependency markedly more load than the
+	// default (more than 1.25 times its mean during the outage, or its
+	// peak), delays the dependency's recovery by more than 2 s, gets the
+	// callers less goodput (2 points of the fault-free rate) or wastes
+	// more of the dependency's work on callers who had gone (2 points),
+	// whatever else it buys with that; better if it is not worse and gets
+	// more goodput, wastes less work or recovers sooner. Less load alone
+	// is not better: a closed population's clients held in their waits
+	// make fewer calls without getting more done.
 	Judgement string `json:"judgement"`
 	// Summary is the verdict in one line, with its figures.
 	Summary string `json:"summary"`
@@ -111,8 +119,17 @@ type Impact struct {
 	// goodput is back to 95% of its healthy level; -1 if not within the
 	// run.
 	RecoverS float64 `json:"recover_s"`
-	// SuccessPct is the share of calls that succeeded, in percent.
-	SuccessPct float64 `json:"success_pct"`
+	// GoodputPct is the successful calls per second from the outage's
+	// start to the run's end, in percent of the fault-free rate: the same
+	// run's successful calls per second before the outage, when nothing
+	// failed. The outage itself gives nothing, so a policy that recovers
+	// at once gets the share of that time after the outage.
+	GoodputPct float64 `json:"goodput_pct"`
+	// WastedPct is the share of the dependency's work, in percent, done
+	// for callers who had gone (their attempt timed out, or their call
+	// ended). The outage's callers wait for every answer, and the
+	// dependency answers each at once, so it is 0 there.
+	WastedPct float64 `json:"wasted_pct"`
 }
 
 // WhatIf judges a user's retry policy beside unherd's default (3 attempts,
@@ -124,9 +141,10 @@ type Impact struct {
 // against a metastable failure (Margins): the smallest cut to the
 // metastable scenario's server that its open stream of callers,
 // calling through the policy with the scenario's 3 s timeout, does not
-// recover from. A policy Policy.Validate
-// refuses is an error (a *PolicyError): the simulated dependency fails
-// fast, for one, so a per-attempt timeout is refused rather than ignored.
+// recover from. A policy Policy.Validate refuses, or
+// ValidateFor(UseWhatIf), is an error (a *PolicyError): the simulated
+// dependency fails fast, for one, so a per-attempt timeout is refused
+// rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
 	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), defaultMetastableParams())
 }
@@ -200,7 +218,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 // runs are the first third of the progress, the storm runs the second,
 // the margins the last, so that it never goes back between them.
 func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, mp *MetastableParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
-	user, err := specOf(p)
+	user, err := specOf(p, UseWhatIf)
 	if err != nil {
 		return nil, err
 	}
@@ -229,13 +247,13 @@ func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp 
 		part := &WhatIfPart{Population: r.population, Default: r.spec == 1, Impact: impact(r, op), Load: r.series(),
 			Outage: Row{"population": r.population, "policy": r.policy,
 				"peak_rps": round(r.peak, 0), "amplification": round(r.amp, 2),
-				"success_pct": round(100*r.success, 2), "outage_rps": round(r.during, 0),
-				"recover_s": round(r.recover, 1), "failed": r.failed}}
+				"outage_rps": round(r.during, 0), "goodput_pct": round(100*r.goodput, 1),
+				"wasted_pct": 0.0, "recover_s": round(r.recover, 1)}}
 		for _, s := range srows {
 			if s.population == r.population && s.spec == r.spec {
 				part.Storm = Row{"population": s.population, "policy": s.policy,
 					"peak_rps": round(s.peak, 0), "amplification": round(s.amp, 2),
-					"success_pct": round(100*s.success, 2), "load_rps": round(s.load, 1)}
+					"load_rps": round(s.load, 1)}
 			}
 		}
 		parts = append(parts, part)
@@ -308,7 +326,7 @@ func mergeWhatIf(p Policy, op *OutageParams, sp *StormParams, parts []*WhatIfPar
 	rep := &WhatIfReport{Policy: p.Fields(), Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
 		Capacity: op.Capacity, Outage: op.Down.String()}
 	outage := &Result{Scenario: "outage", Population: "closed and open", Params: Values(op),
-		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "recover_s", "failed"),
+		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "goodput_pct", "wasted_pct", "recover_s"),
 		Charts:  outageCharts(op)}
 	storm := &Result{Scenario: "storm", Population: "closed and open", Params: Values(sp),
 		Columns: append(append([]string(nil), whatIfColumns...), "load_rps")}
@@ -355,7 +373,7 @@ func overallJudgement(verdicts []Verdict) string {
 
 func impact(r outageRow, p *OutageParams) Impact {
 	return Impact{MeanX: round(r.during/p.Capacity, 2), PeakX: round(r.peak/p.Capacity, 2),
-		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), SuccessPct: round(100*r.success, 1)}
+		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), GoodputPct: round(100*r.goodput, 1)}
 }
 
 // judge compares the user's impact with the default's; see Verdict.
@@ -369,11 +387,13 @@ func judge(pop string, y, d Impact) Verdict {
 		return s
 	}
 	moreLoad := y.MeanX > 1.25*d.MeanX+0.01 || y.PeakX > 1.25*d.PeakX+0.01
-	lessLoad := y.MeanX < 0.8*d.MeanX-0.01 && y.PeakX <= 1.25*d.PeakX+0.01
 	later := rec(y.RecoverS) > rec(d.RecoverS)+2
 	sooner := rec(y.RecoverS) < rec(d.RecoverS)-2
-	moreSuccess, lessSuccess := y.SuccessPct > d.SuccessPct+2, y.SuccessPct < d.SuccessPct-2
+	lessGood, moreGood := y.GoodputPct < d.GoodputPct-2, y.GoodputPct > d.GoodputPct+2
+	moreWaste, lessWaste := y.WastedPct > d.WastedPct+2, y.WastedPct < d.WastedPct-2
 
+	goodput := fmt.Sprintf("goodput %.1f%% of the fault-free rate (default %.1f%%)", y.GoodputPct, d.GoodputPct)
+	load := fmt.Sprintf("%.2fx the capacity during the outage (default %.2fx)", y.MeanX, d.MeanX)
 	var why []string
 	if moreLoad {
 		why = append(why, fmt.Sprintf("sends %.2fx the dependency's capacity during the outage (peak %.2fx), where the default sends %.2fx (peak %.2fx)",
@@ -382,25 +402,28 @@ func judge(pop string, y, d Impact) Verdict {
 	if later {
 		why = append(why, "delays its recovery "+recovery(y.RecoverS, d.RecoverS))
 	}
+	if lessGood {
+		why = append(why, "gets its callers less: "+goodput)
+	}
+	if moreWaste {
+		why = append(why, fmt.Sprintf("wastes %.1f%% of the dependency's work on callers who had gone (default %.1f%%)", y.WastedPct, d.WastedPct))
+	}
 	switch {
-	case moreLoad || later:
+	case moreLoad || later || lessGood || moreWaste:
 		v.Judgement = "worse"
-		if moreSuccess {
-			why = append(why, fmt.Sprintf("the %.1f%% of calls it gets through (default %.1f%%) come at that cost", y.SuccessPct, d.SuccessPct))
-		} else {
-			why = append(why, fmt.Sprintf("%.1f%% of calls succeed (default %.1f%%)", y.SuccessPct, d.SuccessPct))
+		if !lessGood {
+			why = append(why, goodput)
 		}
-	case moreSuccess || lessLoad || sooner:
+	case moreGood || lessWaste || sooner:
 		v.Judgement = "better"
-		why = append(why, fmt.Sprintf("%.1f%% of calls succeed (default %.1f%%) for %.2fx the capacity during the outage (default %.2fx); recovers %s",
-			y.SuccessPct, d.SuccessPct, y.MeanX, d.MeanX, when(y.RecoverS, d.RecoverS)))
-		if lessSuccess {
-			why = append(why, "but fewer calls succeed")
+		why = append(why, goodput+" for "+load)
+		if y.WastedPct != 0 || d.WastedPct != 0 {
+			why = append(why, fmt.Sprintf("%.1f%% of the work wasted on callers who had gone (default %.1f%%)", y.WastedPct, d.WastedPct))
 		}
+		why = append(why, "recovers "+when(y.RecoverS, d.RecoverS))
 	default:
 		v.Judgement = "similar"
-		why = append(why, fmt.Sprintf("%.2fx the capacity during the outage (default %.2fx), %.1f%% of calls succeed (default %.1f%%)",
-			y.MeanX, d.MeanX, y.SuccessPct, d.SuccessPct))
+		why = append(why, goodput+", "+load)
 	}
 	v.Summary = fmt.Sprintf("%s than the default: %s", v.Judgement, strings.Join(why, "; "))
 	if v.Judgement == "similar" {

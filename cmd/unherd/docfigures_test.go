@@ -77,8 +77,9 @@ var docFigures = []docFigure{
 	{exps, "At 100,000 clients", "fleet", "per-client floors: 200166 retries per second from 100000 clients"},
 	{exps, "the figures are 200166 and 9852 retries per second, 11708 in the busiest second", "fleet", "per-client floors 1000831 2001662 200166 202046"},
 	{exps, "the figures are 200166 and 9852 retries per second, 11708 in the busiest second", "fleet", "fleet budget 1001423 98522 9852 11708"},
-	{exps, "they send 2.48x the dependency's capacity through the outage, where the default sends 0.50x, for 70.7% of calls succeeding against 70.0%", "whatif", "sends 2.48x the dependency's capacity during the outage (peak 2.52x), where the default sends 0.50x (peak 0.52x); 70.7% of calls succeed (default 70.0%)"},
-	{exps, "(0.28x against 0.47x, 96.8% of calls succeeding against 78.2%)", "whatif", "96.8% of calls succeed (default 78.2%) for 0.28x the capacity during the outage (default 0.47x)"},
+	{exps, "they send 2.48x the dependency's capacity through the outage, where the default sends 0.50x, for a goodput of 67.5% of the fault-free rate against 66.7%", "whatif", "sends 2.48x the dependency's capacity during the outage (peak 2.52x), where the default sends 0.50x (peak 0.52x); goodput 67.5% of the fault-free rate (default 66.7%)"},
+	{exps, "(0.28x against 0.47x)", "whatif", "0.28x the capacity during the outage (default 0.47x)"},
+	{exps, "(goodput 66.8% against 66.7%)", "whatif", "similar to the default: goodput 66.8% of the fault-free rate (default 66.7%)"},
 	{exps, "attempts: 5", "whatif", "readme-five"}, // the policy file is whatIfFive
 	{exps, "an open stream of 8300 requests/s called it with a 3s timeout", "report", "| `rate` | `8300` |"},
 	{exps, "an open stream of 8300 requests/s called it with a 3s timeout", "report", "callers resending at once after a 3s timeout"},

@@ -21,11 +21,13 @@
 // them); --json prints one JSON object and nothing else on standard
 // output. unherd sim metastable runs Huang et al.'s retry experiment (a
 // short cut to a server's CPU that leaves it down for good) and its
-// tipping-point map. whatif judges a retry policy from a YAML or JSON
-// file (at most 1 MiB; - reads standard input) in the outage and storm
-// scenarios beside unherd's default, and gives each one's margin against
-// a metastable failure: the smallest trigger that leaves the metastable
-// scenario's server down. vet runs the retry checks of
+// tipping-point map; with --policy FILE it runs a retry policy as a row
+// of its own, its callers timing out after its timeouts.attempt. whatif
+// judges a retry policy from a YAML or JSON file (at most 1 MiB; - reads
+// standard input; the format is in docs/policy.md) in the outage and
+// storm scenarios beside unherd's default, by goodput and load, and gives
+// each one's margin against a metastable failure: the smallest trigger
+// that leaves the metastable scenario's server down. vet runs the retry checks of
 // package unherdvet over Go packages (each path in its own module) without
 // compiling them or running cgo; it exits 1 when it finds something, and
 // 2, never 0, when a package could not be checked and nothing was found

@@ -114,6 +114,10 @@ func TestExitCodesAndMessages(t *testing.T) {
 	if err := os.WriteFile(badJSON, []byte("{\n  \"attempts\": 4,\n  \"jitter\": \"fuzzy\"\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	timeoutPolicy := filepath.Join(dir, "timeout.yaml")
+	if err := os.WriteFile(timeoutPolicy, []byte("attempts: 3\ntimeouts:\n  attempt: 500ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -147,6 +151,8 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"whatif missing file", []string{"whatif", "--policy", filepath.Join(dir, "none.yaml")}, exitFailure, []string{"none.yaml", "no such file"}, ""},
 		{"whatif bad yaml", []string{"whatif", "--policy", badPolicy}, exitFailure, []string{badPolicy + `:4: cap: "2 seconds" is not a duration (want e.g. 2s)`}, ""},
 		{"whatif bad json", []string{"whatif", "--policy", badJSON}, exitFailure, []string{badJSON + `:3: jitter: unknown jitter "fuzzy"`}, ""},
+		{"whatif attempt timeout", []string{"whatif", "--policy", timeoutPolicy}, exitFailure, []string{timeoutPolicy + `:3: timeouts.attempt: the what-if cannot apply it`, "unherd sim metastable --policy FILE"}, ""},
+		{"sim policy on a scenario without one", []string{"sim", "fake", "--policy", timeoutPolicy}, exitUsage, []string{"-policy"}, ""},
 		{"report bad flag", []string{"report", "--outdir", dir}, exitUsage, []string{"-outdir"}, ""},
 	}
 	for _, tc := range tests {
@@ -219,9 +225,29 @@ func TestWhatIfJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
 	}
-	wantPolicy := map[string]any{"name": "mine", "attempts": 4.0, "base": "50ms", "cap": "20s", "jitter": "full", "budget": "ratio", "ratio": 0.2}
+	wantPolicy := map[string]any{"name": "mine", "attempts": 4.0, "base": "50ms", "cap": "20s", "jitter": "full",
+		"budget": map[string]any{"kind": "ratio", "ratio": 0.2}}
 	if diff := cmp.Diff(wantPolicy, got.Policy); diff != "" {
 		t.Fatalf("policy (-want +got):\n%s", diff)
+	}
+	// The printed policy reads back as a policy file: the same policy.
+	again := filepath.Join(t.TempDir(), "mine.json")
+	printed, _ := json.Marshal(got.Policy)
+	if err := os.WriteFile(again, printed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runFake(t, "whatif", "--policy", again, "--json")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("the printed policy %s does not read back: exit %d, stderr %q", printed, code, stderr)
+	}
+	var back struct {
+		Policy map[string]any `json:"policy"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got.Policy, back.Policy); diff != "" {
+		t.Fatalf("policy read back (-printed +read):\n%s", diff)
 	}
 	if len(got.Results) != 1 || got.Results[0].Rows[0]["attempts"] != 4.0 {
 		t.Fatalf("results %+v", got.Results)

@@ -386,6 +386,57 @@ func TestServePageMatchesCLI(t *testing.T) {
 	}
 }
 
+// TestServePageRefusesAsCLI opens links holding values the command line
+// refuses in a policy file and checks that the page refuses each too,
+// with the command line's message less its file and line, beside the
+// form field at fault, marked invalid: a jitter the list does not offer
+// is not dropped for the default.
+func TestServePageRefusesAsCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens the page in a browser: not in -short")
+	}
+	base := startServe(t)
+	p := newPage(t, 3*time.Minute)
+	cases := []struct {
+		query, id, doc string
+	}{
+		{"jitter=bogus", "f-jitter", "jitter: bogus\n"},
+		{"attempts=-1", "f-attempts", "attempts: -1\n"},
+		{"budget=token&budget.ratio=0.2", "f-ratio", "budget:\n  kind: token\n  ratio: 0.2\n"},
+		{"timeouts.attempt=500ms", "f-timeout", "timeouts:\n  attempt: 500ms\n"},
+	}
+	for _, c := range cases {
+		path := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(path, []byte(c.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		if code := run([]string{"whatif", "--quiet", "--policy", path}, &out, &errb); code != exitFailure {
+			t.Fatalf("%s: unherd whatif exited %d; want %d", c.doc, code, exitFailure)
+		}
+		_, want, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(errb.String(), "unherd: ")), path+":")
+		_, want, _ = strings.Cut(want, ": ") // the line
+		p.run(t, "opening "+c.query, chromedp.Navigate(base+"?"+c.query),
+			poll(`document.querySelector('#result').dataset.state === 'error'`, 2*time.Minute))
+		got := eval[struct {
+			Msg, Invalid, Value string
+		}](t, p, fmt.Sprintf(`(() => { const f = document.getElementById(%q);
+			return {Msg: document.querySelector('#policy-error').textContent, Invalid: f.getAttribute('aria-invalid') || '', Value: f.value}; })()`, c.id))
+		if got.Msg != want || got.Invalid != "true" {
+			t.Errorf("%s: the page says %q, #%s aria-invalid=%q; want the command line's %q beside the field", c.query, got.Msg, c.id, got.Invalid, want)
+		}
+		if strings.Contains(got.Msg, "policy.json") {
+			t.Errorf("%s: the page's message %q names a file the user never wrote", c.query, got.Msg)
+		}
+		if c.id == "f-jitter" && got.Value != "bogus" {
+			t.Errorf("jitter=bogus: the form's jitter is %q; want bogus kept", got.Value)
+		}
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
 // canvases returns the what-if's charts as images.
 func (p *page) canvases(t *testing.T) []string {
 	return eval[[]string](t, p, `[...document.querySelectorAll('#whatif-charts canvas')].map(c => c.toDataURL())`)

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/unherd/unherd/cmd/unherd/internal/policy"
+	"github.com/unherd/unherd/sim"
 )
 
 // reserved are the flags unherd sim defines itself; a scenario parameter
@@ -32,6 +35,12 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	seeds := fs.Int("seeds", 1, "`number` of seeds, from --seed on, to judge the claims on, as the report does (1 to 100)")
 	var rf runFlags
 	rf.register(fs)
+	// A scenario that runs a user's policy beside its rows takes one.
+	pp, takesPolicy := p.(sim.PolicyParams)
+	var file *string
+	if takesPolicy {
+		file = fs.String("policy", "", "YAML or JSON `file` holding a retry policy to run as a row of its own, \"yours\" (docs/policy.md; timeouts.attempt is its callers' timeout); - reads standard input")
+	}
 	for _, f := range p.Fields() {
 		if fs.Lookup(f.Name) != nil || slices.Contains(reserved, f.Name) {
 			return fmt.Errorf("sim %s: the scenario defines flag -%s, which unherd sim uses itself", name, f.Name)
@@ -51,6 +60,19 @@ func (e *env) sim(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if takesPolicy && *file != "" {
+		fname, data, err := e.readPolicy(*file)
+		if err != nil {
+			return fmt.Errorf("sim %s: %w", name, err)
+		}
+		pol, err := policy.ParseFor(fname, data, name)
+		if err != nil {
+			return err // already file:line: field: message
+		}
+		if err := pp.SetPolicy(pol); err != nil {
+			return fmt.Errorf("sim %s: %w", name, err)
+		}
 	}
 	if *seeds < 1 || *seeds > 100 {
 		return &usageError{msg: fmt.Sprintf("sim %s: --seeds %d is outside 1 to 100", name, *seeds), help: "unherd sim " + name + " -h"}

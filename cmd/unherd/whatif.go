@@ -18,7 +18,7 @@ const whatifSynopsis = "whatif --policy FILE|- [--json] [--seed N] [--workers N]
 
 func (e *env) whatif(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
-	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget, timeouts); - reads standard input")
+	file := fs.String("policy", "", "YAML or JSON `file` holding the retry policy (attempts, base, cap, jitter, budget; docs/policy.md); - reads standard input")
 	asJSON := fs.Bool("json", false, "print one JSON object and nothing else: the policies under policy and default, the verdicts, and results whose params are the scenarios' own")
 	var rf runFlags
 	rf.register(fs)
@@ -26,13 +26,13 @@ func (e *env) whatif(ctx context.Context, args []string) error {
 		return err
 	}
 	if *file == "" {
-		return usagef("whatif: --policy FILE is required (a YAML or JSON file with attempts, base, cap, jitter, budget, timeouts)")
+		return usagef("whatif: --policy FILE is required (a YAML or JSON file with attempts, base, cap, jitter, budget: see docs/policy.md)")
 	}
 	name, data, err := e.readPolicy(*file)
 	if err != nil {
 		return fmt.Errorf("whatif: %w", err)
 	}
-	pol, err := policy.Parse(name, data)
+	pol, err := policy.ParseFor(name, data, sim.UseWhatIf)
 	if err != nil {
 		return err // already file:line: field: message
 	}
@@ -89,7 +89,8 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 		{"peak load / capacity", func(i sim.Impact) float64 { return i.PeakX }},
 		{"attempts in the outage per call begun in it", func(i sim.Impact) float64 { return i.Amplification }},
 		{"recovery after the return, s (-1: none)", func(i sim.Impact) float64 { return i.RecoverS }},
-		{"calls that succeeded, %", func(i sim.Impact) float64 { return i.SuccessPct }},
+		{"goodput from the outage on, % of fault-free", func(i sim.Impact) float64 { return i.GoodputPct }},
+		{"work wasted on callers gone, %", func(i sim.Impact) float64 { return i.WastedPct }},
 	}
 	for _, v := range rep.Verdicts {
 		side.Columns = append(side.Columns, v.Population+" yours", v.Population+" default")
@@ -108,6 +109,9 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 	fmt.Fprintln(w, "retries of calls begun before it included, over the calls begun in that")
 	fmt.Fprintln(w, "time: callers stuck retrying start few new calls, so it can exceed the")
 	fmt.Fprintln(w, "attempt cap. It is the load multiplier on the outage, not attempts per call.")
+	fmt.Fprintln(w, "Goodput is successful calls per second from the outage's start to the")
+	fmt.Fprintln(w, "run's end over those per second before it: what the callers got. The")
+	fmt.Fprintln(w, "verdicts judge it, never a share of calls, whose number the policy sets.")
 	fmt.Fprintln(w)
 	for _, r := range rep.Results {
 		if err := printResult(w, "", r); err != nil {
@@ -165,9 +169,13 @@ func summary(d map[string]any) string {
 	if d["jitter"] == "none" {
 		jitter = "no jitter"
 	}
-	budget := map[string]string{"none": "no budget", "token": "a token-bucket budget", "ratio": "a ratio budget"}[fmt.Sprint(d["budget"])]
-	if r, ok := d["ratio"]; ok {
-		budget += fmt.Sprintf(" (retries up to %v of requests)", r)
+	budget := map[string]string{"none": "no budget", "token": "a token-bucket budget"}[fmt.Sprint(d["budget"])]
+	if b, ok := d["budget"].(map[string]any); ok {
+		budget = fmt.Sprintf("a ratio budget (retries up to %v of requests)", b["ratio"])
 	}
-	return fmt.Sprintf("%v attempts, %s from %v capped at %v, %s", d["attempts"], jitter, d["base"], d["cap"], budget)
+	s := fmt.Sprintf("%v attempts, %s from %v capped at %v, %s", d["attempts"], jitter, d["base"], d["cap"], budget)
+	if t, ok := d["timeouts"].(map[string]any); ok {
+		s += fmt.Sprintf(", a timeout of %v on each attempt", t["attempt"])
+	}
+	return s
 }

@@ -220,7 +220,18 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		// Whole decades. Zeros get a decade of their own at the bottom,
 		// apart from the smallest value; the axis label says so, as a
 		// log axis has no 0.
-		ymin, ymax = math.Pow(10, math.Floor(math.Log10(ymin))), math.Pow(10, math.Ceil(math.Log10(ymax)))
+		// A line on a decade's bound would lie on the axis's edge, where
+		// the frame hides it (an open stream's steady 10000/s): the axis
+		// then takes in the decade beyond it. (Zeros have the bottom
+		// decade to themselves already.)
+		lo, hi := math.Log10(ymin), math.Log10(ymax)
+		if !zeros && lo-math.Floor(lo) < 0.05 {
+			lo--
+		}
+		if math.Ceil(hi)-hi < 0.05 {
+			hi++
+		}
+		ymin, ymax = math.Pow(10, math.Floor(lo)), math.Pow(10, math.Ceil(hi))
 		if zeros {
 			ymin /= 10
 		}

@@ -318,3 +318,20 @@ func TestHeight(t *testing.T) {
 		t.Errorf("height of 100 on a log axis from 1 to 1000 is %v, want 2/3", h)
 	}
 }
+
+// TestLogAxisShowsLinesOnADecade: the what-if's open stream, whose
+// default keeps a steady 10000 attempts per second, on a log axis: the
+// axis takes in the decade below, so the line is not on its edge.
+func TestLogAxisShowsLinesOnADecade(t *testing.T) {
+	c := sim.Chart{Name: "outage_open", YScale: sim.ScaleLog, Series: []sim.Series{
+		{Name: "yours", X: []float64{0, 1, 2}, Y: []float64{10000, 50000, 10000}},
+		{Name: "default", X: []float64{0, 1, 2}, Y: []float64{10000, 10000, 10000}},
+	}}
+	p, _, err := build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(p.Y.Min < 10000 && p.Y.Max > 50000) {
+		t.Errorf("y axis from %v to %v; want 10000 and 50000 inside it", p.Y.Min, p.Y.Max)
+	}
+}

@@ -2,22 +2,33 @@
 // a [sim.Policy] (its retry settings a retry.Config), for `unherd whatif`.
 //
 // A policy file is one mapping. Every field is optional; an omitted field
-// takes unherd's default (the defaults of the retry and backoff packages):
+// takes unherd's default (the defaults of the retry and backoff packages).
+// docs/policy.md in the repository is the reference for users; this is
+// the same, in brief:
 //
 //	name: checkout-client   # label in tables; default: the file's name
-//	attempts: 4             # counting the first attempt; default (or 0) 3
+//	attempts: 4             # counting the first attempt; 0 or omitted: 3
 //	base: 50ms              # first retry's delay ceiling; default 50ms
 //	cap: 2s                 # largest delay; default 20s
 //	jitter: full            # none, full, equal or decorrelated; default full
 //	budget: token           # none, token or ratio; default token
 //	timeouts:
-//	  attempt: 500ms        # refused: the simulator cannot model it
+//	  attempt: 500ms        # each attempt's timeout; default none
 //
-// The budget may also be a mapping, to set the ratio budget's share:
+// The budget may also be a mapping, to set the ratio budget's share; a
+// share alone, without kind, is the ratio budget too, and a share with
+// another kind is an error:
 //
 //	budget:
 //	  kind: ratio
-//	  ratio: 0.1            # retries as a share of requests; default 0.1
+//	  ratio: 0.2            # retries as a share of requests; default 0.1
+//
+// timeouts.attempt is applied where callers wait on a server that can be
+// slow (the metastable scenario: [ParseFor] with sim.UseMetastable); the
+// what-if (sim.UseWhatIf) refuses it, its dependency answering every
+// attempt at once, with an error naming the scenario that applies it.
+// What sim.Policy.Fields returns, which `unherd whatif --json` prints,
+// is a policy file in this format.
 //
 // Durations are Go duration strings ("50ms", "2s", "1m30s": see
 // time.ParseDuration). JSON files use the same names, with durations as
@@ -35,8 +46,8 @@
 //
 // Every value is judged by one rule, sim.Policy.Validate (retry.New's own
 // checks of the retry.Config the file fills in, the simulator's limit of
-// sim.MaxPolicyAttempts, and the settings the simulator cannot model,
-// such as timeouts.attempt: its dependency fails fast, so a per-attempt
-// timeout would never fire), whose refusal names the file's field and
-// line: a policy that parses is one the simulator accepts.
+// sim.MaxPolicyAttempts, and the settings the simulator cannot model), or
+// sim.Policy.ValidateFor a use, whose refusal names the file's field and
+// line: a policy that parses is one the simulator accepts. The page of
+// `unherd serve` reads its form through the same parser.
 package policy

@@ -53,8 +53,18 @@ func (e *Error) Unwrap() error { return ErrInvalid }
 // Parse reads a policy file's contents. name is the file's name: it
 // chooses the format by extension, prefixes every error, and its base name
 // without extension is the policy's default Name. Every error is an
-// [*Error] wrapping [ErrInvalid].
+// [*Error] wrapping [ErrInvalid]. A policy that parses is one
+// sim.Policy.Validate accepts; [ParseFor] judges it for a use too.
 func Parse(name string, data []byte) (sim.Policy, error) {
+	return ParseFor(name, data, "")
+}
+
+// ParseFor is [Parse] for a use of the policy, sim.UseWhatIf or
+// sim.UseMetastable (empty: none), whose refusals
+// (sim.Policy.ValidateFor) name the file's field and line as every other
+// error does: the what-if refuses timeouts.attempt, which only the
+// metastable scenario applies.
+func ParseFor(name string, data []byte, use string) (sim.Policy, error) {
 	ext := strings.ToLower(filepath.Ext(name))
 	var (
 		root *node
@@ -67,7 +77,7 @@ func Parse(name string, data []byte) (sim.Policy, error) {
 	}
 	if err == nil {
 		var p sim.Policy
-		p, err = decode(root, strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)))
+		p, err = decode(root, strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)), use)
 		if err == nil {
 			return p, nil
 		}
@@ -79,7 +89,7 @@ func Parse(name string, data []byte) (sim.Policy, error) {
 // fields lists the top-level fields, in the order the doc gives them.
 var fields = []string{"name", "attempts", "base", "cap", "jitter", "budget", "timeouts"}
 
-func decode(root *node, defaultName string) (sim.Policy, *Error) {
+func decode(root *node, defaultName, use string) (sim.Policy, *Error) {
 	p := sim.Policy{Name: defaultName}
 	if root == nil {
 		return p, syntaxError(1, "the file is empty; want a mapping with some of: %s", strings.Join(fields, ", "))
@@ -92,9 +102,12 @@ func decode(root *node, defaultName string) (sim.Policy, *Error) {
 		return p, err
 	}
 	if n := set["name"]; n != nil {
-		if p.Name, err = text(n, "name"); err != nil {
-			return p, err
+		// A name is a label: a bare number or boolean (name: 2024) is
+		// its text, as the page's form gives it.
+		if n.kind != scalar || n.typ == null {
+			return p, fieldError(n, "name", "want a string, got %s", n.describe())
 		}
+		p.Name = n.text
 		if strings.TrimSpace(p.Name) == "" {
 			return p, fieldError(n, "name", "is empty")
 		}
@@ -129,14 +142,18 @@ func decode(root *node, defaultName string) (sim.Policy, *Error) {
 			return p, err
 		}
 	}
-	return p, validate(p, root, set)
+	return p, validate(p, root, set, use)
 }
 
 // validate checks the policy as the simulator will run it
-// (sim.Policy.Validate, the one rule for every value) and names the
-// file's field, and its line, of a setting it refuses.
-func validate(p sim.Policy, root *node, set map[string]*node) *Error {
+// (sim.Policy.Validate, or ValidateFor the use if one is named: the one
+// rule for every value) and names the file's field, and its line, of a
+// setting it refuses.
+func validate(p sim.Policy, root *node, set map[string]*node, use string) *Error {
 	err := p.Validate()
+	if use != "" {
+		err = p.ValidateFor(use)
+	}
 	if err == nil {
 		return nil
 	}
@@ -215,11 +232,11 @@ func text(n *node, field string) (string, *Error) {
 // attempts reads a whole number; sim.Policy.Validate judges its range.
 func attempts(n *node) (int, *Error) {
 	if n.kind != scalar || n.typ != number {
-		return 0, fieldError(n, "attempts", "want a whole number from 1 to %d, got %s", sim.MaxPolicyAttempts, n.describe())
+		return 0, fieldError(n, "attempts", "want a whole number from 1 to %d (0 for the default, 3), got %s", sim.MaxPolicyAttempts, n.describe())
 	}
 	v, err := strconv.ParseInt(n.text, 10, 32)
 	if err != nil {
-		return 0, fieldError(n, "attempts", "%s is not a whole number from 1 to %d (it counts the first attempt: 3 means 2 retries)", n.text, sim.MaxPolicyAttempts)
+		return 0, fieldError(n, "attempts", "%s is not a whole number from 1 to %d (it counts the first attempt: 3 means 2 retries; 0 is the default, 3)", n.text, sim.MaxPolicyAttempts)
 	}
 	return int(v), nil
 }
@@ -258,7 +275,7 @@ func jitter(n *node) (backoff.Jitter, *Error) {
 var budgetKinds = []string{"none", "token", "ratio"}
 
 // budgetOf reads a budget given as a kind ("token") or as a mapping with
-// kind and ratio.
+// kind and ratio; a mapping with a ratio and no kind is the ratio budget.
 func budgetOf(n *node) (kind string, ratio float64, e *Error) {
 	if n.kind == scalar {
 		kind, err := budgetKind(n, "budget")
@@ -271,14 +288,18 @@ func budgetOf(n *node) (kind string, ratio float64, e *Error) {
 	if err != nil {
 		return "", 0, err
 	}
-	k := set["kind"]
-	if k == nil {
-		return "", 0, fieldError(n, "budget.kind", "missing (want one of %s)", strings.Join(budgetKinds, ", "))
+	k, r := set["kind"], set["ratio"]
+	switch {
+	case k != nil:
+		if kind, err = budgetKind(k, "budget.kind"); err != nil {
+			return "", 0, err
+		}
+	case r != nil:
+		kind = "ratio" // a share is only the ratio budget's
+	default:
+		return "", 0, fieldError(n, "budget.kind", "missing (want one of %s, or a ratio alone for the ratio budget)", strings.Join(budgetKinds, ", "))
 	}
-	if kind, err = budgetKind(k, "budget.kind"); err != nil {
-		return "", 0, err
-	}
-	if r := set["ratio"]; r != nil {
+	if r != nil {
 		if kind != "ratio" {
 			return "", 0, fieldError(r, "budget.ratio", "applies only to kind ratio, not %s", kind)
 		}
@@ -306,8 +327,10 @@ func share(n *node) (float64, *Error) {
 	if n.kind != scalar || n.typ != number {
 		return 0, fieldError(n, "budget.ratio", "%s; got %s", want, n.describe())
 	}
+	// A decimal number only: YAML's 0_1 and 0x1p-3 are numbers too, and
+	// ParseFloat reads them, but no one writes a share so.
 	v, err := strconv.ParseFloat(n.text, 64)
-	if err != nil || !(v > 0 && v <= 1) {
+	if strings.ContainsAny(n.text, "_xXpP") || err != nil || !(v > 0 && v <= 1) {
 		return 0, fieldError(n, "budget.ratio", "%s; got %s", want, n.text)
 	}
 	return v, nil

@@ -7,6 +7,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,9 @@ type Request struct {
 	// Policy holds the policy file's fields by their dotted names (name,
 	// attempts, base, cap, jitter, budget, budget.ratio,
 	// timeouts.attempt), each as it would be written in the file; an
-	// empty or missing field takes the file's default.
+	// empty or missing field takes the file's default. A "scenario"
+	// request whose scenario runs a user's policy (Scenario.Policy) runs
+	// this one beside its rows, when it holds any field.
 	Policy map[string]string `json:"policy,omitempty"`
 	// Name is the scenario to run (sim.Scenario.Name).
 	Name string `json:"name,omitempty"`
@@ -74,7 +77,9 @@ type Response struct {
 	// row, a map, has its keys sorted instead.
 	Columns [][]string `json:"columns,omitempty"`
 	// Error says what was wrong with the request; Field names the input
-	// at fault (a policy key or a parameter name) when one is.
+	// at fault (a policy key or a parameter name) when one is. A policy's
+	// error is the policy file's without its file and line: the form's
+	// field and what is wrong with it.
 	Error string `json:"error,omitempty"`
 	Field string `json:"field,omitempty"`
 }
@@ -119,14 +124,9 @@ func do(ctx context.Context, data []byte, progress func(done, total int)) Respon
 	o := sim.Options{Seed: seed, Progress: progress}
 	switch req.Kind {
 	case "whatif", "parts", "merge":
-		p, err := ParsePolicy(req.Policy)
+		p, err := ParsePolicyFor(req.Policy, sim.UseWhatIf)
 		if err != nil {
-			resp := Response{Error: err.Error()}
-			var pe *policy.Error
-			if errors.As(err, &pe) {
-				resp.Field = pe.Field
-			}
-			return resp
+			return policyError(err)
 		}
 		var rep *sim.WhatIfReport
 		switch req.Kind {
@@ -192,15 +192,81 @@ func finite(v string) bool {
 
 // scalar writes a form's value v as the JSON value a policy file would
 // hold if a user wrote v unquoted in YAML, for the common cases: a
-// number as a number (5, 0.2, 1e3), true and false as booleans, anything
-// else as a string (50ms, full, five). So a field the simulator reads as
-// a number and a field it reads as a duration are typed as in a file.
+// number as a number (5, -1, 0.2, .5, +3, 1e3), true and false as
+// booleans, null and ~ as null, anything else as a string (50ms, full,
+// five). So a field the
+// simulator reads as a number and a field it reads as a duration are
+// typed as in a file, and the page refuses -1 attempts as a file does.
 func scalar(v string) string {
-	if v == "true" || v == "false" || v != "" && '0' <= v[0] && v[0] <= '9' && json.Valid([]byte(v)) && finite(v) {
-		return v
+	switch v {
+	case "true", "True", "TRUE":
+		return "true"
+	case "false", "False", "FALSE":
+		return "false"
+	case "null", "Null", "NULL", "~":
+		return "null"
+	}
+	if n, ok := yamlNumber(v); ok && finite(n) {
+		return n
 	}
 	q, _ := json.Marshal(v)
 	return string(q)
+}
+
+// yamlNumber reports whether v is a decimal number as YAML writes one
+// (a sign, digits with a point anywhere among them, an exponent) and
+// returns it in JSON's form: no plus sign, no leading zeros, a digit on
+// each side of the point. (A scanner, not a regexp: this package runs in the page's
+// workers, where the regexp package would slow every start.)
+func yamlNumber(v string) (string, bool) {
+	digits := func(s string) int {
+		i := 0
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	s, sign := v, ""
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		if s[0] == '-' {
+			sign = "-"
+		}
+		s = s[1:]
+	}
+	n := digits(s)
+	intPart, rest := s[:n], s[n:]
+	frac, hasPoint := "", false
+	if rest != "" && rest[0] == '.' {
+		hasPoint = true
+		m := digits(rest[1:])
+		frac, rest = rest[1:1+m], rest[1+m:]
+	}
+	if intPart == "" && frac == "" {
+		return "", false
+	}
+	exp := ""
+	if rest != "" && (rest[0] == 'e' || rest[0] == 'E') {
+		e := rest[1:]
+		esign := ""
+		if e != "" && (e[0] == '+' || e[0] == '-') {
+			esign, e = e[:1], e[1:]
+		}
+		m := digits(e)
+		if m == 0 {
+			return "", false
+		}
+		exp, rest = "e"+esign+e[:m], e[m:]
+	}
+	if rest != "" {
+		return "", false
+	}
+	// JSON allows no leading zeros; the file's reader takes 05 for 5.
+	intPart = cmp.Or(strings.TrimLeft(intPart, "0"), "0")
+	out := sign + intPart
+	if hasPoint {
+		out += "." + cmp.Or(frac, "0")
+	}
+	return out + exp, true
 }
 
 // PolicyJSON writes fields (by their dotted names, see [PolicyKeys]) as
@@ -218,14 +284,22 @@ func PolicyJSON(fields map[string]string) ([]byte, error) {
 	get := func(k string) string { return strings.TrimSpace(fields[k]) }
 	for _, k := range []string{"name", "attempts", "base", "cap", "jitter"} {
 		if v := get(k); v != "" {
-			lines = append(lines, fmt.Sprintf("%q: %s", k, scalar(v)))
+			val := scalar(v)
+			if k == "name" && val != "null" {
+				// A label: its text as typed (+3 stays +3), as a file's
+				// reader takes a bare name.
+				q, _ := json.Marshal(v)
+				val = string(q)
+			}
+			lines = append(lines, fmt.Sprintf("%q: %s", k, val))
 		}
 	}
 	switch kind, ratio := get("budget"), get("budget.ratio"); {
+	case ratio != "" && kind == "":
+		// A share alone: the parser reads it as the ratio budget, in a
+		// file as here.
+		lines = append(lines, fmt.Sprintf("\"budget\": {\n  \"ratio\": %s\n}", scalar(ratio)))
 	case ratio != "":
-		if kind == "" {
-			kind = "ratio"
-		}
 		lines = append(lines, fmt.Sprintf("\"budget\": {\n  \"kind\": %s,\n  \"ratio\": %s\n}", scalar(kind), scalar(ratio)))
 	case kind != "":
 		lines = append(lines, fmt.Sprintf("\"budget\": %s", scalar(kind)))
@@ -250,15 +324,41 @@ func isPolicyKey(k string) bool {
 	return false
 }
 
-// ParsePolicy reads fields as `unherd whatif` reads a policy file named
+// ParsePolicy reads fields as the command line reads a policy file named
 // [PolicyFile] holding them (see [PolicyJSON]); its errors are those of
 // policy.Parse.
 func ParsePolicy(fields map[string]string) (sim.Policy, error) {
+	return ParsePolicyFor(fields, "")
+}
+
+// ParsePolicyFor is [ParsePolicy] for a use of the policy, as
+// policy.ParseFor reads a file for it: sim.UseWhatIf for `unherd whatif`,
+// sim.UseMetastable for `unherd sim metastable --policy`.
+func ParsePolicyFor(fields map[string]string, use string) (sim.Policy, error) {
 	doc, err := PolicyJSON(fields)
 	if err != nil {
 		return sim.Policy{}, err
 	}
-	return policy.Parse(PolicyFile, doc)
+	return policy.ParseFor(PolicyFile, doc, use)
+}
+
+// policyError answers a policy the parser refused, by its form field:
+// the message is the file's without the file and line, which the user
+// of the page never wrote ("jitter: unknown jitter ..."), and Field is
+// the form field at fault (budget.kind is the budget field's).
+func policyError(err error) Response {
+	var pe *policy.Error
+	if !errors.As(err, &pe) {
+		return Response{Error: err.Error()}
+	}
+	field := pe.Field
+	if field == "budget.kind" {
+		field = "budget"
+	}
+	if field == "" {
+		return Response{Error: "policy: " + pe.Msg}
+	}
+	return Response{Error: field + ": " + pe.Msg, Field: field}
 }
 
 // Scenario describes a scenario for the page's form.
@@ -267,6 +367,10 @@ type Scenario struct {
 	Describe   string  `json:"describe"`
 	Population string  `json:"population"`
 	Fields     []Field `json:"fields"`
+	// Policy is set for a scenario that runs the page's policy as a row
+	// of its own (sim.PolicyParams), as `unherd sim NAME --policy FILE`
+	// does: the page sends it with the scenario's parameters.
+	Policy bool `json:"policy,omitempty"`
 }
 
 // Field is one parameter of a scenario, with its default as text.
@@ -285,7 +389,8 @@ func Scenarios() []byte {
 	for _, s := range sim.Scenarios() {
 		p := s.Params()
 		p.Quick()
-		sc := Scenario{Name: s.Name(), Describe: s.Describe(), Population: s.Population()}
+		_, takes := p.(sim.PolicyParams)
+		sc := Scenario{Name: s.Name(), Describe: s.Describe(), Population: s.Population(), Policy: takes}
 		for _, f := range p.Fields() {
 			kind, def := describe(f)
 			sc.Fields = append(sc.Fields, Field{Name: f.Name, Usage: f.Usage, Default: def, Kind: kind})
@@ -349,13 +454,10 @@ func set(f sim.Field, text string) error {
 }
 
 func scenario(ctx context.Context, req Request, o sim.Options) Response {
-	var sc sim.Scenario
-	for _, s := range sim.Scenarios() {
-		if s.Name() == req.Name {
-			sc = s
-		}
-	}
-	if sc == nil {
+	// Any scenario the command line runs by name, listed on the page
+	// (Scenarios) or not yet (sim.Unreported).
+	sc, ok := sim.Lookup(req.Name)
+	if !ok {
 		return Response{Error: fmt.Sprintf("unknown scenario %q", req.Name)}
 	}
 	p := sc.Params()
@@ -380,6 +482,15 @@ func scenario(ctx context.Context, req Request, o sim.Options) Response {
 	}
 	if err := p.Validate(); err != nil {
 		return Response{Error: err.Error()}
+	}
+	if pp, ok := p.(sim.PolicyParams); ok && len(req.Policy) > 0 {
+		pol, err := ParsePolicyFor(req.Policy, sc.Name())
+		if err != nil {
+			return policyError(err)
+		}
+		if err := pp.SetPolicy(pol); err != nil {
+			return Response{Error: err.Error()}
+		}
 	}
 	r, err := sc.Run(ctx, p, o)
 	if err != nil {

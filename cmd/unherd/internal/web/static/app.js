@@ -184,8 +184,10 @@ function drawChart(parent, c, extraLines = []) {
       x: { time: false, distr: logX ? 3 : 1 },
       y: { distr: logY ? 3 : 1, range: (u, min, max) => {
         const ys = lines.map((l) => l.Y);
-        const lo = logY ? Math.min(min ?? 1, ...ys.map((y) => y / 2)) : Math.min(0, min ?? 0);
-        const hi = Math.max(max ?? 1, ...ys.map((y) => y * 1.2));
+        // On a log axis the data's extremes get room too: a line on a
+        // decade (an open stream's steady 10000/s) would lie on the edge.
+        const lo = logY ? Math.min((min ?? 1) / 2, ...ys.map((y) => y / 2)) : Math.min(0, min ?? 0);
+        const hi = Math.max(logY ? (max ?? 1) * 1.5 : max ?? 1, ...ys.map((y) => y * 1.2));
         return logY ? uPlot.rangeLog(Math.max(lo, 0.1), hi, 10, true) : [lo, hi * 1.05];
       } },
     },
@@ -326,7 +328,8 @@ function renderWhatIf(answer, ms) {
     ["peak load / capacity", "peak_x_capacity"],
     ["attempts in the outage per call begun in it", "amplification"],
     ["recovery after the return, s (-1: none)", "recover_s"],
-    ["calls that succeeded, %", "success_pct"],
+    ["goodput from the outage on, % of fault-free", "goodput_pct"],
+    ["work wasted on callers gone, %", "wasted_pct"],
   ];
   const cols = ["measure"];
   for (const v of rep.verdicts) cols.push(`${v.population} yours`, `${v.population} default`);
@@ -336,7 +339,7 @@ function renderWhatIf(answer, ms) {
     return r;
   });
   const tables = $("#whatif-tables");
-  tables.replaceChildren(table("Success, recovery and load: yours beside the default", cols, rows, fmtNum));
+  tables.replaceChildren(table("Goodput, recovery and load: yours beside the default", cols, rows, fmtNum));
   (rep.results || []).forEach((r, i) => {
     tables.append(table(`${r.scenario} (${r.population})`, (answer.columns && answer.columns[i]) || Object.keys(r.rows[0] || {}), r.rows, fmtNum));
   });
@@ -472,6 +475,13 @@ async function loadScenarios() {
   for (const s of scenarioList) sel.append(el("option", { value: s.name }, `${s.name}: ${s.population}`));
 }
 
+// scenarioTakesPolicy reports whether the chosen scenario runs the
+// page's policy beside its rows (job.Scenario.Policy).
+function scenarioTakesPolicy() {
+  const s = scenarioList.find((x) => x.name === $("#f-scenario").value);
+  return Boolean(s && s.policy);
+}
+
 function showScenarioFields(name, q) {
   const s = scenarioList.find((x) => x.name === name);
   const grid = $("#scenario-grid");
@@ -515,6 +525,9 @@ async function runScenario() {
   const params = {};
   for (const e of document.querySelectorAll("#scenario-grid input")) params[e.name] = e.value;
   const request = { kind: "scenario", name, params, quick: true, seed: $("#f-seed").value.trim() };
+  // A scenario that runs a user's policy as a row of its own runs the
+  // form's, as `unherd sim NAME --policy FILE` does.
+  if (scenarioTakesPolicy()) request.policy = policyFromForm();
   const key = JSON.stringify(request);
   if (key === scenarioKey) return;
   scenarioKey = key;
@@ -533,7 +546,9 @@ async function runScenario() {
     if (seq !== scenarioSeq) return;
     const answer = JSON.parse(m.answer);
     if (answer.error) {
-      showError("#scenario-error", answer.error, answer.field ? `#scenario-grid [name="${answer.field}"]` : null);
+      // A policy's field is the policy form's; any other, a parameter's.
+      const form = request.policy && POLICY_KEYS.includes(answer.field) ? "#policy" : "#scenario-grid";
+      showError("#scenario-error", answer.error, answer.field ? `${form} [name="${answer.field}"]` : null);
       status.textContent = "";
       out.dataset.state = "error";
       return;
@@ -560,9 +575,18 @@ async function main() {
   const q = readQuery();
   for (const k of [...POLICY_KEYS, "seed"]) {
     const e = document.querySelector(`#policy [name="${k}"]`);
-    if (q.has(k)) e.value = q.get(k);
+    if (!q.has(k)) continue;
+    const v = q.get(k);
+    // A value the list does not offer (jitter=bogus in a link) is kept
+    // and sent as it is, for the simulator to refuse by its field as the
+    // command line does, never dropped for the default.
+    if (e.tagName === "SELECT" && v !== "" && ![...e.options].some((o) => o.value === v)) e.append(el("option", { value: v }, v));
+    e.value = v;
   }
-  const policyChanged = () => { syncQuery(); runWhatIf(); };
+  const policyChanged = () => {
+    syncQuery(); runWhatIf();
+    if (scenarioTakesPolicy()) runScenario();
+  };
   const form = $("#policy");
   form.addEventListener("submit", (e) => { e.preventDefault(); policyChanged(); });
   form.addEventListener("change", policyChanged);

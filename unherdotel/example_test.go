@@ -133,7 +133,7 @@ func ExampleHTTPAttempts() {
 		var shown []string
 		for _, kv := range s.Attributes() {
 			if kv.Key == "http.response.status_code" || kv.Key == "http.request.resend_count" {
-				shown = append(shown, string(kv.Key)+"="+kv.Value.Emit())
+				shown = append(shown, string(kv.Key)+"="+kv.Value.String())
 			}
 		}
 		fmt.Println(strings.Join(shown, " "))

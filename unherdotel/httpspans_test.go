@@ -118,12 +118,12 @@ func TestHTTPAttemptSpans(t *testing.T) {
 		}
 		for k, v := range want {
 			if got, ok := a[k]; !ok || got != v {
-				t.Errorf("span %d: %s = %v, want %v", i, k, got.Emit(), v.Emit())
+				t.Errorf("span %d: %s = %v, want %v", i, k, got.String(), v.String())
 			}
 		}
 		for k := range a {
 			if _, ok := want[k]; !ok {
-				t.Errorf("span %d: unexpected attribute %s = %v", i, k, a[k].Emit())
+				t.Errorf("span %d: unexpected attribute %s = %v", i, k, a[k].String())
 			}
 		}
 		if s.Name() != "GET" || s.SpanKind() != trace.SpanKindClient {

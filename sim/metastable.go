@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/unherd/unherd/budget"
@@ -223,107 +222,6 @@ func withTippingChart(ctx context.Context, res *Result, p *MetastableParams, o O
 	res.Charts = append(res.Charts, m.Chart())
 	res.Claims = append(res.Claims, m.claims()...)
 	return res, nil
-}
-
-const unherdTipping = "unherd's design, DESIGN.md (safe by default; the trigger size x length boundary for each policy): no trigger of the map leaves the default or the default with the limiter down"
-
-// claims judges the map against unherd's goal: neither the default
-// policy nor the default with the server's limiter stays down after any
-// trigger of the map. Each claim's measure names the policy's
-// boundaries, and those of the callers resending at once beside them.
-func (m *TippingMap) claims() []Claim {
-	var resend string
-	for _, pol := range m.Policies {
-		if pol.Name == msResend {
-			resend = "; callers resending at once stay down " + m.boundaries(pol)
-		}
-	}
-	var claims []Claim
-	for _, pol := range m.Policies {
-		if pol.Name != msDefault && pol.Name != msLimited {
-			continue
-		}
-		text := fmt.Sprintf("%s: the server recovers from every trigger of the map, cuts of %g%% to %g%% of its CPU for %v to %v",
-			pol.Name, round(100*m.Cuts[0], 1), round(100*m.Cuts[len(m.Cuts)-1], 1), m.Lengths[0], m.Lengths[len(m.Lengths)-1])
-		measured := "no trigger of the map leaves it down"
-		if pol.Margin != nil {
-			measured = "stays down " + m.boundaries(pol)
-		}
-		if pol.Unhealthy > 0 {
-			measured += fmt.Sprintf("; %d of its %d runs were not healthy before the trigger", pol.Unhealthy, pol.Runs)
-		}
-		measured += resend
-		claims = append(claims, verdict.New(unherdTipping, text, pol.Margin == nil && pol.Unhealthy == 0,
-			strings.ReplaceAll(measured, "%", "%%")))
-	}
-	return claims
-}
-
-// boundaries says pol's boundaries on m: "from 20s at 70%, 10s at 80%
-// (and from none at 60%, 65%)".
-func (m *TippingMap) boundaries(pol TippingPolicy) string {
-	var at, none []string
-	for i, b := range pol.Boundary {
-		cut := fmt.Sprintf("%g%%", round(100*m.Cuts[i], 1))
-		if b == 0 {
-			none = append(none, cut)
-			continue
-		}
-		at = append(at, fmt.Sprintf("%v at %s", b, cut))
-	}
-	out := "from " + strings.Join(at, ", ")
-	if len(none) > 0 {
-		out += fmt.Sprintf(" (after no trigger of %s up to %v)", strings.Join(none, ", "), m.Lengths[len(m.Lengths)-1])
-	}
-	return out
-}
-
-// Chart returns the map as a chart: for each policy, the shortest
-// trigger length that leaves the system down (Y, seconds) by the
-// trigger's cut (X, percent of the CPU), at the cuts where some length
-// does; the triggers on and above a policy's line leave it down, those
-// below it recover. A line across the chart marks the longest trigger
-// tried, and its label names the policies that recover from every
-// trigger of the map, which have no line of their own; if none has one,
-// theirs is drawn along it.
-func (m *TippingMap) Chart() Chart {
-	c := Chart{Name: "metastable_tipping", Title: "Tipping point: the shortest trigger that leaves the server down, by CPU cut",
-		XLabel: "trigger: share of the server's CPU cut, %", YLabel: "trigger length, s"}
-	longest := m.Lengths[len(m.Lengths)-1].Seconds()
-	var never []string
-	for _, pol := range m.Policies {
-		s := Series{Name: pol.Name + ": down at and above"}
-		if pol.Unhealthy > 0 {
-			s.Name += " (unhealthy before the trigger)"
-		}
-		for i, cut := range m.Cuts {
-			if b := pol.Boundary[i]; b > 0 {
-				s.X, s.Y = append(s.X, round(100*cut, 1)), append(s.Y, b.Seconds())
-			}
-		}
-		if len(s.X) == 0 {
-			never = append(never, pol.Name)
-			continue
-		}
-		c.Series = append(c.Series, s)
-	}
-	label := fmt.Sprintf("longest trigger tried, %g s", longest)
-	if len(never) > 0 {
-		verb := "recovers"
-		if len(never) > 1 {
-			verb = "recover"
-		}
-		label += fmt.Sprintf(": %s %s from every trigger", strings.Join(never, " and "), verb)
-	}
-	c.Lines = []Line{{Y: longest, Label: label}}
-	if len(c.Series) == 0 {
-		s := Series{Name: strings.Join(never, ", ") + ": none tips"}
-		for _, cut := range m.Cuts {
-			s.X, s.Y = append(s.X, round(100*cut, 1)), append(s.Y, longest)
-		}
-		c.Series = append(c.Series, s)
-	}
-	return c
 }
 
 // runMetastableRows runs the scenario's rows: its cases on o.Seed.

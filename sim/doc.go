@@ -356,8 +356,8 @@
 // callers who resend at once and never give up, sooner, once the queue
 // is past the timeout at its head and long enough, and enough callers
 // wait, that every timeout-long stretch from then on sends at least as
-// much as the workers complete (msRun.provablyDown and msRun.resendsDown
-// give the proofs; each fails with a chance under 1e-9, by a Chernoff
+// much as the workers complete (the model's source, metastablemodel.go,
+// gives both proofs; each fails with a chance under 1e-9, by a Chernoff
 // bound on the completions). The stay-down case held a queue of about 5
 // million requests by the end of the run and took seconds a seed; it
 // stops at about 33 s with a third of a million.

@@ -206,6 +206,9 @@ func tippingPoints(ctx context.Context, p *MetastableParams, pols []tipPolicy, o
 			tipping = append(tipping, j)
 		}
 	}
+	if len(tipping) == 0 && second.Progress != nil {
+		second.Progress(1, 1) // nothing left to map
+	}
 	chains, err := sweep(ctx, second, len(tipping)*n, func(i int) chain {
 		pol, cut := pols[tipping[i/n]], g.Cuts[i%n]
 		var ch chain

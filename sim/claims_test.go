@@ -168,7 +168,7 @@ func TestWhatIf(t *testing.T) {
 	op.Clients, op.Rate, op.Capacity = 40, 400, 800
 	op.Before, op.Down, op.After = 2*time.Second, 3*time.Second, 3*time.Second
 	sp.Clients, sp.Duration = 20, 10*time.Second
-	rep, err := whatIf(context.Background(), Policy{Name: "mine", Retry: retry.Config{MaxAttempts: 5}, Budget: "none"}, Options{Seed: 1}, op, sp)
+	rep, err := whatIf(context.Background(), Policy{Name: "mine", Retry: retry.Config{MaxAttempts: 5}, Budget: "none"}, Options{Seed: 1}, op, sp, tinyMetastable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +463,7 @@ func TestWhatIfParamsAndProgress(t *testing.T) {
 			last = f
 		}
 	}
-	rep, err := whatIf(context.Background(), Policy{Name: "mine", Retry: retry.Config{MaxAttempts: 5}, Budget: "none"}, Options{Seed: 1, Workers: 1, Progress: progress}, op, sp)
+	rep, err := whatIf(context.Background(), Policy{Name: "mine", Retry: retry.Config{MaxAttempts: 5}, Budget: "none"}, Options{Seed: 1, Workers: 1, Progress: progress}, op, sp, tinyMetastable())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -289,8 +289,7 @@
 // requests beyond the dependency's capacity (500 per second) in their
 // second, and the mean lag behind the minute.
 //
-// metastable (open; run by unherd sim, not yet by the report, see
-// [Unreported]): Huang et al., "Metastable Failures in the Wild", OSDI
+// metastable (open): Huang et al., "Metastable Failures in the Wild", OSDI
 // 2022 (https://www.usenix.org/conference/osdi22/presentation/huang-lexiang),
 // its retry experiment, and its artifact
 // (https://github.com/lexiangh/Metastability, Retry_Metastability); the
@@ -346,6 +345,33 @@
 // trigger, so the load after it is the stream itself. With the limiter,
 // the server refuses what it cannot take during the trigger and is back
 // as soon as it ends, having served no caller that had gone.
+//
+// A run stops early once it is provably down, and says so (stopped_s;
+// its queue peak, wasted work and load after are then measured up to the
+// stop, the load over the 10 s before it): without a limiter, once the
+// queue holds 1.5 times the requests the workers can complete at full
+// CPU in the rest of the run, at least a timeout before the judged last
+// 10 s, no later attempt can be answered before the run ends and every
+// answer in the judged stretch goes to a caller who has gone; for
+// callers who resend at once and never give up, sooner, once the queue
+// is past the timeout at its head and long enough, and enough callers
+// wait, that every timeout-long stretch from then on sends at least as
+// much as the workers complete (the model's source, metastablemodel.go,
+// gives both proofs; each fails with a chance under 1e-9, by a Chernoff
+// bound on the completions). The stay-down case held a queue of about 5
+// million requests by the end of the run and took seconds a seed; it
+// stops at about 33 s with a third of a million.
+//
+// The scenario's chart is its tipping-point map ([TippingPoints]): for
+// each of the three policies of its rows and for each cut to the CPU of
+// 60% to 95% in steps of 5 points (--map-cuts), the shortest of the
+// trigger lengths 2 to 30 s (--map-lengths) that leaves the server down,
+// found by bisection over the lengths, each trigger on a stream of its
+// own; two claims judge unherd's goal that neither the default nor the
+// default with the limiter stays down after any of them. The map's runs
+// stop as down as the rows' do, and stop as recovered once 10 s in a row
+// after the trigger each had the goodput of a recovered run and the
+// queue is empty. With several seeds the map runs once, on the first.
 //
 // # Packages
 //

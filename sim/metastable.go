@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/unherd/unherd/budget"
@@ -41,6 +42,13 @@ type MetastableParams struct {
 	// outcome is judged on the last 10 s.
 	Before time.Duration `param:"before" usage:"healthy time before the trigger" check:"positive"`
 	After  time.Duration `param:"after" usage:"time after the trigger ends; the outcome is judged on its last 10s" check:"positive"`
+	// MapCuts and MapLengths are the triggers of the tipping-point map
+	// (--map-cuts, --map-lengths; see TippingPoints): cuts of 60% to 95%
+	// of the CPU in steps of 5 points (at the published setup a cut under
+	// 62% leaves the server more capacity than its load), each for 2 to
+	// 30 s. Both are ascending, cuts in percent and lengths in seconds.
+	MapCuts    []int `param:"map-cuts" usage:"tipping-point map: the CPU cuts tried, in percent, ascending" check:"positive,max=99"`
+	MapLengths []int `param:"map-lengths" usage:"tipping-point map: the trigger lengths tried, in seconds, ascending" check:"positive,max=600"`
 	// user is a user's policy, run as one more row (SetPolicy).
 	user *policySpec
 }
@@ -48,7 +56,8 @@ type MetastableParams struct {
 func defaultMetastableParams() *MetastableParams {
 	return &MetastableParams{Rate: 8300, Threads: 22, Service: time.Millisecond, Timeout: 3 * time.Second,
 		Cut: 0.8, SmallCut: 0.78, Length: 10 * time.Second, ShortLength: 9 * time.Second, LowLoad: 0.7,
-		Before: 10 * time.Second, After: 60 * time.Second}
+		Before: 10 * time.Second, After: 60 * time.Second,
+		MapCuts: []int{60, 65, 70, 75, 80, 85, 90, 95}, MapLengths: []int{2, 4, 6, 8, 10, 12, 15, 20, 25, 30}}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
@@ -73,6 +82,22 @@ func (p *MetastableParams) Validate() error {
 		return invalid("after", "%v is under 20s", p.After)
 	case p.Before+max(p.Length, p.ShortLength)+p.After > 10*time.Minute:
 		return invalid("after", "the run (before, trigger and after) is over 10 minutes")
+	case len(p.MapCuts) > 50:
+		return invalid("map-cuts", "%d cuts are more than 50", len(p.MapCuts))
+	case len(p.MapLengths) > 50:
+		return invalid("map-lengths", "%d lengths are more than 50", len(p.MapLengths))
+	case p.Before+time.Duration(slices.Max(p.MapLengths))*time.Second+p.After > 10*time.Minute:
+		return invalid("map-lengths", "a run of the map (before, its longest trigger and after) is over 10 minutes")
+	}
+	for _, f := range []struct {
+		name string
+		xs   []int
+	}{{"map-cuts", p.MapCuts}, {"map-lengths", p.MapLengths}} {
+		for i := 1; i < len(f.xs); i++ {
+			if f.xs[i] <= f.xs[i-1] {
+				return invalid(f.name, "%s is not ascending", FormatInts(f.xs))
+			}
+		}
 	}
 	return nil
 }
@@ -131,9 +156,75 @@ func (c msCase) retryPolicy(p *MetastableParams) (*retry.Policy, error) {
 	return retry.New(retry.Config{AttemptTimeout: p.Timeout})
 }
 
-var metastableScenario = define("metastable", "open",
-	"a short cut to a server's CPU leaves it down for good when callers time out and resend at once: Huang et al.'s four retry runs (78% or 80% for 10 s or 9 s, full or 30% lower load), and unherd's default with and without the server's limiter (OSDI 2022)",
-	defaultMetastableParams, runMetastableScenario)
+var metastableScenario = withSeeds(define("metastable", "open",
+	"a short cut to a server's CPU leaves it down for good when callers time out and resend at once: Huang et al.'s four retry runs (78% or 80% for 10 s or 9 s, full or 30% lower load), unherd's default with and without the server's limiter, and the tipping point of each over trigger size and length (OSDI 2022)",
+	defaultMetastableParams, runMetastableScenario), metastableSeeds)
+
+// withSeeds returns s with its own run over several seeds.
+func withSeeds(s *scenario, seeds func(ctx context.Context, p Params, o Options, n int) (*Result, error)) *scenario {
+	s.seeds = seeds
+	return s
+}
+
+// runMetastableScenario runs the scenario's rows on o.Seed, then its
+// tipping-point map.
+func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
+	first, second := halves(o)
+	res, err := runMetastableRows(ctx, p, first)
+	if err != nil {
+		return nil, err
+	}
+	return withTippingChart(ctx, res, p, second)
+}
+
+// metastableSeeds runs the scenario's rows on n seeds and merges them
+// (RunSeeds), then its tipping-point map once, on the first seed: the
+// map runs each trigger on a seed of its own already.
+func metastableSeeds(ctx context.Context, ps Params, o Options, n int) (*Result, error) {
+	p, err := validParams[*MetastableParams]("metastable", ps)
+	if err != nil {
+		return nil, err
+	}
+	first, second := halves(o)
+	results, err := eachSeed(first, n, func(o Options) (*Result, error) { return runMetastableRows(ctx, p, o) })
+	if err != nil {
+		return nil, err
+	}
+	return withTippingChart(ctx, mergeSeeds(o.Seed, results), p, second)
+}
+
+// halves splits o's progress in two: the first half for the rows, the
+// second for the map, so that it never goes back between the two.
+func halves(o Options) (first, second Options) {
+	first, second = o, o
+	if o.Progress != nil {
+		first.Progress = func(d, t int) {
+			if t > 0 {
+				o.Progress(100*d/t, 200)
+			}
+		}
+		second.Progress = func(d, t int) {
+			if t > 0 {
+				o.Progress(100+100*d/t, 200)
+			}
+		}
+	}
+	return first, second
+}
+
+// withTippingChart adds the tipping-point map of p (TippingPoints, on
+// o.Seed) to res as its chart.
+func withTippingChart(ctx context.Context, res *Result, p *MetastableParams, o Options) (*Result, error) {
+	m, err := TippingPoints(ctx, p, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Charts = append(res.Charts, m.Chart())
+	res.Claims = append(res.Claims, m.claims()...)
+	return res, nil
+}
+
+// runMetastableRows runs the scenario's rows: its cases on o.Seed.
 
 // msRow is what one case measured.
 type msRow struct {
@@ -142,11 +233,12 @@ type msRow struct {
 	before, during, after  float64 // goodput per second
 	loadAfter              float64 // attempts per second over the last 10 s
 	recovery               float64 // seconds after the trigger until goodput stays back; -1 if never
+	stopped                float64 // the second the run stopped as provably down; -1 if it ran to its end
 	peak                   int
 	wastedPct, shed, refus float64
 }
 
-func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
+func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
 	cases := p.withUser(p.cases())
 	type out struct {
 		st  *msStats
@@ -160,7 +252,7 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 		}
 		m := msModel{rate: p.Rate * c.load, threads: p.Threads, service: p.Service, timeout: p.Timeout,
 			from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
-			limited: c.policy == msLimited}
+			limited: c.policy == msLimited, resends: c.policy == msResend}
 		p.userModel(c, &m)
 		st, err := runMetastable(ctx, o.Seed, uint64(i), m, pol)
 		return out{st, err}
@@ -170,7 +262,7 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 	}
 	res := &Result{Scenario: "metastable", Population: "open", Params: Values(p),
 		Columns: []string{"trigger", "load_rps", "policy", "published", "outcome", "goodput_before", "goodput_during", "goodput_after",
-			"recovery_s", "load_after_rps", "queue_peak", "wasted_pct", "shed", "refused"}}
+			"recovery_s", "load_after_rps", "queue_peak", "wasted_pct", "shed", "refused", "stopped_s"}}
 	var rows []msRow
 	for i, c := range cases {
 		if outs[i].err != nil {
@@ -186,7 +278,8 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 			"load_rps": round(p.Rate*c.load, 0), "policy": c.policy, "published": pub, "outcome": r.outcome,
 			"goodput_before": round(r.before, 0), "goodput_during": round(r.during, 0), "goodput_after": round(r.after, 0),
 			"recovery_s": round(r.recovery, 0), "load_after_rps": round(r.loadAfter, 0), "queue_peak": r.peak,
-			"wasted_pct": round(r.wastedPct, 1), "shed": round(r.shed, 0), "refused": round(r.refus, 0)})
+			"wasted_pct": round(r.wastedPct, 1), "shed": round(r.shed, 0), "refused": round(r.refus, 0),
+			"stopped_s": round(r.stopped, 0)})
 	}
 	res.Claims = metastableClaims(p, rows)
 	return res, nil
@@ -199,11 +292,23 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 // 95% of the load offered, and had been over the 5 s before the trigger
 // (else it was never healthy); its recovery is the seconds from the trigger's
 // end to the first second from which every second's goodput is.
+//
+// A run that stopped early as provably down (msRun.provablyDown) has no
+// goodput over its last 10 s, by that proof; its load after, queue peak
+// and wasted work are measured up to the stop, the load after over the
+// 10 s before it. A map cell that stopped as recovered (msRun.recovered)
+// is measured over the 10 s before its stop in place of the run's last.
 func measureMetastable(p *MetastableParams, c msCase, st *msStats) msRow {
-	r := msRow{msCase: c, peak: st.peak, shed: float64(st.shed), refus: float64(st.refused), recovery: -1}
+	r := msRow{msCase: c, peak: st.peak, shed: float64(st.shed), refus: float64(st.refused), recovery: -1, stopped: -1}
 	rate := p.Rate * c.load
 	from, to := int(p.Before/time.Second), int((p.Before+c.length)/time.Second)
 	end := to + int(p.After/time.Second)
+	if st.stopped > 0 {
+		end = int(st.stopped / time.Second)
+		if st.down {
+			r.stopped = float64(end)
+		}
+	}
 	mean := func(xs []int64, a, b int) float64 {
 		var s int64
 		for _, x := range xs[a:b] {
@@ -214,6 +319,9 @@ func measureMetastable(p *MetastableParams, c msCase, st *msStats) msRow {
 	r.before = mean(st.good, from-5, from)
 	r.during = mean(st.good, from, to)
 	r.after = mean(st.good, end-10, end)
+	if st.stopped > 0 && st.down {
+		r.after = 0
+	}
 	r.loadAfter = mean(st.attempts, end-10, end)
 	switch {
 	case r.before < 0.95*rate:
@@ -243,12 +351,16 @@ func metastableClaims(p *MetastableParams, rows []msRow) []Claim {
 		if r.msCase.load != 1 {
 			load = fmt.Sprintf("%g%% lower load", round(100*(1-r.msCase.load), 1))
 		}
+		measured := r.outcome + ": goodput %.0f/s over the last 10 s (%.0f/s before the trigger), queue peak %.0f, %.1f%% of the work for callers gone"
+		args := []float64{r.after, r.before, float64(r.peak), r.wastedPct}
+		if r.stopped >= 0 {
+			measured += "; stopped at %.0f s, provably down (queue and work up to the stop)"
+			args = append(args, r.stopped)
+		}
 		claims = append(claims, verdict.New(huangMetastable,
 			fmt.Sprintf("the server's CPU cut by %g%% for %v at %s, callers resending at once after a %v timeout: the system %s",
 				round(100*r.cut, 1), r.length, load, p.Timeout, r.published),
-			r.outcome == r.published,
-			r.outcome+": goodput %.0f/s over the last 10 s (%.0f/s before the trigger), queue peak %.0f, %.1f%% of the work for callers gone",
-			r.after, r.before, float64(r.peak), r.wastedPct))
+			r.outcome == r.published, measured, args...))
 	}
 	return claims
 }

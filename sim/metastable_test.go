@@ -3,21 +3,20 @@ package sim
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/unherd/unherd/internal/golden"
 )
 
 // tinyMetastable is the metastable scenario at a tenth of the rate with
 // service times ten times as long: the same capacity over load, 2.65,
-// and a tenth of the events, so that it runs under the race detector.
+// and a tenth of the events, so that it runs under the race detector;
+// its tipping-point map has two cuts and three lengths.
 func tinyMetastable() *MetastableParams {
 	p := defaultMetastableParams()
 	p.Rate, p.Service, p.After = 830, 10*time.Millisecond, 30*time.Second
+	p.MapCuts, p.MapLengths = []int{70, 90}, []int{4, 8, 16}
 	return p
 }
 
@@ -27,8 +26,8 @@ func runTinyMetastable(t *testing.T, o Options) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Rows) != 6 || len(r.Claims) != 4 {
-		t.Fatalf("%d rows and %d claims; want 6 and 4", len(r.Rows), len(r.Claims))
+	if len(r.Rows) != 6 || len(r.Claims) != 6 {
+		t.Fatalf("%d rows and %d claims; want 6 and 6 (Huang et al.'s four, two of the map)", len(r.Rows), len(r.Claims))
 	}
 	for i, row := range r.Rows {
 		for _, c := range r.Columns {
@@ -38,17 +37,6 @@ func runTinyMetastable(t *testing.T, o Options) []byte {
 		}
 	}
 	return goldenJSON(t, r)
-}
-
-// TestMetastableGolden compares a small seeded run with its golden file;
-// go test ./sim -update rewrites it.
-func TestMetastableGolden(t *testing.T) {
-	got := runTinyMetastable(t, Options{Seed: 1, Workers: 2})
-	path := filepath.Join("testdata", "metastable.json")
-	want := golden.Want(t, path, got)
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("metastable differs from %s (-want +got):\n%s", path, diff)
-	}
 }
 
 // TestMetastableDeterminism: the same seed gives the same output whatever
@@ -69,13 +57,8 @@ func TestMetastableLookup(t *testing.T) {
 	if !ok || s.Population() != "open" || s.Describe() == "" {
 		t.Fatalf("Lookup(metastable) = %v, %v", s, ok)
 	}
-	for _, r := range Scenarios() {
-		if r.Name() == "metastable" {
-			t.Error("metastable is among the report's Scenarios")
-		}
-	}
-	if u := Unreported(); len(u) != 1 || u[0] != s {
-		t.Errorf("Unreported() = %v; want metastable alone", u)
+	if u := Unreported(); len(u) != 0 {
+		t.Errorf("Unreported() = %v; want none: the report runs metastable", u)
 	}
 	p := s.Params()
 	if err := p.Validate(); err != nil {
@@ -97,15 +80,56 @@ func TestMetastableLookup(t *testing.T) {
 
 func TestMetastableValidate(t *testing.T) {
 	for name, set := range map[string]func(p *MetastableParams){
-		"cut":    func(p *MetastableParams) { p.Cut = 1 },
-		"rate":   func(p *MetastableParams) { p.Rate = 2e5 },
-		"before": func(p *MetastableParams) { p.Before = time.Second },
-		"after":  func(p *MetastableParams) { p.After = time.Hour },
+		"cut":             func(p *MetastableParams) { p.Cut = 1 },
+		"rate":            func(p *MetastableParams) { p.Rate = 2e5 },
+		"before":          func(p *MetastableParams) { p.Before = time.Second },
+		"after":           func(p *MetastableParams) { p.After = time.Hour },
+		"map-cuts order":  func(p *MetastableParams) { p.MapCuts = []int{80, 70} },
+		"map-cuts 100":    func(p *MetastableParams) { p.MapCuts = []int{100} },
+		"map-lengths":     func(p *MetastableParams) { p.MapLengths = nil },
+		"map-lengths run": func(p *MetastableParams) { p.MapLengths = []int{600} },
 	} {
 		p := defaultMetastableParams()
 		set(p)
 		if err := p.Validate(); err == nil {
 			t.Errorf("%s: Validate accepted %+v", name, *p)
+		}
+	}
+}
+
+// TestMetastableStopAgrees: a run stopped early as provably down stays
+// down when it runs to its end, with no goodput over its last 10 s, and
+// a map cell stopped early as recovered is judged recovered at the end.
+func TestMetastableStopAgrees(t *testing.T) {
+	p := tinyMetastable()
+	for _, c := range []msCase{
+		{p.Cut, p.Length, 1, msResend, outcomeDown},
+		{p.Cut, p.ShortLength, 1, msResend, outcomeRecovers},
+	} {
+		pol, err := c.retryPolicy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outcomes []string
+		for _, full := range []bool{false, true} {
+			m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: p.Timeout,
+				from: p.Before, to: p.Before + c.length, cut: c.cut, end: p.Before + c.length + p.After,
+				stopUp: true, full: full, resends: true}
+			st, err := runMetastable(context.Background(), 3, 0, m, pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full == (st.stopped != 0) {
+				t.Errorf("%v for %v, full %v: stopped at %v", c.cut, c.length, full, st.stopped)
+			}
+			r := measureMetastable(p, c, st)
+			outcomes = append(outcomes, r.outcome)
+			if full && c.published == outcomeDown && r.after != 0 {
+				t.Errorf("%v for %v: goodput %v/s over the last 10 s of the full run; want 0", c.cut, c.length, r.after)
+			}
+		}
+		if want := []string{c.published, c.published}; !cmp.Equal(outcomes, want) {
+			t.Errorf("%v for %v: outcomes stopped early and in full %v; want %v", c.cut, c.length, outcomes, want)
 		}
 	}
 }

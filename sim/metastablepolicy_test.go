@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +27,11 @@ func TestMetastableRunsAUsersPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Rows) != 7 || len(r.Claims) != 4 {
-			t.Fatalf("%d rows, %d claims; want 7 (the user's last) and 4", len(r.Rows), len(r.Claims))
+		if len(r.Rows) != 7 || len(r.Claims) != 6 {
+			t.Fatalf("%d rows, %d claims; want 7 (the user's last) and 6 (Huang et al.'s four, the map's two)", len(r.Rows), len(r.Claims))
+		}
+		if m := r.Charts[len(r.Charts)-1]; !strings.Contains(fmt.Sprint(m.Series, m.Lines), msYours) {
+			t.Errorf("the tipping-point map %+v does not show the user's policy", m)
 		}
 		yours, def := r.Rows[6], r.Rows[4]
 		if yours["policy"] != msYours || yours["published"] != "-" || yours["trigger"] != def["trigger"] {

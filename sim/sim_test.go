@@ -47,6 +47,8 @@ func tiny(t *testing.T, name string) Params {
 		p.Clients = 500
 	case *HedgeParams:
 		p.Keys, p.Servers, p.Requests, p.StallRate = 50, 10, 200, 0.05
+	case *MetastableParams:
+		*p = *tinyMetastable()
 	default:
 		t.Fatalf("no tiny sizes for %T", p)
 	}
@@ -105,7 +107,7 @@ func TestScenarios(t *testing.T) {
 			t.Errorf("%s: Population %q", s.Name(), p)
 		}
 	}
-	want := []string{"fleet", "hedge", "jitter", "layers", "outage", "periodic", "ratelimit", "storm"}
+	want := []string{"fleet", "hedge", "jitter", "layers", "metastable", "outage", "periodic", "ratelimit", "storm"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("Scenarios() names (-want +got):\n%s", diff)
 	}

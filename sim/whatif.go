@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -43,6 +44,35 @@ type WhatIfReport struct {
 	// are the scenarios' own parameters only; the policies judged are
 	// Policy and Default above, never mixed into params.
 	Results []*Result `json:"results"`
+	// Margins are the two policies' margins against a metastable
+	// failure, the user's policy first, then the default: each one's
+	// smallest trigger, of the metastable scenario's published map, that
+	// leaves its server (without a limiter) down when its callers call
+	// through the policy. If the map's largest trigger leaves it up, no
+	// smaller one is run; else the triggers run in order of their work
+	// (Trigger.Work) until one leaves it down.
+	Margins []Margin `json:"margins"`
+}
+
+// Margin is a policy's margin against a metastable failure: the
+// smallest trigger, of a tipping-point map's cuts to the server's CPU and
+// their lengths, that leaves the server down when its callers call
+// through the policy.
+type Margin struct {
+	// Policy names the policy, as the tables do.
+	Policy string `json:"policy"`
+	// TipsAt is the smallest trigger that leaves the server down (least
+	// Trigger.Work); nil if the server recovers from every trigger of the
+	// map.
+	TipsAt *Trigger `json:"tips_at"`
+	// Largest is the map's largest trigger: its largest cut for its
+	// longest length.
+	Largest Trigger `json:"largest"`
+	// Unhealthy is the number of the map's runs that were not healthy
+	// even before their trigger (TippingPolicy.Unhealthy).
+	Unhealthy int `json:"unhealthy,omitempty"`
+	// Summary says the margin in one line.
+	Summary string `json:"summary"`
 }
 
 // Verdict judges the user's policy against the default for one
@@ -107,12 +137,16 @@ type Impact struct {
 // both through the outage scenario at its published size (1000 clients
 // and an open stream of 10000 calls/s against a dependency of 20000/s
 // that is down for 30 s) and through the storm scenario, and returns a
-// verdict per population with the tables. A policy Policy.Validate
-// refuses, or ValidateFor(UseWhatIf), is an error (a *PolicyError): the
-// simulated dependency fails fast, for one, so a per-attempt timeout is
-// refused rather than ignored.
+// verdict per population with the tables; then it maps each one's margin
+// against a metastable failure (Margins): the smallest cut to the
+// metastable scenario's server that its open stream of callers,
+// calling through the policy with the scenario's 3 s timeout, does not
+// recover from. A policy Policy.Validate refuses, or
+// ValidateFor(UseWhatIf), is an error (a *PolicyError): the simulated
+// dependency fails fast, for one, so a per-attempt timeout is refused
+// rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
-	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams())
+	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), defaultMetastableParams())
 }
 
 // The populations of a what-if, as Verdict.Population names them.
@@ -140,6 +174,10 @@ type WhatIfPart struct {
 	Outage Row    `json:"outage"`
 	Storm  Row    `json:"storm"`
 	Load   Series `json:"load"`
+	// Margin is the policy's margin against a metastable failure, made
+	// with the open stream's part (the metastable server's callers are an
+	// open stream); nil in the closed population's part.
+	Margin *Margin `json:"margin,omitempty"`
 }
 
 // WhatIfRun makes one part of the what-if of p: the default policy's
@@ -150,7 +188,7 @@ func WhatIfRun(ctx context.Context, p Policy, o Options, population string, ofDe
 	if population != populationClosed && population != populationOpen {
 		return nil, fmt.Errorf("%w: population %q: want %q or %q", ErrInvalidParams, population, populationClosed, populationOpen)
 	}
-	parts, err := whatIfParts(ctx, p, o, defaultOutageParams(), defaultStormParams(), func(closed bool, spec int) bool {
+	parts, err := whatIfParts(ctx, p, o, defaultOutageParams(), defaultStormParams(), defaultMetastableParams(), func(closed bool, spec int) bool {
 		return closed == (population == populationClosed) && (spec == 1) == ofDefault
 	})
 	if err != nil {
@@ -167,36 +205,34 @@ func MergeWhatIf(p Policy, parts []*WhatIfPart) (*WhatIfReport, error) {
 }
 
 // whatIf is WhatIf at the given sizes.
-func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams) (*WhatIfReport, error) {
-	parts, err := whatIfParts(ctx, p, o, op, sp, nil)
+func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, mp *MetastableParams) (*WhatIfReport, error) {
+	parts, err := whatIfParts(ctx, p, o, op, sp, mp, nil)
 	if err != nil {
 		return nil, err
 	}
 	return mergeWhatIf(p, op, sp, parts)
 }
 
-// whatIfParts makes the parts of the what-if of p that keep keeps (every
+// whatIfParts makes the parts of the what-if of p that keeps keeps (every
 // part if keep is nil; see sweepCalls), at the given sizes. The outage
-// runs are the first half of the progress, the storm runs the second, so
-// that it never goes back between the two.
-func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
+// runs are the first third of the progress, the storm runs the second,
+// the margins the last, so that it never goes back between them.
+func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, mp *MetastableParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
 	user, err := specOf(p, UseWhatIf)
 	if err != nil {
 		return nil, err
 	}
 	specs := []policySpec{user, {Policy: defaultPolicy()}}
-	oo, so := o, o
+	oo, so, mo := o, o, o
 	if o.Progress != nil {
-		oo.Progress = func(d, t int) {
-			if t > 0 {
-				o.Progress(100*d/t, 200)
+		third := func(k int) func(d, t int) {
+			return func(d, t int) {
+				if t > 0 {
+					o.Progress(100*k+100*d/t, 300)
+				}
 			}
 		}
-		so.Progress = func(d, t int) {
-			if t > 0 {
-				o.Progress(100+100*d/t, 200)
-			}
-		}
+		oo.Progress, so.Progress, mo.Progress = third(0), third(1), third(2)
 	}
 	_, orows, err := runOutage(ctx, op, specs, oo, keep)
 	if err != nil {
@@ -222,7 +258,46 @@ func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp 
 		}
 		parts = append(parts, part)
 	}
+	var open []*WhatIfPart
+	for _, part := range parts {
+		if part.Population == populationOpen {
+			open = append(open, part)
+		}
+	}
+	for k, part := range open {
+		spec := specs[b2i(part.Default)]
+		po := mo
+		if mo.Progress != nil {
+			po.Progress = func(d, t int) {
+				if t > 0 {
+					mo.Progress(k*t+d, len(open)*t)
+				}
+			}
+		}
+		tip, runs, unhealthy, err := smallestTip(ctx, mp, tipPolicy{name: spec.Name, build: spec.build}, po)
+		if err != nil {
+			return nil, err
+		}
+		part.Margin = marginOf(mp, spec.Name, tip, runs, unhealthy)
+	}
 	return parts, nil
+}
+
+// marginOf is the Margin of the policy called name on p's map, whose
+// smallest trigger that leaves the server down is tip (nil if none),
+// found in runs runs of which unhealthy were not healthy.
+func marginOf(p *MetastableParams, name string, tip *Trigger, runs, unhealthy int) *Margin {
+	largest := Trigger{Cut: float64(slices.Max(p.MapCuts)) / 100, Length: time.Duration(slices.Max(p.MapLengths)) * time.Second}
+	mg := &Margin{Policy: name, TipsAt: tip, Largest: largest, Unhealthy: unhealthy}
+	if tip == nil {
+		mg.Summary = fmt.Sprintf("the server recovers from every trigger mapped, up to %v", largest)
+	} else {
+		mg.Summary = fmt.Sprintf("a cut of %v to the server's CPU leaves it down for good (the smallest trigger mapped that does)", tip)
+	}
+	if unhealthy > 0 {
+		mg.Summary += fmt.Sprintf("; %d of its %d runs turned away load before any trigger", unhealthy, runs)
+	}
+	return mg
 }
 
 // mergeWhatIf is MergeWhatIf at the given sizes.
@@ -266,6 +341,12 @@ func mergeWhatIf(p Policy, op *OutageParams, sp *StormParams, parts []*WhatIfPar
 	}
 	rep.Overall = overallJudgement(rep.Verdicts)
 	rep.Results = []*Result{outage, storm}
+	for _, part := range []*WhatIfPart{of[1][0], of[1][1]} {
+		if part.Margin == nil {
+			return nil, fmt.Errorf("%w: MergeWhatIf: the open stream's part of the %s has no margin: WhatIfRun makes the parts", ErrInvalidParams, part.Outage["policy"])
+		}
+		rep.Margins = append(rep.Margins, *part.Margin)
+	}
 	return rep, nil
 }
 

@@ -29,7 +29,7 @@ func TestMergeWhatIfEqualsWhatIf(t *testing.T) {
 	for _, p := range policies {
 		for _, seed := range []uint64{1, 7, 42} {
 			o := Options{Seed: seed}
-			whole, err := whatIf(ctx, p, o, op, sp)
+			whole, err := whatIf(ctx, p, o, op, sp, tinyMetastable())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func TestMergeWhatIfEqualsWhatIf(t *testing.T) {
 			var parts []*WhatIfPart
 			for _, pop := range []string{populationOpen, populationClosed} {
 				for _, def := range []bool{true, false} {
-					made, err := whatIfParts(ctx, p, o, op, sp, func(closed bool, spec int) bool {
+					made, err := whatIfParts(ctx, p, o, op, sp, tinyMetastable(), func(closed bool, spec int) bool {
 						return closed == (pop == populationClosed) && (spec == 1) == def
 					})
 					if err != nil {

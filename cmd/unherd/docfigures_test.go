@@ -81,6 +81,18 @@ var docFigures = []docFigure{
 	{exps, "(0.28x against 0.47x)", "whatif", "0.28x the capacity during the outage (default 0.47x)"},
 	{exps, "(goodput 66.8% against 66.7%)", "whatif", "similar to the default: goodput 66.8% of the fault-free rate (default 66.7%)"},
 	{exps, "attempts: 5", "whatif", "readme-five"}, // the policy file is whatIfFive
+	{exps, "an open stream of 8300 requests/s called it with a 3s timeout", "report", "| `rate` | `8300` |"},
+	{exps, "an open stream of 8300 requests/s called it with a 3s timeout", "report", "callers resending at once after a 3s timeout"},
+	{exps, "A 78% cut for 10s recovers", "report", "the server's CPU cut by 78% for 10s at full load, callers resending at once after a 3s timeout: the system recovers"},
+	{exps, "80% for 10s stays down", "report", "the server's CPU cut by 80% for 10s at full load, callers resending at once after a 3s timeout: the system stays down"},
+	{exps, "80% for 9s recovers", "report", "the server's CPU cut by 80% for 9s at full load, callers resending at once after a 3s timeout: the system recovers"},
+	{exps, "80% for 10s at 30% lower load recovers", "report", "the server's CPU cut by 80% for 10s at 30% lower load, callers resending at once after a 3s timeout: the system recovers"},
+	{exps, "The map tries cuts of 60% to 95% of the CPU for 2s to 30s, for three", "report", "cuts of 60% to 95% of its CPU for 2s to 30s"},
+	{exps, "stay down from 20s at 70%, 15s at 75%, 10s at 80%, and 8s at 85%, 8s at 90%, 8s at 95%; after no trigger of 60%, 65% up to 30s", "report",
+		"callers resending at once stay down from 20s at 70%, 15s at 75%, 10s at 80%, 8s at 85%, 8s at 90%, 8s at 95% (after no trigger of 60%, 65% up to 30s)"},
+	{exps, "it now stops at 33 s with a queue peak of 310573", "report", "queue peak 310573 [308081-316980], 73.1 [73.0-73.2]% of the work for callers gone; stopped at 33 s"},
+	{exps, "a cut of 90% for 8s to the server's CPU leaves it down for good", "whatif", "a cut of 90% for 8s to the server's CPU leaves it down for good"},
+	{exps, "the server recovers from every trigger mapped, up to 95% for 30s", "whatif", "the server recovers from every trigger mapped, up to 95% for 30s"},
 }
 
 var (

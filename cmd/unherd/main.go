@@ -10,7 +10,7 @@
 //	unherd help
 //	unherd --version
 //
-// report runs every scenario but metastable at its published size on five
+// report runs every scenario at its published size on five
 // seeds (--seed and the four after it), prints each table (medians over
 // the seeds) and the verdict on every published claim (a claim holds only
 // if it holds on every seed; its figures show the range over the seeds),
@@ -20,12 +20,14 @@
 // as the report judges (its parameters are flags: unherd sim NAME -h lists
 // them); --json prints one JSON object and nothing else on standard
 // output. unherd sim metastable runs Huang et al.'s retry experiment (a
-// short cut to a server's CPU that leaves it down for good), which the
-// report does not run yet; with --policy FILE it runs a retry policy as a
-// row of its own, its callers timing out after its timeouts.attempt.
-// whatif judges a retry policy from a YAML or JSON file (at most 1 MiB;
-// - reads standard input; the format is in docs/policy.md) in the outage
-// and storm scenarios beside unherd's default, by goodput and load. vet runs the retry checks of
+// short cut to a server's CPU that leaves it down for good) and its
+// tipping-point map; with --policy FILE it runs a retry policy as a row
+// of its own, its callers timing out after its timeouts.attempt. whatif
+// judges a retry policy from a YAML or JSON file (at most 1 MiB; - reads
+// standard input; the format is in docs/policy.md) in the outage and
+// storm scenarios beside unherd's default, by goodput and load, and gives
+// each one's margin against a metastable failure: the smallest trigger
+// that leaves the metastable scenario's server down. vet runs the retry checks of
 // package unherdvet over Go packages (each path in its own module) without
 // compiling them or running cgo; it exits 1 when it finds something, and
 // 2, never 0, when a package could not be checked and nothing was found
@@ -198,7 +200,7 @@ type command struct {
 var commands = []command{
 	{"report", reportSynopsis, "run every scenario over several seeds at published sizes; print the tables and the verdicts on the published claims; write report.md, charts and CSV into DIR", (*env).report},
 	{"sim", "sim NAME [flags] [--json] [--seed N] [--seeds N] [--workers N] [--quiet]", "run one scenario at its published size, on one seed or several (--seeds); 'unherd sim NAME -h' lists its flags", (*env).sim},
-	{"whatif", whatifSynopsis, "judge a retry policy (YAML or JSON; - reads standard input) in the outage and storm scenarios beside unherd's default", (*env).whatif},
+	{"whatif", whatifSynopsis, "judge a retry policy (YAML or JSON; - reads standard input) in the outage and storm scenarios beside unherd's default, with each one's margin against a metastable failure", (*env).whatif},
 }
 
 // addCommand adds c to the commands, for subcommands defined in files of

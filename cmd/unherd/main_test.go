@@ -85,7 +85,10 @@ func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
 			Verdicts: []sim.Verdict{{Population: "open", Judgement: "worse", Summary: "worse than the default: it said so",
 				Yours: sim.Impact{MeanX: 2}, Default: sim.Impact{MeanX: 0.5}}},
 			Results: []*sim.Result{{Scenario: "outage", Population: "closed", Columns: []string{"policy", "attempts"},
-				Rows: []sim.Row{{"policy": p.Name, "attempts": p.Retry.MaxAttempts}}}}}, nil
+				Rows: []sim.Row{{"policy": p.Name, "attempts": p.Retry.MaxAttempts}}}},
+			Margins: []sim.Margin{
+				{Policy: p.Name, TipsAt: &sim.Trigger{Cut: 0.9, Length: 8 * time.Second}, Summary: "it tips at 90% for 8s"},
+				{Policy: "unherd default", Summary: "it never tips"}}}, nil
 	}
 	e.now = func() time.Time { return time.Unix(0, 0) }
 	return e
@@ -217,13 +220,23 @@ func TestWhatIfJSON(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	var got struct {
-		Policy   map[string]any `json:"policy"`
-		Overall  string         `json:"overall"`
-		Verdicts []sim.Verdict  `json:"verdicts"`
-		Results  []sim.Result   `json:"results"`
+		Policy   map[string]any   `json:"policy"`
+		Overall  string           `json:"overall"`
+		Verdicts []sim.Verdict    `json:"verdicts"`
+		Results  []sim.Result     `json:"results"`
+		Margins  []map[string]any `json:"margins"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	wantMargins := []map[string]any{
+		{"policy": "mine", "tips_at": map[string]any{"cut": 0.9, "length": "8s", "work_s": 7.2},
+			"largest": map[string]any{"cut": 0.0, "length": "0s", "work_s": 0.0}, "summary": "it tips at 90% for 8s"},
+		{"policy": "unherd default", "tips_at": nil,
+			"largest": map[string]any{"cut": 0.0, "length": "0s", "work_s": 0.0}, "summary": "it never tips"},
+	}
+	if diff := cmp.Diff(wantMargins, got.Margins); diff != "" {
+		t.Errorf("margins (-want +got):\n%s", diff)
 	}
 	wantPolicy := map[string]any{"name": "mine", "attempts": 4.0, "base": "50ms", "cap": "20s", "jitter": "full",
 		"budget": map[string]any{"kind": "ratio", "ratio": 0.2}}
@@ -295,6 +308,8 @@ func TestWhatIfText(t *testing.T) {
 		"open    worse than the default: it said so",
 		"mean load during the outage / capacity",
 		"== outage",
+		"Margin against a metastable failure",
+		"  yours    it tips at 90% for 8s\n  default  it never tips\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
@@ -622,7 +637,8 @@ func TestDocListsCommands(t *testing.T) {
 // claims with a golden file; go test -update rewrites it.
 func TestSimMetastable(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"sim", "metastable", "--rate", "830", "--service", "10ms", "--after", "30s", "--quiet"}, &out, &errb)
+	code := run([]string{"sim", "metastable", "--rate", "830", "--service", "10ms", "--after", "30s",
+		"--map-cuts", "70,90", "--map-lengths", "4,8,16", "--quiet"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("sim metastable: exit %d, stderr %s", code, errb.String())
 	}

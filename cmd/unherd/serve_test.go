@@ -366,6 +366,9 @@ func TestServePageMatchesCLI(t *testing.T) {
 				t.Errorf("%s: the form's %s is %q; want %q", c.query, k, v, q.Get(k))
 			}
 		}
+		if n := eval[int](t, p, `document.querySelectorAll('#margins li').length`); n != 2 {
+			t.Errorf("%s: the page lists %d margins against a metastable failure; want 2 (yours, the default)", c.query, n)
+		}
 		ms := eval[string](t, p, `document.querySelector('#result').dataset.ms`)
 		loc := eval[string](t, p, `location.search`)
 		t.Logf("%s: the what-if took %s ms in chromium (from the request to the charts drawn)", c.query, ms)
@@ -616,6 +619,44 @@ func TestServePageScenario(t *testing.T) {
 	}
 	if claims == 0 || charts == 0 {
 		t.Errorf("the storm shows %d claims and %d charts; want both", claims, charts)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
+// TestServePageMetastable runs the metastable scenario from a link, at its
+// published size, and checks that its six claims hold (Huang et al.'s four
+// outcomes, and the map's two: neither the default nor the default +
+// limiter stays down), that the tipping-point map is drawn, and that the
+// form offers the map's triggers.
+func TestServePageMetastable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario in a browser: not in -short")
+	}
+	base := startServe(t)
+	p := newPage(t, 6*time.Minute)
+	p.run(t, "opening the metastable scenario", chromedp.Navigate(base+"?scenario=metastable"))
+	p.run(t, "waiting for the scenario", poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 5*time.Minute))
+	if sel := eval[string](t, p, `document.querySelector('#f-scenario').value`); sel != "metastable" {
+		t.Errorf("the scenario list offers %q; want metastable selected", sel)
+	}
+	holds := eval[int](t, p, `document.querySelectorAll('#scenario-claims td.holds').length`)
+	maps := eval[int](t, p, `document.querySelectorAll('#scenario-charts figure[data-chart="metastable_tipping"] canvas').length`)
+	fields := eval[string](t, p, `[...document.querySelectorAll('#scenario-grid input')].map(e => e.name).join(',')`)
+	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
+	var r struct {
+		Scenario string           `json:"scenario"`
+		Rows     []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "metastable" || len(r.Rows) != 6 {
+		t.Errorf("#scenario-result holds %.200q (%v); want the metastable scenario's six rows", text, err)
+	}
+	if holds != 6 || maps == 0 {
+		t.Errorf("metastable shows %d claims that hold and %d tipping-point charts; want 6 (Huang et al.'s four, the map's two) and 1", holds, maps)
+	}
+	if !strings.Contains(fields, "map-cuts") || !strings.Contains(fields, "map-lengths") {
+		t.Errorf("the scenario's form has fields %s; want map-cuts and map-lengths among them", fields)
 	}
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %q", errs)

@@ -67,6 +67,18 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 	for _, v := range rep.Verdicts {
 		fmt.Fprintf(w, "  %-6s  %s\n", v.Population, v.Summary)
 	}
+	if len(rep.Margins) > 0 {
+		fmt.Fprintln(w, "\nMargin against a metastable failure (unherd sim metastable's server: callers")
+		fmt.Fprintln(w, "time out after 3 s and retry through the policy; a cut to its CPU, then the")
+		fmt.Fprintln(w, "smallest such trigger that leaves it down for good):")
+		for i, m := range rep.Margins {
+			who := "yours"
+			if i > 0 {
+				who = "default"
+			}
+			fmt.Fprintf(w, "  %-7s  %s\n", who, m.Summary)
+		}
+	}
 	fmt.Fprintln(w)
 	side := &sim.Result{Columns: []string{"measure"}}
 	rows := []struct {

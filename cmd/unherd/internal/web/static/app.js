@@ -232,6 +232,16 @@ function drawChart(parent, c, extraLines = []) {
           ctx.textAlign = "right";
           ctx.fillText(l.Label, u.bbox.left + u.bbox.width - 4, y - 4);
         }
+        // Notes: a point of the data circled, its text beside it, on the
+        // side towards the middle (as the report's charts draw them).
+        ctx.setLineDash([]);
+        for (const n of c.Notes || []) {
+          const x = u.valToPos(tx(n.X), "x", true), y = u.valToPos(n.Y, "y", true);
+          ctx.beginPath(); ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI); ctx.stroke();
+          const right = x > u.bbox.left + u.bbox.width / 2;
+          ctx.textAlign = right ? "right" : "left";
+          ctx.fillText(n.Text, x + (right ? -8 : 8) * devicePixelRatio, y + 14 * devicePixelRatio);
+        }
         ctx.restore();
       }],
     },
@@ -301,6 +311,10 @@ function renderWhatIf(answer, ms) {
       ` The dependency serves ${rep.capacity_rps} requests/s and is down for ${rep.outage}.`),
     ...(rep.warnings || []).map((w) => el("p", { class: "error" }, "Warning: " + w)),
     el("ul", {}, ...rep.verdicts.map((v) => el("li", {}, el("strong", {}, v.population + ": "), v.summary))),
+    ...(rep.margins && rep.margins.length ? [
+      el("p", { id: "margins-note" }, "Margin against a metastable failure (the metastable scenario's server: callers time out after 3 s and retry through the policy; a cut to its CPU, then the smallest such trigger that leaves it down for good):"),
+      el("ul", { id: "margins" }, ...rep.margins.map((m, i) => el("li", {}, el("strong", {}, (i === 0 ? "yours" : "default") + ": "), m.summary))),
+    ] : []),
   );
   const parent = $("#whatif-charts");
   clearCharts(parent);

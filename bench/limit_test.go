@@ -70,7 +70,7 @@ func limitCases(b *testing.B) []limitCase {
 			sink += limit.Now().Sub(start)
 			return true
 		}},
-		{"unherd", unherdCall(newLimiter(nil))}, // Gradient2, the default
+		{"unherd", unherdCall(newLimiter(nil))}, // Gradient, the default
 		{"unherd-aimd", unherdCall(newLimiter(aimd))},
 		{"unherd-fixed", unherdCall(newLimiter(limit.Fixed(fixedLimit)))},
 		{"failsafe-go", func() bool {
@@ -105,7 +105,7 @@ func reportAdmitted(b *testing.B, ops, admitted int64) {
 
 // BenchmarkLimit is one request at a time through a concurrency limiter:
 // acquire without waiting, release as served with a latency sample. unherd
-// runs with Gradient2 (its default), AIMD and Fixed, each in its default
+// runs with Gradient (its default), AIMD and Fixed, each in its default
 // configuration; failsafe-go with its adaptive limiter in its defaults
 // (NewWithDefaults) and its bulkhead, the fixed limit with a non-blocking
 // acquire.

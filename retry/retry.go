@@ -157,7 +157,11 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			last, err = guardedAttempt(ctx, p, &c, fn)
 		}
 		if err == nil {
-			c.Succeeded()
+			if p.hooked || c.w.t != nil {
+				c.Succeeded()
+			} else {
+				c.succeeded() // Succeeded's common case, inlined here: it is too large to be itself
+			}
 			return last, nil
 		}
 		if err = c.Failed(ctx, err); err != nil {

@@ -2,21 +2,16 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"time"
 )
 
-// errNoResult is what the error variable of an [Policy.Attempts] loop
-// holds while an attempt runs: a body that never sets it ends the call
-// with ErrNoResult.
-var errNoResult = errors.New("retry: the attempt set no result")
-
 // ErrNoResult is the reason of the [*Error] that ends a [Policy.Attempts]
 // loop whose body finished an attempt without assigning the loop's error
-// variable (an err declared again inside the body, with :=, is the usual
-// cause): assign the attempt's error, nil for a success, to the variable
-// whose address Attempts was given.
+// variable, which holds ErrNoResult while the attempt runs. An err
+// declared again inside the body, with :=, is the usual cause: assign the
+// attempt's error, nil for a success, to the variable whose address
+// Attempts was given.
 var ErrNoResult = newSentinel("retry: the loop body set no error for its attempt")
 
 // Attempts returns the attempts of one call as a sequence of contexts,
@@ -71,11 +66,11 @@ func (p *Policy) Attempts(ctx context.Context, err *error) iter.Seq[context.Cont
 				return
 			}
 			a = p.StartAttempt(ctx)
-			*err = errNoResult
+			*err = ErrNoResult
 			settled = false
 			more := yield(a.Context())
 			settled = true
-			if *err == errNoResult {
+			if *err == ErrNoResult {
 				a.Cancel(nil)
 				c.abandon(nil)
 				c.w.release()

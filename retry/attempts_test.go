@@ -11,6 +11,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -176,7 +177,7 @@ func TestAttemptsTimeout(t *testing.T) {
 	start := time.Now()
 	for ctx := range p.Attempts(context.Background(), &callErr) {
 		n++
-		<-ctx.Done()
+		await.Recv(t, ctx.Done(), "the attempt's context to end at its timeout")
 		callErr = fmt.Errorf("read: %w", ctx.Err())
 	}
 	if n != 2 || !errors.Is(callErr, retry.ErrAttemptsExhausted) || !errors.Is(callErr, retry.ErrAttemptTimeout) {

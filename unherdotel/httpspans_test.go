@@ -58,9 +58,7 @@ func TestHTTPAttemptSpans(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
+	rec, tp := recorded(t)
 	prop := propagation.TraceContext{}
 	restore := setPropagator(prop)
 	defer restore()
@@ -167,9 +165,7 @@ func TestHTTPAttemptSpansRedirectAndError(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
+	rec, tp := recorded(t)
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	tr, err := unherdhttp.NewTransport(unherdotel.HTTPAttempts(base, tp), unherdhttp.Config{
@@ -201,9 +197,7 @@ func TestHTTPAttemptSpansRedirectAndError(t *testing.T) {
 	}
 
 	// Nothing listens: the span has no status code, an error type, Error.
-	rec2 := tracetest.NewSpanRecorder()
-	tp2 := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec2))
-	defer tp2.Shutdown(context.Background())
+	rec2, tp2 := recorded(t)
 	closed := httptest.NewServer(http.NotFoundHandler())
 	url := closed.URL
 	closed.Close()
@@ -219,4 +213,13 @@ func TestHTTPAttemptSpansRedirectAndError(t *testing.T) {
 	if _, ok := a["http.response.status_code"]; ok || a["error.type"].AsString() == "" || spans[0].Status().Code != codes.Error {
 		t.Errorf("failed request's span: %v, status %v; want an error.type, no status code, Error", spans[0].Attributes(), spans[0].Status())
 	}
+}
+
+// recorded returns a span recorder and a TracerProvider that feeds it,
+// shut down when the test ends.
+func recorded(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	return rec, tp
 }

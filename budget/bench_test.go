@@ -13,23 +13,22 @@ import (
 func runTraffic(b *testing.B, bud Budget) {
 	b.ReportAllocs()
 	tr, _ := bud.(Tracker)
-	start := func(a Attempt) {
-		if tr != nil {
-			tr.Start(a)
-		}
-	}
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
 			i++
-			start(Attempt{N: 1})
+			if tr != nil {
+				tr.Start(Attempt{N: 1})
+			}
 			if i%10 != 0 {
 				bud.Record(Attempt{N: 1})
 				continue
 			}
 			bud.Record(Attempt{N: 1, Failed: true, Class: Transient})
 			if bud.Withdraw(Transient) {
-				start(Attempt{N: 2, Charged: Transient})
+				if tr != nil {
+					tr.Start(Attempt{N: 2, Charged: Transient})
+				}
 				bud.Record(Attempt{N: 2, Charged: Transient})
 			}
 		}

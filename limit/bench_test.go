@@ -51,8 +51,9 @@ func BenchmarkGradient2Parallel(b *testing.B) {
 	benchParallel(b, g)
 }
 
-// BenchmarkGradient2Serial: one goroutine, the uncontended cost.
-func BenchmarkGradient2Serial(b *testing.B) {
+// BenchmarkDefaultSerial: the default algorithm (Gradient), one
+// goroutine, the uncontended cost.
+func BenchmarkDefaultSerial(b *testing.B) {
 	l, err := New(Config{})
 	if err != nil {
 		b.Fatal(err)

@@ -207,7 +207,16 @@ func (c *Call) report(o Outcome) {
 	if len(c.p.guards) != 0 {
 		c.tellGuards(o)
 	}
-	if o.Abandoned && c.p.tracker != nil {
+}
+
+// reportAbandoned reports the attempt in flight, which ended with err (nil
+// if it did not end), as abandoned: to the guards, and to a budget that
+// tracks attempts in flight, which hears of an attempt that ran to a
+// result through Record instead.
+func (c *Call) reportAbandoned(err error) {
+	inFlight := c.state == running
+	c.report(Outcome{Err: err, Abandoned: true})
+	if inFlight && c.p.tracker != nil {
 		c.p.tracker.Abandon(budget.Attempt{N: c.attempt, Charged: c.charged})
 	}
 }
@@ -361,7 +370,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	var m marks
 	errtree.Walk(err, m.visit)
 	if m.rejected {
-		c.report(Outcome{Err: err, Abandoned: true})
+		c.reportAbandoned(err)
 		return Decision{Reason: ErrRejected, Class: Permanent}
 	}
 	class := m.class(p.classifier, err)
@@ -490,7 +499,7 @@ func (c *Call) Cancel(err, cause error) error {
 // abandon reports an attempt in flight, which ended with err (nil if it
 // did not end), as abandoned and refunds a retry not made.
 func (c *Call) abandon(err error) {
-	c.report(Outcome{Err: err, Abandoned: true})
+	c.reportAbandoned(err)
 	c.refund()
 }
 

@@ -176,29 +176,36 @@ func Draw() uint64 { return rand.Uint64() }
 // a pure function: the same inputs give the same result. It never
 // overflows, never returns a negative duration and never exceeds the cap.
 func (s Schedule) Delay(n int, prev time.Duration, u uint64) time.Duration {
-	return s.delayFrom(false, n, prev, u)
+	return delay(s.Base, DefaultBase, s.Cap, n, u, s.Jitter, s.Constant, s.Immediate, s.CapAfterDraw, s.Multiplier, prev)
 }
 
 // ThrottledDelay is Delay after a throttling error: the same schedule grown
 // from ThrottledBase instead of Base.
 func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Duration {
-	return s.delayFrom(true, n, prev, u)
+	return delay(s.ThrottledBase, DefaultThrottledBase, s.Cap, n, u, s.Jitter, s.Constant, s.Immediate, s.CapAfterDraw, s.Multiplier, prev)
 }
 
-// delayFrom is Delay, from ThrottledBase if throttled. The Schedule comes
-// in registers, as Delay's own receiver does.
-func (s Schedule) delayFrom(throttled bool, n int, prev time.Duration, u uint64) time.Duration {
-	if s.Immediate {
+// delay is Delay grown from base (def if base is not positive), with the
+// rest of the Schedule's fields. It takes the fields, not the Schedule:
+// a struct of that many fields lives in memory, so a callee taking one
+// stores every field on entry and loads it back; the fields come in
+// registers and stay there. The arguments of the default schedule's path
+// come first, prev (decorrelated jitter's alone) last.
+func delay(base, def, capd time.Duration, n int, u uint64, j Jitter, constant, immediate, capAfter bool, m float64, prev time.Duration) time.Duration {
+	if immediate {
 		return 0
 	}
-	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
-	if grows(s.Multiplier) {
-		return scaledDelay(b, c, s.Jitter, s.Constant, s.CapAfterDraw, s.Multiplier, n, prev, u)
+	c := orDefault(capd, DefaultCap)
+	b := min(orDefault(base, def), c)
+	switch {
+	case grows(m):
+		return scaledDelay(b, c, j, constant, capAfter, m, n, prev, u)
+	case j == Decorrelated:
+		return decorrelated(b, c, prev, u)
+	case capAfter && j == Full:
+		return capAfterDraw(b, c, constant, n, u)
 	}
-	if s.CapAfterDraw && s.Jitter == Full {
-		return capAfterDraw(b, c, s.Constant, n, u)
-	}
-	return delay(b, c, s.Jitter, s.Constant, n, prev, u)
+	return jitter(j, temp(b, c, constant, n), u)
 }
 
 // Temp returns the un-jittered ceiling for retry n:
@@ -257,15 +264,6 @@ func scaledDelay(b, c time.Duration, j Jitter, constant, capAfter bool, m float6
 		return decorrelated(b, c, prev, u)
 	}
 	return jitter(j, scaled(b, c, constant, m, n), u)
-}
-
-// delay applies jitter j to the schedule with base b and cap c. Taking the
-// fields as arguments, not the struct, keeps them in registers.
-func delay(b, c time.Duration, j Jitter, constant bool, n int, prev time.Duration, u uint64) time.Duration {
-	if j == Decorrelated {
-		return decorrelated(b, c, prev, u)
-	}
-	return jitter(j, temp(b, c, constant, n), u)
 }
 
 // jitter applies Full, Equal or None jitter to the ceiling t.

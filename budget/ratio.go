@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/unherd/unherd/internal/rolling"
@@ -105,20 +106,52 @@ func (c *RatioConfig) Validate() error {
 // a steady stream of requests that is exact on average; requests recorded
 // in a burst after a long quiet spell are placed partly in the quiet
 // spell, and may leave the window early, which makes the budget stricter,
-// never looser. Withdraw reads the clock once and decides under a mutex,
-// so that goroutines racing for the last retries of the budget never
-// overspend it. The window is internal/rolling's, the same as the
-// circuit breaker's and the client-side throttle's.
+// never looser. Withdraw reads the clock once and takes no lock in the
+// common case: it takes the retry with one compare-and-swap from a lease,
+// the number of retries that the window, as last counted, allows in the
+// current time slot. Only when the lease is spent or its slot has passed
+// does it decide under a mutex (and lease again), so goroutines racing for
+// the last retries of the budget never overspend it, and every decision
+// is the one the counts give at that instant. The window is
+// internal/rolling's, the same as the circuit breaker's and the
+// client-side throttle's.
 type Ratio struct {
-	// Read-only after NewRatio.
+	// Read-only after NewRatio; Record and Withdraw read them on every call.
 	ratio   float64
 	reserve float64 // MinPerSecond * Window seconds
 	origin  time.Time
 	now     func() time.Time // nil: time.Since(origin)
+	w       *rolling.Window  // a = requests, b = retries; times in ns since origin
 
-	mu sync.Mutex      // serialises everything but Record's striped adds
-	w  *rolling.Window // a = requests, b = retries; times in ns since origin
+	// The lease is written by every Withdraw, from whichever core runs it.
+	// The padding on both sides keeps it off the cache lines (and their
+	// adjacent-line prefetch pairs) of the fields above, which every
+	// Record and Withdraw reads, and of the mutex, so that a withdrawal on
+	// one core does not take those lines away from the others.
+	_     [128]byte
+	lease ratioLease
+	_     [128]byte
+
+	mu sync.Mutex // serialises everything but Record's striped adds and lease withdrawals
+	// The lease as issued, guarded by mu.
+	gen     uint32 // generation of the lease, in its word
+	issued  uint32 // retries the lease held when issued
+	leaseAt int64  // the instant it was issued at, ns since origin
 }
+
+// ratioLease is the retries a Ratio may grant without its mutex: those
+// its window allows in the time slot [start, end).
+type ratioLease struct {
+	// word is the lease's generation (high 32 bits) and the retries left
+	// in it (low 32 bits). The generation changes with every lease, so a
+	// compare-and-swap on a word loaded before the start and end it was
+	// checked against fails if another lease has been issued since.
+	word       atomic.Uint64
+	start, end atomic.Int64 // ns since origin; written only while no retries are left
+}
+
+// maxLease bounds the retries of one lease (the low half of its word).
+const maxLease = math.MaxUint32
 
 // NewRatio validates cfg and returns an empty budget. It reads the clock
 // once, to fix the window's origin.
@@ -166,26 +199,93 @@ func (r *Ratio) WithdrawAt(now time.Time, c Class) bool {
 	return r.withdraw(r.since(now))
 }
 
-// withdraw is Withdraw at t ns after the origin.
+// withdraw is Withdraw at t ns after the origin: a retry from the lease
+// when it has one left and t falls in its slot, else the decision under
+// the mutex.
 func (r *Ratio) withdraw(t int64) bool {
+	for {
+		l := r.lease.word.Load()
+		if uint32(l) == 0 || t < r.lease.start.Load() || t >= r.lease.end.Load() {
+			return r.withdrawLocked(t)
+		}
+		if r.lease.word.CompareAndSwap(l, l-1) {
+			return true
+		}
+	}
+}
+
+// withdrawLocked is withdraw under the mutex, on the window itself: the
+// lease is handed back first and issued again after.
+func (r *Ratio) withdrawLocked(t int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.retire()
+	ok := true
 	if !r.allows(r.w.Sums(t)) {
 		// The requests Record counted since the last fold can only make
 		// room: fold them in only when the budget needs them, which
 		// spares the common case a walk over every stripe.
 		r.w.Fold(t)
-		if !r.allows(r.w.Sums(t)) {
-			return false
-		}
+		ok = r.allows(r.w.Sums(t))
 	}
-	r.w.AddAt(t, 0, 1)
-	return true
+	if ok {
+		r.w.AddAt(t, 0, 1)
+	}
+	r.issue(t)
+	return ok
+}
+
+// retire ends the lease, if any, and counts the retries taken from it in
+// the slot it was issued for. Everything that reads or changes the window
+// calls it first, under the mutex.
+func (r *Ratio) retire() {
+	if r.issued == 0 {
+		return // no lease out: its word holds no retries
+	}
+	left := uint32(r.lease.word.Swap(uint64(r.gen) << 32))
+	if taken := int64(r.issued - left); taken > 0 {
+		// No Fold has run since the lease was issued, so leaseAt is
+		// still in the slot it was issued for.
+		r.w.AddAt(r.leaseAt, 0, taken)
+	}
+	r.issued = 0
+}
+
+// issue leases the retries that the window allows at t, one after
+// another, to be taken anywhere in t's slot. Within a slot nothing leaves
+// the window, so until the window changes (and retire runs first) each of
+// them is a retry that allows would grant.
+func (r *Ratio) issue(t int64) {
+	n := r.headroom(r.w.Sums(t))
+	if n == 0 {
+		return
+	}
+	start, end := r.w.Span(t)
+	r.gen++
+	r.issued, r.leaseAt = n, t
+	r.lease.start.Store(start)
+	r.lease.end.Store(end)
+	r.lease.word.Store(uint64(r.gen)<<32 | uint64(n))
 }
 
 // allows reports whether one more retry fits beside requests and retries.
 func (r *Ratio) allows(requests, retries int64) bool {
 	return float64(retries+1) <= r.ratio*float64(requests)+r.reserve
+}
+
+// headroom is how many more retries allows grants beside requests and
+// retries, one after another, up to maxLease. Above 2^53 it may count a
+// few too few (each of them is granted), never one too many.
+func (r *Ratio) headroom(requests, retries int64) uint32 {
+	x := r.ratio*float64(requests) + r.reserve
+	if !r.allows(requests, retries) {
+		return 0
+	}
+	most := int64(1 << 62) // no more retries than that are ever counted
+	if x < 1<<62 {
+		most = int64(x) // floor(x): x is at least 1 here
+	}
+	return uint32(min(max(most-retries, 0), maxLease))
 }
 
 // Record counts a request when a is a call's first attempt; other attempts
@@ -205,6 +305,7 @@ func (r *Ratio) RecordAt(now time.Time, a Attempt) {
 	}
 	t := r.since(now)
 	r.mu.Lock()
+	r.retire()
 	r.w.AddAt(t, 1, 0)
 	r.mu.Unlock()
 }
@@ -216,6 +317,7 @@ func (r *Ratio) Counts(now time.Time) (requests, retries int64) {
 	t := r.since(now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.retire()
 	r.w.Fold(t)
 	return r.w.Sums(t)
 }

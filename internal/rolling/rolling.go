@@ -158,6 +158,15 @@ func (w *Window) Sums(now int64) (a, b int64) {
 	return max(a, 0), max(b, 0)
 }
 
+// Span returns the bounds [start, end) of the bucket that Sums(now) ends
+// in and that AddAt(now) adds to. Until the next Fold, Sums and AddAt at
+// any time in that span read and write that bucket and the same window.
+func (w *Window) Span(now int64) (start, end int64) {
+	now = min(max(now, w.last), maxTime)
+	start = w.index(now) * w.width
+	return start, start + w.width
+}
+
 // Reset empties the window: buckets and stripes. Counts striped
 // concurrently with Reset may survive it.
 func (w *Window) Reset(now int64) {

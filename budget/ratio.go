@@ -220,18 +220,20 @@ func (r *Ratio) withdrawLocked(t int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.retire()
-	ok := true
-	if !r.allows(r.w.Sums(t)) {
+	requests, retries := r.w.Sums(t)
+	if !r.allows(requests, retries) {
 		// The requests Record counted since the last fold can only make
 		// room: fold them in only when the budget needs them, which
 		// spares the common case a walk over every stripe.
 		r.w.Fold(t)
-		ok = r.allows(r.w.Sums(t))
+		requests, retries = r.w.Sums(t)
 	}
+	ok := r.allows(requests, retries)
 	if ok {
 		r.w.AddAt(t, 0, 1)
+		retries++
 	}
-	r.issue(t)
+	r.issue(t, r.headroom(requests, retries))
 	return ok
 }
 
@@ -251,12 +253,11 @@ func (r *Ratio) retire() {
 	r.issued = 0
 }
 
-// issue leases the retries that the window allows at t, one after
-// another, to be taken anywhere in t's slot. Within a slot nothing leaves
-// the window, so until the window changes (and retire runs first) each of
-// them is a retry that allows would grant.
-func (r *Ratio) issue(t int64) {
-	n := r.headroom(r.w.Sums(t))
+// issue leases n retries, the headroom of the window at t, to be taken
+// anywhere in t's slot. Within a slot nothing leaves the window, so until
+// the window changes (and retire runs first) each of them is a retry that
+// allows would grant.
+func (r *Ratio) issue(t int64, n uint32) {
 	if n == 0 {
 		return
 	}

@@ -58,6 +58,9 @@ func budgetTraffic(b *testing.B, call func(retry bool) (granted bool)) {
 // in flight. Each is what its library offers for the job.
 func BenchmarkBudgetParallel(b *testing.B) {
 	b.Run("unherd", func(b *testing.B) {
+		// Called through budget.Budget, as retry.Policy calls it and as
+		// failsafe-go's budget is called through its interface.
+		var r budget.Budget
 		r, err := budget.NewRatio(budget.RatioConfig{})
 		if err != nil {
 			b.Fatal(err)

@@ -40,7 +40,7 @@ type target struct {
 var targets = map[string]target{
 	"FirstSuccess":   {speedup: 10, zeroAllocs: true},
 	"RetryWait":      {floor: "floor-timer", floorRatio: 1.2, maxAllocs: 1, limitAllocs: true},
-	"BudgetParallel": {speedup: 1, maxNs: 20, zeroAllocs: true},
+	"BudgetParallel": {speedup: 3, peer: "failsafe-go", maxNs: 20, zeroAllocs: true},
 	"Pipeline":       {floor: "floor-timeout", floorOver: 50, floorAllocs: true},
 	// The twins whose operation watches its context are held to the same
 	// targets: there every attempt context does the same work.
@@ -54,6 +54,9 @@ var targets = map[string]target{
 	// unherd-fixed and reads no clock.
 	"Limit":         {speedup: 3, peer: "failsafe-go", zeroAllocs: true},
 	"LimitParallel": {speedup: 3, peer: "failsafe-go", zeroAllocs: true},
+	// Full jitter against cenkalti/backoff's widest randomization: one
+	// draw from math/rand/v2's global source in each.
+	"JitterDelay": {speedup: 1, peer: "cenkalti-backoff", zeroAllocs: true},
 }
 
 // unequal names the scenarios that are floors rather than comparisons of

@@ -189,8 +189,9 @@ func (s Schedule) ThrottledDelay(n int, prev time.Duration, u uint64) time.Durat
 // rest of the Schedule's fields. It takes the fields, not the Schedule:
 // a struct of that many fields lives in memory, so a callee taking one
 // stores every field on entry and loads it back; the fields come in
-// registers and stay there. The arguments of the default schedule's path
-// come first, prev (decorrelated jitter's alone) last.
+// registers and stay there (bench/NOTES.md, "Hot-path layout"). The
+// arguments of the default schedule's path come first, prev (decorrelated
+// jitter's alone) last.
 func delay(base, def, capd time.Duration, n int, u uint64, j Jitter, constant, immediate, capAfter bool, m float64, prev time.Duration) time.Duration {
 	if immediate {
 		return 0

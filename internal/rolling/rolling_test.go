@@ -10,7 +10,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const sec = int64(time.Second)
+const (
+	sec = int64(time.Second)
+	ms  = int64(time.Millisecond)
+)
 
 func TestWindow(t *testing.T) {
 	type op struct {
@@ -97,6 +100,35 @@ func TestWindow(t *testing.T) {
 			a, b := w.Sums(tc.now * sec)
 			if a != tc.wantA || b != tc.wantB {
 				t.Errorf("Sums = %d, %d; want %d, %d", a, b, tc.wantA, tc.wantB)
+			}
+		})
+	}
+}
+
+func TestSpan(t *testing.T) {
+	tests := []struct {
+		name       string
+		fold       int64 // ms: the last fold
+		now        int64 // ms
+		start, end int64 // ms
+	}{
+		{"inside a bucket", 0, 1500, 1000, 2000},
+		{"at a bucket's start", 0, 2000, 2000, 3000},
+		{"before the last fold counts as the fold", 3500, 1200, 3000, 4000},
+		{"before zero", -2500, -2500, -3000, -2000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := New(10*time.Second, 10)
+			w.Reset(tc.fold * ms)
+			start, end := w.Span(tc.now * ms)
+			if start != tc.start*ms || end != tc.end*ms {
+				t.Fatalf("Span = [%d, %d) ms, want [%d, %d)", start/ms, end/ms, tc.start, tc.end)
+			}
+			// AddAt anywhere in the span lands in the bucket Sums reads.
+			w.AddAt(end-1, 1, 0)
+			if a, _ := w.Sums(start); a != 1 {
+				t.Fatalf("Sums at the span's start = %d, want the 1 added at its end", a)
 			}
 		})
 	}

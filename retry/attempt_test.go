@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/observe"
 )
 
 // An attempt that never watches its context but fails once its timeout
@@ -32,7 +33,7 @@ func TestAttemptTimeoutUnwatched(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var classes []Class
 				p := mustNew(t, Config{AttemptTimeout: time.Second, MaxAttempts: 2, Backoff: backoff.Schedule{Immediate: true},
-					OnRetry: func(e RetryEvent) { classes = append(classes, e.Class) }})
+					Observer: observe.On(observe.Retry, func(e observe.Event) { classes = append(classes, e.Class) })})
 				err := p.Do(t.Context(), func(ctx context.Context) error {
 					time.Sleep(tc.takes)
 					return errBoom
@@ -429,15 +430,15 @@ func TestOnResult(t *testing.T) {
 	})
 }
 
-// OnGiveUp runs once for every call that ends without success, with the
+// The observer hears GiveUp once for every call that ends without success, with the
 // reason and the last error, and never for a success.
-func TestOnGiveUp(t *testing.T) {
+func TestObserverGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []string
 		p := mustNew(t, Config{Backoff: backoff.Schedule{Immediate: true}, Guards: []Guard{&fakeGuard{allow: 4}},
-			OnGiveUp: func(e GiveUpEvent) {
-				events = append(events, e.Reason.Error()+" after "+string(rune('0'+e.Attempts))+": "+errString(e.Err))
-			}})
+			Observer: observe.On(observe.GiveUp, func(e observe.Event) {
+				events = append(events, e.Reason.Error()+" after "+string(rune('0'+e.Attempt))+": "+errString(e.Err))
+			})})
 		calls := 0
 		_ = p.Do(t.Context(), failing(0, errBoom, &calls))                // succeeds
 		_ = p.Do(t.Context(), failing(9, MarkPermanent(errBoom), &calls)) // permanent

@@ -253,11 +253,8 @@ func (c *Call) tell(ts []uint64, o Outcome) {
 	}
 }
 
-// gaveUp runs Config.OnGiveUp for a call that stops with reason.
+// gaveUp tells the observer of a call that stops with reason.
 func (c *Call) gaveUp(reason error) {
-	if h := c.p.onGiveUp; h != nil {
-		h(GiveUpEvent{Attempts: c.attempt, Err: c.last, Reason: reason})
-	}
 	if c.p.observer != nil {
 		c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.GiveUp, Attempt: c.attempt, Err: c.last, Reason: reason,
 			Stop: stopName(reason), Delay: c.waited})
@@ -328,9 +325,9 @@ func (c *Call) refund() {
 //     ErrBudgetExhausted (unless Config.OnBudgetExhausted is
 //     ReturnAtOnce, the Decision asks the caller to wait first; see
 //     Decision.Wait).
-//  8. Run Config.OnRetry and return the delay.
+//  8. Tell the observer (observe.Retry) and return the delay.
 //
-// When it stops the call, Done runs Config.OnGiveUp first.
+// When it stops the call, Done tells the observer first (observe.GiveUp).
 func (c *Call) Done(now, deadline time.Time, err error, draw uint64) Decision {
 	if err == nil {
 		if c.p.hooked {
@@ -412,9 +409,6 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	}
 	c.prev, c.charged, c.state = d, class, paid
 	c.waited += d
-	if p.onRetry != nil {
-		p.onRetry(RetryEvent{Attempt: c.attempt, Err: err, Class: class, Delay: d})
-	}
 	if p.observer != nil {
 		p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Retry, Attempt: c.attempt, Err: err, Class: class, Delay: d})
 	}

@@ -176,21 +176,15 @@ type Config struct {
 	// call at once with ErrRejected and is never retried. Nil means none.
 	Guards []Guard
 
-	// OnRetry, if set, is called before each wait, outside any lock, with
-	// the failed attempt and the delay about to be waited.
-	OnRetry func(RetryEvent)
-
-	// OnGiveUp, if set, is called once when a call ends without success,
-	// whatever the reason (attempts, budget or deadline exhausted, a
-	// permanent error, a local rejection, the caller's cancellation),
-	// outside any lock, before Do returns.
-	OnGiveUp func(GiveUpEvent)
-
 	// Observer, if set, receives an observe.Event for every attempt
-	// (Attempt), every retry (Retry, with its reason's class and delay),
-	// and the call's end (Success, or GiveUp with its reason: a budget
-	// stop is a GiveUp with ErrBudgetExhausted), with the call's context,
-	// outside any lock. Nil means none, at no cost.
+	// (Attempt), every retry before its wait (Retry, with the failed
+	// attempt's error, its class and the delay about to be waited), and
+	// the call's end (Success, or GiveUp once with its reason: attempts,
+	// budget or deadline exhausted, a permanent error, a local rejection,
+	// the caller's cancellation), with the call's context, outside any
+	// lock, before Do returns. It is the call's one event stream: a
+	// function is an observer through observe.Func, and observe.Multi
+	// sends the stream to several. Nil means none, at no cost.
 	Observer observe.Observer
 
 	// Rand supplies the random draws for jitter. Nil means the global
@@ -206,29 +200,6 @@ type Config struct {
 type TimeoutSource interface {
 	AttemptTimeout() time.Duration
 	Observe(latency time.Duration, ok bool)
-}
-
-// RetryEvent describes a retry about to happen.
-type RetryEvent struct {
-	// Attempt is the number of the attempt that failed (1 for the first).
-	Attempt int
-	// Err is that attempt's error.
-	Err error
-	// Class is how it was classified.
-	Class Class
-	// Delay is the wait before the next attempt.
-	Delay time.Duration
-}
-
-// GiveUpEvent describes a call that ended without success.
-type GiveUpEvent struct {
-	// Attempts is the number of attempts made.
-	Attempts int
-	// Err is the last attempt's error (nil if no attempt ran).
-	Err error
-	// Reason is why the call stopped: one of the Err sentinels that
-	// Error.Reason holds.
-	Reason error
 }
 
 // Validate reports settings that cannot work, naming the field.

@@ -28,8 +28,6 @@ type Policy struct {
 	serverJitter   float64 // <= 0: none
 	classifier     func(error) Class
 	budget         budget.Budget
-	onRetry        func(RetryEvent)
-	onGiveUp       func(GiveUpEvent)
 	observer       observe.Observer
 	hooked         bool             // guards, an observer or a tracking budget: Admit and Done take their slow paths
 	tracker        budget.Tracker   // the budget, if it counts attempts in flight
@@ -66,8 +64,6 @@ func New(cfg Config) (*Policy, error) {
 		serverJitter:   cmp.Or(cfg.ServerJitter, DefaultServerJitter),
 		classifier:     cfg.Classify,
 		budget:         b,
-		onRetry:        cfg.OnRetry,
-		onGiveUp:       cfg.OnGiveUp,
 		observer:       cfg.Observer,
 		onExhausted:    cmp.Or(cfg.OnBudgetExhausted, DefaultOnBudgetExhausted),
 		guards:         append([]Guard(nil), cfg.Guards...),

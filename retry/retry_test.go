@@ -17,6 +17,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/configtest"
 	seededsrc "github.com/unherd/unherd/internal/seeded"
+	"github.com/unherd/unherd/observe"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -97,7 +98,7 @@ func TestDelaysFollowSchedule(t *testing.T) {
 				sched := backoff.Schedule{Base: 100 * time.Millisecond, Cap: 5 * time.Second, Jitter: j}
 				var got []time.Duration
 				p := mustNew(t, Config{MaxAttempts: 6, Backoff: sched, Rand: rand.NewPCG(7, 7),
-					OnRetry: func(e RetryEvent) { got = append(got, e.Delay) }})
+					Observer: observe.On(observe.Retry, func(e observe.Event) { got = append(got, e.Delay) })})
 				// Expected: the same draws fed to the schedule directly.
 				r := rand.NewPCG(7, 7)
 				var want []time.Duration
@@ -214,7 +215,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var classes []Class
 		p := mustNew(t, Config{AttemptTimeout: time.Second, Backoff: backoff.Schedule{Immediate: true},
-			OnRetry: func(e RetryEvent) { classes = append(classes, e.Class) }})
+			Observer: observe.On(observe.Retry, func(e observe.Event) { classes = append(classes, e.Class) })})
 		start := time.Now()
 		calls := 0
 		err := p.Do(t.Context(), func(ctx context.Context) error {

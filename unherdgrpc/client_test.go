@@ -21,6 +21,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -106,7 +107,7 @@ func TestUnaryClassification(t *testing.T) {
 			s := &faultServer{plan: []fault{f, f, f}}
 			var classes []retry.Class
 			cfg := unherdgrpc.Config{Codes: tt.codes}
-			cfg.Retry.OnRetry = func(ev retry.RetryEvent) { classes = append(classes, ev.Class) }
+			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { classes = append(classes, ev.Class) })
 			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 			_, err := unary(context.Background(), cc)
 			if got := status.Code(err); got != tt.code {
@@ -146,7 +147,7 @@ func TestUnaryPushback(t *testing.T) {
 			s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: tt.pushback}}}
 			var delays []time.Duration
 			cfg := unherdgrpc.Config{}
-			cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays = append(delays, ev.Delay) }
+			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays = append(delays, ev.Delay) })
 			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 			_, err := unary(context.Background(), cc)
 			if got := s.count(); got != tt.requests {
@@ -185,7 +186,7 @@ func TestUnaryAttemptTimeout(t *testing.T) {
 		cfg := unherdgrpc.Config{}
 		cfg.Retry.AttemptTimeout = 50 * time.Millisecond
 		var classes []retry.Class
-		cfg.Retry.OnRetry = func(ev retry.RetryEvent) { classes = append(classes, ev.Class) }
+		cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { classes = append(classes, ev.Class) })
 		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 		if _, err := unary(context.Background(), cc); err != nil {
 			t.Fatal(err)
@@ -976,7 +977,7 @@ func TestUnaryRetryInfo(t *testing.T) {
 			s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: tt.pushback, retryInfo: tt.retryInfo}}}
 			var delays []time.Duration
 			cfg := unherdgrpc.Config{}
-			cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays = append(delays, ev.Delay) }
+			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays = append(delays, ev.Delay) })
 			cfg.Retry.Backoff = backoff.Schedule{Immediate: true}
 			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 			_, err := unary(context.Background(), cc)

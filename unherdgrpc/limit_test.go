@@ -16,6 +16,7 @@ import (
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -102,12 +103,12 @@ func TestLimiterRefusalRetriedAfterPushback(t *testing.T) {
 			t.Fatal("could not take the only token")
 		}
 		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
-		var events []retry.RetryEvent
+		var events []observe.Event
 		cfg := unherdgrpc.Config{}
-		cfg.Retry.OnRetry = func(ev retry.RetryEvent) {
+		cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) {
 			events = append(events, ev)
 			held.Served(time.Now()) // room for the retry
-		}
+		})
 		fs := &faultServer{}
 		cc := serve(t, fs, false, srv.ServerOptions(), newClient(t, cfg).DialOptions()...)
 		start := time.Now()

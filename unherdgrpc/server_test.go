@@ -18,6 +18,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -112,7 +113,7 @@ func TestServerPushbackWhenOverloaded(t *testing.T) {
 		var delays []time.Duration
 		var classes []retry.Class
 		cfg := unherdgrpc.Config{}
-		cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays, classes = append(delays, ev.Delay), append(classes, ev.Class) }
+		cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays, classes = append(delays, ev.Delay), append(classes, ev.Class) })
 		cc := serve(t, &faultServer{}, false, srv.ServerOptions(), newClient(t, cfg).DialOptions()...)
 		if _, err := unary(context.Background(), cc); err != nil {
 			t.Fatal(err)

@@ -46,8 +46,8 @@ func DefaultCodes(c codes.Code) retry.Class {
 }
 
 // AttemptError is the error of one failed attempt as the retry loop sees
-// it: the attempt's status and the pushback its trailer carried. A
-// Config.OnRetry hook, a guard or a custom classifier can read it with
+// it: the attempt's status and the pushback its trailer carried. The
+// Retry.Observer (its event's Err), a guard or a custom classifier can read it with
 // errors.As; the caller gets the last attempt's status through the
 // call's *Error.
 type AttemptError struct {

@@ -16,8 +16,8 @@ import (
 
 // StatusError is the error of an attempt whose response the Transport
 // treats as a failure: a retryable status such as 503, or a permanent one
-// such as 404. The retry loop sees it, so a Retry.OnRetry hook or a guard
-// can read the status; the caller normally gets the response itself
+// such as 404. The retry loop sees it, so the Retry.Observer (its
+// event's Err) or a guard can read the status; the caller normally gets the response itself
 // instead.
 type StatusError struct {
 	// StatusCode is the response's status code.

@@ -68,8 +68,9 @@ var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 // idempotency keys.
 type Config struct {
 	// Retry configures the retry loop; the Transport builds one
-	// retry.Policy from it, once. Retry.OnRetry, if set, runs after the
-	// discarded response has been drained and closed.
+	// retry.Policy from it, once. Retry.Observer, if set, hears each
+	// retry (observe.Retry) after the discarded response has been
+	// drained and closed.
 	//
 	// Retry.AttemptTimeout bounds each attempt as the Transport sees one:
 	// from the moment it has a connection (new or reused) to the arrival

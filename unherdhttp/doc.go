@@ -120,8 +120,8 @@
 // A Retry-After longer than retry.Config.MaxServerDelay (30 s by
 // default) ends the retries, unless retry.Config.ClampServerDelay is set: coming back sooner than the server allowed
 // would only add load, so the last response goes back at once, with a nil
-// error (the loop stops with retry.ErrServerDelayTooLong, and no
-// Retry.OnRetry hook runs). Likewise, a wait that would end after
+// error (the loop stops with retry.ErrServerDelayTooLong, and the
+// Retry.Observer hears no observe.Retry). Likewise, a wait that would end after
 // the request context's deadline is not started: the last response goes
 // back at once.
 //

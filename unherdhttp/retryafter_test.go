@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -152,13 +153,13 @@ func TestRetryAfterIsFloor(t *testing.T) {
 			url, _ := retryAfterServer(t, tc.status, tc.value)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var ev retry.RetryEvent
+			var ev observe.Event
 			var read time.Time
-			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{OnRetry: func(e retry.RetryEvent) {
+			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{Observer: observe.On(observe.Retry, func(e observe.Event) {
 				read = time.Now() // after the transport parsed Retry-After
 				ev = e
 				cancel()
-			}}})
+			})}})
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			_, _, err := do(tr, req)
 			if !errors.Is(err, retry.ErrCancelled) {
@@ -191,7 +192,7 @@ func TestRetryAfterTooLong(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url, hits := retryAfterServer(t, 503, func() string { return "3600" })
 			retried := false
-			tc.cfg.OnRetry = func(retry.RetryEvent) { retried = true }
+			tc.cfg.Observer = observe.On(observe.Retry, func(observe.Event) { retried = true })
 			tr := newTransport(t, unherdhttp.Config{Retry: tc.cfg})
 			status, body, err := get(t, tr, url)
 			if err != nil || status != 503 || body != "busy" {
@@ -238,10 +239,10 @@ func TestRetryAfterZeroSpreads(t *testing.T) {
 	var cancel context.CancelFunc
 	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{
 		Rand: rand.NewPCG(3, 4), // the requests run one after another
-		OnRetry: func(e retry.RetryEvent) {
+		Observer: observe.On(observe.Retry, func(e observe.Event) {
 			waits = append(waits, e.Delay)
 			cancel()
-		},
+		}),
 	}})
 	const n = 200
 	for range n {
@@ -292,9 +293,9 @@ func TestAmzRetryAfter(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var ev retry.RetryEvent
+			var ev observe.Event
 			cfg := retry.AWS2026()
-			cfg.OnRetry = func(e retry.RetryEvent) { ev = e; cancel() }
+			cfg.Observer = observe.On(observe.Retry, func(e observe.Event) { ev = e; cancel() })
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg})
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 			if _, _, err := do(tr, req); !errors.Is(err, retry.ErrCancelled) {

@@ -17,6 +17,7 @@ import (
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -108,13 +109,13 @@ func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events []retry.RetryEvent
+	var events []observe.Event
 	var tokens int64
-	cfg := unherdhttp.Config{Retry: retry.Config{Budget: b, OnRetry: func(ev retry.RetryEvent) {
+	cfg := unherdhttp.Config{Retry: retry.Config{Budget: b, Observer: observe.On(observe.Retry, func(ev observe.Event) {
 		events = append(events, ev)
 		tokens = b.Tokens()
 		held.Served(time.Now()) // room for the retry
-	}}}
+	})}}
 	client := &http.Client{Transport: newTransport(t, cfg)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/timeout"
 	"github.com/unherd/unherd/unherdhttp"
@@ -66,9 +67,9 @@ func TestAttemptTimeout(t *testing.T) {
 			srv, hits := hangingServerURL(t, tc.hang...)
 			var classes []retry.Class
 			tr := newTransport(t, unherdhttp.Config{
-				Retry: retry.Config{AttemptTimeout: shortTimeout, Backoff: fast.Backoff, OnRetry: func(ev retry.RetryEvent) {
+				Retry: retry.Config{AttemptTimeout: shortTimeout, Backoff: fast.Backoff, Observer: observe.On(observe.Retry, func(ev observe.Event) {
 					classes = append(classes, ev.Class)
-				}},
+				})},
 			})
 			req, _ := http.NewRequest(tc.method, srv, strings.NewReader("x"))
 			status, body, err := do(tr, req)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -192,8 +193,8 @@ func TestDocumentModes(t *testing.T) {
 // rest.
 type refusing struct{ n int }
 
-func (b *refusing) Withdraw(budget.Class) bool { b.n--; return b.n >= 0 }
-func (*refusing) Record(budget.Attempt)        {}
+func (b *refusing) Withdraw(failure.Class) bool { b.n--; return b.n >= 0 }
+func (*refusing) Record(budget.Attempt)         {}
 
 // decisions returns, as text, the decisions a Policy with OnBudgetExhausted
 // m makes over TestDocumentModes's set of calls.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 )
 
@@ -31,7 +32,7 @@ func TestAttemptTimeoutUnwatched(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var classes []Class
+				var classes []failure.Class
 				p := mustNew(t, Config{AttemptTimeout: time.Second, MaxAttempts: 2, Backoff: backoff.Schedule{Immediate: true},
 					Observer: observe.On(observe.Retry, func(e observe.Event) { classes = append(classes, e.Class) })})
 				err := p.Do(t.Context(), func(ctx context.Context) error {
@@ -41,11 +42,11 @@ func TestAttemptTimeoutUnwatched(t *testing.T) {
 				if !errors.Is(err, errBoom) || errors.Is(err, ErrAttemptTimeout) != tc.timeout {
 					t.Fatalf("err = %v, want errBoom, wrapped with ErrAttemptTimeout: %v", err, tc.timeout)
 				}
-				want := Transient
+				want := failure.Transient
 				if tc.timeout {
-					want = Timeout
+					want = failure.Timeout
 				}
-				if diff := cmp.Diff([]Class{want}, classes); diff != "" {
+				if diff := cmp.Diff([]failure.Class{want}, classes); diff != "" {
 					t.Error(diff)
 				}
 			})
@@ -193,7 +194,7 @@ func TestStartAttemptTimeoutSource(t *testing.T) {
 			t.Error("TimedOut() = false after the timeout")
 		}
 		err := a.End(context.Cause(a.Context()))
-		if !errors.Is(err, ErrAttemptTimeout) || DefaultClassify(err) != Timeout {
+		if !errors.Is(err, ErrAttemptTimeout) || DefaultClassify(err) != failure.Timeout {
 			t.Errorf("End = %v (class %v), want ErrAttemptTimeout, a Timeout", err, DefaultClassify(err))
 		}
 

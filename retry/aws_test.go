@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // The AWS SDKs' published retry test cases, encoded against the presets.
@@ -67,9 +68,9 @@ var (
 func drain(t *testing.T, b *budget.TokenBucket, n int64) {
 	t.Helper()
 	for b.Tokens() > n {
-		c := Transient
+		c := failure.Transient
 		if (b.Tokens()-n)%5 == 0 {
-			c = Throttled
+			c = failure.Throttled
 		}
 		if !b.Withdraw(c) {
 			break

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/observe"
 )
@@ -71,7 +72,7 @@ type Call struct {
 	prev    time.Duration // the last retry's delay
 	attempt int           // attempts admitted so far
 	max     int           // the attempt limit: MaxAttempts or NestedAttempts
-	charged Class         // the class the last retry was withdrawn as
+	charged failure.Class // the class the last retry was withdrawn as
 	state   callState
 	tickets [maxStackGuards]uint64
 	more    []uint64        // the guards' tickets, when there are more than fit in tickets
@@ -107,7 +108,7 @@ type Decision struct {
 	// Config.OnBudgetExhausted is not ReturnAtOnce.
 	Wait bool
 	// Class is how the failed attempt was classified.
-	Class Class
+	Class failure.Class
 }
 
 // Begin starts a call. nested says the call is made while serving a caller
@@ -368,13 +369,13 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	errtree.Walk(err, m.visit)
 	if m.rejected {
 		c.reportAbandoned(err)
-		return Decision{Reason: ErrRejected, Class: Permanent}
+		return Decision{Reason: ErrRejected, Class: failure.Permanent}
 	}
 	class := m.class(p.classifier, err)
 	c.report(Outcome{Err: err, Class: class})
 	p.budget.Record(budget.Attempt{N: c.attempt, Failed: true, Class: class, Charged: c.charged})
 	switch {
-	case class == Permanent:
+	case class == failure.Permanent:
 		return Decision{Reason: ErrPermanent, Class: class}
 	case m.final:
 		return Decision{Reason: ErrFinal, Class: class}
@@ -427,9 +428,9 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 // floor in d) is honoured: the wait is at least d when the failure named
 // one (Retry-After). When the wait would end at or after the deadline it is drawn again,
 // from u's other half, within [d, deadline), which step 6 found room for.
-func (p *Policy) remaining(attempt, limit int, class Class, d time.Duration, server bool, now, deadline time.Time, u uint64) time.Duration {
+func (p *Policy) remaining(attempt, limit int, class failure.Class, d time.Duration, server bool, now, deadline time.Time, u uint64) time.Duration {
 	s := p.backoff
-	throttled := class == Throttled
+	throttled := class == failure.Throttled
 	left := limit - attempt // retries left, the refused one included
 	// The capped delays of the retries left: a growing prefix, then
 	// every retry at the cap (or a constant schedule's one delay). The

@@ -6,23 +6,6 @@ import (
 	"github.com/unherd/unherd/failure"
 )
 
-// Class is how a failed attempt is treated; package failure defines it, so
-// that budgets and guards, which retry builds on, speak it too.
-type Class = failure.Class
-
-// Failure classes, as the retry loop sees them.
-const (
-	// Transient failures are retried on the normal schedule.
-	Transient = failure.Transient
-	// Timeout failures (an attempt's own timeout, a net.Error that reports
-	// Timeout) are retried; budgets may charge them more.
-	Timeout = failure.Timeout
-	// Throttled failures are retried on the schedule's throttled base.
-	Throttled = failure.Throttled
-	// Permanent failures stop the loop at once.
-	Permanent = failure.Permanent
-)
-
 // Verdict is how an integration judged a failed attempt, handed to the
 // call as values with [Judge]: the class it gave the failure, whether the
 // call must end after it, and the delay the server asked for. It is what
@@ -36,7 +19,7 @@ type Verdict struct {
 	// DefaultClassify's own rules find in it (Permanent, then Throttled,
 	// then Timeout): so Transient adds nothing, and a verdict cannot make
 	// an attempt that timed out merely Transient.
-	Class Class
+	Class failure.Class
 	// Final ends the call after this attempt with ErrFinal, keeping the
 	// class: for a failure not safe to repeat, or that the caller chose
 	// not to retry, which budgets and guards must still count as what it
@@ -84,7 +67,7 @@ type judged struct {
 func (e *judged) Error() string { return e.err.Error() }
 func (e *judged) Unwrap() error { return e.err }
 func (e *judged) Is(target error) bool {
-	return target == ErrPermanent && e.v.Class == Permanent || target == ErrFinal && e.v.Final
+	return target == ErrPermanent && e.v.Class == failure.Permanent || target == ErrFinal && e.v.Final
 }
 
 // judgedDelay is a judged error with a server delay: a ServerDelay.
@@ -96,7 +79,7 @@ func (e *judgedDelay) RetryAfter() time.Duration { return e.v.Delay }
 // instead of retrying. errors.Is(MarkPermanent(err), ErrPermanent) is true, and
 // err stays reachable through Unwrap. MarkPermanent(nil) is nil. It is
 // Judge(err, Verdict{Class: Permanent}).
-func MarkPermanent(err error) error { return Judge(err, Verdict{Class: Permanent}) }
+func MarkPermanent(err error) error { return Judge(err, Verdict{Class: failure.Permanent}) }
 
 // MarkFinal marks err as the end of the call without changing its class:
 // the loop stops after this attempt with ErrFinal, but budgets and guards
@@ -110,7 +93,7 @@ func MarkFinal(err error) error { return Judge(err, Verdict{Final: true}) }
 // MarkThrottled marks err as a throttling answer (the dependency asked for
 // less traffic): it is retried from the schedule's throttled base.
 // MarkThrottled(nil) is nil. It is Judge(err, Verdict{Class: Throttled}).
-func MarkThrottled(err error) error { return Judge(err, Verdict{Class: Throttled}) }
+func MarkThrottled(err error) error { return Judge(err, Verdict{Class: failure.Throttled}) }
 
 // ServerDelay is implemented by errors that carry a delay the server asked
 // for (an HTTP Retry-After, a gRPC pushback). The retry loop waits at least
@@ -130,7 +113,7 @@ type ServerDelay interface {
 // nil. It is Judge(err, Verdict{Class: Throttled, Delay: d, HasDelay:
 // true}).
 func WithServerDelay(err error, d time.Duration) error {
-	return Judge(err, Verdict{Class: Throttled, Delay: d, HasDelay: true})
+	return Judge(err, Verdict{Class: failure.Throttled, Delay: d, HasDelay: true})
 }
 
 // DefaultClassify is the classification used when Config.Classify is nil,
@@ -159,7 +142,7 @@ func WithServerDelay(err error, d time.Duration) error {
 // never retried, whatever this returns. An error that is ErrFinal (or
 // judged Final, MarkFinal) keeps the class these rules give it but ends the
 // call with ErrFinal.
-func DefaultClassify(err error) Class {
+func DefaultClassify(err error) failure.Class {
 	m := inspect(err)
 	return m.class(nil, err)
 }

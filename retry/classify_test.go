@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/failure"
 )
 
 func TestServerDelay(t *testing.T) {
@@ -102,14 +103,14 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want Class
+		want failure.Class
 	}{
-		{"plain", errBoom, Transient},
-		{"permanent", fmt.Errorf("x: %w", MarkPermanent(errBoom)), Permanent},
-		{"throttled", MarkThrottled(errBoom), Throttled},
-		{"server delay", WithServerDelay(errBoom, time.Second), Throttled},
-		{"deadline exceeded", context.DeadlineExceeded, Timeout},
-		{"attempt timeout", &timeoutError{errBoom}, Timeout},
+		{"plain", errBoom, failure.Transient},
+		{"permanent", fmt.Errorf("x: %w", MarkPermanent(errBoom)), failure.Permanent},
+		{"throttled", MarkThrottled(errBoom), failure.Throttled},
+		{"server delay", WithServerDelay(errBoom, time.Second), failure.Throttled},
+		{"deadline exceeded", context.DeadlineExceeded, failure.Timeout},
+		{"attempt timeout", &timeoutError{errBoom}, failure.Timeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +151,7 @@ func FuzzServerDelay(f *testing.F) {
 			return
 		}
 		sd := inspect(WithServerDelay(errBoom, time.Duration(asked))).serverDelay
-		d, tooLong := p.delay(1, 0, Throttled, sd, u)
+		d, tooLong := p.delay(1, 0, failure.Throttled, sd, u)
 		want := min(time.Duration(max(asked, 0)), p.maxServerDelay)
 		if tooLong != (!clamp && time.Duration(asked) > p.maxServerDelay) {
 			t.Fatalf("asked %v, max %v, clamp %v: tooLong %v", time.Duration(asked), p.maxServerDelay, clamp, tooLong)
@@ -198,7 +199,7 @@ func TestOperationReturnsStopSentinel(t *testing.T) {
 		{"inner policy stopped as final", innerFinal, Config{}, ErrFinal, 1},
 		{"operation's own cancellation", fmt.Errorf("query: %w", context.Canceled), Config{}, ErrPermanent, 1},
 		{"cancellation a classifier retries", context.Canceled,
-			Config{Classify: func(error) Class { return Transient }}, ErrAttemptsExhausted, 3},
+			Config{Classify: func(error) failure.Class { return failure.Transient }}, ErrAttemptsExhausted, 3},
 		{"inner policy ran out of attempts", inner.Do(context.Background(), func(context.Context) error { return errBoom }),
 			Config{}, ErrAttemptsExhausted, 3},
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/observe"
 
@@ -135,7 +136,7 @@ type Config struct {
 	// and its answer goes to the guards, the budget and the retry
 	// decision alike. It is not called for a local rejection (an error
 	// that is ErrRejected) or when the caller's context has ended.
-	Classify func(error) Class
+	Classify func(error) failure.Class
 
 	// Budget is consulted before every retry and told about every attempt.
 	// Nil means a token bucket of its own with the AWS SDKs' "Retry

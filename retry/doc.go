@@ -85,10 +85,10 @@
 // [ErrRejected] and gives back to the budget the retry withdrawn for the
 // rejected attempt, so a local rejection costs the budget nothing.
 //
-// The failure classes (Transient, Timeout, Throttled, Permanent) are
-// defined in package failure, below both this package and package budget,
-// which charges retries by them; [Class] and its constants here are the
-// same type and values.
+// The failure classes ([failure.Transient], [failure.Timeout],
+// [failure.Throttled], [failure.Permanent]) have one name, in package
+// failure, below both this package and package budget, which charges
+// retries by them.
 //
 // # Retry budget
 //

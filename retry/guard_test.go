@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/failure"
 )
 
 // fakeBudget allows a fixed number of withdrawals and logs every call.
@@ -193,9 +194,9 @@ func TestGuardedClassifiesOnce(t *testing.T) {
 				}
 				classified := 0
 				b := &fakeBudget{allow: 9}
-				p := mustNew(t, Config{Budget: b, Guards: gs, MaxAttempts: 3, Classify: func(error) Class {
+				p := mustNew(t, Config{Budget: b, Guards: gs, MaxAttempts: 3, Classify: func(error) failure.Class {
 					classified++
-					return Throttled
+					return failure.Throttled
 				}})
 				calls := 0
 				err := p.Do(t.Context(), failing(9, errBoom, &calls))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/errtree"
 )
 
@@ -127,7 +128,7 @@ func randomTree(r *rand.Rand, depth int) error {
 	case 11:
 		return &multiIs{[]error{sub(), sub()}, target()}
 	case 12:
-		return Judge(sub(), Verdict{Class: Class(r.IntN(5)), Final: r.IntN(2) == 0}) // 4: no class at all
+		return Judge(sub(), Verdict{Class: failure.Class(r.IntN(5)), Final: r.IntN(2) == 0}) // 4: no class at all
 	default:
 		// A server delay without the throttled mark.
 		return Judge(sub(), Verdict{Delay: time.Second, HasDelay: true})
@@ -143,8 +144,8 @@ func marksOf(err error) marks {
 	m.permanent = errors.Is(err, ErrPermanent)
 	m.final = errors.Is(err, ErrFinal)
 	m.canceled = errors.Is(err, context.Canceled)
-	m.throttled = anyVerdict(err, func(v Verdict) bool { return v.Class == Throttled })
-	m.timedOut = anyVerdict(err, func(v Verdict) bool { return v.Class == Timeout })
+	m.throttled = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Throttled })
+	m.timedOut = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Timeout })
 	var sd ServerDelay
 	if errors.As(err, &sd) {
 		m.serverDelay = sd
@@ -206,9 +207,9 @@ func TestInspectMatchesErrorsIs(t *testing.T) {
 		&Error{Reason: ErrRejected, Attempts: 1, Cause: NewRejection("open")},
 		fmt.Errorf("get: %w", context.Canceled),
 		flatLeaf{},
-		Judge(errBoom, Verdict{Class: Transient}),
-		Judge(context.Canceled, Verdict{Class: Transient}),
-		Judge(flatLeaf{}, Verdict{Class: Transient}),
+		Judge(errBoom, Verdict{Class: failure.Transient}),
+		Judge(context.Canceled, Verdict{Class: failure.Transient}),
+		Judge(flatLeaf{}, Verdict{Class: failure.Transient}),
 		WithServerDelay(&timeoutLeaf{true}, time.Second),
 	}
 	for _, err := range fixed {
@@ -232,7 +233,7 @@ func TestJudgeSkipsBareError(t *testing.T) {
 		err  error
 		want errtree.Step
 	}{
-		{Judge(errBoom, Verdict{Class: Transient}), errtree.Skip},
+		{Judge(errBoom, Verdict{Class: failure.Transient}), errtree.Skip},
 		{WithServerDelay(errors.New("busy"), time.Second), errtree.Skip},
 		{Judge(flatLeaf{}, Verdict{}), errtree.Skip},
 		{Judge(context.Canceled, Verdict{}), errtree.Descend},
@@ -276,7 +277,7 @@ func TestMarkersOfNil(t *testing.T) {
 		{"MarkThrottled", MarkThrottled},
 		{"MarkAttemptTimeout", MarkAttemptTimeout},
 		{"WithServerDelay", func(err error) error { return WithServerDelay(err, time.Second) }},
-		{"Judge, a class", func(err error) error { return Judge(err, Verdict{Class: Timeout}) }},
+		{"Judge, a class", func(err error) error { return Judge(err, Verdict{Class: failure.Timeout}) }},
 		{"Judge, a delay", func(err error) error { return Judge(err, Verdict{Delay: time.Second, HasDelay: true}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

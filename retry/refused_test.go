@@ -13,18 +13,19 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // refuseAll is a budget that refuses every retry.
 type refuseAll struct{}
 
-func (refuseAll) Withdraw(Class) bool   { return false }
-func (refuseAll) Record(budget.Attempt) {}
+func (refuseAll) Withdraw(failure.Class) bool { return false }
+func (refuseAll) Record(budget.Attempt)       {}
 
 // refuseAfter allows the first n retries, then refuses every one.
 type refuseAfter struct{ n int }
 
-func (b *refuseAfter) Withdraw(Class) bool {
+func (b *refuseAfter) Withdraw(failure.Class) bool {
 	b.n--
 	return b.n >= 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/observe"
 
@@ -26,7 +27,7 @@ type Policy struct {
 	clampServer    bool
 	maxServerExtra time.Duration
 	serverJitter   float64 // <= 0: none
-	classifier     func(error) Class
+	classifier     func(error) failure.Class
 	budget         budget.Budget
 	observer       observe.Observer
 	hooked         bool             // guards, an observer or a tracking budget: Admit and Done take their slow paths

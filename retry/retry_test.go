@@ -15,6 +15,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	seededsrc "github.com/unherd/unherd/internal/seeded"
 	"github.com/unherd/unherd/observe"
@@ -55,7 +56,7 @@ func TestDoOutcomes(t *testing.T) {
 		{"one attempt disables retries", Config{MaxAttempts: 1}, 5, errBoom, 1, ErrAttemptsExhausted},
 		{"permanent stops at once", Config{}, 5, MarkPermanent(errBoom), 1, ErrPermanent},
 		{"negative server delay is permanent", Config{}, 5, WithServerDelay(errBoom, -1), 1, ErrPermanent},
-		{"classifier makes it permanent", Config{Classify: func(error) Class { return Permanent }}, 5, errBoom, 1, ErrPermanent},
+		{"classifier makes it permanent", Config{Classify: func(error) failure.Class { return failure.Permanent }}, 5, errBoom, 1, ErrPermanent},
 		{"five attempts", Config{MaxAttempts: 5}, 10, errBoom, 5, ErrAttemptsExhausted},
 	}
 	for _, tc := range tests {
@@ -213,7 +214,7 @@ func TestCallerCancellation(t *testing.T) {
 
 func TestAttemptTimeoutIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var classes []Class
+		var classes []failure.Class
 		p := mustNew(t, Config{AttemptTimeout: time.Second, Backoff: backoff.Schedule{Immediate: true},
 			Observer: observe.On(observe.Retry, func(e observe.Event) { classes = append(classes, e.Class) })})
 		start := time.Now()
@@ -229,7 +230,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 		if el := time.Since(start); el != 3*time.Second {
 			t.Fatalf("elapsed %v, want 3 attempt timeouts", el)
 		}
-		if diff := cmp.Diff([]Class{Timeout, Timeout}, classes); diff != "" {
+		if diff := cmp.Diff([]failure.Class{failure.Timeout, failure.Timeout}, classes); diff != "" {
 			t.Fatal(diff)
 		}
 	})
@@ -261,7 +262,7 @@ func TestOuterRetryMakesOneAttempt(t *testing.T) {
 	}
 }
 
-func (b *fakeBudget) Withdraw(c budget.Class) bool {
+func (b *fakeBudget) Withdraw(c failure.Class) bool {
 	b.log = append(b.log, "withdraw "+c.String())
 	if b.allow == 0 {
 		return false

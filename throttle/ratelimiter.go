@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
@@ -86,7 +87,7 @@ func NewRateLimiter(s RateLimiterSettings) (*RateLimiter, error) {
 	return r, nil
 }
 
-func defaultIsThrottle(o retry.Outcome) bool { return o.Err != nil && o.Class == retry.Throttled }
+func defaultIsThrottle(o retry.Outcome) bool { return o.Err != nil && o.Class == failure.Throttled }
 
 // Admit takes a send token, implementing retry.Guard, waiting for one if
 // the bucket is empty. Before the first throttling response it returns at

@@ -13,11 +13,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
 
@@ -115,7 +115,7 @@ func TestLimiterRefusalRetriedAfterPushback(t *testing.T) {
 		if _, err := unary(context.Background(), cc); err != nil {
 			t.Fatal(err)
 		}
-		if len(events) != 1 || events[0].Class != retry.Throttled || events[0].Delay < 250*time.Millisecond {
+		if len(events) != 1 || events[0].Class != failure.Throttled || events[0].Delay < 250*time.Millisecond {
 			t.Fatalf("retries %+v; want one throttled retry after at least 250 ms", events)
 		}
 		if took := time.Since(start); took < 250*time.Millisecond || fs.count() != 1 {

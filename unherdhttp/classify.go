@@ -137,7 +137,7 @@ func permanentTransportError(err error) bool {
 // is. A 500, and any 5xx the table does not name (505, 507, 520 to 527,
 // ...), is a server failure (Transient, so guards count it), retried
 // unless NoRetry500; 501 Not Implemented is permanent.
-func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
+func (t *Transport) statusClass(code int) (c failure.Class, failed bool) {
 	return failure.OfHTTPStatus(code)
 }
 
@@ -154,7 +154,7 @@ func serverFailure(code int) bool {
 // responseClass classifies a response by the Classify hook, then the
 // default rules; failed is false for a response to hand back as it is,
 // and hooked is true when the hook decided.
-func (t *Transport) responseClass(resp *http.Response) (c retry.Class, failed, hooked bool) {
+func (t *Transport) responseClass(resp *http.Response) (c failure.Class, failed, hooked bool) {
 	if t.classify != nil {
 		if hc, ok := t.classify(resp, nil); ok {
 			return hc, true, true
@@ -177,12 +177,12 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 		// the delay after which to come back: the one execution's answer
 		// is on its way, so the retry waits for it rather than ending the
 		// call with a conflict.
-		class = retry.Transient
+		class = failure.Transient
 	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp}
 	v := retry.Verdict{Class: class}
 	switch {
-	case class == retry.Permanent:
+	case class == failure.Permanent:
 		return nil, retry.Judge(se, v)
 	case !c.replayable || c.once:
 		// The server has seen the request, or its body is gone: stop, but

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/retry"
@@ -172,7 +173,7 @@ type Config struct {
 	// an error is classified as returned. Replay safety still holds: a
 	// request that may have reached the server is repeated only if its
 	// method is idempotent or it carries an Idempotency-Key.
-	Classify func(resp *http.Response, err error) (c retry.Class, ok bool)
+	Classify func(resp *http.Response, err error) (c failure.Class, ok bool)
 }
 
 // Validate reports settings that cannot work, naming the field.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
@@ -166,7 +167,7 @@ func TestRetryAfterIsFloor(t *testing.T) {
 				t.Fatalf("got %v, want the cancellation from the hook", err)
 			}
 			lo, hi := tc.bounds(read)
-			if ev.Delay < lo || ev.Delay > hi || ev.Class != retry.Throttled {
+			if ev.Delay < lo || ev.Delay > hi || ev.Class != failure.Throttled {
 				t.Errorf("waited %v as %v, want [%v, %v] as throttled", ev.Delay, ev.Class, lo, hi)
 			}
 			var se *unherdhttp.StatusError

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
@@ -128,7 +129,7 @@ func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d, want 200 on the retry", resp.StatusCode)
 	}
-	if len(events) != 1 || events[0].Class != retry.Throttled || events[0].Delay < time.Second {
+	if len(events) != 1 || events[0].Class != failure.Throttled || events[0].Delay < time.Second {
 		t.Fatalf("retries %+v; want one throttled retry after at least 1 s", events)
 	}
 	if tokens >= b.Capacity() {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
@@ -65,7 +66,7 @@ func TestAttemptTimeout(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, hits := hangingServerURL(t, tc.hang...)
-			var classes []retry.Class
+			var classes []failure.Class
 			tr := newTransport(t, unherdhttp.Config{
 				Retry: retry.Config{AttemptTimeout: shortTimeout, Backoff: fast.Backoff, Observer: observe.On(observe.Retry, func(ev observe.Event) {
 					classes = append(classes, ev.Class)
@@ -85,7 +86,7 @@ func TestAttemptTimeout(t *testing.T) {
 				t.Errorf("server saw %d requests, want %d", got, tc.wantHits)
 			}
 			for _, c := range classes {
-				if c != retry.Timeout {
+				if c != failure.Timeout {
 					t.Errorf("retried as %v, want timeout", c)
 				}
 			}
@@ -207,7 +208,7 @@ func TestTimeoutSourceClassifiesOnce(t *testing.T) {
 	var hooked atomic.Int32
 	src := &fixedTimeouts{d: time.Hour}
 	tr := newTransport(t, unherdhttp.Config{Retry: withTimeouts(fast, src),
-		Classify: func(resp *http.Response, err error) (retry.Class, bool) {
+		Classify: func(resp *http.Response, err error) (failure.Class, bool) {
 			if resp != nil {
 				hooked.Add(1)
 			}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/errtree"
@@ -35,7 +36,7 @@ type Transport struct {
 	autoKey        bool
 	maxBuffered    int64
 	maxDrained     int64
-	classify       func(*http.Response, error) (retry.Class, bool)
+	classify       func(*http.Response, error) (failure.Class, bool)
 	traced         bool // base is an *http.Transport, which reports GotConn; else the attempt timeout bounds the whole attempt
 	hedger         *hedge.Hedger
 	hedgeMethod    func(method string) bool

@@ -60,7 +60,7 @@ func Example_guard() {
 	calls := 0
 	err := p.Do(context.Background(), func(ctx context.Context) error {
 		calls++
-		return retry.WithServerDelay(errors.New("overloaded"), 0)
+		return retry.Judge(errors.New("overloaded"), retry.Verdict{Class: failure.Throttled, Delay: 0, HasDelay: true})
 	})
 	var re *retry.Error
 	errors.As(err, &re)

@@ -264,7 +264,7 @@ func TestWrapWithRetry(t *testing.T) {
 	if got := retry.DefaultClassify(err); got != failure.Throttled {
 		t.Errorf("503 classified %v, want Throttled", got)
 	}
-	var sd retry.ServerDelay
+	var sd interface{ RetryAfter() time.Duration }
 	if !errors.As(err, &sd) {
 		t.Fatalf("%v carries no server delay", err)
 	}

@@ -592,7 +592,7 @@ func TestEndRecordsOutcome(t *testing.T) {
 	}{
 		{"success", Config{}, nil, []budget.Attempt{{N: 1}}},
 		{"transient failure", Config{}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}}},
-		{"throttled failure", Config{}, retry.MarkThrottled(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
+		{"throttled failure", Config{}, retry.Judge(errBoom, retry.Verdict{Class: failure.Throttled}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
 		{"timeout", Config{}, context.DeadlineExceeded, []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
 		{"permanent failure", Config{}, retry.MarkPermanent(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: failure.Permanent}}},
 		{"custom classifier", Config{Classify: onlyThrottled}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},

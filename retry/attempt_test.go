@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/failure"
@@ -470,11 +469,11 @@ func errString(err error) string {
 // at the highest draw), with
 // WaitRetryDelay the refused retry's delay; with ReturnAtOnce, it returns
 // at once.
-func TestWaitThenReturn(t *testing.T) {
+func TestBudgetExhaustionWaits(t *testing.T) {
 	for _, tc := range []struct {
 		mode BudgetExhaustion
 		want time.Duration
-	}{{BudgetExhaustionDefault, 75 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitRetryDelay, 50 * time.Millisecond}} {
+	}{{WaitSchedule, 75 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitRetryDelay, 50 * time.Millisecond}} {
 		synctest.Test(t, func(t *testing.T) {
 			b := &fakeBudget{allow: 0}
 			p := mustNew(t, Config{Budget: b, OnBudgetExhausted: tc.mode, Rand: constSource(math.MaxUint64)})
@@ -487,49 +486,6 @@ func TestWaitThenReturn(t *testing.T) {
 				t.Errorf("mode %d: returned after %v, want %v", tc.mode, got, tc.want)
 			}
 		})
-	}
-}
-
-// WaitThenReturn is WaitRetryDelay under another name, as its doc says:
-// the two decide alike after every kind of failure, a throttling error
-// (from the throttled base) and a server's delay included, at every
-// attempt and with any draw.
-func TestWaitThenReturnIsWaitRetryDelay(t *testing.T) {
-	sched := backoff.Schedule{Base: 50 * time.Millisecond, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full}
-	fails := map[string]error{
-		"transient":       errBoom,
-		"throttled":       MarkThrottled(errBoom),
-		"server delay":    WithServerDelay(errBoom, 300*time.Millisecond),
-		"throttled, long": WithServerDelay(MarkThrottled(errBoom), 3*time.Second),
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for name, fail := range fails {
-		for _, draw := range []uint64{0, 1 << 63, math.MaxUint64} {
-			for refusedAfter := range 4 {
-				decide := func(mode BudgetExhaustion) []Decision {
-					p := mustNew(t, Config{MaxAttempts: 5, Backoff: sched, Budget: &fakeBudget{allow: refusedAfter}, OnBudgetExhausted: mode})
-					c := p.Begin(false)
-					var ds []Decision
-					for {
-						if err := c.Admit(t.Context()); err != nil {
-							t.Fatal(err)
-						}
-						d := c.Done(now, now.Add(time.Minute), fail, draw)
-						ds = append(ds, d)
-						if d.Reason != nil {
-							return ds
-						}
-					}
-				}
-				then, own := decide(WaitThenReturn), decide(WaitRetryDelay)
-				if diff := cmp.Diff(own, then, cmpopts.EquateErrors()); diff != "" {
-					t.Errorf("%s, draw %#x, budget refusing after %d retries: WaitThenReturn differs from WaitRetryDelay (-own +then):\n%s", name, draw, refusedAfter, diff)
-				}
-				if last := own[len(own)-1]; refusedAfter < 4 && (last.Reason != ErrBudgetExhausted || !last.Wait) {
-					t.Errorf("%s, budget refusing after %d retries: last decision %+v, want a wait, then ErrBudgetExhausted", name, refusedAfter, last)
-				}
-			}
-		}
 	}
 }
 

@@ -59,7 +59,7 @@ func (e amzRetryAfter) RetryAfter() time.Duration { return e.d }
 var (
 	err500      = errors.New("500 internal server error")
 	err502      = errors.New("502 bad gateway")
-	errThrottle = MarkThrottled(errors.New("400 Throttling"))
+	errThrottle = Judge(errors.New("400 Throttling"), Verdict{Class: failure.Throttled})
 	err404      = MarkPermanent(errors.New("404 not found"))
 )
 

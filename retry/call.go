@@ -311,13 +311,13 @@ func (c *Call) refund() {
 //     budget hears nothing.
 //  2. Classify err (Config.Classify, else DefaultClassify); tell the
 //     guards and the budget about the failure and its class.
-//  3. Permanent stops with ErrPermanent; an error marked with MarkFinal,
+//  3. Permanent stops with ErrPermanent; an error judged Final,
 //     or one that is ErrFinal, stops with ErrFinal.
 //  4. No attempts left (MaxAttempts, or NestedAttempts for a nested call)
 //     stops with ErrAttemptsExhausted.
 //  5. The delay: the schedule's jittered delay for this retry (from the
 //     throttled base for a Throttled failure), or, if longer, the
-//     server-directed delay the error carries ([ServerDelay]) with
+//     server-directed delay the error carries (a RetryAfter method) with
 //     ServerJitter on top; a server delay above MaxServerDelay stops with
 //     ErrServerDelayTooLong, unless ClampServerDelay is set.
 //  6. A wait that would end at or after the deadline stops with
@@ -399,7 +399,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 			// (at least a server's delay); step 6 found d to end before
 			// the deadline, and so does the wait.
 			stop.Delay, stop.Wait = p.remaining(c.attempt, c.max, class, d, m.serverDelay != nil, now, deadline, draw), true
-		case WaitRetryDelay, WaitThenReturn:
+		case WaitRetryDelay:
 			// The wait is d, the delay the refused retry itself would have
 			// waited (from the throttled base after a Throttled failure,
 			// as the AWS long-polling rule says), which step 6 found to

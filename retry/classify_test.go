@@ -47,7 +47,7 @@ func TestServerDelay(t *testing.T) {
 					p := mustNew(t, cfg)
 					start := time.Now()
 					calls := 0
-					err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, tc.asked), &calls))
+					err := p.Do(t.Context(), failing(1, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: tc.asked, HasDelay: true}), &calls))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -66,7 +66,7 @@ func TestServerDelayPastDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
 		calls := 0
-		err := p.Do(ctx, failing(1, WithServerDelay(errBoom, 5*time.Second), &calls))
+		err := p.Do(ctx, failing(1, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: 5 * time.Second, HasDelay: true}), &calls))
 		if !errors.Is(err, ErrDeadline) || calls != 1 {
 			t.Fatalf("calls = %d, err = %v", calls, err)
 		}
@@ -78,7 +78,7 @@ func TestThrottledUsesThrottledBase(t *testing.T) {
 		p := mustNew(t, Config{Backoff: backoff.Schedule{Jitter: backoff.None}})
 		start := time.Now()
 		calls := 0
-		if err := p.Do(t.Context(), failing(2, MarkThrottled(errBoom), &calls)); err != nil {
+		if err := p.Do(t.Context(), failing(2, Judge(errBoom, Verdict{Class: failure.Throttled}), &calls)); err != nil {
 			t.Fatal(err)
 		}
 		// 1s then 2s: the throttled base doubling.
@@ -107,8 +107,8 @@ func TestClassify(t *testing.T) {
 	}{
 		{"plain", errBoom, failure.Transient},
 		{"permanent", fmt.Errorf("x: %w", MarkPermanent(errBoom)), failure.Permanent},
-		{"throttled", MarkThrottled(errBoom), failure.Throttled},
-		{"server delay", WithServerDelay(errBoom, time.Second), failure.Throttled},
+		{"throttled", Judge(errBoom, Verdict{Class: failure.Throttled}), failure.Throttled},
+		{"server delay", Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}), failure.Throttled},
 		{"deadline exceeded", context.DeadlineExceeded, failure.Timeout},
 		{"attempt timeout", &timeoutError{errBoom}, failure.Timeout},
 	}
@@ -128,7 +128,7 @@ func TestServerDelayTooLong(t *testing.T) {
 		p := mustNew(t, Config{MaxServerDelay: 2 * time.Second})
 		start := time.Now()
 		calls := 0
-		err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, time.Hour), &calls))
+		err := p.Do(t.Context(), failing(1, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Hour, HasDelay: true}), &calls))
 		if calls != 1 || !errors.Is(err, ErrServerDelayTooLong) || !errors.Is(err, errBoom) || time.Since(start) != 0 {
 			t.Fatalf("calls = %d, waited %v, err = %v", calls, time.Since(start), err)
 		}
@@ -150,7 +150,7 @@ func FuzzServerDelay(f *testing.F) {
 		if err != nil {
 			return
 		}
-		sd := inspect(WithServerDelay(errBoom, time.Duration(asked))).serverDelay
+		sd := inspect(Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Duration(asked), HasDelay: true})).serverDelay
 		d, tooLong := p.delay(1, 0, failure.Throttled, sd, u)
 		want := min(time.Duration(max(asked, 0)), p.maxServerDelay)
 		if tooLong != (!clamp && time.Duration(asked) > p.maxServerDelay) {
@@ -183,7 +183,7 @@ func TestErrorWithoutReason(t *testing.T) {
 func TestOperationReturnsStopSentinel(t *testing.T) {
 	inner := mustNew(t, Config{Backoff: backoff.Schedule{Immediate: true}})
 	innerPermanent := inner.Do(context.Background(), func(context.Context) error { return MarkPermanent(errBoom) })
-	innerFinal := inner.Do(context.Background(), func(context.Context) error { return MarkFinal(errBoom) })
+	innerFinal := inner.Do(context.Background(), func(context.Context) error { return Judge(errBoom, Verdict{Final: true}) })
 	tests := []struct {
 		name string
 		err  error

@@ -20,7 +20,7 @@ import (
 // itself added (so a thousand clients told "5 s" do not return in one
 // wall either) and, with MaxServerExtra, never takes the wait more than
 // that beyond the schedule's delay.
-func (p *Policy) delay(attempt int, prev time.Duration, c failure.Class, sd ServerDelay, u uint64) (d time.Duration, tooLong bool) {
+func (p *Policy) delay(attempt int, prev time.Duration, c failure.Class, sd serverDelay, u uint64) (d time.Duration, tooLong bool) {
 	if c == failure.Throttled {
 		d = p.backoff.ThrottledDelay(attempt-1, prev, u)
 	} else {

@@ -15,7 +15,7 @@ import (
 type marks struct {
 	permanent, final, throttled, timedOut, rejected, canceled bool
 	// serverDelay is the first ServerDelay in the tree, if any.
-	serverDelay ServerDelay
+	serverDelay serverDelay
 	// timeout is the first error in the tree with a Timeout() bool method,
 	// if any; its answer decides the Timeout class, as errors.As would.
 	timeout interface{ Timeout() bool }
@@ -128,7 +128,7 @@ func (m *marks) inspectNode(err error) {
 		m.canceled = m.canceled || is.Is(context.Canceled)
 	}
 	if m.serverDelay == nil {
-		if sd, ok := err.(ServerDelay); ok {
+		if sd, ok := err.(serverDelay); ok {
 			m.serverDelay = sd
 		}
 	}

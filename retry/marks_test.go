@@ -106,11 +106,11 @@ func randomTree(r *rand.Rand, depth int) error {
 	case 0:
 		return MarkPermanent(sub())
 	case 1:
-		return MarkFinal(sub())
+		return Judge(sub(), Verdict{Final: true})
 	case 2:
-		return MarkThrottled(sub())
+		return Judge(sub(), Verdict{Class: failure.Throttled})
 	case 3:
-		return WithServerDelay(sub(), time.Duration(r.IntN(3)-1)*time.Second)
+		return Judge(sub(), Verdict{Class: failure.Throttled, Delay: time.Duration(r.IntN(3)-1) * time.Second, HasDelay: true})
 	case 4:
 		return fmt.Errorf("wrapped: %w", sub())
 	case 5:
@@ -146,7 +146,7 @@ func marksOf(err error) marks {
 	m.canceled = errors.Is(err, context.Canceled)
 	m.throttled = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Throttled })
 	m.timedOut = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Timeout })
-	var sd ServerDelay
+	var sd serverDelay
 	if errors.As(err, &sd) {
 		m.serverDelay = sd
 	}
@@ -200,8 +200,8 @@ func sameMarks(got, want marks) bool {
 func TestInspectMatchesErrorsIs(t *testing.T) {
 	fixed := []error{
 		errBoom,
-		MarkThrottled(errBoom),
-		WithServerDelay(errBoom, time.Second),
+		Judge(errBoom, Verdict{Class: failure.Throttled}),
+		Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}),
 		&timeoutError{context.DeadlineExceeded},
 		&Error{Reason: ErrPermanent, Attempts: 1, Last: errBoom},
 		&Error{Reason: ErrRejected, Attempts: 1, Cause: NewRejection("open")},
@@ -210,7 +210,7 @@ func TestInspectMatchesErrorsIs(t *testing.T) {
 		Judge(errBoom, Verdict{Class: failure.Transient}),
 		Judge(context.Canceled, Verdict{Class: failure.Transient}),
 		Judge(flatLeaf{}, Verdict{Class: failure.Transient}),
-		WithServerDelay(&timeoutLeaf{true}, time.Second),
+		Judge(&timeoutLeaf{true}, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}),
 	}
 	for _, err := range fixed {
 		if got, want := inspect(err), marksOf(err); !sameMarks(got, want) {
@@ -234,7 +234,7 @@ func TestJudgeSkipsBareError(t *testing.T) {
 		want errtree.Step
 	}{
 		{Judge(errBoom, Verdict{Class: failure.Transient}), errtree.Skip},
-		{WithServerDelay(errors.New("busy"), time.Second), errtree.Skip},
+		{Judge(errors.New("busy"), Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}), errtree.Skip},
 		{Judge(flatLeaf{}, Verdict{}), errtree.Skip},
 		{Judge(context.Canceled, Verdict{}), errtree.Descend},
 		{Judge(&timeoutLeaf{true}, Verdict{}), errtree.Descend},
@@ -243,7 +243,7 @@ func TestJudgeSkipsBareError(t *testing.T) {
 		{Judge(fmt.Errorf("wrapped: %w", errBoom), Verdict{}), errtree.Descend},
 		{Judge(errors.Join(errBoom), Verdict{}), errtree.Descend},
 		{Judge(ErrPermanent, Verdict{}), errtree.Descend},
-		{Judge(MarkFinal(errBoom), Verdict{}), errtree.Descend},
+		{Judge(Judge(errBoom, Verdict{Final: true}), Verdict{}), errtree.Descend},
 	} {
 		var m marks
 		if got := m.visit(tc.err); got != tc.want {
@@ -273,10 +273,11 @@ func TestMarkersOfNil(t *testing.T) {
 		mark func(error) error
 	}{
 		{"MarkPermanent", MarkPermanent},
-		{"MarkFinal", MarkFinal},
-		{"MarkThrottled", MarkThrottled},
+		{"Judge, final", func(err error) error { return Judge(err, Verdict{Final: true}) }},
 		{"MarkAttemptTimeout", MarkAttemptTimeout},
-		{"WithServerDelay", func(err error) error { return WithServerDelay(err, time.Second) }},
+		{"Judge, throttled with a delay", func(err error) error {
+			return Judge(err, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true})
+		}},
 		{"Judge, a class", func(err error) error { return Judge(err, Verdict{Class: failure.Timeout}) }},
 		{"Judge, a delay", func(err error) error { return Judge(err, Verdict{Delay: time.Second, HasDelay: true}) }},
 	} {

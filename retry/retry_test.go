@@ -55,7 +55,7 @@ func TestDoOutcomes(t *testing.T) {
 		{"attempts exhausted", Config{}, 5, errBoom, 3, ErrAttemptsExhausted},
 		{"one attempt disables retries", Config{MaxAttempts: 1}, 5, errBoom, 1, ErrAttemptsExhausted},
 		{"permanent stops at once", Config{}, 5, MarkPermanent(errBoom), 1, ErrPermanent},
-		{"negative server delay is permanent", Config{}, 5, WithServerDelay(errBoom, -1), 1, ErrPermanent},
+		{"negative server delay is permanent", Config{}, 5, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: -1, HasDelay: true}), 1, ErrPermanent},
 		{"classifier makes it permanent", Config{Classify: func(error) failure.Class { return failure.Permanent }}, 5, errBoom, 1, ErrPermanent},
 		{"five attempts", Config{MaxAttempts: 5}, 10, errBoom, 5, ErrAttemptsExhausted},
 	}

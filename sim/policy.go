@@ -36,7 +36,7 @@ type Policy struct {
 	// Name labels the policy in tables; empty means "yours".
 	Name string
 	// Retry is the policy's configuration. The simulator models
-	// MaxAttempts (zero means retry.DefaultMaxAttempts, at most
+	// MaxAttempts (zero means 3, retry's default, at most
 	// MaxPolicyAttempts), Backoff, OnBudgetExhausted and AttemptTimeout.
 	// AttemptTimeout applies where callers wait on a server that can be
 	// slow, the metastable scenario (see ValidateFor): the what-if's

@@ -24,8 +24,8 @@ var ErrRateLimited = retry.NewRejection("throttle: send rate limit wait would pa
 type RateLimiterSettings struct {
 	// IsThrottle decides whether an outcome is a throttling response. Nil
 	// means an error classified Throttled (HTTP 429, gRPC
-	// RESOURCE_EXHAUSTED, anything marked with retry.MarkThrottled or
-	// retry.WithServerDelay).
+	// RESOURCE_EXHAUSTED, anything judged Throttled by
+	// retry.Judge, with or without a server delay).
 	IsThrottle func(retry.Outcome) bool
 
 	// Now is the clock. Nil means time.Now. It is read on every Admit once

@@ -173,7 +173,7 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 		// the context's own timer ends it: whose deadline passed?
 		now := time.Now()
 		if dl, ok := ctx.Deadline(); ok && !now.Before(dl) {
-			return retry.MarkFinal(ae) // the caller's: never retried
+			return retry.Judge(ae, retry.Verdict{Final: true}) // the caller's: never retried
 		}
 		if dl, ok := actx.Deadline(); ok && !now.Before(dl) {
 			return retry.Judge(ae, retry.Verdict{Class: failure.Timeout}) // the attempt's
@@ -206,7 +206,7 @@ func committed(judged error, hdr metadata.MD) error {
 	if hdr == nil {
 		return judged
 	}
-	return retry.MarkFinal(judged)
+	return retry.Judge(judged, retry.Verdict{Final: true})
 }
 
 // class is the class of a status code: Config.Codes, then DefaultCodes.

@@ -198,7 +198,7 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 	if h := resp.Header.Get("Retry-After"); h != "" {
 		if d, ok := ParseRetryAfter(h, time.Now()); ok {
 			// Retry-After makes any failure a throttling one.
-			return nil, retry.WithServerDelay(se, d)
+			return nil, retry.Judge(se, retry.Verdict{Class: failure.Throttled, Delay: d, HasDelay: true})
 		}
 	}
 	if h := resp.Header.Get(amzRetryAfterHeader); h != "" {
@@ -240,7 +240,7 @@ func (t *Transport) judgeError(c *call, areq *http.Request, err error, timedOut,
 		if permanentTransportError(err) {
 			return retry.MarkPermanent(nr)
 		}
-		return retry.MarkFinal(nr)
+		return retry.Judge(nr, retry.Verdict{Final: true})
 	}
 	if t.classify != nil {
 		if class, ok := t.classify(nil, err); ok {

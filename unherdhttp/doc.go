@@ -86,7 +86,7 @@
 // Guards (breakers, throttles) and budgets see every attempt with its own
 // class. A failure the loop must not repeat (a 500 with NoRetry500, a
 // POST the server may have seen, a body that cannot be rewound) is marked
-// with retry.MarkFinal: the loop stops with retry.ErrFinal, and a breaker
+// judged Final (retry.Verdict.Final): the loop stops with retry.ErrFinal, and a breaker
 // still counts a 500 or a 503 as the server failure it is. Only permanent
 // statuses (other 4xx, 501) are class Permanent.
 //

@@ -99,9 +99,9 @@ func retryAfterServer(t *testing.T, status int, value func() string) (string, *a
 }
 
 // withJitter returns the bounds of a wait with floor d: d, plus up to
-// retry.DefaultServerJitter of it.
+// the default ServerJitter (0.1) of it.
 func withJitter(d time.Duration) (lo, hi time.Duration) {
-	return d, d + time.Duration(float64(d)*retry.DefaultServerJitter)
+	return d, d + d/10
 }
 
 // retryAfterDate returns a Retry-After value that is an HTTP-date ahead

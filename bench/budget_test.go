@@ -7,6 +7,7 @@ import (
 	fsbudget "github.com/failsafe-go/failsafe-go/budget"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // failsafeBudget is the part of failsafe-go's budget that its retry
@@ -70,11 +71,11 @@ func BenchmarkBudgetParallel(b *testing.B) {
 				r.Record(budget.Attempt{N: 1})
 				return false
 			}
-			r.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
-			if !r.Withdraw(budget.Transient) {
+			r.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Transient})
+			if !r.Withdraw(failure.Transient) {
 				return false
 			}
-			r.Record(budget.Attempt{N: 2, Charged: budget.Transient})
+			r.Record(budget.Attempt{N: 2, Charged: failure.Transient})
 			return true
 		})
 	})

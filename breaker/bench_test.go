@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
@@ -48,7 +49,7 @@ func BenchmarkBreakerFailure(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	fail := retry.Outcome{Err: context.DeadlineExceeded, Class: retry.Timeout}
+	fail := retry.Outcome{Err: context.DeadlineExceeded, Class: failure.Timeout}
 	for i := 0; b.Loop(); i++ {
 		t, err := br.Admit(ctx)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/internal/draws"
@@ -86,7 +87,7 @@ type Breaker struct {
 	maxProbes    int
 	needSuccess  int
 	isFailure    func(retry.Outcome) bool
-	classify     func(error) retry.Class
+	classify     func(error) failure.Class
 	onChange     func(from, to State)
 	observer     observe.Observer
 	clock        func() time.Time

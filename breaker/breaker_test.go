@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
@@ -241,7 +242,7 @@ func TestOpenJitter(t *testing.T) {
 func TestIsFailureHook(t *testing.T) {
 	// Only timeouts count.
 	b := mustNew(t, Settings{ConsecutiveFailures: 2, IsFailure: func(o retry.Outcome) bool {
-		return o.Err != nil && o.Class == retry.Timeout
+		return o.Err != nil && o.Class == failure.Timeout
 	}})
 	for range 5 {
 		tk, _ := b.AdmitAt(t0)
@@ -252,7 +253,7 @@ func TestIsFailureHook(t *testing.T) {
 	}
 	for range 2 {
 		tk, _ := b.AdmitAt(t0)
-		b.DoneAt(t0, tk, retry.Outcome{Err: errBoom, Class: retry.Timeout})
+		b.DoneAt(t0, tk, retry.Outcome{Err: errBoom, Class: failure.Timeout})
 	}
 	if b.State() != Open {
 		t.Fatalf("state %v after 2 timeouts, want open", b.State())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/breaker"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -27,7 +28,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	unavailable := retry.Outcome{Err: errors.New("503"), Class: retry.Transient}
+	unavailable := retry.Outcome{Err: errors.New("503"), Class: failure.Transient}
 	for i := range 3 {
 		t, _ := b.AdmitAt(start)
 		fmt.Println("call", i+1, "fails")
@@ -59,7 +60,7 @@ func Example_guard() {
 	calls := 0
 	err := p.Do(context.Background(), func(ctx context.Context) error {
 		calls++
-		return retry.WithServerDelay(errors.New("overloaded"), 0)
+		return retry.Judge(errors.New("overloaded"), retry.Verdict{Class: failure.Throttled, Delay: 0, HasDelay: true})
 	})
 	var re *retry.Error
 	errors.As(err, &re)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -73,7 +74,7 @@ func FuzzBreaker(f *testing.F) {
 		now := t0
 		var held []uint64
 		outcomes := []retry.Outcome{success, transient, permanent, abandoned,
-			{Err: errBoom, Class: retry.Timeout}, {Err: errBoom, Class: retry.Throttled}}
+			{Err: errBoom, Class: failure.Timeout}, {Err: errBoom, Class: failure.Throttled}}
 		prev := b.state.Load()
 		for _, op := range data[3:] {
 			before := b.snapshot(b.ns(now))

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/retry"
@@ -88,7 +89,7 @@ type Settings struct {
 	// Classify classifies the errors passed to the done function of
 	// Allow. Nil means retry.DefaultClassify. (Through the Guard path, the
 	// retry loop classifies with its own classifier.)
-	Classify func(error) retry.Class
+	Classify func(error) failure.Class
 
 	// OnStateChange, if set, is called after every state change, outside
 	// the breaker's lock. Calls for changes that happen at nearly the same
@@ -118,7 +119,7 @@ type Settings struct {
 // nil: an error counts as a failure unless it is Permanent. A dependency
 // that answers "not found" or "invalid argument" is working.
 func DefaultIsFailure(o retry.Outcome) bool {
-	return o.Err != nil && o.Class != retry.Permanent
+	return o.Err != nil && o.Class != failure.Permanent
 }
 
 // Validate reports settings that cannot work, naming the field.

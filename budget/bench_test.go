@@ -3,6 +3,7 @@ package budget
 import (
 	"testing"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 )
 
@@ -24,12 +25,12 @@ func runTraffic(b *testing.B, bud Budget) {
 				bud.Record(Attempt{N: 1})
 				continue
 			}
-			bud.Record(Attempt{N: 1, Failed: true, Class: Transient})
-			if bud.Withdraw(Transient) {
+			bud.Record(Attempt{N: 1, Failed: true, Class: failure.Transient})
+			if bud.Withdraw(failure.Transient) {
 				if tr != nil {
-					tr.Start(Attempt{N: 2, Charged: Transient})
+					tr.Start(Attempt{N: 2, Charged: failure.Transient})
 				}
-				bud.Record(Attempt{N: 2, Charged: Transient})
+				bud.Record(Attempt{N: 2, Charged: failure.Transient})
 			}
 		}
 	})
@@ -58,8 +59,8 @@ func BenchmarkTokenBucketOutageParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if tb.Withdraw(Transient) {
-				tb.Record(Attempt{N: 2, Charged: Transient})
+			if tb.Withdraw(failure.Transient) {
+				tb.Record(Attempt{N: 2, Charged: failure.Transient})
 			}
 		}
 	})

@@ -2,18 +2,6 @@ package budget
 
 import "github.com/unherd/unherd/failure"
 
-// Class is how an attempt failed, as package failure defines it; budgets
-// charge a retry by the class of the failure that prompted it.
-type Class = failure.Class
-
-// The failure classes, as budgets see them; see package failure.
-const (
-	Transient = failure.Transient
-	Timeout   = failure.Timeout
-	Throttled = failure.Throttled
-	Permanent = failure.Permanent
-)
-
 // Attempt reports how one attempt of a call ended.
 type Attempt struct {
 	// N is the attempt's number within its call: 1 for the first attempt.
@@ -21,11 +9,11 @@ type Attempt struct {
 	// Failed is true when the attempt failed.
 	Failed bool
 	// Class is how it failed; meaningful only when Failed.
-	Class Class
+	Class failure.Class
 	// Charged is the class the retry that led to this attempt was
 	// withdrawn as; meaningful only when N > 1. A token bucket refunds
 	// that cost when the retry succeeds.
-	Charged Class
+	Charged failure.Class
 }
 
 // Budget limits retries. The retry loop calls Withdraw before every retry
@@ -41,7 +29,7 @@ type Budget interface {
 	// Withdraw asks to pay for one retry after an attempt that failed with
 	// class c. It reports whether the retry may go ahead; false means the
 	// budget is exhausted and the caller must stop.
-	Withdraw(c Class) bool
+	Withdraw(c failure.Class) bool
 	// Record tells the budget how an attempt ended.
 	Record(a Attempt)
 }
@@ -52,7 +40,7 @@ type Budget interface {
 // throttle) rejected its attempt locally, or the caller gave up during the
 // wait. Refund must be safe for concurrent use.
 type Refunder interface {
-	Refund(c Class)
+	Refund(c failure.Class)
 }
 
 // Tracker is implemented by budgets that count attempts in flight
@@ -68,8 +56,8 @@ type Tracker interface {
 
 type unlimited struct{}
 
-func (unlimited) Withdraw(Class) bool { return true }
-func (unlimited) Record(Attempt)      {}
+func (unlimited) Withdraw(failure.Class) bool { return true }
+func (unlimited) Record(Attempt)              {}
 
 // Unlimited is a Budget that always allows a retry. It is for the rare
 // caller who must opt out of budgeting (a single batch job talking to a

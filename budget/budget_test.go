@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"go.uber.org/goleak"
 )
 
@@ -15,13 +16,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // answer; in any case, the tokens left (or, for a Ratio, unused).
 type step struct {
 	withdraw bool
-	c        Class
+	c        failure.Class
 	a        Attempt
 	ok       bool
 	tokens   float64
 }
 
-func w(c Class, ok bool, tokens float64) step {
+func w(c failure.Class, ok bool, tokens float64) step {
 	return step{withdraw: true, c: c, ok: ok, tokens: tokens}
 }
 
@@ -29,12 +30,12 @@ func rec(a Attempt, tokens float64) step { return step{a: a, tokens: tokens} }
 
 var (
 	firstOK = Attempt{N: 1}
-	fail    = func(c Class) Attempt { return Attempt{N: 1, Failed: true, Class: c} }
-	retryOK = func(charged Class) Attempt { return Attempt{N: 2, Charged: charged} }
+	fail    = func(c failure.Class) Attempt { return Attempt{N: 1, Failed: true, Class: c} }
+	retryOK = func(charged failure.Class) Attempt { return Attempt{N: 2, Charged: charged} }
 )
 
 func TestClassString(t *testing.T) {
-	for c, want := range map[Class]string{Transient: "transient", Timeout: "timeout", Throttled: "throttled", Permanent: "permanent", 9: "unknown"} {
+	for c, want := range map[failure.Class]string{failure.Transient: "transient", failure.Timeout: "timeout", failure.Throttled: "throttled", failure.Permanent: "permanent", 9: "unknown"} {
 		if got := c.String(); got != want {
 			t.Errorf("Class(%d).String() = %q, want %q", c, got, want)
 		}
@@ -42,12 +43,12 @@ func TestClassString(t *testing.T) {
 }
 
 func TestUnlimited(t *testing.T) {
-	for _, c := range []Class{Transient, Timeout, Throttled} {
+	for _, c := range []failure.Class{failure.Transient, failure.Timeout, failure.Throttled} {
 		if !Unlimited.Withdraw(c) {
 			t.Fatalf("Unlimited.Withdraw(%v) = false", c)
 		}
 	}
-	Unlimited.Record(fail(Transient))
+	Unlimited.Record(fail(failure.Transient))
 }
 
 func TestValidate(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+
+	"github.com/unherd/unherd/failure"
 )
 
 // Defaults of [ConcurrencyConfig]: Envoy's retry_budget defaults
@@ -79,7 +81,7 @@ func NewConcurrency(cfg ConcurrencyConfig) (*Concurrency, error) {
 // Withdraw allows a retry if the retries in flight are fewer than the
 // ratio of the attempts in flight, or than MinRetries, and counts it in
 // flight.
-func (b *Concurrency) Withdraw(Class) bool {
+func (b *Concurrency) Withdraw(failure.Class) bool {
 	for {
 		r := b.retries.Load()
 		limit := max(b.min, int64(math.Floor(b.ratio*float64(b.attempts.Load()))))
@@ -93,7 +95,7 @@ func (b *Concurrency) Withdraw(Class) bool {
 }
 
 // Refund ends a retry that was allowed and not made.
-func (b *Concurrency) Refund(Class) { b.retries.Add(-1) }
+func (b *Concurrency) Refund(failure.Class) { b.retries.Add(-1) }
 
 // Start counts an attempt in flight.
 func (b *Concurrency) Start(Attempt) { b.attempts.Add(1) }

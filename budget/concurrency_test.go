@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/configtest"
 )
@@ -17,7 +18,7 @@ import (
 // allowed.
 func withdrawAll(b *Concurrency) int {
 	n := 0
-	for b.Withdraw(Transient) {
+	for b.Withdraw(failure.Transient) {
 		n++
 		if n > 1000 {
 			break
@@ -54,7 +55,7 @@ func TestConcurrencyFailsafeGo139(t *testing.T) {
 		t.Errorf("rate 0.001, minimum 3, nothing in flight: %d retries allowed, want 3", got)
 	}
 	b = configtest.Must(NewConcurrency(ConcurrencyConfig{Ratio: 0.5, MinRetries: -1}))(t)
-	if b.Withdraw(Transient) {
+	if b.Withdraw(failure.Transient) {
 		t.Error("no minimum, nothing in flight: a retry was allowed")
 	}
 	for range 4 {
@@ -82,20 +83,20 @@ func TestConcurrencyLifecycle(t *testing.T) {
 		}
 	}
 	b.Start(Attempt{N: 1})
-	b.Record(Attempt{N: 1, Failed: true, Class: Transient})
+	b.Record(Attempt{N: 1, Failed: true, Class: failure.Transient})
 	check("first attempt failed", 0, 0)
-	if !b.Withdraw(Transient) || b.Withdraw(Transient) {
+	if !b.Withdraw(failure.Transient) || b.Withdraw(failure.Transient) {
 		t.Fatal("the minimum of 1 did not allow exactly one retry")
 	}
 	check("retry allowed", 0, 1)
-	b.Start(Attempt{N: 2, Charged: Transient})
+	b.Start(Attempt{N: 2, Charged: failure.Transient})
 	check("retry started", 1, 1)
-	b.Record(Attempt{N: 2, Charged: Transient})
+	b.Record(Attempt{N: 2, Charged: failure.Transient})
 	check("retry succeeded", 0, 0)
-	b.Withdraw(Transient)
-	b.Refund(Transient)
+	b.Withdraw(failure.Transient)
+	b.Refund(failure.Transient)
 	check("retry refunded", 0, 0)
-	b.Withdraw(Transient)
+	b.Withdraw(failure.Transient)
 	b.Start(Attempt{N: 2})
 	b.Abandon(Attempt{N: 2})
 	check("retry abandoned", 0, 0)
@@ -136,15 +137,15 @@ func TestConcurrencyBoundedUnderLoopingCallers(t *testing.T) {
 					b.Record(Attempt{N: 1})
 					continue
 				}
-				b.Record(Attempt{N: 1, Failed: true, Class: Transient})
-				for n := 2; n <= 4 && b.Withdraw(Transient); n++ {
+				b.Record(Attempt{N: 1, Failed: true, Class: failure.Transient})
+				for n := 2; n <= 4 && b.Withdraw(failure.Transient); n++ {
 					if _, rs := b.InFlight(); int64(rs) > worst.Load() {
 						worst.Store(int64(rs)) // a racy max, low at worst
 					}
 					runtime.Gosched() // let the others run while this retry is in flight
 					switch r.IntN(4) {
 					case 0:
-						b.Refund(Transient) // a guard rejected it
+						b.Refund(failure.Transient) // a guard rejected it
 						n = 5
 					case 1:
 						b.Start(Attempt{N: n})
@@ -156,7 +157,7 @@ func TestConcurrencyBoundedUnderLoopingCallers(t *testing.T) {
 						n = 5
 					default:
 						b.Start(Attempt{N: n})
-						b.Record(Attempt{N: n, Failed: true, Class: Transient})
+						b.Record(Attempt{N: n, Failed: true, Class: failure.Transient})
 					}
 				}
 			}
@@ -179,7 +180,7 @@ func TestConcurrencyAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		b.Start(Attempt{N: 1})
 		b.Record(Attempt{N: 1, Failed: true})
-		if b.Withdraw(Transient) {
+		if b.Withdraw(failure.Transient) {
 			b.Start(Attempt{N: 2})
 			b.Record(Attempt{N: 2})
 		}

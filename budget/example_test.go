@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // A token bucket in an outage: every call fails, each retry costs 14 of
@@ -19,7 +20,7 @@ func ExampleTokenBucket() {
 	retries := 0
 	for range 30 { // 30 calls of up to 3 attempts, all failing
 		for range 2 {
-			if !b.Withdraw(budget.Transient) {
+			if !b.Withdraw(failure.Transient) {
 				break
 			}
 			retries++
@@ -27,11 +28,11 @@ func ExampleTokenBucket() {
 	}
 	fmt.Println("retries:", retries, "tokens left:", b.Tokens())
 	b.Record(budget.Attempt{N: 1}) // the dependency is back
-	fmt.Println("after a success:", b.Tokens(), b.Withdraw(budget.Timeout))
+	fmt.Println("after a success:", b.Tokens(), b.Withdraw(failure.Timeout))
 	for range 10 {
 		b.Record(budget.Attempt{N: 1})
 	}
-	fmt.Println("after 10 more:", b.Tokens(), b.Withdraw(budget.Timeout))
+	fmt.Println("after 10 more:", b.Tokens(), b.Withdraw(failure.Timeout))
 	// Output:
 	// retries: 35 tokens left: 10
 	// after a success: 11 false
@@ -47,11 +48,11 @@ func ExampleGRPC() {
 		return
 	}
 	for i := 1; i <= 5; i++ {
-		g.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
-		fmt.Printf("failure %d: %.1f tokens, retry allowed: %v\n", i, g.Tokens(), g.Withdraw(budget.Transient))
+		g.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Transient})
+		fmt.Printf("failure %d: %.1f tokens, retry allowed: %v\n", i, g.Tokens(), g.Withdraw(failure.Transient))
 	}
 	g.Record(budget.Attempt{N: 1})
-	fmt.Printf("a success: %.1f tokens, retry allowed: %v\n", g.Tokens(), g.Withdraw(budget.Transient))
+	fmt.Printf("a success: %.1f tokens, retry allowed: %v\n", g.Tokens(), g.Withdraw(failure.Transient))
 	// Output:
 	// failure 1: 9.0 tokens, retry allowed: true
 	// failure 2: 8.0 tokens, retry allowed: true
@@ -80,13 +81,13 @@ func ExampleRatio() {
 	}
 	granted := 0
 	for range 10 {
-		if hedges.WithdrawAt(start.Add(time.Second), budget.Transient) {
+		if hedges.WithdrawAt(start.Add(time.Second), failure.Transient) {
 			granted++
 		}
 	}
 	fmt.Println("hedges granted:", granted)
 	// Ten seconds later the first second's requests have left the window.
-	fmt.Println("later:", hedges.WithdrawAt(start.Add(11*time.Second), budget.Transient))
+	fmt.Println("later:", hedges.WithdrawAt(start.Add(11*time.Second), failure.Transient))
 	// Output:
 	// hedges granted: 5
 	// later: false

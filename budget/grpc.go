@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/unherd/unherd/failure"
 )
 
 // Defaults of [GRPCConfig]. gRPC itself turns retry throttling off unless
@@ -125,8 +127,8 @@ func NewGRPC(cfg GRPCConfig) (*GRPC, error) {
 // Withdraw reports whether a retry may go ahead: whether more than half of
 // MaxTokens remain. It changes nothing; the failure was charged when it was
 // recorded. A Permanent failure is never retried.
-func (g *GRPC) Withdraw(c Class) bool {
-	if c >= Permanent {
+func (g *GRPC) Withdraw(c failure.Class) bool {
+	if c >= failure.Permanent {
 		return false
 	}
 	// tokens > max/2, exactly, in integers.
@@ -139,7 +141,7 @@ func (g *GRPC) Record(a Attempt) {
 	switch {
 	case !a.Failed:
 		g.add(g.ratio)
-	case a.Class < Permanent:
+	case a.Class < failure.Permanent:
 		g.add(-milli)
 	}
 }

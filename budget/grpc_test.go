@@ -3,6 +3,7 @@ package budget
 import (
 	"testing"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 )
 
@@ -13,42 +14,42 @@ func TestGRPC(t *testing.T) {
 		steps []step
 	}{
 		{"A6 arithmetic with the defaults", GRPCConfig{}, []step{
-			rec(firstOK, 10),        // full: stays at maxTokens
-			rec(fail(Transient), 9), // a retryable failure costs 1
-			w(Transient, true, 9),   // 9 > 5: allowed, and free
-			rec(fail(Timeout), 8),
-			rec(fail(Throttled), 7), // pushback counts as a failure
-			rec(fail(Permanent), 7), // a permanent failure does not
-			rec(fail(Transient), 6),
-			w(Timeout, true, 6),
-			rec(fail(Transient), 5),
-			w(Transient, false, 5),       // 5 is not above 10/2
-			rec(retryOK(Transient), 5.1), // a success adds tokenRatio
-			w(Throttled, true, 5.1),
-			w(Permanent, false, 5.1), // never retried
+			rec(firstOK, 10),                // full: stays at maxTokens
+			rec(fail(failure.Transient), 9), // a retryable failure costs 1
+			w(failure.Transient, true, 9),   // 9 > 5: allowed, and free
+			rec(fail(failure.Timeout), 8),
+			rec(fail(failure.Throttled), 7), // pushback counts as a failure
+			rec(fail(failure.Permanent), 7), // a permanent failure does not
+			rec(fail(failure.Transient), 6),
+			w(failure.Timeout, true, 6),
+			rec(fail(failure.Transient), 5),
+			w(failure.Transient, false, 5),       // 5 is not above 10/2
+			rec(retryOK(failure.Transient), 5.1), // a success adds tokenRatio
+			w(failure.Throttled, true, 5.1),
+			w(failure.Permanent, false, 5.1), // never retried
 		}},
 		{"bounded at zero", GRPCConfig{MaxTokens: 2}, []step{
-			rec(fail(Transient), 1),
-			rec(fail(Transient), 0),
-			rec(fail(Transient), 0), // not below zero
+			rec(fail(failure.Transient), 1),
+			rec(fail(failure.Transient), 0),
+			rec(fail(failure.Transient), 0), // not below zero
 			rec(firstOK, 0.1),
-			w(Transient, false, 0.1),
+			w(failure.Transient, false, 0.1),
 		}},
 		{"three decimals", GRPCConfig{MaxTokens: 3, TokenRatio: 0.57}, []step{
-			rec(fail(Transient), 2),
-			w(Transient, true, 2), // 2 > 1.5
-			rec(fail(Transient), 1),
-			w(Transient, false, 1),
+			rec(fail(failure.Transient), 2),
+			w(failure.Transient, true, 2), // 2 > 1.5
+			rec(fail(failure.Transient), 1),
+			w(failure.Transient, false, 1),
 			rec(firstOK, 1.57), // 0.57 is 570 thousandths, not 569
-			w(Transient, true, 1.57),
+			w(failure.Transient, true, 1.57),
 			rec(firstOK, 2.14),
 			rec(firstOK, 2.71),
 			rec(firstOK, 3), // capped
 		}},
 		{"threshold with an odd number of thousandths", GRPCConfig{MaxTokens: 1.001, TokenRatio: 0.0019}, []step{
 			// TokenRatio 0.0019 is 0.001: the fourth decimal is dropped.
-			rec(fail(Transient), 0.001),
-			w(Transient, false, 0.001),
+			rec(fail(failure.Transient), 0.001),
+			w(failure.Transient, false, 0.001),
 			rec(firstOK, 0.002),
 		}},
 	}
@@ -65,11 +66,11 @@ func TestGRPC(t *testing.T) {
 func TestGRPCThreshold(t *testing.T) {
 	g := configtest.Must(NewGRPC(GRPCConfig{MaxTokens: 1.001, TokenRatio: 0.001}))(t)
 	g.tokens.Store(500) // 0.500 < 0.5005
-	if g.Withdraw(Transient) {
+	if g.Withdraw(failure.Transient) {
 		t.Fatal("0.500 tokens of 1.001 allowed a retry")
 	}
 	g.tokens.Store(501) // 0.501 > 0.5005
-	if !g.Withdraw(Transient) {
+	if !g.Withdraw(failure.Transient) {
 		t.Fatal("0.501 tokens of 1.001 refused a retry")
 	}
 }
@@ -94,7 +95,7 @@ func TestGRPCTokenRatioPrecision(t *testing.T) {
 	}
 	for _, tc := range tests {
 		g := configtest.Must(NewGRPC(GRPCConfig{MaxTokens: tc.maxTokens, TokenRatio: tc.ratio}))(t)
-		g.Record(fail(Transient))
+		g.Record(fail(failure.Transient))
 		g.Record(firstOK)
 		if got := g.Tokens(); got != tc.want {
 			t.Errorf("maxTokens %v, tokenRatio %v: %v tokens after a failure and a success, want %v", tc.maxTokens, tc.ratio, got, tc.want)

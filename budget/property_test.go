@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/configtest"
 )
@@ -130,7 +131,7 @@ func TestRatioNeverOverspendsConcurrent(t *testing.T) {
 				rnd := rand.New(rand.NewPCG(uint64(i), 11))
 				for range ops {
 					if rnd.IntN(4) == 0 {
-						if r.WithdrawAt(now, Transient) {
+						if r.WithdrawAt(now, failure.Transient) {
 							granted.Add(1)
 						}
 					} else {
@@ -173,7 +174,7 @@ func TestRatioMovingClockConcurrent(t *testing.T) {
 				case 0:
 					clock.Add(int64(rnd.IntN(int(100 * time.Millisecond))))
 				case 1:
-					r.Withdraw(Class(rnd.IntN(4)))
+					r.Withdraw(failure.Class(rnd.IntN(4)))
 				default:
 					r.Record(Attempt{N: 1 + rnd.IntN(2)})
 				}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/rolling"
 )
 
@@ -181,8 +182,8 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 
 // Withdraw reports whether a retry may go ahead now, and counts it if so.
 // A Permanent failure is never retried.
-func (r *Ratio) Withdraw(c Class) bool {
-	if c >= Permanent {
+func (r *Ratio) Withdraw(c failure.Class) bool {
+	if c >= failure.Permanent {
 		return false // without reading the clock
 	}
 	if r.now == nil {
@@ -192,8 +193,8 @@ func (r *Ratio) Withdraw(c Class) bool {
 }
 
 // WithdrawAt is Withdraw at the instant now.
-func (r *Ratio) WithdrawAt(now time.Time, c Class) bool {
-	if c >= Permanent {
+func (r *Ratio) WithdrawAt(now time.Time, c failure.Class) bool {
+	if c >= failure.Permanent {
 		return false
 	}
 	return r.withdraw(r.since(now))

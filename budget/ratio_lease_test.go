@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/rolling"
 )
@@ -62,7 +63,7 @@ func TestRatioLeaseChangesNoDecision(t *testing.T) {
 				if want {
 					w.AddAt(tw, 0, 1)
 				}
-				if got := r.WithdrawAt(at, Transient); got != want {
+				if got := r.WithdrawAt(at, failure.Transient); got != want {
 					t.Fatalf("seed %d, op %d at %v: WithdrawAt = %v; the window gives %v", seed, i, time.Duration(now), got, want)
 				}
 			}
@@ -115,7 +116,7 @@ func TestRatioRealClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := configtest.Must(NewRatio(RatioConfig{}))(t)
 		take := func() (n int) {
-			for r.Withdraw(Transient) {
+			for r.Withdraw(failure.Transient) {
 				n++
 			}
 			return n

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 )
 
@@ -81,7 +82,7 @@ func TestRatio(t *testing.T) {
 				}
 				ok := 0
 				for range op.withdraw {
-					if r.WithdrawAt(now, Transient) {
+					if r.WithdrawAt(now, failure.Transient) {
 						ok++
 					}
 				}
@@ -103,12 +104,12 @@ func TestRatioReadsClockOnlyWhenNeeded(t *testing.T) {
 	reads = 0 // NewRatio reads it once for the origin
 	r.Record(Attempt{N: 1})
 	r.Record(Attempt{N: 2, Failed: true})
-	r.Record(Attempt{N: 3, Charged: Timeout})
-	if r.Withdraw(Permanent) || reads != 0 {
+	r.Record(Attempt{N: 3, Charged: failure.Timeout})
+	if r.Withdraw(failure.Permanent) || reads != 0 {
 		t.Fatalf("%d clock reads for attempts and a permanent failure, want 0", reads)
 	}
 	now = now.Add(time.Second)
-	if !r.Withdraw(Timeout) || reads != 1 {
+	if !r.Withdraw(failure.Timeout) || reads != 1 {
 		t.Fatalf("%d clock reads after a withdrawal, want 1", reads)
 	}
 	if req, ret := r.Counts(now); req != 1 || ret != 1 {
@@ -143,7 +144,7 @@ func TestRatioRecordSpread(t *testing.T) {
 			now := t0.Add(tc.at)
 			wantRet := int64(0)
 			if tc.withdraw {
-				if !r.WithdrawAt(now, Transient) {
+				if !r.WithdrawAt(now, failure.Transient) {
 					t.Fatal("withdrawal refused")
 				}
 				wantRet = 1
@@ -157,7 +158,7 @@ func TestRatioRecordSpread(t *testing.T) {
 
 func TestRatioPermanent(t *testing.T) {
 	r, _ := NewRatio(RatioConfig{Now: at(t0)})
-	if r.WithdrawAt(t0, Permanent) {
+	if r.WithdrawAt(t0, failure.Permanent) {
 		t.Fatal("a permanent failure was allowed a retry")
 	}
 	if _, ret := r.Counts(t0); ret != 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/validate"
 )
 
@@ -114,7 +115,7 @@ type TokenBucket struct {
 	// Read-only after NewTokenBucket.
 	capacity int64
 	incr     int64
-	cost     [Permanent]int64 // by Class; Permanent is never retried
+	cost     [failure.Permanent]int64 // by Class; Permanent is never retried
 
 	_ [cacheLine]byte
 	// tokens is the only mutable state: one atomic word, updated with
@@ -134,9 +135,9 @@ func NewTokenBucket(cfg TokenBucketConfig) (*TokenBucket, error) {
 		capacity: cmp.Or(cfg.Capacity, DefaultCapacity),
 		incr:     cmp.Or(cfg.SuccessIncrement, DefaultSuccessIncrement),
 	}
-	b.cost[Transient] = cmp.Or(cfg.TransientCost, DefaultTransientCost)
-	b.cost[Timeout] = cmp.Or(cfg.TimeoutCost, DefaultTimeoutCost)
-	b.cost[Throttled] = cmp.Or(cfg.ThrottledCost, DefaultThrottledCost)
+	b.cost[failure.Transient] = cmp.Or(cfg.TransientCost, DefaultTransientCost)
+	b.cost[failure.Timeout] = cmp.Or(cfg.TimeoutCost, DefaultTimeoutCost)
+	b.cost[failure.Throttled] = cmp.Or(cfg.ThrottledCost, DefaultThrottledCost)
 	b.tokens.Store(b.capacity)
 	return b, nil
 }
@@ -144,8 +145,8 @@ func NewTokenBucket(cfg TokenBucketConfig) (*TokenBucket, error) {
 // Withdraw takes the cost of a retry after a failure of class c and
 // reports whether there were enough tokens. A Permanent failure is never
 // retried, so it reports false and takes nothing.
-func (b *TokenBucket) Withdraw(c Class) bool {
-	if c >= Permanent {
+func (b *TokenBucket) Withdraw(c failure.Class) bool {
+	if c >= failure.Permanent {
 		return false
 	}
 	cost := b.cost[c]
@@ -168,7 +169,7 @@ func (b *TokenBucket) Record(a Attempt) {
 		return
 	}
 	n := b.incr
-	if a.N > 1 && a.Charged < Permanent {
+	if a.N > 1 && a.Charged < failure.Permanent {
 		n = b.cost[a.Charged]
 	}
 	b.deposit(n)
@@ -196,8 +197,8 @@ func (b *TokenBucket) deposit(n int64) {
 // Refund puts back the cost of a retry after a failure of class c that
 // was withdrawn and then not made (a guard rejected it, or the caller gave
 // up), so that a local rejection costs the bucket nothing.
-func (b *TokenBucket) Refund(c Class) {
-	if c < Permanent {
+func (b *TokenBucket) Refund(c failure.Class) {
+	if c < failure.Permanent {
 		b.deposit(b.cost[c])
 	}
 }

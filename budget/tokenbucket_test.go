@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 )
 
@@ -16,39 +17,39 @@ func TestTokenBucket(t *testing.T) {
 		steps []step
 	}{
 		{"retry behaviour 2.0 arithmetic", AWSStandardQuota(), []step{
-			rec(firstOK, 500),            // full: a success adds nothing
-			rec(fail(Transient), 500),    // a failure costs nothing by itself
-			w(Transient, true, 495),      // its retry costs 5
-			rec(retryOK(Transient), 500), // which the retry's success refunds
-			w(Timeout, true, 490),        // a retry after a timeout costs 10
-			w(Throttled, true, 485),      // after throttling 5
-			rec(retryOK(Timeout), 495),   // refund by the charged class
-			rec(firstOK, 496),            // a first-attempt success adds 1
-			rec(retryOK(Throttled), 500), // capped at capacity (501 -> 500)
-			w(Permanent, false, 500),     // never retried, nothing taken
-			rec(Attempt{N: 3, Failed: true, Class: Timeout, Charged: Transient}, 500),
+			rec(firstOK, 500),                    // full: a success adds nothing
+			rec(fail(failure.Transient), 500),    // a failure costs nothing by itself
+			w(failure.Transient, true, 495),      // its retry costs 5
+			rec(retryOK(failure.Transient), 500), // which the retry's success refunds
+			w(failure.Timeout, true, 490),        // a retry after a timeout costs 10
+			w(failure.Throttled, true, 485),      // after throttling 5
+			rec(retryOK(failure.Timeout), 495),   // refund by the charged class
+			rec(firstOK, 496),                    // a first-attempt success adds 1
+			rec(retryOK(failure.Throttled), 500), // capped at capacity (501 -> 500)
+			w(failure.Permanent, false, 500),     // never retried, nothing taken
+			rec(Attempt{N: 3, Failed: true, Class: failure.Timeout, Charged: failure.Transient}, 500),
 		}},
 		{"empty bucket stops retries", TokenBucketConfig{Capacity: 12, TransientCost: 5, TimeoutCost: 10}, []step{
-			w(Timeout, true, 2),
-			w(Transient, false, 2), // 2 < 5: refused, nothing taken
-			w(Timeout, false, 2),
+			w(failure.Timeout, true, 2),
+			w(failure.Transient, false, 2), // 2 < 5: refused, nothing taken
+			w(failure.Timeout, false, 2),
 			rec(firstOK, 3),
 			rec(firstOK, 4),
 			rec(firstOK, 5),
-			w(Transient, true, 0), // exactly enough
-			w(Throttled, false, 0),
-			rec(retryOK(Transient), 5),
+			w(failure.Transient, true, 0), // exactly enough
+			w(failure.Throttled, false, 0),
+			rec(retryOK(failure.Transient), 5),
 		}},
 		{"retry behaviour 2.1 arithmetic, the zero config", TokenBucketConfig{}, []step{
-			w(Transient, true, 486),      // a retry costs 14
-			w(Timeout, true, 472),        // after a timeout too
-			w(Throttled, true, 467),      // after throttling 5
-			rec(firstOK, 468),            // a first-attempt success adds 1
-			rec(retryOK(Transient), 482), // a retry's success refunds its cost
-			rec(retryOK(Throttled), 487),
+			w(failure.Transient, true, 486),      // a retry costs 14
+			w(failure.Timeout, true, 472),        // after a timeout too
+			w(failure.Throttled, true, 467),      // after throttling 5
+			rec(firstOK, 468),                    // a first-attempt success adds 1
+			rec(retryOK(failure.Transient), 482), // a retry's success refunds its cost
+			rec(retryOK(failure.Throttled), 487),
 		}},
 		{"a larger success increment", TokenBucketConfig{SuccessIncrement: 2}, []step{
-			w(Transient, true, 486),
+			w(failure.Transient, true, 486),
 			rec(firstOK, 488),
 		}},
 	}
@@ -83,7 +84,7 @@ type refTokenBucket struct {
 	mu          sync.Mutex
 	tokens, cap int64
 	incr        int64
-	cost        [Permanent]int64
+	cost        [failure.Permanent]int64
 }
 
 func newRefTokenBucket(cfg TokenBucketConfig) *refTokenBucket {
@@ -91,8 +92,8 @@ func newRefTokenBucket(cfg TokenBucketConfig) *refTokenBucket {
 	return &refTokenBucket{tokens: b.capacity, cap: b.capacity, incr: b.incr, cost: b.cost}
 }
 
-func (b *refTokenBucket) Withdraw(c Class) bool {
-	if c >= Permanent {
+func (b *refTokenBucket) Withdraw(c failure.Class) bool {
+	if c >= failure.Permanent {
 		return false
 	}
 	b.mu.Lock()
@@ -123,14 +124,14 @@ func (b *refTokenBucket) Record(a Attempt) {
 
 // randomOp draws a call: mostly successes, some failures and retries.
 func randomOp(r *rand.Rand) step {
-	c := Class(r.IntN(4))
+	c := failure.Class(r.IntN(4))
 	switch r.IntN(4) {
 	case 0:
 		return step{withdraw: true, c: c}
 	case 1:
 		return step{a: Attempt{N: 1 + r.IntN(3), Failed: true, Class: c}}
 	case 2:
-		return step{a: Attempt{N: 2 + r.IntN(2), Charged: Class(r.IntN(3))}}
+		return step{a: Attempt{N: 2 + r.IntN(2), Charged: failure.Class(r.IntN(3))}}
 	default:
 		return step{a: Attempt{N: 1}}
 	}
@@ -173,7 +174,7 @@ func FuzzTokenBucket(f *testing.F) {
 		}
 		ref := newRefTokenBucket(cfg)
 		for i, op := range ops {
-			c := Class(op & 3)
+			c := failure.Class(op & 3)
 			switch op >> 2 & 3 {
 			case 0:
 				if got, want := b.Withdraw(c), ref.Withdraw(c); got != want {
@@ -184,7 +185,7 @@ func FuzzTokenBucket(f *testing.F) {
 				b.Record(a)
 				ref.Record(a)
 			case 2:
-				a := Attempt{N: 2, Charged: min(c, Throttled)}
+				a := Attempt{N: 2, Charged: min(c, failure.Throttled)}
 				b.Record(a)
 				ref.Record(a)
 			default:
@@ -202,7 +203,7 @@ func FuzzTokenBucket(f *testing.F) {
 func TestTokenBucketRefund(t *testing.T) {
 	b := configtest.Must(NewTokenBucket(TokenBucketConfig{}))(t)
 	var _ Refunder = b
-	for _, c := range []Class{Transient, Timeout, Throttled} {
+	for _, c := range []failure.Class{failure.Transient, failure.Timeout, failure.Throttled} {
 		if !b.Withdraw(c) {
 			t.Fatalf("Withdraw(%v) refused with a full bucket", c)
 		}
@@ -212,8 +213,8 @@ func TestTokenBucketRefund(t *testing.T) {
 		}
 	}
 	// A refund never overfills, and a Permanent refund gives nothing.
-	b.Refund(Timeout)
-	b.Refund(Permanent)
+	b.Refund(failure.Timeout)
+	b.Refund(failure.Permanent)
 	if got := b.Tokens(); got != DefaultCapacity {
 		t.Fatalf("%d tokens, want %d", got, DefaultCapacity)
 	}

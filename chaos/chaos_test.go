@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/chaos"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 )
@@ -260,10 +261,10 @@ func TestWrapWithRetry(t *testing.T) {
 	inj := mustNew(t, chaos.Config{Faults: chaos.Faults{StatusRate: 1, RetryAfter: 2 * time.Second}})
 	fn := chaos.Wrap(inj, func(context.Context) (int, error) { return 1, nil })
 	_, err := fn(context.Background())
-	if got := retry.DefaultClassify(err); got != retry.Throttled {
+	if got := retry.DefaultClassify(err); got != failure.Throttled {
 		t.Errorf("503 classified %v, want Throttled", got)
 	}
-	var sd retry.ServerDelay
+	var sd interface{ RetryAfter() time.Duration }
 	if !errors.As(err, &sd) {
 		t.Fatalf("%v carries no server delay", err)
 	}

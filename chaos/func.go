@@ -17,7 +17,7 @@ import (
 // marked for package retry by failure.OfHTTPStatus, the table unherdhttp
 // uses: a 429 or 503 is Throttled, a 4xx other than 408 and 429, or a
 // 501, is Permanent; and a RetryAfter is a server-directed delay
-// (retry.WithServerDelay).
+// (retry.Judge with a Verdict that HasDelay).
 func Wrap[T any](inj *Injector, fn func(context.Context) (T, error)) func(context.Context) (T, error) {
 	return func(ctx context.Context) (T, error) {
 		var zero T
@@ -57,7 +57,7 @@ func (e *StatusError) Is(target error) bool { return target == ErrInjected }
 func statusError(f *Faults) error {
 	se := &StatusError{StatusCode: f.status(), RetryAfter: f.RetryAfter}
 	if f.RetryAfter > 0 {
-		return retry.WithServerDelay(se, f.RetryAfter)
+		return retry.Judge(se, retry.Verdict{Class: failure.Throttled, Delay: f.RetryAfter, HasDelay: true})
 	}
 	c, _ := failure.OfHTTPStatus(se.StatusCode)
 	return retry.Judge(se, retry.Verdict{Class: c})

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/internal/seeded"
 	"github.com/unherd/unherd/internal/services"
@@ -110,11 +111,11 @@ func fleetOutageRun(t *testing.T, seed uint64, kill time.Duration) {
 					sec.fallback.Add(1)
 				}
 				for range per {
-					b.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
+					b.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Transient})
 					sec.requests.Add(1)
-					if b.Withdraw(budget.Transient) {
+					if b.Withdraw(failure.Transient) {
 						sec.retries.Add(1)
-						b.Record(budget.Attempt{N: 2, Failed: true, Class: budget.Transient, Charged: budget.Transient})
+						b.Record(budget.Attempt{N: 2, Failed: true, Class: failure.Transient, Charged: failure.Transient})
 					}
 				}
 			}

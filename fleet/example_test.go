@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
 )
 
@@ -34,7 +35,7 @@ func Example() {
 	}
 	withdraw := func(n int) (allowed int) {
 		for range n {
-			if b.Withdraw(budget.Transient) {
+			if b.Withdraw(failure.Transient) {
 				allowed++
 			}
 		}

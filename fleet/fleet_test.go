@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/fleet/fleettest"
 )
@@ -139,7 +140,7 @@ func TestFallbackAndRecovery(t *testing.T) {
 		// is left of the lease: far fewer than 101 retries; none blocks.
 		allowed := 0
 		for range 1000 {
-			if b.Withdraw(budget.Transient) {
+			if b.Withdraw(failure.Transient) {
 				allowed++
 			}
 		}
@@ -171,7 +172,7 @@ func TestWithdrawPermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Withdraw(budget.Permanent) {
+	if b.Withdraw(failure.Permanent) {
 		t.Error("a permanent failure was allowed a retry")
 	}
 }
@@ -225,7 +226,7 @@ func TestStopReturnsLease(t *testing.T) {
 		for range 300 {
 			// Refusals for want of tokens (the pacer allows one retry
 			// per 100 ms) make the next lease larger.
-			b.Withdraw(budget.Transient)
+			b.Withdraw(failure.Transient)
 			time.Sleep(10 * time.Millisecond)
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/internal/seeded"
 )
@@ -111,10 +112,10 @@ func runFleet(t *testing.T, tf traffic, seed uint64, tr fleet.Transport, events 
 						b.Record(budget.Attempt{N: 1})
 						continue
 					}
-					b.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
-					if b.Withdraw(budget.Transient) {
+					b.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Transient})
+					if b.Withdraw(failure.Transient) {
 						admitted++
-						b.Record(budget.Attempt{N: 2, Failed: true, Class: budget.Transient, Charged: budget.Transient})
+						b.Record(budget.Attempt{N: 2, Failed: true, Class: failure.Transient, Charged: failure.Transient})
 					}
 				}
 				mu.Lock()

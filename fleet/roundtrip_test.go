@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
 )
 
@@ -41,7 +42,7 @@ func TestRoundTrips(t *testing.T) {
 				<-tick.C
 				calls++
 				b.Record(budget.Attempt{N: 1, Failed: calls%10 == 0})
-				if calls%10 == 0 && !b.Withdraw(budget.Transient) {
+				if calls%10 == 0 && !b.Withdraw(failure.Transient) {
 					refused++
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/budget"
@@ -100,7 +101,7 @@ type Config struct {
 	// MaxHedgesLimit (4).
 	MaxHedges int
 
-	// Budget pays for hedges: Do withdraws budget.Transient before each
+	// Budget pays for hedges: Do withdraws failure.Transient before each
 	// hedge and, when the request ends, records its outcome once as a
 	// first attempt (budget.Attempt{N: 1, Failed, Class}; see
 	// Hedger.End). Nil means budget.NewRatio(budget.RatioConfig{Ratio:
@@ -123,7 +124,7 @@ type Config struct {
 	// End records with the budget (a TokenBucket or a GRPC budget charges
 	// by class). Nil means retry.DefaultClassify; pass the retry policy's
 	// classifier if it has its own.
-	Classify func(error) budget.Class
+	Classify func(error) failure.Class
 
 	// NonFatal, if set, reports whether an attempt's error leaves the
 	// call open: the next hedge starts at once instead of after the delay

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/budget"
@@ -166,7 +167,7 @@ func (h *Hedger) ended(parent context.Context, start time.Duration, err error, h
 	switch {
 	case !record:
 	case timedOut:
-		h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Timeout})
+		h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Timeout})
 	default:
 		h.End(err)
 	}

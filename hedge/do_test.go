@@ -13,6 +13,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 )
@@ -227,13 +228,13 @@ func TestDo(t *testing.T) {
 				// The request is recorded once, with its real outcome.
 				want := []budget.Attempt{{N: 1}}
 				if tc.wantErr != nil {
-					want = []budget.Attempt{{N: 1, Failed: true, Class: budget.Transient}}
+					want = []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}}
 				}
 				if diff := cmp.Diff(want, b.records); diff != "" {
 					t.Errorf("budget records (-want +got):\n%s", diff)
 				}
 				for _, c := range b.classes {
-					if c != budget.Transient {
+					if c != failure.Transient {
 						t.Errorf("hedge withdrew class %v, want Transient", c)
 					}
 				}
@@ -572,7 +573,7 @@ func TestInsideRetry(t *testing.T) {
 		// Each hedged request's real outcome: both copies failed; the
 		// attempt timed out (a Timeout, not a caller who gave up); a
 		// hedge won.
-		want := []budget.Attempt{{N: 1, Failed: true, Class: budget.Transient}, {N: 1, Failed: true, Class: budget.Timeout}, {N: 1}}
+		want := []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}, {N: 1, Failed: true, Class: failure.Timeout}, {N: 1}}
 		if diff := cmp.Diff(want, hedgeBudget.records); diff != "" {
 			t.Errorf("hedge budget records (-want +got):\n%s", diff)
 		}
@@ -582,7 +583,7 @@ func TestInsideRetry(t *testing.T) {
 // TestEndRecordsOutcome covers End as the simulator calls it: one record
 // per request, with its real outcome, classified by Config.Classify.
 func TestEndRecordsOutcome(t *testing.T) {
-	onlyThrottled := func(error) budget.Class { return budget.Throttled }
+	onlyThrottled := func(error) failure.Class { return failure.Throttled }
 	tests := []struct {
 		name string
 		cfg  Config
@@ -590,11 +591,11 @@ func TestEndRecordsOutcome(t *testing.T) {
 		want []budget.Attempt
 	}{
 		{"success", Config{}, nil, []budget.Attempt{{N: 1}}},
-		{"transient failure", Config{}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: budget.Transient}}},
-		{"throttled failure", Config{}, retry.MarkThrottled(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: budget.Throttled}}},
-		{"timeout", Config{}, context.DeadlineExceeded, []budget.Attempt{{N: 1, Failed: true, Class: budget.Timeout}}},
-		{"permanent failure", Config{}, retry.MarkPermanent(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: budget.Permanent}}},
-		{"custom classifier", Config{Classify: onlyThrottled}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: budget.Throttled}}},
+		{"transient failure", Config{}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}}},
+		{"throttled failure", Config{}, retry.Judge(errBoom, retry.Verdict{Class: failure.Throttled}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
+		{"timeout", Config{}, context.DeadlineExceeded, []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
+		{"permanent failure", Config{}, retry.MarkPermanent(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: failure.Permanent}}},
+		{"custom classifier", Config{Classify: onlyThrottled}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
 		{"local rejection is not recorded", Config{}, retry.NewRejection("test: rejected"), nil},
 		{"shared with retry: nothing recorded", Config{SharedWithRetry: true}, errBoom, nil},
 		{"shared with retry: success not recorded either", Config{SharedWithRetry: true}, nil, nil},
@@ -700,7 +701,7 @@ func TestSharedBudgetCountsRequestsOnce(t *testing.T) {
 		drain()
 		// The retry loop's records alone: attempt 1 failed, attempt 2
 		// succeeded. Withdrawals: the hedge of each attempt and the retry.
-		want := []budget.Attempt{{N: 1, Failed: true, Class: budget.Transient}, {N: 2, Charged: budget.Transient}}
+		want := []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}, {N: 2, Charged: failure.Transient}}
 		if diff := cmp.Diff(want, shared.records); diff != "" {
 			t.Errorf("shared budget records (-want +got):\n%s", diff)
 		}

@@ -78,7 +78,7 @@
 //
 // # Budget
 //
-// Each hedge withdraws budget.Transient from Config.Budget before it
+// Each hedge withdraws failure.Transient from Config.Budget before it
 // starts; if the call settles while the budget is being asked, the hedge
 // does not start and its cost goes back to a budget that implements
 // budget.Refunder ([Hedger.Refund]). Each request is recorded once, when it ends, as a call's first

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/quantile"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
@@ -64,7 +65,7 @@ type Hedger struct {
 	minSamples int
 	maxHedges  int
 	budget     budget.Budget
-	classify   func(error) budget.Class
+	classify   func(error) failure.Class
 	nonFatal   func(error) bool
 	observer   observe.Observer
 
@@ -183,10 +184,10 @@ func (h *Hedger) Begin() (time.Duration, bool) {
 }
 
 // Admit asks the budget to pay for one hedge (it withdraws
-// budget.Transient) and reports whether the hedge may start. Call it only
+// failure.Transient) and reports whether the hedge may start. Call it only
 // for a hedge about to start: a true answer has been paid for.
 func (h *Hedger) Admit() bool {
-	return h.budget.Withdraw(budget.Transient)
+	return h.budget.Withdraw(failure.Transient)
 }
 
 // Refund gives back what Admit took for a hedge that will not start after
@@ -196,7 +197,7 @@ func (h *Hedger) Admit() bool {
 // hedges.
 func (h *Hedger) Refund() {
 	if r, ok := h.budget.(budget.Refunder); ok {
-		r.Refund(budget.Transient)
+		r.Refund(failure.Transient)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 )
 
@@ -26,11 +27,11 @@ type fakeBudget struct {
 	withdrawn int
 	refused   int
 	refunded  int
-	classes   []budget.Class // of every Withdraw
-	gate      chan struct{}  // if set, Withdraw waits for it to close
+	classes   []failure.Class // of every Withdraw
+	gate      chan struct{}   // if set, Withdraw waits for it to close
 }
 
-func (b *fakeBudget) Withdraw(c budget.Class) bool {
+func (b *fakeBudget) Withdraw(c failure.Class) bool {
 	if b.gate != nil {
 		<-b.gate
 	}
@@ -45,7 +46,7 @@ func (b *fakeBudget) Withdraw(c budget.Class) bool {
 	return true
 }
 
-func (b *fakeBudget) Refund(budget.Class) {
+func (b *fakeBudget) Refund(failure.Class) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refunded++

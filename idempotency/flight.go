@@ -12,6 +12,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -552,9 +553,9 @@ func persistPolicy(storeTimeout time.Duration) (*retry.Policy, error) {
 		// expires; the requests in progress when the store failed bound
 		// this load, as new claims fail at once.
 		Budget: budget.Unlimited, //unherdvet:ignore misuse a completion given up is a second execution
-		Classify: func(err error) retry.Class {
+		Classify: func(err error) failure.Class {
 			if errors.Is(err, ErrLeaseLost) {
-				return retry.Permanent
+				return failure.Permanent
 			}
 			return retry.DefaultClassify(err)
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -56,7 +57,7 @@ func (g *guard) Done(ticket uint64, o retry.Outcome) {
 		tok.Ignore()
 	case o.Err == nil:
 		tok.Served(Now())
-	case o.Class == retry.Timeout || o.Class == retry.Throttled:
+	case o.Class == failure.Timeout || o.Class == failure.Throttled:
 		tok.Dropped(Now())
 	default:
 		tok.Ignore()

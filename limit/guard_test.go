@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
 )
@@ -65,10 +66,10 @@ func TestGuardOutcomes(t *testing.T) {
 		g := l.Guard()
 		for _, o := range []retry.Outcome{
 			{},
-			{Err: errors.New("slow"), Class: retry.Timeout},
-			{Err: errors.New("429"), Class: retry.Throttled},
-			{Err: errors.New("reset"), Class: retry.Transient},
-			{Err: errors.New("404"), Class: retry.Permanent},
+			{Err: errors.New("slow"), Class: failure.Timeout},
+			{Err: errors.New("429"), Class: failure.Throttled},
+			{Err: errors.New("reset"), Class: failure.Transient},
+			{Err: errors.New("404"), Class: failure.Permanent},
 			{Err: context.Canceled, Abandoned: true},
 		} {
 			ticket, err := g.Admit(t.Context())

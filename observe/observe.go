@@ -215,6 +215,23 @@ type Func func(ctx context.Context, e Event)
 // Observe calls f(ctx, e).
 func (f Func) Observe(ctx context.Context, e Event) { f(ctx, e) }
 
+// On returns an Observer that calls f with the events of kind k and
+// ignores the rest: the shape of a single hook, such as one that runs
+// before each retry's wait (On(Retry, f)) or once when a call gives up
+// (On(GiveUp, f)).
+func On(k Kind, f func(Event)) Observer { return on{k, f} }
+
+type on struct {
+	k Kind
+	f func(Event)
+}
+
+func (o on) Observe(_ context.Context, e Event) {
+	if e.Kind == o.k {
+		o.f(e)
+	}
+}
+
 // Multi returns an Observer that hands each event to every one of os, in
 // order. Nil observers are skipped; with none left it returns nil, which
 // the policies treat as no observer at all.

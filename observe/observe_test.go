@@ -107,3 +107,15 @@ func TestMulti(t *testing.T) {
 		t.Error("PriorityIndex")
 	}
 }
+
+// On hands its function the events of its kind, and no others.
+func TestOn(t *testing.T) {
+	var got []int
+	o := observe.On(observe.Retry, func(e observe.Event) { got = append(got, e.Attempt) })
+	for i, k := range []observe.Kind{observe.Attempt, observe.Retry, observe.Attempt, observe.Retry, observe.GiveUp} {
+		o.Observe(context.Background(), observe.Event{Kind: k, Attempt: i})
+	}
+	if len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Fatalf("On(Retry) saw attempts %v, want [1 3]", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -21,7 +22,7 @@ import (
 // itself takes minutes and is not repeated here.
 
 // modes are the retry.BudgetExhaustion modes a brown-out row may name
-// ("unherd, NAME"); "unherd defaults" is DefaultOnBudgetExhausted. A mode
+// ("unherd, NAME"); "unherd defaults" is WaitSchedule, the default. A mode
 // removed from package retry no longer compiles here, and a mode added
 // there that decides unlike all of these fails TestDocumentModes until it
 // is named here.
@@ -171,7 +172,7 @@ func TestDocumentModes(t *testing.T) {
 		var m retry.BudgetExhaustion
 		switch name, ok := strings.CutPrefix(r.client, "unherd, "); {
 		case r.client == "unherd defaults":
-			m = retry.DefaultOnBudgetExhausted
+			m = retry.WaitSchedule
 		case !ok:
 			continue // not unherd
 		default:
@@ -192,15 +193,15 @@ func TestDocumentModes(t *testing.T) {
 // rest.
 type refusing struct{ n int }
 
-func (b *refusing) Withdraw(budget.Class) bool { b.n--; return b.n >= 0 }
-func (*refusing) Record(budget.Attempt)        {}
+func (b *refusing) Withdraw(failure.Class) bool { b.n--; return b.n >= 0 }
+func (*refusing) Record(budget.Attempt)         {}
 
 // decisions returns, as text, the decisions a Policy with OnBudgetExhausted
 // m makes over TestDocumentModes's set of calls.
 func decisions(t *testing.T, m retry.BudgetExhaustion) string {
 	t.Helper()
 	errDown := fmt.Errorf("503")
-	fails := []error{errDown, retry.MarkThrottled(errDown), retry.WithServerDelay(errDown, 300*time.Millisecond)}
+	fails := []error{errDown, retry.Judge(errDown, retry.Verdict{Class: failure.Throttled}), retry.Judge(errDown, retry.Verdict{Class: failure.Throttled, Delay: 300 * time.Millisecond, HasDelay: true})}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var out strings.Builder
 	for _, fail := range fails {

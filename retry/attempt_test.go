@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/observe"
 )
 
 // An attempt that never watches its context but fails once its timeout
@@ -30,9 +31,9 @@ func TestAttemptTimeoutUnwatched(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var classes []Class
+				var classes []failure.Class
 				p := mustNew(t, Config{AttemptTimeout: time.Second, MaxAttempts: 2, Backoff: backoff.Schedule{Immediate: true},
-					OnRetry: func(e RetryEvent) { classes = append(classes, e.Class) }})
+					Observer: observe.On(observe.Retry, func(e observe.Event) { classes = append(classes, e.Class) })})
 				err := p.Do(t.Context(), func(ctx context.Context) error {
 					time.Sleep(tc.takes)
 					return errBoom
@@ -40,11 +41,11 @@ func TestAttemptTimeoutUnwatched(t *testing.T) {
 				if !errors.Is(err, errBoom) || errors.Is(err, ErrAttemptTimeout) != tc.timeout {
 					t.Fatalf("err = %v, want errBoom, wrapped with ErrAttemptTimeout: %v", err, tc.timeout)
 				}
-				want := Transient
+				want := failure.Transient
 				if tc.timeout {
-					want = Timeout
+					want = failure.Timeout
 				}
-				if diff := cmp.Diff([]Class{want}, classes); diff != "" {
+				if diff := cmp.Diff([]failure.Class{want}, classes); diff != "" {
 					t.Error(diff)
 				}
 			})
@@ -192,7 +193,7 @@ func TestStartAttemptTimeoutSource(t *testing.T) {
 			t.Error("TimedOut() = false after the timeout")
 		}
 		err := a.End(context.Cause(a.Context()))
-		if !errors.Is(err, ErrAttemptTimeout) || DefaultClassify(err) != Timeout {
+		if !errors.Is(err, ErrAttemptTimeout) || DefaultClassify(err) != failure.Timeout {
 			t.Errorf("End = %v (class %v), want ErrAttemptTimeout, a Timeout", err, DefaultClassify(err))
 		}
 
@@ -429,15 +430,15 @@ func TestOnResult(t *testing.T) {
 	})
 }
 
-// OnGiveUp runs once for every call that ends without success, with the
+// The observer hears GiveUp once for every call that ends without success, with the
 // reason and the last error, and never for a success.
-func TestOnGiveUp(t *testing.T) {
+func TestObserverGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []string
 		p := mustNew(t, Config{Backoff: backoff.Schedule{Immediate: true}, Guards: []Guard{&fakeGuard{allow: 4}},
-			OnGiveUp: func(e GiveUpEvent) {
-				events = append(events, e.Reason.Error()+" after "+string(rune('0'+e.Attempts))+": "+errString(e.Err))
-			}})
+			Observer: observe.On(observe.GiveUp, func(e observe.Event) {
+				events = append(events, e.Reason.Error()+" after "+string(rune('0'+e.Attempt))+": "+errString(e.Err))
+			})})
 		calls := 0
 		_ = p.Do(t.Context(), failing(0, errBoom, &calls))                // succeeds
 		_ = p.Do(t.Context(), failing(9, MarkPermanent(errBoom), &calls)) // permanent
@@ -468,11 +469,11 @@ func errString(err error) string {
 // at the highest draw), with
 // WaitRetryDelay the refused retry's delay; with ReturnAtOnce, it returns
 // at once.
-func TestWaitThenReturn(t *testing.T) {
+func TestBudgetExhaustionWaits(t *testing.T) {
 	for _, tc := range []struct {
 		mode BudgetExhaustion
 		want time.Duration
-	}{{BudgetExhaustionDefault, 75 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitRetryDelay, 50 * time.Millisecond}} {
+	}{{WaitSchedule, 75 * time.Millisecond}, {ReturnAtOnce, 0}, {WaitRetryDelay, 50 * time.Millisecond}} {
 		synctest.Test(t, func(t *testing.T) {
 			b := &fakeBudget{allow: 0}
 			p := mustNew(t, Config{Budget: b, OnBudgetExhausted: tc.mode, Rand: constSource(math.MaxUint64)})
@@ -485,49 +486,6 @@ func TestWaitThenReturn(t *testing.T) {
 				t.Errorf("mode %d: returned after %v, want %v", tc.mode, got, tc.want)
 			}
 		})
-	}
-}
-
-// WaitThenReturn is WaitRetryDelay under another name, as its doc says:
-// the two decide alike after every kind of failure, a throttling error
-// (from the throttled base) and a server's delay included, at every
-// attempt and with any draw.
-func TestWaitThenReturnIsWaitRetryDelay(t *testing.T) {
-	sched := backoff.Schedule{Base: 50 * time.Millisecond, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full}
-	fails := map[string]error{
-		"transient":       errBoom,
-		"throttled":       MarkThrottled(errBoom),
-		"server delay":    WithServerDelay(errBoom, 300*time.Millisecond),
-		"throttled, long": WithServerDelay(MarkThrottled(errBoom), 3*time.Second),
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for name, fail := range fails {
-		for _, draw := range []uint64{0, 1 << 63, math.MaxUint64} {
-			for refusedAfter := range 4 {
-				decide := func(mode BudgetExhaustion) []Decision {
-					p := mustNew(t, Config{MaxAttempts: 5, Backoff: sched, Budget: &fakeBudget{allow: refusedAfter}, OnBudgetExhausted: mode})
-					c := p.Begin(false)
-					var ds []Decision
-					for {
-						if err := c.Admit(t.Context()); err != nil {
-							t.Fatal(err)
-						}
-						d := c.Done(now, now.Add(time.Minute), fail, draw)
-						ds = append(ds, d)
-						if d.Reason != nil {
-							return ds
-						}
-					}
-				}
-				then, own := decide(WaitThenReturn), decide(WaitRetryDelay)
-				if diff := cmp.Diff(own, then, cmpopts.EquateErrors()); diff != "" {
-					t.Errorf("%s, draw %#x, budget refusing after %d retries: WaitThenReturn differs from WaitRetryDelay (-own +then):\n%s", name, draw, refusedAfter, diff)
-				}
-				if last := own[len(own)-1]; refusedAfter < 4 && (last.Reason != ErrBudgetExhausted || !last.Wait) {
-					t.Errorf("%s, budget refusing after %d retries: last decision %+v, want a wait, then ErrBudgetExhausted", name, refusedAfter, last)
-				}
-			}
-		}
 	}
 }
 

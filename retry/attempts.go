@@ -86,7 +86,7 @@ func (p *Policy) Attempts(ctx context.Context, err *error) iter.Seq[context.Cont
 			case !more:
 				// The caller stopped after a failure: final, for the
 				// budget and the guards, and *err is the caller's.
-				c.Done(time.Time{}, time.Time{}, MarkFinal(e), 0)
+				c.Done(time.Time{}, time.Time{}, Judge(e, Verdict{Final: true}), 0)
 				c.w.release()
 				return
 			}

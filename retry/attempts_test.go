@@ -11,6 +11,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
 )
@@ -51,14 +52,14 @@ func (l *ledger) Done(_ uint64, o retry.Outcome) {
 	}
 }
 
-func (l *ledger) Withdraw(budget.Class) bool {
+func (l *ledger) Withdraw(failure.Class) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.withdrawn++
 	return true
 }
 
-func (l *ledger) Refund(budget.Class) {
+func (l *ledger) Refund(failure.Class) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refunded++

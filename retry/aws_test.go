@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // The AWS SDKs' published retry test cases, encoded against the presets.
@@ -58,7 +59,7 @@ func (e amzRetryAfter) RetryAfter() time.Duration { return e.d }
 var (
 	err500      = errors.New("500 internal server error")
 	err502      = errors.New("502 bad gateway")
-	errThrottle = MarkThrottled(errors.New("400 Throttling"))
+	errThrottle = Judge(errors.New("400 Throttling"), Verdict{Class: failure.Throttled})
 	err404      = MarkPermanent(errors.New("404 not found"))
 )
 
@@ -67,9 +68,9 @@ var (
 func drain(t *testing.T, b *budget.TokenBucket, n int64) {
 	t.Helper()
 	for b.Tokens() > n {
-		c := Transient
+		c := failure.Transient
 		if (b.Tokens()-n)%5 == 0 {
-			c = Throttled
+			c = failure.Throttled
 		}
 		if !b.Withdraw(c) {
 			break

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/observe"
 )
@@ -71,7 +72,7 @@ type Call struct {
 	prev    time.Duration // the last retry's delay
 	attempt int           // attempts admitted so far
 	max     int           // the attempt limit: MaxAttempts or NestedAttempts
-	charged Class         // the class the last retry was withdrawn as
+	charged failure.Class // the class the last retry was withdrawn as
 	state   callState
 	tickets [maxStackGuards]uint64
 	more    []uint64        // the guards' tickets, when there are more than fit in tickets
@@ -107,7 +108,7 @@ type Decision struct {
 	// Config.OnBudgetExhausted is not ReturnAtOnce.
 	Wait bool
 	// Class is how the failed attempt was classified.
-	Class Class
+	Class failure.Class
 }
 
 // Begin starts a call. nested says the call is made while serving a caller
@@ -253,11 +254,8 @@ func (c *Call) tell(ts []uint64, o Outcome) {
 	}
 }
 
-// gaveUp runs Config.OnGiveUp for a call that stops with reason.
+// gaveUp tells the observer of a call that stops with reason.
 func (c *Call) gaveUp(reason error) {
-	if h := c.p.onGiveUp; h != nil {
-		h(GiveUpEvent{Attempts: c.attempt, Err: c.last, Reason: reason})
-	}
 	if c.p.observer != nil {
 		c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.GiveUp, Attempt: c.attempt, Err: c.last, Reason: reason,
 			Stop: stopName(reason), Delay: c.waited})
@@ -313,13 +311,13 @@ func (c *Call) refund() {
 //     budget hears nothing.
 //  2. Classify err (Config.Classify, else DefaultClassify); tell the
 //     guards and the budget about the failure and its class.
-//  3. Permanent stops with ErrPermanent; an error marked with MarkFinal,
+//  3. Permanent stops with ErrPermanent; an error judged Final,
 //     or one that is ErrFinal, stops with ErrFinal.
 //  4. No attempts left (MaxAttempts, or NestedAttempts for a nested call)
 //     stops with ErrAttemptsExhausted.
 //  5. The delay: the schedule's jittered delay for this retry (from the
 //     throttled base for a Throttled failure), or, if longer, the
-//     server-directed delay the error carries ([ServerDelay]) with
+//     server-directed delay the error carries (a RetryAfter method) with
 //     ServerJitter on top; a server delay above MaxServerDelay stops with
 //     ErrServerDelayTooLong, unless ClampServerDelay is set.
 //  6. A wait that would end at or after the deadline stops with
@@ -328,9 +326,9 @@ func (c *Call) refund() {
 //     ErrBudgetExhausted (unless Config.OnBudgetExhausted is
 //     ReturnAtOnce, the Decision asks the caller to wait first; see
 //     Decision.Wait).
-//  8. Run Config.OnRetry and return the delay.
+//  8. Tell the observer (observe.Retry) and return the delay.
 //
-// When it stops the call, Done runs Config.OnGiveUp first.
+// When it stops the call, Done tells the observer first (observe.GiveUp).
 func (c *Call) Done(now, deadline time.Time, err error, draw uint64) Decision {
 	if err == nil {
 		if c.p.hooked {
@@ -371,13 +369,13 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	errtree.Walk(err, m.visit)
 	if m.rejected {
 		c.reportAbandoned(err)
-		return Decision{Reason: ErrRejected, Class: Permanent}
+		return Decision{Reason: ErrRejected, Class: failure.Permanent}
 	}
 	class := m.class(p.classifier, err)
 	c.report(Outcome{Err: err, Class: class})
 	p.budget.Record(budget.Attempt{N: c.attempt, Failed: true, Class: class, Charged: c.charged})
 	switch {
-	case class == Permanent:
+	case class == failure.Permanent:
 		return Decision{Reason: ErrPermanent, Class: class}
 	case m.final:
 		return Decision{Reason: ErrFinal, Class: class}
@@ -401,7 +399,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 			// (at least a server's delay); step 6 found d to end before
 			// the deadline, and so does the wait.
 			stop.Delay, stop.Wait = p.remaining(c.attempt, c.max, class, d, m.serverDelay != nil, now, deadline, draw), true
-		case WaitRetryDelay, WaitThenReturn:
+		case WaitRetryDelay:
 			// The wait is d, the delay the refused retry itself would have
 			// waited (from the throttled base after a Throttled failure,
 			// as the AWS long-polling rule says), which step 6 found to
@@ -412,9 +410,6 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	}
 	c.prev, c.charged, c.state = d, class, paid
 	c.waited += d
-	if p.onRetry != nil {
-		p.onRetry(RetryEvent{Attempt: c.attempt, Err: err, Class: class, Delay: d})
-	}
 	if p.observer != nil {
 		p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Retry, Attempt: c.attempt, Err: err, Class: class, Delay: d})
 	}
@@ -433,9 +428,9 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 // floor in d) is honoured: the wait is at least d when the failure named
 // one (Retry-After). When the wait would end at or after the deadline it is drawn again,
 // from u's other half, within [d, deadline), which step 6 found room for.
-func (p *Policy) remaining(attempt, limit int, class Class, d time.Duration, server bool, now, deadline time.Time, u uint64) time.Duration {
+func (p *Policy) remaining(attempt, limit int, class failure.Class, d time.Duration, server bool, now, deadline time.Time, u uint64) time.Duration {
 	s := p.backoff
-	throttled := class == Throttled
+	throttled := class == failure.Throttled
 	left := limit - attempt // retries left, the refused one included
 	// The capped delays of the retries left: a growing prefix, then
 	// every retry at the cap (or a constant schedule's one delay). The

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // BenchmarkCallFailure measures one failed attempt driven through a Call,
@@ -26,9 +27,9 @@ func BenchmarkCallFailure(b *testing.B) {
 		cfg  Config
 	}{
 		{"plain", plain, Config{Budget: budget.Unlimited}},
-		{"throttled", MarkThrottled(plain), Config{Budget: budget.Unlimited}},
+		{"throttled", Judge(plain, Verdict{Class: failure.Throttled}), Config{Budget: budget.Unlimited}},
 		{"wrapped", fmt.Errorf("bench: get: %w", plain), Config{Budget: budget.Unlimited}},
-		{"serverdelay", WithServerDelay(plain, time.Millisecond), Config{Budget: budget.Unlimited}},
+		{"serverdelay", Judge(plain, Verdict{Class: failure.Throttled, Delay: time.Millisecond, HasDelay: true}), Config{Budget: budget.Unlimited}},
 		{"tokenbucket", plain, Config{}},
 		{"guarded", plain, Config{Budget: budget.Unlimited, Guards: []Guard{nopGuard{}}}},
 	}

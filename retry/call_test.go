@@ -10,6 +10,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // t0 is the explicit instant the pure state-machine tests run at.
@@ -30,11 +31,11 @@ func TestCallSequence(t *testing.T) {
 	}
 	steps := []step{
 		// Attempt 1 fails: a retry is withdrawn as transient.
-		{errBoom, Decision{Delay: time.Second, Class: Transient}},
+		{errBoom, Decision{Delay: time.Second, Class: failure.Transient}},
 		// Attempt 2 is throttled: withdrawn as throttled.
-		{MarkThrottled(errBoom), Decision{Delay: time.Second, Class: Throttled}},
+		{Judge(errBoom, Verdict{Class: failure.Throttled}), Decision{Delay: time.Second, Class: failure.Throttled}},
 		// Attempt 3 fails and is the last allowed.
-		{errBoom, Decision{Reason: ErrAttemptsExhausted, Class: Transient}},
+		{errBoom, Decision{Reason: ErrAttemptsExhausted, Class: failure.Transient}},
 	}
 	for i, s := range steps {
 		if err := c.Admit(context.Background()); err != nil {
@@ -72,7 +73,7 @@ func TestCallRecordsSuccess(t *testing.T) {
 	p := mustNew(t, Config{Budget: b, Backoff: constant(time.Second)})
 	c := p.Begin(false)
 	_ = c.Admit(context.Background())
-	c.Done(t0, time.Time{}, MarkThrottled(errBoom), 0)
+	c.Done(t0, time.Time{}, Judge(errBoom, Verdict{Class: failure.Throttled}), 0)
 	_ = c.Admit(context.Background())
 	if d := c.Done(t0, time.Time{}, nil, 0); d != (Decision{}) {
 		t.Fatalf("Done(success) = %+v, want the zero Decision", d)

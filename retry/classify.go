@@ -6,23 +6,6 @@ import (
 	"github.com/unherd/unherd/failure"
 )
 
-// Class is how a failed attempt is treated; package failure defines it, so
-// that budgets and guards, which retry builds on, speak it too.
-type Class = failure.Class
-
-// Failure classes, as the retry loop sees them.
-const (
-	// Transient failures are retried on the normal schedule.
-	Transient = failure.Transient
-	// Timeout failures (an attempt's own timeout, a net.Error that reports
-	// Timeout) are retried; budgets may charge them more.
-	Timeout = failure.Timeout
-	// Throttled failures are retried on the schedule's throttled base.
-	Throttled = failure.Throttled
-	// Permanent failures stop the loop at once.
-	Permanent = failure.Permanent
-)
-
 // Verdict is how an integration judged a failed attempt, handed to the
 // call as values with [Judge]: the class it gave the failure, whether the
 // call must end after it, and the delay the server asked for. It is what
@@ -36,7 +19,7 @@ type Verdict struct {
 	// DefaultClassify's own rules find in it (Permanent, then Throttled,
 	// then Timeout): so Transient adds nothing, and a verdict cannot make
 	// an attempt that timed out merely Transient.
-	Class Class
+	Class failure.Class
 	// Final ends the call after this attempt with ErrFinal, keeping the
 	// class: for a failure not safe to repeat, or that the caller chose
 	// not to retry, which budgets and guards must still count as what it
@@ -44,7 +27,8 @@ type Verdict struct {
 	Final bool
 	// Delay is the wait the server asked for (a Retry-After, a gRPC
 	// pushback), when HasDelay is set: the retry waits at least that
-	// long (see [ServerDelay]); a negative Delay asks not to retry, and
+	// long, and at least the schedule's own delay, with a small jitter
+	// on top; a negative Delay asks not to retry, and
 	// the failure is Permanent.
 	Delay    time.Duration
 	HasDelay bool
@@ -55,7 +39,7 @@ type Verdict struct {
 // [Call.Done] and [Call.Failed]) to read as it is. err stays reachable
 // through Unwrap and its text is unchanged; errors.Is reports ErrPermanent
 // for a Permanent verdict and ErrFinal for a Final one, and with HasDelay
-// the result is a [ServerDelay]. Verdicts nest: an error judged twice
+// the result has a RetryAfter method that returns v.Delay. Verdicts nest: an error judged twice
 // keeps the most severe class, is final if either says so, and waits the
 // outer verdict's delay. Judge(nil, v) is nil.
 func Judge(err error, v Verdict) error {
@@ -84,53 +68,33 @@ type judged struct {
 func (e *judged) Error() string { return e.err.Error() }
 func (e *judged) Unwrap() error { return e.err }
 func (e *judged) Is(target error) bool {
-	return target == ErrPermanent && e.v.Class == Permanent || target == ErrFinal && e.v.Final
+	return target == ErrPermanent && e.v.Class == failure.Permanent || target == ErrFinal && e.v.Final
 }
 
-// judgedDelay is a judged error with a server delay: a ServerDelay.
+// judgedDelay is a judged error with a server delay: a serverDelay.
 type judgedDelay struct{ judged }
 
 func (e *judgedDelay) RetryAfter() time.Duration { return e.v.Delay }
 
-// MarkPermanent marks err as permanent: the default classifier stops at once
-// instead of retrying. errors.Is(MarkPermanent(err), ErrPermanent) is true, and
-// err stays reachable through Unwrap. MarkPermanent(nil) is nil. It is
-// Judge(err, Verdict{Class: Permanent}).
-func MarkPermanent(err error) error { return Judge(err, Verdict{Class: Permanent}) }
+// MarkPermanent marks err as permanent, the common verdict: the call stops
+// at once instead of retrying. errors.Is(MarkPermanent(err), ErrPermanent)
+// is true, and err stays reachable through Unwrap. MarkPermanent(nil) is
+// nil. It is Judge(err, Verdict{Class: failure.Permanent}); every other
+// verdict is given with Judge.
+func MarkPermanent(err error) error { return Judge(err, Verdict{Class: failure.Permanent}) }
 
-// MarkFinal marks err as the end of the call without changing its class:
-// the loop stops after this attempt with ErrFinal, but budgets and guards
-// still count the failure as what it is. Use it for a failure that is not
-// safe to repeat (a POST the server may have seen) or that a caller chose
-// not to retry (a 500), where MarkPermanent would hide a server failure
-// from a circuit breaker. MarkFinal(nil) is nil. It is Judge(err,
-// Verdict{Final: true}).
-func MarkFinal(err error) error { return Judge(err, Verdict{Final: true}) }
-
-// MarkThrottled marks err as a throttling answer (the dependency asked for
-// less traffic): it is retried from the schedule's throttled base.
-// MarkThrottled(nil) is nil. It is Judge(err, Verdict{Class: Throttled}).
-func MarkThrottled(err error) error { return Judge(err, Verdict{Class: Throttled}) }
-
-// ServerDelay is implemented by errors that carry a delay the server asked
-// for (an HTTP Retry-After, a gRPC pushback). The retry loop waits at least
-// that long, and at least the schedule's own delay: the server's delay is
-// a floor over the schedule, with a small jitter added on top, bounded by
-// Config.MaxServerDelay and by the caller's deadline. A negative delay
-// means the server asked not to retry: the error is treated as permanent.
-// [Judge] with Verdict.HasDelay makes one; any error with a RetryAfter
-// method is one.
-type ServerDelay interface {
+// serverDelay is what an error that carries a delay the server asked for
+// (an HTTP Retry-After, a gRPC pushback) has: a RetryAfter method. The
+// retry loop waits at least that long, and at least the schedule's own
+// delay: the server's delay is a floor over the schedule, with a small
+// jitter added on top, bounded by Config.MaxServerDelay and by the
+// caller's deadline. A negative delay means the server asked not to
+// retry: the error is treated as permanent. [Judge] with
+// Verdict.HasDelay makes one; any error with a RetryAfter()
+// time.Duration method, of any package, is one.
+type serverDelay interface {
 	error
 	RetryAfter() time.Duration
-}
-
-// WithServerDelay returns err annotated with a server-directed delay d; see
-// [ServerDelay]. It also marks err throttled. WithServerDelay(nil, d) is
-// nil. It is Judge(err, Verdict{Class: Throttled, Delay: d, HasDelay:
-// true}).
-func WithServerDelay(err error, d time.Duration) error {
-	return Judge(err, Verdict{Class: Throttled, Delay: d, HasDelay: true})
 }
 
 // DefaultClassify is the classification used when Config.Classify is nil,
@@ -139,8 +103,9 @@ func WithServerDelay(err error, d time.Duration) error {
 //   - an error judged Permanent ([Judge], MarkPermanent), an error that
 //     is ErrPermanent itself (errors.Is: returned or wrapped by the
 //     operation, or an inner Policy's *Error that stopped as permanent),
-//     or a ServerDelay with a negative delay, is Permanent;
-//   - an error judged Throttled (MarkThrottled, WithServerDelay) is
+//     or one with a negative server delay (a RetryAfter method), is
+//     Permanent;
+//   - an error judged Throttled (with or without a server delay) is
 //     Throttled;
 //   - an error judged Timeout is Timeout, and so is an error whose tree
 //     holds an error with a Timeout() bool method if the first such
@@ -157,9 +122,9 @@ func WithServerDelay(err error, d time.Duration) error {
 //
 // The caller's own cancellation is decided before classification and is
 // never retried, whatever this returns. An error that is ErrFinal (or
-// judged Final, MarkFinal) keeps the class these rules give it but ends the
+// judged Final) keeps the class these rules give it but ends the
 // call with ErrFinal.
-func DefaultClassify(err error) Class {
+func DefaultClassify(err error) failure.Class {
 	m := inspect(err)
 	return m.class(nil, err)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/failure"
 )
 
 func TestServerDelay(t *testing.T) {
@@ -46,7 +47,7 @@ func TestServerDelay(t *testing.T) {
 					p := mustNew(t, cfg)
 					start := time.Now()
 					calls := 0
-					err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, tc.asked), &calls))
+					err := p.Do(t.Context(), failing(1, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: tc.asked, HasDelay: true}), &calls))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -65,7 +66,7 @@ func TestServerDelayPastDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
 		calls := 0
-		err := p.Do(ctx, failing(1, WithServerDelay(errBoom, 5*time.Second), &calls))
+		err := p.Do(ctx, failing(1, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: 5 * time.Second, HasDelay: true}), &calls))
 		if !errors.Is(err, ErrDeadline) || calls != 1 {
 			t.Fatalf("calls = %d, err = %v", calls, err)
 		}
@@ -77,7 +78,7 @@ func TestThrottledUsesThrottledBase(t *testing.T) {
 		p := mustNew(t, Config{Backoff: backoff.Schedule{Jitter: backoff.None}})
 		start := time.Now()
 		calls := 0
-		if err := p.Do(t.Context(), failing(2, MarkThrottled(errBoom), &calls)); err != nil {
+		if err := p.Do(t.Context(), failing(2, Judge(errBoom, Verdict{Class: failure.Throttled}), &calls)); err != nil {
 			t.Fatal(err)
 		}
 		// 1s then 2s: the throttled base doubling.
@@ -102,14 +103,14 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want Class
+		want failure.Class
 	}{
-		{"plain", errBoom, Transient},
-		{"permanent", fmt.Errorf("x: %w", MarkPermanent(errBoom)), Permanent},
-		{"throttled", MarkThrottled(errBoom), Throttled},
-		{"server delay", WithServerDelay(errBoom, time.Second), Throttled},
-		{"deadline exceeded", context.DeadlineExceeded, Timeout},
-		{"attempt timeout", &timeoutError{errBoom}, Timeout},
+		{"plain", errBoom, failure.Transient},
+		{"permanent", fmt.Errorf("x: %w", MarkPermanent(errBoom)), failure.Permanent},
+		{"throttled", Judge(errBoom, Verdict{Class: failure.Throttled}), failure.Throttled},
+		{"server delay", Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}), failure.Throttled},
+		{"deadline exceeded", context.DeadlineExceeded, failure.Timeout},
+		{"attempt timeout", &timeoutError{errBoom}, failure.Timeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +128,7 @@ func TestServerDelayTooLong(t *testing.T) {
 		p := mustNew(t, Config{MaxServerDelay: 2 * time.Second})
 		start := time.Now()
 		calls := 0
-		err := p.Do(t.Context(), failing(1, WithServerDelay(errBoom, time.Hour), &calls))
+		err := p.Do(t.Context(), failing(1, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Hour, HasDelay: true}), &calls))
 		if calls != 1 || !errors.Is(err, ErrServerDelayTooLong) || !errors.Is(err, errBoom) || time.Since(start) != 0 {
 			t.Fatalf("calls = %d, waited %v, err = %v", calls, time.Since(start), err)
 		}
@@ -149,8 +150,8 @@ func FuzzServerDelay(f *testing.F) {
 		if err != nil {
 			return
 		}
-		sd := inspect(WithServerDelay(errBoom, time.Duration(asked))).serverDelay
-		d, tooLong := p.delay(1, 0, Throttled, sd, u)
+		sd := inspect(Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Duration(asked), HasDelay: true})).serverDelay
+		d, tooLong := p.delay(1, 0, failure.Throttled, sd, u)
 		want := min(time.Duration(max(asked, 0)), p.maxServerDelay)
 		if tooLong != (!clamp && time.Duration(asked) > p.maxServerDelay) {
 			t.Fatalf("asked %v, max %v, clamp %v: tooLong %v", time.Duration(asked), p.maxServerDelay, clamp, tooLong)
@@ -182,7 +183,7 @@ func TestErrorWithoutReason(t *testing.T) {
 func TestOperationReturnsStopSentinel(t *testing.T) {
 	inner := mustNew(t, Config{Backoff: backoff.Schedule{Immediate: true}})
 	innerPermanent := inner.Do(context.Background(), func(context.Context) error { return MarkPermanent(errBoom) })
-	innerFinal := inner.Do(context.Background(), func(context.Context) error { return MarkFinal(errBoom) })
+	innerFinal := inner.Do(context.Background(), func(context.Context) error { return Judge(errBoom, Verdict{Final: true}) })
 	tests := []struct {
 		name string
 		err  error
@@ -198,7 +199,7 @@ func TestOperationReturnsStopSentinel(t *testing.T) {
 		{"inner policy stopped as final", innerFinal, Config{}, ErrFinal, 1},
 		{"operation's own cancellation", fmt.Errorf("query: %w", context.Canceled), Config{}, ErrPermanent, 1},
 		{"cancellation a classifier retries", context.Canceled,
-			Config{Classify: func(error) Class { return Transient }}, ErrAttemptsExhausted, 3},
+			Config{Classify: func(error) failure.Class { return failure.Transient }}, ErrAttemptsExhausted, 3},
 		{"inner policy ran out of attempts", inner.Do(context.Background(), func(context.Context) error { return errBoom }),
 			Config{}, ErrAttemptsExhausted, 3},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	seededsrc "github.com/unherd/unherd/internal/seeded"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
@@ -146,7 +147,7 @@ func TestComposeBreaker(t *testing.T) {
 // never reach the dependency.
 func TestComposeThrottle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dep := &dependency{err: retry.MarkThrottled(errors.New("429 too many requests"))}
+		dep := &dependency{err: retry.Judge(errors.New("429 too many requests"), retry.Verdict{Class: failure.Throttled})}
 		th, err := throttle.NewAdaptive(throttle.AdaptiveSettings{Rand: rand.NewPCG(3, 4)})
 		if err != nil {
 			t.Fatal(err)
@@ -298,7 +299,7 @@ func TestComposeRateLimiter(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				throttledErr := retry.MarkThrottled(errors.New("429 too many requests"))
+				throttledErr := retry.Judge(errors.New("429 too many requests"), retry.Verdict{Class: failure.Throttled})
 				calls := 0
 				op := func(context.Context) error {
 					calls++

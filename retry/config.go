@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/observe"
 
@@ -12,52 +13,39 @@ import (
 	"github.com/unherd/unherd/budget"
 )
 
-// Defaults applied to zero fields of [Config].
+// Defaults applied to zero fields of [Config]; each field's doc states its
+// own.
 const (
-	DefaultMaxAttempts    = 3
-	DefaultMaxServerDelay = 30 * time.Second
-	DefaultServerJitter   = 0.1
-	DefaultNestedAttempts = 1
+	defaultMaxAttempts    = 3
+	defaultMaxServerDelay = 30 * time.Second
+	defaultServerJitter   = 0.1
+	defaultNestedAttempts = 1
 )
 
 // BudgetExhaustion is what a call does when the budget refuses its retry;
-// see Config.OnBudgetExhausted.
+// see Config.OnBudgetExhausted. The zero value is WaitSchedule.
 type BudgetExhaustion uint8
 
 const (
-	// BudgetExhaustionDefault means DefaultOnBudgetExhausted.
-	BudgetExhaustionDefault BudgetExhaustion = iota
-	// ReturnAtOnce returns ErrBudgetExhausted at once.
-	ReturnAtOnce
-	// WaitThenReturn is WaitRetryDelay under the name of the AWS SDKs'
-	// rule for long-polling operations: both wait the delay the refused
-	// retry would have waited, from the throttled base after a throttling
-	// error, then return ErrBudgetExhausted. "Retry Behavior 2.1"
-	// specifies that wait, and the SDKs for Java v2 and Rust test it (1 s
-	// after a throttling error); aws-sdk-go-v2 waits from the normal base
-	// instead (50 ms), and unherd follows the specification, which leaves
-	// nothing to tell the two modes apart.
-	//
-	// Deprecated: use WaitRetryDelay, which waits the same.
-	WaitThenReturn
-	// WaitRetryDelay waits the delay the refused retry itself would have
-	// waited (from the throttled base after a throttling error, or the
-	// server's delay if longer), then returns ErrBudgetExhausted. It is
-	// the AWS SDKs' rule for long-polling operations (SQS ReceiveMessage
-	// and the like), as "Retry Behavior 2.1" specifies it.
-	WaitRetryDelay
 	// WaitSchedule waits at the pace the rest of the schedule would have
 	// retried (one jittered draw from the mean of the capped delays of
 	// the retries left, from the throttled base after a throttling
 	// error, and at least a server's delay), then returns
-	// ErrBudgetExhausted. The default.
-	WaitSchedule
+	// ErrBudgetExhausted: an empty budget does not speed up a caller that
+	// loops. The default (the zero value).
+	WaitSchedule BudgetExhaustion = iota
+	// ReturnAtOnce returns ErrBudgetExhausted at once.
+	ReturnAtOnce
+	// WaitRetryDelay waits the delay the refused retry itself would have
+	// waited (from the throttled base after a throttling error, or the
+	// server's delay if longer), then returns ErrBudgetExhausted. It is
+	// the AWS SDKs' rule for long-polling operations (SQS ReceiveMessage
+	// and the like), as "Retry Behavior 2.1" specifies it; the SDKs for
+	// Java v2 and Rust test it (1 s after a throttling error), while
+	// aws-sdk-go-v2 waits from the normal base instead (50 ms), and
+	// unherd follows the specification.
+	WaitRetryDelay
 )
-
-// DefaultOnBudgetExhausted is what a zero Config.OnBudgetExhausted means:
-// wait at the pace of the retries left, so that an empty budget does not
-// speed up a caller that loops.
-const DefaultOnBudgetExhausted = WaitSchedule
 
 // ErrInvalidConfig is wrapped by every error Validate and New return.
 var ErrInvalidConfig = newSentinel("retry: invalid config")
@@ -73,7 +61,7 @@ var ErrInvalidConfig = newSentinel("retry: invalid config")
 type Config struct {
 	// MaxAttempts bounds the attempts of one call, counting the first:
 	// 3 means one attempt and up to two retries; 1 disables retries.
-	// Zero means DefaultMaxAttempts (3).
+	// Zero means 3.
 	MaxAttempts int
 
 	// Backoff is the delay schedule between attempts. The zero value is
@@ -93,7 +81,7 @@ type Config struct {
 	// gRPC pushback): when the server asks for longer, the loop stops with
 	// ErrServerDelayTooLong instead of coming back before it allowed, or,
 	// with ClampServerDelay, waits MaxServerDelay. Zero means
-	// DefaultMaxServerDelay (30 s).
+	// 30 s.
 	//
 	// A server-directed delay is a floor over the schedule, never a
 	// replacement for it: the wait is the longer of the schedule's own
@@ -118,7 +106,7 @@ type Config struct {
 	// ServerJitter is the largest fraction of a server-directed delay added
 	// on top of it, so a thousand clients told "5 s" do not return in one
 	// wall. It is only ever added, never subtracted. Zero means
-	// DefaultServerJitter (0.1, that is up to 10% more); a negative value
+	// 0.1 (up to 10% more); a negative value
 	// means none (the wait is then exactly the longer of the server's
 	// delay and the schedule's). It must be at most 1.
 	ServerJitter float64
@@ -126,7 +114,7 @@ type Config struct {
 	// NestedAttempts replaces MaxAttempts when the context carries the mark
 	// of WithOuterRetry: the call is made while serving a caller that
 	// retries, so retrying here too would multiply attempts. Zero means
-	// DefaultNestedAttempts (1: no retries at this layer).
+	// 1: no retries at this layer.
 	NestedAttempts int
 
 	// Classify decides how a failed attempt is treated. Nil means
@@ -135,7 +123,7 @@ type Config struct {
 	// and its answer goes to the guards, the budget and the retry
 	// decision alike. It is not called for a local rejection (an error
 	// that is ErrRejected) or when the caller's context has ended.
-	Classify func(error) Class
+	Classify func(error) failure.Class
 
 	// Budget is consulted before every retry and told about every attempt.
 	// Nil means a token bucket of its own with the AWS SDKs' "Retry
@@ -164,11 +152,8 @@ type Config struct {
 	// that loops comes back far sooner than its retries would have, so
 	// it offers several times the load (see the package doc, "A refused
 	// retry still waits"); it is the AWS SDKs' rule for long-polling
-	// operations, and WaitThenReturn (deprecated) is another name for it.
-	// ReturnAtOnce returns ErrBudgetExhausted at once: for
+	// operations. ReturnAtOnce returns ErrBudgetExhausted at once: for
 	// request paths whose caller does not loop and wants the error now.
-	// BudgetExhaustionDefault, the zero value, means
-	// DefaultOnBudgetExhausted.
 	OnBudgetExhausted BudgetExhaustion
 
 	// Guards are consulted before every attempt, in order, and told how it
@@ -176,21 +161,15 @@ type Config struct {
 	// call at once with ErrRejected and is never retried. Nil means none.
 	Guards []Guard
 
-	// OnRetry, if set, is called before each wait, outside any lock, with
-	// the failed attempt and the delay about to be waited.
-	OnRetry func(RetryEvent)
-
-	// OnGiveUp, if set, is called once when a call ends without success,
-	// whatever the reason (attempts, budget or deadline exhausted, a
-	// permanent error, a local rejection, the caller's cancellation),
-	// outside any lock, before Do returns.
-	OnGiveUp func(GiveUpEvent)
-
 	// Observer, if set, receives an observe.Event for every attempt
-	// (Attempt), every retry (Retry, with its reason's class and delay),
-	// and the call's end (Success, or GiveUp with its reason: a budget
-	// stop is a GiveUp with ErrBudgetExhausted), with the call's context,
-	// outside any lock. Nil means none, at no cost.
+	// (Attempt), every retry before its wait (Retry, with the failed
+	// attempt's error, its class and the delay about to be waited), and
+	// the call's end (Success, or GiveUp once with its reason: attempts,
+	// budget or deadline exhausted, a permanent error, a local rejection,
+	// the caller's cancellation), with the call's context, outside any
+	// lock, before Do returns. It is the call's one event stream: a
+	// function is an observer through observe.Func, and observe.Multi
+	// sends the stream to several. Nil means none, at no cost.
 	Observer observe.Observer
 
 	// Rand supplies the random draws for jitter. Nil means the global
@@ -208,29 +187,6 @@ type TimeoutSource interface {
 	Observe(latency time.Duration, ok bool)
 }
 
-// RetryEvent describes a retry about to happen.
-type RetryEvent struct {
-	// Attempt is the number of the attempt that failed (1 for the first).
-	Attempt int
-	// Err is that attempt's error.
-	Err error
-	// Class is how it was classified.
-	Class Class
-	// Delay is the wait before the next attempt.
-	Delay time.Duration
-}
-
-// GiveUpEvent describes a call that ended without success.
-type GiveUpEvent struct {
-	// Attempts is the number of attempts made.
-	Attempts int
-	// Err is the last attempt's error (nil if no attempt ran).
-	Err error
-	// Reason is why the call stopped: one of the Err sentinels that
-	// Error.Reason holds.
-	Reason error
-}
-
 // Validate reports settings that cannot work, naming the field.
 func (c *Config) Validate() error {
 	if err := validate.NonNegative(ErrInvalidConfig,
@@ -244,8 +200,8 @@ func (c *Config) Validate() error {
 	switch {
 	case !(c.ServerJitter <= 1): // also rejects NaN
 		return fmt.Errorf("%w: ServerJitter %v is above 1 (or NaN); use a negative value for none", ErrInvalidConfig, c.ServerJitter)
-	case c.OnBudgetExhausted > WaitSchedule:
-		return fmt.Errorf("%w: OnBudgetExhausted %d is not ReturnAtOnce, WaitThenReturn, WaitRetryDelay or WaitSchedule", ErrInvalidConfig, c.OnBudgetExhausted)
+	case c.OnBudgetExhausted > WaitRetryDelay:
+		return fmt.Errorf("%w: OnBudgetExhausted %d is not WaitSchedule, ReturnAtOnce or WaitRetryDelay", ErrInvalidConfig, c.OnBudgetExhausted)
 	case c.MaxServerExtra < 0:
 		return fmt.Errorf("%w: MaxServerExtra %v is negative; use 0 for no bound", ErrInvalidConfig, c.MaxServerExtra)
 	}

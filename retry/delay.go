@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/failure"
 )
 
 // delay is the wait before retry number attempt (1 for the first retry)
@@ -19,8 +20,8 @@ import (
 // itself added (so a thousand clients told "5 s" do not return in one
 // wall either) and, with MaxServerExtra, never takes the wait more than
 // that beyond the schedule's delay.
-func (p *Policy) delay(attempt int, prev time.Duration, c Class, sd ServerDelay, u uint64) (d time.Duration, tooLong bool) {
-	if c == Throttled {
+func (p *Policy) delay(attempt int, prev time.Duration, c failure.Class, sd serverDelay, u uint64) (d time.Duration, tooLong bool) {
+	if c == failure.Throttled {
 		d = p.backoff.ThrottledDelay(attempt-1, prev, u)
 	} else {
 		d = p.backoff.Delay(attempt-1, prev, u)

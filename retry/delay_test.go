@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // herdWaits returns the waits that n clients, whose first attempts all
@@ -64,13 +65,13 @@ func spread(t *testing.T, waits []time.Duration, lo, hi time.Duration) {
 // spread over the schedule's window for a first throttled retry, full
 // jitter over [0, 1 s], instead of all coming back at once.
 func TestServerDelayZeroSpreads(t *testing.T) {
-	waits := herdWaits(t, Config{}, WithServerDelay(errBoom, 0), 1000)
+	waits := herdWaits(t, Config{}, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: 0, HasDelay: true}), 1000)
 	spread(t, waits, 0, time.Second)
 }
 
 // Told "5 s", they spread over the server's jitter, [5 s, 5.5 s].
 func TestServerDelayFiveSecondsSpreads(t *testing.T) {
-	waits := herdWaits(t, Config{}, WithServerDelay(errBoom, 5*time.Second), 1000)
+	waits := herdWaits(t, Config{}, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: 5 * time.Second, HasDelay: true}), 1000)
 	spread(t, waits, 5*time.Second, 5500*time.Millisecond)
 }
 
@@ -78,7 +79,7 @@ func TestServerDelayFiveSecondsSpreads(t *testing.T) {
 // schedule alone spreads them: told 300 ms, a client waits the longer of
 // 300 ms and its own draw in [0, 1 s].
 func TestServerDelayFloorWithoutJitter(t *testing.T) {
-	waits := herdWaits(t, Config{ServerJitter: -1}, WithServerDelay(errBoom, 300*time.Millisecond), 1000)
+	waits := herdWaits(t, Config{ServerJitter: -1}, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: 300 * time.Millisecond, HasDelay: true}), 1000)
 	at300 := 0
 	for _, w := range waits {
 		if w < 300*time.Millisecond || w > time.Second {

@@ -55,8 +55,7 @@
 // An integration tells the call what a failure was as values: [Judge]
 // hands it the error with a [Verdict] (its class, whether the call must
 // end after it, the delay the server asked for), which the classification
-// reads as it is; [MarkPermanent], [MarkThrottled], [MarkFinal] and
-// [WithServerDelay] are shorthands for the common verdicts.
+// reads as it is; [MarkPermanent] is the common verdict's shorthand.
 //
 // Each failed attempt goes through Done's steps, in this order:
 //
@@ -65,13 +64,13 @@
 //  2. Classify the error ([DefaultClassify] or Config.Classify), exactly
 //     once, and tell the guards and the budget.
 //  3. Permanent stops with [ErrPermanent]; an error marked with
-//     [MarkFinal] stops with [ErrFinal] but keeps its class for budgets
+//     judged Final stops with [ErrFinal] but keeps its class for budgets
 //     and guards.
 //  4. If MaxAttempts (counting the first) are used up, stop with
 //     [ErrAttemptsExhausted].
 //  5. The wait is the schedule's jittered delay (from the throttled base
 //     for a Throttled failure) or, if longer, the server-directed delay
-//     the error carries ([ServerDelay]: Retry-After, gRPC pushback) with
+//     the error carries (a RetryAfter method: Retry-After, gRPC pushback) with
 //     a little jitter on top, bounded by MaxServerDelay. A server delay is
 //     a floor, never a replacement for the schedule's jitter: clients told
 //     "retry after 0" still spread out.
@@ -85,10 +84,10 @@
 // [ErrRejected] and gives back to the budget the retry withdrawn for the
 // rejected attempt, so a local rejection costs the budget nothing.
 //
-// The failure classes (Transient, Timeout, Throttled, Permanent) are
-// defined in package failure, below both this package and package budget,
-// which charges retries by them; [Class] and its constants here are the
-// same type and values.
+// The failure classes ([failure.Transient], [failure.Timeout],
+// [failure.Throttled], [failure.Permanent]) have one name, in package
+// failure, below both this package and package budget, which charges
+// retries by them.
 //
 // # Retry budget
 //

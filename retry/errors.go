@@ -19,7 +19,7 @@ var (
 	// ErrPermanent: the error was classified permanent; repeating the call
 	// cannot fix it.
 	ErrPermanent = newSentinel("retry: permanent error")
-	// ErrFinal: the error was marked with MarkFinal: not to be repeated,
+	// ErrFinal: the error was judged Final (Verdict.Final): not to be repeated,
 	// whatever its class.
 	ErrFinal = newSentinel("retry: not retried (marked final)")
 	// ErrCancelled: the caller's context was cancelled or reached its

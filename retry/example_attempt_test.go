@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -97,10 +98,10 @@ func ask(ctx context.Context, addr, req string) (string, error) {
 	switch f := strings.Fields(line); {
 	case len(f) == 2 && f[0] == "busy":
 		ms, err := strconv.Atoi(f[1])
-		v := retry.Verdict{Class: retry.Throttled, Delay: time.Duration(ms) * time.Millisecond, HasDelay: err == nil}
+		v := retry.Verdict{Class: failure.Throttled, Delay: time.Duration(ms) * time.Millisecond, HasDelay: err == nil}
 		return "", retry.Judge(errBusy, v)
 	case len(f) == 1 && f[0] == "bad":
-		return "", retry.Judge(errBad, retry.Verdict{Class: retry.Permanent})
+		return "", retry.Judge(errBad, retry.Verdict{Class: failure.Permanent})
 	}
 	return strings.TrimSpace(line), nil
 }

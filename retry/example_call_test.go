@@ -9,6 +9,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -56,7 +57,7 @@ func ExampleAWS2026() {
 	d := c.Done(time.Time{}, time.Time{}, errUnavailable, math.MaxUint64)
 	fmt.Println(d.Delay, b.Tokens())
 	_ = c.Admit(context.Background())
-	d = c.Done(time.Time{}, time.Time{}, retry.MarkThrottled(errUnavailable), math.MaxUint64)
+	d = c.Done(time.Time{}, time.Time{}, retry.Judge(errUnavailable, retry.Verdict{Class: failure.Throttled}), math.MaxUint64)
 	fmt.Println(d.Delay, b.Tokens())
 	// Output:
 	// 50ms 486

@@ -1,6 +1,10 @@
 package retry
 
-import "context"
+import (
+	"context"
+
+	"github.com/unherd/unherd/failure"
+)
 
 // Guard is consulted before every attempt and told how it ended: a circuit
 // breaker, a client-side throttle, a rate limiter. Guards run inside the
@@ -26,7 +30,7 @@ type Outcome struct {
 	// Err is the attempt's error, nil on success.
 	Err error
 	// Class is how Err was classified; meaningful only when Err != nil.
-	Class Class
+	Class failure.Class
 	// Abandoned is true when the attempt did not run to a result that says
 	// anything about the dependency: the caller's context ended during it,
 	// or a later guard rejected it before it started. A guard should

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/failure"
 )
 
 // fakeBudget allows a fixed number of withdrawals and logs every call.
@@ -39,7 +40,7 @@ func TestBudget(t *testing.T) {
 		b = &fakeBudget{allow: 9}
 		p = mustNew(t, Config{Budget: b})
 		calls = 0
-		if err := p.Do(t.Context(), failing(1, MarkThrottled(errBoom), &calls)); err != nil {
+		if err := p.Do(t.Context(), failing(1, Judge(errBoom, Verdict{Class: failure.Throttled}), &calls)); err != nil {
 			t.Fatal(err)
 		}
 		want = []string{
@@ -85,13 +86,13 @@ func TestGuards(t *testing.T) {
 	})
 }
 
-func TestMarkFinal(t *testing.T) {
+func TestJudgedFinal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &fakeBudget{allow: 9}
 		g := &fakeGuard{allow: 9}
 		p := mustNew(t, Config{Budget: b, Guards: []Guard{g}})
 		calls := 0
-		err := p.Do(t.Context(), failing(9, MarkFinal(MarkThrottled(errBoom)), &calls))
+		err := p.Do(t.Context(), failing(9, Judge(Judge(errBoom, Verdict{Class: failure.Throttled}), Verdict{Final: true}), &calls))
 		if calls != 1 || !errors.Is(err, ErrFinal) || !errors.Is(err, errBoom) || errors.Is(err, ErrPermanent) {
 			t.Fatalf("calls = %d, err = %v", calls, err)
 		}
@@ -102,8 +103,8 @@ func TestMarkFinal(t *testing.T) {
 		if diff := cmp.Diff([]string{"1 err=boom class=throttled abandoned=false"}, g.outcomes); diff != "" {
 			t.Fatal(diff)
 		}
-		if MarkFinal(nil) != nil {
-			t.Fatal("MarkFinal(nil) != nil")
+		if Judge(nil, Verdict{Final: true}) != nil {
+			t.Fatal("Judge(nil, Verdict{Final: true}) != nil")
 		}
 	})
 }
@@ -193,9 +194,9 @@ func TestGuardedClassifiesOnce(t *testing.T) {
 				}
 				classified := 0
 				b := &fakeBudget{allow: 9}
-				p := mustNew(t, Config{Budget: b, Guards: gs, MaxAttempts: 3, Classify: func(error) Class {
+				p := mustNew(t, Config{Budget: b, Guards: gs, MaxAttempts: 3, Classify: func(error) failure.Class {
 					classified++
-					return Throttled
+					return failure.Throttled
 				}})
 				calls := 0
 				err := p.Do(t.Context(), failing(9, errBoom, &calls))

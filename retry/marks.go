@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/errtree"
 )
 
@@ -14,7 +15,7 @@ import (
 type marks struct {
 	permanent, final, throttled, timedOut, rejected, canceled bool
 	// serverDelay is the first ServerDelay in the tree, if any.
-	serverDelay ServerDelay
+	serverDelay serverDelay
 	// timeout is the first error in the tree with a Timeout() bool method,
 	// if any; its answer decides the Timeout class, as errors.As would.
 	timeout interface{ Timeout() bool }
@@ -102,11 +103,11 @@ func isBare(err error) bool {
 // judged records a verdict.
 func (m *marks) judged(v *Verdict) {
 	switch v.Class {
-	case Permanent:
+	case failure.Permanent:
 		m.permanent = true
-	case Throttled:
+	case failure.Throttled:
 		m.throttled = true
-	case Timeout:
+	case failure.Timeout:
 		m.timedOut = true
 	}
 	m.final = m.final || v.Final
@@ -127,7 +128,7 @@ func (m *marks) inspectNode(err error) {
 		m.canceled = m.canceled || is.Is(context.Canceled)
 	}
 	if m.serverDelay == nil {
-		if sd, ok := err.(ServerDelay); ok {
+		if sd, ok := err.(serverDelay); ok {
 			m.serverDelay = sd
 		}
 	}
@@ -140,21 +141,21 @@ func (m *marks) inspectNode(err error) {
 
 // class is the class of err, whose marks m are: classify's answer if it
 // is set, else DefaultClassify's rule applied to the marks.
-func (m *marks) class(classify func(error) Class, err error) Class {
+func (m *marks) class(classify func(error) failure.Class, err error) failure.Class {
 	if classify != nil {
 		return classify(err)
 	}
 	switch {
 	case m.permanent:
-		return Permanent
+		return failure.Permanent
 	case m.serverDelay != nil && m.serverDelay.RetryAfter() < 0:
-		return Permanent
+		return failure.Permanent
 	case m.throttled:
-		return Throttled
+		return failure.Throttled
 	case m.timedOut || m.timeout != nil && m.timeout.Timeout():
-		return Timeout
+		return failure.Timeout
 	case m.canceled:
-		return Permanent
+		return failure.Permanent
 	}
-	return Transient
+	return failure.Transient
 }

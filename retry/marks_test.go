@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/errtree"
 )
 
@@ -105,11 +106,11 @@ func randomTree(r *rand.Rand, depth int) error {
 	case 0:
 		return MarkPermanent(sub())
 	case 1:
-		return MarkFinal(sub())
+		return Judge(sub(), Verdict{Final: true})
 	case 2:
-		return MarkThrottled(sub())
+		return Judge(sub(), Verdict{Class: failure.Throttled})
 	case 3:
-		return WithServerDelay(sub(), time.Duration(r.IntN(3)-1)*time.Second)
+		return Judge(sub(), Verdict{Class: failure.Throttled, Delay: time.Duration(r.IntN(3)-1) * time.Second, HasDelay: true})
 	case 4:
 		return fmt.Errorf("wrapped: %w", sub())
 	case 5:
@@ -127,7 +128,7 @@ func randomTree(r *rand.Rand, depth int) error {
 	case 11:
 		return &multiIs{[]error{sub(), sub()}, target()}
 	case 12:
-		return Judge(sub(), Verdict{Class: Class(r.IntN(5)), Final: r.IntN(2) == 0}) // 4: no class at all
+		return Judge(sub(), Verdict{Class: failure.Class(r.IntN(5)), Final: r.IntN(2) == 0}) // 4: no class at all
 	default:
 		// A server delay without the throttled mark.
 		return Judge(sub(), Verdict{Delay: time.Second, HasDelay: true})
@@ -143,9 +144,9 @@ func marksOf(err error) marks {
 	m.permanent = errors.Is(err, ErrPermanent)
 	m.final = errors.Is(err, ErrFinal)
 	m.canceled = errors.Is(err, context.Canceled)
-	m.throttled = anyVerdict(err, func(v Verdict) bool { return v.Class == Throttled })
-	m.timedOut = anyVerdict(err, func(v Verdict) bool { return v.Class == Timeout })
-	var sd ServerDelay
+	m.throttled = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Throttled })
+	m.timedOut = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Timeout })
+	var sd serverDelay
 	if errors.As(err, &sd) {
 		m.serverDelay = sd
 	}
@@ -199,17 +200,17 @@ func sameMarks(got, want marks) bool {
 func TestInspectMatchesErrorsIs(t *testing.T) {
 	fixed := []error{
 		errBoom,
-		MarkThrottled(errBoom),
-		WithServerDelay(errBoom, time.Second),
+		Judge(errBoom, Verdict{Class: failure.Throttled}),
+		Judge(errBoom, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}),
 		&timeoutError{context.DeadlineExceeded},
 		&Error{Reason: ErrPermanent, Attempts: 1, Last: errBoom},
 		&Error{Reason: ErrRejected, Attempts: 1, Cause: NewRejection("open")},
 		fmt.Errorf("get: %w", context.Canceled),
 		flatLeaf{},
-		Judge(errBoom, Verdict{Class: Transient}),
-		Judge(context.Canceled, Verdict{Class: Transient}),
-		Judge(flatLeaf{}, Verdict{Class: Transient}),
-		WithServerDelay(&timeoutLeaf{true}, time.Second),
+		Judge(errBoom, Verdict{Class: failure.Transient}),
+		Judge(context.Canceled, Verdict{Class: failure.Transient}),
+		Judge(flatLeaf{}, Verdict{Class: failure.Transient}),
+		Judge(&timeoutLeaf{true}, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}),
 	}
 	for _, err := range fixed {
 		if got, want := inspect(err), marksOf(err); !sameMarks(got, want) {
@@ -232,8 +233,8 @@ func TestJudgeSkipsBareError(t *testing.T) {
 		err  error
 		want errtree.Step
 	}{
-		{Judge(errBoom, Verdict{Class: Transient}), errtree.Skip},
-		{WithServerDelay(errors.New("busy"), time.Second), errtree.Skip},
+		{Judge(errBoom, Verdict{Class: failure.Transient}), errtree.Skip},
+		{Judge(errors.New("busy"), Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}), errtree.Skip},
 		{Judge(flatLeaf{}, Verdict{}), errtree.Skip},
 		{Judge(context.Canceled, Verdict{}), errtree.Descend},
 		{Judge(&timeoutLeaf{true}, Verdict{}), errtree.Descend},
@@ -242,7 +243,7 @@ func TestJudgeSkipsBareError(t *testing.T) {
 		{Judge(fmt.Errorf("wrapped: %w", errBoom), Verdict{}), errtree.Descend},
 		{Judge(errors.Join(errBoom), Verdict{}), errtree.Descend},
 		{Judge(ErrPermanent, Verdict{}), errtree.Descend},
-		{Judge(MarkFinal(errBoom), Verdict{}), errtree.Descend},
+		{Judge(Judge(errBoom, Verdict{Final: true}), Verdict{}), errtree.Descend},
 	} {
 		var m marks
 		if got := m.visit(tc.err); got != tc.want {
@@ -272,11 +273,12 @@ func TestMarkersOfNil(t *testing.T) {
 		mark func(error) error
 	}{
 		{"MarkPermanent", MarkPermanent},
-		{"MarkFinal", MarkFinal},
-		{"MarkThrottled", MarkThrottled},
+		{"Judge, final", func(err error) error { return Judge(err, Verdict{Final: true}) }},
 		{"MarkAttemptTimeout", MarkAttemptTimeout},
-		{"WithServerDelay", func(err error) error { return WithServerDelay(err, time.Second) }},
-		{"Judge, a class", func(err error) error { return Judge(err, Verdict{Class: Timeout}) }},
+		{"Judge, throttled with a delay", func(err error) error {
+			return Judge(err, Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true})
+		}},
+		{"Judge, a class", func(err error) error { return Judge(err, Verdict{Class: failure.Timeout}) }},
 		{"Judge, a delay", func(err error) error { return Judge(err, Verdict{Delay: time.Second, HasDelay: true}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

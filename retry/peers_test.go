@@ -9,6 +9,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -37,7 +38,9 @@ func TestCenkaltiBackoffIssue184(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = p.Do(context.Background(), func(context.Context) error { return retry.WithServerDelay(cause, c.delay) })
+			err = p.Do(context.Background(), func(context.Context) error {
+				return retry.Judge(cause, retry.Verdict{Class: failure.Throttled, Delay: c.delay, HasDelay: true})
+			})
 			var re *retry.Error
 			if !errors.Is(err, cause) || !errors.Is(err, c.reason) || !errors.As(err, &re) || !errors.Is(re.Last, cause) {
 				t.Errorf("error %v: want %v, wrapping the operation's error", err, c.reason)

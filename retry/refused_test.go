@@ -13,18 +13,19 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 )
 
 // refuseAll is a budget that refuses every retry.
 type refuseAll struct{}
 
-func (refuseAll) Withdraw(Class) bool   { return false }
-func (refuseAll) Record(budget.Attempt) {}
+func (refuseAll) Withdraw(failure.Class) bool { return false }
+func (refuseAll) Record(budget.Attempt)       {}
 
 // refuseAfter allows the first n retries, then refuses every one.
 type refuseAfter struct{ n int }
 
-func (b *refuseAfter) Withdraw(Class) bool {
+func (b *refuseAfter) Withdraw(failure.Class) bool {
 	b.n--
 	return b.n >= 0
 }
@@ -48,15 +49,15 @@ func TestRefusedRetryWaits(t *testing.T) {
 		want     time.Duration
 		reason   error
 	}{
-		{"default: waits at the schedule's pace", BudgetExhaustionDefault, 0, 0, pace, ErrBudgetExhausted},
+		{"default: waits at the schedule's pace", WaitSchedule, 0, 0, pace, ErrBudgetExhausted},
 		{"WaitSchedule: the same", WaitSchedule, 0, 0, pace, ErrBudgetExhausted},
 		{"WaitRetryDelay: waits the refused retry's delay", WaitRetryDelay, 0, 0, 100 * time.Millisecond, ErrBudgetExhausted},
 		{"ReturnAtOnce: returns at once", ReturnAtOnce, 0, 0, 0, ErrBudgetExhausted},
-		{"a deadline before the retry's delay ends: at once", BudgetExhaustionDefault, 0, 50 * time.Millisecond, 0, ErrDeadline},
+		{"a deadline before the retry's delay ends: at once", WaitSchedule, 0, 50 * time.Millisecond, 0, ErrDeadline},
 		// The pace's 233 ms does not fit before a 150 ms deadline; the
 		// wait is drawn again within [100 ms, 150 ms).
-		{"a deadline inside the schedule, lowest draw", BudgetExhaustionDefault, 0, 150 * time.Millisecond, 100 * time.Millisecond, ErrBudgetExhausted},
-		{"a deadline inside the schedule, highest draw", BudgetExhaustionDefault, math.MaxUint64, 150 * time.Millisecond, 150*time.Millisecond - 1, ErrBudgetExhausted},
+		{"a deadline inside the schedule, lowest draw", WaitSchedule, 0, 150 * time.Millisecond, 100 * time.Millisecond, ErrBudgetExhausted},
+		{"a deadline inside the schedule, highest draw", WaitSchedule, math.MaxUint64, 150 * time.Millisecond, 150*time.Millisecond - 1, ErrBudgetExhausted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +137,7 @@ func TestRefusedWaitKeepsTheSchedulesPace(t *testing.T) {
 		{"equal, refused first", backoff.Equal, 0, errDown, 250 * ms, 500 * ms, 375 * ms},
 		// After a throttling error the delays grow from the throttled
 		// base: five retries of 1 s (the cap).
-		{"full, throttled", backoff.Full, 0, MarkThrottled(errDown), 0, 1000 * ms, 500 * ms},
+		{"full, throttled", backoff.Full, 0, Judge(errDown, Verdict{Class: failure.Throttled}), 0, 1000 * ms, 500 * ms},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,10 +273,10 @@ func TestClosedPopulationLoad(t *testing.T) {
 		})
 		return before, during
 	}
-	for _, attempts := range []int{DefaultMaxAttempts, 8} {
+	for _, attempts := range []int{defaultMaxAttempts, 8} {
 		for seed := range uint64(3) {
-			before, during := run(seed, attempts, BudgetExhaustionDefault, nil)
-			_, unlimited := run(seed, attempts, BudgetExhaustionDefault, budget.Unlimited)
+			before, during := run(seed, attempts, WaitSchedule, nil)
+			_, unlimited := run(seed, attempts, WaitSchedule, budget.Unlimited)
 			_, own := run(seed, attempts, WaitRetryDelay, nil)
 			fbefore, fduring := run(seed, attempts, ReturnAtOnce, nil)
 			t.Logf("%d attempts, seed %d: attempts/s while failing over while healthy: default %.2fx, no budget %.2fx, WaitRetryDelay %.2fx, ReturnAtOnce %.2fx",
@@ -314,7 +315,7 @@ func FuzzRefusedWait(f *testing.F) {
 		}
 		err := errDown
 		if throttled {
-			err = MarkThrottled(errDown)
+			err = Judge(errDown, Verdict{Class: failure.Throttled})
 		}
 		p := mustNew(t, cfg)
 		c := p.Begin(false)

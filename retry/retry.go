@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/observe"
 
@@ -26,14 +27,12 @@ type Policy struct {
 	clampServer    bool
 	maxServerExtra time.Duration
 	serverJitter   float64 // <= 0: none
-	classifier     func(error) Class
+	classifier     func(error) failure.Class
 	budget         budget.Budget
-	onRetry        func(RetryEvent)
-	onGiveUp       func(GiveUpEvent)
 	observer       observe.Observer
 	hooked         bool             // guards, an observer or a tracking budget: Admit and Done take their slow paths
 	tracker        budget.Tracker   // the budget, if it counts attempts in flight
-	onExhausted    BudgetExhaustion // resolved: never BudgetExhaustionDefault
+	onExhausted    BudgetExhaustion
 	guards         []Guard
 	ctxGuards      []ContextGuard // guards[i] as a ContextGuard, or nil; nil if none is
 	rand           func() uint64
@@ -55,21 +54,19 @@ func New(cfg Config) (*Policy, error) {
 		b = tb
 	}
 	p := &Policy{
-		maxAttempts:    cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts),
-		nestedAttempts: cmp.Or(cfg.NestedAttempts, DefaultNestedAttempts),
+		maxAttempts:    cmp.Or(cfg.MaxAttempts, defaultMaxAttempts),
+		nestedAttempts: cmp.Or(cfg.NestedAttempts, defaultNestedAttempts),
 		backoff:        cfg.Backoff,
 		attemptTimeout: cfg.AttemptTimeout,
 		timeouts:       cfg.Timeouts,
-		maxServerDelay: cmp.Or(cfg.MaxServerDelay, DefaultMaxServerDelay),
+		maxServerDelay: cmp.Or(cfg.MaxServerDelay, defaultMaxServerDelay),
 		clampServer:    cfg.ClampServerDelay,
 		maxServerExtra: cfg.MaxServerExtra,
-		serverJitter:   cmp.Or(cfg.ServerJitter, DefaultServerJitter),
+		serverJitter:   cmp.Or(cfg.ServerJitter, defaultServerJitter),
 		classifier:     cfg.Classify,
 		budget:         b,
-		onRetry:        cfg.OnRetry,
-		onGiveUp:       cfg.OnGiveUp,
 		observer:       cfg.Observer,
-		onExhausted:    cmp.Or(cfg.OnBudgetExhausted, DefaultOnBudgetExhausted),
+		onExhausted:    cfg.OnBudgetExhausted,
 		guards:         append([]Guard(nil), cfg.Guards...),
 		rand:           draws.From(cfg.Rand),
 	}

@@ -15,8 +15,10 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	seededsrc "github.com/unherd/unherd/internal/seeded"
+	"github.com/unherd/unherd/observe"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -53,8 +55,8 @@ func TestDoOutcomes(t *testing.T) {
 		{"attempts exhausted", Config{}, 5, errBoom, 3, ErrAttemptsExhausted},
 		{"one attempt disables retries", Config{MaxAttempts: 1}, 5, errBoom, 1, ErrAttemptsExhausted},
 		{"permanent stops at once", Config{}, 5, MarkPermanent(errBoom), 1, ErrPermanent},
-		{"negative server delay is permanent", Config{}, 5, WithServerDelay(errBoom, -1), 1, ErrPermanent},
-		{"classifier makes it permanent", Config{Classify: func(error) Class { return Permanent }}, 5, errBoom, 1, ErrPermanent},
+		{"negative server delay is permanent", Config{}, 5, Judge(errBoom, Verdict{Class: failure.Throttled, Delay: -1, HasDelay: true}), 1, ErrPermanent},
+		{"classifier makes it permanent", Config{Classify: func(error) failure.Class { return failure.Permanent }}, 5, errBoom, 1, ErrPermanent},
 		{"five attempts", Config{MaxAttempts: 5}, 10, errBoom, 5, ErrAttemptsExhausted},
 	}
 	for _, tc := range tests {
@@ -97,7 +99,7 @@ func TestDelaysFollowSchedule(t *testing.T) {
 				sched := backoff.Schedule{Base: 100 * time.Millisecond, Cap: 5 * time.Second, Jitter: j}
 				var got []time.Duration
 				p := mustNew(t, Config{MaxAttempts: 6, Backoff: sched, Rand: rand.NewPCG(7, 7),
-					OnRetry: func(e RetryEvent) { got = append(got, e.Delay) }})
+					Observer: observe.On(observe.Retry, func(e observe.Event) { got = append(got, e.Delay) })})
 				// Expected: the same draws fed to the schedule directly.
 				r := rand.NewPCG(7, 7)
 				var want []time.Duration
@@ -212,9 +214,9 @@ func TestCallerCancellation(t *testing.T) {
 
 func TestAttemptTimeoutIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var classes []Class
+		var classes []failure.Class
 		p := mustNew(t, Config{AttemptTimeout: time.Second, Backoff: backoff.Schedule{Immediate: true},
-			OnRetry: func(e RetryEvent) { classes = append(classes, e.Class) }})
+			Observer: observe.On(observe.Retry, func(e observe.Event) { classes = append(classes, e.Class) })})
 		start := time.Now()
 		calls := 0
 		err := p.Do(t.Context(), func(ctx context.Context) error {
@@ -228,7 +230,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 		if el := time.Since(start); el != 3*time.Second {
 			t.Fatalf("elapsed %v, want 3 attempt timeouts", el)
 		}
-		if diff := cmp.Diff([]Class{Timeout, Timeout}, classes); diff != "" {
+		if diff := cmp.Diff([]failure.Class{failure.Timeout, failure.Timeout}, classes); diff != "" {
 			t.Fatal(diff)
 		}
 	})
@@ -260,7 +262,7 @@ func TestOuterRetryMakesOneAttempt(t *testing.T) {
 	}
 }
 
-func (b *fakeBudget) Withdraw(c budget.Class) bool {
+func (b *fakeBudget) Withdraw(c failure.Class) bool {
 	b.log = append(b.log, "withdraw "+c.String())
 	if b.allow == 0 {
 		return false

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/engine"
 )
@@ -49,8 +50,8 @@ type callStats struct {
 // policy's default classifier retries them and reads the verdict without
 // looking further into the error.
 var (
-	errDown       = retry.Judge(errors.New("sim: dependency unavailable"), retry.Verdict{Class: retry.Transient})
-	errOverloaded = retry.Judge(errors.New("sim: dependency overloaded"), retry.Verdict{Class: retry.Transient})
+	errDown       = retry.Judge(errors.New("sim: dependency unavailable"), retry.Verdict{Class: failure.Transient})
+	errOverloaded = retry.Judge(errors.New("sim: dependency overloaded"), retry.Verdict{Class: failure.Transient})
 )
 
 const (

@@ -11,6 +11,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	fleetb "github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/engine"
@@ -142,8 +143,8 @@ type fleetModel struct {
 // lease (which comes within a second, long before the outage).
 type refuseAll struct{}
 
-func (refuseAll) Withdraw(budget.Class) bool { return false }
-func (refuseAll) Record(budget.Attempt)      {}
+func (refuseAll) Withdraw(failure.Class) bool { return false }
+func (refuseAll) Record(budget.Attempt)       {}
 
 // runFleetOnce runs one of the two budgets, stopping early when done is
 // closed, and returns its row and its retries in each second of the
@@ -224,7 +225,7 @@ type current struct {
 	t  time.Duration  // the request's instant
 }
 
-func (c *current) Withdraw(cl budget.Class) bool {
+func (c *current) Withdraw(cl failure.Class) bool {
 	if c.fb != nil {
 		return c.fb.WithdrawAt(Epoch.Add(c.t), cl)
 	}

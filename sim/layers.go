@@ -133,7 +133,7 @@ func expectedAttempts(p *LayersParams, edgeOnly bool) float64 {
 	for l := p.Layers - 1; l >= 0; l-- {
 		a := p.Attempts
 		if edgeOnly && l > 0 {
-			a = retry.DefaultNestedAttempts
+			a = 1 // retry.Config.NestedAttempts' default
 		}
 		f := 1 - s
 		n := float64(a)

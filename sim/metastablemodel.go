@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/engine"
@@ -27,7 +28,7 @@ var (
 	errNoAnswer = retry.MarkAttemptTimeout(errors.New("sim: no answer within the client's timeout"))
 	// errRefused is the server's refusal over its concurrency limit (503
 	// with Retry-After, RESOURCE_EXHAUSTED): a throttling error.
-	errRefused = retry.MarkThrottled(errors.New("sim: refused over the server's concurrency limit"))
+	errRefused = retry.Judge(errors.New("sim: refused over the server's concurrency limit"), retry.Verdict{Class: failure.Throttled})
 )
 
 // Event kinds of the metastable model.

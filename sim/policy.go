@@ -36,7 +36,7 @@ type Policy struct {
 	// Name labels the policy in tables; empty means "yours".
 	Name string
 	// Retry is the policy's configuration. The simulator models
-	// MaxAttempts (zero means retry.DefaultMaxAttempts, at most
+	// MaxAttempts (zero means 3, retry's default, at most
 	// MaxPolicyAttempts), Backoff, OnBudgetExhausted and AttemptTimeout.
 	// AttemptTimeout applies where callers wait on a server that can be
 	// slow, the metastable scenario (see ValidateFor): the what-if's
@@ -47,7 +47,7 @@ type Policy struct {
 	// nested (NestedAttempts), their errors are their own (Classify),
 	// each run builds its own budget and draws from its own random
 	// source (Budget, Guards, Rand: see Budget below), and the runs go on
-	// in parallel (OnRetry, OnGiveUp, Observer). Validate refuses a
+	// in parallel (Observer). Validate refuses a
 	// field the simulator cannot model, naming it.
 	Retry retry.Config
 	// Budget is "none", "token" (token bucket, AWS SDK defaults),
@@ -106,8 +106,6 @@ func unmodelled(c *retry.Config) []struct {
 		{"Retry.Budget", c.Budget != nil, "a budget is shared state on a clock: " + ownRun + " (set Policy.Budget)"},
 		{"Retry.Guards", len(c.Guards) > 0, "guards keep state on a clock: " + ownRun},
 		{"Retry.Rand", c.Rand != nil, ownRun},
-		{"Retry.OnRetry", c.OnRetry != nil, parallel},
-		{"Retry.OnGiveUp", c.OnGiveUp != nil, parallel},
 		{"Retry.Observer", c.Observer != nil, parallel},
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/engine"
 	"github.com/unherd/unherd/sim/verdict"
@@ -32,7 +33,7 @@ const brookerRateLimit = `Brooker's AWS material on backoff and jitter, as commo
 
 // errTooMany is the rate limiter's answer, an HTTP 429: a throttling
 // error, which the retry policy backs off from its throttled base.
-var errTooMany = retry.MarkThrottled(errors.New("sim: 429 too many requests"))
+var errTooMany = retry.Judge(errors.New("sim: 429 too many requests"), retry.Verdict{Class: failure.Throttled})
 
 // RatelimitParams are the parameters of the ratelimit scenario.
 type RatelimitParams struct {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/internal/draws"
@@ -107,7 +108,7 @@ type AdaptiveSettings struct {
 // requests (a 500 from a handler bug) can count them as accepted with a
 // custom classifier.
 func DefaultAccepted(o retry.Outcome) bool {
-	return o.Err == nil || o.Class == retry.Permanent
+	return o.Err == nil || o.Class == failure.Permanent
 }
 
 // Validate reports settings that cannot work, naming the field.

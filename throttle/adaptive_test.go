@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
@@ -160,7 +161,7 @@ func TestAdaptiveAbandonedIsNotARequest(t *testing.T) {
 func TestAdaptiveAcceptedHook(t *testing.T) {
 	// Count transient errors as accepted: only throttling sheds.
 	a := newAdaptive(t, AdaptiveSettings{Accepted: func(o retry.Outcome) bool {
-		return o.Err == nil || o.Class != retry.Throttled
+		return o.Err == nil || o.Class != failure.Throttled
 	}})
 	for range 100 {
 		tk, _ := a.AdmitAt(t0)

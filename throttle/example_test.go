@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 )
@@ -24,7 +25,7 @@ func ExampleAdaptive() {
 	if err != nil {
 		panic(err)
 	}
-	overloaded := retry.Outcome{Err: errors.New("429"), Class: retry.Throttled}
+	overloaded := retry.Outcome{Err: errors.New("429"), Class: failure.Throttled}
 	call := func(o retry.Outcome) bool {
 		t, err := a.AdmitAt(now)
 		if err != nil {
@@ -58,7 +59,7 @@ func ExampleRateLimiter() {
 
 	t, err := r.Admit(context.Background())
 	fmt.Println("before any throttle:", err)
-	r.Done(t, retry.Outcome{Err: errors.New("429"), Class: retry.Throttled})
+	r.Done(t, retry.Outcome{Err: errors.New("429"), Class: failure.Throttled})
 	rate, enabled := r.FillRate()
 	fmt.Println("after a throttle:", rate, "tokens/s, enabled:", enabled)
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
@@ -55,7 +56,7 @@ func TestRateLimiterEvents(t *testing.T) {
 		}
 		errSlow := errors.New("slow down")
 		ctx := context.Background()
-		if err := p.Do(withCall(ctx, "throttled"), func(context.Context) error { return retry.MarkThrottled(errSlow) }); !errors.Is(err, errSlow) {
+		if err := p.Do(withCall(ctx, "throttled"), func(context.Context) error { return retry.Judge(errSlow, retry.Verdict{Class: failure.Throttled}) }); !errors.Is(err, errSlow) {
 			t.Fatalf("throttled call: %v", err)
 		}
 		if err := p.Do(withCall(ctx, "delayed"), func(context.Context) error { return nil }); err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
@@ -23,8 +24,8 @@ var ErrRateLimited = retry.NewRejection("throttle: send rate limit wait would pa
 type RateLimiterSettings struct {
 	// IsThrottle decides whether an outcome is a throttling response. Nil
 	// means an error classified Throttled (HTTP 429, gRPC
-	// RESOURCE_EXHAUSTED, anything marked with retry.MarkThrottled or
-	// retry.WithServerDelay).
+	// RESOURCE_EXHAUSTED, anything judged Throttled by
+	// retry.Judge, with or without a server delay).
 	IsThrottle func(retry.Outcome) bool
 
 	// Now is the clock. Nil means time.Now. It is read on every Admit once
@@ -86,7 +87,7 @@ func NewRateLimiter(s RateLimiterSettings) (*RateLimiter, error) {
 	return r, nil
 }
 
-func defaultIsThrottle(o retry.Outcome) bool { return o.Err != nil && o.Class == retry.Throttled }
+func defaultIsThrottle(o retry.Outcome) bool { return o.Err != nil && o.Class == failure.Throttled }
 
 // Admit takes a send token, implementing retry.Guard, waiting for one if
 // the bucket is empty. Before the first throttling response it returns at

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/retry"
 )
@@ -58,7 +59,7 @@ type Config struct {
 	// retried (Transient, Timeout, Throttled) or not (Permanent) as it
 	// says; other codes keep [DefaultCodes]. The caller's own
 	// cancellation and deadline are never retried, whatever it says.
-	Codes map[codes.Code]retry.Class
+	Codes map[codes.Code]failure.Class
 
 	// Hedge, if set, hedges unary calls within each attempt: when a call
 	// has had no answer for the hedger's delay, it is sent again (with
@@ -105,8 +106,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxBufferedBytes %d is negative", ErrInvalidConfig, c.MaxBufferedBytes)
 	}
 	for code, cl := range c.Codes {
-		if cl > retry.Permanent {
-			return fmt.Errorf("%w: Codes[%v]: class %d is not a retry.Class constant", ErrInvalidConfig, code, cl)
+		if cl > failure.Permanent {
+			return fmt.Errorf("%w: Codes[%v]: class %d is not a failure.Class constant", ErrInvalidConfig, code, cl)
 		}
 	}
 	if err := c.Retry.Validate(); err != nil {
@@ -135,7 +136,7 @@ func (c *Config) Validate() error {
 // and drop it from the channel.
 type Client struct {
 	policy     *retry.Policy
-	codes      map[codes.Code]retry.Class
+	codes      map[codes.Code]failure.Class
 	hedger     *hedge.Hedger
 	hedgeOK    func(string) bool
 	methodOK   func(string) bool
@@ -170,7 +171,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.maxBytes = DefaultMaxBufferedBytes
 	}
 	if len(cfg.Codes) != 0 {
-		c.codes = make(map[codes.Code]retry.Class, len(cfg.Codes))
+		c.codes = make(map[codes.Code]failure.Class, len(cfg.Codes))
 		for k, v := range cfg.Codes {
 			c.codes[k] = v
 		}

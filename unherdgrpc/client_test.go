@@ -19,8 +19,10 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -87,7 +89,7 @@ func TestUnaryClassification(t *testing.T) {
 	tests := []struct {
 		name     string
 		code     codes.Code
-		codes    map[codes.Code]retry.Class
+		codes    map[codes.Code]failure.Class
 		requests int // with every attempt failing, out of 3 allowed
 		reason   error
 	}{
@@ -96,17 +98,17 @@ func TestUnaryClassification(t *testing.T) {
 		{"invalid argument is permanent", codes.InvalidArgument, nil, 1, retry.ErrPermanent},
 		{"internal is permanent", codes.Internal, nil, 1, retry.ErrPermanent},
 		{"server deadline exceeded is permanent", codes.DeadlineExceeded, nil, 1, retry.ErrPermanent},
-		{"server cancelled is never retried", codes.Canceled, map[codes.Code]retry.Class{codes.Canceled: retry.Transient}, 1, retry.ErrPermanent},
-		{"configured aborted is retried", codes.Aborted, map[codes.Code]retry.Class{codes.Aborted: retry.Transient}, 3, retry.ErrAttemptsExhausted},
-		{"configured unavailable is permanent", codes.Unavailable, map[codes.Code]retry.Class{codes.Unavailable: retry.Permanent}, 1, retry.ErrPermanent},
+		{"server cancelled is never retried", codes.Canceled, map[codes.Code]failure.Class{codes.Canceled: failure.Transient}, 1, retry.ErrPermanent},
+		{"configured aborted is retried", codes.Aborted, map[codes.Code]failure.Class{codes.Aborted: failure.Transient}, 3, retry.ErrAttemptsExhausted},
+		{"configured unavailable is permanent", codes.Unavailable, map[codes.Code]failure.Class{codes.Unavailable: failure.Permanent}, 1, retry.ErrPermanent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := fault{code: tt.code}
 			s := &faultServer{plan: []fault{f, f, f}}
-			var classes []retry.Class
+			var classes []failure.Class
 			cfg := unherdgrpc.Config{Codes: tt.codes}
-			cfg.Retry.OnRetry = func(ev retry.RetryEvent) { classes = append(classes, ev.Class) }
+			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { classes = append(classes, ev.Class) })
 			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 			_, err := unary(context.Background(), cc)
 			if got := status.Code(err); got != tt.code {
@@ -122,7 +124,7 @@ func TestUnaryClassification(t *testing.T) {
 			if got := s.count(); got != tt.requests {
 				t.Errorf("server saw %d requests, want %d", got, tt.requests)
 			}
-			if tt.code == codes.ResourceExhausted && (len(classes) == 0 || classes[0] != retry.Throttled) {
+			if tt.code == codes.ResourceExhausted && (len(classes) == 0 || classes[0] != failure.Throttled) {
 				t.Errorf("retry classes %v, want throttled", classes)
 			}
 		})
@@ -146,7 +148,7 @@ func TestUnaryPushback(t *testing.T) {
 			s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: tt.pushback}}}
 			var delays []time.Duration
 			cfg := unherdgrpc.Config{}
-			cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays = append(delays, ev.Delay) }
+			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays = append(delays, ev.Delay) })
 			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 			_, err := unary(context.Background(), cc)
 			if got := s.count(); got != tt.requests {
@@ -184,13 +186,13 @@ func TestUnaryAttemptTimeout(t *testing.T) {
 		s := &faultServer{plan: []fault{{untilDone: true}}}
 		cfg := unherdgrpc.Config{}
 		cfg.Retry.AttemptTimeout = 50 * time.Millisecond
-		var classes []retry.Class
-		cfg.Retry.OnRetry = func(ev retry.RetryEvent) { classes = append(classes, ev.Class) }
+		var classes []failure.Class
+		cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { classes = append(classes, ev.Class) })
 		cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 		if _, err := unary(context.Background(), cc); err != nil {
 			t.Fatal(err)
 		}
-		if s.count() != 2 || len(classes) != 1 || classes[0] != retry.Timeout {
+		if s.count() != 2 || len(classes) != 1 || classes[0] != failure.Timeout {
 			t.Fatalf("%d requests, retry classes %v; want 2 and one timeout", s.count(), classes)
 		}
 	})
@@ -290,7 +292,7 @@ func TestInvalidConfig(t *testing.T) {
 	}{
 		{"negative messages", unherdgrpc.Config{MaxBufferedMessages: -1}},
 		{"negative bytes", unherdgrpc.Config{MaxBufferedBytes: -1}},
-		{"unknown class", unherdgrpc.Config{Codes: map[codes.Code]retry.Class{codes.Aborted: 9}}},
+		{"unknown class", unherdgrpc.Config{Codes: map[codes.Code]failure.Class{codes.Aborted: 9}}},
 		{"retry", unherdgrpc.Config{Retry: retry.Config{MaxAttempts: -1}}},
 	}
 	for _, tt := range tests {
@@ -976,7 +978,7 @@ func TestUnaryRetryInfo(t *testing.T) {
 			s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: tt.pushback, retryInfo: tt.retryInfo}}}
 			var delays []time.Duration
 			cfg := unherdgrpc.Config{}
-			cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays = append(delays, ev.Delay) }
+			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays = append(delays, ev.Delay) })
 			cfg.Retry.Backoff = backoff.Schedule{Immediate: true}
 			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
 			_, err := unary(context.Background(), cc)

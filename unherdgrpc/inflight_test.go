@@ -17,6 +17,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -100,11 +101,11 @@ func TestIdempotencyPastWaitPushback(t *testing.T) {
 		srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Wait: 20 * time.Millisecond}}})
 		var mu sync.Mutex
 		var delays []time.Duration
-		c := newClient(t, unherdgrpc.Config{Retry: retry.Config{OnRetry: func(e retry.RetryEvent) {
+		c := newClient(t, unherdgrpc.Config{Retry: retry.Config{Observer: observe.On(observe.Retry, func(e observe.Event) {
 			mu.Lock()
 			delays = append(delays, e.Delay)
 			mu.Unlock()
-		}}})
+		})}})
 		cc := serve(t, s, false, srv.ServerOptions(), c.DialOptions()...)
 		ctx := metadata.AppendToOutgoingContext(context.Background(), unherdgrpc.IdempotencyKey, "charge-1")
 

@@ -13,10 +13,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/unherdgrpc"
 )
 
@@ -102,19 +103,19 @@ func TestLimiterRefusalRetriedAfterPushback(t *testing.T) {
 			t.Fatal("could not take the only token")
 		}
 		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
-		var events []retry.RetryEvent
+		var events []observe.Event
 		cfg := unherdgrpc.Config{}
-		cfg.Retry.OnRetry = func(ev retry.RetryEvent) {
+		cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) {
 			events = append(events, ev)
 			held.Served(time.Now()) // room for the retry
-		}
+		})
 		fs := &faultServer{}
 		cc := serve(t, fs, false, srv.ServerOptions(), newClient(t, cfg).DialOptions()...)
 		start := time.Now()
 		if _, err := unary(context.Background(), cc); err != nil {
 			t.Fatal(err)
 		}
-		if len(events) != 1 || events[0].Class != retry.Throttled || events[0].Delay < 250*time.Millisecond {
+		if len(events) != 1 || events[0].Class != failure.Throttled || events[0].Delay < 250*time.Millisecond {
 			t.Fatalf("retries %+v; want one throttled retry after at least 250 ms", events)
 		}
 		if took := time.Since(start); took < 250*time.Millisecond || fs.count() != 1 {

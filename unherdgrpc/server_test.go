@@ -16,8 +16,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -110,15 +112,15 @@ func TestServerPushbackWhenOverloaded(t *testing.T) {
 			return 20*time.Millisecond + time.Microsecond, shed.Add(1) == 1
 		}})
 		var delays []time.Duration
-		var classes []retry.Class
+		var classes []failure.Class
 		cfg := unherdgrpc.Config{}
-		cfg.Retry.OnRetry = func(ev retry.RetryEvent) { delays, classes = append(delays, ev.Delay), append(classes, ev.Class) }
+		cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays, classes = append(delays, ev.Delay), append(classes, ev.Class) })
 		cc := serve(t, &faultServer{}, false, srv.ServerOptions(), newClient(t, cfg).DialOptions()...)
 		if _, err := unary(context.Background(), cc); err != nil {
 			t.Fatal(err)
 		}
 		// 20.001 ms rounds up to 21 ms, a floor with up to 10% on top.
-		if len(delays) != 1 || delays[0] < 21*time.Millisecond || delays[0] > 21*time.Millisecond*11/10 || classes[0] != retry.Throttled {
+		if len(delays) != 1 || delays[0] < 21*time.Millisecond || delays[0] > 21*time.Millisecond*11/10 || classes[0] != failure.Throttled {
 			t.Fatalf("retries %v of classes %v; want one throttled retry after 21 to 23.1 ms", delays, classes)
 		}
 	})

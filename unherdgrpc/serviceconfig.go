@@ -13,8 +13,8 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
-	"github.com/unherd/unherd/retry"
 )
 
 // ErrServiceConfig is wrapped by every error ParseMethodConfig returns:
@@ -222,16 +222,16 @@ func parseRetry(js []byte, b budget.Budget) (Config, error) {
 
 // codeTable classifies every code: those listed are retried (throttled
 // for RESOURCE_EXHAUSTED), the rest are permanent.
-func codeTable(retryable []codes.Code) map[codes.Code]retry.Class {
-	t := make(map[codes.Code]retry.Class, 17)
+func codeTable(retryable []codes.Code) map[codes.Code]failure.Class {
+	t := make(map[codes.Code]failure.Class, 17)
 	for c := codes.OK; c <= codes.Unauthenticated; c++ {
-		t[c] = retry.Permanent
+		t[c] = failure.Permanent
 	}
 	for _, c := range retryable {
 		if c == codes.ResourceExhausted {
-			t[c] = retry.Throttled
+			t[c] = failure.Throttled
 		} else {
-			t[c] = retry.Transient
+			t[c] = failure.Transient
 		}
 	}
 	return t
@@ -393,6 +393,6 @@ func (a *a6Accounting) request(err error, stop bool) {
 	case err == nil:
 		a.throttle.Record(budget.Attempt{N: 1})
 	case stop || a.nonFatal[status.Code(err)]:
-		a.throttle.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
+		a.throttle.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Transient})
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/unherdgrpc"
 )
 
@@ -90,12 +90,12 @@ func TestParseMethodConfigRetry(t *testing.T) {
 				t.Errorf("Backoff (-want +got):\n%s", diff)
 			}
 			for c := codes.OK; c <= codes.Unauthenticated; c++ {
-				want := retry.Permanent
+				want := failure.Permanent
 				for _, r := range tt.retried {
 					if r == c {
-						want = retry.Transient
+						want = failure.Transient
 						if c == codes.ResourceExhausted {
-							want = retry.Throttled
+							want = failure.Throttled
 						}
 					}
 				}

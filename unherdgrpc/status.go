@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -35,19 +36,19 @@ const (
 // own timeout that expired, never the caller's deadline, and CANCELLED
 // from the caller's context is never retried whatever its class; those
 // two rules are applied before the table and cannot be overridden.
-func DefaultCodes(c codes.Code) retry.Class {
+func DefaultCodes(c codes.Code) failure.Class {
 	switch c {
 	case codes.Unavailable:
-		return retry.Transient
+		return failure.Transient
 	case codes.ResourceExhausted:
-		return retry.Throttled
+		return failure.Throttled
 	}
-	return retry.Permanent
+	return failure.Permanent
 }
 
 // AttemptError is the error of one failed attempt as the retry loop sees
-// it: the attempt's status and the pushback its trailer carried. A
-// Config.OnRetry hook, a guard or a custom classifier can read it with
+// it: the attempt's status and the pushback its trailer carried. The
+// Retry.Observer (its event's Err), a guard or a custom classifier can read it with
 // errors.As; the caller gets the last attempt's status through the
 // call's *Error.
 type AttemptError struct {
@@ -166,16 +167,16 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 	case retry.AttemptTimedOut(actx):
 		// The attempt's own timeout (DEADLINE_EXCEEDED, or CANCELLED for
 		// a stream's), not the caller's deadline: a Timeout.
-		return retry.Judge(ae, retry.Verdict{Class: retry.Timeout})
+		return retry.Judge(ae, retry.Verdict{Class: failure.Timeout})
 	case code == codes.DeadlineExceeded:
 		// The server, or grpc-go, may report a deadline a moment before
 		// the context's own timer ends it: whose deadline passed?
 		now := time.Now()
 		if dl, ok := ctx.Deadline(); ok && !now.Before(dl) {
-			return retry.MarkFinal(ae) // the caller's: never retried
+			return retry.Judge(ae, retry.Verdict{Final: true}) // the caller's: never retried
 		}
 		if dl, ok := actx.Deadline(); ok && !now.Before(dl) {
-			return retry.Judge(ae, retry.Verdict{Class: retry.Timeout}) // the attempt's
+			return retry.Judge(ae, retry.Verdict{Class: failure.Timeout}) // the attempt's
 		}
 	case code == codes.Canceled:
 		return retry.MarkPermanent(ae)
@@ -183,7 +184,7 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 	v := retry.Verdict{Class: c.class(code)}
 	delay, asked := ae.serverDelay()
 	switch {
-	case v.Class == retry.Permanent:
+	case v.Class == failure.Permanent:
 	case asked && delay < 0:
 		// The server asked not to retry: stop, but let budgets and guards
 		// count the failure as what it is.
@@ -205,11 +206,11 @@ func committed(judged error, hdr metadata.MD) error {
 	if hdr == nil {
 		return judged
 	}
-	return retry.MarkFinal(judged)
+	return retry.Judge(judged, retry.Verdict{Final: true})
 }
 
 // class is the class of a status code: Config.Codes, then DefaultCodes.
-func (c *Client) class(code codes.Code) retry.Class {
+func (c *Client) class(code codes.Code) failure.Class {
 	if cl, ok := c.codes[code]; ok {
 		return cl
 	}

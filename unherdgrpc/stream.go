@@ -263,7 +263,7 @@ func (s *clientStream) endCommitted(err error) {
 			// Committed: never retried, so Failed does not wait; a caller
 			// that gave up cancels the call.
 			judged := s.endAttempt(s.c.judge(s.ctx, s.actx, err, tr))
-			_ = s.call.Failed(s.ctx, retry.MarkFinal(judged))
+			_ = s.call.Failed(s.ctx, retry.Judge(judged, retry.Verdict{Final: true}))
 		}
 	}
 	if err != nil {

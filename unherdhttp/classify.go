@@ -16,8 +16,8 @@ import (
 
 // StatusError is the error of an attempt whose response the Transport
 // treats as a failure: a retryable status such as 503, or a permanent one
-// such as 404. The retry loop sees it, so a Retry.OnRetry hook or a guard
-// can read the status; the caller normally gets the response itself
+// such as 404. The retry loop sees it, so the Retry.Observer (its
+// event's Err) or a guard can read the status; the caller normally gets the response itself
 // instead.
 type StatusError struct {
 	// StatusCode is the response's status code.
@@ -137,7 +137,7 @@ func permanentTransportError(err error) bool {
 // is. A 500, and any 5xx the table does not name (505, 507, 520 to 527,
 // ...), is a server failure (Transient, so guards count it), retried
 // unless NoRetry500; 501 Not Implemented is permanent.
-func (t *Transport) statusClass(code int) (c retry.Class, failed bool) {
+func (t *Transport) statusClass(code int) (c failure.Class, failed bool) {
 	return failure.OfHTTPStatus(code)
 }
 
@@ -154,7 +154,7 @@ func serverFailure(code int) bool {
 // responseClass classifies a response by the Classify hook, then the
 // default rules; failed is false for a response to hand back as it is,
 // and hooked is true when the hook decided.
-func (t *Transport) responseClass(resp *http.Response) (c retry.Class, failed, hooked bool) {
+func (t *Transport) responseClass(resp *http.Response) (c failure.Class, failed, hooked bool) {
 	if t.classify != nil {
 		if hc, ok := t.classify(resp, nil); ok {
 			return hc, true, true
@@ -177,12 +177,12 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 		// the delay after which to come back: the one execution's answer
 		// is on its way, so the retry waits for it rather than ending the
 		// call with a conflict.
-		class = retry.Transient
+		class = failure.Transient
 	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp}
 	v := retry.Verdict{Class: class}
 	switch {
-	case class == retry.Permanent:
+	case class == failure.Permanent:
 		return nil, retry.Judge(se, v)
 	case !c.replayable || c.once:
 		// The server has seen the request, or its body is gone: stop, but
@@ -198,7 +198,7 @@ func (t *Transport) judgeResponse(c *call, resp *http.Response) (*http.Response,
 	if h := resp.Header.Get("Retry-After"); h != "" {
 		if d, ok := ParseRetryAfter(h, time.Now()); ok {
 			// Retry-After makes any failure a throttling one.
-			return nil, retry.WithServerDelay(se, d)
+			return nil, retry.Judge(se, retry.Verdict{Class: failure.Throttled, Delay: d, HasDelay: true})
 		}
 	}
 	if h := resp.Header.Get(amzRetryAfterHeader); h != "" {
@@ -240,7 +240,7 @@ func (t *Transport) judgeError(c *call, areq *http.Request, err error, timedOut,
 		if permanentTransportError(err) {
 			return retry.MarkPermanent(nr)
 		}
-		return retry.MarkFinal(nr)
+		return retry.Judge(nr, retry.Verdict{Final: true})
 	}
 	if t.classify != nil {
 		if class, ok := t.classify(nil, err); ok {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/retry"
@@ -68,8 +69,9 @@ var ErrInvalidConfig = errors.New("unherdhttp: invalid config")
 // idempotency keys.
 type Config struct {
 	// Retry configures the retry loop; the Transport builds one
-	// retry.Policy from it, once. Retry.OnRetry, if set, runs after the
-	// discarded response has been drained and closed.
+	// retry.Policy from it, once. Retry.Observer, if set, hears each
+	// retry (observe.Retry) after the discarded response has been
+	// drained and closed.
 	//
 	// Retry.AttemptTimeout bounds each attempt as the Transport sees one:
 	// from the moment it has a connection (new or reused) to the arrival
@@ -171,7 +173,7 @@ type Config struct {
 	// an error is classified as returned. Replay safety still holds: a
 	// request that may have reached the server is repeated only if its
 	// method is idempotent or it carries an Idempotency-Key.
-	Classify func(resp *http.Response, err error) (c retry.Class, ok bool)
+	Classify func(resp *http.Response, err error) (c failure.Class, ok bool)
 }
 
 // Validate reports settings that cannot work, naming the field.

@@ -86,7 +86,7 @@
 // Guards (breakers, throttles) and budgets see every attempt with its own
 // class. A failure the loop must not repeat (a 500 with NoRetry500, a
 // POST the server may have seen, a body that cannot be rewound) is marked
-// with retry.MarkFinal: the loop stops with retry.ErrFinal, and a breaker
+// judged Final (retry.Verdict.Final): the loop stops with retry.ErrFinal, and a breaker
 // still counts a 500 or a 503 as the server failure it is. Only permanent
 // statuses (other 4xx, 501) are class Permanent.
 //
@@ -120,8 +120,8 @@
 // A Retry-After longer than retry.Config.MaxServerDelay (30 s by
 // default) ends the retries, unless retry.Config.ClampServerDelay is set: coming back sooner than the server allowed
 // would only add load, so the last response goes back at once, with a nil
-// error (the loop stops with retry.ErrServerDelayTooLong, and no
-// Retry.OnRetry hook runs). Likewise, a wait that would end after
+// error (the loop stops with retry.ErrServerDelayTooLong, and the
+// Retry.Observer hears no observe.Retry). Likewise, a wait that would end after
 // the request context's deadline is not started: the last response goes
 // back at once.
 //

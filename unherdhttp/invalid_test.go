@@ -14,6 +14,7 @@ import (
 
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -94,7 +95,7 @@ func TestInvalidRequestFailsAtOnce(t *testing.T) {
 			retried := false
 			cfg := fast
 			cfg.Budget, cfg.Guards = tb, []retry.Guard{g}
-			cfg.OnRetry = func(retry.RetryEvent) { retried = true }
+			cfg.Observer = observe.On(observe.Retry, func(observe.Event) { retried = true })
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg})
 			before := hits.Load()
 			_, _, err = do(tr, tc.req())
@@ -178,7 +179,7 @@ func TestSchemeMismatchIsPermanent(t *testing.T) {
 	target := "https://" + u.Host + "/"
 	retried := false
 	cfg := fast
-	cfg.OnRetry = func(retry.RetryEvent) { retried = true }
+	cfg.Observer = observe.On(observe.Retry, func(observe.Event) { retried = true })
 	tr := newTransport(t, unherdhttp.Config{Retry: cfg})
 	req, _ := http.NewRequest(http.MethodGet, target, nil)
 	_, _, err := do(tr, req)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -97,9 +99,9 @@ func retryAfterServer(t *testing.T, status int, value func() string) (string, *a
 }
 
 // withJitter returns the bounds of a wait with floor d: d, plus up to
-// retry.DefaultServerJitter of it.
+// the default ServerJitter (0.1) of it.
 func withJitter(d time.Duration) (lo, hi time.Duration) {
-	return d, d + time.Duration(float64(d)*retry.DefaultServerJitter)
+	return d, d + d/10
 }
 
 // retryAfterDate returns a Retry-After value that is an HTTP-date ahead
@@ -152,20 +154,20 @@ func TestRetryAfterIsFloor(t *testing.T) {
 			url, _ := retryAfterServer(t, tc.status, tc.value)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var ev retry.RetryEvent
+			var ev observe.Event
 			var read time.Time
-			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{OnRetry: func(e retry.RetryEvent) {
+			tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{Observer: observe.On(observe.Retry, func(e observe.Event) {
 				read = time.Now() // after the transport parsed Retry-After
 				ev = e
 				cancel()
-			}}})
+			})}})
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			_, _, err := do(tr, req)
 			if !errors.Is(err, retry.ErrCancelled) {
 				t.Fatalf("got %v, want the cancellation from the hook", err)
 			}
 			lo, hi := tc.bounds(read)
-			if ev.Delay < lo || ev.Delay > hi || ev.Class != retry.Throttled {
+			if ev.Delay < lo || ev.Delay > hi || ev.Class != failure.Throttled {
 				t.Errorf("waited %v as %v, want [%v, %v] as throttled", ev.Delay, ev.Class, lo, hi)
 			}
 			var se *unherdhttp.StatusError
@@ -191,7 +193,7 @@ func TestRetryAfterTooLong(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url, hits := retryAfterServer(t, 503, func() string { return "3600" })
 			retried := false
-			tc.cfg.OnRetry = func(retry.RetryEvent) { retried = true }
+			tc.cfg.Observer = observe.On(observe.Retry, func(observe.Event) { retried = true })
 			tr := newTransport(t, unherdhttp.Config{Retry: tc.cfg})
 			status, body, err := get(t, tr, url)
 			if err != nil || status != 503 || body != "busy" {
@@ -238,10 +240,10 @@ func TestRetryAfterZeroSpreads(t *testing.T) {
 	var cancel context.CancelFunc
 	tr := newTransport(t, unherdhttp.Config{Retry: retry.Config{
 		Rand: rand.NewPCG(3, 4), // the requests run one after another
-		OnRetry: func(e retry.RetryEvent) {
+		Observer: observe.On(observe.Retry, func(e observe.Event) {
 			waits = append(waits, e.Delay)
 			cancel()
-		},
+		}),
 	}})
 	const n = 200
 	for range n {
@@ -292,9 +294,9 @@ func TestAmzRetryAfter(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var ev retry.RetryEvent
+			var ev observe.Event
 			cfg := retry.AWS2026()
-			cfg.OnRetry = func(e retry.RetryEvent) { ev = e; cancel() }
+			cfg.Observer = observe.On(observe.Retry, func(e observe.Event) { ev = e; cancel() })
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg})
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 			if _, _, err := do(tr, req); !errors.Is(err, retry.ErrCancelled) {

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/timeout"
 	"github.com/unherd/unherd/unherdhttp"
@@ -64,11 +66,11 @@ func TestAttemptTimeout(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, hits := hangingServerURL(t, tc.hang...)
-			var classes []retry.Class
+			var classes []failure.Class
 			tr := newTransport(t, unherdhttp.Config{
-				Retry: retry.Config{AttemptTimeout: shortTimeout, Backoff: fast.Backoff, OnRetry: func(ev retry.RetryEvent) {
+				Retry: retry.Config{AttemptTimeout: shortTimeout, Backoff: fast.Backoff, Observer: observe.On(observe.Retry, func(ev observe.Event) {
 					classes = append(classes, ev.Class)
-				}},
+				})},
 			})
 			req, _ := http.NewRequest(tc.method, srv, strings.NewReader("x"))
 			status, body, err := do(tr, req)
@@ -84,7 +86,7 @@ func TestAttemptTimeout(t *testing.T) {
 				t.Errorf("server saw %d requests, want %d", got, tc.wantHits)
 			}
 			for _, c := range classes {
-				if c != retry.Timeout {
+				if c != failure.Timeout {
 					t.Errorf("retried as %v, want timeout", c)
 				}
 			}
@@ -206,7 +208,7 @@ func TestTimeoutSourceClassifiesOnce(t *testing.T) {
 	var hooked atomic.Int32
 	src := &fixedTimeouts{d: time.Hour}
 	tr := newTransport(t, unherdhttp.Config{Retry: withTimeouts(fast, src),
-		Classify: func(resp *http.Response, err error) (retry.Class, bool) {
+		Classify: func(resp *http.Response, err error) (failure.Class, bool) {
 			if resp != nil {
 				hooked.Add(1)
 			}

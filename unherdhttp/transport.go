@@ -12,10 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/limit"
+	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -34,8 +36,7 @@ type Transport struct {
 	autoKey        bool
 	maxBuffered    int64
 	maxDrained     int64
-	classify       func(*http.Response, error) (retry.Class, bool)
-	onRetry        func(retry.RetryEvent)
+	classify       func(*http.Response, error) (failure.Class, bool)
 	traced         bool // base is an *http.Transport, which reports GotConn; else the attempt timeout bounds the whole attempt
 	hedger         *hedge.Hedger
 	hedgeMethod    func(method string) bool
@@ -59,7 +60,6 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 		maxBuffered:    cmp.Or(cfg.MaxBufferedBody, DefaultMaxBufferedBody),
 		maxDrained:     cmp.Or(cfg.MaxDrainedBody, DefaultMaxDrainedBody),
 		classify:       cfg.Classify,
-		onRetry:        cfg.Retry.OnRetry,
 	}
 	if base == nil {
 		t.base = newBase(t.connectTimeout)
@@ -76,7 +76,7 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	// policy must not time them again from their start.
 	rc := cfg.Retry
 	rc.AttemptTimeout, rc.Timeouts = 0, nil
-	rc.OnRetry = t.discardAndNotify
+	rc.Observer = observe.Multi(observe.On(observe.Retry, t.discard), cfg.Retry.Observer)
 	p, err := retry.New(rc)
 	if err != nil {
 		return nil, err
@@ -96,15 +96,12 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// discardAndNotify runs before every wait: the failed attempt's response,
-// if any, is drained and closed so that its connection is reused during
-// the wait, and then the caller's hook runs.
-func (t *Transport) discardAndNotify(ev retry.RetryEvent) {
+// discard runs before every wait, ahead of the caller's observer: the
+// failed attempt's response, if any, is drained and closed so that its
+// connection is reused during the wait.
+func (t *Transport) discard(ev observe.Event) {
 	if se, ok := errtree.Find[*StatusError](ev.Err); ok {
 		se.discard(t.maxDrained)
-	}
-	if t.onRetry != nil {
-		t.onRetry(ev)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
@@ -236,9 +237,9 @@ func TestConcurrentUse(t *testing.T) {
 func TestClassifyHook(t *testing.T) {
 	f := &failFirst{n: 1, status: http.StatusNotFound}
 	srv := newServer(t, f.ServeHTTP)
-	tr := newTransport(t, unherdhttp.Config{Retry: fast, Classify: func(resp *http.Response, err error) (retry.Class, bool) {
+	tr := newTransport(t, unherdhttp.Config{Retry: fast, Classify: func(resp *http.Response, err error) (failure.Class, bool) {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
-			return retry.Transient, true // eventually consistent reads
+			return failure.Transient, true // eventually consistent reads
 		}
 		return 0, false
 	}})
@@ -252,16 +253,16 @@ func TestClassifyHook(t *testing.T) {
 // leaves the 500 rule in force: retried, but not with NoRetry500. A hook
 // that classifies the 500 itself overrides NoRetry500.
 func TestClassifyHookKeeps500Rule(t *testing.T) {
-	defaults := func(*http.Response, error) (retry.Class, bool) { return 0, false }
-	transient500 := func(resp *http.Response, _ error) (retry.Class, bool) {
+	defaults := func(*http.Response, error) (failure.Class, bool) { return 0, false }
+	transient500 := func(resp *http.Response, _ error) (failure.Class, bool) {
 		if resp != nil && resp.StatusCode == http.StatusInternalServerError {
-			return retry.Transient, true
+			return failure.Transient, true
 		}
 		return 0, false
 	}
 	tests := []struct {
 		name       string
-		classify   func(*http.Response, error) (retry.Class, bool)
+		classify   func(*http.Response, error) (failure.Class, bool)
 		noRetry500 bool
 		wantHits   int
 		wantStatus int

@@ -149,27 +149,27 @@ type rule struct {
 // status or an error it does not retry is Permanent, so the Transport
 // returns it at once; a response below 400 that the rule does not name
 // is left to the default rules (it is no failure).
-func (r rule) classify(resp *http.Response, err error) (retry.Class, bool) {
+func (r rule) classify(resp *http.Response, err error) (failure.Class, bool) {
 	if resp != nil {
 		if r.status(resp) {
-			if c, failed := failure.OfHTTPStatus(resp.StatusCode); failed && c != retry.Permanent {
+			if c, failed := failure.OfHTTPStatus(resp.StatusCode); failed && c != failure.Permanent {
 				return c, true
 			}
-			return retry.Transient, true
+			return failure.Transient, true
 		}
 		if resp.StatusCode >= 400 {
-			return retry.Permanent, true
+			return failure.Permanent, true
 		}
-		return retry.Transient, false
+		return failure.Transient, false
 	}
 	o := outcomeOf(err)
 	if !r.err(o) {
-		return retry.Permanent, true
+		return failure.Permanent, true
 	}
 	if o == attemptTimeout {
-		return retry.Timeout, true
+		return failure.Timeout, true
 	}
-	return retry.Transient, true
+	return failure.Transient, true
 }
 
 // codeRange is an inclusive range of status codes.

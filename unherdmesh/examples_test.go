@@ -14,7 +14,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/failure"
 )
 
 // Each published example is reproduced in testdata with its source in a
@@ -36,7 +36,7 @@ func concurrencyAllowed(c *budget.Concurrency, attempts int) int {
 		c.Start(budget.Attempt{N: 1})
 	}
 	n := 0
-	for c.Withdraw(budget.Transient) && n < 1<<20 {
+	for c.Withdraw(failure.Transient) && n < 1<<20 {
 		n++
 	}
 	return n
@@ -49,7 +49,7 @@ func ratioAllowed(r *budget.Ratio, requests int) int {
 		r.Record(budget.Attempt{N: 1})
 	}
 	n := 0
-	for r.Withdraw(budget.Transient) && n < 1<<20 {
+	for r.Withdraw(failure.Transient) && n < 1<<20 {
 		n++
 	}
 	return n
@@ -187,7 +187,7 @@ func TestLinkerdPublishedExamples(t *testing.T) {
 		if cfg.Retry.MaxAttempts != 3 || cfg.Retry.AttemptTimeout != 300*time.Millisecond {
 			t.Errorf("MaxAttempts, AttemptTimeout = %d, %v; want 3, 300ms", cfg.Retry.MaxAttempts, cfg.Retry.AttemptTimeout)
 		}
-		for code, want := range map[int]retry.Class{503: retry.Throttled, 500: retry.Transient, 404: retry.Permanent} {
+		for code, want := range map[int]failure.Class{503: failure.Throttled, 500: failure.Transient, 404: failure.Permanent} {
 			if c, ok := cfg.Classify(&http.Response{StatusCode: code, Header: http.Header{}}, nil); !ok || c != want {
 				t.Errorf("Classify(%d) = %v, %v; want %v", code, c, ok, want)
 			}
@@ -255,7 +255,7 @@ func TestGatewayPublishedExamples(t *testing.T) {
 			}
 			var retried []int
 			for code := 400; code <= 599; code++ {
-				if c, ok := cfg.Classify(&http.Response{StatusCode: code, Header: http.Header{}}, nil); ok && c != retry.Permanent {
+				if c, ok := cfg.Classify(&http.Response{StatusCode: code, Header: http.Header{}}, nil); ok && c != failure.Permanent {
 					retried = append(retried, code)
 				}
 			}
@@ -287,10 +287,10 @@ func TestEnvoyRateLimitedHeader(t *testing.T) {
 	limited := &http.Response{StatusCode: 503, Header: http.Header{"X-Envoy-Ratelimited": {"true"}}}
 	for _, tc := range []struct {
 		retryOn string
-		want    retry.Class
+		want    failure.Class
 	}{
-		{"5xx", retry.Permanent},
-		{"5xx,envoy-ratelimited", retry.Throttled},
+		{"5xx", failure.Permanent},
+		{"5xx,envoy-ratelimited", failure.Throttled},
 	} {
 		cfg, err := ParseEnvoyRetryPolicy([]byte("retry_on: "+tc.retryOn), nil)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -210,7 +210,7 @@ func ParseServiceProfile(profile []byte) (*ServiceProfile, error) {
 		if rt.IsRetryable {
 			rp.Config.Retry.MaxAttempts = profileAttempts
 			rp.Config.Retry.Budget = b
-			rp.Config.Classify = func(resp *http.Response, err error) (c retry.Class, ok bool) {
+			rp.Config.Classify = func(resp *http.Response, err error) (c failure.Class, ok bool) {
 				if resp == nil {
 					return c, false // transport errors: unherdhttp's rules
 				}
@@ -488,7 +488,7 @@ func ParseLinkerdAnnotations(annotations map[string]string) (unherdhttp.Config, 
 		}
 	}
 	r := rule{status: func(resp *http.Response) bool { return codes.has(resp.StatusCode) }}
-	cfg.Classify = func(resp *http.Response, err error) (c retry.Class, ok bool) {
+	cfg.Classify = func(resp *http.Response, err error) (c failure.Class, ok bool) {
 		if resp == nil {
 			return c, false
 		}

@@ -52,7 +52,7 @@ func run(t *testing.T, o observe.Observer) {
 		t.Fatal(err)
 	}
 	for range 4 {
-		_ = q.Do(ctx, func(context.Context) error { return retry.MarkThrottled(errDown) })
+		_ = q.Do(ctx, func(context.Context) error { return retry.Judge(errDown, retry.Verdict{Class: failure.Throttled}) })
 	}
 	// Hedges: one won, one lost.
 	h, err := hedge.New(hedge.Config{Delay: time.Millisecond, MaxHedges: 1, Budget: budget.Unlimited, Observer: o})
@@ -109,7 +109,7 @@ func run(t *testing.T, o observe.Observer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = g.Do(ctx, func(context.Context) error { return retry.MarkThrottled(errDown) })
+	_ = g.Do(ctx, func(context.Context) error { return retry.Judge(errDown, retry.Verdict{Class: failure.Throttled}) })
 	if err := g.Do(ctx, func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

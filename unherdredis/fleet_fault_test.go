@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/fleet/fleettest"
 	"github.com/unherd/unherd/internal/services"
@@ -103,7 +104,7 @@ func outage(t *testing.T, c redis.UniversalClient, cut, heal func()) {
 			t0 := time.Now()
 			b.Record(budget.Attempt{N: 1, Failed: true})
 			requests.Add(1)
-			ok := b.Withdraw(budget.Transient)
+			ok := b.Withdraw(failure.Transient)
 			if d := int64(time.Since(t0)); d > slowest.Load() {
 				slowest.Store(d)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
 )
 
@@ -74,9 +75,9 @@ func Share(t testing.TB, n int, span time.Duration, cfg fleet.Config, newTranspo
 				m := measuring.Load() && b.State() == fleet.Shared
 				for range per {
 					b.Record(budget.Attempt{N: 1, Failed: true})
-					ok := b.Withdraw(budget.Transient)
+					ok := b.Withdraw(failure.Transient)
 					if ok {
-						b.Record(budget.Attempt{N: 2, Failed: true, Charged: budget.Transient})
+						b.Record(budget.Attempt{N: 2, Failed: true, Charged: failure.Transient})
 					}
 					calls.Add(1)
 					if m {
@@ -146,9 +147,9 @@ func Traffic(b budget.Budget, pb *testing.PB) (granted, refused int64) {
 			b.Record(budget.Attempt{N: 1})
 			continue
 		}
-		b.Record(budget.Attempt{N: 1, Failed: true, Class: budget.Transient})
-		if b.Withdraw(budget.Transient) {
-			b.Record(budget.Attempt{N: 2, Charged: budget.Transient})
+		b.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Transient})
+		if b.Withdraw(failure.Transient) {
+			b.Record(budget.Attempt{N: 2, Charged: failure.Transient})
 			granted++
 		} else {
 			refused++

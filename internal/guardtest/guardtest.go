@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -22,10 +23,10 @@ var ErrBoom = errors.New("boom")
 // The outcomes of an attempt, as a guard hears them.
 var (
 	Success   = retry.Outcome{}
-	Transient = retry.Outcome{Err: ErrBoom, Class: retry.Transient}
-	Timeout   = retry.Outcome{Err: ErrBoom, Class: retry.Timeout}
-	Throttled = retry.Outcome{Err: ErrBoom, Class: retry.Throttled}
-	Permanent = retry.Outcome{Err: ErrBoom, Class: retry.Permanent}
+	Transient = retry.Outcome{Err: ErrBoom, Class: failure.Transient}
+	Timeout   = retry.Outcome{Err: ErrBoom, Class: failure.Timeout}
+	Throttled = retry.Outcome{Err: ErrBoom, Class: failure.Throttled}
+	Permanent = retry.Outcome{Err: ErrBoom, Class: failure.Permanent}
 	Abandoned = retry.Outcome{Err: context.Canceled, Abandoned: true}
 )
 

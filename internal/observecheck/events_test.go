@@ -69,8 +69,8 @@ func TestRetryEvents(t *testing.T) {
 // refusing is a budget that refuses every retry.
 type refusing struct{}
 
-func (refusing) Withdraw(budget.Class) bool { return false }
-func (refusing) Record(budget.Attempt)      {}
+func (refusing) Withdraw(failure.Class) bool { return false }
+func (refusing) Record(budget.Attempt)       {}
 
 func TestRetryGiveUpBudget(t *testing.T) {
 	r := &recorder{t: t}

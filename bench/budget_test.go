@@ -59,8 +59,8 @@ func budgetTraffic(b *testing.B, call func(retry bool) (granted bool)) {
 // in flight. Each is what its library offers for the job.
 func BenchmarkBudgetParallel(b *testing.B) {
 	b.Run("unherd", func(b *testing.B) {
-		// Called through budget.Budget, as retry.Policy calls it and as
-		// failsafe-go's budget is called through its interface.
+		// Held in a budget.Budget, as retry.Policy holds it and as
+		// failsafe-go's budget is held in an interface value.
 		var r budget.Budget
 		r, err := budget.NewRatio(budget.RatioConfig{})
 		if err != nil {

@@ -204,10 +204,16 @@ func (r *Ratio) WithdrawAt(now time.Time, c failure.Class) bool {
 // when it has one left and t falls in its slot, else the decision under
 // the mutex.
 func (r *Ratio) withdraw(t int64) bool {
+	return r.take(t) || r.withdrawLocked(t)
+}
+
+// take takes a retry from the lease, if it has one left and t falls in
+// its slot.
+func (r *Ratio) take(t int64) bool {
 	for {
 		l := r.lease.word.Load()
 		if uint32(l) == 0 || t < r.lease.start.Load() || t >= r.lease.end.Load() {
-			return r.withdrawLocked(t)
+			return false
 		}
 		if r.lease.word.CompareAndSwap(l, l-1) {
 			return true
@@ -220,6 +226,11 @@ func (r *Ratio) withdraw(t int64) bool {
 func (r *Ratio) withdrawLocked(t int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Goroutines that found the lease spent at once queue here: all but
+	// the first find the lease it issued.
+	if r.take(t) {
+		return true
+	}
 	r.retire()
 	requests, retries := r.w.Sums(t)
 	if !r.allows(requests, retries) {

@@ -192,8 +192,11 @@ func (w *Window) index(t int64) int64 {
 // slot returns the bucket for index i, clearing it if it held an older
 // interval.
 func (w *Window) slot(i int64) *bucket {
-	n := int64(len(w.buckets))
-	b := &w.buckets[((i%n)+n)%n]
+	k := i % int64(len(w.buckets))
+	if k < 0 {
+		k += int64(len(w.buckets))
+	}
+	b := &w.buckets[k]
 	if b.idx != i {
 		*b = bucket{idx: i}
 	}

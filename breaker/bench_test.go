@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/guardtest"
-	"github.com/unherd/unherd/retry"
 )
 
 // BenchmarkBreakerAllowParallel measures Admit and Done of a success on a
@@ -17,7 +17,7 @@ func BenchmarkBreakerAllowParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	guardtest.Parallel(b, br, retry.Outcome{}, false)
+	guardtest.Parallel(b, br, admission.Outcome{}, false)
 }
 
 // BenchmarkBreakerAllowFuncParallel is the same through Allow's done
@@ -49,7 +49,7 @@ func BenchmarkBreakerFailure(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	fail := retry.Outcome{Err: context.DeadlineExceeded, Class: failure.Timeout}
+	fail := admission.Outcome{Err: context.DeadlineExceeded, Class: failure.Timeout}
 	for i := 0; b.Loop(); i++ {
 		t, err := br.Admit(ctx)
 		if err != nil {
@@ -58,7 +58,7 @@ func BenchmarkBreakerFailure(b *testing.B) {
 		if i%2 == 0 {
 			br.Done(t, fail)
 		} else {
-			br.Done(t, retry.Outcome{})
+			br.Done(t, admission.Outcome{})
 		}
 	}
 }

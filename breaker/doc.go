@@ -14,7 +14,7 @@
 //
 // # Use
 //
-// As a retry.Guard, in retry.Config.Guards: the retry loop consults it
+// As a admission.Guard, in retry.Config.Guards: the retry loop consults it
 // before every attempt, retries included, and tells it how each attempt
 // ended. A rejection stops the loop at once with retry.ErrRejected
 // wrapping ErrOpen; it is never retried. For middleware, [Breaker.Allow]

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/lazyctx"
+	"github.com/unherd/unherd/timeout"
 )
 
 // Attempt is one attempt of a call, from [Policy.StartAttempt] to
 // [Attempt.End]: its context, bounded by the policy's per-attempt
-// timeout, and its start, for the policy's [TimeoutSource]. Every driver
+// timeout, and its start, for the policy's [timeout.Source]. Every driver
 // of a [Call] that makes attempts in real time (DoValue, the gRPC and
 // HTTP clients, a hand-made protocol) runs each one between these two
 // calls, so the timeout, the latency samples and the marking of a
@@ -26,7 +27,7 @@ type Attempt struct {
 	parent context.Context  // the caller's
 	bound  *lazyctx.Context // the attempt's own context, if it has a timeout
 	ph     *phase           // the attempt's own context, if AttemptTimer.StartAfter made it
-	ts     TimeoutSource    // to tell the latency, or nil
+	ts     timeout.Source   // to tell the latency, or nil
 	start  time.Time        // when the attempt started, if ts is set (not with ph)
 	kept   bool             // Commit was called
 }
@@ -41,7 +42,7 @@ type Attempt struct {
 // connection), makes its own and uses [AttemptTimer.StartAfter].
 type AttemptTimer struct {
 	Timeout time.Duration
-	Source  TimeoutSource
+	Source  timeout.Source
 }
 
 // Start starts an attempt under ctx, as [Policy.StartAttempt] does with
@@ -66,7 +67,7 @@ func (p *Policy) StartAttempt(ctx context.Context) Attempt {
 }
 
 // startBounded starts an attempt with a timeout or a TimeoutSource.
-func startBounded(ctx context.Context, timeout time.Duration, ts TimeoutSource) Attempt {
+func startBounded(ctx context.Context, timeout time.Duration, ts timeout.Source) Attempt {
 	a := Attempt{parent: ctx}
 	if ts != nil {
 		a.ts = ts

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
@@ -435,7 +436,7 @@ func TestOnResult(t *testing.T) {
 func TestObserverGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []string
-		p := mustNew(t, Config{Backoff: backoff.Schedule{Immediate: true}, Guards: []Guard{&fakeGuard{allow: 4}},
+		p := mustNew(t, Config{Backoff: backoff.Schedule{Immediate: true}, Guards: []admission.Guard{&fakeGuard{allow: 4}},
 			Observer: observe.On(observe.GiveUp, func(e observe.Event) {
 				events = append(events, e.Reason.Error()+" after "+string(rune('0'+e.Attempt))+": "+errString(e.Err))
 			})})

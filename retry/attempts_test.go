@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
@@ -38,7 +39,7 @@ func (l *ledger) Admit(context.Context) (uint64, error) {
 	return uint64(l.admitted), nil
 }
 
-func (l *ledger) Done(_ uint64, o retry.Outcome) {
+func (l *ledger) Done(_ uint64, o admission.Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done++
@@ -130,7 +131,7 @@ func TestAttemptsEveryEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &ledger{reject: tt.reject}
 			p, err := retry.New(retry.Config{MaxAttempts: 3, Backoff: backoff.Schedule{Base: time.Microsecond, Cap: time.Microsecond},
-				Budget: l, Guards: []retry.Guard{l}})
+				Budget: l, Guards: []admission.Guard{l}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +244,7 @@ func TestAttemptsHalfOpenProbe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []retry.Guard{b}})
+			p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []admission.Guard{b}})
 			if err != nil {
 				t.Fatal(err)
 			}

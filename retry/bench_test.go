@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 )
@@ -66,13 +67,13 @@ func benchRetry2(b *testing.B, ctx context.Context, cfg Config) {
 type nopGuard struct{}
 
 func (nopGuard) Admit(context.Context) (uint64, error) { return 1, nil }
-func (nopGuard) Done(uint64, Outcome)                  {}
+func (nopGuard) Done(uint64, admission.Outcome)        {}
 
 // BenchmarkDoRetry2Guarded is BenchmarkDoRetry2 through one guard: each
 // failed attempt is classified for the guard's report and decided on.
 func BenchmarkDoRetry2Guarded(b *testing.B) {
 	b.ReportAllocs()
-	benchRetry2(b, context.Background(), Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited, Guards: []Guard{nopGuard{}}})
+	benchRetry2(b, context.Background(), Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited, Guards: []admission.Guard{nopGuard{}}})
 }
 
 // BenchmarkDoRetry2Wait is BenchmarkDoRetry2 with a real wait: a constant

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
@@ -187,7 +188,7 @@ func (c *Call) obsCtx() context.Context {
 // abandoned, and the retry withdrawn for it (if any) is refunded.
 func (c *Call) rejected(ctx context.Context, ts []uint64, err error) error {
 	c.w.release()
-	c.tell(ts, Outcome{Abandoned: true})
+	c.tell(ts, admission.Outcome{Abandoned: true})
 	c.refund()
 	if ctx.Err() != nil {
 		// A guard that waits (a rate limiter) gave up because the
@@ -200,7 +201,7 @@ func (c *Call) rejected(ctx context.Context, ts []uint64, err error) error {
 }
 
 // report tells the guards how the attempt in flight ended.
-func (c *Call) report(o Outcome) {
+func (c *Call) report(o admission.Outcome) {
 	if c.state != running {
 		return
 	}
@@ -216,7 +217,7 @@ func (c *Call) report(o Outcome) {
 // result through Record instead.
 func (c *Call) reportAbandoned(err error) {
 	inFlight := c.state == running
-	c.report(Outcome{Err: err, Abandoned: true})
+	c.report(admission.Outcome{Err: err, Abandoned: true})
 	if inFlight && c.p.tracker != nil {
 		c.p.tracker.Abandon(budget.Attempt{N: c.attempt, Charged: c.charged})
 	}
@@ -224,7 +225,7 @@ func (c *Call) reportAbandoned(err error) {
 
 // tellGuards is report's part for a policy with guards, apart so that
 // report inlines.
-func (c *Call) tellGuards(o Outcome) {
+func (c *Call) tellGuards(o admission.Outcome) {
 	ts := c.tickets[:]
 	if c.more != nil {
 		ts = c.more
@@ -235,7 +236,7 @@ func (c *Call) tellGuards(o Outcome) {
 // tell tells the first len(ts) guards, which admitted the attempt with
 // the tickets ts, how it ended: with the call's context, a guard that is a
 // ContextGuard.
-func (c *Call) tell(ts []uint64, o Outcome) {
+func (c *Call) tell(ts []uint64, o admission.Outcome) {
 	p := c.p
 	gs := p.guards[:len(ts)]
 	if p.ctxGuards == nil {
@@ -354,7 +355,7 @@ func (c *Call) succeeded() {
 // succeededHooked is succeeded when there are guards to tell or an
 // observer.
 func (c *Call) succeededHooked() {
-	c.report(Outcome{})
+	c.report(admission.Outcome{})
 	c.succeeded()
 	if c.p.observer != nil {
 		c.p.observer.Observe(c.obsCtx(), observe.Event{Kind: observe.Success, Attempt: c.attempt, Delay: c.waited})
@@ -372,7 +373,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 		return Decision{Reason: ErrRejected, Class: failure.Permanent}
 	}
 	class := m.class(p.classifier, err)
-	c.report(Outcome{Err: err, Class: class})
+	c.report(admission.Outcome{Err: err, Class: class})
 	p.budget.Record(budget.Attempt{N: c.attempt, Failed: true, Class: class, Charged: c.charged})
 	switch {
 	case class == failure.Permanent:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 )
@@ -31,7 +32,7 @@ func BenchmarkCallFailure(b *testing.B) {
 		{"wrapped", fmt.Errorf("bench: get: %w", plain), Config{Budget: budget.Unlimited}},
 		{"serverdelay", Judge(plain, Verdict{Class: failure.Throttled, Delay: time.Millisecond, HasDelay: true}), Config{Budget: budget.Unlimited}},
 		{"tokenbucket", plain, Config{}},
-		{"guarded", plain, Config{Budget: budget.Unlimited, Guards: []Guard{nopGuard{}}}},
+		{"guarded", plain, Config{Budget: budget.Unlimited, Guards: []admission.Guard{nopGuard{}}}},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

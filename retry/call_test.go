@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
@@ -147,7 +148,7 @@ func TestCallRefundsRejectedRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &fakeGuard{allow: 1} // admits the first attempt, rejects the retry
-	p := mustNew(t, Config{Budget: tb, Guards: []Guard{g}, Backoff: constant(0)})
+	p := mustNew(t, Config{Budget: tb, Guards: []admission.Guard{g}, Backoff: constant(0)})
 	c := p.Begin(false)
 	if err := c.Admit(context.Background()); err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestCallCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &fakeGuard{allow: 9}
-	p := mustNew(t, Config{Budget: tb, Guards: []Guard{g}, Backoff: constant(time.Second)})
+	p := mustNew(t, Config{Budget: tb, Guards: []admission.Guard{g}, Backoff: constant(time.Second)})
 	c := p.Begin(false)
 	_ = c.Admit(context.Background())
 	c.Done(t0, time.Time{}, errBoom, 0)
@@ -201,7 +202,7 @@ func TestCallCancel(t *testing.T) {
 }
 
 func TestCallAllocs(t *testing.T) {
-	p := mustNew(t, Config{Guards: []Guard{nopGuard{}}})
+	p := mustNew(t, Config{Guards: []admission.Guard{nopGuard{}}})
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(100, func() {
 		c := p.Begin(false)

@@ -5,9 +5,11 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/validate"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/timeout"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
@@ -75,7 +77,7 @@ type Config struct {
 
 	// Timeouts, if set, supplies each attempt's timeout at run time (an
 	// adaptive timeout that tracks latency) and overrides AttemptTimeout.
-	Timeouts TimeoutSource
+	Timeouts timeout.Source
 
 	// MaxServerDelay bounds a delay the server asked for (Retry-After,
 	// gRPC pushback): when the server asks for longer, the loop stops with
@@ -159,7 +161,7 @@ type Config struct {
 	// Guards are consulted before every attempt, in order, and told how it
 	// ended: circuit breakers, client-side throttles. A rejection stops the
 	// call at once with ErrRejected and is never retried. Nil means none.
-	Guards []Guard
+	Guards []admission.Guard
 
 	// Observer, if set, receives an observe.Event for every attempt
 	// (Attempt), every retry before its wait (Retry, with the failed
@@ -176,15 +178,6 @@ type Config struct {
 	// math/rand/v2 source. A Policy used from many goroutines needs a
 	// source that is safe for concurrent use; seeded sources are for tests.
 	Rand rand.Source
-}
-
-// TimeoutSource supplies per-attempt timeouts that change at run time. The
-// retry loop calls AttemptTimeout before each attempt (a value <= 0 means
-// none) and Observe after it, with its latency and whether it succeeded.
-// Implementations must be safe for concurrent use.
-type TimeoutSource interface {
-	AttemptTimeout() time.Duration
-	Observe(latency time.Duration, ok bool)
 }
 
 // Validate reports settings that cannot work, naming the field.

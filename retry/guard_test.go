@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 )
 
@@ -66,7 +67,7 @@ var errOpen = errors.New("breaker open")
 func TestGuards(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g1, g2 := &fakeGuard{allow: 9}, &fakeGuard{allow: 1}
-		p := mustNew(t, Config{Guards: []Guard{g1, g2}, MaxAttempts: 5})
+		p := mustNew(t, Config{Guards: []admission.Guard{g1, g2}, MaxAttempts: 5})
 		calls := 0
 		err := p.Do(t.Context(), failing(9, errBoom, &calls))
 		if calls != 1 || !errors.Is(err, ErrRejected) || !errors.Is(err, errOpen) || !errors.Is(err, errBoom) {
@@ -90,7 +91,7 @@ func TestJudgedFinal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &fakeBudget{allow: 9}
 		g := &fakeGuard{allow: 9}
-		p := mustNew(t, Config{Budget: b, Guards: []Guard{g}})
+		p := mustNew(t, Config{Budget: b, Guards: []admission.Guard{g}})
 		calls := 0
 		err := p.Do(t.Context(), failing(9, Judge(Judge(errBoom, Verdict{Class: failure.Throttled}), Verdict{Final: true}), &calls))
 		if calls != 1 || !errors.Is(err, ErrFinal) || !errors.Is(err, errBoom) || errors.Is(err, ErrPermanent) {
@@ -127,7 +128,7 @@ func TestRejectionFromOperation(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := &fakeBudget{allow: 9}
 				g := &fakeGuard{allow: 9}
-				p := mustNew(t, Config{Budget: b, Guards: []Guard{g}})
+				p := mustNew(t, Config{Budget: b, Guards: []admission.Guard{g}})
 				calls := 0
 				err := p.Do(t.Context(), failing(9, tc.err, &calls))
 				if calls != 1 || !errors.Is(err, ErrRejected) {
@@ -147,7 +148,7 @@ func TestRejectionFromOperation(t *testing.T) {
 // An attempt that panics still reports to the guards, as abandoned.
 func TestGuardsHearOfPanics(t *testing.T) {
 	g := &fakeGuard{allow: 9}
-	p := mustNew(t, Config{Guards: []Guard{g}})
+	p := mustNew(t, Config{Guards: []admission.Guard{g}})
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -168,7 +169,7 @@ type waitingGuard struct{}
 // rejection.
 func TestGuardWaitCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := mustNew(t, Config{Guards: []Guard{waitingGuard{}}})
+		p := mustNew(t, Config{Guards: []admission.Guard{waitingGuard{}}})
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		err := p.Do(ctx, func(context.Context) error { return nil })
@@ -185,7 +186,7 @@ func TestGuardedClassifiesOnce(t *testing.T) {
 	for _, guards := range []int{0, 1, 2} {
 		t.Run(fmt.Sprintf("guards=%d", guards), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var gs []Guard
+				var gs []admission.Guard
 				var fakes []*fakeGuard
 				for range guards {
 					g := &fakeGuard{allow: 9}
@@ -236,15 +237,15 @@ func TestGuardedClassifiesOnce(t *testing.T) {
 type ctxGuard struct{ ctxs []context.Context }
 
 func (g *ctxGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *ctxGuard) Done(uint64, Outcome)                  { panic("Done called on a ContextGuard") }
-func (g *ctxGuard) DoneContext(ctx context.Context, _ uint64, _ Outcome) {
+func (g *ctxGuard) Done(uint64, admission.Outcome)        { panic("Done called on a admission.ContextGuard") }
+func (g *ctxGuard) DoneContext(ctx context.Context, _ uint64, _ admission.Outcome) {
 	g.ctxs = append(g.ctxs, ctx)
 }
 
 type plainGuard struct{ n int }
 
 func (g *plainGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *plainGuard) Done(uint64, Outcome)                  { g.n++ }
+func (g *plainGuard) Done(uint64, admission.Outcome)        { g.n++ }
 
 type guardCtxKey struct{}
 
@@ -254,7 +255,7 @@ type guardCtxKey struct{}
 func TestContextGuard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cg, pg := &ctxGuard{}, &plainGuard{}
-		p := mustNew(t, Config{Guards: []Guard{pg, cg}, MaxAttempts: 3})
+		p := mustNew(t, Config{Guards: []admission.Guard{pg, cg}, MaxAttempts: 3})
 		ctx := context.WithValue(t.Context(), guardCtxKey{}, "call")
 		calls := 0
 		if err := p.Do(ctx, failing(2, errBoom, &calls)); err != nil {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/timeout"
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
@@ -22,7 +24,7 @@ type Policy struct {
 	nestedAttempts int
 	backoff        backoff.Schedule
 	attemptTimeout time.Duration
-	timeouts       TimeoutSource
+	timeouts       timeout.Source
 	maxServerDelay time.Duration
 	clampServer    bool
 	maxServerExtra time.Duration
@@ -30,11 +32,11 @@ type Policy struct {
 	classifier     func(error) failure.Class
 	budget         budget.Budget
 	observer       observe.Observer
-	hooked         bool             // guards, an observer or a tracking budget: Admit and Done take their slow paths
-	tracker        budget.Tracker   // the budget, if it counts attempts in flight
+	hooked         bool           // guards, an observer or a tracking budget: Admit and Done take their slow paths
+	tracker        budget.Tracker // the budget, if it counts attempts in flight
 	onExhausted    BudgetExhaustion
-	guards         []Guard
-	ctxGuards      []ContextGuard // guards[i] as a ContextGuard, or nil; nil if none is
+	guards         []admission.Guard
+	ctxGuards      []admission.ContextGuard // guards[i] as a ContextGuard, or nil; nil if none is
 	rand           func() uint64
 }
 
@@ -67,7 +69,7 @@ func New(cfg Config) (*Policy, error) {
 		budget:         b,
 		observer:       cfg.Observer,
 		onExhausted:    cfg.OnBudgetExhausted,
-		guards:         append([]Guard(nil), cfg.Guards...),
+		guards:         append([]admission.Guard(nil), cfg.Guards...),
 		rand:           draws.From(cfg.Rand),
 	}
 	p.ctxGuards = contextGuards(p.guards)

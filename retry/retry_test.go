@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
@@ -360,7 +361,7 @@ func TestValidate(t *testing.T) {
 		row("negative nested", Config{NestedAttempts: -1}, false),
 		row("negative attempt timeout", Config{AttemptTimeout: -time.Second}, false),
 		row("negative server delay", Config{MaxServerDelay: -1}, false),
-		row("nil guard", Config{Guards: []Guard{nil}}, false),
+		row("nil guard", Config{Guards: []admission.Guard{nil}}, false),
 		row("jitter above one", Config{ServerJitter: 1.5}, false),
 		row("bad backoff", Config{Backoff: backoff.Schedule{Base: -1}}, false),
 	})
@@ -375,7 +376,7 @@ func (g *fakeGuard) Admit(context.Context) (uint64, error) {
 	return g.next, nil
 }
 
-func (g *fakeGuard) Done(t uint64, o Outcome) {
+func (g *fakeGuard) Done(t uint64, o admission.Outcome) {
 	g.outcomes = append(g.outcomes, fmt.Sprintf("%d err=%v class=%v abandoned=%v", t, o.Err, o.Class, o.Abandoned))
 }
 
@@ -398,4 +399,4 @@ func (waitingGuard) Admit(ctx context.Context) (uint64, error) {
 	return 0, NewRejection("test: gave up waiting")
 }
 
-func (waitingGuard) Done(uint64, Outcome) {}
+func (waitingGuard) Done(uint64, admission.Outcome) {}

@@ -42,7 +42,7 @@
 //     (the SRE book's per-client ratio, with Now set to the virtual
 //     clock); budget.Unlimited where a row has no budget;
 //   - breaker.Breaker and throttle.Adaptive, through AdmitAt and DoneAt,
-//     the explicit-time forms of their retry.Guard methods;
+//     the explicit-time forms of their admission.Guard methods;
 //   - limit.Limiter, through AcquirePriority and its Token's Served and
 //     Dropped at the virtual time, on the metastable scenario's server;
 //   - hedge.Hedger's decision methods Begin, Admit, Observe, Result and

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
@@ -269,7 +270,7 @@ const (
 
 // newGuard builds the spec's guard on the run's clock, with jitter drawn
 // from a source seeded by the run.
-func (s *policySpec) newGuard(now func() time.Time, seed uint64) (retry.Guard, error) {
+func (s *policySpec) newGuard(now func() time.Time, seed uint64) (admission.Guard, error) {
 	src := rand.NewPCG(seed, engine.Mix(seed))
 	switch s.guard {
 	case guardBreaker:
@@ -311,7 +312,7 @@ func (s *policySpec) build(e *engine.Engine) (*retry.Policy, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.Guards = []retry.Guard{g}
+		c.Guards = []admission.Guard{g}
 	}
 	b, err := s.newBudget(e.Now)
 	if err != nil {

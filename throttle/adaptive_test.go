@@ -12,10 +12,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
-	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,7 +74,7 @@ func TestThreshold(t *testing.T) {
 func TestDefaultAccepted(t *testing.T) {
 	tests := []struct {
 		name string
-		o    retry.Outcome
+		o    admission.Outcome
 		want bool
 	}{
 		{"success", success, true},
@@ -160,7 +160,7 @@ func TestAdaptiveAbandonedIsNotARequest(t *testing.T) {
 
 func TestAdaptiveAcceptedHook(t *testing.T) {
 	// Count transient errors as accepted: only throttling sheds.
-	a := newAdaptive(t, AdaptiveSettings{Accepted: func(o retry.Outcome) bool {
+	a := newAdaptive(t, AdaptiveSettings{Accepted: func(o admission.Outcome) bool {
 		return o.Err == nil || o.Class != failure.Throttled
 	}})
 	for range 100 {
@@ -208,7 +208,7 @@ func TestAdaptiveConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(g), 5))
-			outcomes := []retry.Outcome{success, success, throttled, timeout, transient, permanent, abandoned}
+			outcomes := []admission.Outcome{success, success, throttled, timeout, transient, permanent, abandoned}
 			for range 1000 {
 				tk, err := a.Admit(context.Background())
 				if err != nil {

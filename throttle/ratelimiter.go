@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
@@ -26,7 +27,7 @@ type RateLimiterSettings struct {
 	// means an error classified Throttled (HTTP 429, gRPC
 	// RESOURCE_EXHAUSTED, anything judged Throttled by
 	// retry.Judge, with or without a server delay).
-	IsThrottle func(retry.Outcome) bool
+	IsThrottle func(admission.Outcome) bool
 
 	// Now is the clock. Nil means time.Now. It is read on every Admit once
 	// the limiter is enabled, and on every Done.
@@ -56,7 +57,7 @@ type RateLimiterSettings struct {
 // context's cause). Nothing enables it by default; add it to
 // retry.Config.Guards.
 //
-// It implements retry.Guard. The zero RateLimiter is not usable; call
+// It implements admission.Guard. The zero RateLimiter is not usable; call
 // NewRateLimiter. A RateLimiter is safe for concurrent use. Every Done
 // takes its lock and reads the clock: it costs more than Adaptive, in
 // exchange for pacing.
@@ -64,13 +65,13 @@ type RateLimiter struct {
 	enabled    atomic.Bool // mirrors l.enabled, read without the lock
 	mu         sync.Mutex
 	l          limiter
-	isThrottle func(retry.Outcome) bool
+	isThrottle func(admission.Outcome) bool
 	clock      func() time.Time
 	epoch      time.Time
 	observer   observe.Observer
 }
 
-var _ retry.ContextGuard = (*RateLimiter)(nil)
+var _ admission.ContextGuard = (*RateLimiter)(nil)
 
 // NewRateLimiter returns a RateLimiter built from s. It returns an error
 // only for symmetry with the other constructors; every Settings is valid.
@@ -87,9 +88,9 @@ func NewRateLimiter(s RateLimiterSettings) (*RateLimiter, error) {
 	return r, nil
 }
 
-func defaultIsThrottle(o retry.Outcome) bool { return o.Err != nil && o.Class == failure.Throttled }
+func defaultIsThrottle(o admission.Outcome) bool { return o.Err != nil && o.Class == failure.Throttled }
 
-// Admit takes a send token, implementing retry.Guard, waiting for one if
+// Admit takes a send token, implementing admission.Guard, waiting for one if
 // the bucket is empty. Before the first throttling response it returns at
 // once: no lock, no clock read. The ticket is always 0.
 func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
@@ -148,17 +149,17 @@ func (r *RateLimiter) ReserveAt(now time.Time) (wait time.Duration) {
 	return wait
 }
 
-// Done reports how an admitted attempt ended, implementing retry.Guard: a
+// Done reports how an admitted attempt ended, implementing admission.Guard: a
 // throttling response lowers the fill rate, anything else lets it grow.
 // Abandoned attempts are not counted.
-func (r *RateLimiter) Done(ticket uint64, o retry.Outcome) {
+func (r *RateLimiter) Done(ticket uint64, o admission.Outcome) {
 	r.DoneContext(context.Background(), ticket, o)
 }
 
 // DoneContext is Done for the call with context ctx, implementing
-// retry.ContextGuard: a cut of the rate reaches the observer with ctx. The
+// admission.ContextGuard: a cut of the rate reaches the observer with ctx. The
 // retry loop calls it instead of Done.
-func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o retry.Outcome) {
+func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o admission.Outcome) {
 	if o.Abandoned {
 		return
 	}
@@ -166,12 +167,12 @@ func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o retry.Ou
 }
 
 // DoneAt is Done at an explicit time instead of the clock's.
-func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
+func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o admission.Outcome) {
 	r.doneAt(context.Background(), now, o)
 }
 
 // doneAt is DoneAt for a call with context ctx.
-func (r *RateLimiter) doneAt(ctx context.Context, now time.Time, o retry.Outcome) {
+func (r *RateLimiter) doneAt(ctx context.Context, now time.Time, o admission.Outcome) {
 	if o.Abandoned {
 		return
 	}

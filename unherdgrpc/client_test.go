@@ -908,7 +908,7 @@ func TestClientStreamBufferLimitCommits(t *testing.T) {
 	}
 }
 
-// timeoutRecorder is a retry.TimeoutSource with a fixed timeout that
+// timeoutRecorder is a timeout.Source with a fixed timeout that
 // records the samples it is told.
 type timeoutRecorder struct {
 	timeout time.Duration

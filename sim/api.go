@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 	"github.com/unherd/unherd/sim/verdict"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // callModel is the model behind outage, storm and what-if: callers make

@@ -13,7 +13,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	fleetb "github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // FleetParams configures [RunFleet]. The zero value is the issue's

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // Common random numbers, drawn once. Every strategy on a fleet sees the

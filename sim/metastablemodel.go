@@ -8,7 +8,7 @@ import (
 
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // The metastable scenario's server model: threads workers take

@@ -2,7 +2,7 @@ package sim
 
 import (
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // PolicyParams is a scenario's parameter set that can also run a user's

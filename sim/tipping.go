@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 	"github.com/unherd/unherd/sim/verdict"
 )
 

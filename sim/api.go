@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/sim/internal/engine"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // Scenario is one experiment the simulator runs. Implementations are
@@ -135,13 +134,6 @@ type Result struct {
 // Row is one table row, keyed by column name. Values are strings, ints or
 // float64s.
 type Row map[string]any
-
-// Claim sets what a published source says beside what this run
-// measured: verdict.Claim.
-type Claim = verdict.Claim
-
-// Figure is one number a claim's verdict rests on: verdict.Figure.
-type Figure = verdict.Figure
 
 // Chart is data for one chart: several named series over the same axes.
 type Chart struct {

@@ -16,7 +16,6 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/internal/engine"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // The claims are computed from the measurements: the same code that says
@@ -265,7 +264,7 @@ func TestMergeSeeds(t *testing.T) {
 		}
 		return &Result{Scenario: "s", Columns: []string{"name", "n", "x"},
 			Rows: []Row{{"name": "a", "n": int(v), "x": v / 2}},
-			Claims: []Claim{verdict.New("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
+			Claims: []Claim{newClaim("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
 				{Claim: "free text", Measured: free, Holds: true}, {Claim: "other", Measured: other, Holds: true}}}
 	}
 	got := mergeSeeds(3, []*Result{mk(10, true), mk(30, false), mk(20, true), mk(40, false), mk(12, true)})
@@ -282,8 +281,8 @@ func TestMergeSeeds(t *testing.T) {
 	if want := "v 20 [10-40], half 10.0 [5.0-20.0]"; c.Measured != want {
 		t.Errorf("Measured = %q, want %q", c.Measured, want)
 	}
-	if want := "5 seeds (3-7); differs on 4, 6"; c.SeedSummary() != want {
-		t.Errorf("SeedSummary = %q, want %q", c.SeedSummary(), want)
+	if want := []uint64{3, 4, 5, 6, 7}; !cmp.Equal(c.Seeds, want) {
+		t.Errorf("Seeds %v, want %v", c.Seeds, want)
 	}
 	// A claim without figures: the numbers of its texts are merged when
 	// the texts agree otherwise, and the first seed's text is shown when

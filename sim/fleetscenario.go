@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // Fields implements Params: the fields tagged param, in their order.
@@ -99,10 +98,10 @@ func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, 
 	windows := 1 + p.Outage.Seconds()/10
 	bound := 1.1 * (0.1*float64(shared.Healthy+shared.Requests) + 100*windows)
 	res.Claims = []Claim{
-		verdict.New(fleetSource, "with a floor of 10 retries per second per client, the fleet's retries grow with its size: an outage is met with every attempt the clients may make",
+		newClaim(fleetSource, "with a floor of 10 retries per second per client, the fleet's retries grow with its size: an outage is met with every attempt the clients may make",
 			floors.Amplification > 0.9*float64(p.Attempts) || floors.RetriesPerSecond >= 0.9*10*float64(p.Clients),
 			"per-client floors: %.0f retries per second from %.0f clients, %.2f attempts per request", floors.RetriesPerSecond, float64(p.Clients), floors.Amplification),
-		verdict.New(fleetSource, "a fleet-wide budget holds the fleet's retries to 10% of its requests plus one fleet-wide floor of 10 per second, whatever the number of clients",
+		newClaim(fleetSource, "a fleet-wide budget holds the fleet's retries to 10% of its requests plus one fleet-wide floor of 10 per second, whatever the number of clients",
 			float64(shared.Retries) <= bound,
 			"fleet budget: %.0f retries in the outage against a bound of %.0f; %.0f per second, %.2f attempts per request, %.1fx fewer retries than per-client floors",
 			float64(shared.Retries), bound, shared.RetriesPerSecond, shared.Amplification, float64(floors.Retries)/max(float64(shared.Retries), 1)),

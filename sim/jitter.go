@@ -12,7 +12,6 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/internal/engine"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
@@ -183,20 +182,20 @@ func jitterClaims(clients []int, calls, times [][]float64) []Claim {
 	deCalls, deCallFigs := sweepDiff(calls, decor)
 	deTimes, deTimeFigs := sweepDiff(times, decor)
 	return []Claim{
-		verdict.New(brookerJitter, "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
+		newClaim(brookerJitter, "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
 			ratio <= 0.6, at+"full %.0f calls vs exponential %.0f: ratio %.2f", calls[full][c], calls[exp][c], ratio),
-		verdict.New(brookerJitter, "exponential backoff without jitter does more work than any jittered strategy",
+		newClaim(brookerJitter, "exponential backoff without jitter does more work than any jittered strategy",
 			calls[exp][c] > worstJittered, at+"exponential %.0f calls; full %.0f, equal %.0f, decorrelated %.0f",
 			calls[exp][c], calls[full][c], calls[equal][c], calls[decor][c]),
-		verdict.New(brookerJitter, "no backoff at all does the most work",
+		newClaim(brookerJitter, "no backoff at all does the most work",
 			noneWorst, at+"none %.0f calls, exponential %.0f, full %.0f", calls[none][c], calls[exp][c], calls[full][c]),
-		verdict.New(brookerJitter, "full jitter also finishes sooner than exponential backoff without jitter",
+		newClaim(brookerJitter, "full jitter also finishes sooner than exponential backoff without jitter",
 			times[full][c] < times[exp][c], at+"full %.0f ms vs exponential %.0f ms", times[full][c], times[exp][c]),
-		verdict.New(brookerJitter, "equal jitter is the loser of the jittered strategies: slightly more work than full jitter, and much longer, at every size of the sweep",
+		newClaim(brookerJitter, "equal jitter is the loser of the jittered strategies: slightly more work than full jitter, and much longer, at every size of the sweep",
 			everywhere(calls, equal, true) && everywhere(times, equal, true),
 			"equal over full "+sizes+": calls "+eqCalls+"; time "+eqTimes,
 			append(eqCallFigs, eqTimeFigs...)...),
-		verdict.New(brookerJitter, "decorrelated jitter finishes a little sooner than full jitter, for a little more work, at every size of the sweep",
+		newClaim(brookerJitter, "decorrelated jitter finishes a little sooner than full jitter, for a little more work, at every size of the sweep",
 			everywhere(times, decor, false) && everywhere(calls, decor, true),
 			"decorrelated over full "+sizes+": time "+deTimes+"; calls "+deCalls,
 			append(deTimeFigs, deCallFigs...)...),

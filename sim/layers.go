@@ -10,7 +10,6 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/internal/engine"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // LayersParams are the parameters of the layers scenario.
@@ -111,13 +110,13 @@ func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result
 	every, edge := expectedAttempts(p, false), expectedAttempts(p, true)
 	budgeted := math.Pow(1+p.Ratio, float64(p.Layers))
 	res.Claims = []Claim{
-		verdict.New(sreCascading, fmt.Sprintf("retries multiply across layers: %d layers of %d attempts send %.4g attempts per request to the dependency", p.Layers, p.Attempts, every),
+		newClaim(sreCascading, fmt.Sprintf("retries multiply across layers: %d layers of %d attempts send %.4g attempts per request to the dependency", p.Layers, p.Attempts, every),
 			within(amp[0], every, 0.05), "%.2f attempts per request", amp[0]),
-		verdict.New(sreCascading, fmt.Sprintf("retrying at the edge only sends %.4g", edge),
+		newClaim(sreCascading, fmt.Sprintf("retrying at the edge only sends %.4g", edge),
 			within(amp[1], edge, 0.05), "%.2f attempts per request (inner layers begin nested retry calls)", amp[1]),
-		verdict.New(sreOverload, fmt.Sprintf("a %g%% ratio budget at each layer caps the product near (1+%g)^%d = %.2f", 100*p.Ratio, p.Ratio, p.Layers, budgeted),
+		newClaim(sreOverload, fmt.Sprintf("a %g%% ratio budget at each layer caps the product near (1+%g)^%d = %.2f", 100*p.Ratio, p.Ratio, p.Layers, budgeted),
 			p.Fail < 1 || within(late[2], budgeted, 0.1), "%.2f attempts per request over the run's second half", late[2]),
-		verdict.New(awsRetry, "a token bucket at each layer stops retries once empty: one attempt per request reaches the dependency",
+		newClaim(awsRetry, "a token bucket at each layer stops retries once empty: one attempt per request reaches the dependency",
 			p.Fail < 1 || within(late[3], 1, 0.05), "%.2f attempts per request over the run's second half (%.2f over the whole run)", late[3], amp[3]),
 	}
 	return res, nil

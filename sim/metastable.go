@@ -9,7 +9,6 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const huangMetastable = `Huang et al., "Metastable Failures in the Wild", OSDI 2022, the retry experiment, https://www.usenix.org/conference/osdi22/presentation/huang-lexiang; artifact https://github.com/lexiangh/Metastability (Retry_Metastability)`
@@ -357,7 +356,7 @@ func metastableClaims(p *MetastableParams, rows []msRow) []Claim {
 			measured += "; stopped at %.0f s, provably down (queue and work up to the stop)"
 			args = append(args, r.stopped)
 		}
-		claims = append(claims, verdict.New(huangMetastable,
+		claims = append(claims, newClaim(huangMetastable,
 			fmt.Sprintf("the server's CPU cut by %g%% for %v at %s, callers resending at once after a %v timeout: the system %s",
 				round(100*r.cut, 1), r.length, load, p.Timeout, r.published),
 			r.outcome == r.published, measured, args...))

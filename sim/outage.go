@@ -7,7 +7,6 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
@@ -299,30 +298,30 @@ func outageClaims(p *OutageParams, rows []outageRow, n int) []Claim {
 		return r.success >= base.success-0.10 && rec(r) <= rec(base)+5
 	}
 	return []Claim{
-		verdict.New(brookerBackoffFor, "backoff protects a dependency from a closed population: full jitter offers far less load during the outage than no backoff",
+		newClaim(brookerBackoffFor, "backoff protects a dependency from a closed population: full jitter offers far less load during the outage than no backoff",
 			c[full].during < c[none].during/2,
 			"closed: mean load during the outage %.0f/s with full jitter vs %.0f/s without backoff (%.0f/s before it)",
 			c[full].during, c[none].during, c[none].baseline),
-		verdict.New(builders, "fixed or un-jittered delays turn an outage into pulses; jitter spreads them out",
+		newClaim(builders, "fixed or un-jittered delays turn an outage into pulses; jitter spreads them out",
 			c[fixd].pulse > 2*c[full].pulse && c[exp].pulse > 2*c[full].pulse,
 			"closed, peak over mean load in the outage after its first 2 s: fixed %.1f, exponential %.1f, full jitter %.1f",
 			c[fixd].pulse, c[exp].pulse, c[full].pulse),
-		verdict.New(brookerBackoffFor, "an open stream is not protected by backoff: with full jitter it still offers about as many attempts per call as with no backoff",
+		newClaim(brookerBackoffFor, "an open stream is not protected by backoff: with full jitter it still offers about as many attempts per call as with no backoff",
 			op[full].amp > 0.8*op[none].amp,
 			"open: attempts per call during the outage %.2f with full jitter vs %.2f without backoff", op[full].amp, op[none].amp),
-		verdict.New(brookerBackoffFor, "a retry budget bounds an open stream's load where backoff cannot, at little cost in success or recovery",
+		newClaim(brookerBackoffFor, "a retry budget bounds an open stream's load where backoff cannot, at little cost in success or recovery",
 			op[budg].amp < 1.2 && op[budg].amp < op[full].amp/2 && costsLittle(op[budg], op[full]),
 			"open: attempts per call during the outage %.2f with a token-bucket budget vs %.2f without; peak %.0f/s vs %.0f/s; success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[budg].amp, op[full].amp, op[budg].peak, op[full].peak, 100*op[budg].success, 100*op[full].success, rec(op[budg]), rec(op[full])),
-		verdict.New(unherdDesign, "a retry budget does not undo backoff for a closed population: a refused retry waits at the pace of the retries it had left instead of turning into more load, so load during the outage stays at most that of full jitter alone (within 1.5x), for a little success (at most 5 points: a refused call fails even where its retries would have outlasted the outage) and a recovery within the schedule's length",
+		newClaim(unherdDesign, "a retry budget does not undo backoff for a closed population: a refused retry waits at the pace of the retries it had left instead of turning into more load, so load during the outage stays at most that of full jitter alone (within 1.5x), for a little success (at most 5 points: a refused call fails even where its retries would have outlasted the outage) and a recovery within the schedule's length",
 			c[budg].during <= 1.5*c[full].during && c[budg].success >= c[full].success-0.05 && rec(c[budg]) <= sched.Seconds(),
 			"closed: mean load during the outage %.0f/s with full jitter and a budget vs %.0f/s with full jitter alone (%.0f/s before it); success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return (the schedule's delays add up to %.1f s)",
 			c[budg].during, c[full].during, c[budg].baseline, 100*c[budg].success, 100*c[full].success, rec(c[budg]), rec(c[full]), sched.Seconds()),
-		verdict.New(fowlerBreaker, "a circuit breaker stops calling a dependency that is down (once open, only its probes get through), and lets traffic back soon after it returns, without costing calls that would have succeeded",
+		newClaim(fowlerBreaker, "a circuit breaker stops calling a dependency that is down (once open, only its probes get through), and lets traffic back soon after it returns, without costing calls that would have succeeded",
 			op[brk].during < 0.05*op[brk].baseline && costsLittle(op[brk], op[full]),
 			"open: mean load during the outage %.0f/s with a breaker vs %.0f/s without (%.0f/s before it); success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[brk].during, op[full].during, op[brk].baseline, 100*op[brk].success, 100*op[full].success, rec(op[brk]), rec(op[full])),
-		verdict.New(sreOverload, "client-side adaptive throttling rejects requests locally, so a failing backend sees less load, and lets traffic back as the backend recovers, without costing calls that would have succeeded",
+		newClaim(sreOverload, "client-side adaptive throttling rejects requests locally, so a failing backend sees less load, and lets traffic back as the backend recovers, without costing calls that would have succeeded",
 			op[thr].during < op[full].during/2 && costsLittle(op[thr], op[full]),
 			"open: mean load during the outage %.0f/s with the throttle vs %.0f/s without; success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[thr].during, op[full].during, 100*op[thr].success, 100*op[full].success, rec(op[thr]), rec(op[full])),

@@ -9,7 +9,6 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/periodic"
 	"github.com/unherd/unherd/sim/internal/engine"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
@@ -156,19 +155,19 @@ func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
 		worstMean, bestMean = max(worstMean, s.mean), min(bestMean, s.mean)
 	}
 	return []Claim{
-		verdict.New(buildersJitter, "periodic work without jitter strikes together: every minute-aligned process runs in the same second",
+		newClaim(buildersJitter, "periodic work without jitter strikes together: every minute-aligned process runs in the same second",
 			st[cron].peak == n, "cron: peak %.0f requests in one second of %.0f processes, excess share %.3f",
 			st[cron].peak, n, st[cron].excess),
-		verdict.New(buildersJitter, "tickers started by one deploy stay together: without jitter the peak stays near clients/deploy span for the whole run",
+		newClaim(buildersJitter, "tickers started by one deploy stay together: without jitter the peak stays near clients/deploy span for the whole run",
 			st[deploy].peak >= n/max(dep, 1)/2, "deploy over %.0f s: peak %.0f per second (clients/span = %.0f)",
 			dep, st[deploy].peak, n/max(dep, 1)),
-		verdict.New(systemdTimer, "a random delay in [0, W] after each slot spreads the fleet to about clients/W per second, at a mean lag of W/2",
+		newClaim(systemdTimer, "a random delay in [0, W] after each slot spreads the fleet to about clients/W per second, at a mean lag of W/2",
 			st[window].peak <= 1.5*n/w && st[window].lag >= 0.4*w && st[window].lag <= 0.6*w,
 			"window %.0f s: peak %.0f per second (clients/W = %.0f), mean lag %.1f s", w, st[window].peak, n/w, st[window].lag),
-		verdict.New(buildersJitter, "full jitter over the interval flattens the load: peak within 1.5x the mean rate, nothing beyond capacity when the mean fits",
+		newClaim(buildersJitter, "full jitter over the interval flattens the load: peak within 1.5x the mean rate, nothing beyond capacity when the mean fits",
 			st[full].peak <= 1.5*st[full].mean && (n/iv > float64(p.Capacity) || st[full].excess == 0),
 			"full: peak %.0f, mean %.1f per second, excess share %.3f", st[full].peak, st[full].mean, st[full].excess),
-		verdict.New("periodic package doc (slots anchored on the grid)", "jitter moves work within the interval and never drifts: every schedule runs the same jobs per second (within 2%)",
+		newClaim("periodic package doc (slots anchored on the grid)", "jitter moves work within the interval and never drifts: every schedule runs the same jobs per second (within 2%)",
 			worstMean <= 1.02*bestMean, "mean requests per second from %.2f to %.2f across the schedules", bestMean, worstMean),
 	}
 }

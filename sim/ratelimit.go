@@ -11,7 +11,6 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/internal/engine"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // brookerRateLimit names the source of the rate-limit figures. The figures
@@ -224,20 +223,20 @@ func ratelimitClaims(p *RatelimitParams, util, done []float64) []Claim {
 	work := float64(p.Workers) * float64(p.Jobs)
 	ideal := work / p.Limit
 	claims := []Claim{
-		verdict.New(brookerRateLimit, "without jitter the workers use about 35% of the limit (32.5% to 37.5%)",
+		newClaim(brookerRateLimit, "without jitter the workers use about 35% of the limit (32.5% to 37.5%)",
 			util[none] >= 0.35-band && util[none] <= 0.35+band,
 			fmt.Sprintf("%%.1f%%%% (finished in %%.1f s; ideal %%.1f s) with this limiter's %v burst; the figure depends on the burst, which the source does not give: %%.0f%%%% with half of it, %%.0f%%%% with twice", p.Burst),
 			100*util[none], done[none], ideal, 100*util[half+none], 100*util[twice+none]),
-		verdict.New(brookerRateLimit, "with full jitter they use about 85% of it (82.5% to 87.5%)",
+		newClaim(brookerRateLimit, "with full jitter they use about 85% of it (82.5% to 87.5%)",
 			util[full] >= 0.85-band && util[full] <= 0.85+band,
 			"%.1f%% (finished in %.1f s); %.0f%% with half the burst, %.0f%% with twice",
 			100*util[full], done[full], 100*util[half+full], 100*util[twice+full]),
-		verdict.New(brookerRateLimit, "full jitter gets the same work done sooner",
+		newClaim(brookerRateLimit, "full jitter gets the same work done sooner",
 			done[full] < done[none], "%.1f s with full jitter vs %.1f s without", done[full], done[none]),
 	}
 	if len(util) > long {
 		longIdeal := work / p.LongLimit
-		claims = append(claims, verdict.New(brookerRateLimit,
+		claims = append(claims, newClaim(brookerRateLimit,
 			"on a job sized for it jitter turns hours into minutes: without jitter the work takes at least an hour, with full jitter minutes, within 20% of the time at the limit",
 			done[long+none] >= 3600 && done[long+full] <= 1.2*longIdeal,
 			fmt.Sprintf("the same %d x %d requests against a limit of %v/s (%.0f min at the limit; 35%%%% and 85%%%% of it would take %.0f and %.0f min): ",

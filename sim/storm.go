@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
@@ -200,7 +199,7 @@ func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
 	open, closed := rows[:n], rows[n:]
 	var claims []Claim
 	if i := slices.Index(p.Attempts, 2); i >= 0 {
-		claims = append(claims, verdict.New(sreCascading,
+		claims = append(claims, newClaim(sreCascading,
 			fmt.Sprintf("one retry doubles the load on a failing backend: %.0f/s becomes %.0f/s", p.Rate, 2*p.Rate),
 			within(open[i].load, 2*p.Rate, 0.05), "open stream, 2 attempts: %.1f/s", open[i].load))
 	}
@@ -216,20 +215,20 @@ func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
 	}
 	top := slices.Max(p.Attempts)
 	claims = append(claims,
-		verdict.New(sreCascading, "the load grows with every attempt allowed: attempts times the stream",
+		newClaim(sreCascading, "the load grows with every attempt allowed: attempts times the stream",
 			growing && within(open[slices.Index(p.Attempts, top)].load, float64(top)*p.Rate, 0.05),
 			"open stream by attempts, ["+strings.Join(loads, " ")+"]", loadFigs...),
-		verdict.New(sreOverload, fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
+		newClaim(sreOverload, fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
 			within(open[na].load, (1+p.Ratio)*p.Rate, 0.05),
 			fmt.Sprintf("open stream, %d attempts with the ratio budget: ", top)+"%.1f/s", open[na].load),
-		verdict.New(awsRetry, fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
+		newClaim(awsRetry, fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
 			within(open[na+1].load, p.Rate, 0.03),
 			fmt.Sprintf("open stream, %d attempts with the token bucket: ", top)+"%.1f/s (first second %.0f/s)", open[na+1].load, open[na+1].early),
 	)
 	if i1 := slices.Index(p.Attempts, 1); i1 >= 0 && top > 1 {
 		it := slices.Index(p.Attempts, top)
 		grow := closed[it].load / closed[i1].load
-		claims = append(claims, verdict.New(brookerBackoffFor,
+		claims = append(claims, newClaim(brookerBackoffFor,
 			"a closed population limits itself: its load grows less than the attempts allowed, because retrying clients wait",
 			grow < 0.9*float64(top),
 			fmt.Sprintf("closed, %d attempts vs 1: ", top)+"load x%.2f (open stream x%.2f)", grow, open[it].load/open[i1].load))

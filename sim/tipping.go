@@ -13,7 +13,6 @@ import (
 
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/sim/internal/engine"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // Trigger is a cut to the server's CPU: Cut of it (a share in (0, 1))
@@ -410,7 +409,7 @@ func (m *TippingMap) claims() []Claim {
 			measured += fmt.Sprintf("; %d of its %d runs were not healthy before the trigger", pol.Unhealthy, pol.Runs)
 		}
 		measured += resend
-		claims = append(claims, verdict.New(unherdTipping, text, pol.Margin == nil && pol.Unhealthy == 0,
+		claims = append(claims, newClaim(unherdTipping, text, pol.Margin == nil && pol.Unhealthy == 0,
 			strings.ReplaceAll(measured, "%", "%%")))
 	}
 	return claims

@@ -50,7 +50,7 @@ type Params interface {
 
 // Field is one parameter of a scenario.
 type Field struct {
-	// Name names the parameter: its flag, its key in Values.
+	// Name names the parameter: its flag, its key in Result.Params.
 	Name string
 	// Usage says what it means, in a few words.
 	Usage string
@@ -59,9 +59,10 @@ type Field struct {
 	Value any
 }
 
-// Values returns p's parameters by name, for JSON output: integers and
-// numbers as they are, durations as their String, lists as copies.
-func Values(p Params) map[string]any {
+// paramValues returns p's parameters by name, for JSON output (Result.Params):
+// integers and numbers as they are, durations as their String, lists as
+// copies.
+func paramValues(p Params) map[string]any {
 	fs := p.Fields()
 	m := make(map[string]any, len(fs))
 	for _, f := range fs {
@@ -110,8 +111,9 @@ type Result struct {
 	// Population is the scenario's Population: "closed", "open" or
 	// "closed and open".
 	Population string `json:"population"`
-	// Params holds the parameters the run used, by flag name
-	// (Params.Values), so that a result says how to reproduce it.
+	// Params holds the parameters the run used, by Field.Name (integers
+	// and numbers as they are, durations as their String, lists as
+	// lists), so that a result says how to reproduce it.
 	Params map[string]any `json:"params"`
 	// Columns lists the row keys in display order.
 	Columns []string `json:"-"`
@@ -220,17 +222,8 @@ func byName(ss ...*scenario) map[string]Scenario {
 	return m
 }
 
-// unreported holds the scenarios that are complete on their own but not
-// yet run by the report or the what-if page, by name.
-var unreported = byName()
-
-// Scenarios returns every scenario the report runs, sorted by name.
+// Scenarios returns every scenario, sorted by name.
 func Scenarios() []Scenario { return sorted(registry) }
-
-// Unreported returns the scenarios that run on their own, with their
-// claims, on one seed or several ([RunSeeds]), but that the report and
-// the what-if page do not run yet; none today. Sorted by name.
-func Unreported() []Scenario { return sorted(unreported) }
 
 // sorted returns m's scenarios, sorted by name.
 func sorted(m map[string]Scenario) []Scenario {
@@ -242,17 +235,13 @@ func sorted(m map[string]Scenario) []Scenario {
 	return out
 }
 
-// Lookup returns the scenario called name, one of [Scenarios] or
-// [Unreported].
+// Lookup returns the scenario called name, one of [Scenarios].
 func Lookup(name string) (Scenario, bool) {
-	if s, ok := registry[name]; ok {
-		return s, true
-	}
-	s, ok := unreported[name]
+	s, ok := registry[name]
 	return s, ok
 }
 
-// Epoch is the wall-clock instant at which every run's virtual time
+// epoch is the wall-clock instant at which every run's virtual time
 // starts: engine.Epoch. Library objects that read a clock (budgets,
 // breakers, hedgers) are given the run's virtual clock, which starts here.
-var Epoch = engine.Epoch
+var epoch = engine.Epoch

@@ -428,7 +428,7 @@ func (r *callRun) answer(e *engine.Engine, id int32, t time.Duration, ok bool) (
 	if !r.down(t) {
 		err = errOverloaded
 	}
-	d := c.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
+	d := c.Done(epoch.Add(t), time.Time{}, err, e.Uint64())
 	if d.Reason == nil {
 		return d.Delay, true
 	}

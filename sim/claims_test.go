@@ -76,7 +76,7 @@ func TestExpectedAttempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &LayersParams{Layers: tt.layers, Attempts: tt.attempts, Fail: tt.fail}
+			p := &layersParams{Layers: tt.layers, Attempts: tt.attempts, Fail: tt.fail}
 			if got := expectedAttempts(p, tt.edgeOnly); !within(got, tt.want, 1e-9) {
 				t.Errorf("expectedAttempts = %v, want %v", got, tt.want)
 			}
@@ -298,7 +298,7 @@ func TestMergeSeeds(t *testing.T) {
 // RunSeeds gives the same merged result whatever the number of workers.
 func TestRunSeedsDeterministic(t *testing.T) {
 	s, _ := Lookup("ratelimit")
-	p := s.Params().(*RatelimitParams)
+	p := s.Params().(*ratelimitParams)
 	p.Workers, p.Jobs = 100, 3
 	var first []byte
 	for _, workers := range []int{1, 3} {
@@ -368,7 +368,7 @@ func TestOutageClaimsWeighCosts(t *testing.T) {
 // per-seed ranges after them, and charts with the pooled p90.
 func TestHedgePooledSeeds(t *testing.T) {
 	s, _ := Lookup("hedge")
-	p := s.Params().(*HedgeParams)
+	p := s.Params().(*hedgeParams)
 	p.Keys, p.Servers, p.Requests = 20, 10, 300
 	r, err := RunSeeds(context.Background(), s, p, Options{Seed: 4}, 3)
 	if err != nil {
@@ -389,9 +389,9 @@ func TestHedgePooledSeeds(t *testing.T) {
 	}
 	// The pooled table row is the pooled percentile, not a median of the
 	// seeds' percentiles.
-	var per [][]HedgeOutcome
+	var per [][]hedgeOutcome
 	for k := range uint64(3) {
-		o, err := RunHedge(context.Background(), p, Options{Seed: 4 + k})
+		o, err := runHedge(context.Background(), p, Options{Seed: 4 + k})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,11 +10,11 @@ import (
 )
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *FleetParams) Fields() []Field { return fieldsOf(p) }
+func (p *fleetParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *FleetParams) Validate() error {
+func (p *fleetParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -34,22 +34,22 @@ func (p *FleetParams) Validate() error {
 // Quick implements Params: 20,000 clients, so that five seeds take
 // seconds (the shape, and the ratio between the two budgets, do not
 // depend on the fleet's size).
-func (p *FleetParams) Quick() { p.Clients = 20_000 }
+func (p *fleetParams) Quick() { p.Clients = 20_000 }
 
 var fleetScenario = define("fleet", "open",
 	"A fleet of clients (100,000 by default, 20,000 in the report) through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)",
 	defaultFleetParams, runFleetScenario)
 
-func defaultFleetParams() *FleetParams {
-	p := FleetParams{}.withDefaults()
+func defaultFleetParams() *fleetParams {
+	p := fleetParams{}.withDefaults()
 	return &p
 }
 
 const fleetSource = "unherd's design: a per-client floor does not bound a fleet; budgets applied across the fleet, as Envoy and Linkerd apply them in their proxies (https://linkerd.io/2/reference/retries/)"
 
-func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, error) {
+func runFleetScenario(ctx context.Context, p *fleetParams, o Options) (*Result, error) {
 	type out struct {
-		row    FleetRow
+		row    fleetRow
 		perSec []int64
 		err    error
 	}
@@ -63,7 +63,7 @@ func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "fleet", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "fleet", Population: "open", Params: paramValues(p),
 		Columns: []string{"budget", "requests", "retries", "retries_per_s", "peak_per_s", "amplification", "syncs"}}
 	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage",
 		XLabel: fmt.Sprintf("second of the outage (%s clients at %v request/s each, open population)", thousands(p.Clients), p.Rate),

@@ -126,7 +126,7 @@ type hServer struct {
 }
 
 type hedgeRun struct {
-	p        *HedgeParams
+	p        *hedgeParams
 	fleet    fleet
 	strategy int
 	hedger   *hedge.Hedger // nil for no hedge and tied

@@ -21,8 +21,8 @@ const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architectu
 // ("exponential" is backoff.None: capped exponential without jitter).
 var jitterStrategies = []string{"none", "exponential", "full", "equal", "decorrelated"}
 
-// JitterParams are the parameters of the jitter scenario.
-type JitterParams struct {
+// jitterParams are the parameters of the jitter scenario.
+type jitterParams struct {
 	// Clients lists the numbers of contending clients to sweep (--clients).
 	Clients []int `param:"clients" usage:"comma-separated numbers of contending clients" check:"positive,max=10000"`
 	// Runs is the number of runs averaged per point (--runs).
@@ -36,8 +36,8 @@ type JitterParams struct {
 	HopSD time.Duration `param:"hop-sd" usage:"standard deviation of a network hop"`
 }
 
-func defaultJitterParams() *JitterParams {
-	p := &JitterParams{Runs: 100, Base: 5 * time.Millisecond, Cap: 2 * time.Second,
+func defaultJitterParams() *jitterParams {
+	p := &jitterParams{Runs: 100, Base: 5 * time.Millisecond, Cap: 2 * time.Second,
 		Hop: 10 * time.Millisecond, HopSD: 2 * time.Millisecond}
 	for n := 10; n <= 190; n += 10 {
 		p.Clients = append(p.Clients, n)
@@ -46,11 +46,11 @@ func defaultJitterParams() *JitterParams {
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *JitterParams) Fields() []Field { return fieldsOf(p) }
+func (p *jitterParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *JitterParams) Validate() error {
+func (p *jitterParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (p *JitterParams) Validate() error {
 }
 
 // Quick implements Params: every 30 clients from 10 to 190, 10 runs each.
-func (p *JitterParams) Quick() {
+func (p *jitterParams) Quick() {
 	p.Clients = []int{10, 40, 70, 100, 130, 160, 190}
 	p.Runs = 10
 }
@@ -78,7 +78,7 @@ type jitterOut struct {
 	time  time.Duration
 }
 
-func runJitterScenario(ctx context.Context, p *JitterParams, o Options) (*Result, error) {
+func runJitterScenario(ctx context.Context, p *jitterParams, o Options) (*Result, error) {
 	ns, nc, nr := len(jitterStrategies), len(p.Clients), p.Runs
 	type out struct {
 		jitterOut
@@ -97,7 +97,7 @@ func runJitterScenario(ctx context.Context, p *JitterParams, o Options) (*Result
 			return nil, o.err
 		}
 	}
-	res := &Result{Scenario: "jitter", Population: "closed", Params: Values(p),
+	res := &Result{Scenario: "jitter", Population: "closed", Params: paramValues(p),
 		Columns: []string{"strategy", "clients", "calls", "time_ms"}}
 	calls := make([][]float64, ns) // by strategy, by clients
 	times := make([][]float64, ns)
@@ -234,7 +234,7 @@ const (
 // base*2, and every later one his); decorrelated jitter does not grow by
 // the count, and keeps his base, its floor.
 type jitterRun struct {
-	p        *JitterParams
+	p        *jitterParams
 	policy   *retry.Policy
 	none     bool
 	version  int64
@@ -250,7 +250,7 @@ var errStale = errors.New("sim: stale version")
 
 // jitterSchedule is the schedule of the strategy named s, in the terms of
 // retry.Call's count (see jitterRun).
-func jitterSchedule(p *JitterParams, s string) (backoff.Schedule, error) {
+func jitterSchedule(p *jitterParams, s string) (backoff.Schedule, error) {
 	switch s {
 	case "none":
 		return backoff.Schedule{Immediate: true}, nil
@@ -269,7 +269,7 @@ func jitterSchedule(p *JitterParams, s string) (backoff.Schedule, error) {
 	return backoff.Schedule{Base: base, Cap: p.Cap, Jitter: j}, nil
 }
 
-func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strategy string, n int) (jitterOut, error) {
+func runJitter(done <-chan struct{}, seed, stream uint64, p *jitterParams, strategy string, n int) (jitterOut, error) {
 	sched, err := jitterSchedule(p, strategy)
 	if err != nil {
 		return jitterOut{}, err

@@ -12,8 +12,8 @@ import (
 	"github.com/unherd/unherd/sim/internal/engine"
 )
 
-// LayersParams are the parameters of the layers scenario.
-type LayersParams struct {
+// layersParams are the parameters of the layers scenario.
+type layersParams struct {
 	// Layers is the number of services in the chain that each call the
 	// next through a retry policy; the last calls the dependency
 	// (--layers).
@@ -32,17 +32,17 @@ type LayersParams struct {
 	Hop time.Duration `param:"hop" usage:"one-way delay between layers" check:"positive"`
 }
 
-func defaultLayersParams() *LayersParams {
-	return &LayersParams{Layers: 3, Attempts: 4, Fail: 1, Rate: 100, Duration: 30 * time.Second,
+func defaultLayersParams() *layersParams {
+	return &layersParams{Layers: 3, Attempts: 4, Fail: 1, Rate: 100, Duration: 30 * time.Second,
 		Ratio: 0.1, Hop: time.Millisecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *LayersParams) Fields() []Field { return fieldsOf(p) }
+func (p *layersParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *LayersParams) Validate() error {
+func (p *layersParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (p *LayersParams) Validate() error {
 }
 
 // Quick implements Params: 20 s of requests instead of 30 s.
-func (p *LayersParams) Quick() { p.Duration = 20 * time.Second }
+func (p *layersParams) Quick() { p.Duration = 20 * time.Second }
 
 // layerModes are the configurations compared, in table order.
 var layerModes = []string{"every layer retries", "edge only", "every layer + ratio budget", "every layer + token bucket"}
@@ -73,14 +73,14 @@ type layersOut struct {
 	err                  error
 }
 
-func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result, error) {
+func runLayersScenario(ctx context.Context, p *layersParams, o Options) (*Result, error) {
 	outs, err := sweep(ctx, o, len(layerModes), func(i int) layersOut {
 		return runLayers(ctx.Done(), o.Seed, uint64(i), p, i)
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "layers", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "layers", Population: "open", Params: paramValues(p),
 		Columns: []string{"mode", "requests", "dependency_attempts", "amplification", "late_amplification", "success_pct"}}
 	amp := make([]float64, len(outs))
 	late := make([]float64, len(outs))
@@ -127,7 +127,7 @@ func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result
 // a layer making up to a attempts of a call that succeeds with
 // probability s and costs c makes c*(1-(1-s)^a)/s, and succeeds with
 // probability 1-(1-s)^a.
-func expectedAttempts(p *LayersParams, edgeOnly bool) float64 {
+func expectedAttempts(p *layersParams, edgeOnly bool) float64 {
 	s, c := 1-p.Fail, 1.0
 	for l := p.Layers - 1; l >= 0; l-- {
 		a := p.Attempts
@@ -163,7 +163,7 @@ type layCall struct {
 }
 
 type layersRun struct {
-	p        *LayersParams
+	p        *layersParams
 	mode     int
 	policies []*retry.Policy
 	calls    []layCall
@@ -171,7 +171,7 @@ type layersRun struct {
 	out      layersOut
 }
 
-func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode int) layersOut {
+func runLayers(done <-chan struct{}, seed, stream uint64, p *layersParams, mode int) layersOut {
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	r := &layersRun{p: p, mode: mode}

@@ -16,8 +16,8 @@ const (
 	builders          = `Brooker, "Timeouts, retries, and backoff with jitter", Amazon Builders' Library, 2019, https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/`
 )
 
-// OutageParams are the parameters of the outage scenario.
-type OutageParams struct {
+// outageParams are the parameters of the outage scenario.
+type outageParams struct {
 	// Clients is the closed population's size (--clients).
 	Clients int `param:"clients" usage:"closed population: number of clients" check:"positive,max=1000000"`
 	// Think is a closed client's mean pause between calls (--think).
@@ -43,19 +43,19 @@ type OutageParams struct {
 	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
-func defaultOutageParams() *OutageParams {
-	return &OutageParams{Clients: 1000, Think: 50 * time.Millisecond, Rate: 10000, Capacity: 20000,
+func defaultOutageParams() *outageParams {
+	return &outageParams{Clients: 1000, Think: 50 * time.Millisecond, Rate: 10000, Capacity: 20000,
 		Before: 10 * time.Second, Down: 30 * time.Second, After: 60 * time.Second,
 		Attempts: 8, Base: 100 * time.Millisecond, Cap: 10 * time.Second, FixedDelay: time.Second,
 		Hop: 10 * time.Millisecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *OutageParams) Fields() []Field { return fieldsOf(p) }
+func (p *outageParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *OutageParams) Validate() error {
+func (p *outageParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -75,9 +75,9 @@ func (p *OutageParams) Validate() error {
 // Quick implements Params. It changes nothing: the report runs the
 // published 1000 clients (and the open stream at their rate), observed
 // for a minute after the outage, in a few seconds.
-func (p *OutageParams) Quick() {}
+func (p *outageParams) Quick() {}
 
-func (p *OutageParams) model(closed bool) *callModel {
+func (p *outageParams) model(closed bool) *callModel {
 	return &callModel{closed: closed, clients: p.Clients, think: p.Think, rate: p.Rate,
 		hop: p.Hop, hopSD: p.Hop / 5, capacity: p.Capacity,
 		downFrom: p.Before, downTo: p.Before + p.Down, end: p.Before + p.Down + p.After,
@@ -85,7 +85,7 @@ func (p *OutageParams) model(closed bool) *callModel {
 }
 
 // policies are the strategies compared, in table order.
-func (p *OutageParams) policies() []policySpec {
+func (p *outageParams) policies() []policySpec {
 	exp := func(j backoff.Jitter) retry.Config {
 		return retry.Config{MaxAttempts: p.Attempts, Backoff: exponential(p.Base, p.Cap, j)}
 	}
@@ -109,7 +109,7 @@ var outageScenario = define("outage", "closed and open",
 	"1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)",
 	defaultOutageParams, runOutageScenario)
 
-func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result, error) {
+func runOutageScenario(ctx context.Context, p *outageParams, o Options) (*Result, error) {
 	res, _, err := runOutage(ctx, p, p.policies(), o, nil)
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result
 
 // outageCharts are the outage table's charts without their lines: the
 // closed population's, then the open stream's.
-func outageCharts(p *OutageParams) []Chart {
+func outageCharts(p *outageParams) []Chart {
 	charts := []Chart{
 		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
 		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
@@ -164,13 +164,13 @@ type outageRow struct {
 // runOutage runs every policy against both populations, or the runs keep
 // keeps (see sweepCalls), and builds the outage table; it returns the
 // rows too, for what-if. The claims need every run.
-func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []outageRow, error) {
+func runOutage(ctx context.Context, p *outageParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []outageRow, error) {
 	pops := []bool{true, false}
 	outs, err := sweepCalls(ctx, o, pops, specs, p.model, keep)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &Result{Scenario: "outage", Population: "closed and open", Params: Values(p),
+	res := &Result{Scenario: "outage", Population: "closed and open", Params: paramValues(p),
 		Columns: []string{"population", "policy", "baseline_rps", "outage_rps", "peak_rps", "peak_x", "pulse",
 			"amplification", "recover_s", "failed", "success_pct"}}
 	var rows []outageRow
@@ -201,7 +201,7 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 }
 
 // measureOutage reduces a run's statistics to a row. Buckets are 100 ms.
-func measureOutage(p *OutageParams, pop, policy string, st *callStats) outageRow {
+func measureOutage(p *outageParams, pop, policy string, st *callStats) outageRow {
 	const perSec = 10 // buckets per second
 	b0 := int(time.Second / (100 * time.Millisecond))
 	down, up := int(p.Before/(100*time.Millisecond)), int((p.Before+p.Down)/(100*time.Millisecond))
@@ -268,7 +268,7 @@ func measureOutage(p *OutageParams, pop, policy string, st *callStats) outageRow
 // closed policies then open policies, each in p.policies() order. A
 // mechanism's claim checks what it costs as well as what it saves: load,
 // and the success rate and recovery time a user pays for it.
-func outageClaims(p *OutageParams, rows []outageRow, n int) []Claim {
+func outageClaims(p *outageParams, rows []outageRow, n int) []Claim {
 	if n != 7 || len(rows) != 14 {
 		return nil // a what-if table: its own claims
 	}

@@ -24,8 +24,8 @@ const (
 // whole interval (fixed draws one phase per process and keeps it).
 var periodicStrategies = []string{"cron", "deploy", "window", "full", "equal", "decorrelated", "fixed"}
 
-// PeriodicParams are the parameters of the periodic scenario.
-type PeriodicParams struct {
+// periodicParams are the parameters of the periodic scenario.
+type periodicParams struct {
 	// Clients is the number of processes in the fleet, each running one
 	// job, one request, per interval (--clients).
 	Clients int `param:"clients" usage:"processes in the fleet, each running one job per interval" check:"positive,max=1000000"`
@@ -45,17 +45,17 @@ type PeriodicParams struct {
 	Runs int `param:"runs" usage:"runs per strategy" check:"positive,max=1000"`
 }
 
-func defaultPeriodicParams() *PeriodicParams {
-	return &PeriodicParams{Clients: 10000, Interval: time.Minute, Duration: 10 * time.Minute,
+func defaultPeriodicParams() *periodicParams {
+	return &periodicParams{Clients: 10000, Interval: time.Minute, Duration: 10 * time.Minute,
 		Window: 10 * time.Second, Deploy: 5 * time.Second, Capacity: 500, Runs: 5}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *PeriodicParams) Fields() []Field { return fieldsOf(p) }
+func (p *periodicParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *PeriodicParams) Validate() error {
+func (p *periodicParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (p *PeriodicParams) Validate() error {
 }
 
 // Quick implements Params: 5 minutes, 2 runs per strategy.
-func (p *PeriodicParams) Quick() { p.Duration, p.Runs = 5*p.Interval, 2 }
+func (p *periodicParams) Quick() { p.Duration, p.Runs = 5*p.Interval, 2 }
 
 var periodicScenario = define("periodic", "open",
 	"a fleet runs a job every minute against one dependency: the per-second load of cron-aligned ticks, tickers started by one deploy, and periodic.Schedule's jittered ticks (Builders' Library; systemd.timer)",
@@ -86,7 +86,7 @@ type periodicOut struct {
 	jobs      int64
 }
 
-func runPeriodicScenario(ctx context.Context, p *PeriodicParams, o Options) (*Result, error) {
+func runPeriodicScenario(ctx context.Context, p *periodicParams, o Options) (*Result, error) {
 	ns, nr := len(periodicStrategies), p.Runs
 	outs, err := sweep(ctx, o, ns*nr, func(i int) periodicOut {
 		return runPeriodic(ctx.Done(), o.Seed, uint64(i), p, periodicStrategies[i/nr])
@@ -94,7 +94,7 @@ func runPeriodicScenario(ctx context.Context, p *PeriodicParams, o Options) (*Re
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "periodic", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "periodic", Population: "open", Params: paramValues(p),
 		Columns: []string{"strategy", "peak_rps", "p99_rps", "mean_rps", "excess_share", "mean_lag_s"}}
 	stats := make([]periodicStats, ns)
 	chart := Chart{Name: "periodic_load", Title: "Requests per second reaching the dependency (first run, first 3 intervals)",
@@ -147,7 +147,7 @@ func summarise(outs []periodicOut, capacity int) periodicStats {
 		excess: round(st.excess/n, 4), lag: round(st.lag/n, 2)}
 }
 
-func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
+func periodicClaims(p *periodicParams, st []periodicStats) []Claim {
 	const cron, deploy, window, full = 0, 1, 2, 3
 	n, iv, w, dep := float64(p.Clients), p.Interval.Seconds(), p.Window.Seconds(), p.Deploy.Seconds()
 	worstMean, bestMean := st[0].mean, st[0].mean
@@ -175,7 +175,7 @@ func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
 // runPeriodic simulates one run of the fleet under strategy: each process
 // drives a periodic.Series, asking for its next tick when a tick fires,
 // as periodic.Run does.
-func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, strategy string) periodicOut {
+func runPeriodic(done <-chan struct{}, seed, stream uint64, p *periodicParams, strategy string) periodicOut {
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	s := periodic.Schedule{Interval: p.Interval, Align: true}
@@ -201,12 +201,12 @@ func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, s
 		if strategy == "deploy" {
 			start = time.Duration(e.Float64() * float64(p.Deploy))
 		}
-		q, err := periodic.NewSeries(s, Epoch.Add(start))
+		q, err := periodic.NewSeries(s, epoch.Add(start))
 		if err != nil {
 			return periodicOut{} // unreachable: Validate bounds every field
 		}
 		r.series = append(r.series, q)
-		e.At(q.Next(Epoch.Add(start), e.Uint64()).Sub(Epoch), 0, int32(c), 0)
+		e.At(q.Next(epoch.Add(start), e.Uint64()).Sub(epoch), 0, int32(c), 0)
 	}
 	e.Run(r, time.Duration(len(r.perSecond))*time.Second-1)
 	return periodicOut{perSecond: r.perSecond, lag: r.lag, jobs: r.jobs}
@@ -215,7 +215,7 @@ func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, s
 // periodicRun is one run's state: each process's series and the load
 // counted so far. Its only event is a process's tick.
 type periodicRun struct {
-	p         *PeriodicParams
+	p         *periodicParams
 	series    []*periodic.Series
 	perSecond []int32
 	lag       time.Duration
@@ -226,7 +226,7 @@ func (r *periodicRun) Handle(e *engine.Engine, ev engine.Event) {
 	now := e.Elapsed()
 	r.perSecond[now/time.Second]++
 	r.jobs++
-	r.lag += now % r.p.Interval // Epoch is on the grid: the lag behind the slot's start
+	r.lag += now % r.p.Interval // epoch is on the grid: the lag behind the slot's start
 	next := r.series[ev.ID].Next(e.Now(), e.Uint64())
-	e.At(next.Sub(Epoch), 0, ev.ID, 0)
+	e.At(next.Sub(epoch), 0, ev.ID, 0)
 }

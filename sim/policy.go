@@ -127,7 +127,7 @@ const (
 	// dependency answers every attempt at once.
 	UseWhatIf = "whatif"
 	// UseMetastable is the metastable scenario's row for a user's policy
-	// (MetastableParams.SetPolicy): a server with workers and a queue,
+	// (metastableParams.SetPolicy): a server with workers and a queue,
 	// whose callers time out.
 	UseMetastable = "metastable"
 )

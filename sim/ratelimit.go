@@ -33,8 +33,8 @@ const brookerRateLimit = `Brooker's AWS material on backoff and jitter, as commo
 // error, which the retry policy backs off from its throttled base.
 var errTooMany = retry.MarkThrottled(errors.New("sim: 429 too many requests"))
 
-// RatelimitParams are the parameters of the ratelimit scenario.
-type RatelimitParams struct {
+// ratelimitParams are the parameters of the ratelimit scenario.
+type ratelimitParams struct {
 	// Workers is the number of workers (--clients: --workers is the
 	// command line's own); each has Jobs requests to get through, one
 	// after another (--jobs).
@@ -62,17 +62,17 @@ type RatelimitParams struct {
 	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
-func defaultRatelimitParams() *RatelimitParams {
-	return &RatelimitParams{Workers: 3000, Jobs: 10, LongLimit: 20, Limit: 1000, Burst: 100 * time.Millisecond,
+func defaultRatelimitParams() *ratelimitParams {
+	return &ratelimitParams{Workers: 3000, Jobs: 10, LongLimit: 20, Limit: 1000, Burst: 100 * time.Millisecond,
 		Base: 100 * time.Millisecond, Cap: 10 * time.Second, Attempts: 10, Hop: 10 * time.Millisecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *RatelimitParams) Fields() []Field { return fieldsOf(p) }
+func (p *ratelimitParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *RatelimitParams) Validate() error {
+func (p *ratelimitParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (p *RatelimitParams) Validate() error {
 // a seed, and fewer requests per worker would change the shape (the
 // start, when all workers collide at once, would weigh more) or no
 // longer test the claim.
-func (p *RatelimitParams) Quick() {}
+func (p *ratelimitParams) Quick() {}
 
 var ratelimitStrategies = []string{"exponential", "full jitter"}
 
@@ -114,7 +114,7 @@ type ratelimitOut struct {
 	err                 error
 }
 
-func runRatelimitScenario(ctx context.Context, p *RatelimitParams, o Options) (*Result, error) {
+func runRatelimitScenario(ctx context.Context, p *ratelimitParams, o Options) (*Result, error) {
 	// Runs: both strategies on the published workload; then on it again
 	// with half and with twice the limiter's burst (the un-jittered
 	// figure depends on it, and the source does not give one); then
@@ -136,7 +136,7 @@ func runRatelimitScenario(ctx context.Context, p *RatelimitParams, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "ratelimit", Population: "closed", Params: Values(p),
+	res := &Result{Scenario: "ratelimit", Population: "closed", Params: paramValues(p),
 		Columns: []string{"workload", "strategy", "utilisation_pct", "completion_s", "ideal_s", "attempts_per_job", "throttled_pct"}}
 	util := make([]float64, len(outs))
 	done := make([]float64, len(outs)) // seconds
@@ -216,7 +216,7 @@ type rlWorkload struct {
 // The source gives its utilisations as round figures, about 35% and
 // about 85%: a run agrees when it rounds to the same multiple of 5, that
 // is within 2.5 points of it.
-func ratelimitClaims(p *RatelimitParams, util, done []float64) []Claim {
+func ratelimitClaims(p *ratelimitParams, util, done []float64) []Claim {
 	const none, full = 0, 1
 	const half, twice, long = 2, 4, 6 // the first run of each workload
 	const band = 0.025
@@ -270,7 +270,7 @@ type rlWorker struct {
 }
 
 type ratelimitRun struct {
-	p       *RatelimitParams
+	p       *ratelimitParams
 	policy  *retry.Policy
 	workers []rlWorker
 	limit   tokenBucket   // the API's rate limiter: Limit per second, Burst's worth (at least one token)
@@ -279,7 +279,7 @@ type ratelimitRun struct {
 	out     ratelimitOut
 }
 
-func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
+func runRatelimit(done <-chan struct{}, seed, stream uint64, p *ratelimitParams, j backoff.Jitter) ratelimitOut {
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	//unherdvet:ignore misuse the simulator models retries without a budget on purpose, to compare them
@@ -323,7 +323,7 @@ func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
 			r.out.good = append(r.out.good, 0)
 		}
 		r.out.good[s]++
-		w.call.Done(Epoch.Add(at), time.Time{}, nil, 0)
+		w.call.Done(epoch.Add(at), time.Time{}, nil, 0)
 		w.jobs--
 		w.call = r.policy.Begin(false)
 		if w.jobs == 0 {
@@ -335,7 +335,7 @@ func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
 		return
 	}
 	r.out.throttled++
-	d := w.call.Done(Epoch.Add(at), time.Time{}, errTooMany, e.Uint64())
+	d := w.call.Done(epoch.Add(at), time.Time{}, errTooMany, e.Uint64())
 	if d.Reason != nil {
 		// Out of attempts: the job is still to do; start it over (after
 		// the wait the policy asks for before it returns, if any).

@@ -205,7 +205,7 @@ func MergeWhatIf(p Policy, parts []*WhatIfPart) (*WhatIfReport, error) {
 }
 
 // whatIf is WhatIf at the given sizes.
-func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, mp *MetastableParams) (*WhatIfReport, error) {
+func whatIf(ctx context.Context, p Policy, o Options, op *outageParams, sp *stormParams, mp *metastableParams) (*WhatIfReport, error) {
 	parts, err := whatIfParts(ctx, p, o, op, sp, mp, nil)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 // part if keep is nil; see sweepCalls), at the given sizes. The outage
 // runs are the first third of the progress, the storm runs the second,
 // the margins the last, so that it never goes back between them.
-func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, mp *MetastableParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
+func whatIfParts(ctx context.Context, p Policy, o Options, op *outageParams, sp *stormParams, mp *metastableParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
 	user, err := specOf(p, UseWhatIf)
 	if err != nil {
 		return nil, err
@@ -286,7 +286,7 @@ func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp 
 // marginOf is the Margin of the policy called name on p's map, whose
 // smallest trigger that leaves the server down is tip (nil if none),
 // found in runs runs of which unhealthy were not healthy.
-func marginOf(p *MetastableParams, name string, tip *Trigger, runs, unhealthy int) *Margin {
+func marginOf(p *metastableParams, name string, tip *Trigger, runs, unhealthy int) *Margin {
 	largest := Trigger{Cut: float64(slices.Max(p.MapCuts)) / 100, Length: time.Duration(slices.Max(p.MapLengths)) * time.Second}
 	mg := &Margin{Policy: name, TipsAt: tip, Largest: largest, Unhealthy: unhealthy}
 	if tip == nil {
@@ -301,7 +301,7 @@ func marginOf(p *MetastableParams, name string, tip *Trigger, runs, unhealthy in
 }
 
 // mergeWhatIf is MergeWhatIf at the given sizes.
-func mergeWhatIf(p Policy, op *OutageParams, sp *StormParams, parts []*WhatIfPart) (*WhatIfReport, error) {
+func mergeWhatIf(p Policy, op *outageParams, sp *stormParams, parts []*WhatIfPart) (*WhatIfReport, error) {
 	// of[closed][default] is a part; the tables list the user's policy
 	// before the default, the outage the closed population first and the
 	// storm the open one.
@@ -325,10 +325,10 @@ func mergeWhatIf(p Policy, op *OutageParams, sp *StormParams, parts []*WhatIfPar
 	}
 	rep := &WhatIfReport{Policy: p.Fields(), Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
 		Capacity: op.Capacity, Outage: op.Down.String()}
-	outage := &Result{Scenario: "outage", Population: "closed and open", Params: Values(op),
+	outage := &Result{Scenario: "outage", Population: "closed and open", Params: paramValues(op),
 		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "goodput_pct", "wasted_pct", "recover_s"),
 		Charts:  outageCharts(op)}
-	storm := &Result{Scenario: "storm", Population: "closed and open", Params: Values(sp),
+	storm := &Result{Scenario: "storm", Population: "closed and open", Params: paramValues(sp),
 		Columns: append(append([]string(nil), whatIfColumns...), "load_rps")}
 	for c, pop := range []string{populationClosed, populationOpen} {
 		yours, def := of[c][0], of[c][1]
@@ -371,7 +371,7 @@ func overallJudgement(verdicts []Verdict) string {
 	return overall
 }
 
-func impact(r outageRow, p *OutageParams) Impact {
+func impact(r outageRow, p *outageParams) Impact {
 	return Impact{MeanX: round(r.during/p.Capacity, 2), PeakX: round(r.peak/p.Capacity, 2),
 		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), GoodputPct: round(100*r.goodput, 1)}
 }
@@ -454,7 +454,7 @@ func when(y, d float64) string {
 
 // policyWarnings names settings of p that make no sense in the outage
 // scenario p runs in.
-func policyWarnings(p Policy, op *OutageParams) []string {
+func policyWarnings(p Policy, op *outageParams) []string {
 	var w []string
 	b := p.Retry.Backoff
 	base, cap := b.Temp(0, false), b.Temp(1<<20, false)

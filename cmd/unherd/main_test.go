@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -55,7 +56,7 @@ func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result
 		return nil, f.err
 	}
 	fp := p.(*fakeParams)
-	r := &sim.Result{Scenario: f.name, Population: "closed", Params: sim.Values(p), Columns: []string{"n", "square"}}
+	r := &sim.Result{Scenario: f.name, Population: "closed", Params: map[string]any{"size": fp.size}, Columns: []string{"n", "square"}}
 	var xs, ys []float64
 	for i := 1; i <= fp.size; i++ {
 		if err := ctx.Err(); err != nil {
@@ -78,7 +79,6 @@ func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result
 func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
 	e := newEnv(stdout, stderr)
 	e.scenarios = func() []sim.Scenario { return scenarios }
-	e.unreported = func() []sim.Scenario { return nil }
 	e.whatIf = func(_ context.Context, p sim.Policy, _ sim.Options) (*sim.WhatIfReport, error) {
 		return &sim.WhatIfReport{Policy: p.Fields(), Default: sim.Policy{Name: "unherd default"}.Fields(),
 			Capacity: 100, Outage: "30s", Overall: "worse",
@@ -563,14 +563,14 @@ func TestScenarioFlags(t *testing.T) {
 		check    func(p sim.Params) string
 	}{
 		{"jitter", []string{"-clients", "10, 30,50", "-runs", "7", "-hop", "5ms"}, func(p sim.Params) string {
-			v := sim.Values(p)
+			v := values(p)
 			if fmt.Sprintf("%v %v %v", v["clients"], v["runs"], v["hop"]) != "[10 30 50] 7 5ms" {
 				return fmt.Sprint(v)
 			}
 			return ""
 		}},
 		{"storm", []string{"--attempts", "2, 4", "--ratio", "0.25"}, func(p sim.Params) string {
-			v := sim.Values(p)
+			v := values(p)
 			if fmt.Sprintf("%v %v", v["attempts"], v["ratio"]) != "[2 4] 0.25" {
 				return fmt.Sprint(v)
 			}
@@ -586,7 +586,7 @@ func TestScenarioFlags(t *testing.T) {
 		fs.SetOutput(io.Discard)
 		for _, f := range p.Fields() {
 			fs.Var(fieldValue(f), f.Name, f.Usage)
-			if got, want := fs.Lookup(f.Name).DefValue, fmt.Sprint(sim.Values(p)[f.Name]); strings.Trim(strings.ReplaceAll(want, " ", ","), "[]") != got {
+			if got, want := fs.Lookup(f.Name).DefValue, fmt.Sprint(values(p)[f.Name]); strings.Trim(strings.ReplaceAll(want, " ", ","), "[]") != got {
 				t.Errorf("%s --%s: default shown as %q, want %q", c.scenario, f.Name, got, want)
 			}
 		}
@@ -647,4 +647,14 @@ func TestSimMetastable(t *testing.T) {
 	if code := run([]string{"help"}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "metastable") {
 		t.Errorf("help: exit %d, does not list metastable:\n%s", code, out.String())
 	}
+}
+
+// values returns p's parameters by name, each the value its Field points
+// at.
+func values(p sim.Params) map[string]any {
+	m := map[string]any{}
+	for _, f := range p.Fields() {
+		m[f.Name] = reflect.ValueOf(f.Value).Elem().Interface()
+	}
+	return m
 }

@@ -109,16 +109,16 @@ func TestValidateForAttemptTimeout(t *testing.T) {
 	if err := p.ValidateFor(UseMetastable); err != nil {
 		t.Errorf("ValidateFor(metastable): %v", err)
 	}
-	var pe *PolicyError
+	var pe *ParamError
 	err := p.ValidateFor(UseWhatIf)
 	if !errors.As(err, &pe) || pe.Field != "Retry.AttemptTimeout" || !strings.Contains(pe.Msg, "metastable") || !strings.Contains(pe.Msg, "outage and storm") {
-		t.Errorf("ValidateFor(whatif) = %v; want a *PolicyError on Retry.AttemptTimeout naming the scenarios", err)
+		t.Errorf("ValidateFor(whatif) = %v; want a *ParamError on Retry.AttemptTimeout naming the scenarios", err)
 	}
 	if err := p.ValidateFor("outage"); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("ValidateFor(outage) = %v; want ErrInvalidParams", err)
 	}
 	if _, err := WhatIf(context.Background(), p, Options{}); !errors.As(err, &pe) {
-		t.Errorf("WhatIf with an attempt timeout: %v; want a *PolicyError", err)
+		t.Errorf("WhatIf with an attempt timeout: %v; want a *ParamError", err)
 	}
 }
 
@@ -149,9 +149,9 @@ func TestPolicySpec(t *testing.T) {
 				t.Fatalf("specOf: err = %v, want error %v", err, tt.wantErr)
 			}
 			if err != nil {
-				var pe *PolicyError
+				var pe *ParamError
 				if !errors.Is(err, ErrInvalidParams) || !errors.As(err, &pe) || pe.Field == "" {
-					t.Errorf("err = %v, want a *PolicyError naming a field, wrapping ErrInvalidParams", err)
+					t.Errorf("err = %v, want a *ParamError naming a field, wrapping ErrInvalidParams", err)
 				}
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/unherd/unherd/budget"
@@ -94,7 +95,7 @@ func (p *metastableParams) Validate() error {
 	}{{"map-cuts", p.MapCuts}, {"map-lengths", p.MapLengths}} {
 		for i := 1; i < len(f.xs); i++ {
 			if f.xs[i] <= f.xs[i-1] {
-				return invalid(f.name, "%s is not ascending", FormatInts(f.xs))
+				return invalid(f.name, "%s is not ascending", strings.ReplaceAll(strings.Trim(fmt.Sprint(f.xs), "[]"), " ", ","))
 			}
 		}
 	}

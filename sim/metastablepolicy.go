@@ -12,7 +12,7 @@ import (
 type PolicyParams interface {
 	Params
 	// SetPolicy sets the policy to run beside the scenario's rows. It
-	// refuses, as a *PolicyError, a policy that
+	// refuses, as a *ParamError, a policy that
 	// Policy.ValidateFor(UseMetastable) refuses.
 	SetPolicy(p Policy) error
 }

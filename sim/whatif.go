@@ -142,7 +142,7 @@ type Impact struct {
 // metastable scenario's server that its open stream of callers,
 // calling through the policy with the scenario's 3 s timeout, does not
 // recover from. A policy Policy.Validate refuses, or
-// ValidateFor(UseWhatIf), is an error (a *PolicyError): the simulated
+// ValidateFor(UseWhatIf), is an error (a *ParamError): the simulated
 // dependency fails fast, for one, so a per-attempt timeout is refused
 // rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {

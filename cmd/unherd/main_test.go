@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/cmd/unherd/internal/param"
 	"github.com/unherd/unherd/internal/golden"
 	"github.com/unherd/unherd/sim"
 	"go.uber.org/goleak"
@@ -585,7 +586,7 @@ func TestScenarioFlags(t *testing.T) {
 		fs := flag.NewFlagSet(c.scenario, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		for _, f := range p.Fields() {
-			fs.Var(fieldValue(f), f.Name, f.Usage)
+			fs.Var(param.Flag(f), f.Name, f.Usage)
 			if got, want := fs.Lookup(f.Name).DefValue, fmt.Sprint(values(p)[f.Name]); strings.Trim(strings.ReplaceAll(want, " ", ","), "[]") != got {
 				t.Errorf("%s --%s: default shown as %q, want %q", c.scenario, f.Name, got, want)
 			}

@@ -149,10 +149,11 @@ type Chart struct {
 	YLabel string
 	// Series are the lines drawn, in legend order.
 	Series []Series
-	// XScale and YScale say how each axis is spaced: ScaleLinear (the
-	// zero value), ScaleLog for values spanning orders of magnitude, or
-	// ScaleNines for percentiles (50, 90, 99, 99.9, 99.99 evenly spaced).
-	XScale, YScale Scale
+	// XScale and YScale say how each axis is spaced: "" linear (the zero
+	// value), "log" for values spanning orders of magnitude, or "nines"
+	// for percentiles, spaced by their nines (90 is as far from 50 as 99
+	// from 90 and 99.9 from 99: 50, 90, 99, 99.9, 99.99 evenly spaced).
+	XScale, YScale string
 	// Shade marks spans of the X axis, such as the time a fault lasted.
 	Shade []Span
 	// Lines are horizontal reference lines, such as a dependency's
@@ -179,16 +180,10 @@ type Line struct {
 	Label string
 }
 
-// Scale is how a chart axis is spaced.
-type Scale string
-
-// Axis scales.
+// The axis scales of Chart.XScale and YScale.
 const (
-	ScaleLinear Scale = ""
-	ScaleLog    Scale = "log"
-	// ScaleNines spaces percentiles by their nines: 90 is as far from 50
-	// as 99 from 90 and 99.9 from 99.
-	ScaleNines Scale = "nines"
+	scaleLog   = "log"
+	scaleNines = "nines"
 )
 
 // Span is a stretch of a chart's X axis, shaded and labelled.

@@ -196,13 +196,13 @@ func TestWhatIf(t *testing.T) {
 			}
 		}
 	}
-	if len(rep.Verdicts) != 2 || rep.Verdicts[0].Population != "closed" || rep.Verdicts[1].Population != "open" {
-		t.Fatalf("verdicts %+v", rep.Verdicts)
+	if len(rep.Comparisons) != 2 || rep.Comparisons[0].Population != "closed" || rep.Comparisons[1].Population != "open" {
+		t.Fatalf("verdicts %+v", rep.Comparisons)
 	}
 	// On the open stream, five attempts without a budget amplify more
 	// than the default three with a token bucket, and the verdict says
 	// it is worse because of the load.
-	open := rep.Verdicts[1]
+	open := rep.Comparisons[1]
 	if !(open.Yours.Amplification > open.Default.Amplification) || open.Judgement != "worse" ||
 		!strings.Contains(open.Summary, "capacity during the outage") {
 		t.Errorf("open stream verdict %+v", open)

@@ -67,7 +67,7 @@ func runFleetScenario(ctx context.Context, p *fleetParams, o Options) (*Result, 
 		Columns: []string{"budget", "requests", "retries", "retries_per_s", "peak_per_s", "amplification", "syncs"}}
 	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage",
 		XLabel: fmt.Sprintf("second of the outage (%s clients at %v request/s each, open population)", thousands(p.Clients), p.Rate),
-		YLabel: "retries per second, log scale", YScale: ScaleLog,
+		YLabel: "retries per second, log scale", YScale: scaleLog,
 		Lines: []Line{
 			{Y: float64(p.Attempts-1) * float64(p.Clients) * p.Rate, Label: fmt.Sprintf("every retry allowed: %d per request", p.Attempts-1)},
 			{Y: 0.1*float64(p.Clients)*p.Rate + 10, Label: "fleet budget's rate: 10% of requests + 10/s"},

@@ -210,7 +210,7 @@ func hedgeResult(p *hedgeParams, outs []hedgeOutcome) *Result {
 	}
 	for f, fl := range hedgeFleets {
 		c := Chart{Name: "hedge_" + fl, Title: "Request latency percentiles, " + fl + " fleet",
-			XLabel: "percentile", YLabel: "latency (ms), log scale", XScale: ScaleNines, YScale: ScaleLog}
+			XLabel: "percentile", YLabel: "latency (ms), log scale", XScale: scaleNines, YScale: scaleLog}
 		for _, out := range outs[f*ns : (f+1)*ns] {
 			c.Series = append(c.Series, Series{Name: out.Strategy, X: []float64{50, 99, 99.9},
 				Y: []float64{round(ms(out.P50), 1), round(ms(out.P99), 1), round(ms(out.P999), 1)}})

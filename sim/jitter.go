@@ -120,9 +120,9 @@ func runJitterScenario(ctx context.Context, p *jitterParams, o Options) (*Result
 		xs[c] = float64(n)
 	}
 	callChart := Chart{Name: "jitter_calls", Title: "Work: calls until every client has written",
-		XLabel: "clients", YLabel: "calls (writes), log scale", YScale: ScaleLog}
+		XLabel: "clients", YLabel: "calls (writes), log scale", YScale: scaleLog}
 	timeChart := Chart{Name: "jitter_time", Title: "Time until the last client has written",
-		XLabel: "clients", YLabel: "completion time (s), log scale", YScale: ScaleLog}
+		XLabel: "clients", YLabel: "completion time (s), log scale", YScale: scaleLog}
 	for s, name := range jitterStrategies {
 		callChart.Series = append(callChart.Series, Series{Name: name, X: xs, Y: calls[s]})
 		secs := make([]float64, nc)

@@ -84,7 +84,7 @@ func runLayersScenario(ctx context.Context, p *layersParams, o Options) (*Result
 		Columns: []string{"mode", "requests", "dependency_attempts", "amplification", "late_amplification", "success_pct"}}
 	amp := make([]float64, len(outs))
 	late := make([]float64, len(outs))
-	chart := Chart{Name: "layers_load", Title: "Attempts reaching the dependency", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog}
+	chart := Chart{Name: "layers_load", Title: "Attempts reaching the dependency", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: scaleLog}
 	half := int(p.Duration/(100*time.Millisecond)) / 2
 	for i, out := range outs {
 		if out.err != nil {

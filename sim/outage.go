@@ -121,8 +121,8 @@ func runOutageScenario(ctx context.Context, p *outageParams, o Options) (*Result
 // closed population's, then the open stream's.
 func outageCharts(p *outageParams) []Chart {
 	charts := []Chart{
-		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
-		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
+		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: scaleLog},
+		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: scaleLog},
 	}
 	down := Span{From: p.Before.Seconds(), To: (p.Before + p.Down).Seconds(), Label: "dependency down"}
 	for i := range charts {

@@ -98,7 +98,7 @@ func runPeriodicScenario(ctx context.Context, p *periodicParams, o Options) (*Re
 		Columns: []string{"strategy", "peak_rps", "p99_rps", "mean_rps", "excess_share", "mean_lag_s"}}
 	stats := make([]periodicStats, ns)
 	chart := Chart{Name: "periodic_load", Title: "Requests per second reaching the dependency (first run, first 3 intervals)",
-		XLabel: "time (s)", YLabel: "requests per second, log scale", YScale: ScaleLog,
+		XLabel: "time (s)", YLabel: "requests per second, log scale", YScale: scaleLog,
 		XStep: p.Interval.Seconds(), Lines: []Line{{Y: float64(p.Capacity), Label: fmt.Sprintf("capacity %d/s", p.Capacity)}}}
 	for s, name := range periodicStrategies {
 		st := summarise(outs[s*nr:(s+1)*nr], p.Capacity)

@@ -33,8 +33,9 @@ type WhatIfReport struct {
 	// Outage how long it is down.
 	Capacity float64 `json:"capacity_rps"`
 	Outage   string  `json:"outage"`
-	// Verdicts has one verdict per population: closed, then open.
-	Verdicts []Verdict `json:"verdicts"`
+	// Comparisons has one comparison per population: closed, then
+	// open. (Its JSON name is "verdicts".)
+	Comparisons []Comparison `json:"verdicts"`
 	// Overall is "worse" if the policy is worse for either population (a
 	// policy ships to both kinds of callers, and harm to the dependency
 	// from one is harm), else "better" if better for either, else
@@ -75,9 +76,9 @@ type Margin struct {
 	Summary string `json:"summary"`
 }
 
-// Verdict judges the user's policy against the default for one
+// Comparison judges the user's policy against the default for one
 // population.
-type Verdict struct {
+type Comparison struct {
 	// Population is "closed" or "open".
 	Population string `json:"population"`
 	// Yours and Default are what each policy did to the dependency and
@@ -149,7 +150,7 @@ func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
 	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), defaultMetastableParams())
 }
 
-// The populations of a what-if, as Verdict.Population names them.
+// The populations of a what-if, as Comparison.Population names them.
 const (
 	populationClosed = "closed"
 	populationOpen   = "open"
@@ -167,7 +168,7 @@ type WhatIfPart struct {
 	// policy's part, clear for the user's.
 	Population string `json:"population"`
 	Default    bool   `json:"default"`
-	// Impact is what the policy did in the outage, as a Verdict shows it.
+	// Impact is what the policy did in the outage, as a Comparison shows it.
 	Impact Impact `json:"impact"`
 	// Outage and Storm are the part's rows of the what-if's outage and
 	// storm tables, and Load its line on its population's outage chart.
@@ -334,12 +335,12 @@ func mergeWhatIf(p Policy, op *outageParams, sp *stormParams, parts []*WhatIfPar
 		yours, def := of[c][0], of[c][1]
 		outage.Rows = append(outage.Rows, yours.Outage, def.Outage)
 		outage.Charts[c].Series = []Series{yours.Load, def.Load}
-		rep.Verdicts = append(rep.Verdicts, judge(pop, yours.Impact, def.Impact))
+		rep.Comparisons = append(rep.Comparisons, judge(pop, yours.Impact, def.Impact))
 	}
 	for c := range []string{populationOpen, populationClosed} {
 		storm.Rows = append(storm.Rows, of[1-c][0].Storm, of[1-c][1].Storm)
 	}
-	rep.Overall = overallJudgement(rep.Verdicts)
+	rep.Overall = overallJudgement(rep.Comparisons)
 	rep.Results = []*Result{outage, storm}
 	for _, part := range []*WhatIfPart{of[1][0], of[1][1]} {
 		if part.Margin == nil {
@@ -359,7 +360,7 @@ func b2i(b bool) int {
 }
 
 // overallJudgement is WhatIfReport.Overall for verdicts.
-func overallJudgement(verdicts []Verdict) string {
+func overallJudgement(verdicts []Comparison) string {
 	overall := "similar"
 	for _, j := range []string{"better", "worse"} {
 		for _, v := range verdicts {
@@ -376,9 +377,9 @@ func impact(r outageRow, p *outageParams) Impact {
 		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), GoodputPct: round(100*r.goodput, 1)}
 }
 
-// judge compares the user's impact with the default's; see Verdict.
-func judge(pop string, y, d Impact) Verdict {
-	v := Verdict{Population: pop, Yours: y, Default: d}
+// judge compares the user's impact with the default's; see Comparison.
+func judge(pop string, y, d Impact) Comparison {
+	v := Comparison{Population: pop, Yours: y, Default: d}
 	// never counts "not recovered within the run" as later than any time.
 	rec := func(s float64) float64 {
 		if s < 0 {

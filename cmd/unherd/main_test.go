@@ -83,7 +83,7 @@ func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
 	e.whatIf = func(_ context.Context, p sim.Policy, _ sim.Options) (*sim.WhatIfReport, error) {
 		return &sim.WhatIfReport{Policy: p.Fields(), Default: sim.Policy{Name: "unherd default"}.Fields(),
 			Capacity: 100, Outage: "30s", Overall: "worse",
-			Verdicts: []sim.Verdict{{Population: "open", Judgement: "worse", Summary: "worse than the default: it said so",
+			Comparisons: []sim.Comparison{{Population: "open", Judgement: "worse", Summary: "worse than the default: it said so",
 				Yours: sim.Impact{MeanX: 2}, Default: sim.Impact{MeanX: 0.5}}},
 			Results: []*sim.Result{{Scenario: "outage", Population: "closed", Columns: []string{"policy", "attempts"},
 				Rows: []sim.Row{{"policy": p.Name, "attempts": p.Retry.MaxAttempts}}}},
@@ -223,7 +223,7 @@ func TestWhatIfJSON(t *testing.T) {
 	var got struct {
 		Policy   map[string]any   `json:"policy"`
 		Overall  string           `json:"overall"`
-		Verdicts []sim.Verdict    `json:"verdicts"`
+		Comparisons []sim.Comparison    `json:"verdicts"`
 		Results  []sim.Result     `json:"results"`
 		Margins  []map[string]any `json:"margins"`
 	}
@@ -266,8 +266,8 @@ func TestWhatIfJSON(t *testing.T) {
 	if len(got.Results) != 1 || got.Results[0].Rows[0]["attempts"] != 4.0 {
 		t.Fatalf("results %+v", got.Results)
 	}
-	if got.Overall != "worse" || len(got.Verdicts) != 1 || got.Verdicts[0].Summary != "worse than the default: it said so" {
-		t.Fatalf("verdicts %+v, overall %q", got.Verdicts, got.Overall)
+	if got.Overall != "worse" || len(got.Comparisons) != 1 || got.Comparisons[0].Summary != "worse than the default: it said so" {
+		t.Fatalf("verdicts %+v, overall %q", got.Comparisons, got.Overall)
 	}
 }
 

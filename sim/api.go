@@ -32,7 +32,9 @@ type Scenario interface {
 	Run(ctx context.Context, p Params, o Options) (*Result, error)
 }
 
-// Params is a scenario's parameter set.
+// Params is a scenario's parameter set, made by its Scenario.Params with
+// the published defaults. Each parameter is set through the Field that
+// Fields gives for it; Scenario.Run validates the set before it runs.
 type Params interface {
 	// Fields lists the parameters, bound to the set: a command line makes
 	// each a flag (with its current value as the default), a form an
@@ -55,7 +57,7 @@ type Field struct {
 	// Usage says what it means, in a few words.
 	Usage string
 	// Value points at the parameter in its set: an *int, *float64,
-	// *time.Duration or *[]int (a list, written as ParseInts reads it).
+	// *time.Duration or *[]int (a list).
 	Value any
 }
 

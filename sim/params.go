@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// ErrInvalidParams is wrapped by every error a Params.Validate returns.
+// ErrInvalidParams is wrapped by every error about a setting the
+// simulator refuses: a scenario's parameter or a Policy's (see ParamError).
 var ErrInvalidParams = errors.New("sim: invalid parameters")
 
 // ParamError is a setting the simulator refuses: a scenario's parameter

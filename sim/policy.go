@@ -106,7 +106,7 @@ const (
 	// dependency answers every attempt at once.
 	UseWhatIf = "whatif"
 	// UseMetastable is the metastable scenario's row for a user's policy
-	// (metastableParams.SetPolicy): a server with workers and a queue,
+	// (PolicyParams.SetPolicy): a server with workers and a queue,
 	// whose callers time out.
 	UseMetastable = "metastable"
 )

@@ -20,14 +20,14 @@ var whatIfColumns = []string{"population", "policy", "peak_rps", "amplification"
 
 // WhatIfReport is a what-if analysis: a user's retry policy judged beside
 // unherd's default in the outage scenario, for a closed population and an
-// open stream, with the outage and storm tables behind the verdicts.
+// open stream, with the outage and storm tables behind the comparisons.
 type WhatIfReport struct {
 	// Policy and Default are the two policies' fields as they ran
 	// (Policy.Fields): defaults resolved, durations as strings.
 	Policy  map[string]any `json:"policy"`
 	Default map[string]any `json:"default"`
 	// Warnings name settings that make no sense (a base of hours, a cap
-	// longer than the run): the verdicts still stand, but say little.
+	// longer than the run): the comparisons still stand, but say little.
 	Warnings []string `json:"warnings,omitempty"`
 	// Capacity is the dependency's capacity in requests per second, and
 	// Outage how long it is down.
@@ -100,7 +100,7 @@ type Comparison struct {
 	// is not better: a closed population's clients held in their waits
 	// make fewer calls without getting more done.
 	Judgement string `json:"judgement"`
-	// Summary is the verdict in one line, with its figures.
+	// Summary is the comparison in one line, with its figures.
 	Summary string `json:"summary"`
 }
 
@@ -138,7 +138,7 @@ type Impact struct {
 // both through the outage scenario at its published size (1000 clients
 // and an open stream of 10000 calls/s against a dependency of 20000/s
 // that is down for 30 s) and through the storm scenario, and returns a
-// verdict per population with the tables; then it maps each one's margin
+// Comparison per population with the tables; then it maps each one's margin
 // against a metastable failure (Margins): the smallest cut to the
 // metastable scenario's server that its open stream of callers,
 // calling through the policy with the scenario's 3 s timeout, does not
@@ -359,11 +359,11 @@ func b2i(b bool) int {
 	return 0
 }
 
-// overallJudgement is WhatIfReport.Overall for verdicts.
-func overallJudgement(verdicts []Comparison) string {
+// overallJudgement is WhatIfReport.Overall for the comparisons cs.
+func overallJudgement(cs []Comparison) string {
 	overall := "similar"
 	for _, j := range []string{"better", "worse"} {
-		for _, v := range verdicts {
+		for _, v := range cs {
 			if v.Judgement == j {
 				overall = j
 			}

@@ -221,11 +221,11 @@ func TestWhatIfJSON(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	var got struct {
-		Policy   map[string]any   `json:"policy"`
-		Overall  string           `json:"overall"`
-		Comparisons []sim.Comparison    `json:"verdicts"`
-		Results  []sim.Result     `json:"results"`
-		Margins  []map[string]any `json:"margins"`
+		Policy      map[string]any   `json:"policy"`
+		Overall     string           `json:"overall"`
+		Comparisons []sim.Comparison `json:"verdicts"`
+		Results     []sim.Result     `json:"results"`
+		Margins     []map[string]any `json:"margins"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)

@@ -44,21 +44,21 @@ func TestIntListSet(t *testing.T) {
 			v, err := parseInts(tc.in)
 			if tc.want == nil {
 				if err == nil {
-					t.Fatalf("ParseInts(%q) = %v, nil; want an error", tc.in, v)
+					t.Fatalf("parseInts(%q) = %v, nil; want an error", tc.in, v)
 				}
 				if !errors.Is(err, sim.ErrInvalidParams) || !strings.Contains(err.Error(), "--clients") {
-					t.Errorf("ParseInts(%q) = %v; want an error wrapping sim.ErrInvalidParams naming --clients", tc.in, err)
+					t.Errorf("parseInts(%q) = %v; want an error wrapping sim.ErrInvalidParams naming --clients", tc.in, err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("ParseInts(%q) = %v", tc.in, err)
+				t.Fatalf("parseInts(%q) = %v", tc.in, err)
 			}
 			if diff := cmp.Diff(tc.want, v); diff != "" {
-				t.Errorf("ParseInts(%q) (-want +got):\n%s", tc.in, diff)
+				t.Errorf("parseInts(%q) (-want +got):\n%s", tc.in, diff)
 			}
 			if back, err := parseInts(formatInts(v)); err != nil || !slices.Equal(back, v) {
-				t.Errorf("ParseInts(FormatInts(%v)) = %v, %v", v, back, err)
+				t.Errorf("parseInts(formatInts(%v)) = %v, %v", v, back, err)
 			}
 		})
 	}
@@ -76,20 +76,20 @@ func FuzzParseInts(f *testing.F) {
 		v, err := parseInts(s)
 		if err != nil {
 			if !errors.Is(err, sim.ErrInvalidParams) || !strings.Contains(err.Error(), "--clients") {
-				t.Fatalf("ParseInts(%q) = %v; want an error wrapping sim.ErrInvalidParams naming --clients", s, err)
+				t.Fatalf("parseInts(%q) = %v; want an error wrapping sim.ErrInvalidParams naming --clients", s, err)
 			}
 			return
 		}
 		if len(v) == 0 || len(v) > strings.Count(s, ",")+1 {
-			t.Fatalf("ParseInts(%q) accepted %d integers from %d items", s, len(v), strings.Count(s, ",")+1)
+			t.Fatalf("parseInts(%q) accepted %d integers from %d items", s, len(v), strings.Count(s, ",")+1)
 		}
 		str := formatInts(v)
 		back, err := parseInts(str)
 		if err != nil {
-			t.Fatalf("ParseInts(%q) gave %v, whose form %q is rejected: %v", s, v, str, err)
+			t.Fatalf("parseInts(%q) gave %v, whose form %q is rejected: %v", s, v, str, err)
 		}
 		if !slices.Equal(back, v) {
-			t.Fatalf("ParseInts(%q) gave %v; through %q it became %v", s, v, str, back)
+			t.Fatalf("parseInts(%q) gave %v; through %q it became %v", s, v, str, back)
 		}
 	})
 }

@@ -401,8 +401,7 @@ func Scenarios() []byte {
 }
 
 func scenario(ctx context.Context, req Request, o sim.Options) Response {
-	// Any scenario the command line runs by name, listed on the page
-	// (Scenarios) or not yet (sim.Unreported).
+	// Any scenario the command line runs by name (sim.Scenarios).
 	sc, ok := sim.Lookup(req.Name)
 	if !ok {
 		return Response{Error: fmt.Sprintf("unknown scenario %q", req.Name)}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // callModel is the model behind outage, storm and what-if: callers make
@@ -429,7 +429,7 @@ func (r *callRun) answer(e *engine.Engine, id int32, t time.Duration, ok bool) (
 	if !r.down(t) {
 		err = errOverloaded
 	}
-	d := c.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
+	d := c.Done(epoch.Add(t), time.Time{}, err, e.Uint64())
 	if d.Reason == nil {
 		return d.Delay, true
 	}

@@ -3,6 +3,31 @@
 // against modelled clients and dependencies, and checks what published
 // sources claim about retries against what the run measures.
 //
+// # Common use
+//
+// Judge a retry policy before it meets production: [WhatIf] runs it
+// beside unherd's default through an outage and a retry storm and says,
+// for a closed population of clients and an open stream of calls, whether
+// it is worse, better or similar, with the figures behind the judgement
+// and each policy's margin against a metastable failure:
+//
+//	rep, err := sim.WhatIf(ctx, sim.Policy{Retry: retry.Config{MaxAttempts: 5}}, sim.Options{Seed: 1})
+//	// rep.Overall, rep.Comparisons, rep.Margins, rep.Results
+//
+// Or run one scenario by name ([Scenarios] lists them), with its
+// published parameters or others set through its [Params]' Fields, each
+// of which points at one parameter:
+//
+//	s, _ := sim.Lookup("outage")
+//	p := s.Params() // the published defaults
+//	r, err := s.Run(ctx, p, sim.Options{Seed: 1})
+//	// r.Rows, r.Claims, r.Charts
+//
+// [RunSeeds] runs a scenario on several seeds and merges the results;
+// [TippingPoints] maps the metastable scenario's tipping points. The
+// same seed always gives the same result, on any machine and with any
+// number of workers.
+//
 // # What it is for
 //
 // Retry policies are easy to write and hard to reason about: the same
@@ -20,7 +45,7 @@
 // judges a user's [Policy] beside unherd's default in the outage and
 // storm scenarios: load against capacity, amplification, recovery and
 // goodput (successful calls per second against the fault-free rate) for
-// each population, and a verdict drawn from those numbers, never from a
+// each population, and a judgement ([Comparison]) drawn from those numbers, never from a
 // share of calls, whose number depends on the policy. The metastable
 // scenario runs a user's policy too ([PolicyParams]), as a row whose
 // callers time out after its attempt timeout.
@@ -376,16 +401,17 @@
 // # Packages
 //
 // Package sim holds the scenarios, each one define call with its
-// parameters (a struct whose tags name each parameter and its checks),
-// its run and its claims, and the what-if analysis; package sim/engine
-// is the event engine the runs drive; package sim/verdict builds the
-// claims and judges them over seeds. The command line (cmd/unherd) owns
-// the flags: a scenario's parameters reach it as Params.Fields, and a
-// policy file as a [Policy], whose retry settings are a retry.Config.
+// parameters (an unexported struct whose tags name each parameter and
+// its checks, reached through Params.Fields), its run and its claims
+// (each built and merged over seeds in claim.go), and the what-if
+// analysis; the event engine the runs drive is internal
+// (sim/internal/engine). The command line (cmd/unherd) owns the flags:
+// a scenario's parameters reach it as Params.Fields, and a policy file
+// as a [Policy], whose retry settings are a retry.Config.
 //
 // # Engine and determinism
 //
-// Each run is one goroutine's loop (package sim/engine) over a radix heap of events (no event
+// Each run is one goroutine's loop (sim/internal/engine) over a radix heap of events (no event
 // is scheduled before the present, so a time's bits name its bucket):
 // events due at the same instant run in the order they were scheduled, so
 // ties never depend on the queue's layout. Events are plain values in
@@ -395,8 +421,8 @@
 // instead of through the queue, with the same result: a call's first
 // attempt, and a retry without delay, in the outage, storm and what-if
 // runs. Virtual time
-// is a time.Duration since [Epoch]; objects that read a clock are given
-// the run's virtual Now. Every random draw comes from the run's PCG
+// is a time.Duration since an epoch, 4 March 2015 at midnight UTC;
+// objects that read a clock are given the run's virtual Now. Every random draw comes from the run's PCG
 // source, seeded with Options.Seed and the run's index in its sweep, so a
 // run's result depends on nothing else. A sweep spreads its runs over
 // Options.Workers goroutines and places each result by index: the same

@@ -9,7 +9,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // The metastable scenario's server model: threads workers take
@@ -361,7 +361,7 @@ func (r *msRun) send(e *engine.Engine, id int32, t time.Duration) {
 	var tok limit.Token
 	if r.lim != nil {
 		var ok bool
-		if tok, ok = r.lim.AcquirePriority(Epoch.Add(t), limit.Normal); !ok {
+		if tok, ok = r.lim.AcquirePriority(epoch.Add(t), limit.Normal); !ok {
 			r.stats.refused++
 			r.failed(e, id, t, errRefused)
 			return
@@ -408,7 +408,7 @@ func (r *msRun) arm(e *engine.Engine) {
 // failed tells call id's policy that its attempt failed with err at t,
 // and makes the next attempt now or later, or ends the call.
 func (r *msRun) failed(e *engine.Engine, id int32, t time.Duration, err error) {
-	d := r.reqs.at(id).call.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
+	d := r.reqs.at(id).call.Done(epoch.Add(t), time.Time{}, err, e.Uint64())
 	switch {
 	case d.Reason != nil:
 		r.end(id, false)
@@ -443,7 +443,7 @@ func (r *msRun) start(e *engine.Engine, w int32, en msEntry, tok limit.Token, t 
 // those whose caller has gone when the server sheds.
 func (r *msRun) finish(e *engine.Engine, w int32, t time.Duration) {
 	en := r.work[w]
-	r.wtok[w].Served(Epoch.Add(t))
+	r.wtok[w].Served(epoch.Add(t))
 	r.stats.served++
 	if q := r.reqs.at(en.req); q.cur == en.serial {
 		q.cur = 0
@@ -459,7 +459,7 @@ func (r *msRun) finish(e *engine.Engine, w int32, t time.Duration) {
 		if r.lim != nil {
 			tok = r.toks.pop()
 			if t >= next.at+r.m.timeout {
-				tok.Dropped(Epoch.Add(t))
+				tok.Dropped(epoch.Add(t))
 				r.stats.shed++
 				continue
 			}

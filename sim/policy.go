@@ -12,7 +12,7 @@ import (
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 	"github.com/unherd/unherd/throttle"
 )
 
@@ -61,27 +61,6 @@ type Policy struct {
 	BudgetRatio float64
 }
 
-// PolicyError is a Policy setting the simulator refuses. It wraps
-// ErrInvalidParams.
-type PolicyError struct {
-	// Policy is the policy's Name.
-	Policy string
-	// Field names the setting as the Policy type spells it:
-	// "Retry.MaxAttempts", "Retry.AttemptTimeout", "Budget",
-	// "BudgetRatio", "Retry.Backoff", ...
-	Field string
-	// Msg says what is wrong and what would be right.
-	Msg string
-}
-
-// Error returns "sim: invalid parameters: policy NAME: Field: Msg".
-func (e *PolicyError) Error() string {
-	return fmt.Sprintf("%v: policy %q: %s: %s", ErrInvalidParams, e.Policy, e.Field, e.Msg)
-}
-
-// Unwrap returns ErrInvalidParams.
-func (e *PolicyError) Unwrap() error { return ErrInvalidParams }
-
 // unmodelled lists the retry.Config fields the simulator cannot model,
 // each with whether it is set and why it has no place in a run.
 func unmodelled(c *retry.Config) []struct {
@@ -112,7 +91,7 @@ func unmodelled(c *retry.Config) []struct {
 }
 
 // Validate reports a setting of p the simulator refuses, as a
-// *PolicyError: one retry.New refuses, one the simulator cannot model
+// *ParamError: one retry.New refuses, one the simulator cannot model
 // (see Retry), more attempts than MaxPolicyAttempts, or a budget that is
 // not none, token or ratio, or a ratio outside (0, 1].
 func (p Policy) Validate() error {
@@ -126,12 +105,12 @@ const (
 	// dependency answers every attempt at once.
 	UseWhatIf = "whatif"
 	// UseMetastable is the metastable scenario's row for a user's policy
-	// (MetastableParams.SetPolicy): a server with workers and a queue,
+	// (PolicyParams.SetPolicy): a server with workers and a queue,
 	// whose callers time out.
 	UseMetastable = "metastable"
 )
 
-// ValidateFor reports, as a *PolicyError, a setting of p that Validate
+// ValidateFor reports, as a *ParamError, a setting of p that Validate
 // refuses or that the use named (UseWhatIf or UseMetastable) cannot
 // apply. The what-if refuses Retry.AttemptTimeout: its dependency fails
 // fast and answers within a round trip, so the timeout would never fire;
@@ -144,7 +123,7 @@ func (p Policy) ValidateFor(use string) error {
 	switch use {
 	case UseWhatIf:
 		if p.Retry.AttemptTimeout != 0 {
-			return &PolicyError{Policy: cmp.Or(p.Name, "yours"), Field: "Retry.AttemptTimeout",
+			return &ParamError{Policy: cmp.Or(p.Name, "yours"), Field: "Retry.AttemptTimeout",
 				Msg: "the what-if cannot apply it: its outage and storm scenarios' dependency fails fast and answers within a round trip, so no attempt would time out; " +
 					"judge it in the metastable scenario, whose callers time out (unherd sim metastable --policy FILE, or the page's metastable scenario), and leave it out of the what-if"}
 		}
@@ -166,7 +145,7 @@ func (p *Policy) resolve() (*retry.Policy, error) {
 		p.Budget = budgetToken
 	}
 	fail := func(field, format string, args ...any) error {
-		return &PolicyError{Policy: p.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &ParamError{Policy: p.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	for _, u := range unmodelled(&p.Retry) {
 		if u.set {

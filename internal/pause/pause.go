@@ -1,8 +1,8 @@
 // Package pause waits for a duration or until a context ends, whichever
-// comes first: the wait of the packages that pause outside a retry loop
-// (chaos's injected latency, idempotency's wait for a running duplicate,
-// unherdgrpc's wait between a stream's attempts). The retry loop has its
-// own wait, which reuses one timer across a call's retries.
+// comes first: the wait of the code that pauses outside a retry loop
+// (chaos's injected latency, the overload suite's paced offers and the
+// reliability tests' clients). The retry loop has its own wait, which
+// reuses one timer across a call's retries.
 package pause
 
 import (

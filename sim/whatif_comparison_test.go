@@ -27,7 +27,7 @@ func TestWhatIfNotGamedByCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := rep.Verdicts[0]
+	closed := rep.Comparisons[0]
 	if closed.Population != "closed" {
 		t.Fatalf("first verdict is %q's", closed.Population)
 	}

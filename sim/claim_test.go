@@ -1,4 +1,4 @@
-package verdict
+package sim
 
 import (
 	"regexp"
@@ -12,23 +12,20 @@ import (
 func TestMerge(t *testing.T) {
 	seeds := []uint64{3, 4, 5}
 	per := []Claim{
-		New("src", "v is small", true, "v %.0f, half %.1f", 4, 2),
-		New("src", "v is small", false, "v %.0f, half %.1f", 6, 3),
-		New("src", "v is small", true, "v %.0f, half %.1f", 5, 2.5),
+		newClaim("src", "v is small", true, "v %.0f, half %.1f", 4, 2),
+		newClaim("src", "v is small", false, "v %.0f, half %.1f", 6, 3),
+		newClaim("src", "v is small", true, "v %.0f, half %.1f", 5, 2.5),
 	}
-	c := Merge(seeds, per)
+	c := mergeClaims(seeds, per)
 	if c.Holds || !slices.Equal(c.Differs, []uint64{4}) || !slices.Equal(c.Seeds, seeds) {
 		t.Errorf("Holds %v, Differs %v, Seeds %v; want false, [4], %v", c.Holds, c.Differs, c.Seeds, seeds)
 	}
 	if want := "v 5 [4-6], half 2.5 [2.0-3.0]"; c.Measured != want {
 		t.Errorf("Measured = %q, want %q", c.Measured, want)
 	}
-	if want := "3 seeds (3-5); differs on 4"; c.SeedSummary() != want {
-		t.Errorf("SeedSummary = %q, want %q", c.SeedSummary(), want)
-	}
 
 	text := []Claim{{Measured: "took 10 s", Holds: true}, {Measured: "took 12 s", Holds: true}, {Measured: "took 11 s", Holds: true}}
-	if m := Merge(seeds, text); m.Measured != "took 11 [10-12] s" || !m.Holds {
+	if m := mergeClaims(seeds, text); m.Measured != "took 11 [10-12] s" || !m.Holds {
 		t.Errorf("text claim merged to %q (holds %v), want %q, holding", m.Measured, m.Holds, "took 11 [10-12] s")
 	}
 }
@@ -38,8 +35,8 @@ func TestMedian(t *testing.T) {
 		in   []float64
 		want float64
 	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := Median(tt.in); got != tt.want {
-			t.Errorf("Median(%v) = %v, want %v", tt.in, got, tt.want)
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package decimal
+package unherdhttp
 
 import (
 	"math"
@@ -9,11 +9,11 @@ import (
 // saturated is what a number of units too large for a Duration reads as.
 const saturated = time.Duration(math.MaxInt64)
 
-func TestDuration(t *testing.T) {
+func TestDecimalDuration(t *testing.T) {
 	check := func(s string, unit, want time.Duration, ok bool) {
 		t.Helper()
-		if d, got := Duration(s, unit); d != want || got != ok {
-			t.Errorf("Duration(%q, %v) = %v, %v; want %v, %v", s, unit, d, got, want, ok)
+		if d, got := decimalDuration(s, unit); d != want || got != ok {
+			t.Errorf("decimalDuration(%q, %v) = %v, %v; want %v, %v", s, unit, d, got, want, ok)
 		}
 	}
 	check("0", time.Second, 0, true)
@@ -29,15 +29,15 @@ func TestDuration(t *testing.T) {
 	check("1.5", time.Second, 0, false)
 }
 
-func FuzzDuration(f *testing.F) {
+func FuzzDecimalDuration(f *testing.F) {
 	f.Add("123", int64(time.Second))
 	f.Fuzz(func(t *testing.T, s string, unit int64) {
 		if unit <= 0 {
 			return
 		}
-		d, ok := Duration(s, time.Duration(unit))
-		if ok != (s != "" && Digits(s)) || d < 0 {
-			t.Fatalf("Duration(%q, %d) = %v, %v", s, unit, d, ok)
+		d, ok := decimalDuration(s, time.Duration(unit))
+		if ok != (s != "" && digits(s)) || d < 0 {
+			t.Fatalf("decimalDuration(%q, %d) = %v, %v", s, unit, d, ok)
 		}
 	})
 }

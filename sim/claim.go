@@ -1,7 +1,4 @@
-// Package verdict judges the simulator's published claims: a Claim sets
-// what a source says beside what a run measured, with the figures its
-// verdict rests on, and Merge judges it over several seeds.
-package verdict
+package sim
 
 import (
 	"fmt"
@@ -10,7 +7,9 @@ import (
 	"strings"
 )
 
-// Claim sets what a published source says beside what this run measured.
+// Claim sets what a published source says beside what this run
+// measured, and whether the measurement agrees: the scenarios report
+// their claims in Result.Claims.
 type Claim struct {
 	// Source names the publication the claim comes from, with its
 	// authors, year and address.
@@ -21,13 +20,13 @@ type Claim struct {
 	// words and numbers.
 	Measured string `json:"measured"`
 	// Holds reports whether the measurement agrees with the claim; over
-	// several seeds (sim.RunSeeds), whether it agrees on every one.
+	// several seeds ([RunSeeds]), whether it agrees on every one.
 	Holds bool `json:"holds"`
 	// Figures are the numbers in Measured, in order: over several seeds,
 	// each seed's median with the range. Empty for a claim whose text is
 	// not built from figures.
 	Figures []Figure `json:"figures,omitempty"`
-	// Seeds are the seeds the claim was judged on (sim.RunSeeds), and
+	// Seeds are the seeds the claim was judged on ([RunSeeds]), and
 	// Differs those on which it does not hold; both empty for one run.
 	Seeds   []uint64 `json:"seeds,omitempty"`
 	Differs []uint64 `json:"differs,omitempty"`
@@ -41,7 +40,8 @@ type Claim struct {
 
 // Figure is one number a claim's verdict rests on: on one seed its value;
 // over several seeds the median, with the least and the greatest value
-// any seed gave.
+// any seed gave. Claim.Measured prints it as "259 [240-281]": the value
+// and, when the seeds disagree, the range.
 type Figure struct {
 	Value float64 `json:"value"`
 	Min   float64 `json:"min"`
@@ -50,9 +50,12 @@ type Figure struct {
 	seeds []float64
 }
 
+// figureText prints a Figure in a claim's Measured text.
+type figureText Figure
+
 // Format prints the value with the verb's precision and, when the seeds
 // disagree, the range after it: "259 [240-281]".
-func (f Figure) Format(s fmt.State, verb rune) {
+func (f figureText) Format(s fmt.State, verb rune) {
 	p, ok := s.Precision()
 	if !ok {
 		p = -1
@@ -64,11 +67,11 @@ func (f Figure) Format(s fmt.State, verb rune) {
 	}
 }
 
-// New builds a Claim of source's claim text, holding or not, whose
+// newClaim builds a Claim of source's claim text, holding or not, whose
 // Measured text is format with the figures in place of its verbs (one %f
 // verb, with any precision, per figure), so that merging the claim over
-// seeds (Merge) can print each figure's spread.
-func New(source, text string, holds bool, format string, figures ...float64) Claim {
+// seeds (mergeClaims) can print each figure's spread.
+func newClaim(source, text string, holds bool, format string, figures ...float64) Claim {
 	c := Claim{Source: source, Claim: text, Holds: holds, format: format}
 	for _, v := range figures {
 		c.Figures = append(c.Figures, Figure{Value: v, Min: v, Max: v, seeds: []float64{v}})
@@ -80,17 +83,17 @@ func New(source, text string, holds bool, format string, figures ...float64) Cla
 func (c *Claim) render() string {
 	args := make([]any, len(c.Figures))
 	for i, f := range c.Figures {
-		args[i] = f
+		args[i] = figureText(f)
 	}
 	return fmt.Sprintf(c.format, args...)
 }
 
-// Merge merges one claim's verdicts on seeds, per[k] judged on seeds[k]:
+// mergeClaims merges one claim's verdicts on seeds, per[k] judged on seeds[k]:
 // it holds only if it holds on every seed, and Differs lists the seeds on
 // which it does not; its figures are medians with the range over the
 // seeds (for a claim built without figures, the numbers of its text,
 // when the seeds' texts agree otherwise).
-func Merge(seeds []uint64, per []Claim) Claim {
+func mergeClaims(seeds []uint64, per []Claim) Claim {
 	c := per[0]
 	c.Seeds = seeds
 	c.Differs = nil
@@ -111,7 +114,7 @@ func Merge(seeds []uint64, per []Claim) Claim {
 			for k, pc := range per {
 				vals[k] = pc.Figures[j].Value
 			}
-			c.Figures[j] = Figure{Value: Median(vals), Min: slices.Min(vals), Max: slices.Max(vals), seeds: vals}
+			c.Figures[j] = Figure{Value: median(vals), Min: slices.Min(vals), Max: slices.Max(vals), seeds: vals}
 		}
 		c.Measured = c.render()
 	} else if m, ok := mergeText(per); ok {
@@ -185,40 +188,13 @@ func mergeText(per []Claim) (string, bool) {
 			vals[k], _ = strconv.ParseFloat(nums[k][i], 64)
 		}
 		i++
-		return fmt.Sprintf("%.*f", prec, Figure{Value: Median(vals), Min: slices.Min(vals), Max: slices.Max(vals)})
+		return fmt.Sprintf("%.*f", prec, figureText{Value: median(vals), Min: slices.Min(vals), Max: slices.Max(vals)})
 	}), true
 }
 
-// SeedSummary says on how many seeds a claim was judged and which ones
-// disagree: "5 seeds (1-5)" or "5 seeds (1-5); differs on 3, 5".
-func (c Claim) SeedSummary() string {
-	if len(c.Seeds) == 0 {
-		return ""
-	}
-	s := fmt.Sprintf("%d seeds (%d-%d)", len(c.Seeds), c.Seeds[0], c.Seeds[len(c.Seeds)-1])
-	if len(c.Seeds) == 1 {
-		s = fmt.Sprintf("seed %d", c.Seeds[0])
-	}
-	if c.Pooled {
-		s += " pooled"
-	}
-	if len(c.Differs) > 0 {
-		ds := make([]string, len(c.Differs))
-		for i, d := range c.Differs {
-			ds[i] = strconv.FormatUint(d, 10)
-		}
-		if c.Pooled {
-			s += "; alone, too few samples to judge, seeds " + strings.Join(ds, ", ") + " differ"
-		} else {
-			s += "; differs on " + strings.Join(ds, ", ")
-		}
-	}
-	return s
-}
-
-// Median is the middle value of vs, or the mean of the middle two; 0 for
+// median is the middle value of vs, or the mean of the middle two; 0 for
 // none.
-func Median(vs []float64) float64 {
+func median(vs []float64) float64 {
 	if len(vs) == 0 {
 		return 0
 	}

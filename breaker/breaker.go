@@ -12,10 +12,10 @@ import (
 	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/retry/engine"
 
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/rolling"
-	"github.com/unherd/unherd/retry"
 )
 
 // State is a breaker's state.
@@ -41,17 +41,17 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// Rejections. They are local rejections made with retry.NewRejection, so
+// Rejections. They are local rejections made with engine.NewRejection, so
 // errors.Is matches them to retry.ErrRejected, and the retry loop never
 // retries them: not when the breaker is one of its Guards, and not when
 // the operation returns them itself (a breaker used through Allow inside
 // the operation).
 var (
 	// ErrOpen: the breaker is open; the call was not made.
-	ErrOpen = retry.NewRejection("breaker: open")
+	ErrOpen = engine.NewRejection("breaker: open")
 	// ErrTooManyProbes: the breaker is half-open and the allowed probes
 	// are already in flight; the call was not made.
-	ErrTooManyProbes = retry.NewRejection("breaker: half-open, probes in flight")
+	ErrTooManyProbes = engine.NewRejection("breaker: half-open, probes in flight")
 )
 
 // Breaker is a circuit breaker. It implements admission.Guard, so a retry
@@ -128,7 +128,7 @@ func New(s Settings) (*Breaker, error) {
 		b.isFailure = DefaultIsFailure
 	}
 	if b.classify == nil {
-		b.classify = retry.DefaultClassify
+		b.classify = engine.DefaultClassify
 	}
 	if b.clock == nil {
 		b.clock = time.Now

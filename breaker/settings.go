@@ -86,7 +86,7 @@ type Settings struct {
 	IsFailure func(admission.Outcome) bool
 
 	// Classify classifies the errors passed to the done function of
-	// Allow. Nil means retry.DefaultClassify. (Through the Guard path, the
+	// Allow. Nil means engine.DefaultClassify. (Through the Guard path, the
 	// retry loop classifies with its own classifier.)
 	Classify func(error) failure.Class
 

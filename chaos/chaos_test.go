@@ -20,7 +20,7 @@ import (
 	"github.com/unherd/unherd/chaos"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -261,7 +261,7 @@ func TestWrapWithRetry(t *testing.T) {
 	inj := mustNew(t, chaos.Config{Faults: chaos.Faults{StatusRate: 1, RetryAfter: 2 * time.Second}})
 	fn := chaos.Wrap(inj, func(context.Context) (int, error) { return 1, nil })
 	_, err := fn(context.Background())
-	if got := retry.DefaultClassify(err); got != failure.Throttled {
+	if got := engine.DefaultClassify(err); got != failure.Throttled {
 		t.Errorf("503 classified %v, want Throttled", got)
 	}
 	var sd interface{ RetryAfter() time.Duration }

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // ErrLimited is the refusal of a request over the concurrency limit:
@@ -16,7 +16,7 @@ import (
 // RESOURCE_EXHAUSTED, and lets the client back off; it is a local
 // rejection for package retry (errors.Is(ErrLimited, retry.ErrRejected)),
 // which never retries it.
-var ErrLimited = retry.NewRejection("limit: over the concurrency limit")
+var ErrLimited = engine.NewRejection("limit: over the concurrency limit")
 
 // WaitError is Wait's refusal after it waited in the queue and no slot
 // came. It matches ErrLimited.

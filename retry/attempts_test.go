@@ -15,6 +15,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // ledger is a guard and a budget that count what the loop does with
@@ -33,7 +34,7 @@ func (l *ledger) Admit(context.Context) (uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reject {
-		return 0, retry.NewRejection("ledger: rejected")
+		return 0, engine.NewRejection("ledger: rejected")
 	}
 	l.admitted++
 	return uint64(l.admitted), nil

@@ -56,7 +56,7 @@
 // objects and calls them under the run's virtual clock:
 //
 //   - backoff.Schedule.Delay for Brooker's contention experiment;
-//   - retry.Call, the retry loop's own per-call state machine (from a
+//   - retryengine.Call, the retry loop's own per-call state machine (from a
 //     policy built with retry.New; Admit before every attempt, Done after
 //     it with the virtual Now and a draw from the run's random source),
 //     which also keeps the policy's budget and guards informed, in every
@@ -101,7 +101,7 @@
 // client waits one hop for the answer plus its backoff, then reads again.
 // Strategies: none, exponential without jitter, full, equal and
 // decorrelated jitter, base 5 ms, cap 2 s; the first retry is attempt 1
-// (its ceiling is base*2: each client's write is a retry.Call, whose count
+// (its ceiling is base*2: each client's write is a retryengine.Call, whose count
 // starts at 0, of a schedule with base 10 ms, or 5 ms, its floor, for
 // decorrelated jitter); decorrelated jitter grows from each client's
 // previous sleep, starting at the base. N = 10 to 190 by 10, 100 runs
@@ -230,8 +230,8 @@
 // an edge service that calls a second, which calls a third, which calls a
 // failing dependency; each layer makes up to 4 attempts: 4^3 = 64
 // attempts per request reach the dependency. Retrying at the edge only
-// (inner layers begin nested calls, retry.Policy.Begin(true), as a
-// context marked by retry.WithOuterRetry makes them do) sends 4; a 10% ratio budget per
+// (inner layers begin their calls with a context marked by
+// retry.WithOuterRetry, so that they are nested) sends 4; a 10% ratio budget per
 // layer caps the product near 1.1^3; a token bucket per layer, once empty,
 // lets one attempt through. The expected counts for any failure rate are
 // computed in closed form and compared with the run.
@@ -342,7 +342,7 @@
 // sits between them. With its random arrivals and service times the
 // simulation gives the four outcomes on each of the report's seeds
 // (TestMetastableOutcomes). Every call is a
-// retry.Call: Huang et al.'s client resends through a policy of
+// retryengine.Call: Huang et al.'s client resends through a policy of
 // unlimited attempts (math.MaxInt), the Immediate schedule and
 // budget.Unlimited; unherd's default is retry.New with a retry.Config
 // whose only field set is AttemptTimeout, the client's timeout (3

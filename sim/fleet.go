@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
@@ -82,7 +84,7 @@ func (p fleetParams) withDefaults() fleetParams {
 // Run's early and skipped syncs are not modelled. Retries are sent at
 // once after the failure they follow: over a 10 s window the backoff's
 // milliseconds do not change the rates. Each client's requests are
-// retry.Calls of its own retry.Policy over its budget.
+// calls of its own retry.Policy (retry/engine.Call) over its budget.
 //
 // With per-client floors every client may retry 100 times per window
 // whatever its traffic, so the fleet's retries grow with its size; the
@@ -293,13 +295,13 @@ func (m *fleetModel) requests(e *engine.Engine, id int32, upto time.Duration) {
 	}
 }
 
-// call makes one request, at t, through the clients' policy (retry.Call,
+// call makes one request, at t, through the clients' policy (retryengine.Call,
 // which tells the client's budget of every attempt and asks it for every
 // retry): every attempt fails during the outage, the first succeeds
 // otherwise.
 func (m *fleetModel) call(t time.Duration) {
 	m.cur.t = t
-	c := m.policy.Begin(false)
+	c := retryengine.Begin(context.Background(), m.policy)
 	_ = c.Admit(context.Background()) // no guards: never rejects
 	down := t >= m.p.Before && t < m.p.Before+m.p.Outage
 	if !down {

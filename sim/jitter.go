@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
@@ -226,7 +228,7 @@ const (
 // of the sweep and fail at its top, in his simulator as here; the claims
 // print every point's difference.
 //
-// Each client's write is one retry.Call of a policy with the strategy's
+// Each client's write is one retryengine.Call of a policy with the strategy's
 // schedule, no attempt limit and no budget: the call keeps the client's
 // attempts and previous sleep, and Done decides each sleep. The call
 // counts its first retry as retry 0 where Brooker's counter says 1, so
@@ -238,8 +240,8 @@ type jitterRun struct {
 	policy   *retry.Policy
 	none     bool
 	version  int64
-	seen     []int64      // version each client last read
-	calls    []retry.Call // each client's write, its retry state
+	seen     []int64            // version each client last read
+	calls    []retryengine.Call // each client's write, its retry state
 	writes   int64
 	finished time.Duration
 }
@@ -249,7 +251,7 @@ type jitterRun struct {
 var errStale = errors.New("sim: stale version")
 
 // jitterSchedule is the schedule of the strategy named s, in the terms of
-// retry.Call's count (see jitterRun).
+// retryengine.Call's count (see jitterRun).
 func jitterSchedule(p *jitterParams, s string) (backoff.Schedule, error) {
 	switch s {
 	case "none":
@@ -278,11 +280,11 @@ func runJitter(done <-chan struct{}, seed, stream uint64, p *jitterParams, strat
 	if err != nil {
 		return jitterOut{}, fmt.Errorf("%w: %w", ErrInvalidParams, err)
 	}
-	r := &jitterRun{p: p, policy: pol, none: sched.Immediate, seen: make([]int64, n), calls: make([]retry.Call, n)}
+	r := &jitterRun{p: p, policy: pol, none: sched.Immediate, seen: make([]int64, n), calls: make([]retryengine.Call, n)}
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	for c := range n {
-		r.calls[c] = pol.Begin(false)
+		r.calls[c] = retryengine.Begin(context.Background(), pol)
 		e.After(r.hop(e), jitterRead, int32(c), 0)
 	}
 	e.Run(r, -1)

@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
@@ -158,8 +160,8 @@ const (
 // dependency.
 type layCall struct {
 	layer  int
-	parent int32      // -1 for the edge
-	call   retry.Call // its retry state at its layer
+	parent int32            // -1 for the edge
+	call   retryengine.Call // its retry state at its layer
 }
 
 type layersRun struct {
@@ -204,7 +206,7 @@ func (r *layersRun) newCall(layer int, parent int32) int32 {
 	// In "edge only", inner layers know their caller retries: their
 	// calls are nested, as a context marked by retry.WithOuterRetry makes
 	// them.
-	c := layCall{layer: layer, parent: parent, call: r.policies[layer].Begin(r.mode == 1 && layer > 0)}
+	c := layCall{layer: layer, parent: parent, call: retryengine.Begin(layerContext(r.mode == 1 && layer > 0), r.policies[layer])}
 	id, reused := r.free.take(len(r.calls))
 	if reused {
 		r.calls[id] = c
@@ -282,4 +284,18 @@ func (r *layersRun) finish(e *engine.Engine, id int32, ok bool) {
 		arg = 1
 	}
 	e.After(r.p.Hop, layDone, parent, arg)
+}
+
+// nestedContext is the context of a call made while serving a caller that
+// retries: retry.WithOuterRetry's mark, which makes a Policy's call make
+// Config.NestedAttempts attempts.
+var nestedContext = retry.WithOuterRetry(context.Background())
+
+// layerContext returns the context a layer's call begins with: nested
+// when an outer layer retries.
+func layerContext(nested bool) context.Context {
+	if nested {
+		return nestedContext
+	}
+	return context.Background()
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
@@ -25,7 +27,7 @@ import (
 var (
 	// errNoAnswer is an attempt that got no answer within the client's
 	// timeout: retry's Timeout class.
-	errNoAnswer = retry.MarkAttemptTimeout(errors.New("sim: no answer within the client's timeout"))
+	errNoAnswer = retryengine.MarkAttemptTimeout(errors.New("sim: no answer within the client's timeout"))
 	// errRefused is the server's refusal over its concurrency limit (503
 	// with Retry-After, RESOURCE_EXHAUSTED): a throttling error.
 	errRefused = retry.Judge(errors.New("sim: refused over the server's concurrency limit"), retry.Verdict{Class: failure.Throttled})
@@ -88,7 +90,7 @@ type msStats struct {
 
 // msReq is one call: its retry state and its attempt in flight.
 type msReq struct {
-	call retry.Call
+	call retryengine.Call
 	cur  int64 // serial of the attempt its caller waits for; 0 when none
 }
 
@@ -320,7 +322,7 @@ func (r *msRun) Handle(e *engine.Engine, ev engine.Event) {
 	case msArrive:
 		e.At(t+r.gap(e), msArrive, 0, 0)
 		id := r.slot()
-		r.reqs.at(id).call = r.policy.Begin(false)
+		r.reqs.at(id).call = retryengine.Begin(context.Background(), r.policy)
 		r.stats.offered[t/time.Second]++
 		r.send(e, id, t)
 	case msServed:

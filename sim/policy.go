@@ -2,10 +2,13 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	retryengine "github.com/unherd/unherd/retry/engine"
 
 	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
@@ -167,7 +170,7 @@ func (p *Policy) resolve() (*retry.Policy, error) {
 		field, msg := retryField(err)
 		return nil, fail(field, "%s", msg)
 	}
-	if n := rp.MaxAttempts(); n > MaxPolicyAttempts {
+	if n := retryengine.AttemptLimit(context.Background(), rp); n > MaxPolicyAttempts {
 		return nil, fail("Retry.MaxAttempts", "%d is above the limit of %d", n, MaxPolicyAttempts)
 	}
 	return rp, nil
@@ -203,7 +206,7 @@ func retryField(err error) (field, msg string) {
 func (p Policy) Fields() map[string]any {
 	attempts := p.Retry.MaxAttempts
 	if rp, err := p.resolve(); err == nil {
-		attempts = rp.MaxAttempts()
+		attempts = retryengine.AttemptLimit(context.Background(), rp)
 	}
 	b := p.Retry.Backoff
 	m := map[string]any{
@@ -282,7 +285,7 @@ func (s *policySpec) pure() bool { return s.guard == guardNone && s.Budget == bu
 // its budget and guard, built on the run's virtual clock (the guard's
 // jitter is seeded by a draw from e), through retry.New, which resolves
 // its defaults. The models drive the policy's state machine
-// (retry.Call), which tells the budget and the guard about every
+// (retryengine.Call), which tells the budget and the guard about every
 // attempt.
 func (s *policySpec) build(e *engine.Engine) (*retry.Policy, error) {
 	c := s.Retry

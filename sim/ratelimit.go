@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
@@ -266,8 +268,8 @@ func ratelimitClaims(p *ratelimitParams, util, done []float64) []Claim {
 const rlArrive int32 = 0
 
 type rlWorker struct {
-	jobs int        // left to do
-	call retry.Call // the job's retry state
+	jobs int              // left to do
+	call retryengine.Call // the job's retry state
 }
 
 type ratelimitRun struct {
@@ -293,7 +295,7 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *ratelimitParams,
 		tripSD: time.Duration(math.Sqrt2 * float64(p.Hop) / 5),
 		limit:  tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
-		r.workers[w] = rlWorker{jobs: p.Jobs, call: pol.Begin(false)}
+		r.workers[w] = rlWorker{jobs: p.Jobs, call: retryengine.Begin(context.Background(), pol)}
 		r.send(e, int32(w), e.Normal(p.Hop, p.Hop/5)) // the first way out
 	}
 	e.Run(r, -1)
@@ -326,7 +328,7 @@ func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
 		r.out.good[s]++
 		w.call.Done(epoch.Add(at), time.Time{}, nil, 0)
 		w.jobs--
-		w.call = r.policy.Begin(false)
+		w.call = retryengine.Begin(context.Background(), r.policy)
 		if w.jobs == 0 {
 			r.left--
 			r.out.done = max(r.out.done, at)
@@ -344,7 +346,7 @@ func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
 		if d.Wait {
 			wait = d.Delay
 		}
-		w.call = r.policy.Begin(false)
+		w.call = retryengine.Begin(context.Background(), r.policy)
 		r.send(e, ev.ID, trip+wait)
 		return
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/retry/engine"
 
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/rolling"
-	"github.com/unherd/unherd/retry"
 )
 
 // Defaults applied to zero fields of [AdaptiveSettings]. K is the Google
@@ -33,10 +33,10 @@ const (
 
 // ErrThrottled is the local rejection of [Adaptive]: the call was not made
 // because the dependency has been accepting too few requests. It is made
-// with retry.NewRejection, so errors.Is matches it to retry.ErrRejected
+// with engine.NewRejection, so errors.Is matches it to retry.ErrRejected
 // and the retry loop never retries it, whether the throttle is one of its
 // Guards or the operation returns the rejection itself.
-var ErrThrottled = retry.NewRejection("throttle: rejected locally, dependency overloaded")
+var ErrThrottled = engine.NewRejection("throttle: rejected locally, dependency overloaded")
 
 // ErrInvalidSettings is wrapped by every error the constructors and
 // Validate methods return.

@@ -9,15 +9,15 @@ import (
 	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // ErrRateLimited is the rejection of [RateLimiter] when waiting for a
 // send token would end after the caller's deadline: the call is not made
 // and the wait is not started. It is a local rejection made with
-// retry.NewRejection: errors.Is matches it to retry.ErrRejected, and the
+// engine.NewRejection: errors.Is matches it to retry.ErrRejected, and the
 // retry loop never retries it.
-var ErrRateLimited = retry.NewRejection("throttle: send rate limit wait would pass the deadline")
+var ErrRateLimited = engine.NewRejection("throttle: send rate limit wait would pass the deadline")
 
 // RateLimiterSettings configures a [RateLimiter]. The zero value follows
 // the AWS SDKs' adaptive retry mode; the algorithm's constants are fixed

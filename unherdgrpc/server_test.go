@@ -21,6 +21,7 @@ import (
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 	"github.com/unherd/unherd/unherdgrpc"
 )
 
@@ -31,7 +32,7 @@ type markServer struct {
 }
 
 func markOf(ctx context.Context) string {
-	if retry.HasOuterRetry(ctx) {
+	if engine.HasOuterRetry(ctx) {
 		return "marked"
 	}
 	return ""

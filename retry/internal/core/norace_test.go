@@ -1,5 +1,5 @@
 //go:build !race
 
-package retry
+package core
 
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build race
 
-package retry
+package core
 
 // raceEnabled is true under the race detector, where sync.Pool drops
 // items at random and allocation counts say nothing.

@@ -1,4 +1,4 @@
-package retry
+package core
 
 import (
 	"context"
@@ -14,59 +14,7 @@ import (
 	"github.com/unherd/unherd/observe"
 )
 
-// Call is the retry state of one call: the per-call state machine that
-// [Policy.Do], [DoValue], the simulator in package sim and the HTTP
-// transport in package unherdhttp all drive. Start one with
-// [Policy.Begin], then for every attempt:
-//
-//  1. Admit before the attempt starts. It asks the guards (breakers,
-//     throttles); a local rejection ends the call, and a retry already
-//     withdrawn from the budget for this attempt is refunded.
-//  2. Make the attempt.
-//  3. Done with its error (nil for a success), the current time, the
-//     caller's deadline and a random draw. Done tells the guards and the
-//     budget how the attempt ended and returns a [Decision]: stop with a
-//     reason, or wait Decision.Delay and go back to 1.
-//
-// If the caller gives up (its context ends) during an attempt or a wait,
-// call Cancel instead of Done: the guards hear that the attempt was
-// abandoned, the budget hears nothing, and a withdrawn retry is refunded.
-//
-// A Call owns everything a call carries between attempts: the attempt
-// count, the previous delay (for decorrelated jitter), the class its last
-// retry was charged as (a token bucket refunds by it), the guards' tickets
-// and the budget's record of every attempt, successes and failures alike.
-// Admit, Done, Cancel and Err never sleep, never read a clock and never
-// draw a random number: time and randomness are arguments, so a simulator
-// can drive them under virtual time. Guards may read their own clocks,
-// and a guard that waits (a rate limiter) waits inside Admit.
-//
-// A driver that makes its attempts in real time uses the layer over Done
-// instead, as DoValue and the gRPC and HTTP clients do: run each admitted
-// attempt between [Policy.StartAttempt] and [Attempt.End] (its context,
-// timeout and latency samples), then call [Call.Succeeded], or
-// [Call.Failed], which reads the clock, draws, and waits before the next
-// attempt:
-//
-//	c := p.Begin(false)
-//	for {
-//		if err := c.Admit(ctx); err != nil {
-//			return err
-//		}
-//		a := p.StartAttempt(ctx)
-//		err := a.End(op(a.Context()))
-//		if err == nil {
-//			c.Succeeded()
-//			return nil
-//		}
-//		if err := c.Failed(ctx, err); err != nil {
-//			return err
-//		}
-//	}
-//
-// A Call is a value, used by one goroutine for one call. The zero Call is
-// not usable; call Policy.Begin. Making one allocates nothing, and neither
-// does a call whose first attempt succeeds.
+// Call is engine.Call, which documents it.
 type Call struct {
 	p       *Policy
 	last    error         // the last attempt's error
@@ -91,44 +39,23 @@ const (
 	paid                     // a retry was withdrawn and its attempt not yet admitted
 )
 
-// Decision is what [Call.Done] decided: stop with Reason, or wait Delay
-// and make another attempt. After a success it is the zero Decision.
+// Decision is engine.Decision.
 type Decision struct {
-	// Reason is nil when the call goes on (after a failure) or has
-	// succeeded; otherwise it is the sentinel error that ends the call
-	// (ErrAttemptsExhausted, ErrBudgetExhausted, ...). [Call.Err] turns it
-	// into the call's error.
 	Reason error
-	// Delay is the wait before the next attempt. With a Reason, it is the
-	// wait the schedule had computed when the deadline, the budget or the
-	// server's delay stopped the call (zero when it stopped earlier), or,
-	// with Wait, the wait before returning.
-	Delay time.Duration
-	// Wait is true when the caller should wait Delay before it returns the
-	// call's error: the budget refused the retry and
-	// Config.OnBudgetExhausted is not ReturnAtOnce.
-	Wait bool
-	// Class is how the failed attempt was classified.
-	Class failure.Class
+	Delay  time.Duration
+	Wait   bool
+	Class  failure.Class
 }
 
-// Begin starts a call. nested says the call is made while serving a caller
-// that retries on its own (see [WithOuterRetry]): NestedAttempts then
-// replaces MaxAttempts.
+// Begin starts a call; see engine.Begin.
 func (p *Policy) Begin(nested bool) Call {
 	return Call{p: p, max: p.AttemptLimit(nested)}
 }
 
-// Attempts returns the number of attempts admitted so far, counting one in
-// flight.
+// Attempts is engine.Call.Attempts.
 func (c *Call) Attempts() int { return c.attempt }
 
-// Admit asks to start the next attempt. It consults the guards in order;
-// if one rejects, the guards that had admitted it hear that it was
-// abandoned, the retry withdrawn for it (if any) is refunded, and Admit
-// returns the call's *Error: ErrRejected, with the guard's error as Cause,
-// or ErrCancelled if ctx ended while a guard waited. A local rejection is
-// never retried. ctx is only handed to the guards.
+// Admit is engine.Call.Admit.
 func (c *Call) Admit(ctx context.Context) error {
 	if c.p.hooked {
 		return c.admitSlow(ctx)
@@ -297,39 +224,7 @@ func (c *Call) refund() {
 	}
 }
 
-// Done reports how the admitted attempt ended and decides what follows.
-// err is nil for a success. now is the current time and deadline the
-// caller's (zero for none): a wait that would end at or after deadline is
-// not started. draw is a uniformly random 64-bit number for the jitter.
-// After a success, now, deadline and draw are not used.
-//
-// On a failure Done takes these steps, in this order, and the first that
-// stops the call gives the Reason:
-//
-//  1. An error that is a local rejection (errors.Is(err, ErrRejected): a
-//     breaker used inside the operation, an inner Policy's rejection)
-//     stops with ErrRejected; guards hear the attempt was abandoned, the
-//     budget hears nothing.
-//  2. Classify err (Config.Classify, else DefaultClassify); tell the
-//     guards and the budget about the failure and its class.
-//  3. Permanent stops with ErrPermanent; an error judged Final,
-//     or one that is ErrFinal, stops with ErrFinal.
-//  4. No attempts left (MaxAttempts, or NestedAttempts for a nested call)
-//     stops with ErrAttemptsExhausted.
-//  5. The delay: the schedule's jittered delay for this retry (from the
-//     throttled base for a Throttled failure), or, if longer, the
-//     server-directed delay the error carries (a RetryAfter method) with
-//     ServerJitter on top; a server delay above MaxServerDelay stops with
-//     ErrServerDelayTooLong, unless ClampServerDelay is set.
-//  6. A wait that would end at or after the deadline stops with
-//     ErrDeadline.
-//  7. Withdraw the retry from the budget; an empty budget stops with
-//     ErrBudgetExhausted (unless Config.OnBudgetExhausted is
-//     ReturnAtOnce, the Decision asks the caller to wait first; see
-//     Decision.Wait).
-//  8. Tell the observer (observe.Retry) and return the delay.
-//
-// When it stops the call, Done tells the observer first (observe.GiveUp).
+// Done is engine.Call.Done.
 func (c *Call) Done(now, deadline time.Time, err error, draw uint64) Decision {
 	if err == nil {
 		if c.p.hooked {
@@ -476,12 +371,7 @@ func (p *Policy) remaining(attempt, limit int, class failure.Class, d time.Durat
 	return w
 }
 
-// Cancel ends the call because the caller gave up: its context ended
-// during an attempt (err is that attempt's error) or during a wait (err is
-// nil). An attempt in flight is reported to the guards as abandoned, the
-// budget is told nothing, and a retry withdrawn and not yet made is
-// refunded. It returns the call's *Error, ErrCancelled with cause (usually
-// context.Cause of the caller's context).
+// Cancel is engine.Call.Cancel.
 func (c *Call) Cancel(err, cause error) error {
 	if err != nil {
 		c.last = err
@@ -499,9 +389,7 @@ func (c *Call) abandon(err error) {
 	c.refund()
 }
 
-// Err returns the call's error for a Decision that stops it: an [*Error]
-// with d.Reason, the attempts made and the last attempt's error. It
-// returns nil for a Decision without a Reason.
+// Err is engine.Call.Err.
 func (c *Call) Err(d Decision) error {
 	if d.Reason == nil {
 		return nil

@@ -245,14 +245,9 @@ func TestShedDeadline(t *testing.T) {
 				if got := rec.Header().Get("Retry-After"); got != "" {
 					t.Errorf("Retry-After %q, want none", got)
 				}
-				var got string
-				if s := alg.Samples(); len(s) == 1 {
-					got = "served"
-					if s[0].Dropped {
-						got = "dropped"
-					}
-				} else if len(s) > 1 {
-					t.Fatalf("samples %v, want at most one", s)
+				got, err := alg.Released()
+				if err != nil {
+					t.Fatal(err)
 				}
 				if got != tt.wantSample || l.InFlight() != 0 {
 					t.Errorf("sample %q, in flight %d; want %q, 0", got, l.InFlight(), tt.wantSample)

@@ -243,14 +243,7 @@ func (m *requestMatch) compile(what string) (func(*http.Request) bool, error) {
 			return rm == method
 		})
 	}
-	preds, err := combine(preds, m.All, m.Any, m.Not, what, (*requestMatch).compile)
-	if err != nil {
-		return nil, err
-	}
-	if len(preds) == 0 {
-		return nil, fmt.Errorf("%w: %s sets none of pathRegex, method, all, any, not", ErrConfig, what)
-	}
-	return allOf(preds), nil
+	return combine(preds, m.All, m.Any, m.Not, what, "pathRegex, method, all, any, not", (*requestMatch).compile)
 }
 
 // compileClasses returns whether a status failed, by the first class
@@ -301,21 +294,16 @@ func (m *responseMatch) compile(what string) (func(int) bool, error) {
 		}
 		preds = append(preds, func(c int) bool { return lo <= c && c <= hi })
 	}
-	preds, err := combine(preds, m.All, m.Any, m.Not, what, (*responseMatch).compile)
-	if err != nil {
-		return nil, err
-	}
-	if len(preds) == 0 {
-		return nil, fmt.Errorf("%w: %s sets none of status, all, any, not", ErrConfig, what)
-	}
-	return allOf(preds), nil
+	return combine(preds, m.All, m.Any, m.Not, what, "status, all, any, not", (*responseMatch).compile)
 }
 
 // combine compiles the all, any and not fields of a Linkerd match (those
-// that are set; all and any are the match's lists, named what.all[i] and
-// what.any[i]) with compile, and appends to preds a predicate for each:
-// every one of its matches holds, one of them does, it does not.
-func combine[M, T any](preds []func(T) bool, all, some []M, not *M, what string, compile func(*M, string) (func(T) bool, error)) ([]func(T) bool, error) {
+// that are set; the lists' matches named what.all[i] and what.any[i])
+// with compile, and returns the predicate that holds when preds, the
+// match's own fields, and those all hold: every one of all, one of any,
+// not not. A match that sets none of them (fields, for the error) is an
+// error.
+func combine[M, T any](preds []func(T) bool, all, some []M, not *M, what, fields string, compile func(*M, string) (func(T) bool, error)) (func(T) bool, error) {
 	each := func(ms []M, what string) ([]func(T) bool, error) {
 		out := make([]func(T) bool, len(ms))
 		for i := range ms {
@@ -355,7 +343,10 @@ func combine[M, T any](preds []func(T) bool, all, some []M, not *M, what string,
 		}
 		preds = append(preds, func(v T) bool { return !sub(v) })
 	}
-	return preds, nil
+	if len(preds) == 0 {
+		return nil, fmt.Errorf("%w: %s sets none of %s", ErrConfig, what, fields)
+	}
+	return allOf(preds), nil
 }
 
 // allOf holds when every one of preds does.

@@ -143,12 +143,8 @@ type responseMatch struct {
 // departures, chief among them that a retryable route makes at most 3
 // attempts, where Linkerd retries for as long as the budget allows.
 func ParseServiceProfile(profile []byte) (*ServiceProfile, error) {
-	js, err := toJSON(profile, "ServiceProfile")
-	if err != nil {
-		return nil, err
-	}
 	var sp linkerdProfile
-	if err := strict(js, &sp, "ServiceProfile"); err != nil {
+	if err := decode(profile, &sp, "ServiceProfile"); err != nil {
 		return nil, err
 	}
 	if sp.Kind != "" && sp.Kind != "ServiceProfile" || sp.APIVersion != "" && !strings.HasPrefix(sp.APIVersion, "linkerd.io/") {

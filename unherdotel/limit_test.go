@@ -130,20 +130,11 @@ func TestLimiterGaugesAdaptive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alg, err := limit.NewAIMD(limit.AIMDConfig{InitialLimit: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := limit.New(limit.Config{Algorithm: alg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, drop := observecheck.AdaptiveLimiter(t)
 	if _, err := m.RegisterLimiter("db", l); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tok, _ := l.Acquire(now)
-	tok.Dropped(now.Add(time.Millisecond)) // 10 x 0.9
+	drop()
 	g := collect(t, r)["unherd.concurrency.limit"].Data.(metricdata.Gauge[int64])
 	if v := g.DataPoints[0].Value; v != int64(l.Limit()) || v >= 10 {
 		t.Errorf("limit gauge %v, limiter's limit %d (from 10, after a drop)", v, l.Limit())

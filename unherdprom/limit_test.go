@@ -108,18 +108,9 @@ unherd_concurrency_limit{policy="api"} 2
 // TestLimiterCollectorAdaptive: the limit gauge follows an adaptive
 // limit as releases move it.
 func TestLimiterCollectorAdaptive(t *testing.T) {
-	alg, err := limit.NewAIMD(limit.AIMDConfig{InitialLimit: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := limit.New(limit.Config{Algorithm: alg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, drop := observecheck.AdaptiveLimiter(t)
 	col := unherdprom.LimiterCollector("db", l)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tok, _ := l.Acquire(now)
-	tok.Dropped(now.Add(time.Millisecond)) // 10 x 0.9
+	drop()
 	if n := testutil.CollectAndCount(col); n != 2 {
 		t.Errorf("%d metrics collected, want 2", n)
 	}

@@ -44,3 +44,23 @@ func LimiterOf2(t *testing.T, l *limit.Limiter) (b, c limit.Token) {
 	}
 	return b, c
 }
+
+// AdaptiveLimiter returns a limiter whose AIMD limit starts at 10, and
+// a function that moves it down: one request admitted and dropped
+// (10 x 0.9), after which the limit is below 10.
+func AdaptiveLimiter(t *testing.T) (l *limit.Limiter, drop func()) {
+	t.Helper()
+	alg, err := limit.NewAIMD(limit.AIMDConfig{InitialLimit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = limit.New(limit.Config{Algorithm: alg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, func() {
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		tok, _ := l.Acquire(now)
+		tok.Dropped(now.Add(time.Millisecond))
+	}
+}

@@ -400,17 +400,11 @@ func (s *script) run(ctx context.Context, st step, sendHeader func(metadata.MD) 
 			return err
 		}
 	}
-	if st.stall > 0 {
-		t := time.NewTimer(st.stall)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			s.mu.Lock()
-			s.cancelled++
-			s.mu.Unlock()
-			return status.FromContextError(ctx.Err()).Err()
-		}
+	if err := stall(ctx, st.stall); err != nil {
+		s.mu.Lock()
+		s.cancelled++
+		s.mu.Unlock()
+		return err
 	}
 	for range st.msgs {
 		if err := send(); err != nil {

@@ -74,19 +74,29 @@ func (s *faultServer) md(i int) metadata.MD {
 	return s.requests[i]
 }
 
+// stall waits d (none if d is not positive) or, if ctx ends first,
+// returns the status of its end, as a handler that honours its context.
+func stall(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
 func (f fault) apply(ctx context.Context) error {
 	if f.untilDone {
 		<-ctx.Done()
 		return status.FromContextError(ctx.Err()).Err()
 	}
-	if f.stall > 0 {
-		t := time.NewTimer(f.stall)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		}
+	if err := stall(ctx, f.stall); err != nil {
+		return err
 	}
 	if f.code == codes.OK {
 		return nil

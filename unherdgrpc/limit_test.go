@@ -30,6 +30,18 @@ func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
 	return l
 }
 
+// fullLimiter returns a limiter of 1, without a queue, and the token of
+// its only slot: the server is full until the test releases it.
+func fullLimiter(t testing.TB) (*limit.Limiter, limit.Token) {
+	t.Helper()
+	l := newLimiter(t, limit.Fixed(1))
+	held, ok := l.Acquire(time.Now())
+	if !ok {
+		t.Fatal("could not take the only token")
+	}
+	return l, held
+}
+
 // blockServer holds every unary call until unblock is closed, after
 // saying on started that it runs.
 type blockServer struct {
@@ -96,11 +108,7 @@ func TestLimiterRefusesOverLimit(t *testing.T) {
 
 func TestLimiterRefusalRetriedAfterPushback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, limit.Fixed(1))
-		held, ok := l.Acquire(time.Now()) // the server is full
-		if !ok {
-			t.Fatal("could not take the only token")
-		}
+		l, held := fullLimiter(t)
 		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
 		var events []retry.RetryEvent
 		cfg := unherdgrpc.Config{}
@@ -256,11 +264,7 @@ func TestLimiterPriorities(t *testing.T) {
 // after its pushback, as gRFC A6 has them honour it.
 func TestLimiterRefusalRetriedByGRPCGo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, limit.Fixed(1))
-		held, ok := l.Acquire(time.Now()) // the server is full
-		if !ok {
-			t.Fatal("could not take the only token")
-		}
+		l, held := fullLimiter(t)
 		time.AfterFunc(100*time.Millisecond, func() { held.Served(time.Now()) })
 		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
 		fs := &faultServer{}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/pause"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -77,17 +78,10 @@ func (s *faultServer) md(i int) metadata.MD {
 // stall waits d (none if d is not positive) or, if ctx ends first,
 // returns the status of its end, as a handler that honours its context.
 func stall(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if d > 0 && !pause.For(ctx, d) {
 		return status.FromContextError(ctx.Err()).Err()
 	}
+	return nil
 }
 
 func (f fault) apply(ctx context.Context) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // waited is one Wait's result: who waited, what it got, and when (since
@@ -36,11 +37,7 @@ func waitFor(ctx context.Context, l *Limiter, p Priority, name string, t0 time.T
 
 func mustNew(t *testing.T, cfg Config) *Limiter {
 	t.Helper()
-	l, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return configtest.Must(New(cfg))(t)
 }
 
 // checkEmpty fails unless nothing is in flight or queued.

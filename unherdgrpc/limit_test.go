@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/retry"
@@ -23,11 +24,7 @@ import (
 func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
 	t.Helper()
 	// No queue: these tests are about the refusal itself.
-	l, err := limit.New(limit.Config{Algorithm: a, MaxWait: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return configtest.Must(limit.New(limit.Config{Algorithm: a, MaxWait: -1}))(t)
 }
 
 // fullLimiter returns a limiter of 1, without a queue, and the token of

@@ -19,6 +19,7 @@ import (
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdgrpc"
 )
@@ -46,11 +47,7 @@ func (markServer) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, stre
 
 func newServer(t *testing.T, cfg unherdgrpc.ServerConfig) *unherdgrpc.Server {
 	t.Helper()
-	s, err := unherdgrpc.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return configtest.Must(unherdgrpc.NewServer(cfg))(t)
 }
 
 func TestServerMarksCallersThatRetry(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/retry"
@@ -24,20 +25,12 @@ import (
 func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
 	t.Helper()
 	// No queue: these tests are about the refusal itself.
-	l, err := limit.New(limit.Config{Algorithm: a, MaxWait: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return configtest.Must(limit.New(limit.Config{Algorithm: a, MaxWait: -1}))(t)
 }
 
 func shed(t testing.TB, cfg unherdhttp.ShedConfig, h http.Handler) http.Handler {
 	t.Helper()
-	mw, err := unherdhttp.Shed(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mw(h)
+	return configtest.Must(unherdhttp.Shed(cfg))(t)(h)
 }
 
 func TestShedRefusesOverLimit(t *testing.T) {

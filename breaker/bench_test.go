@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/retry"
 )
@@ -12,11 +13,7 @@ import (
 // BenchmarkBreakerAllowParallel measures Admit and Done of a success on a
 // closed breaker from many goroutines: the path every healthy call takes.
 func BenchmarkBreakerAllowParallel(b *testing.B) {
-	br, err := New(Settings{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	guardtest.Parallel(b, br, retry.Outcome{}, false)
+	guardtest.Parallel(b, configtest.Must(New(Settings{}))(b), retry.Outcome{}, false)
 }
 
 // BenchmarkBreakerAllowFuncParallel is the same through Allow's done

@@ -16,17 +16,12 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/shedtest"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
-
-func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
-	t.Helper()
-	// No queue: these tests are about the refusal itself.
-	return configtest.Must(limit.New(limit.Config{Algorithm: a, MaxWait: -1}))(t)
-}
 
 func shed(t testing.TB, cfg unherdhttp.ShedConfig, h http.Handler) http.Handler {
 	t.Helper()
@@ -34,7 +29,7 @@ func shed(t testing.TB, cfg unherdhttp.ShedConfig, h http.Handler) http.Handler 
 }
 
 func TestShedRefusesOverLimit(t *testing.T) {
-	l := newLimiter(t, limit.Fixed(2))
+	l := shedtest.NoQueue(t, limit.Fixed(2))
 	started, unblock := make(chan struct{}, 3), make(chan struct{})
 	srv := newServer(t, shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
@@ -83,11 +78,7 @@ func TestShedRefusesOverLimit(t *testing.T) {
 }
 
 func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
-	l := newLimiter(t, limit.Fixed(1))
-	held, ok := l.Acquire(time.Now()) // the server is full
-	if !ok {
-		t.Fatal("could not take the only token")
-	}
+	l, held := shedtest.Full(t)
 	var mu sync.Mutex
 	var arrivals []time.Time
 	h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
@@ -137,7 +128,7 @@ func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
 }
 
 func TestShedPanicReleases(t *testing.T) {
-	l := newLimiter(t, limit.Fixed(1))
+	l := shedtest.NoQueue(t, limit.Fixed(1))
 	srv := httptest.NewUnstartedServer(shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic("handler fails")
 	})))
@@ -160,7 +151,7 @@ func TestShedPanicReleases(t *testing.T) {
 
 func TestShedPanicGoesOn(t *testing.T) {
 	alg := &limittest.Recorder{N: 1}
-	l := newLimiter(t, alg)
+	l := shedtest.NoQueue(t, alg)
 	h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic(http.ErrAbortHandler)
 	}))
@@ -168,9 +159,7 @@ func TestShedPanicGoesOn(t *testing.T) {
 		if r := recover(); r != http.ErrAbortHandler {
 			t.Errorf("recovered %v, want http.ErrAbortHandler", r)
 		}
-		if l.InFlight() != 0 || len(alg.Samples()) != 0 {
-			t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.Samples())
-		}
+		shedtest.Released(t, l, alg, "") // Ignore
 	}()
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	t.Error("the panic did not go on")
@@ -204,7 +193,7 @@ func TestShedDeadline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				alg := &limittest.Recorder{N: 10}
-				l := newLimiter(t, alg)
+				l := shedtest.NoQueue(t, alg)
 				ran := false
 				var left time.Duration
 				h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -238,13 +227,7 @@ func TestShedDeadline(t *testing.T) {
 				if got := rec.Header().Get("Retry-After"); got != "" {
 					t.Errorf("Retry-After %q, want none", got)
 				}
-				got, err := alg.Released()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != tt.wantSample || l.InFlight() != 0 {
-					t.Errorf("sample %q, in flight %d; want %q, 0", got, l.InFlight(), tt.wantSample)
-				}
+				shedtest.Released(t, l, alg, tt.wantSample)
 			})
 		})
 	}

@@ -5,7 +5,6 @@
 package limittest
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/unherd/unherd/limit"
@@ -39,21 +38,4 @@ func (r *Recorder) Samples() []limit.Sample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]limit.Sample(nil), r.samples...)
-}
-
-// Released says how the one request a test sent through the limiter was
-// released, from its sample: "served", "dropped", or "" when there is
-// none (Ignore, or not released yet). It returns an error when more than
-// one sample was recorded.
-func (r *Recorder) Released() (string, error) {
-	s := r.Samples()
-	switch {
-	case len(s) > 1:
-		return "", fmt.Errorf("limittest: samples %v, want at most one", s)
-	case len(s) == 0:
-		return "", nil
-	case s[0].Dropped:
-		return "dropped", nil
-	}
-	return "served", nil
 }

@@ -1,14 +1,11 @@
 // Package decimal reads the unsigned decimal numbers of protocol fields
 // (Retry-After's seconds, x-amz-retry-after's milliseconds, a service
 // config's durations) without strconv's signs and overflow errors: a
-// number of units too large for a time.Duration saturates. It also
-// checks the form of a google.protobuf.Duration in JSON, which gRPC
-// service configs and Envoy's YAML write.
+// number of units too large for a time.Duration saturates.
 package decimal
 
 import (
 	"math"
-	"strings"
 	"time"
 )
 
@@ -39,15 +36,4 @@ func Duration(s string, unit time.Duration) (d time.Duration, ok bool) {
 		}
 	}
 	return time.Duration(n) * unit, true
-}
-
-// ProtoSeconds reports whether s has the form of a google.protobuf.Duration
-// in JSON ("0.25s", "-2s"): decimal seconds with an optional minus sign,
-// at least one digit, up to nine fractional digits, and an "s" suffix.
-// time.ParseDuration reads a string of that form as the same duration;
-// checking first keeps it from taking units or signs inside the number.
-func ProtoSeconds(s string) bool {
-	num, ok := strings.CutSuffix(s, "s")
-	whole, frac, _ := strings.Cut(strings.TrimPrefix(num, "-"), ".")
-	return ok && (whole != "" || frac != "") && Digits(whole) && Digits(frac) && len(frac) <= 9
 }

@@ -7,17 +7,14 @@ import (
 
 	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
 )
 
 // BenchmarkBreakerAllowParallel measures Admit and Done of a success on a
 // closed breaker from many goroutines: the path every healthy call takes.
 func BenchmarkBreakerAllowParallel(b *testing.B) {
-	br, err := New(Settings{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	guardtest.Parallel(b, br, admission.Outcome{}, false)
+	guardtest.Parallel(b, configtest.Must(New(Settings{}))(b), admission.Outcome{}, false)
 }
 
 // BenchmarkBreakerAllowFuncParallel is the same through Allow's done

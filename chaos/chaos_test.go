@@ -27,11 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustNew(t *testing.T, cfg chaos.Config) *chaos.Injector {
 	t.Helper()
-	inj, err := chaos.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inj
+	return configtest.Must(chaos.New(cfg))(t)
 }
 
 func TestValidate(t *testing.T) {

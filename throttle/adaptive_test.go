@@ -173,26 +173,15 @@ func TestAdaptiveAcceptedHook(t *testing.T) {
 }
 
 func TestAdaptiveValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		s    AdaptiveSettings
-		ok   bool
-	}{
-		{"zero value", AdaptiveSettings{}, true},
-		{"K of 1.5", AdaptiveSettings{K: 1.5}, true},
-		{"K below 1", AdaptiveSettings{K: 0.5}, false},
-		{"negative window", AdaptiveSettings{Window: -time.Second}, false},
-		{"too many buckets", AdaptiveSettings{WindowBuckets: 1001}, false},
-		{"window shorter than its buckets", AdaptiveSettings{Window: 5, WindowBuckets: 10}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewAdaptive(tc.s)
-			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidSettings)) {
-				t.Fatalf("NewAdaptive: err = %v, want ok=%v", err, tc.ok)
-			}
-		})
-	}
+	row := configtest.Row[AdaptiveSettings]
+	configtest.Check(t, ErrInvalidSettings, configtest.New(NewAdaptive), []configtest.Case[AdaptiveSettings]{
+		row("zero value", AdaptiveSettings{}, true),
+		row("K of 1.5", AdaptiveSettings{K: 1.5}, true),
+		row("K below 1", AdaptiveSettings{K: 0.5}, false),
+		row("negative window", AdaptiveSettings{Window: -time.Second}, false),
+		row("too many buckets", AdaptiveSettings{WindowBuckets: 1001}, false),
+		row("window shorter than its buckets", AdaptiveSettings{Window: 5, WindowBuckets: 10}, false),
+	})
 }
 
 // TestAdaptiveConcurrent: many goroutines, random outcomes, one instant.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry/engine"
 )
@@ -116,17 +117,13 @@ func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
 	if r.observer != nil {
 		r.observer.Observe(ctx, observe.Event{Kind: observe.RateDelayed, Delay: wait, Rate: rate})
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return 0, nil
-	case <-ctx.Done():
+	if !pause.For(ctx, wait) {
 		r.mu.Lock()
 		r.l.release()
 		r.mu.Unlock()
 		return 0, context.Cause(ctx)
 	}
+	return 0, nil
 }
 
 // ReserveAt takes a send token at an explicit time without waiting, and

@@ -1,8 +1,9 @@
 // Package pause waits for a duration or until a context ends, whichever
-// comes first: the wait of the code that pauses outside a retry loop
-// (chaos's injected latency, the overload suite's paced offers and the
-// reliability tests' clients). The retry loop has its own wait, which
-// reuses one timer across a call's retries.
+// comes first: the wait of the packages that pause outside a retry loop
+// (chaos's injected latency, the rate limiter's wait for a send token, a
+// fleet budget's gap between syncs, the overload harness's pacing). The
+// retry loop has its own wait, which reuses one timer across a call's
+// retries.
 package pause
 
 import (

@@ -12,6 +12,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/failsafe-go/failsafe-go/timeout"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
@@ -127,7 +128,7 @@ func unherdPipeline(tb testing.TB) *retry.Policy {
 	}
 	p, err := retry.New(retry.Config{
 		Budget:         bud,
-		Guards:         []retry.Guard{br, th},
+		Guards:         []admission.Guard{br, th},
 		AttemptTimeout: attemptTimeout,
 	})
 	if err != nil {

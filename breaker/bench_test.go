@@ -5,19 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
-	"github.com/unherd/unherd/retry"
 )
 
 // BenchmarkBreakerAllowParallel measures Admit and Done of a success on a
 // closed breaker from many goroutines: the path every healthy call takes.
 func BenchmarkBreakerAllowParallel(b *testing.B) {
-	br, err := New(Settings{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	guardtest.Parallel(b, br, retry.Outcome{}, false)
+	guardtest.Parallel(b, configtest.Must(New(Settings{}))(b), admission.Outcome{}, false)
 }
 
 // BenchmarkBreakerAllowFuncParallel is the same through Allow's done
@@ -49,7 +46,7 @@ func BenchmarkBreakerFailure(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	fail := retry.Outcome{Err: context.DeadlineExceeded, Class: failure.Timeout}
+	fail := admission.Outcome{Err: context.DeadlineExceeded, Class: failure.Timeout}
 	for i := 0; b.Loop(); i++ {
 		t, err := br.Admit(ctx)
 		if err != nil {
@@ -58,7 +55,7 @@ func BenchmarkBreakerFailure(b *testing.B) {
 		if i%2 == 0 {
 			br.Done(t, fail)
 		} else {
-			br.Done(t, retry.Outcome{})
+			br.Done(t, admission.Outcome{})
 		}
 	}
 }

@@ -9,12 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/retry/engine"
 
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/rolling"
-	"github.com/unherd/unherd/retry"
 )
 
 // State is a breaker's state.
@@ -40,20 +41,20 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// Rejections. They are local rejections made with retry.NewRejection, so
+// Rejections. They are local rejections made with engine.NewRejection, so
 // errors.Is matches them to retry.ErrRejected, and the retry loop never
 // retries them: not when the breaker is one of its Guards, and not when
 // the operation returns them itself (a breaker used through Allow inside
 // the operation).
 var (
 	// ErrOpen: the breaker is open; the call was not made.
-	ErrOpen = retry.NewRejection("breaker: open")
+	ErrOpen = engine.NewRejection("breaker: open")
 	// ErrTooManyProbes: the breaker is half-open and the allowed probes
 	// are already in flight; the call was not made.
-	ErrTooManyProbes = retry.NewRejection("breaker: half-open, probes in flight")
+	ErrTooManyProbes = engine.NewRejection("breaker: half-open, probes in flight")
 )
 
-// Breaker is a circuit breaker. It implements retry.Guard, so a retry
+// Breaker is a circuit breaker. It implements admission.Guard, so a retry
 // Policy consults it before every attempt, and offers Allow for
 // middleware. The zero Breaker is not usable; call New. A Breaker is safe
 // for concurrent use.
@@ -86,7 +87,7 @@ type Breaker struct {
 	openJitter   float64
 	maxProbes    int
 	needSuccess  int
-	isFailure    func(retry.Outcome) bool
+	isFailure    func(admission.Outcome) bool
 	classify     func(error) failure.Class
 	onChange     func(from, to State)
 	observer     observe.Observer
@@ -95,7 +96,7 @@ type Breaker struct {
 	epoch        time.Time
 }
 
-var _ retry.ContextGuard = (*Breaker)(nil)
+var _ admission.ContextGuard = (*Breaker)(nil)
 
 type cachedDone struct {
 	ticket uint64
@@ -127,7 +128,7 @@ func New(s Settings) (*Breaker, error) {
 		b.isFailure = DefaultIsFailure
 	}
 	if b.classify == nil {
-		b.classify = retry.DefaultClassify
+		b.classify = engine.DefaultClassify
 	}
 	if b.clock == nil {
 		b.clock = time.Now
@@ -146,7 +147,7 @@ func (b *Breaker) State() State { return State(b.state.Load() & 3) }
 // every state change.
 func (b *Breaker) Generation() uint64 { return b.state.Load() >> 2 }
 
-// Admit asks to make a call, implementing retry.Guard. It returns a ticket
+// Admit asks to make a call, implementing admission.Guard. It returns a ticket
 // to pass to Done, or ErrOpen or ErrTooManyProbes. In the closed state it
 // is one atomic load: no lock, no clock read, no allocation. It does not
 // wait, so ctx is not used.
@@ -167,22 +168,22 @@ func (b *Breaker) AdmitAt(now time.Time) (ticket uint64, err error) {
 	return b.admitSlow(context.Background(), s, instant{ns: b.ns(now), set: true})
 }
 
-// Done reports how an admitted call ended, implementing retry.Guard. Call
+// Done reports how an admitted call ended, implementing admission.Guard. Call
 // it exactly once per ticket. A closed-state success is lock-free and
 // reads no clock; a failure takes the lock and reads the clock once.
-func (b *Breaker) Done(ticket uint64, o retry.Outcome) {
+func (b *Breaker) Done(ticket uint64, o admission.Outcome) {
 	b.done(context.Background(), ticket, o, instant{})
 }
 
 // DoneContext is Done for the call with context ctx, implementing
-// retry.ContextGuard: a state change it causes reaches the observer with
+// admission.ContextGuard: a state change it causes reaches the observer with
 // ctx. The retry loop calls it instead of Done.
-func (b *Breaker) DoneContext(ctx context.Context, ticket uint64, o retry.Outcome) {
+func (b *Breaker) DoneContext(ctx context.Context, ticket uint64, o admission.Outcome) {
 	b.done(ctx, ticket, o, instant{})
 }
 
 // DoneAt is Done at an explicit time instead of the clock's.
-func (b *Breaker) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
+func (b *Breaker) DoneAt(now time.Time, ticket uint64, o admission.Outcome) {
 	b.done(context.Background(), ticket, o, instant{ns: b.ns(now), set: true})
 }
 
@@ -208,14 +209,14 @@ func (b *Breaker) Allow() (done func(error), err error) {
 	return c.fn, nil
 }
 
-func (b *Breaker) outcome(err error) retry.Outcome {
+func (b *Breaker) outcome(err error) admission.Outcome {
 	switch {
 	case err == nil:
-		return retry.Outcome{}
+		return admission.Outcome{}
 	case errors.Is(err, context.Canceled):
-		return retry.Outcome{Err: err, Abandoned: true}
+		return admission.Outcome{Err: err, Abandoned: true}
 	}
-	return retry.Outcome{Err: err, Class: b.classify(err)}
+	return admission.Outcome{Err: err, Class: b.classify(err)}
 }
 
 // instant is a time that is read from the clock only when needed.
@@ -271,7 +272,7 @@ func (b *Breaker) admitSlow(ctx context.Context, s uint64, now instant) (uint64,
 }
 
 // done is Done for a call with context ctx.
-func (b *Breaker) done(ctx context.Context, ticket uint64, o retry.Outcome, now instant) {
+func (b *Breaker) done(ctx context.Context, ticket uint64, o admission.Outcome, now instant) {
 	if ticket != b.state.Load() {
 		return // stale: from before a state change, or no ticket at all
 	}

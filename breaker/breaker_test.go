@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
@@ -74,7 +75,7 @@ func run(t *testing.T, b *Breaker, steps []step) {
 				held = append(held, tk)
 			}
 		case "held-ok", "held-fail", "held-abandon":
-			o := map[string]retry.Outcome{"held-ok": success, "held-fail": transient, "held-abandon": abandoned}[s.op]
+			o := map[string]admission.Outcome{"held-ok": success, "held-fail": transient, "held-abandon": abandoned}[s.op]
 			b.DoneAt(now, held[0], o)
 			held = held[1:]
 		default:
@@ -241,7 +242,7 @@ func TestOpenJitter(t *testing.T) {
 
 func TestIsFailureHook(t *testing.T) {
 	// Only timeouts count.
-	b := mustNew(t, Settings{ConsecutiveFailures: 2, IsFailure: func(o retry.Outcome) bool {
+	b := mustNew(t, Settings{ConsecutiveFailures: 2, IsFailure: func(o admission.Outcome) bool {
 		return o.Err != nil && o.Class == failure.Timeout
 	}})
 	for range 5 {
@@ -253,7 +254,7 @@ func TestIsFailureHook(t *testing.T) {
 	}
 	for range 2 {
 		tk, _ := b.AdmitAt(t0)
-		b.DoneAt(t0, tk, retry.Outcome{Err: errBoom, Class: failure.Timeout})
+		b.DoneAt(t0, tk, admission.Outcome{Err: errBoom, Class: failure.Timeout})
 	}
 	if b.State() != Open {
 		t.Fatalf("state %v after 2 timeouts, want open", b.State())
@@ -393,7 +394,7 @@ func TestConcurrent(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				outcomes := []retry.Outcome{success, success, transient, permanent, abandoned}
+				outcomes := []admission.Outcome{success, success, transient, permanent, abandoned}
 				b.Done(tk, outcomes[r.IntN(len(outcomes))])
 				mu.Lock()
 				b.mu.Lock()
@@ -431,11 +432,11 @@ func TestHooksOutsideLock(t *testing.T) {
 	now := t0
 	b = mustNew(t, Settings{
 		ConsecutiveFailures: 1, OpenJitter: -1,
-		IsFailure: func(o retry.Outcome) bool { check("IsFailure"); return DefaultIsFailure(o) },
+		IsFailure: func(o admission.Outcome) bool { check("IsFailure"); return DefaultIsFailure(o) },
 		Now:       func() time.Time { check("Now"); return now },
 	})
 	ctx := context.Background()
-	for _, o := range []retry.Outcome{success, transient, success, transient, abandoned, success} {
+	for _, o := range []admission.Outcome{success, transient, success, transient, abandoned, success} {
 		tk, err := b.Admit(ctx)
 		if err == nil {
 			b.Done(tk, o)

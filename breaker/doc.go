@@ -14,12 +14,12 @@
 //
 // # Use
 //
-// As a retry.Guard, in retry.Config.Guards: the retry loop consults it
+// As a admission.Guard, in retry.Config.Guards: the retry loop consults it
 // before every attempt, retries included, and tells it how each attempt
 // ended. A rejection stops the loop at once with retry.ErrRejected
 // wrapping ErrOpen; it is never retried. For middleware, [Breaker.Allow]
 // returns a done function to report the call's error with. ErrOpen and
-// ErrTooManyProbes are made with retry.NewRejection and match
+// ErrTooManyProbes are made with engine.NewRejection and match
 // retry.ErrRejected themselves, so a retry loop around an operation that
 // consults the breaker through Allow stops at the first rejection too.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
@@ -28,7 +29,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	unavailable := retry.Outcome{Err: errors.New("503"), Class: failure.Transient}
+	unavailable := admission.Outcome{Err: errors.New("503"), Class: failure.Transient}
 	for i := range 3 {
 		t, _ := b.AdmitAt(start)
 		fmt.Println("call", i+1, "fails")
@@ -38,7 +39,7 @@ func Example() {
 	fmt.Println("after 5 s:", err)
 	t, err := b.AdmitAt(start.Add(10 * time.Second))
 	fmt.Println("after 10 s:", err, b.State())
-	b.DoneAt(start.Add(10*time.Second), t, retry.Outcome{})
+	b.DoneAt(start.Add(10*time.Second), t, admission.Outcome{})
 	fmt.Println("probe succeeded:", b.State())
 	// Output:
 	// call 1 fails
@@ -56,7 +57,7 @@ func Example() {
 // the rejection is never retried.
 func Example_guard() {
 	b, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 2})
-	p, _ := retry.New(retry.Config{MaxAttempts: 5, Guards: []retry.Guard{b}})
+	p, _ := retry.New(retry.Config{MaxAttempts: 5, Guards: []admission.Guard{b}})
 	calls := 0
 	err := p.Do(context.Background(), func(ctx context.Context) error {
 		calls++

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/retry"
 )
 
 // snapshot is the breaker's state as far as a result can change it.
@@ -73,7 +73,7 @@ func FuzzBreaker(f *testing.F) {
 
 		now := t0
 		var held []uint64
-		outcomes := []retry.Outcome{success, transient, permanent, abandoned,
+		outcomes := []admission.Outcome{success, transient, permanent, abandoned,
 			{Err: errBoom, Class: failure.Timeout}, {Err: errBoom, Class: failure.Throttled}}
 		prev := b.state.Load()
 		for _, op := range data[3:] {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 )
@@ -28,7 +29,7 @@ func TestObserverSeesCallContext(t *testing.T) {
 	now := t0
 	b := mustNew(t, Settings{ConsecutiveFailures: 1, OpenDuration: time.Second, OpenJitter: -1,
 		SuccessThreshold: 1, Observer: obs, Now: func() time.Time { return now }})
-	p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []retry.Guard{b}})
+	p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []admission.Guard{b}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
-
-	"github.com/unherd/unherd/retry"
 )
 
 // Defaults applied to zero fields of [Settings]. The trip thresholds and
@@ -84,10 +83,10 @@ type Settings struct {
 	// DefaultIsFailure: Transient, Timeout and Throttled errors count,
 	// Permanent ones (a 404, a validation error) do not. Abandoned
 	// outcomes never reach it: they count as neither.
-	IsFailure func(retry.Outcome) bool
+	IsFailure func(admission.Outcome) bool
 
 	// Classify classifies the errors passed to the done function of
-	// Allow. Nil means retry.DefaultClassify. (Through the Guard path, the
+	// Allow. Nil means engine.DefaultClassify. (Through the Guard path, the
 	// retry loop classifies with its own classifier.)
 	Classify func(error) failure.Class
 
@@ -118,7 +117,7 @@ type Settings struct {
 // DefaultIsFailure is the failure test used when Settings.IsFailure is
 // nil: an error counts as a failure unless it is Permanent. A dependency
 // that answers "not found" or "invalid argument" is working.
-func DefaultIsFailure(o retry.Outcome) bool {
+func DefaultIsFailure(o admission.Outcome) bool {
 	return o.Err != nil && o.Class != failure.Permanent
 }
 

@@ -20,18 +20,14 @@ import (
 	"github.com/unherd/unherd/chaos"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustNew(t *testing.T, cfg chaos.Config) *chaos.Injector {
 	t.Helper()
-	inj, err := chaos.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inj
+	return configtest.Must(chaos.New(cfg))(t)
 }
 
 func TestValidate(t *testing.T) {
@@ -261,7 +257,7 @@ func TestWrapWithRetry(t *testing.T) {
 	inj := mustNew(t, chaos.Config{Faults: chaos.Faults{StatusRate: 1, RetryAfter: 2 * time.Second}})
 	fn := chaos.Wrap(inj, func(context.Context) (int, error) { return 1, nil })
 	_, err := fn(context.Background())
-	if got := retry.DefaultClassify(err); got != failure.Throttled {
+	if got := engine.DefaultClassify(err); got != failure.Throttled {
 		t.Errorf("503 classified %v, want Throttled", got)
 	}
 	var sd interface{ RetryAfter() time.Duration }

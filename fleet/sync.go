@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/unherd/unherd/internal/pause"
 )
 
 // ErrUnreachable is wrapped by the error of a sync that failed or timed
@@ -275,14 +277,8 @@ func (b *Budget) Run(ctx context.Context) {
 			if b.starved.Load() {
 				least = b.interval / 4
 			}
-			if gap := least - time.Since(last); gap > 0 {
-				pause := time.NewTimer(gap)
-				select {
-				case <-ctx.Done():
-					pause.Stop()
-					return
-				case <-pause.C:
-				}
+			if gap := least - time.Since(last); gap > 0 && !pause.For(ctx, gap) {
+				return
 			}
 		}
 		last = time.Now()

@@ -122,7 +122,7 @@ type Config struct {
 
 	// Classify classifies the error a request ends with, for the outcome
 	// End records with the budget (a TokenBucket or a GRPC budget charges
-	// by class). Nil means retry.DefaultClassify; pass the retry policy's
+	// by class). Nil means engine.DefaultClassify; pass the retry policy's
 	// classifier if it has its own.
 	Classify func(error) failure.Class
 

@@ -9,10 +9,10 @@ import (
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/retry/engine"
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/lazyctx"
-	"github.com/unherd/unherd/retry"
 )
 
 // Do runs fn as a hedged call and returns the first successful result.
@@ -155,7 +155,7 @@ func (h *Hedger) ended(parent context.Context, start time.Duration, err error, h
 	observe := err == nil && h.est != nil
 	record, timedOut := h.record, false
 	if err != nil && parent.Err() != nil {
-		timedOut = retry.AttemptTimedOut(parent)
+		timedOut = engine.AttemptTimedOut(parent)
 		record = record && timedOut
 	}
 	if observe {

@@ -16,6 +16,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 var (
@@ -596,7 +597,7 @@ func TestEndRecordsOutcome(t *testing.T) {
 		{"timeout", Config{}, context.DeadlineExceeded, []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
 		{"permanent failure", Config{}, retry.MarkPermanent(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: failure.Permanent}}},
 		{"custom classifier", Config{Classify: onlyThrottled}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
-		{"local rejection is not recorded", Config{}, retry.NewRejection("test: rejected"), nil},
+		{"local rejection is not recorded", Config{}, engine.NewRejection("test: rejected"), nil},
 		{"shared with retry: nothing recorded", Config{SharedWithRetry: true}, errBoom, nil},
 		{"shared with retry: success not recorded either", Config{SharedWithRetry: true}, nil, nil},
 	}

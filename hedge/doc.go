@@ -84,7 +84,7 @@
 // budget.Refunder ([Hedger.Refund]). Each request is recorded once, when it ends, as a call's first
 // attempt with its real outcome: budget.Attempt{N: 1} for a success,
 // {N: 1, Failed: true, Class: c} for the error that settled it, classified
-// by Config.Classify (retry.DefaultClassify by default). So a dependency
+// by Config.Classify (engine.DefaultClassify by default). So a dependency
 // that keeps failing earns no hedges: a TokenBucket refills and a GRPC
 // budget recovers only from successes. As in the retry loop, a local
 // rejection (retry.ErrRejected) and a failure after the caller gave up

@@ -14,6 +14,7 @@ import (
 	"github.com/unherd/unherd/internal/quantile"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // Hedger holds a hedging policy and its run-time state: the latency
@@ -92,7 +93,7 @@ func New(cfg Config) (*Hedger, error) {
 		observer:    cfg.Observer,
 	}
 	if h.classify == nil {
-		h.classify = retry.DefaultClassify
+		h.classify = engine.DefaultClassify
 	}
 	if h.budget == nil {
 		b, err := budget.NewRatio(cfg.DefaultBudget())

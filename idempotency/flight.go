@@ -14,6 +14,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // KeeperConfig configures a Keeper: the store and the times every
@@ -557,7 +558,7 @@ func persistPolicy(storeTimeout time.Duration) (*retry.Policy, error) {
 			if errors.Is(err, ErrLeaseLost) {
 				return failure.Permanent
 			}
-			return retry.DefaultClassify(err)
+			return engine.DefaultClassify(err)
 		},
 	})
 }

@@ -10,41 +10,26 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/idempotency/storetest"
 )
-
-// lostAnswers is a shared store whose claims, while lose is set, take
-// effect but whose answers never arrive: the caller's timeout ends them.
-type lostAnswers struct {
-	*idempotency.Memory
-	lose atomic.Bool
-}
-
-func (s *lostAnswers) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
-	c, err := s.Memory.Claim(ctx, key, fp, lease)
-	if err != nil || !s.lose.Load() {
-		return c, err
-	}
-	<-ctx.Done()
-	return idempotency.Claim{Token: c.Token}, ctx.Err()
-}
 
 // A claim that took effect in the store but timed out on the
 // middleware's side does not hold the key for its lease: the client's
 // retry, moments later, runs.
 func TestAmbiguousClaimReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &lostAnswers{Memory: newMemory(t, idempotency.MemoryConfig{})}
+		store := &storetest.LostAnswers{Store: newMemory(t, idempotency.MemoryConfig{})}
 		var runs atomic.Int32
 		h := newHandler(t, idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			runs.Add(1)
 			w.WriteHeader(http.StatusCreated)
 		}))
 		send := func() int { return do(h, http.MethodPost, "/", "k", "x").Code }
-		store.lose.Store(true)
+		store.Lose.Store(true)
 		if code := send(); code != http.StatusServiceUnavailable {
 			t.Fatalf("a claim whose answer was lost: %d, want 503", code)
 		}
-		store.lose.Store(false)
+		store.Lose.Store(false)
 		time.Sleep(time.Second) // the client's backoff
 		synctest.Wait()
 		if code := send(); code != http.StatusCreated || runs.Load() != 1 {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/unherd/unherd/internal/linked"
 )
 
 // Defaults applied to zero fields of [MemoryConfig].
@@ -163,11 +165,12 @@ type memShard struct {
 }
 
 // memList links records, the oldest at the head.
-type memList struct{ head, tail *memRecord }
+type memList = linked.List[memRecord, *memRecord]
 
 type memRecord struct {
-	key        string
-	prev, next *memRecord
+	linked.Links[memRecord] // on the shard's list for its state
+
+	key string
 	// owner is the account the record's size counts against: nil for a
 	// claim without a principal, and for a record past its retention.
 	owner   *memOwner
@@ -319,7 +322,7 @@ func (m *Memory) Claim(ctx context.Context, key string, fp Fingerprint, lease ti
 	s.bytes += slotCost + size
 	s.slots += slotCost
 	r.size = size
-	s.flight.push(r)
+	s.flight.Push(r)
 	return Claim{State: Acquired, Token: r.token}, nil
 }
 
@@ -466,10 +469,10 @@ func (m *Memory) Complete(_ context.Context, key string, token uint64, resp *Res
 	}
 	s.bytes += size - r.size
 	r.size = size
-	s.list(r).unlink(r)
+	s.list(r).Remove(r)
 	r.state, r.data, r.expires = Completed, data, after(now, ttl)
 	r.retained, r.aged = min(after(now, time.Duration(m.retain)), r.expires), false
-	s.fresh.push(r)
+	s.fresh.Push(r)
 	s.nextScan = min(s.nextScan, r.expires)
 	return nil
 }
@@ -500,31 +503,6 @@ func (m *Memory) Len() int {
 	return n
 }
 
-// push appends r at the tail, as the newest.
-func (l *memList) push(r *memRecord) {
-	r.prev, r.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = r
-	} else {
-		l.head = r
-	}
-	l.tail = r
-}
-
-func (l *memList) unlink(r *memRecord) {
-	if r.prev != nil {
-		r.prev.next = r.next
-	} else {
-		l.head = r.next
-	}
-	if r.next != nil {
-		r.next.prev = r.prev
-	} else {
-		l.tail = r.prev
-	}
-	r.prev, r.next = nil, nil
-}
-
 // list returns the list r is on.
 func (s *memShard) list(r *memRecord) *memList {
 	switch {
@@ -539,7 +517,7 @@ func (s *memShard) list(r *memRecord) *memList {
 // remove deletes r, and its owner's account when r was the owner's last
 // record. Its map slot stays counted until the map is rebuilt.
 func (s *memShard) remove(r *memRecord) {
-	s.list(r).unlink(r)
+	s.list(r).Remove(r)
 	delete(s.m, r.key)
 	s.bytes -= r.size
 	if r.owner != nil {
@@ -553,17 +531,17 @@ func (s *memShard) remove(r *memRecord) {
 func (s *memShard) age(now int64, n int) int {
 	moved := 0
 	for ; moved < n; moved++ {
-		r := s.fresh.head
+		r := s.fresh.Head()
 		if r == nil || now < r.retained {
 			break
 		}
-		s.fresh.unlink(r)
+		s.fresh.Remove(r)
 		if r.owner != nil {
 			r.owner.add(-r.size)
 			r.owner = nil
 		}
 		r.aged = true
-		s.aged.push(r)
+		s.aged.Push(r)
 	}
 	return moved
 }
@@ -571,10 +549,10 @@ func (s *memShard) age(now int64, n int) int {
 // evict deletes the oldest completed record past its retention, and
 // reports whether there was one.
 func (s *memShard) evict(now int64) bool {
-	if s.aged.head == nil && s.age(now, 1) == 0 {
+	if s.aged.Head() == nil && s.age(now, 1) == 0 {
 		return false
 	}
-	s.remove(s.aged.head)
+	s.remove(s.aged.Head())
 	return true
 }
 
@@ -615,8 +593,8 @@ func (s *memShard) reclaim(now int64) {
 func (s *memShard) sweep(now int64, n int) {
 	s.age(now, n)
 	for _, l := range []*memList{&s.aged, &s.flight} {
-		for i := 0; i < n && l.head != nil && now >= l.head.expires; i++ {
-			s.remove(l.head)
+		for i := 0; i < n && l.Head() != nil && now >= l.Head().expires; i++ {
+			s.remove(l.Head())
 		}
 	}
 }

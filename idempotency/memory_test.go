@@ -11,15 +11,12 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 func newMemory(t testing.TB, cfg idempotency.MemoryConfig) *idempotency.Memory {
 	t.Helper()
-	m, err := idempotency.NewMemory(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return configtest.Must(idempotency.NewMemory(cfg))(t)
 }
 
 func TestMemoryConformance(t *testing.T) {

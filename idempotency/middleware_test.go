@@ -18,6 +18,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // charger is a handler that counts the times it ran and answers 201
@@ -66,11 +67,7 @@ func cmpOr[T comparable](a, b T) T {
 
 func newHandler(t testing.TB, cfg idempotency.Config, h http.Handler) http.Handler {
 	t.Helper()
-	m, err := idempotency.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.Handler(h)
+	return configtest.Must(idempotency.New(cfg))(t).Handler(h)
 }
 
 // do serves one request and returns the recorded response.

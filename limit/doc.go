@@ -64,7 +64,7 @@
 // refused almost as often as the others.
 //
 // The same limiter bounds what a client has in flight to one dependency:
-// [Limiter.Guard] is a retry.Guard, so every attempt, retries included,
+// [Limiter.Guard] is a admission.Guard, so every attempt, retries included,
 // takes a slot, and a refusal ([ErrLimited], a local rejection) is never
 // retried.
 //

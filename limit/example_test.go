@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
@@ -143,7 +144,7 @@ func ExampleLimiter_Guard() {
 	if err != nil {
 		panic(err)
 	}
-	p, err := retry.New(retry.Config{Guards: []retry.Guard{l.Guard()}})
+	p, err := retry.New(retry.Config{Guards: []admission.Guard{l.Guard()}})
 	if err != nil {
 		panic(err)
 	}

@@ -1,12 +1,13 @@
 package limit
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // fixedSource is a rand.Source that always returns v.
@@ -258,31 +259,22 @@ func TestNthElement(t *testing.T) {
 }
 
 func TestGradientValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  GradientConfig
-	}{
-		{"negative InitialLimit", GradientConfig{InitialLimit: -1}},
-		{"negative MinLimit", GradientConfig{MinLimit: -1}},
-		{"MaxLimit below MinLimit", GradientConfig{MinLimit: 5, MaxLimit: 4}},
-		{"negative UpdateInterval", GradientConfig{UpdateInterval: -1}},
-		{"negative MinSamples", GradientConfig{MinSamples: -1}},
-		{"Percentile above 1", GradientConfig{Percentile: 1.5}},
-		{"NaN Buffer", GradientConfig{Buffer: math.NaN()}},
-		{"infinite Headroom", GradientConfig{Headroom: math.Inf(1)}},
-		{"Smoothing above 1", GradientConfig{Smoothing: 2}},
-		{"negative MinRTTInterval", GradientConfig{MinRTTInterval: -1}},
-		{"MinRTTJitter above 1", GradientConfig{MinRTTJitter: 1.5}},
-		{"negative MinRTTRequests", GradientConfig{MinRTTRequests: -1}},
-		{"NaN MinRTTError", GradientConfig{MinRTTError: math.NaN()}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := NewGradient(tt.cfg); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("NewGradient(%+v) = %v, want ErrInvalidConfig", tt.cfg, err)
-			}
-		})
-	}
+	row := configtest.Row[GradientConfig]
+	configtest.Check(t, ErrInvalidConfig, configtest.New(NewGradient), []configtest.Case[GradientConfig]{
+		row("negative InitialLimit", GradientConfig{InitialLimit: -1}, false),
+		row("negative MinLimit", GradientConfig{MinLimit: -1}, false),
+		row("MaxLimit below MinLimit", GradientConfig{MinLimit: 5, MaxLimit: 4}, false),
+		row("negative UpdateInterval", GradientConfig{UpdateInterval: -1}, false),
+		row("negative MinSamples", GradientConfig{MinSamples: -1}, false),
+		row("Percentile above 1", GradientConfig{Percentile: 1.5}, false),
+		row("NaN Buffer", GradientConfig{Buffer: math.NaN()}, false),
+		row("infinite Headroom", GradientConfig{Headroom: math.Inf(1)}, false),
+		row("Smoothing above 1", GradientConfig{Smoothing: 2}, false),
+		row("negative MinRTTInterval", GradientConfig{MinRTTInterval: -1}, false),
+		row("MinRTTJitter above 1", GradientConfig{MinRTTJitter: 1.5}, false),
+		row("negative MinRTTRequests", GradientConfig{MinRTTRequests: -1}, false),
+		row("NaN MinRTTError", GradientConfig{MinRTTError: math.NaN()}, false),
+	})
 	if err := (&GradientConfig{}).Validate(); err != nil {
 		t.Errorf("zero config: %v", err)
 	}

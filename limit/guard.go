@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/retry"
 )
 
-// Guard returns a [retry.Guard] that bounds the attempts a client has in
+// Guard returns a [admission.Guard] that bounds the attempts a client has in
 // flight to one dependency with this limiter: put it in
 // retry.Config.Guards. Admit is Wait with the priority PriorityFromContext
 // finds in the attempt's context (Normal if none), so it waits in the
@@ -20,7 +20,7 @@ import (
 // sign of the dependency's load, nor a latency worth learning). The
 // guard reads the real clock, and neither Admit nor Done allocates when
 // a slot is free.
-func (l *Limiter) Guard() retry.Guard { return &guard{l: l, base: Now()} }
+func (l *Limiter) Guard() admission.Guard { return &guard{l: l, base: Now()} }
 
 type guard struct {
 	l    *Limiter
@@ -46,7 +46,7 @@ func (g *guard) Admit(ctx context.Context) (uint64, error) {
 	return n<<ticketStartBits | uint64(us)&ticketStartMask, nil
 }
 
-func (g *guard) Done(ticket uint64, o retry.Outcome) {
+func (g *guard) Done(ticket uint64, o admission.Outcome) {
 	tok := Token{
 		l:        g.l,
 		start:    g.base.Add(time.Duration(ticket&ticketStartMask) * time.Microsecond),

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
@@ -18,7 +19,7 @@ import (
 func TestGuardBoundsAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, Config{Algorithm: Fixed(2), MaxWait: -1})
-		p, err := retry.New(retry.Config{MaxAttempts: 3, Guards: []retry.Guard{l.Guard()}})
+		p, err := retry.New(retry.Config{MaxAttempts: 3, Guards: []admission.Guard{l.Guard()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestGuardOutcomes(t *testing.T) {
 		rec := &recorder{limit: 4}
 		l := mustNew(t, Config{Algorithm: rec})
 		g := l.Guard()
-		for _, o := range []retry.Outcome{
+		for _, o := range []admission.Outcome{
 			{},
 			{Err: errors.New("slow"), Class: failure.Timeout},
 			{Err: errors.New("429"), Class: failure.Throttled},
@@ -112,7 +113,7 @@ func TestGuardPriority(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Critical at 2 of 3: %v", err)
 	}
-	g.Done(ticket, retry.Outcome{})
+	g.Done(ticket, admission.Outcome{})
 	crit.Ignore()
 	norm.Ignore()
 	checkEmpty(t, l)
@@ -127,7 +128,7 @@ func TestGuardAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.Done(ticket, retry.Outcome{})
+		g.Done(ticket, admission.Outcome{})
 	}); n != 0 {
 		t.Errorf("Admit+Done: %v allocations, want 0", n)
 	}

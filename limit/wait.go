@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/internal/linked"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // ErrLimited is the refusal of a request over the concurrency limit:
@@ -16,7 +17,7 @@ import (
 // RESOURCE_EXHAUSTED, and lets the client back off; it is a local
 // rejection for package retry (errors.Is(ErrLimited, retry.ErrRejected)),
 // which never retries it.
-var ErrLimited = retry.NewRejection("limit: over the concurrency limit")
+var ErrLimited = engine.NewRejection("limit: over the concurrency limit")
 
 // WaitError is Wait's refusal after it waited in the queue and no slot
 // came. It matches ErrLimited.
@@ -254,12 +255,12 @@ func (l *Limiter) handOver(own bool) {
 	lifo := l.q.n > 0 && congested(now, l.q.lastEmpty, l.interval)
 	lim := l.limit.Load()
 	for r := 0; r < len(l.q.lists) && l.q.n > 0; {
-		list := &l.q.lists[r]
-		if list.head == nil {
+		head := l.q.lists[r].Head()
+		if head == nil {
 			r++
 			continue
 		}
-		thr := threshold(list.head.p, lim, l.share, l.critical.Load())
+		thr := threshold(head.p, lim, l.share, l.critical.Load())
 		n := l.inFlight.Load()
 		if own {
 			if n-1 >= thr {
@@ -291,7 +292,7 @@ func (l *Limiter) handOver(own bool) {
 // under its mutex.
 type queue struct {
 	mu        sync.Mutex
-	lists     [3]struct{ head, tail *waiter }
+	lists     [3]linked.List[waiter, *waiter]
 	n         int       // waiters in the lists
 	lastEmpty time.Time // when the lists were last all empty
 }
@@ -299,31 +300,25 @@ type queue struct {
 // waiter is one Wait in the queue. Its fields are guarded by the queue's
 // mutex until ready is closed, after which tok is read-only.
 type waiter struct {
-	p          Priority
-	prev, next *waiter
-	ready      chan struct{} // closed when granted or evicted
-	granted    bool
-	evicted    bool
-	tok        Token
+	linked.Links[waiter] // on its priority rank's list
+
+	p       Priority
+	ready   chan struct{} // closed when granted or evicted
+	granted bool
+	evicted bool
+	tok     Token
 }
 
 func (q *queue) push(w *waiter) {
-	list := &q.lists[w.p.rank()]
-	w.prev = list.tail
-	if list.tail != nil {
-		list.tail.next = w
-	} else {
-		list.head = w
-	}
-	list.tail = w
+	q.lists[w.p.rank()].Push(w)
 	q.n++
 }
 
 // pop takes the newest waiter of rank r if lifo, else the oldest.
 func (q *queue) pop(r int, lifo bool) *waiter {
-	w := q.lists[r].head
+	w := q.lists[r].Head()
 	if lifo {
-		w = q.lists[r].tail
+		w = q.lists[r].Tail()
 	}
 	q.remove(w)
 	return w
@@ -335,7 +330,7 @@ func (q *queue) pop(r int, lifo bool) *waiter {
 // and reports whether there was one.
 func (q *queue) evict(r int) bool {
 	for low := len(q.lists) - 1; low > r; low-- {
-		if w := q.lists[low].tail; w != nil {
+		if w := q.lists[low].Tail(); w != nil {
 			q.remove(w)
 			w.evicted = true
 			close(w.ready)
@@ -346,17 +341,6 @@ func (q *queue) evict(r int) bool {
 }
 
 func (q *queue) remove(w *waiter) {
-	list := &q.lists[w.p.rank()]
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		list.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		list.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
+	q.lists[w.p.rank()].Remove(w)
 	q.n--
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // waited is one Wait's result: who waited, what it got, and when (since
@@ -35,11 +37,7 @@ func waitFor(ctx context.Context, l *Limiter, p Priority, name string, t0 time.T
 
 func mustNew(t *testing.T, cfg Config) *Limiter {
 	t.Helper()
-	l, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return configtest.Must(New(cfg))(t)
 }
 
 // checkEmpty fails unless nothing is in flight or queued.
@@ -85,7 +83,7 @@ func TestWaitFIFO(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		got := serveInOrder(t, hold, 3, out)
-		if want := []string{"a", "b", "c"}; !equal(got, want) {
+		if want := []string{"a", "b", "c"}; !slices.Equal(got, want) {
 			t.Errorf("served %v, want %v (FIFO)", got, want)
 		}
 		checkEmpty(t, l)
@@ -106,7 +104,7 @@ func TestWaitLIFOWhenCongested(t *testing.T) {
 		}
 		time.Sleep(DefaultCongestionInterval) // congested from 100 ms on
 		got := serveInOrder(t, hold, 3, out)
-		if want := []string{"c", "b", "a"}; !equal(got, want) {
+		if want := []string{"c", "b", "a"}; !slices.Equal(got, want) {
 			t.Errorf("served %v, want %v (LIFO)", got, want)
 		}
 		checkEmpty(t, l)
@@ -349,18 +347,6 @@ func TestWaitStress(t *testing.T) {
 	t.Logf("%d served, %d refused", served.Load(), refused.Load())
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // A request of higher priority that finds the queue full takes the place
 // of the newest waiter of the lowest priority below its own, which is
 // refused; one of the same or lower priority is refused itself.
@@ -381,7 +367,7 @@ func TestWaitEvictsLowerPriority(t *testing.T) {
 		if r.name != "sheddable" || !errors.As(r.err, &we) || !we.Evicted || !errors.Is(r.err, ErrLimited) {
 			t.Errorf("%s: %v, want the sheddable waiter evicted with a WaitError matching ErrLimited", r.name, r.err)
 		}
-		if got := serveInOrder(t, hold, 2, out); !equal(got, []string{"critical", "normal"}) {
+		if got := serveInOrder(t, hold, 2, out); !slices.Equal(got, []string{"critical", "normal"}) {
 			t.Errorf("served %v, want critical, then normal", got)
 		}
 		checkEmpty(t, l)

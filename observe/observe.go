@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/unherd/unherd/failure"
@@ -184,12 +185,7 @@ var BreakerStates = [...]string{"closed", "open", "half-open"}
 // StateIndex returns the index of the breaker state name in
 // BreakerStates, or -1 for another name.
 func StateIndex(name string) int {
-	for i, n := range BreakerStates {
-		if n == name {
-			return i
-		}
-	}
-	return -1
+	return slices.Index(BreakerStates[:], name)
 }
 
 // Priorities are the priority classes of package limit that an Event's
@@ -201,12 +197,7 @@ var Priorities = [...]string{"critical", "normal", "sheddable"}
 // PriorityIndex returns the index of the priority class name in
 // Priorities, or -1 for another name.
 func PriorityIndex(name string) int {
-	for i, n := range Priorities {
-		if n == name {
-			return i
-		}
-	}
-	return -1
+	return slices.Index(Priorities[:], name)
 }
 
 // Func adapts a function to an Observer.

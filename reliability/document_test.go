@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // The checks below run in every go test, without the build tag: they read
@@ -140,7 +142,7 @@ func TestDocument(t *testing.T) {
 // names a mode package retry has, and no two name modes that decide
 // alike (a row for each would show the noise between two runs of one
 // code as a difference between modes). Modes decide alike when the pure
-// state machine (retry.Call) gives them the same decisions over a set of
+// state machine (engine.Call) gives them the same decisions over a set of
 // calls: failures transient, throttled and with a server's delay, a
 // budget that refuses the first to the fourth retry or none, the lowest,
 // middle and highest draws, and a deadline far off or close.
@@ -216,7 +218,7 @@ func decisions(t *testing.T, m retry.BudgetExhaustion) string {
 					if err != nil {
 						t.Fatal(err)
 					}
-					c := p.Begin(false)
+					c := engine.Begin(context.Background(), p)
 					for {
 						if err := c.Admit(t.Context()); err != nil {
 							t.Fatal(err)

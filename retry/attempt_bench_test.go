@@ -1,9 +1,11 @@
-package retry
+package retry_test
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/retry"
 )
 
 // BenchmarkDoAttemptTimeout is a first-attempt success under a 1 s
@@ -30,7 +32,7 @@ func BenchmarkDoAttemptTimeoutWatched(b *testing.B) {
 
 func benchAttemptTimeout(b *testing.B, op func(context.Context) error) {
 	b.ReportAllocs()
-	p, err := New(Config{AttemptTimeout: time.Second})
+	p, err := retry.New(retry.Config{AttemptTimeout: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
+	"github.com/unherd/unherd/throttle"
 )
 
 // ledger is a guard and a budget that count what the loop does with
@@ -32,13 +36,13 @@ func (l *ledger) Admit(context.Context) (uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reject {
-		return 0, retry.NewRejection("ledger: rejected")
+		return 0, engine.NewRejection("ledger: rejected")
 	}
 	l.admitted++
 	return uint64(l.admitted), nil
 }
 
-func (l *ledger) Done(_ uint64, o retry.Outcome) {
+func (l *ledger) Done(_ uint64, o admission.Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done++
@@ -130,7 +134,7 @@ func TestAttemptsEveryEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &ledger{reject: tt.reject}
 			p, err := retry.New(retry.Config{MaxAttempts: 3, Backoff: backoff.Schedule{Base: time.Microsecond, Cap: time.Microsecond},
-				Budget: l, Guards: []retry.Guard{l}})
+				Budget: l, Guards: []admission.Guard{l}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +247,7 @@ func TestAttemptsHalfOpenProbe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []retry.Guard{b}})
+			p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []admission.Guard{b}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -272,5 +276,175 @@ func TestAttemptsHalfOpenProbe(t *testing.T) {
 				t.Errorf("the next call: ran %v, error %v; want the probe slot back and the call admitted", ran, callErr)
 			}
 		})
+	}
+}
+
+// guardedCall is a breaker, a budget and a throttle, fresh for one run of a
+// call: the three things a loop that ends badly could leave wrong.
+type guardedCall struct {
+	at time.Time // the breaker's clock
+	b  *breaker.Breaker
+	tb *budget.TokenBucket
+	th *throttle.Adaptive
+	p  *retry.Policy
+}
+
+func newGuardedCall(t *testing.T) *guardedCall {
+	t.Helper()
+	g := &guardedCall{at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var err error
+	if g.b, err = breaker.New(breaker.Settings{ConsecutiveFailures: 2, OpenDuration: time.Second, OpenJitter: -1,
+		Now: func() time.Time { return g.at }}); err != nil {
+		t.Fatal(err)
+	}
+	if g.tb, err = budget.NewTokenBucket(budget.TokenBucketConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	// The throttle's clock and draws are fixed, so that the same attempts
+	// meet the same rejections on both sides of the comparison.
+	if g.th, err = throttle.NewAdaptive(throttle.AdaptiveSettings{Now: func() time.Time { return g.at },
+		Rand: rand.NewPCG(1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if g.p, err = retry.New(retry.Config{MaxAttempts: 3, Backoff: backoff.Schedule{Immediate: true}, Budget: g.tb,
+		Guards: []admission.Guard{g.b, g.th}}); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// state is what the guards and the budget hold after a call: the
+// breaker's state, whether it admits the next attempt (a leaked
+// half-open probe slot would refuse it), the budget's tokens, and the
+// throttle's rejection probability, which its counts of requests and
+// accepts decide.
+//
+// It then tells the breaker of one more failure, which opens a closed
+// breaker only if the call's last failure was counted, and reads its
+// state again.
+func (g *guardedCall) state() string {
+	admits, then := "admits", "refused"
+	if tk, err := g.b.Admit(context.Background()); err != nil {
+		admits = "refuses"
+	} else {
+		g.b.Done(tk, admission.Outcome{Abandoned: true})
+	}
+	before := fmt.Sprintf("breaker %v, %s; %d tokens; throttle p=%.3f", g.b.State(), admits, g.tb.Tokens(), g.th.Probability())
+	if tk, err := g.b.Admit(context.Background()); err == nil {
+		g.b.Done(tk, admission.Outcome{Err: errDown, Class: failure.Transient})
+		then = g.b.State().String()
+	}
+	return before + "; after one more failure: " + then
+}
+
+// TestAttemptsMisuseLeavesNothing walks every way a hand-written loop can
+// end over a real breaker, token bucket and adaptive throttle, and checks
+// that each leaves them exactly as Policy.Do leaves them after the same
+// attempts: no ticket or half-open probe slot held, no retry withdrawn
+// and not made, no success uncredited. Do is the reference: its function
+// cannot skip a report. An early break after a failure is Do's failure
+// judged Final; an error left unset is Do's attempt that panicked: both
+// end the call there, abandoned or final. The paths run twice: from a
+// closed breaker, and from a half-open one whose single probe the first
+// attempt is. The throttle's draws are seeded alike on both sides.
+func TestAttemptsMisuseLeavesNothing(t *testing.T) {
+	type end int
+	const (
+		fail end = iota
+		succeed
+		breakAfterFailure
+		breakAfterSuccess
+		returnAfterFailure
+		panicking
+		unset
+	)
+	paths := []struct {
+		name string
+		ends []end // the attempts in order; the last ends the loop
+	}{
+		{"success at once", []end{succeed}},
+		{"success on the third", []end{fail, fail, succeed}},
+		{"attempts exhausted", []end{fail, fail, fail}},
+		{"break after a failure", []end{breakAfterFailure}},
+		{"break on the second after a failure", []end{fail, breakAfterFailure}},
+		{"break after a success", []end{breakAfterSuccess}},
+		{"return after a failure", []end{fail, returnAfterFailure}},
+		{"panic", []end{panicking}},
+		{"panic on the second", []end{fail, panicking}},
+		{"error left unset", []end{unset}},
+		{"error left unset on the third", []end{fail, fail, unset}},
+	}
+	// attempts drives one call with a hand-written Attempts loop.
+	attempts := func(p *retry.Policy, ends []end) {
+		var err error
+		func() {
+			defer func() { _ = recover() }()
+			n := 0
+			for range p.Attempts(context.Background(), &err) {
+				e := ends[min(n, len(ends)-1)]
+				n++
+				switch e {
+				case fail:
+					err = errDown
+				case succeed:
+					err = nil
+				case breakAfterFailure:
+					err = errDown
+					return // leaves the loop as a break does
+				case breakAfterSuccess:
+					err = nil
+					return
+				case returnAfterFailure:
+					err = errDown
+					return
+				case panicking:
+					panic("boom")
+				case unset:
+				}
+			}
+		}()
+	}
+	// reference drives the same attempts through Do.
+	reference := func(p *retry.Policy, ends []end) {
+		defer func() { _ = recover() }()
+		n := 0
+		_ = p.Do(context.Background(), func(context.Context) error {
+			e := ends[min(n, len(ends)-1)]
+			n++
+			switch e {
+			case fail:
+				return errDown
+			case breakAfterFailure, returnAfterFailure:
+				return retry.Judge(errDown, retry.Verdict{Final: true})
+			case panicking, unset:
+				panic("boom")
+			}
+			return nil
+		})
+	}
+	for _, start := range []string{"closed", "half-open"} {
+		for _, path := range paths {
+			t.Run(start+"/"+path.name, func(t *testing.T) {
+				got, want := newGuardedCall(t), newGuardedCall(t)
+				for _, g := range []*guardedCall{got, want} {
+					// Two successes: the throttle counts two accepts, so it
+					// lets the next two failures through before it sheds.
+					reference(g.p, []end{succeed})
+					reference(g.p, []end{succeed})
+					if start == "half-open" {
+						reference(g.p, []end{fail, fail}) // trips the breaker
+						if st := g.b.State(); st != breaker.Open {
+							t.Fatalf("breaker %v after two failures, want open", st)
+						}
+						g.at = g.at.Add(2 * time.Second) // past OpenDuration: the next attempt is the probe
+					}
+				}
+				attempts(got.p, path.ends)
+				reference(want.p, path.ends)
+				if g, w := got.state(), want.state(); g != w {
+					t.Errorf("after the loop: %s\nafter Do:       %s", g, w)
+				}
+			})
+		}
 	}
 }

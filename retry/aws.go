@@ -1,11 +1,6 @@
 package retry
 
-import (
-	"time"
-
-	"github.com/unherd/unherd/backoff"
-	"github.com/unherd/unherd/budget"
-)
+import "github.com/unherd/unherd/retry/internal/core"
 
 // AWSStandard returns the AWS SDKs' standard retry mode as "retry
 // behaviour 2.0" defines it (AWS SDKs and Tools Reference Guide, "Retry
@@ -25,14 +20,7 @@ import (
 //
 // Each call returns a Config with a new bucket: build one Policy from it
 // per dependency.
-func AWSStandard() Config {
-	return Config{
-		MaxAttempts:       3,
-		Backoff:           backoff.Schedule{Base: time.Second, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full, CapAfterDraw: true},
-		Budget:            newBucket(budget.AWSStandardQuota()),
-		OnBudgetExhausted: ReturnAtOnce,
-	}
-}
+func AWSStandard() Config { return Config(core.AWSStandard()) }
 
 // AWS2026 returns the AWS SDKs' "Retry Behavior 2.1", the default of
 // aws-sdk-go-v2 since v1.48.0 (November 2026; before that, opted into with
@@ -55,23 +43,4 @@ func AWSStandard() Config {
 //
 // Each call returns a Config with a new bucket: build one Policy from it
 // per dependency.
-func AWS2026() Config {
-	return Config{
-		MaxAttempts:       3,
-		Backoff:           backoff.Schedule{Base: 50 * time.Millisecond, ThrottledBase: time.Second, Cap: 20 * time.Second, Jitter: backoff.Full},
-		Budget:            newBucket(budget.AWS2026Quota()),
-		ClampServerDelay:  true,
-		MaxServerExtra:    5 * time.Second,
-		ServerJitter:      -1,
-		OnBudgetExhausted: ReturnAtOnce,
-	}
-}
-
-// newBucket builds a bucket from a preset's configuration, which is valid.
-func newBucket(cfg budget.TokenBucketConfig) *budget.TokenBucket {
-	b, err := budget.NewTokenBucket(cfg)
-	if err != nil {
-		panic("retry: invalid preset quota: " + err.Error()) // unreachable: the presets are valid
-	}
-	return b
-}
+func AWS2026() Config { return Config(core.AWS2026()) }

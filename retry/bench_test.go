@@ -1,4 +1,4 @@
-package retry
+package retry_test
 
 import (
 	"context"
@@ -6,15 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/retry"
 )
 
 // BenchmarkDoSuccess measures a call whose first attempt succeeds, with the
 // default policy.
 func BenchmarkDoSuccess(b *testing.B) {
 	b.ReportAllocs()
-	p := Default()
+	p := retry.Default()
 	ctx := context.Background()
 	op := func(context.Context) error { return nil }
 	for b.Loop() {
@@ -31,14 +33,14 @@ func BenchmarkDoSuccess(b *testing.B) {
 // would rightly stop retrying, and the loop would no longer be measured.
 func BenchmarkDoRetry2(b *testing.B) {
 	b.ReportAllocs()
-	benchRetry2(b, context.Background(), Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited})
+	benchRetry2(b, context.Background(), retry.Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited})
 }
 
 // benchRetry2 runs calls that fail twice and then succeed through a
 // Policy built from cfg, under ctx, and checks that each made 3 attempts.
-func benchRetry2(b *testing.B, ctx context.Context, cfg Config) {
+func benchRetry2(b *testing.B, ctx context.Context, cfg retry.Config) {
 	b.Helper()
-	p, err := New(cfg)
+	p, err := retry.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,13 +68,13 @@ func benchRetry2(b *testing.B, ctx context.Context, cfg Config) {
 type nopGuard struct{}
 
 func (nopGuard) Admit(context.Context) (uint64, error) { return 1, nil }
-func (nopGuard) Done(uint64, Outcome)                  {}
+func (nopGuard) Done(uint64, admission.Outcome)        {}
 
 // BenchmarkDoRetry2Guarded is BenchmarkDoRetry2 through one guard: each
 // failed attempt is classified for the guard's report and decided on.
 func BenchmarkDoRetry2Guarded(b *testing.B) {
 	b.ReportAllocs()
-	benchRetry2(b, context.Background(), Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited, Guards: []Guard{nopGuard{}}})
+	benchRetry2(b, context.Background(), retry.Config{Backoff: backoff.Schedule{Immediate: true}, Budget: budget.Unlimited, Guards: []admission.Guard{nopGuard{}}})
 }
 
 // BenchmarkDoRetry2Wait is BenchmarkDoRetry2 with a real wait: a constant
@@ -81,7 +83,7 @@ func BenchmarkDoRetry2Wait(b *testing.B) {
 	b.ReportAllocs()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	benchRetry2(b, ctx, Config{
+	benchRetry2(b, ctx, retry.Config{
 		Backoff: backoff.Schedule{Base: time.Nanosecond, Cap: time.Nanosecond, Jitter: backoff.None, Constant: true},
 		Budget:  budget.Unlimited,
 	})

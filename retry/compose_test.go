@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
@@ -46,7 +47,7 @@ func (d *dependency) set(down bool) {
 
 // counting wraps a guard and counts what the retry loop tells it.
 type counting struct {
-	g                            retry.Guard
+	g                            admission.Guard
 	mu                           sync.Mutex
 	admitted, rejected           int
 	succeeded, failed, abandoned int
@@ -64,7 +65,7 @@ func (c *counting) Admit(ctx context.Context) (uint64, error) {
 	return t, err
 }
 
-func (c *counting) Done(t uint64, o retry.Outcome) {
+func (c *counting) Done(t uint64, o admission.Outcome) {
 	c.mu.Lock()
 	switch {
 	case o.Abandoned:
@@ -220,7 +221,7 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 		p, err := retry.New(retry.Config{
 			MaxAttempts: 4,
 			Budget:      budget.Unlimited,
-			Guards:      []retry.Guard{tg, bg},
+			Guards:      []admission.Guard{tg, bg},
 			Rand:        seededsrc.New(11, 12),
 		})
 		if err != nil {
@@ -258,10 +259,10 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 
 // guarded returns g, counted, and a policy of 3 attempts without a budget
 // that g guards, drawing from a source seeded with s1 and s2.
-func guarded(t *testing.T, g retry.Guard, s1, s2 uint64) (*counting, *retry.Policy) {
+func guarded(t *testing.T, g admission.Guard, s1, s2 uint64) (*counting, *retry.Policy) {
 	t.Helper()
 	guard := &counting{g: g}
-	p, err := retry.New(retry.Config{MaxAttempts: 3, Budget: budget.Unlimited, Guards: []retry.Guard{guard}, Rand: seededsrc.New(s1, s2)})
+	p, err := retry.New(retry.Config{MaxAttempts: 3, Budget: budget.Unlimited, Guards: []admission.Guard{guard}, Rand: seededsrc.New(s1, s2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestComposeRateLimiter(t *testing.T) {
 					MaxAttempts: 3,
 					Backoff:     backoff.Schedule{Immediate: true},
 					Budget:      budget.Unlimited,
-					Guards:      []retry.Guard{guard},
+					Guards:      []admission.Guard{guard},
 				})
 				if err != nil {
 					t.Fatal(err)

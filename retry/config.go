@@ -1,30 +1,21 @@
 package retry
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"time"
 
-	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/internal/validate"
-	"github.com/unherd/unherd/observe"
-
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
-)
-
-// Defaults applied to zero fields of [Config]; each field's doc states its
-// own.
-const (
-	defaultMaxAttempts    = 3
-	defaultMaxServerDelay = 30 * time.Second
-	defaultServerJitter   = 0.1
-	defaultNestedAttempts = 1
+	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/retry/internal/core"
+	"github.com/unherd/unherd/timeout"
 )
 
 // BudgetExhaustion is what a call does when the budget refuses its retry;
 // see Config.OnBudgetExhausted. The zero value is WaitSchedule.
-type BudgetExhaustion uint8
+type BudgetExhaustion = core.BudgetExhaustion
 
 const (
 	// WaitSchedule waits at the pace the rest of the schedule would have
@@ -33,9 +24,9 @@ const (
 	// error, and at least a server's delay), then returns
 	// ErrBudgetExhausted: an empty budget does not speed up a caller that
 	// loops. The default (the zero value).
-	WaitSchedule BudgetExhaustion = iota
+	WaitSchedule = core.WaitSchedule
 	// ReturnAtOnce returns ErrBudgetExhausted at once.
-	ReturnAtOnce
+	ReturnAtOnce = core.ReturnAtOnce
 	// WaitRetryDelay waits the delay the refused retry itself would have
 	// waited (from the throttled base after a throttling error, or the
 	// server's delay if longer), then returns ErrBudgetExhausted. It is
@@ -44,11 +35,11 @@ const (
 	// Java v2 and Rust test it (1 s after a throttling error), while
 	// aws-sdk-go-v2 waits from the normal base instead (50 ms), and
 	// unherd follows the specification.
-	WaitRetryDelay
+	WaitRetryDelay = core.WaitRetryDelay
 )
 
 // ErrInvalidConfig is wrapped by every error Validate and New return.
-var ErrInvalidConfig = newSentinel("retry: invalid config")
+var ErrInvalidConfig = core.ErrInvalidConfig
 
 // Config configures a [Policy]. The zero value is safe and is what most
 // callers want: 3 attempts (the first plus 2 retries), full jitter from a
@@ -75,7 +66,7 @@ type Config struct {
 
 	// Timeouts, if set, supplies each attempt's timeout at run time (an
 	// adaptive timeout that tracks latency) and overrides AttemptTimeout.
-	Timeouts TimeoutSource
+	Timeouts timeout.Source
 
 	// MaxServerDelay bounds a delay the server asked for (Retry-After,
 	// gRPC pushback): when the server asks for longer, the loop stops with
@@ -117,12 +108,39 @@ type Config struct {
 	// 1: no retries at this layer.
 	NestedAttempts int
 
-	// Classify decides how a failed attempt is treated. Nil means
-	// DefaultClassify; a custom classifier can call DefaultClassify for
-	// errors it does not recognise. It is called once per failed attempt,
-	// and its answer goes to the guards, the budget and the retry
-	// decision alike. It is not called for a local rejection (an error
-	// that is ErrRejected) or when the caller's context has ended.
+	// Classify decides how a failed attempt is treated. It is called once
+	// per failed attempt, and its answer goes to the guards, the budget
+	// and the retry decision alike. It is not called for a local
+	// rejection (an error that is ErrRejected) or when the caller's
+	// context has ended. Nil means the default rules
+	// (engine.DefaultClassify, which a custom classifier can fall back
+	// to for errors it does not recognise):
+	//
+	//   - an error judged Permanent ([Judge], [MarkPermanent]), an error
+	//     that is ErrPermanent itself (errors.Is: returned or wrapped by
+	//     the operation, or an inner Policy's *Error that stopped as
+	//     permanent),
+	//     or one with a negative server delay (a RetryAfter method), is
+	//     Permanent;
+	//   - an error judged Throttled (with or without a server delay) is
+	//     Throttled;
+	//   - an error judged Timeout is Timeout, and so is an error whose tree
+	//     holds an error with a Timeout() bool method if the first such
+	//     error (depth first, as errors.As finds it) reports true:
+	//     context.DeadlineExceeded, a net.Error that timed out, and the
+	//     loop's own expired attempt timeouts;
+	//   - an error that is context.Canceled is Permanent: the caller's
+	//     context is still live (the loop checks it first), so someone
+	//     inside the operation cancelled it on purpose, and repeating it would
+	//     override that choice. A classifier that knows better (a library
+	//     that reports its own connection loss as Canceled) can return
+	//     Transient;
+	//   - everything else is Transient.
+	//
+	// The caller's own cancellation is decided before classification and
+	// is never retried, whatever this returns. An error that is ErrFinal
+	// (or judged Final) keeps the class these rules give it but ends the
+	// call with ErrFinal.
 	Classify func(error) failure.Class
 
 	// Budget is consulted before every retry and told about every attempt.
@@ -159,7 +177,7 @@ type Config struct {
 	// Guards are consulted before every attempt, in order, and told how it
 	// ended: circuit breakers, client-side throttles. A rejection stops the
 	// call at once with ErrRejected and is never retried. Nil means none.
-	Guards []Guard
+	Guards []admission.Guard
 
 	// Observer, if set, receives an observe.Event for every attempt
 	// (Attempt), every retry before its wait (Retry, with the failed
@@ -178,40 +196,8 @@ type Config struct {
 	Rand rand.Source
 }
 
-// TimeoutSource supplies per-attempt timeouts that change at run time. The
-// retry loop calls AttemptTimeout before each attempt (a value <= 0 means
-// none) and Observe after it, with its latency and whether it succeeded.
-// Implementations must be safe for concurrent use.
-type TimeoutSource interface {
-	AttemptTimeout() time.Duration
-	Observe(latency time.Duration, ok bool)
-}
-
 // Validate reports settings that cannot work, naming the field.
 func (c *Config) Validate() error {
-	if err := validate.NonNegative(ErrInvalidConfig,
-		validate.Field{Name: "MaxAttempts", Value: c.MaxAttempts, Hint: "; use 1 to disable retries or 0 for the default of 3"},
-		validate.Field{Name: "NestedAttempts", Value: c.NestedAttempts, Hint: "; use 0 for the default of 1"},
-		validate.Field{Name: "AttemptTimeout", Value: c.AttemptTimeout, Hint: "; use 0 for no per-attempt timeout"},
-		validate.Field{Name: "MaxServerDelay", Value: c.MaxServerDelay, Hint: "; use 0 for the default of 30s"},
-	); err != nil {
-		return err
-	}
-	switch {
-	case !(c.ServerJitter <= 1): // also rejects NaN
-		return fmt.Errorf("%w: ServerJitter %v is above 1 (or NaN); use a negative value for none", ErrInvalidConfig, c.ServerJitter)
-	case c.OnBudgetExhausted > WaitRetryDelay:
-		return fmt.Errorf("%w: OnBudgetExhausted %d is not WaitSchedule, ReturnAtOnce or WaitRetryDelay", ErrInvalidConfig, c.OnBudgetExhausted)
-	case c.MaxServerExtra < 0:
-		return fmt.Errorf("%w: MaxServerExtra %v is negative; use 0 for no bound", ErrInvalidConfig, c.MaxServerExtra)
-	}
-	for i, g := range c.Guards {
-		if g == nil {
-			return fmt.Errorf("%w: Guards[%d] is nil", ErrInvalidConfig, i)
-		}
-	}
-	if err := c.Backoff.Validate(); err != nil {
-		return fmt.Errorf("%w: Backoff: %w", ErrInvalidConfig, err)
-	}
-	return nil
+	cc := core.Config(*c)
+	return cc.Validate()
 }

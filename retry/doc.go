@@ -21,57 +21,35 @@
 //
 // # What the loop does
 //
-// Do is a thin loop around one per-call state machine, [Call], which the
-// simulator in package sim and the HTTP transport in package unherdhttp
-// drive too, so that all of them retry by exactly the same rules:
+// Do is a thin loop around one per-call state machine, which the
+// simulator in package sim, the HTTP transport in package unherdhttp and
+// the gRPC interceptors in package unherdgrpc drive too, so that all of
+// them retry by exactly the same rules. An integration that drives it
+// step by step imports package retry/engine; a user never needs to. Per
+// call, the machine owns the attempt count, the previous delay, the class
+// the last retry was charged as, the guards' tickets, and every report to
+// the budget and the guards. Before each attempt it asks the guards; after
+// it, it decides, in the order below, whether and how long to wait.
 //
-//	c := p.Begin(nested)        // per call; a value, nothing allocated
-//	for {
-//		if err := c.Admit(ctx); err != nil {
-//			return err          // a guard rejected the attempt locally
-//		}
-//		err := attempt(ctx)
-//		d := c.Done(now, deadline, err, draw)
-//		if err == nil || d.Reason != nil {
-//			return c.Err(d)     // nil after a success
-//		}
-//		wait(d.Delay)
-//	}
+// A failure is told to the call as values: [Judge] hands it the error
+// with a [Verdict] (its class, whether the call must end after it, the
+// delay the server asked for), which the classification reads as it is;
+// [MarkPermanent] is the common verdict's shorthand.
 //
-// The Call owns the attempt count, the previous delay, the class the last
-// retry was charged as, the guards' tickets, and every report to the
-// budget and the guards; Done never sleeps, never reads a clock and takes
-// its random draw as an argument. What only a real-time shell adds is a
-// small public layer of its own, which Do, the gRPC clients in package
-// unherdgrpc, the HTTP transport and a hand-made protocol all drive (see
-// the Policy.StartAttempt example): [Policy.StartAttempt] and
-// [Attempt.End] bound each attempt by the per-attempt timeout, tell the
-// TimeoutSource its latency and mark a timed-out failure;
-// [Call.Succeeded] ends the call, and [Call.Failed] handles the context
-// (a caller who gives up ends the call through [Call.Cancel] and is never
-// retried) and an outer retry, reads the clock (only when the context has
-// a deadline), draws, and waits on a pooled timer.
-//
-// An integration tells the call what a failure was as values: [Judge]
-// hands it the error with a [Verdict] (its class, whether the call must
-// end after it, the delay the server asked for), which the classification
-// reads as it is; [MarkPermanent] is the common verdict's shorthand.
-//
-// Each failed attempt goes through Done's steps, in this order:
+// Each failed attempt goes through these steps, in this order:
 //
 //  1. A local rejection inside the error (errors.Is(err, ErrRejected))
 //     stops with ErrRejected.
-//  2. Classify the error ([DefaultClassify] or Config.Classify), exactly
-//     once, and tell the guards and the budget.
-//  3. Permanent stops with [ErrPermanent]; an error marked with
-//     judged Final stops with [ErrFinal] but keeps its class for budgets
-//     and guards.
+//  2. Classify the error (Config.Classify, or the default rules its
+//     doc lists), exactly once, and tell the guards and the budget.
+//  3. Permanent stops with [ErrPermanent]; an error judged Final stops
+//     with [ErrFinal] but keeps its class for budgets and guards.
 //  4. If MaxAttempts (counting the first) are used up, stop with
 //     [ErrAttemptsExhausted].
 //  5. The wait is the schedule's jittered delay (from the throttled base
 //     for a Throttled failure) or, if longer, the server-directed delay
-//     the error carries (a RetryAfter method: Retry-After, gRPC pushback) with
-//     a little jitter on top, bounded by MaxServerDelay. A server delay is
+//     the error carries (a RetryAfter method: Retry-After, gRPC
+//     pushback) with a little jitter on top, bounded by MaxServerDelay. A server delay is
 //     a floor, never a replacement for the schedule's jitter: clients told
 //     "retry after 0" still spread out.
 //  6. If the wait would end at or after the caller's deadline, do not

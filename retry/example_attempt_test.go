@@ -15,42 +15,6 @@ import (
 	"github.com/unherd/unherd/retry"
 )
 
-// A protocol of one's own (here one line over TCP) is retried by driving
-// a Call with the real-time layer: StartAttempt bounds each attempt by
-// the attempt timeout, End reports it (and marks a timed-out attempt),
-// Failed decides, draws and waits. The protocol's client hands the call
-// its judgement of an answer as values, with retry.Judge: "busy 5" is a
-// throttling answer that asks for 5 ms, "bad" a permanent one.
-func ExamplePolicy_StartAttempt() {
-	addr, stop := lineServer("busy 5", "pong") // answers "busy 5" once, then "pong"
-	defer stop()
-	p, err := retry.New(retry.Config{MaxAttempts: 3, AttemptTimeout: time.Second,
-		Backoff: backoff.Schedule{Base: time.Millisecond}})
-	if err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
-	c := p.Begin(false)
-	for {
-		if err := c.Admit(ctx); err != nil {
-			fmt.Println(err)
-			return
-		}
-		a := p.StartAttempt(ctx)
-		reply, err := ask(a.Context(), addr, "ping")
-		if err = a.End(err); err == nil {
-			c.Succeeded()
-			fmt.Printf("%s after %d attempts\n", reply, c.Attempts())
-			return
-		}
-		if err := c.Failed(ctx, err); err != nil {
-			fmt.Println(err)
-			return
-		}
-	}
-	// Output: pong after 2 attempts
-}
-
 var errBusy, errBad = errors.New("server busy"), errors.New("bad request")
 
 // A protocol of one's own (here one line over TCP) is retried by

@@ -9,6 +9,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // A budget that counts attempts in flight (budget.Concurrency) hears every
@@ -52,7 +53,7 @@ func TestTrackerEveryEnd(t *testing.T) {
 			})
 		}},
 		{"a rejection from inside", func(p *retry.Policy) error {
-			return p.Do(context.Background(), func(context.Context) error { return retry.NewRejection("inner: open") })
+			return p.Do(context.Background(), func(context.Context) error { return engine.NewRejection("inner: open") })
 		}},
 		{"a panic", func(p *retry.Policy) (err error) {
 			defer func() {

@@ -7,8 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/unherd/unherd/sim/engine"
-	"github.com/unherd/unherd/sim/verdict"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // Scenario is one experiment the simulator runs. Implementations are
@@ -33,7 +32,9 @@ type Scenario interface {
 	Run(ctx context.Context, p Params, o Options) (*Result, error)
 }
 
-// Params is a scenario's parameter set.
+// Params is a scenario's parameter set, made by its Scenario.Params with
+// the published defaults. Each parameter is set through the Field that
+// Fields gives for it; Scenario.Run validates the set before it runs.
 type Params interface {
 	// Fields lists the parameters, bound to the set: a command line makes
 	// each a flag (with its current value as the default), a form an
@@ -51,18 +52,19 @@ type Params interface {
 
 // Field is one parameter of a scenario.
 type Field struct {
-	// Name names the parameter: its flag, its key in Values.
+	// Name names the parameter: its flag, its key in Result.Params.
 	Name string
 	// Usage says what it means, in a few words.
 	Usage string
 	// Value points at the parameter in its set: an *int, *float64,
-	// *time.Duration or *[]int (a list, written as ParseInts reads it).
+	// *time.Duration or *[]int (a list).
 	Value any
 }
 
-// Values returns p's parameters by name, for JSON output: integers and
-// numbers as they are, durations as their String, lists as copies.
-func Values(p Params) map[string]any {
+// paramValues returns p's parameters by name, for JSON output (Result.Params):
+// integers and numbers as they are, durations as their String, lists as
+// copies.
+func paramValues(p Params) map[string]any {
 	fs := p.Fields()
 	m := make(map[string]any, len(fs))
 	for _, f := range fs {
@@ -111,8 +113,9 @@ type Result struct {
 	// Population is the scenario's Population: "closed", "open" or
 	// "closed and open".
 	Population string `json:"population"`
-	// Params holds the parameters the run used, by flag name
-	// (Params.Values), so that a result says how to reproduce it.
+	// Params holds the parameters the run used, by Field.Name (integers
+	// and numbers as they are, durations as their String, lists as
+	// lists), so that a result says how to reproduce it.
 	Params map[string]any `json:"params"`
 	// Columns lists the row keys in display order.
 	Columns []string `json:"-"`
@@ -136,13 +139,6 @@ type Result struct {
 // float64s.
 type Row map[string]any
 
-// Claim sets what a published source says beside what this run
-// measured: verdict.Claim.
-type Claim = verdict.Claim
-
-// Figure is one number a claim's verdict rests on: verdict.Figure.
-type Figure = verdict.Figure
-
 // Chart is data for one chart: several named series over the same axes.
 type Chart struct {
 	// Name is a file-name-safe identifier, unique within the result.
@@ -155,10 +151,11 @@ type Chart struct {
 	YLabel string
 	// Series are the lines drawn, in legend order.
 	Series []Series
-	// XScale and YScale say how each axis is spaced: ScaleLinear (the
-	// zero value), ScaleLog for values spanning orders of magnitude, or
-	// ScaleNines for percentiles (50, 90, 99, 99.9, 99.99 evenly spaced).
-	XScale, YScale Scale
+	// XScale and YScale say how each axis is spaced: "" linear (the zero
+	// value), "log" for values spanning orders of magnitude, or "nines"
+	// for percentiles, spaced by their nines (90 is as far from 50 as 99
+	// from 90 and 99.9 from 99: 50, 90, 99, 99.9, 99.99 evenly spaced).
+	XScale, YScale string
 	// Shade marks spans of the X axis, such as the time a fault lasted.
 	Shade []Span
 	// Lines are horizontal reference lines, such as a dependency's
@@ -185,16 +182,10 @@ type Line struct {
 	Label string
 }
 
-// Scale is how a chart axis is spaced.
-type Scale string
-
-// Axis scales.
+// The axis scales of Chart.XScale and YScale.
 const (
-	ScaleLinear Scale = ""
-	ScaleLog    Scale = "log"
-	// ScaleNines spaces percentiles by their nines: 90 is as far from 50
-	// as 99 from 90 and 99.9 from 99.
-	ScaleNines Scale = "nines"
+	scaleLog   = "log"
+	scaleNines = "nines"
 )
 
 // Span is a stretch of a chart's X axis, shaded and labelled.
@@ -228,17 +219,8 @@ func byName(ss ...*scenario) map[string]Scenario {
 	return m
 }
 
-// unreported holds the scenarios that are complete on their own but not
-// yet run by the report or the what-if page, by name.
-var unreported = byName()
-
-// Scenarios returns every scenario the report runs, sorted by name.
+// Scenarios returns every scenario, sorted by name.
 func Scenarios() []Scenario { return sorted(registry) }
-
-// Unreported returns the scenarios that run on their own, with their
-// claims, on one seed or several ([RunSeeds]), but that the report and
-// the what-if page do not run yet; none today. Sorted by name.
-func Unreported() []Scenario { return sorted(unreported) }
 
 // sorted returns m's scenarios, sorted by name.
 func sorted(m map[string]Scenario) []Scenario {
@@ -250,17 +232,13 @@ func sorted(m map[string]Scenario) []Scenario {
 	return out
 }
 
-// Lookup returns the scenario called name, one of [Scenarios] or
-// [Unreported].
+// Lookup returns the scenario called name, one of [Scenarios].
 func Lookup(name string) (Scenario, bool) {
-	if s, ok := registry[name]; ok {
-		return s, true
-	}
-	s, ok := unreported[name]
+	s, ok := registry[name]
 	return s, ok
 }
 
-// Epoch is the wall-clock instant at which every run's virtual time
+// epoch is the wall-clock instant at which every run's virtual time
 // starts: engine.Epoch. Library objects that read a clock (budgets,
 // breakers, hedgers) are given the run's virtual clock, which starts here.
-var Epoch = engine.Epoch
+var epoch = engine.Epoch

@@ -6,9 +6,11 @@ import (
 	"math"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // callModel is the model behind outage, storm and what-if: callers make
@@ -66,7 +68,7 @@ const (
 // state machine keeps (attempts, previous delay, charged class, the
 // guard's ticket), and the way out of its next attempt.
 type callSlot struct {
-	call retry.Call
+	call retryengine.Call
 	out  time.Duration // the next attempt's hop to the dependency
 }
 
@@ -277,7 +279,7 @@ func (r *callRun) down(t time.Duration) bool { return t >= r.m.downFrom && t < r
 // taken in early) and sends its first attempt.
 func (r *callRun) start(e *engine.Engine, id int32, t time.Duration) {
 	s := &r.slots[id]
-	s.call = r.policy.Begin(false)
+	s.call = retryengine.Begin(context.Background(), r.policy)
 	if !r.m.closed {
 		s.out = r.hop(e)
 	}
@@ -429,7 +431,7 @@ func (r *callRun) answer(e *engine.Engine, id int32, t time.Duration, ok bool) (
 	if !r.down(t) {
 		err = errOverloaded
 	}
-	d := c.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
+	d := c.Done(epoch.Add(t), time.Time{}, err, e.Uint64())
 	if d.Reason == nil {
 		return d.Delay, true
 	}

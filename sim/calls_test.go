@@ -10,7 +10,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // A closed population of tight loops (10 ms think time) whose budget is empty comes straight back when a

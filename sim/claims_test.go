@@ -15,8 +15,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
-	"github.com/unherd/unherd/sim/verdict"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // The claims are computed from the measurements: the same code that says
@@ -77,7 +76,7 @@ func TestExpectedAttempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &LayersParams{Layers: tt.layers, Attempts: tt.attempts, Fail: tt.fail}
+			p := &layersParams{Layers: tt.layers, Attempts: tt.attempts, Fail: tt.fail}
 			if got := expectedAttempts(p, tt.edgeOnly); !within(got, tt.want, 1e-9) {
 				t.Errorf("expectedAttempts = %v, want %v", got, tt.want)
 			}
@@ -110,16 +109,16 @@ func TestValidateForAttemptTimeout(t *testing.T) {
 	if err := p.ValidateFor(UseMetastable); err != nil {
 		t.Errorf("ValidateFor(metastable): %v", err)
 	}
-	var pe *PolicyError
+	var pe *ParamError
 	err := p.ValidateFor(UseWhatIf)
 	if !errors.As(err, &pe) || pe.Field != "Retry.AttemptTimeout" || !strings.Contains(pe.Msg, "metastable") || !strings.Contains(pe.Msg, "outage and storm") {
-		t.Errorf("ValidateFor(whatif) = %v; want a *PolicyError on Retry.AttemptTimeout naming the scenarios", err)
+		t.Errorf("ValidateFor(whatif) = %v; want a *ParamError on Retry.AttemptTimeout naming the scenarios", err)
 	}
 	if err := p.ValidateFor("outage"); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("ValidateFor(outage) = %v; want ErrInvalidParams", err)
 	}
 	if _, err := WhatIf(context.Background(), p, Options{}); !errors.As(err, &pe) {
-		t.Errorf("WhatIf with an attempt timeout: %v; want a *PolicyError", err)
+		t.Errorf("WhatIf with an attempt timeout: %v; want a *ParamError", err)
 	}
 }
 
@@ -150,9 +149,9 @@ func TestPolicySpec(t *testing.T) {
 				t.Fatalf("specOf: err = %v, want error %v", err, tt.wantErr)
 			}
 			if err != nil {
-				var pe *PolicyError
+				var pe *ParamError
 				if !errors.Is(err, ErrInvalidParams) || !errors.As(err, &pe) || pe.Field == "" {
-					t.Errorf("err = %v, want a *PolicyError naming a field, wrapping ErrInvalidParams", err)
+					t.Errorf("err = %v, want a *ParamError naming a field, wrapping ErrInvalidParams", err)
 				}
 				return
 			}
@@ -197,13 +196,13 @@ func TestWhatIf(t *testing.T) {
 			}
 		}
 	}
-	if len(rep.Verdicts) != 2 || rep.Verdicts[0].Population != "closed" || rep.Verdicts[1].Population != "open" {
-		t.Fatalf("verdicts %+v", rep.Verdicts)
+	if len(rep.Comparisons) != 2 || rep.Comparisons[0].Population != "closed" || rep.Comparisons[1].Population != "open" {
+		t.Fatalf("verdicts %+v", rep.Comparisons)
 	}
 	// On the open stream, five attempts without a budget amplify more
 	// than the default three with a token bucket, and the verdict says
 	// it is worse because of the load.
-	open := rep.Verdicts[1]
+	open := rep.Comparisons[1]
 	if !(open.Yours.Amplification > open.Default.Amplification) || open.Judgement != "worse" ||
 		!strings.Contains(open.Summary, "capacity during the outage") {
 		t.Errorf("open stream verdict %+v", open)
@@ -265,7 +264,7 @@ func TestMergeSeeds(t *testing.T) {
 		}
 		return &Result{Scenario: "s", Columns: []string{"name", "n", "x"},
 			Rows: []Row{{"name": "a", "n": int(v), "x": v / 2}},
-			Claims: []Claim{verdict.New("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
+			Claims: []Claim{newClaim("src", "v is small", holds, "v %.0f, half %.1f", v, v/2),
 				{Claim: "free text", Measured: free, Holds: true}, {Claim: "other", Measured: other, Holds: true}}}
 	}
 	got := mergeSeeds(3, []*Result{mk(10, true), mk(30, false), mk(20, true), mk(40, false), mk(12, true)})
@@ -282,8 +281,8 @@ func TestMergeSeeds(t *testing.T) {
 	if want := "v 20 [10-40], half 10.0 [5.0-20.0]"; c.Measured != want {
 		t.Errorf("Measured = %q, want %q", c.Measured, want)
 	}
-	if want := "5 seeds (3-7); differs on 4, 6"; c.SeedSummary() != want {
-		t.Errorf("SeedSummary = %q, want %q", c.SeedSummary(), want)
+	if want := []uint64{3, 4, 5, 6, 7}; !cmp.Equal(c.Seeds, want) {
+		t.Errorf("Seeds %v, want %v", c.Seeds, want)
 	}
 	// A claim without figures: the numbers of its texts are merged when
 	// the texts agree otherwise, and the first seed's text is shown when
@@ -299,7 +298,7 @@ func TestMergeSeeds(t *testing.T) {
 // RunSeeds gives the same merged result whatever the number of workers.
 func TestRunSeedsDeterministic(t *testing.T) {
 	s, _ := Lookup("ratelimit")
-	p := s.Params().(*RatelimitParams)
+	p := s.Params().(*ratelimitParams)
 	p.Workers, p.Jobs = 100, 3
 	var first []byte
 	for _, workers := range []int{1, 3} {
@@ -369,7 +368,7 @@ func TestOutageClaimsWeighCosts(t *testing.T) {
 // per-seed ranges after them, and charts with the pooled p90.
 func TestHedgePooledSeeds(t *testing.T) {
 	s, _ := Lookup("hedge")
-	p := s.Params().(*HedgeParams)
+	p := s.Params().(*hedgeParams)
 	p.Keys, p.Servers, p.Requests = 20, 10, 300
 	r, err := RunSeeds(context.Background(), s, p, Options{Seed: 4}, 3)
 	if err != nil {
@@ -390,9 +389,9 @@ func TestHedgePooledSeeds(t *testing.T) {
 	}
 	// The pooled table row is the pooled percentile, not a median of the
 	// seeds' percentiles.
-	var per [][]HedgeOutcome
+	var per [][]hedgeOutcome
 	for k := range uint64(3) {
-		o, err := RunHedge(context.Background(), p, Options{Seed: 4 + k})
+		o, err := runHedge(context.Background(), p, Options{Seed: 4 + k})
 		if err != nil {
 			t.Fatal(err)
 		}

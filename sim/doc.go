@@ -3,6 +3,31 @@
 // against modelled clients and dependencies, and checks what published
 // sources claim about retries against what the run measures.
 //
+// # Common use
+//
+// Judge a retry policy before it meets production: [WhatIf] runs it
+// beside unherd's default through an outage and a retry storm and says,
+// for a closed population of clients and an open stream of calls, whether
+// it is worse, better or similar, with the figures behind the judgement
+// and each policy's margin against a metastable failure:
+//
+//	rep, err := sim.WhatIf(ctx, sim.Policy{Retry: retry.Config{MaxAttempts: 5}}, sim.Options{Seed: 1})
+//	// rep.Overall, rep.Comparisons, rep.Margins, rep.Results
+//
+// Or run one scenario by name ([Scenarios] lists them), with its
+// published parameters or others set through its [Params]' Fields, each
+// of which points at one parameter:
+//
+//	s, _ := sim.Lookup("outage")
+//	p := s.Params() // the published defaults
+//	r, err := s.Run(ctx, p, sim.Options{Seed: 1})
+//	// r.Rows, r.Claims, r.Charts
+//
+// [RunSeeds] runs a scenario on several seeds and merges the results;
+// [TippingPoints] maps the metastable scenario's tipping points. The
+// same seed always gives the same result, on any machine and with any
+// number of workers.
+//
 // # What it is for
 //
 // Retry policies are easy to write and hard to reason about: the same
@@ -20,7 +45,7 @@
 // judges a user's [Policy] beside unherd's default in the outage and
 // storm scenarios: load against capacity, amplification, recovery and
 // goodput (successful calls per second against the fault-free rate) for
-// each population, and a verdict drawn from those numbers, never from a
+// each population, and a judgement ([Comparison]) drawn from those numbers, never from a
 // share of calls, whose number depends on the policy. The metastable
 // scenario runs a user's policy too ([PolicyParams]), as a row whose
 // callers time out after its attempt timeout.
@@ -31,7 +56,7 @@
 // objects and calls them under the run's virtual clock:
 //
 //   - backoff.Schedule.Delay for Brooker's contention experiment;
-//   - retry.Call, the retry loop's own per-call state machine (from a
+//   - retryengine.Call, the retry loop's own per-call state machine (from a
 //     policy built with retry.New; Admit before every attempt, Done after
 //     it with the virtual Now and a draw from the run's random source),
 //     which also keeps the policy's budget and guards informed, in every
@@ -42,7 +67,7 @@
 //     (the SRE book's per-client ratio, with Now set to the virtual
 //     clock); budget.Unlimited where a row has no budget;
 //   - breaker.Breaker and throttle.Adaptive, through AdmitAt and DoneAt,
-//     the explicit-time forms of their retry.Guard methods;
+//     the explicit-time forms of their admission.Guard methods;
 //   - limit.Limiter, through AcquirePriority and its Token's Served and
 //     Dropped at the virtual time, on the metastable scenario's server;
 //   - hedge.Hedger's decision methods Begin, Admit, Observe, Result and
@@ -76,7 +101,7 @@
 // client waits one hop for the answer plus its backoff, then reads again.
 // Strategies: none, exponential without jitter, full, equal and
 // decorrelated jitter, base 5 ms, cap 2 s; the first retry is attempt 1
-// (its ceiling is base*2: each client's write is a retry.Call, whose count
+// (its ceiling is base*2: each client's write is a retryengine.Call, whose count
 // starts at 0, of a schedule with base 10 ms, or 5 ms, its floor, for
 // decorrelated jitter); decorrelated jitter grows from each client's
 // previous sleep, starting at the base. N = 10 to 190 by 10, 100 runs
@@ -205,8 +230,8 @@
 // an edge service that calls a second, which calls a third, which calls a
 // failing dependency; each layer makes up to 4 attempts: 4^3 = 64
 // attempts per request reach the dependency. Retrying at the edge only
-// (inner layers begin nested calls, retry.Policy.Begin(true), as a
-// context marked by retry.WithOuterRetry makes them do) sends 4; a 10% ratio budget per
+// (inner layers begin their calls with a context marked by
+// retry.WithOuterRetry, so that they are nested) sends 4; a 10% ratio budget per
 // layer caps the product near 1.1^3; a token bucket per layer, once empty,
 // lets one attempt through. The expected counts for any failure rate are
 // computed in closed form and compared with the run.
@@ -317,7 +342,7 @@
 // sits between them. With its random arrivals and service times the
 // simulation gives the four outcomes on each of the report's seeds
 // (TestMetastableOutcomes). Every call is a
-// retry.Call: Huang et al.'s client resends through a policy of
+// retryengine.Call: Huang et al.'s client resends through a policy of
 // unlimited attempts (math.MaxInt), the Immediate schedule and
 // budget.Unlimited; unherd's default is retry.New with a retry.Config
 // whose only field set is AttemptTimeout, the client's timeout (3
@@ -376,16 +401,17 @@
 // # Packages
 //
 // Package sim holds the scenarios, each one define call with its
-// parameters (a struct whose tags name each parameter and its checks),
-// its run and its claims, and the what-if analysis; package sim/engine
-// is the event engine the runs drive; package sim/verdict builds the
-// claims and judges them over seeds. The command line (cmd/unherd) owns
-// the flags: a scenario's parameters reach it as Params.Fields, and a
-// policy file as a [Policy], whose retry settings are a retry.Config.
+// parameters (an unexported struct whose tags name each parameter and
+// its checks, reached through Params.Fields), its run and its claims
+// (each built and merged over seeds in claim.go), and the what-if
+// analysis; the event engine the runs drive is internal
+// (sim/internal/engine). The command line (cmd/unherd) owns the flags:
+// a scenario's parameters reach it as Params.Fields, and a policy file
+// as a [Policy], whose retry settings are a retry.Config.
 //
 // # Engine and determinism
 //
-// Each run is one goroutine's loop (package sim/engine) over a radix heap of events (no event
+// Each run is one goroutine's loop (sim/internal/engine) over a radix heap of events (no event
 // is scheduled before the present, so a time's bits name its bucket):
 // events due at the same instant run in the order they were scheduled, so
 // ties never depend on the queue's layout. Events are plain values in
@@ -395,8 +421,8 @@
 // instead of through the queue, with the same result: a call's first
 // attempt, and a retry without delay, in the outage, storm and what-if
 // runs. Virtual time
-// is a time.Duration since [Epoch]; objects that read a clock are given
-// the run's virtual Now. Every random draw comes from the run's PCG
+// is a time.Duration since an epoch, 4 March 2015 at midnight UTC;
+// objects that read a clock are given the run's virtual Now. Every random draw comes from the run's PCG
 // source, seeded with Options.Seed and the run's index in its sweep, so a
 // run's result depends on nothing else. A sweep spreads its runs over
 // Options.Workers goroutines and places each result by index: the same

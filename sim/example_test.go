@@ -7,8 +7,8 @@ import (
 	"github.com/unherd/unherd/sim"
 )
 
-// A scenario runs with its published parameters or with smaller ones set
-// on its Params. Here Brooker's contention experiment runs for 10 and 20
+// A scenario runs with its published parameters or with others set
+// through its Params' Fields, each of which points at one parameter. Here Brooker's contention experiment runs for 10 and 20
 // clients, 3 runs each: the same seed gives the same table on any machine
 // and with any number of workers.
 func ExampleScenario() {
@@ -17,8 +17,15 @@ func ExampleScenario() {
 		fmt.Println("no jitter scenario")
 		return
 	}
-	p := s.Params().(*sim.JitterParams)
-	p.Clients, p.Runs = []int{10, 20}, 3
+	p := s.Params()
+	for _, f := range p.Fields() {
+		switch f.Name {
+		case "clients":
+			*f.Value.(*[]int) = []int{10, 20}
+		case "runs":
+			*f.Value.(*int) = 3
+		}
+	}
 	r, err := s.Run(context.Background(), p, sim.Options{Seed: 1, Workers: 1})
 	if err != nil {
 		fmt.Println(err)

@@ -24,8 +24,15 @@ func ExampleTippingPoints() {
 		fmt.Println("no metastable scenario")
 		return
 	}
-	p := s.Params().(*sim.MetastableParams)
-	p.MapCuts, p.MapLengths = []int{80}, []int{5, 10, 20}
+	p := s.Params()
+	for _, f := range p.Fields() {
+		switch f.Name {
+		case "map-cuts":
+			*f.Value.(*[]int) = []int{80}
+		case "map-lengths":
+			*f.Value.(*[]int) = []int{5, 10, 20}
+		}
+	}
 	m, err := sim.TippingPoints(context.Background(), p, sim.Options{Seed: 1})
 	if err != nil {
 		fmt.Println(err)

@@ -40,7 +40,7 @@ func ExampleWhatIf() {
 		fmt.Println(err)
 		return
 	}
-	for _, v := range rep.Verdicts {
+	for _, v := range rep.Comparisons {
 		fmt.Printf("%-6s %-7s load during the outage %.2fx capacity (default %.2fx), goodput %.0f%% of the fault-free rate (default %.0f%%)\n",
 			v.Population, v.Judgement, v.Yours.MeanX, v.Default.MeanX, v.Yours.GoodputPct, v.Default.GoodputPct)
 	}

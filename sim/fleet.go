@@ -9,20 +9,22 @@ import (
 	"strconv"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	fleetb "github.com/unherd/unherd/fleet"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
-// FleetParams configures [RunFleet]. The zero value is the issue's
+// fleetParams configures [runFleet]. The zero value is the issue's
 // experiment: 100,000 clients, each sending one request a second (a
 // Poisson stream) with up to 3 attempts, through 10 s of health, a 10 s
 // outage in which every attempt fails, and 10 s of recovery; the Redis
 // round trip of a sync is modelled as 1 ms.
-type FleetParams struct {
+type fleetParams struct {
 	// Clients is the number of client processes. Zero means 100,000.
 	Clients int `param:"clients" usage:"client processes" check:"positive,max=1000000"`
 	// Rate is each client's requests per second. Zero means 1.
@@ -38,8 +40,8 @@ type FleetParams struct {
 	RTT time.Duration `param:"rtt" usage:"round trip of one sync to the shared ledger"`
 }
 
-// FleetRow is what one kind of budget did during the outage.
-type FleetRow struct {
+// fleetRow is what one kind of budget did during the outage.
+type fleetRow struct {
 	// Budget names it: "per-client floors" (a budget.Ratio per client,
 	// default 10% and 10 retries per second each) or "fleet budget" (a
 	// fleetb.Budget per client over one shared fleetb.Ledger, default 10%
@@ -57,13 +59,13 @@ type FleetRow struct {
 	Syncs int64
 }
 
-// FleetResult is RunFleet's answer: the two budgets side by side.
-type FleetResult struct {
-	Params FleetParams
-	Rows   [2]FleetRow
+// fleetResult is runFleet's answer: the two budgets side by side.
+type fleetResult struct {
+	Params fleetParams
+	Rows   [2]fleetRow
 }
 
-func (p FleetParams) withDefaults() FleetParams {
+func (p fleetParams) withDefaults() fleetParams {
 	p.Clients = cmp.Or(p.Clients, 100_000)
 	p.Rate = cmp.Or(p.Rate, 1)
 	p.Attempts = cmp.Or(p.Attempts, 3)
@@ -74,7 +76,7 @@ func (p FleetParams) withDefaults() FleetParams {
 	return p
 }
 
-// RunFleet runs the fleet experiment twice with the same seed, once with
+// runFleet runs the fleet experiment twice with the same seed, once with
 // per-client floors and once with the fleet budget, driving the library's
 // budget.Ratio and fleetb.Budget and fleetb.Ledger under virtual time. Each
 // client syncs its fleet budget every second (fleetb.DefaultSyncInterval)
@@ -82,22 +84,22 @@ func (p FleetParams) withDefaults() FleetParams {
 // Run's early and skipped syncs are not modelled. Retries are sent at
 // once after the failure they follow: over a 10 s window the backoff's
 // milliseconds do not change the rates. Each client's requests are
-// retry.Calls of its own retry.Policy over its budget.
+// calls of its own retry.Policy (retry/engine.Call) over its budget.
 //
 // With per-client floors every client may retry 100 times per window
 // whatever its traffic, so the fleet's retries grow with its size; the
 // fleet budget holds them to 10% of the fleet's requests plus 10 a
 // second.
-func RunFleet(p FleetParams, seed uint64) (FleetResult, error) {
+func runFleet(p fleetParams, seed uint64) (fleetResult, error) {
 	p = p.withDefaults()
 	if p.Clients < 1 || p.Clients > math.MaxInt32 || p.Rate <= 0 || p.Attempts < 1 || p.RTT >= fleetb.DefaultSyncInterval {
-		return FleetResult{}, fmt.Errorf("sim: invalid FleetParams %+v", p)
+		return fleetResult{}, fmt.Errorf("sim: invalid fleetParams %+v", p)
 	}
-	res := FleetResult{Params: p}
+	res := fleetResult{Params: p}
 	for i, shared := range []bool{false, true} {
 		row, _, err := runFleetOnce(nil, p, seed, shared)
 		if err != nil {
-			return FleetResult{}, err
+			return fleetResult{}, err
 		}
 		res.Rows[i] = row
 	}
@@ -127,7 +129,7 @@ const fleetSync int32 = 0
 // the events and with one client's state in the cache at a time. Only
 // the order of the random draws differs.
 type fleetModel struct {
-	p        FleetParams
+	p        fleetParams
 	mean     time.Duration // between a client's requests
 	fleets   []*fleetb.Budget
 	cur      current         // the budget of the client whose request is being made
@@ -135,7 +137,7 @@ type fleetModel struct {
 	next     []time.Duration // each client's next request, fleet budget only
 	ledger   *fleetb.Ledger
 	perSec   []int64
-	row      FleetRow
+	row      fleetRow
 	interval time.Duration
 }
 
@@ -149,14 +151,14 @@ func (refuseAll) Record(budget.Attempt)       {}
 // runFleetOnce runs one of the two budgets, stopping early when done is
 // closed, and returns its row and its retries in each second of the
 // outage.
-func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool) (FleetRow, []int64, error) {
+func runFleetOnce(done <-chan struct{}, p fleetParams, seed uint64, shared bool) (fleetRow, []int64, error) {
 	e := engine.New(seed, 0)
 	e.StopOn(done)
 	m := &fleetModel{p: p, mean: time.Duration(float64(time.Second) / p.Rate),
 		perSec: make([]int64, int(p.Outage/time.Second)+1), interval: fleetb.DefaultSyncInterval}
 	end := p.Before + p.Outage + p.After
 	if err := m.newPolicy(); err != nil {
-		return FleetRow{}, nil, err
+		return fleetRow{}, nil, err
 	}
 	var err error
 	if shared {
@@ -165,7 +167,7 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 		err = m.runFloors(e, end)
 	}
 	if err != nil {
-		return FleetRow{}, nil, err
+		return fleetRow{}, nil, err
 	}
 	o := p.Outage.Seconds()
 	m.row.RetriesPerSecond = float64(m.row.Retries) / o
@@ -184,7 +186,7 @@ func runFleetOnce(done <-chan struct{}, p FleetParams, seed uint64, shared bool)
 func (m *fleetModel) runFloors(e *engine.Engine, end time.Duration) error {
 	m.row.Budget = "per-client floors"
 	var now time.Duration
-	clock := func() time.Time { return Epoch.Add(now) }
+	clock := func() time.Time { return epoch.Add(now) }
 	for i := range m.p.Clients {
 		if i%1024 == 0 && e.Stopped() {
 			return nil // the sweep discards a stopped run
@@ -227,7 +229,7 @@ type current struct {
 
 func (c *current) Withdraw(cl failure.Class) bool {
 	if c.fb != nil {
-		return c.fb.WithdrawAt(Epoch.Add(c.t), cl)
+		return c.fb.WithdrawAt(epoch.Add(c.t), cl)
 	}
 	return c.b.Withdraw(cl)
 }
@@ -275,10 +277,10 @@ func (m *fleetModel) Handle(e *engine.Engine, ev engine.Event) {
 	back := e.Elapsed()
 	sent := back - m.p.RTT
 	m.requests(e, ev.ID, sent)
-	r := b.Report(Epoch.Add(sent))
+	r := b.Report(epoch.Add(sent))
 	m.requests(e, ev.ID, back)
 	// The script runs halfway through the round trip.
-	g := m.ledger.SyncAt(Epoch.Add(back-m.p.RTT/2), r)
+	g := m.ledger.SyncAt(epoch.Add(back-m.p.RTT/2), r)
 	b.Settle(e.Now(), r, g, nil)
 	m.row.Syncs++
 	e.After(m.interval, fleetSync, ev.ID, 0)
@@ -293,13 +295,13 @@ func (m *fleetModel) requests(e *engine.Engine, id int32, upto time.Duration) {
 	}
 }
 
-// call makes one request, at t, through the clients' policy (retry.Call,
+// call makes one request, at t, through the clients' policy (retryengine.Call,
 // which tells the client's budget of every attempt and asks it for every
 // retry): every attempt fails during the outage, the first succeeds
 // otherwise.
 func (m *fleetModel) call(t time.Duration) {
 	m.cur.t = t
-	c := m.policy.Begin(false)
+	c := retryengine.Begin(context.Background(), m.policy)
 	_ = c.Admit(context.Background()) // no guards: never rejects
 	down := t >= m.p.Before && t < m.p.Before+m.p.Outage
 	if !down {
@@ -310,7 +312,7 @@ func (m *fleetModel) call(t time.Duration) {
 		return
 	}
 	m.row.Requests++
-	for c.Done(Epoch.Add(t), time.Time{}, errDown, 0).Reason == nil {
+	for c.Done(epoch.Add(t), time.Time{}, errDown, 0).Reason == nil {
 		m.row.Retries++
 		m.perSec[int((t-m.p.Before)/time.Second)]++
 		_ = c.Admit(context.Background())

@@ -8,7 +8,7 @@ import (
 // clients, and reports both budgets' retries per second in the outage.
 func BenchmarkRunFleet(b *testing.B) {
 	for range b.N {
-		res, err := RunFleet(FleetParams{}, 1)
+		res, err := runFleet(fleetParams{}, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -22,7 +22,7 @@ func BenchmarkRunFleet(b *testing.B) {
 // more than ten times the fleet budget's retries, while the fleet budget
 // holds the fleet to 10% of its requests plus 10 a second.
 func TestRunFleet(t *testing.T) {
-	res, err := RunFleet(FleetParams{Clients: 10_000}, 1)
+	res, err := runFleet(fleetParams{Clients: 10_000}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +45,9 @@ func TestRunFleet(t *testing.T) {
 }
 
 func TestRunFleetDeterministic(t *testing.T) {
-	p := FleetParams{Clients: 1000}
-	a, err1 := RunFleet(p, 7)
-	b, err2 := RunFleet(p, 7)
+	p := fleetParams{Clients: 1000}
+	a, err1 := runFleet(p, 7)
+	b, err2 := runFleet(p, 7)
 	if err1 != nil || err2 != nil || a != b {
 		t.Errorf("two runs with seed 7 differ: %+v %v, %+v %v", a, err1, b, err2)
 	}

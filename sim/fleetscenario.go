@@ -7,15 +7,14 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *FleetParams) Fields() []Field { return fieldsOf(p) }
+func (p *fleetParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *FleetParams) Validate() error {
+func (p *fleetParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -35,22 +34,22 @@ func (p *FleetParams) Validate() error {
 // Quick implements Params: 20,000 clients, so that five seeds take
 // seconds (the shape, and the ratio between the two budgets, do not
 // depend on the fleet's size).
-func (p *FleetParams) Quick() { p.Clients = 20_000 }
+func (p *fleetParams) Quick() { p.Clients = 20_000 }
 
 var fleetScenario = define("fleet", "open",
 	"A fleet of clients (100,000 by default, 20,000 in the report) through a 10 s outage: per-client retry budgets with a floor of 10 retries/s each against one fleet-wide budget (package fleet's leases over a shared ledger, as unherdredis keeps it in Redis)",
 	defaultFleetParams, runFleetScenario)
 
-func defaultFleetParams() *FleetParams {
-	p := FleetParams{}.withDefaults()
+func defaultFleetParams() *fleetParams {
+	p := fleetParams{}.withDefaults()
 	return &p
 }
 
 const fleetSource = "unherd's design: a per-client floor does not bound a fleet; budgets applied across the fleet, as Envoy and Linkerd apply them in their proxies (https://linkerd.io/2/reference/retries/)"
 
-func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, error) {
+func runFleetScenario(ctx context.Context, p *fleetParams, o Options) (*Result, error) {
 	type out struct {
-		row    FleetRow
+		row    fleetRow
 		perSec []int64
 		err    error
 	}
@@ -64,11 +63,11 @@ func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "fleet", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "fleet", Population: "open", Params: paramValues(p),
 		Columns: []string{"budget", "requests", "retries", "retries_per_s", "peak_per_s", "amplification", "syncs"}}
 	chart := Chart{Name: "fleet_retries", Title: "Retries per second during the outage",
 		XLabel: fmt.Sprintf("second of the outage (%s clients at %v request/s each, open population)", thousands(p.Clients), p.Rate),
-		YLabel: "retries per second, log scale", YScale: ScaleLog,
+		YLabel: "retries per second, log scale", YScale: scaleLog,
 		Lines: []Line{
 			{Y: float64(p.Attempts-1) * float64(p.Clients) * p.Rate, Label: fmt.Sprintf("every retry allowed: %d per request", p.Attempts-1)},
 			{Y: 0.1*float64(p.Clients)*p.Rate + 10, Label: "fleet budget's rate: 10% of requests + 10/s"},
@@ -99,10 +98,10 @@ func runFleetScenario(ctx context.Context, p *FleetParams, o Options) (*Result, 
 	windows := 1 + p.Outage.Seconds()/10
 	bound := 1.1 * (0.1*float64(shared.Healthy+shared.Requests) + 100*windows)
 	res.Claims = []Claim{
-		verdict.New(fleetSource, "with a floor of 10 retries per second per client, the fleet's retries grow with its size: an outage is met with every attempt the clients may make",
+		newClaim(fleetSource, "with a floor of 10 retries per second per client, the fleet's retries grow with its size: an outage is met with every attempt the clients may make",
 			floors.Amplification > 0.9*float64(p.Attempts) || floors.RetriesPerSecond >= 0.9*10*float64(p.Clients),
 			"per-client floors: %.0f retries per second from %.0f clients, %.2f attempts per request", floors.RetriesPerSecond, float64(p.Clients), floors.Amplification),
-		verdict.New(fleetSource, "a fleet-wide budget holds the fleet's retries to 10% of its requests plus one fleet-wide floor of 10 per second, whatever the number of clients",
+		newClaim(fleetSource, "a fleet-wide budget holds the fleet's retries to 10% of its requests plus one fleet-wide floor of 10 per second, whatever the number of clients",
 			float64(shared.Retries) <= bound,
 			"fleet budget: %.0f retries in the outage against a bound of %.0f; %.0f per second, %.2f attempts per request, %.1fx fewer retries than per-client floors",
 			float64(shared.Retries), bound, shared.RetriesPerSecond, shared.Amplification, float64(floors.Retries)/max(float64(shared.Retries), 1)),

@@ -14,8 +14,8 @@ import (
 
 const deanBarroso = `Dean and Barroso, "The Tail at Scale", Communications of the ACM 56(2), 2013, https://doi.org/10.1145/2408776.2408794`
 
-// HedgeParams are the parameters of the hedge scenario.
-type HedgeParams struct {
+// hedgeParams are the parameters of the hedge scenario.
+type hedgeParams struct {
 	// Keys is the fan-out of each request and Servers the fleet
 	// (--keys, --servers); each key is read from a random server, a hedge
 	// or tied copy from another. Threads is each server's worker pool
@@ -49,19 +49,19 @@ type HedgeParams struct {
 	CancelHop time.Duration `param:"cancel-hop" usage:"one-way delay of a tied request's cancellation between servers" check:"positive"`
 }
 
-func defaultHedgeParams() *HedgeParams {
-	return &HedgeParams{Keys: 1000, Servers: 100, Threads: 8, Requests: 5000, Rate: 20,
+func defaultHedgeParams() *hedgeParams {
+	return &hedgeParams{Keys: 1000, Servers: 100, Threads: 8, Requests: 5000, Rate: 20,
 		SaturatedLoad: 0.97, Service: time.Millisecond, Sigma: 1.0,
 		StallRate: 0.0005, StallMean: 500 * time.Millisecond, Delay: 10 * time.Millisecond,
 		Hop: 250 * time.Microsecond, CancelHop: 10 * time.Microsecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *HedgeParams) Fields() []Field { return fieldsOf(p) }
+func (p *hedgeParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *HedgeParams) Validate() error {
+func (p *hedgeParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -85,23 +85,23 @@ func (p *HedgeParams) Validate() error {
 // Quick implements Params: 4000 requests per run instead of 5000. The
 // report runs five seeds and pools their latencies, so its verdicts on
 // the p99.9 rest on 20000 requests per strategy, 20 of them beyond it.
-func (p *HedgeParams) Quick() { p.Requests = 4000 }
+func (p *hedgeParams) Quick() { p.Requests = 4000 }
 
 // meanService is the mean of the log-normal service time.
-func (p *HedgeParams) meanService() float64 {
+func (p *hedgeParams) meanService() float64 {
 	return float64(p.Service) * math.Exp(p.Sigma*p.Sigma/2)
 }
 
 // load is the servers' utilisation at rate requests per second, without
 // hedges.
-func (p *HedgeParams) load(rate float64) float64 {
+func (p *hedgeParams) load(rate float64) float64 {
 	perServer := rate * float64(p.Keys) / float64(p.Servers)
 	return perServer * p.meanService() / float64(time.Second) / float64(p.Threads)
 }
 
 // saturatedRate is the request rate that keeps the servers SaturatedLoad
 // busy.
-func (p *HedgeParams) saturatedRate() float64 { return p.Rate * p.SaturatedLoad / p.load(p.Rate) }
+func (p *hedgeParams) saturatedRate() float64 { return p.Rate * p.SaturatedLoad / p.load(p.Rate) }
 
 // Strategies of the hedge scenario, as indices into hedgeStrategies.
 const (
@@ -112,28 +112,23 @@ const (
 )
 
 var (
+	// hedgeStrategies names the hedge scenario's strategies, in the order
+	// runHedge runs them: no hedge; a fixed hedge after hedgeParams.Delay
+	// with no budget and no back-off; the hedger of a zero hedge.Config
+	// (on the run's virtual clock); Dean and Barroso's tied requests.
 	hedgeStrategies = []string{"no hedge", "fixed hedge", "default hedger", "tied requests"}
-	hedgeFleets     = []string{"stalled", "loaded", "saturated"}
+	// hedgeFleets names the hedge scenario's fleets, in the order
+	// runHedge runs them: "stalled" (low load, servers that stall now and
+	// then: the fan-out of the paper), "loaded" (independent servers at
+	// SaturatedLoad: a hedge can find a shorter queue) and "saturated" (a
+	// shared bottleneck at SaturatedLoad: every copy of a key queues at
+	// its shard, so a second copy is as slow as the first).
+	hedgeFleets = []string{"stalled", "loaded", "saturated"}
 )
 
-// HedgeStrategies returns the names of the hedge scenario's strategies,
-// in the order RunHedge runs them: no hedge; a fixed hedge after
-// HedgeParams.Delay with no budget and no back-off; the hedger of a zero
-// hedge.Config (on the run's virtual clock); Dean and Barroso's tied
-// requests.
-func HedgeStrategies() []string { return slices.Clone(hedgeStrategies) }
-
-// HedgeFleets returns the names of the hedge scenario's fleets, in the
-// order RunHedge runs them: "stalled" (low load, servers that stall now
-// and then: the fan-out of the paper), "loaded" (independent servers at
-// SaturatedLoad: a hedge can find a shorter queue) and "saturated" (a
-// shared bottleneck at SaturatedLoad: every copy of a key queues at its
-// shard, so a second copy is as slow as the first).
-func HedgeFleets() []string { return slices.Clone(hedgeFleets) }
-
-// HedgeOutcome is one run of the hedge scenario: one fleet, one strategy.
-type HedgeOutcome struct {
-	// Fleet and Strategy name the run (see HedgeFleets, HedgeStrategies).
+// hedgeOutcome is one run of the hedge scenario: one fleet, one strategy.
+type hedgeOutcome struct {
+	// Fleet and Strategy name the run (see hedgeFleets, hedgeStrategies).
 	Fleet, Strategy string
 	// P50, P99 and P999 are percentiles of the requests' latencies.
 	P50, P99, P999 time.Duration
@@ -154,15 +149,12 @@ type HedgeOutcome struct {
 	Suspended bool
 }
 
-// DefaultHedgeParams returns the hedge scenario's published parameters.
-func DefaultHedgeParams() *HedgeParams { return defaultHedgeParams() }
-
-// RunHedge runs every fleet and strategy of the hedge scenario once, with
+// runHedge runs every fleet and strategy of the hedge scenario once, with
 // o.Seed, over o.Workers goroutines, and returns one outcome per run,
-// fleet by fleet in HedgeFleets order and within a fleet in
-// HedgeStrategies order. The same parameters and seed give the same
+// fleet by fleet in hedgeFleets order and within a fleet in
+// hedgeStrategies order. The same parameters and seed give the same
 // outcomes.
-func RunHedge(ctx context.Context, p *HedgeParams, o Options) ([]HedgeOutcome, error) {
+func runHedge(ctx context.Context, p *hedgeParams, o Options) ([]hedgeOutcome, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -174,7 +166,7 @@ func RunHedge(ctx context.Context, p *HedgeParams, o Options) ([]HedgeOutcome, e
 		return nil, err
 	}
 	outs := slices.Concat(fleets...)
-	res := make([]HedgeOutcome, len(outs))
+	res := make([]hedgeOutcome, len(outs))
 	for i, out := range outs {
 		if out.err != nil {
 			return nil, out.err
@@ -182,7 +174,7 @@ func RunHedge(ctx context.Context, p *HedgeParams, o Options) ([]HedgeOutcome, e
 		lat := out.latencies
 		slices.Sort(lat)
 		keys := float64(out.keys)
-		res[i] = HedgeOutcome{Fleet: hedgeFleets[i/ns], Strategy: hedgeStrategies[i%ns],
+		res[i] = hedgeOutcome{Fleet: hedgeFleets[i/ns], Strategy: hedgeStrategies[i%ns],
 			P50: quantile.Exact(lat, 0.5), P99: quantile.Exact(lat, 0.99), P999: quantile.Exact(lat, 0.999),
 			Latencies: lat, Unfinished: out.unfinished,
 			ExtraSent: float64(out.sent-out.keys) / keys, ExtraExecuted: float64(out.executed-out.keys) / keys,
@@ -195,8 +187,8 @@ var hedgeScenario = define("hedge", "open",
 	"a 1000-key fan-out over 100 servers that stall now and then: tail latency, extra requests and extra work with no hedge, a fixed 10 ms hedge, the default hedger and tied requests; then a loaded fleet of independent queues and a uniformly saturated one, where hedging stops paying (Dean and Barroso 2013)",
 	defaultHedgeParams, runHedgeScenario)
 
-func runHedgeScenario(ctx context.Context, p *HedgeParams, o Options) (*Result, error) {
-	outs, err := RunHedge(ctx, p, o)
+func runHedgeScenario(ctx context.Context, p *hedgeParams, o Options) (*Result, error) {
+	outs, err := runHedge(ctx, p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -204,10 +196,10 @@ func runHedgeScenario(ctx context.Context, p *HedgeParams, o Options) (*Result, 
 }
 
 // hedgeResult builds the hedge scenario's table, charts and claims from
-// RunHedge's outcomes.
-func hedgeResult(p *HedgeParams, outs []HedgeOutcome) *Result {
+// runHedge's outcomes.
+func hedgeResult(p *hedgeParams, outs []hedgeOutcome) *Result {
 	ns := len(hedgeStrategies)
-	res := &Result{Scenario: "hedge", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "hedge", Population: "open", Params: paramValues(p),
 		Columns: []string{"fleet", "strategy", "p50_ms", "p99_ms", "p999_ms", "extra_sent_pct",
 			"extra_executed_pct", "hedge_delay_ms", "hedging_suspended"}}
 	for _, out := range outs {
@@ -218,7 +210,7 @@ func hedgeResult(p *HedgeParams, outs []HedgeOutcome) *Result {
 	}
 	for f, fl := range hedgeFleets {
 		c := Chart{Name: "hedge_" + fl, Title: "Request latency percentiles, " + fl + " fleet",
-			XLabel: "percentile", YLabel: "latency (ms), log scale", XScale: ScaleNines, YScale: ScaleLog}
+			XLabel: "percentile", YLabel: "latency (ms), log scale", XScale: scaleNines, YScale: scaleLog}
 		for _, out := range outs[f*ns : (f+1)*ns] {
 			c.Series = append(c.Series, Series{Name: out.Strategy, X: []float64{50, 99, 99.9},
 				Y: []float64{round(ms(out.P50), 1), round(ms(out.P99), 1), round(ms(out.P999), 1)}})
@@ -229,12 +221,12 @@ func hedgeResult(p *HedgeParams, outs []HedgeOutcome) *Result {
 	return res
 }
 
-func hedgeClaims(p *HedgeParams, outs []HedgeOutcome) []Claim {
+func hedgeClaims(p *hedgeParams, outs []hedgeOutcome) []Claim {
 	ns := len(hedgeStrategies)
 	st, sat := outs[:ns], outs[2*ns:]
 	none, fixd, def, tied := st[hedgeNone], st[hedgeFixed], st[hedgeDefault], st[hedgeTied]
-	cut := func(o HedgeOutcome) float64 { return float64(none.P999) / float64(max(o.P999, 1)) }
-	worse := func(a, b HedgeOutcome) bool { // a worse than b at some percentile, beyond 2%
+	cut := func(o hedgeOutcome) float64 { return float64(none.P999) / float64(max(o.P999, 1)) }
+	worse := func(a, b hedgeOutcome) bool { // a worse than b at some percentile, beyond 2%
 		return float64(a.P50) > 1.02*float64(b.P50) || float64(a.P99) > 1.02*float64(b.P99) || float64(a.P999) > 1.02*float64(b.P999)
 	}
 	return []Claim{
@@ -287,7 +279,7 @@ type hedgeOut struct {
 // except that its default budget runs on now, so that the budget's
 // window is virtual time and a run's result does not depend on how long
 // it takes on the machine.
-func newHedger(strategy int, p *HedgeParams, now func() time.Time) (*hedge.Hedger, error) {
+func newHedger(strategy int, p *hedgeParams, now func() time.Time) (*hedge.Hedger, error) {
 	switch strategy {
 	case hedgeFixed:
 		//unherdvet:ignore misuse the simulator models the fixed-delay hedger without a budget on purpose, to compare it

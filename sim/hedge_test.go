@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // TestHedgerBudgetOnVirtualClock: the hedgers of a hedge run must keep
@@ -26,7 +26,7 @@ func TestHedgerBudgetOnVirtualClock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var now time.Duration
-			h, err := newHedger(tc.strategy, p, func() time.Time { return Epoch.Add(now) })
+			h, err := newHedger(tc.strategy, p, func() time.Time { return epoch.Add(now) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,11 +59,11 @@ func TestHedgerBudgetOnVirtualClock(t *testing.T) {
 func TestHedgeClaimsFollowMeasurements(t *testing.T) {
 	p := defaultHedgeParams()
 	ms := time.Millisecond
-	outcomes := func(defP999 time.Duration, defSent float64, satSuspended bool, satP99 time.Duration) []HedgeOutcome {
-		var outs []HedgeOutcome
+	outcomes := func(defP999 time.Duration, defSent float64, satSuspended bool, satP99 time.Duration) []hedgeOutcome {
+		var outs []hedgeOutcome
 		for f := range hedgeFleets {
 			for s := range hedgeStrategies {
-				o := HedgeOutcome{P50: 10 * ms, P99: 100 * ms, P999: 1000 * ms}
+				o := hedgeOutcome{P50: 10 * ms, P99: 100 * ms, P999: 1000 * ms}
 				switch {
 				case s == hedgeDefault && f == 0:
 					o.P999, o.ExtraSent = defP999, defSent
@@ -77,7 +77,7 @@ func TestHedgeClaimsFollowMeasurements(t *testing.T) {
 	}
 	tests := []struct {
 		name          string
-		outs          []HedgeOutcome
+		outs          []hedgeOutcome
 		defHolds      bool
 		saturatedHold bool
 	}{
@@ -103,8 +103,8 @@ func TestHedgeClaimsFollowMeasurements(t *testing.T) {
 func TestRunHedge(t *testing.T) {
 	p := defaultHedgeParams()
 	p.Keys, p.Servers, p.Requests, p.StallRate = 50, 10, 200, 0.05
-	run := func() []HedgeOutcome {
-		outs, err := RunHedge(context.Background(), p, Options{Seed: 3, Workers: 2})
+	run := func() []hedgeOutcome {
+		outs, err := runHedge(context.Background(), p, Options{Seed: 3, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,11 +114,11 @@ func TestRunHedge(t *testing.T) {
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Fatalf("two runs with one seed differ (-first +second):\n%s", diff)
 	}
-	if len(a) != len(HedgeFleets())*len(HedgeStrategies()) {
-		t.Fatalf("%d outcomes, want %d", len(a), len(HedgeFleets())*len(HedgeStrategies()))
+	if len(a) != len(hedgeFleets)*len(hedgeStrategies) {
+		t.Fatalf("%d outcomes, want %d", len(a), len(hedgeFleets)*len(hedgeStrategies))
 	}
 	for i, o := range a {
-		fl, st := HedgeFleets()[i/len(HedgeStrategies())], HedgeStrategies()[i%len(HedgeStrategies())]
+		fl, st := hedgeFleets[i/len(hedgeStrategies)], hedgeStrategies[i%len(hedgeStrategies)]
 		if o.Fleet != fl || o.Strategy != st {
 			t.Errorf("outcome %d is %s/%s, want %s/%s", i, o.Fleet, o.Strategy, fl, st)
 		}
@@ -148,7 +148,7 @@ func TestHedgeFleetExact(t *testing.T) {
 	wide := defaultHedgeParams()
 	wide.Keys, wide.Servers, wide.Requests, wide.StallRate = 200, 20, 300, 0.05
 	for _, c := range []struct {
-		p    *HedgeParams
+		p    *hedgeParams
 		seed uint64
 	}{{small, 1}, {small, 2}, {wide, 3}} {
 		p, seed := c.p, c.seed
@@ -168,7 +168,7 @@ func TestHedgeFleetExact(t *testing.T) {
 				// Requests may end in another order (a fixed hedge's key
 				// is settled when its other copy starts or is dropped, not
 				// at its answer's arrival): compare the latencies sorted,
-				// as RunHedge reports them.
+				// as runHedge reports them.
 				slices.Sort(want.latencies)
 				slices.Sort(got[st].latencies)
 				if diff := cmp.Diff(want, got[st], cmp.AllowUnexported(hedgeOut{})); diff != "" {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/hedge"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // The fan-out model. Each request reads Keys keys; every key's primary
@@ -126,7 +126,7 @@ type hServer struct {
 }
 
 type hedgeRun struct {
-	p        *HedgeParams
+	p        *hedgeParams
 	fleet    fleet
 	strategy int
 	hedger   *hedge.Hedger // nil for no hedge and tied

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // Common random numbers, drawn once. Every strategy on a fleet sees the
@@ -166,9 +166,9 @@ func (r *hedgeRun) stallLength() time.Duration {
 const hedgeStep = 500 * time.Millisecond
 
 // runHedgeFleet runs every strategy on fleet fl, together, and returns
-// their outcomes in HedgeStrategies order. Run i's engine is seeded with
+// their outcomes in hedgeStrategies order. Run i's engine is seeded with
 // stream fl*len(hedgeStrategies)+i, as if each ran alone.
-func runHedgeFleet(done <-chan struct{}, seed uint64, p *HedgeParams, fl fleet) []hedgeOut {
+func runHedgeFleet(done <-chan struct{}, seed uint64, p *hedgeParams, fl fleet) []hedgeOut {
 	ns := len(hedgeStrategies)
 	draws := &fleetDraws{src: rand.New(rand.NewPCG(seed, engine.Mix(1<<40+uint64(fl))))}
 	outs := make([]hedgeOut, ns)
@@ -231,7 +231,7 @@ func tiedOnShard(none hedgeOut) hedgeOut {
 // hedgeRate is the requests per second that arrive at fleet fl: the
 // stalled fleet's own rate, or the rate that loads the others to their
 // utilisation.
-func hedgeRate(p *HedgeParams, fl fleet) float64 {
+func hedgeRate(p *hedgeParams, fl fleet) float64 {
 	switch fl {
 	case fleetLoaded, fleetSaturated:
 		return p.saturatedRate()
@@ -242,13 +242,13 @@ func hedgeRate(p *HedgeParams, fl fleet) float64 {
 
 // hedgeEnd is when a run on fleet fl stops: a minute after the last
 // request arrived.
-func hedgeEnd(p *HedgeParams, fl fleet) time.Duration {
+func hedgeEnd(p *hedgeParams, fl fleet) time.Duration {
 	return time.Duration(float64(p.Requests)/hedgeRate(p, fl)*float64(time.Second)) + time.Minute
 }
 
 // newHedgeRun sets up one strategy's run on fleet fl, on engine e, with
 // the fleet's draws from draws.
-func newHedgeRun(e *engine.Engine, p *HedgeParams, fl fleet, strategy int, draws *fleetDraws) (*hedgeRun, error) {
+func newHedgeRun(e *engine.Engine, p *hedgeParams, fl fleet, strategy int, draws *fleetDraws) (*hedgeRun, error) {
 	r := &hedgeRun{p: p, fleet: fl, strategy: strategy, servers: make([]hServer, p.Servers), rate: hedgeRate(p, fl),
 		count: make([]int32, p.Servers), picked: make([]bool, p.Keys), placed: make([][2]int32, p.Keys),
 		env: fleetCursor{d: draws}, ahead: true,

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
-	"github.com/unherd/unherd/sim/verdict"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015, https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/`
@@ -22,8 +23,8 @@ const brookerJitter = `Brooker, "Exponential Backoff And Jitter", AWS Architectu
 // ("exponential" is backoff.None: capped exponential without jitter).
 var jitterStrategies = []string{"none", "exponential", "full", "equal", "decorrelated"}
 
-// JitterParams are the parameters of the jitter scenario.
-type JitterParams struct {
+// jitterParams are the parameters of the jitter scenario.
+type jitterParams struct {
 	// Clients lists the numbers of contending clients to sweep (--clients).
 	Clients []int `param:"clients" usage:"comma-separated numbers of contending clients" check:"positive,max=10000"`
 	// Runs is the number of runs averaged per point (--runs).
@@ -37,8 +38,8 @@ type JitterParams struct {
 	HopSD time.Duration `param:"hop-sd" usage:"standard deviation of a network hop"`
 }
 
-func defaultJitterParams() *JitterParams {
-	p := &JitterParams{Runs: 100, Base: 5 * time.Millisecond, Cap: 2 * time.Second,
+func defaultJitterParams() *jitterParams {
+	p := &jitterParams{Runs: 100, Base: 5 * time.Millisecond, Cap: 2 * time.Second,
 		Hop: 10 * time.Millisecond, HopSD: 2 * time.Millisecond}
 	for n := 10; n <= 190; n += 10 {
 		p.Clients = append(p.Clients, n)
@@ -47,11 +48,11 @@ func defaultJitterParams() *JitterParams {
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *JitterParams) Fields() []Field { return fieldsOf(p) }
+func (p *jitterParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *JitterParams) Validate() error {
+func (p *jitterParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (p *JitterParams) Validate() error {
 }
 
 // Quick implements Params: every 30 clients from 10 to 190, 10 runs each.
-func (p *JitterParams) Quick() {
+func (p *jitterParams) Quick() {
 	p.Clients = []int{10, 40, 70, 100, 130, 160, 190}
 	p.Runs = 10
 }
@@ -79,7 +80,7 @@ type jitterOut struct {
 	time  time.Duration
 }
 
-func runJitterScenario(ctx context.Context, p *JitterParams, o Options) (*Result, error) {
+func runJitterScenario(ctx context.Context, p *jitterParams, o Options) (*Result, error) {
 	ns, nc, nr := len(jitterStrategies), len(p.Clients), p.Runs
 	type out struct {
 		jitterOut
@@ -98,7 +99,7 @@ func runJitterScenario(ctx context.Context, p *JitterParams, o Options) (*Result
 			return nil, o.err
 		}
 	}
-	res := &Result{Scenario: "jitter", Population: "closed", Params: Values(p),
+	res := &Result{Scenario: "jitter", Population: "closed", Params: paramValues(p),
 		Columns: []string{"strategy", "clients", "calls", "time_ms"}}
 	calls := make([][]float64, ns) // by strategy, by clients
 	times := make([][]float64, ns)
@@ -121,9 +122,9 @@ func runJitterScenario(ctx context.Context, p *JitterParams, o Options) (*Result
 		xs[c] = float64(n)
 	}
 	callChart := Chart{Name: "jitter_calls", Title: "Work: calls until every client has written",
-		XLabel: "clients", YLabel: "calls (writes), log scale", YScale: ScaleLog}
+		XLabel: "clients", YLabel: "calls (writes), log scale", YScale: scaleLog}
 	timeChart := Chart{Name: "jitter_time", Title: "Time until the last client has written",
-		XLabel: "clients", YLabel: "completion time (s), log scale", YScale: ScaleLog}
+		XLabel: "clients", YLabel: "completion time (s), log scale", YScale: scaleLog}
 	for s, name := range jitterStrategies {
 		callChart.Series = append(callChart.Series, Series{Name: name, X: xs, Y: calls[s]})
 		secs := make([]float64, nc)
@@ -183,20 +184,20 @@ func jitterClaims(clients []int, calls, times [][]float64) []Claim {
 	deCalls, deCallFigs := sweepDiff(calls, decor)
 	deTimes, deTimeFigs := sweepDiff(times, decor)
 	return []Claim{
-		verdict.New(brookerJitter, "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
+		newClaim(brookerJitter, "full jitter about halves the calls of exponential backoff without jitter (ratio at most 0.6)",
 			ratio <= 0.6, at+"full %.0f calls vs exponential %.0f: ratio %.2f", calls[full][c], calls[exp][c], ratio),
-		verdict.New(brookerJitter, "exponential backoff without jitter does more work than any jittered strategy",
+		newClaim(brookerJitter, "exponential backoff without jitter does more work than any jittered strategy",
 			calls[exp][c] > worstJittered, at+"exponential %.0f calls; full %.0f, equal %.0f, decorrelated %.0f",
 			calls[exp][c], calls[full][c], calls[equal][c], calls[decor][c]),
-		verdict.New(brookerJitter, "no backoff at all does the most work",
+		newClaim(brookerJitter, "no backoff at all does the most work",
 			noneWorst, at+"none %.0f calls, exponential %.0f, full %.0f", calls[none][c], calls[exp][c], calls[full][c]),
-		verdict.New(brookerJitter, "full jitter also finishes sooner than exponential backoff without jitter",
+		newClaim(brookerJitter, "full jitter also finishes sooner than exponential backoff without jitter",
 			times[full][c] < times[exp][c], at+"full %.0f ms vs exponential %.0f ms", times[full][c], times[exp][c]),
-		verdict.New(brookerJitter, "equal jitter is the loser of the jittered strategies: slightly more work than full jitter, and much longer, at every size of the sweep",
+		newClaim(brookerJitter, "equal jitter is the loser of the jittered strategies: slightly more work than full jitter, and much longer, at every size of the sweep",
 			everywhere(calls, equal, true) && everywhere(times, equal, true),
 			"equal over full "+sizes+": calls "+eqCalls+"; time "+eqTimes,
 			append(eqCallFigs, eqTimeFigs...)...),
-		verdict.New(brookerJitter, "decorrelated jitter finishes a little sooner than full jitter, for a little more work, at every size of the sweep",
+		newClaim(brookerJitter, "decorrelated jitter finishes a little sooner than full jitter, for a little more work, at every size of the sweep",
 			everywhere(times, decor, false) && everywhere(calls, decor, true),
 			"decorrelated over full "+sizes+": time "+deTimes+"; calls "+deCalls,
 			append(deTimeFigs, deCallFigs...)...),
@@ -227,7 +228,7 @@ const (
 // of the sweep and fail at its top, in his simulator as here; the claims
 // print every point's difference.
 //
-// Each client's write is one retry.Call of a policy with the strategy's
+// Each client's write is one retryengine.Call of a policy with the strategy's
 // schedule, no attempt limit and no budget: the call keeps the client's
 // attempts and previous sleep, and Done decides each sleep. The call
 // counts its first retry as retry 0 where Brooker's counter says 1, so
@@ -235,12 +236,12 @@ const (
 // base*2, and every later one his); decorrelated jitter does not grow by
 // the count, and keeps his base, its floor.
 type jitterRun struct {
-	p        *JitterParams
+	p        *jitterParams
 	policy   *retry.Policy
 	none     bool
 	version  int64
-	seen     []int64      // version each client last read
-	calls    []retry.Call // each client's write, its retry state
+	seen     []int64            // version each client last read
+	calls    []retryengine.Call // each client's write, its retry state
 	writes   int64
 	finished time.Duration
 }
@@ -250,8 +251,8 @@ type jitterRun struct {
 var errStale = errors.New("sim: stale version")
 
 // jitterSchedule is the schedule of the strategy named s, in the terms of
-// retry.Call's count (see jitterRun).
-func jitterSchedule(p *JitterParams, s string) (backoff.Schedule, error) {
+// retryengine.Call's count (see jitterRun).
+func jitterSchedule(p *jitterParams, s string) (backoff.Schedule, error) {
 	switch s {
 	case "none":
 		return backoff.Schedule{Immediate: true}, nil
@@ -270,7 +271,7 @@ func jitterSchedule(p *JitterParams, s string) (backoff.Schedule, error) {
 	return backoff.Schedule{Base: base, Cap: p.Cap, Jitter: j}, nil
 }
 
-func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strategy string, n int) (jitterOut, error) {
+func runJitter(done <-chan struct{}, seed, stream uint64, p *jitterParams, strategy string, n int) (jitterOut, error) {
 	sched, err := jitterSchedule(p, strategy)
 	if err != nil {
 		return jitterOut{}, err
@@ -279,11 +280,11 @@ func runJitter(done <-chan struct{}, seed, stream uint64, p *JitterParams, strat
 	if err != nil {
 		return jitterOut{}, fmt.Errorf("%w: %w", ErrInvalidParams, err)
 	}
-	r := &jitterRun{p: p, policy: pol, none: sched.Immediate, seen: make([]int64, n), calls: make([]retry.Call, n)}
+	r := &jitterRun{p: p, policy: pol, none: sched.Immediate, seen: make([]int64, n), calls: make([]retryengine.Call, n)}
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	for c := range n {
-		r.calls[c] = pol.Begin(false)
+		r.calls[c] = retryengine.Begin(context.Background(), pol)
 		e.After(r.hop(e), jitterRead, int32(c), 0)
 	}
 	e.Run(r, -1)

@@ -6,15 +6,16 @@ import (
 	"math"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
-	"github.com/unherd/unherd/sim/verdict"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
-// LayersParams are the parameters of the layers scenario.
-type LayersParams struct {
+// layersParams are the parameters of the layers scenario.
+type layersParams struct {
 	// Layers is the number of services in the chain that each call the
 	// next through a retry policy; the last calls the dependency
 	// (--layers).
@@ -33,17 +34,17 @@ type LayersParams struct {
 	Hop time.Duration `param:"hop" usage:"one-way delay between layers" check:"positive"`
 }
 
-func defaultLayersParams() *LayersParams {
-	return &LayersParams{Layers: 3, Attempts: 4, Fail: 1, Rate: 100, Duration: 30 * time.Second,
+func defaultLayersParams() *layersParams {
+	return &layersParams{Layers: 3, Attempts: 4, Fail: 1, Rate: 100, Duration: 30 * time.Second,
 		Ratio: 0.1, Hop: time.Millisecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *LayersParams) Fields() []Field { return fieldsOf(p) }
+func (p *layersParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *LayersParams) Validate() error {
+func (p *layersParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func (p *LayersParams) Validate() error {
 }
 
 // Quick implements Params: 20 s of requests instead of 30 s.
-func (p *LayersParams) Quick() { p.Duration = 20 * time.Second }
+func (p *layersParams) Quick() { p.Duration = 20 * time.Second }
 
 // layerModes are the configurations compared, in table order.
 var layerModes = []string{"every layer retries", "edge only", "every layer + ratio budget", "every layer + token bucket"}
@@ -74,18 +75,18 @@ type layersOut struct {
 	err                  error
 }
 
-func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result, error) {
+func runLayersScenario(ctx context.Context, p *layersParams, o Options) (*Result, error) {
 	outs, err := sweep(ctx, o, len(layerModes), func(i int) layersOut {
 		return runLayers(ctx.Done(), o.Seed, uint64(i), p, i)
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "layers", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "layers", Population: "open", Params: paramValues(p),
 		Columns: []string{"mode", "requests", "dependency_attempts", "amplification", "late_amplification", "success_pct"}}
 	amp := make([]float64, len(outs))
 	late := make([]float64, len(outs))
-	chart := Chart{Name: "layers_load", Title: "Attempts reaching the dependency", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog}
+	chart := Chart{Name: "layers_load", Title: "Attempts reaching the dependency", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: scaleLog}
 	half := int(p.Duration/(100*time.Millisecond)) / 2
 	for i, out := range outs {
 		if out.err != nil {
@@ -111,13 +112,13 @@ func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result
 	every, edge := expectedAttempts(p, false), expectedAttempts(p, true)
 	budgeted := math.Pow(1+p.Ratio, float64(p.Layers))
 	res.Claims = []Claim{
-		verdict.New(sreCascading, fmt.Sprintf("retries multiply across layers: %d layers of %d attempts send %.4g attempts per request to the dependency", p.Layers, p.Attempts, every),
+		newClaim(sreCascading, fmt.Sprintf("retries multiply across layers: %d layers of %d attempts send %.4g attempts per request to the dependency", p.Layers, p.Attempts, every),
 			within(amp[0], every, 0.05), "%.2f attempts per request", amp[0]),
-		verdict.New(sreCascading, fmt.Sprintf("retrying at the edge only sends %.4g", edge),
+		newClaim(sreCascading, fmt.Sprintf("retrying at the edge only sends %.4g", edge),
 			within(amp[1], edge, 0.05), "%.2f attempts per request (inner layers begin nested retry calls)", amp[1]),
-		verdict.New(sreOverload, fmt.Sprintf("a %g%% ratio budget at each layer caps the product near (1+%g)^%d = %.2f", 100*p.Ratio, p.Ratio, p.Layers, budgeted),
+		newClaim(sreOverload, fmt.Sprintf("a %g%% ratio budget at each layer caps the product near (1+%g)^%d = %.2f", 100*p.Ratio, p.Ratio, p.Layers, budgeted),
 			p.Fail < 1 || within(late[2], budgeted, 0.1), "%.2f attempts per request over the run's second half", late[2]),
-		verdict.New(awsRetry, "a token bucket at each layer stops retries once empty: one attempt per request reaches the dependency",
+		newClaim(awsRetry, "a token bucket at each layer stops retries once empty: one attempt per request reaches the dependency",
 			p.Fail < 1 || within(late[3], 1, 0.05), "%.2f attempts per request over the run's second half (%.2f over the whole run)", late[3], amp[3]),
 	}
 	return res, nil
@@ -128,7 +129,7 @@ func runLayersScenario(ctx context.Context, p *LayersParams, o Options) (*Result
 // a layer making up to a attempts of a call that succeeds with
 // probability s and costs c makes c*(1-(1-s)^a)/s, and succeeds with
 // probability 1-(1-s)^a.
-func expectedAttempts(p *LayersParams, edgeOnly bool) float64 {
+func expectedAttempts(p *layersParams, edgeOnly bool) float64 {
 	s, c := 1-p.Fail, 1.0
 	for l := p.Layers - 1; l >= 0; l-- {
 		a := p.Attempts
@@ -159,12 +160,12 @@ const (
 // dependency.
 type layCall struct {
 	layer  int
-	parent int32      // -1 for the edge
-	call   retry.Call // its retry state at its layer
+	parent int32            // -1 for the edge
+	call   retryengine.Call // its retry state at its layer
 }
 
 type layersRun struct {
-	p        *LayersParams
+	p        *layersParams
 	mode     int
 	policies []*retry.Policy
 	calls    []layCall
@@ -172,7 +173,7 @@ type layersRun struct {
 	out      layersOut
 }
 
-func runLayers(done <-chan struct{}, seed, stream uint64, p *LayersParams, mode int) layersOut {
+func runLayers(done <-chan struct{}, seed, stream uint64, p *layersParams, mode int) layersOut {
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	r := &layersRun{p: p, mode: mode}
@@ -205,7 +206,7 @@ func (r *layersRun) newCall(layer int, parent int32) int32 {
 	// In "edge only", inner layers know their caller retries: their
 	// calls are nested, as a context marked by retry.WithOuterRetry makes
 	// them.
-	c := layCall{layer: layer, parent: parent, call: r.policies[layer].Begin(r.mode == 1 && layer > 0)}
+	c := layCall{layer: layer, parent: parent, call: retryengine.Begin(layerContext(r.mode == 1 && layer > 0), r.policies[layer])}
 	id, reused := r.free.take(len(r.calls))
 	if reused {
 		r.calls[id] = c
@@ -283,4 +284,18 @@ func (r *layersRun) finish(e *engine.Engine, id int32, ok bool) {
 		arg = 1
 	}
 	e.After(r.p.Hop, layDone, parent, arg)
+}
+
+// nestedContext is the context of a call made while serving a caller that
+// retries: retry.WithOuterRetry's mark, which makes a Policy's call make
+// Config.NestedAttempts attempts.
+var nestedContext = retry.WithOuterRetry(context.Background())
+
+// layerContext returns the context a layer's call begins with: nested
+// when an outer layer retries.
+func layerContext(nested bool) context.Context {
+	if nested {
+		return nestedContext
+	}
+	return context.Background()
 }

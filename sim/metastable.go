@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const huangMetastable = `Huang et al., "Metastable Failures in the Wild", OSDI 2022, the retry experiment, https://www.usenix.org/conference/osdi22/presentation/huang-lexiang; artifact https://github.com/lexiangh/Metastability (Retry_Metastability)`
 
-// MetastableParams are the parameters of the metastable scenario.
-type MetastableParams struct {
+// metastableParams are the parameters of the metastable scenario.
+type metastableParams struct {
 	// Rate is the open stream's new requests per second at full load
 	// (--rate): Huang et al.'s 8,300.
 	Rate float64 `param:"rate" usage:"open stream: new requests per second at full load" check:"positive"`
@@ -53,19 +53,19 @@ type MetastableParams struct {
 	user *policySpec
 }
 
-func defaultMetastableParams() *MetastableParams {
-	return &MetastableParams{Rate: 8300, Threads: 22, Service: time.Millisecond, Timeout: 3 * time.Second,
+func defaultMetastableParams() *metastableParams {
+	return &metastableParams{Rate: 8300, Threads: 22, Service: time.Millisecond, Timeout: 3 * time.Second,
 		Cut: 0.8, SmallCut: 0.78, Length: 10 * time.Second, ShortLength: 9 * time.Second, LowLoad: 0.7,
 		Before: 10 * time.Second, After: 60 * time.Second,
 		MapCuts: []int{60, 65, 70, 75, 80, 85, 90, 95}, MapLengths: []int{2, 4, 6, 8, 10, 12, 15, 20, 25, 30}}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *MetastableParams) Fields() []Field { return fieldsOf(p) }
+func (p *metastableParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags, then the rules
 // between fields.
-func (p *MetastableParams) Validate() error {
+func (p *metastableParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (p *MetastableParams) Validate() error {
 	}{{"map-cuts", p.MapCuts}, {"map-lengths", p.MapLengths}} {
 		for i := 1; i < len(f.xs); i++ {
 			if f.xs[i] <= f.xs[i-1] {
-				return invalid(f.name, "%s is not ascending", FormatInts(f.xs))
+				return invalid(f.name, "%s is not ascending", strings.ReplaceAll(strings.Trim(fmt.Sprint(f.xs), "[]"), " ", ","))
 			}
 		}
 	}
@@ -103,7 +103,7 @@ func (p *MetastableParams) Validate() error {
 }
 
 // Quick implements Params: the report's size is the published one.
-func (p *MetastableParams) Quick() {}
+func (p *metastableParams) Quick() {}
 
 // Policies of the metastable scenario's rows.
 const (
@@ -124,7 +124,7 @@ type msCase struct {
 // cases are Huang et al.'s four runs, then unherd's default client and
 // the default with the server's limiter under the trigger that keeps the
 // first client down.
-func (p *MetastableParams) cases() []msCase {
+func (p *metastableParams) cases() []msCase {
 	return []msCase{
 		{p.SmallCut, p.Length, 1, msResend, outcomeRecovers},
 		{p.Cut, p.Length, 1, msResend, outcomeDown},
@@ -146,7 +146,7 @@ const (
 
 // policy builds the row's client policy: one shared by every call, as
 // one process shares one retry.Policy per dependency.
-func (c msCase) retryPolicy(p *MetastableParams) (*retry.Policy, error) {
+func (c msCase) retryPolicy(p *metastableParams) (*retry.Policy, error) {
 	if c.policy == msYours {
 		return nil, nil // built on the run's clock: userModel
 	}
@@ -168,7 +168,7 @@ func withSeeds(s *scenario, seeds func(ctx context.Context, p Params, o Options,
 
 // runMetastableScenario runs the scenario's rows on o.Seed, then its
 // tipping-point map.
-func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
+func runMetastableScenario(ctx context.Context, p *metastableParams, o Options) (*Result, error) {
 	first, second := halves(o)
 	res, err := runMetastableRows(ctx, p, first)
 	if err != nil {
@@ -181,7 +181,7 @@ func runMetastableScenario(ctx context.Context, p *MetastableParams, o Options) 
 // (RunSeeds), then its tipping-point map once, on the first seed: the
 // map runs each trigger on a seed of its own already.
 func metastableSeeds(ctx context.Context, ps Params, o Options, n int) (*Result, error) {
-	p, err := validParams[*MetastableParams]("metastable", ps)
+	p, err := validParams[*metastableParams]("metastable", ps)
 	if err != nil {
 		return nil, err
 	}
@@ -214,8 +214,8 @@ func halves(o Options) (first, second Options) {
 
 // withTippingChart adds the tipping-point map of p (TippingPoints, on
 // o.Seed) to res as its chart.
-func withTippingChart(ctx context.Context, res *Result, p *MetastableParams, o Options) (*Result, error) {
-	m, err := TippingPoints(ctx, p, o)
+func withTippingChart(ctx context.Context, res *Result, p *metastableParams, o Options) (*Result, error) {
+	m, err := tippingPoints(ctx, p, tipPolicies(p), o)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ type msRow struct {
 	wastedPct, shed, refus float64
 }
 
-func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Result, error) {
+func runMetastableRows(ctx context.Context, p *metastableParams, o Options) (*Result, error) {
 	cases := p.withUser(p.cases())
 	type out struct {
 		st  *msStats
@@ -260,7 +260,7 @@ func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Re
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "metastable", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "metastable", Population: "open", Params: paramValues(p),
 		Columns: []string{"trigger", "load_rps", "policy", "published", "outcome", "goodput_before", "goodput_during", "goodput_after",
 			"recovery_s", "load_after_rps", "queue_peak", "wasted_pct", "shed", "refused", "stopped_s"}}
 	var rows []msRow
@@ -298,7 +298,7 @@ func runMetastableRows(ctx context.Context, p *MetastableParams, o Options) (*Re
 // and wasted work are measured up to the stop, the load after over the
 // 10 s before it. A map cell that stopped as recovered (msRun.recovered)
 // is measured over the 10 s before its stop in place of the run's last.
-func measureMetastable(p *MetastableParams, c msCase, st *msStats) msRow {
+func measureMetastable(p *metastableParams, c msCase, st *msStats) msRow {
 	r := msRow{msCase: c, peak: st.peak, shed: float64(st.shed), refus: float64(st.refused), recovery: -1, stopped: -1}
 	rate := p.Rate * c.load
 	from, to := int(p.Before/time.Second), int((p.Before+c.length)/time.Second)
@@ -341,7 +341,7 @@ func measureMetastable(p *MetastableParams, c msCase, st *msStats) msRow {
 }
 
 // metastableClaims judges Huang et al.'s four outcomes, one claim each.
-func metastableClaims(p *MetastableParams, rows []msRow) []Claim {
+func metastableClaims(p *metastableParams, rows []msRow) []Claim {
 	var claims []Claim
 	for _, r := range rows {
 		if r.published == "" {
@@ -357,7 +357,7 @@ func metastableClaims(p *MetastableParams, rows []msRow) []Claim {
 			measured += "; stopped at %.0f s, provably down (queue and work up to the stop)"
 			args = append(args, r.stopped)
 		}
-		claims = append(claims, verdict.New(huangMetastable,
+		claims = append(claims, newClaim(huangMetastable,
 			fmt.Sprintf("the server's CPU cut by %g%% for %v at %s, callers resending at once after a %v timeout: the system %s",
 				round(100*r.cut, 1), r.length, load, p.Timeout, r.published),
 			r.outcome == r.published, measured, args...))

@@ -13,7 +13,7 @@ import (
 // service times ten times as long: the same capacity over load, 2.65,
 // and a tenth of the events, so that it runs under the race detector;
 // its tipping-point map has two cuts and three lengths.
-func tinyMetastable() *MetastableParams {
+func tinyMetastable() *metastableParams {
 	p := defaultMetastableParams()
 	p.Rate, p.Service, p.After = 830, 10*time.Millisecond, 30*time.Second
 	p.MapCuts, p.MapLengths = []int{70, 90}, []int{4, 8, 16}
@@ -57,9 +57,6 @@ func TestMetastableLookup(t *testing.T) {
 	if !ok || s.Population() != "open" || s.Describe() == "" {
 		t.Fatalf("Lookup(metastable) = %v, %v", s, ok)
 	}
-	if u := Unreported(); len(u) != 0 {
-		t.Errorf("Unreported() = %v; want none: the report runs metastable", u)
-	}
 	p := s.Params()
 	if err := p.Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
@@ -68,8 +65,8 @@ func TestMetastableLookup(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Errorf("quick: %v", err)
 	}
-	if _, err := s.Run(context.Background(), &StormParams{}, Options{}); err == nil {
-		t.Error("metastable ran with StormParams")
+	if _, err := s.Run(context.Background(), &stormParams{}, Options{}); err == nil {
+		t.Error("metastable ran with stormParams")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -79,15 +76,15 @@ func TestMetastableLookup(t *testing.T) {
 }
 
 func TestMetastableValidate(t *testing.T) {
-	for name, set := range map[string]func(p *MetastableParams){
-		"cut":             func(p *MetastableParams) { p.Cut = 1 },
-		"rate":            func(p *MetastableParams) { p.Rate = 2e5 },
-		"before":          func(p *MetastableParams) { p.Before = time.Second },
-		"after":           func(p *MetastableParams) { p.After = time.Hour },
-		"map-cuts order":  func(p *MetastableParams) { p.MapCuts = []int{80, 70} },
-		"map-cuts 100":    func(p *MetastableParams) { p.MapCuts = []int{100} },
-		"map-lengths":     func(p *MetastableParams) { p.MapLengths = nil },
-		"map-lengths run": func(p *MetastableParams) { p.MapLengths = []int{600} },
+	for name, set := range map[string]func(p *metastableParams){
+		"cut":             func(p *metastableParams) { p.Cut = 1 },
+		"rate":            func(p *metastableParams) { p.Rate = 2e5 },
+		"before":          func(p *metastableParams) { p.Before = time.Second },
+		"after":           func(p *metastableParams) { p.After = time.Hour },
+		"map-cuts order":  func(p *metastableParams) { p.MapCuts = []int{80, 70} },
+		"map-cuts 100":    func(p *metastableParams) { p.MapCuts = []int{100} },
+		"map-lengths":     func(p *metastableParams) { p.MapLengths = nil },
+		"map-lengths run": func(p *metastableParams) { p.MapLengths = []int{600} },
 	} {
 		p := defaultMetastableParams()
 		set(p)

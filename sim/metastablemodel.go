@@ -6,10 +6,12 @@ import (
 	"math"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // The metastable scenario's server model: threads workers take
@@ -25,7 +27,7 @@ import (
 var (
 	// errNoAnswer is an attempt that got no answer within the client's
 	// timeout: retry's Timeout class.
-	errNoAnswer = retry.MarkAttemptTimeout(errors.New("sim: no answer within the client's timeout"))
+	errNoAnswer = retryengine.MarkAttemptTimeout(errors.New("sim: no answer within the client's timeout"))
 	// errRefused is the server's refusal over its concurrency limit (503
 	// with Retry-After, RESOURCE_EXHAUSTED): a throttling error.
 	errRefused = retry.Judge(errors.New("sim: refused over the server's concurrency limit"), retry.Verdict{Class: failure.Throttled})
@@ -88,7 +90,7 @@ type msStats struct {
 
 // msReq is one call: its retry state and its attempt in flight.
 type msReq struct {
-	call retry.Call
+	call retryengine.Call
 	cur  int64 // serial of the attempt its caller waits for; 0 when none
 }
 
@@ -320,7 +322,7 @@ func (r *msRun) Handle(e *engine.Engine, ev engine.Event) {
 	case msArrive:
 		e.At(t+r.gap(e), msArrive, 0, 0)
 		id := r.slot()
-		r.reqs.at(id).call = r.policy.Begin(false)
+		r.reqs.at(id).call = retryengine.Begin(context.Background(), r.policy)
 		r.stats.offered[t/time.Second]++
 		r.send(e, id, t)
 	case msServed:
@@ -361,7 +363,7 @@ func (r *msRun) send(e *engine.Engine, id int32, t time.Duration) {
 	var tok limit.Token
 	if r.lim != nil {
 		var ok bool
-		if tok, ok = r.lim.AcquirePriority(Epoch.Add(t), limit.Normal); !ok {
+		if tok, ok = r.lim.AcquirePriority(epoch.Add(t), limit.Normal); !ok {
 			r.stats.refused++
 			r.failed(e, id, t, errRefused)
 			return
@@ -408,7 +410,7 @@ func (r *msRun) arm(e *engine.Engine) {
 // failed tells call id's policy that its attempt failed with err at t,
 // and makes the next attempt now or later, or ends the call.
 func (r *msRun) failed(e *engine.Engine, id int32, t time.Duration, err error) {
-	d := r.reqs.at(id).call.Done(Epoch.Add(t), time.Time{}, err, e.Uint64())
+	d := r.reqs.at(id).call.Done(epoch.Add(t), time.Time{}, err, e.Uint64())
 	switch {
 	case d.Reason != nil:
 		r.end(id, false)
@@ -443,7 +445,7 @@ func (r *msRun) start(e *engine.Engine, w int32, en msEntry, tok limit.Token, t 
 // those whose caller has gone when the server sheds.
 func (r *msRun) finish(e *engine.Engine, w int32, t time.Duration) {
 	en := r.work[w]
-	r.wtok[w].Served(Epoch.Add(t))
+	r.wtok[w].Served(epoch.Add(t))
 	r.stats.served++
 	if q := r.reqs.at(en.req); q.cur == en.serial {
 		q.cur = 0
@@ -459,7 +461,7 @@ func (r *msRun) finish(e *engine.Engine, w int32, t time.Duration) {
 		if r.lim != nil {
 			tok = r.toks.pop()
 			if t >= next.at+r.m.timeout {
-				tok.Dropped(Epoch.Add(t))
+				tok.Dropped(epoch.Add(t))
 				r.stats.shed++
 				continue
 			}

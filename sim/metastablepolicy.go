@@ -2,7 +2,7 @@ package sim
 
 import (
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // PolicyParams is a scenario's parameter set that can also run a user's
@@ -12,7 +12,7 @@ import (
 type PolicyParams interface {
 	Params
 	// SetPolicy sets the policy to run beside the scenario's rows. It
-	// refuses, as a *PolicyError, a policy that
+	// refuses, as a *ParamError, a policy that
 	// Policy.ValidateFor(UseMetastable) refuses.
 	SetPolicy(p Policy) error
 }
@@ -26,7 +26,7 @@ const msYours = "yours"
 // callers time out after p's Retry.AttemptTimeout, or after Timeout when
 // p sets none; the server, which learns each request's deadline, uses the
 // same. The row has no published outcome and no claim.
-func (p *MetastableParams) SetPolicy(pol Policy) error {
+func (p *metastableParams) SetPolicy(pol Policy) error {
 	s, err := specOf(pol, UseMetastable)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func (p *MetastableParams) SetPolicy(pol Policy) error {
 
 // withUser returns cases with the user's row after them, if there is a
 // user's policy.
-func (p *MetastableParams) withUser(cases []msCase) []msCase {
+func (p *metastableParams) withUser(cases []msCase) []msCase {
 	if p.user == nil {
 		return cases
 	}
@@ -46,7 +46,7 @@ func (p *MetastableParams) withUser(cases []msCase) []msCase {
 
 // userModel sets m up for the user's row c: the clients' policy built on
 // the run's clock and their timeout, the policy's own if it sets one.
-func (p *MetastableParams) userModel(c msCase, m *msModel) {
+func (p *metastableParams) userModel(c msCase, m *msModel) {
 	if c.policy != msYours || p.user == nil {
 		return
 	}

@@ -60,8 +60,8 @@ func TestMetastableRunsAUsersPolicy(t *testing.T) {
 		t.Errorf("a 300ms attempt timeout wastes %v%% of the work, 3s %v%%; want more", short["wasted_pct"], same["wasted_pct"])
 	}
 
-	var pe *PolicyError
+	var pe *ParamError
 	if err := tinyMetastable().SetPolicy(Policy{Budget: "lots"}); !errors.As(err, &pe) {
-		t.Errorf("SetPolicy with a bad budget: %v, want a *PolicyError", err)
+		t.Errorf("SetPolicy with a bad budget: %v, want a *ParamError", err)
 	}
 }

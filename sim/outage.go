@@ -7,7 +7,6 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
@@ -17,8 +16,8 @@ const (
 	builders          = `Brooker, "Timeouts, retries, and backoff with jitter", Amazon Builders' Library, 2019, https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/`
 )
 
-// OutageParams are the parameters of the outage scenario.
-type OutageParams struct {
+// outageParams are the parameters of the outage scenario.
+type outageParams struct {
 	// Clients is the closed population's size (--clients).
 	Clients int `param:"clients" usage:"closed population: number of clients" check:"positive,max=1000000"`
 	// Think is a closed client's mean pause between calls (--think).
@@ -44,19 +43,19 @@ type OutageParams struct {
 	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
-func defaultOutageParams() *OutageParams {
-	return &OutageParams{Clients: 1000, Think: 50 * time.Millisecond, Rate: 10000, Capacity: 20000,
+func defaultOutageParams() *outageParams {
+	return &outageParams{Clients: 1000, Think: 50 * time.Millisecond, Rate: 10000, Capacity: 20000,
 		Before: 10 * time.Second, Down: 30 * time.Second, After: 60 * time.Second,
 		Attempts: 8, Base: 100 * time.Millisecond, Cap: 10 * time.Second, FixedDelay: time.Second,
 		Hop: 10 * time.Millisecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *OutageParams) Fields() []Field { return fieldsOf(p) }
+func (p *outageParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *OutageParams) Validate() error {
+func (p *outageParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -76,9 +75,9 @@ func (p *OutageParams) Validate() error {
 // Quick implements Params. It changes nothing: the report runs the
 // published 1000 clients (and the open stream at their rate), observed
 // for a minute after the outage, in a few seconds.
-func (p *OutageParams) Quick() {}
+func (p *outageParams) Quick() {}
 
-func (p *OutageParams) model(closed bool) *callModel {
+func (p *outageParams) model(closed bool) *callModel {
 	return &callModel{closed: closed, clients: p.Clients, think: p.Think, rate: p.Rate,
 		hop: p.Hop, hopSD: p.Hop / 5, capacity: p.Capacity,
 		downFrom: p.Before, downTo: p.Before + p.Down, end: p.Before + p.Down + p.After,
@@ -86,7 +85,7 @@ func (p *OutageParams) model(closed bool) *callModel {
 }
 
 // policies are the strategies compared, in table order.
-func (p *OutageParams) policies() []policySpec {
+func (p *outageParams) policies() []policySpec {
 	exp := func(j backoff.Jitter) retry.Config {
 		return retry.Config{MaxAttempts: p.Attempts, Backoff: exponential(p.Base, p.Cap, j)}
 	}
@@ -110,7 +109,7 @@ var outageScenario = define("outage", "closed and open",
 	"1000 clients and a dependency down for 30 s: offered load, peak, recovery and failed calls for no backoff, a fixed delay, exponential backoff without jitter, full jitter, and full jitter with a budget, a circuit breaker or client-side throttling, for a closed population and an open stream (Brooker 2019, 2022)",
 	defaultOutageParams, runOutageScenario)
 
-func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result, error) {
+func runOutageScenario(ctx context.Context, p *outageParams, o Options) (*Result, error) {
 	res, _, err := runOutage(ctx, p, p.policies(), o, nil)
 	if err != nil {
 		return nil, err
@@ -120,10 +119,10 @@ func runOutageScenario(ctx context.Context, p *OutageParams, o Options) (*Result
 
 // outageCharts are the outage table's charts without their lines: the
 // closed population's, then the open stream's.
-func outageCharts(p *OutageParams) []Chart {
+func outageCharts(p *outageParams) []Chart {
 	charts := []Chart{
-		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
-		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: ScaleLog},
+		{Name: "outage_closed", Title: "Offered load, closed population", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: scaleLog},
+		{Name: "outage_open", Title: "Offered load, open stream", XLabel: "time (s)", YLabel: "attempts per second, log scale", YScale: scaleLog},
 	}
 	down := Span{From: p.Before.Seconds(), To: (p.Before + p.Down).Seconds(), Label: "dependency down"}
 	for i := range charts {
@@ -165,13 +164,13 @@ type outageRow struct {
 // runOutage runs every policy against both populations, or the runs keep
 // keeps (see sweepCalls), and builds the outage table; it returns the
 // rows too, for what-if. The claims need every run.
-func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []outageRow, error) {
+func runOutage(ctx context.Context, p *outageParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []outageRow, error) {
 	pops := []bool{true, false}
 	outs, err := sweepCalls(ctx, o, pops, specs, p.model, keep)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &Result{Scenario: "outage", Population: "closed and open", Params: Values(p),
+	res := &Result{Scenario: "outage", Population: "closed and open", Params: paramValues(p),
 		Columns: []string{"population", "policy", "baseline_rps", "outage_rps", "peak_rps", "peak_x", "pulse",
 			"amplification", "recover_s", "failed", "success_pct"}}
 	var rows []outageRow
@@ -202,7 +201,7 @@ func runOutage(ctx context.Context, p *OutageParams, specs []policySpec, o Optio
 }
 
 // measureOutage reduces a run's statistics to a row. Buckets are 100 ms.
-func measureOutage(p *OutageParams, pop, policy string, st *callStats) outageRow {
+func measureOutage(p *outageParams, pop, policy string, st *callStats) outageRow {
 	const perSec = 10 // buckets per second
 	b0 := int(time.Second / (100 * time.Millisecond))
 	down, up := int(p.Before/(100*time.Millisecond)), int((p.Before+p.Down)/(100*time.Millisecond))
@@ -269,7 +268,7 @@ func measureOutage(p *OutageParams, pop, policy string, st *callStats) outageRow
 // closed policies then open policies, each in p.policies() order. A
 // mechanism's claim checks what it costs as well as what it saves: load,
 // and the success rate and recovery time a user pays for it.
-func outageClaims(p *OutageParams, rows []outageRow, n int) []Claim {
+func outageClaims(p *outageParams, rows []outageRow, n int) []Claim {
 	if n != 7 || len(rows) != 14 {
 		return nil // a what-if table: its own claims
 	}
@@ -299,30 +298,30 @@ func outageClaims(p *OutageParams, rows []outageRow, n int) []Claim {
 		return r.success >= base.success-0.10 && rec(r) <= rec(base)+5
 	}
 	return []Claim{
-		verdict.New(brookerBackoffFor, "backoff protects a dependency from a closed population: full jitter offers far less load during the outage than no backoff",
+		newClaim(brookerBackoffFor, "backoff protects a dependency from a closed population: full jitter offers far less load during the outage than no backoff",
 			c[full].during < c[none].during/2,
 			"closed: mean load during the outage %.0f/s with full jitter vs %.0f/s without backoff (%.0f/s before it)",
 			c[full].during, c[none].during, c[none].baseline),
-		verdict.New(builders, "fixed or un-jittered delays turn an outage into pulses; jitter spreads them out",
+		newClaim(builders, "fixed or un-jittered delays turn an outage into pulses; jitter spreads them out",
 			c[fixd].pulse > 2*c[full].pulse && c[exp].pulse > 2*c[full].pulse,
 			"closed, peak over mean load in the outage after its first 2 s: fixed %.1f, exponential %.1f, full jitter %.1f",
 			c[fixd].pulse, c[exp].pulse, c[full].pulse),
-		verdict.New(brookerBackoffFor, "an open stream is not protected by backoff: with full jitter it still offers about as many attempts per call as with no backoff",
+		newClaim(brookerBackoffFor, "an open stream is not protected by backoff: with full jitter it still offers about as many attempts per call as with no backoff",
 			op[full].amp > 0.8*op[none].amp,
 			"open: attempts per call during the outage %.2f with full jitter vs %.2f without backoff", op[full].amp, op[none].amp),
-		verdict.New(brookerBackoffFor, "a retry budget bounds an open stream's load where backoff cannot, at little cost in success or recovery",
+		newClaim(brookerBackoffFor, "a retry budget bounds an open stream's load where backoff cannot, at little cost in success or recovery",
 			op[budg].amp < 1.2 && op[budg].amp < op[full].amp/2 && costsLittle(op[budg], op[full]),
 			"open: attempts per call during the outage %.2f with a token-bucket budget vs %.2f without; peak %.0f/s vs %.0f/s; success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[budg].amp, op[full].amp, op[budg].peak, op[full].peak, 100*op[budg].success, 100*op[full].success, rec(op[budg]), rec(op[full])),
-		verdict.New(unherdDesign, "a retry budget does not undo backoff for a closed population: a refused retry waits at the pace of the retries it had left instead of turning into more load, so load during the outage stays at most that of full jitter alone (within 1.5x), for a little success (at most 5 points: a refused call fails even where its retries would have outlasted the outage) and a recovery within the schedule's length",
+		newClaim(unherdDesign, "a retry budget does not undo backoff for a closed population: a refused retry waits at the pace of the retries it had left instead of turning into more load, so load during the outage stays at most that of full jitter alone (within 1.5x), for a little success (at most 5 points: a refused call fails even where its retries would have outlasted the outage) and a recovery within the schedule's length",
 			c[budg].during <= 1.5*c[full].during && c[budg].success >= c[full].success-0.05 && rec(c[budg]) <= sched.Seconds(),
 			"closed: mean load during the outage %.0f/s with full jitter and a budget vs %.0f/s with full jitter alone (%.0f/s before it); success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return (the schedule's delays add up to %.1f s)",
 			c[budg].during, c[full].during, c[budg].baseline, 100*c[budg].success, 100*c[full].success, rec(c[budg]), rec(c[full]), sched.Seconds()),
-		verdict.New(fowlerBreaker, "a circuit breaker stops calling a dependency that is down (once open, only its probes get through), and lets traffic back soon after it returns, without costing calls that would have succeeded",
+		newClaim(fowlerBreaker, "a circuit breaker stops calling a dependency that is down (once open, only its probes get through), and lets traffic back soon after it returns, without costing calls that would have succeeded",
 			op[brk].during < 0.05*op[brk].baseline && costsLittle(op[brk], op[full]),
 			"open: mean load during the outage %.0f/s with a breaker vs %.0f/s without (%.0f/s before it); success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[brk].during, op[full].during, op[brk].baseline, 100*op[brk].success, 100*op[full].success, rec(op[brk]), rec(op[full])),
-		verdict.New(sreOverload, "client-side adaptive throttling rejects requests locally, so a failing backend sees less load, and lets traffic back as the backend recovers, without costing calls that would have succeeded",
+		newClaim(sreOverload, "client-side adaptive throttling rejects requests locally, so a failing backend sees less load, and lets traffic back as the backend recovers, without costing calls that would have succeeded",
 			op[thr].during < op[full].during/2 && costsLittle(op[thr], op[full]),
 			"open: mean load during the outage %.0f/s with the throttle vs %.0f/s without; success %.1f%% vs %.1f%%; recovered %.1f s vs %.1f s after the return"+never,
 			op[thr].during, op[full].during, 100*op[thr].success, 100*op[full].success, rec(op[thr]), rec(op[full])),

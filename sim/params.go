@@ -10,23 +10,37 @@ import (
 	"time"
 )
 
-// ErrInvalidParams is wrapped by every error a Params.Validate returns.
+// ErrInvalidParams is wrapped by every error about a setting the
+// simulator refuses: a scenario's parameter or a Policy's (see ParamError).
 var ErrInvalidParams = errors.New("sim: invalid parameters")
 
-// ParamError is a parameter that cannot work, named as its flag is named.
-// Every Params.Validate error is a *ParamError, which wraps
-// ErrInvalidParams: a command line prints Flag and Msg under its own
-// prefix.
+// ParamError is a setting the simulator refuses: a scenario's parameter
+// (from Params.Validate, Scenario.Run or TippingPoints) or a Policy's
+// setting (from Policy.Validate, ValidateFor, WhatIf,
+// PolicyParams.SetPolicy). It wraps ErrInvalidParams. A command line
+// prints Field and Msg under its own prefix, or maps Field to the line
+// of a policy file that set it.
 type ParamError struct {
-	// Flag is the parameter's flag name, without dashes.
-	Flag string
+	// Policy is the Name of the policy at fault ("yours" if it has none);
+	// empty for a scenario's parameter.
+	Policy string
+	// Field names the setting: a scenario's parameter as its Field.Name
+	// (its flag, without dashes), or a policy's as the Policy type
+	// spells it ("Retry.MaxAttempts", "Retry.AttemptTimeout", "Budget",
+	// "BudgetRatio", "Retry.Backoff", ...).
+	Field string
 	// Msg says what is wrong with its value and what would be right.
 	Msg string
 }
 
-// Error returns "sim: invalid parameters: --flag: msg".
+// Error returns "sim: invalid parameters: --field: msg" for a scenario's
+// parameter, and "sim: invalid parameters: policy "name": Field: msg" for
+// a policy's setting.
 func (e *ParamError) Error() string {
-	return ErrInvalidParams.Error() + ": --" + e.Flag + ": " + e.Msg
+	if e.Policy != "" {
+		return fmt.Sprintf("%v: policy %q: %s: %s", ErrInvalidParams, e.Policy, e.Field, e.Msg)
+	}
+	return ErrInvalidParams.Error() + ": --" + e.Field + ": " + e.Msg
 }
 
 // Unwrap returns ErrInvalidParams.
@@ -34,41 +48,7 @@ func (e *ParamError) Unwrap() error { return ErrInvalidParams }
 
 // invalid returns an error naming the flag at fault.
 func invalid(flag, format string, args ...any) error {
-	return &ParamError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
-}
-
-// ParseInts reads a comma-separated list of integers, the form of a list
-// parameter (a Field whose Value is an *[]int) on a command line or in a
-// link, for the parameter named name, which its errors name. Spaces
-// around an integer and empty items are ignored; anything else that is
-// not an integer, or a list with no integer at all, is an error wrapping
-// ErrInvalidParams.
-func ParseInts(name, s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		v, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, invalid(name, "%q is not an integer", f)
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, invalid(name, "the list %q holds no integer", s)
-	}
-	return out, nil
-}
-
-// FormatInts writes a list as ParseInts reads it.
-func FormatInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
+	return &ParamError{Field: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
 // checkPositive reports a value that must be above zero.

@@ -8,8 +8,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/periodic"
-	"github.com/unherd/unherd/sim/engine"
-	"github.com/unherd/unherd/sim/verdict"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 const (
@@ -25,8 +24,8 @@ const (
 // whole interval (fixed draws one phase per process and keeps it).
 var periodicStrategies = []string{"cron", "deploy", "window", "full", "equal", "decorrelated", "fixed"}
 
-// PeriodicParams are the parameters of the periodic scenario.
-type PeriodicParams struct {
+// periodicParams are the parameters of the periodic scenario.
+type periodicParams struct {
 	// Clients is the number of processes in the fleet, each running one
 	// job, one request, per interval (--clients).
 	Clients int `param:"clients" usage:"processes in the fleet, each running one job per interval" check:"positive,max=1000000"`
@@ -46,17 +45,17 @@ type PeriodicParams struct {
 	Runs int `param:"runs" usage:"runs per strategy" check:"positive,max=1000"`
 }
 
-func defaultPeriodicParams() *PeriodicParams {
-	return &PeriodicParams{Clients: 10000, Interval: time.Minute, Duration: 10 * time.Minute,
+func defaultPeriodicParams() *periodicParams {
+	return &periodicParams{Clients: 10000, Interval: time.Minute, Duration: 10 * time.Minute,
 		Window: 10 * time.Second, Deploy: 5 * time.Second, Capacity: 500, Runs: 5}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *PeriodicParams) Fields() []Field { return fieldsOf(p) }
+func (p *periodicParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *PeriodicParams) Validate() error {
+func (p *periodicParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -74,7 +73,7 @@ func (p *PeriodicParams) Validate() error {
 }
 
 // Quick implements Params: 5 minutes, 2 runs per strategy.
-func (p *PeriodicParams) Quick() { p.Duration, p.Runs = 5*p.Interval, 2 }
+func (p *periodicParams) Quick() { p.Duration, p.Runs = 5*p.Interval, 2 }
 
 var periodicScenario = define("periodic", "open",
 	"a fleet runs a job every minute against one dependency: the per-second load of cron-aligned ticks, tickers started by one deploy, and periodic.Schedule's jittered ticks (Builders' Library; systemd.timer)",
@@ -87,7 +86,7 @@ type periodicOut struct {
 	jobs      int64
 }
 
-func runPeriodicScenario(ctx context.Context, p *PeriodicParams, o Options) (*Result, error) {
+func runPeriodicScenario(ctx context.Context, p *periodicParams, o Options) (*Result, error) {
 	ns, nr := len(periodicStrategies), p.Runs
 	outs, err := sweep(ctx, o, ns*nr, func(i int) periodicOut {
 		return runPeriodic(ctx.Done(), o.Seed, uint64(i), p, periodicStrategies[i/nr])
@@ -95,11 +94,11 @@ func runPeriodicScenario(ctx context.Context, p *PeriodicParams, o Options) (*Re
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "periodic", Population: "open", Params: Values(p),
+	res := &Result{Scenario: "periodic", Population: "open", Params: paramValues(p),
 		Columns: []string{"strategy", "peak_rps", "p99_rps", "mean_rps", "excess_share", "mean_lag_s"}}
 	stats := make([]periodicStats, ns)
 	chart := Chart{Name: "periodic_load", Title: "Requests per second reaching the dependency (first run, first 3 intervals)",
-		XLabel: "time (s)", YLabel: "requests per second, log scale", YScale: ScaleLog,
+		XLabel: "time (s)", YLabel: "requests per second, log scale", YScale: scaleLog,
 		XStep: p.Interval.Seconds(), Lines: []Line{{Y: float64(p.Capacity), Label: fmt.Sprintf("capacity %d/s", p.Capacity)}}}
 	for s, name := range periodicStrategies {
 		st := summarise(outs[s*nr:(s+1)*nr], p.Capacity)
@@ -148,7 +147,7 @@ func summarise(outs []periodicOut, capacity int) periodicStats {
 		excess: round(st.excess/n, 4), lag: round(st.lag/n, 2)}
 }
 
-func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
+func periodicClaims(p *periodicParams, st []periodicStats) []Claim {
 	const cron, deploy, window, full = 0, 1, 2, 3
 	n, iv, w, dep := float64(p.Clients), p.Interval.Seconds(), p.Window.Seconds(), p.Deploy.Seconds()
 	worstMean, bestMean := st[0].mean, st[0].mean
@@ -156,19 +155,19 @@ func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
 		worstMean, bestMean = max(worstMean, s.mean), min(bestMean, s.mean)
 	}
 	return []Claim{
-		verdict.New(buildersJitter, "periodic work without jitter strikes together: every minute-aligned process runs in the same second",
+		newClaim(buildersJitter, "periodic work without jitter strikes together: every minute-aligned process runs in the same second",
 			st[cron].peak == n, "cron: peak %.0f requests in one second of %.0f processes, excess share %.3f",
 			st[cron].peak, n, st[cron].excess),
-		verdict.New(buildersJitter, "tickers started by one deploy stay together: without jitter the peak stays near clients/deploy span for the whole run",
+		newClaim(buildersJitter, "tickers started by one deploy stay together: without jitter the peak stays near clients/deploy span for the whole run",
 			st[deploy].peak >= n/max(dep, 1)/2, "deploy over %.0f s: peak %.0f per second (clients/span = %.0f)",
 			dep, st[deploy].peak, n/max(dep, 1)),
-		verdict.New(systemdTimer, "a random delay in [0, W] after each slot spreads the fleet to about clients/W per second, at a mean lag of W/2",
+		newClaim(systemdTimer, "a random delay in [0, W] after each slot spreads the fleet to about clients/W per second, at a mean lag of W/2",
 			st[window].peak <= 1.5*n/w && st[window].lag >= 0.4*w && st[window].lag <= 0.6*w,
 			"window %.0f s: peak %.0f per second (clients/W = %.0f), mean lag %.1f s", w, st[window].peak, n/w, st[window].lag),
-		verdict.New(buildersJitter, "full jitter over the interval flattens the load: peak within 1.5x the mean rate, nothing beyond capacity when the mean fits",
+		newClaim(buildersJitter, "full jitter over the interval flattens the load: peak within 1.5x the mean rate, nothing beyond capacity when the mean fits",
 			st[full].peak <= 1.5*st[full].mean && (n/iv > float64(p.Capacity) || st[full].excess == 0),
 			"full: peak %.0f, mean %.1f per second, excess share %.3f", st[full].peak, st[full].mean, st[full].excess),
-		verdict.New("periodic package doc (slots anchored on the grid)", "jitter moves work within the interval and never drifts: every schedule runs the same jobs per second (within 2%)",
+		newClaim("periodic package doc (slots anchored on the grid)", "jitter moves work within the interval and never drifts: every schedule runs the same jobs per second (within 2%)",
 			worstMean <= 1.02*bestMean, "mean requests per second from %.2f to %.2f across the schedules", bestMean, worstMean),
 	}
 }
@@ -176,7 +175,7 @@ func periodicClaims(p *PeriodicParams, st []periodicStats) []Claim {
 // runPeriodic simulates one run of the fleet under strategy: each process
 // drives a periodic.Series, asking for its next tick when a tick fires,
 // as periodic.Run does.
-func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, strategy string) periodicOut {
+func runPeriodic(done <-chan struct{}, seed, stream uint64, p *periodicParams, strategy string) periodicOut {
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	s := periodic.Schedule{Interval: p.Interval, Align: true}
@@ -202,12 +201,12 @@ func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, s
 		if strategy == "deploy" {
 			start = time.Duration(e.Float64() * float64(p.Deploy))
 		}
-		q, err := periodic.NewSeries(s, Epoch.Add(start))
+		q, err := periodic.NewSeries(s, epoch.Add(start))
 		if err != nil {
 			return periodicOut{} // unreachable: Validate bounds every field
 		}
 		r.series = append(r.series, q)
-		e.At(q.Next(Epoch.Add(start), e.Uint64()).Sub(Epoch), 0, int32(c), 0)
+		e.At(q.Next(epoch.Add(start), e.Uint64()).Sub(epoch), 0, int32(c), 0)
 	}
 	e.Run(r, time.Duration(len(r.perSecond))*time.Second-1)
 	return periodicOut{perSecond: r.perSecond, lag: r.lag, jobs: r.jobs}
@@ -216,7 +215,7 @@ func runPeriodic(done <-chan struct{}, seed, stream uint64, p *PeriodicParams, s
 // periodicRun is one run's state: each process's series and the load
 // counted so far. Its only event is a process's tick.
 type periodicRun struct {
-	p         *PeriodicParams
+	p         *periodicParams
 	series    []*periodic.Series
 	perSecond []int32
 	lag       time.Duration
@@ -227,7 +226,7 @@ func (r *periodicRun) Handle(e *engine.Engine, ev engine.Event) {
 	now := e.Elapsed()
 	r.perSecond[now/time.Second]++
 	r.jobs++
-	r.lag += now % r.p.Interval // Epoch is on the grid: the lag behind the slot's start
+	r.lag += now % r.p.Interval // epoch is on the grid: the lag behind the slot's start
 	next := r.series[ev.ID].Next(e.Now(), e.Uint64())
-	e.At(next.Sub(Epoch), 0, ev.ID, 0)
+	e.At(next.Sub(epoch), 0, ev.ID, 0)
 }

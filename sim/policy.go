@@ -2,16 +2,20 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
+	"github.com/unherd/unherd/sim/internal/engine"
 	"github.com/unherd/unherd/throttle"
 )
 
@@ -60,27 +64,6 @@ type Policy struct {
 	BudgetRatio float64
 }
 
-// PolicyError is a Policy setting the simulator refuses. It wraps
-// ErrInvalidParams.
-type PolicyError struct {
-	// Policy is the policy's Name.
-	Policy string
-	// Field names the setting as the Policy type spells it:
-	// "Retry.MaxAttempts", "Retry.AttemptTimeout", "Budget",
-	// "BudgetRatio", "Retry.Backoff", ...
-	Field string
-	// Msg says what is wrong and what would be right.
-	Msg string
-}
-
-// Error returns "sim: invalid parameters: policy NAME: Field: Msg".
-func (e *PolicyError) Error() string {
-	return fmt.Sprintf("%v: policy %q: %s: %s", ErrInvalidParams, e.Policy, e.Field, e.Msg)
-}
-
-// Unwrap returns ErrInvalidParams.
-func (e *PolicyError) Unwrap() error { return ErrInvalidParams }
-
 // unmodelled lists the retry.Config fields the simulator cannot model,
 // each with whether it is set and why it has no place in a run.
 func unmodelled(c *retry.Config) []struct {
@@ -111,7 +94,7 @@ func unmodelled(c *retry.Config) []struct {
 }
 
 // Validate reports a setting of p the simulator refuses, as a
-// *PolicyError: one retry.New refuses, one the simulator cannot model
+// *ParamError: one retry.New refuses, one the simulator cannot model
 // (see Retry), more attempts than MaxPolicyAttempts, or a budget that is
 // not none, token or ratio, or a ratio outside (0, 1].
 func (p Policy) Validate() error {
@@ -125,12 +108,12 @@ const (
 	// dependency answers every attempt at once.
 	UseWhatIf = "whatif"
 	// UseMetastable is the metastable scenario's row for a user's policy
-	// (MetastableParams.SetPolicy): a server with workers and a queue,
+	// (PolicyParams.SetPolicy): a server with workers and a queue,
 	// whose callers time out.
 	UseMetastable = "metastable"
 )
 
-// ValidateFor reports, as a *PolicyError, a setting of p that Validate
+// ValidateFor reports, as a *ParamError, a setting of p that Validate
 // refuses or that the use named (UseWhatIf or UseMetastable) cannot
 // apply. The what-if refuses Retry.AttemptTimeout: its dependency fails
 // fast and answers within a round trip, so the timeout would never fire;
@@ -143,7 +126,7 @@ func (p Policy) ValidateFor(use string) error {
 	switch use {
 	case UseWhatIf:
 		if p.Retry.AttemptTimeout != 0 {
-			return &PolicyError{Policy: cmp.Or(p.Name, "yours"), Field: "Retry.AttemptTimeout",
+			return &ParamError{Policy: cmp.Or(p.Name, "yours"), Field: "Retry.AttemptTimeout",
 				Msg: "the what-if cannot apply it: its outage and storm scenarios' dependency fails fast and answers within a round trip, so no attempt would time out; " +
 					"judge it in the metastable scenario, whose callers time out (unherd sim metastable --policy FILE, or the page's metastable scenario), and leave it out of the what-if"}
 		}
@@ -165,7 +148,7 @@ func (p *Policy) resolve() (*retry.Policy, error) {
 		p.Budget = budgetToken
 	}
 	fail := func(field, format string, args ...any) error {
-		return &PolicyError{Policy: p.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &ParamError{Policy: p.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	for _, u := range unmodelled(&p.Retry) {
 		if u.set {
@@ -187,7 +170,7 @@ func (p *Policy) resolve() (*retry.Policy, error) {
 		field, msg := retryField(err)
 		return nil, fail(field, "%s", msg)
 	}
-	if n := rp.MaxAttempts(); n > MaxPolicyAttempts {
+	if n := retryengine.AttemptLimit(context.Background(), rp); n > MaxPolicyAttempts {
 		return nil, fail("Retry.MaxAttempts", "%d is above the limit of %d", n, MaxPolicyAttempts)
 	}
 	return rp, nil
@@ -223,7 +206,7 @@ func retryField(err error) (field, msg string) {
 func (p Policy) Fields() map[string]any {
 	attempts := p.Retry.MaxAttempts
 	if rp, err := p.resolve(); err == nil {
-		attempts = rp.MaxAttempts()
+		attempts = retryengine.AttemptLimit(context.Background(), rp)
 	}
 	b := p.Retry.Backoff
 	m := map[string]any{
@@ -269,7 +252,7 @@ const (
 
 // newGuard builds the spec's guard on the run's clock, with jitter drawn
 // from a source seeded by the run.
-func (s *policySpec) newGuard(now func() time.Time, seed uint64) (retry.Guard, error) {
+func (s *policySpec) newGuard(now func() time.Time, seed uint64) (admission.Guard, error) {
 	src := rand.NewPCG(seed, engine.Mix(seed))
 	switch s.guard {
 	case guardBreaker:
@@ -302,7 +285,7 @@ func (s *policySpec) pure() bool { return s.guard == guardNone && s.Budget == bu
 // its budget and guard, built on the run's virtual clock (the guard's
 // jitter is seeded by a draw from e), through retry.New, which resolves
 // its defaults. The models drive the policy's state machine
-// (retry.Call), which tells the budget and the guard about every
+// (retryengine.Call), which tells the budget and the guard about every
 // attempt.
 func (s *policySpec) build(e *engine.Engine) (*retry.Policy, error) {
 	c := s.Retry
@@ -311,7 +294,7 @@ func (s *policySpec) build(e *engine.Engine) (*retry.Policy, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.Guards = []retry.Guard{g}
+		c.Guards = []admission.Guard{g}
 	}
 	b, err := s.newBudget(e.Now)
 	if err != nil {

@@ -24,7 +24,7 @@ const minBeyond = 20
 // seeds that disagree are named as such.
 func init() {
 	hedgeScenario.seeds = func(ctx context.Context, ps Params, o Options, n int) (*Result, error) {
-		p, err := validParams[*HedgeParams]("hedge", ps)
+		p, err := validParams[*hedgeParams]("hedge", ps)
 		if err != nil {
 			return nil, err
 		}
@@ -32,8 +32,8 @@ func init() {
 	}
 }
 
-func hedgeSeeds(ctx context.Context, p *HedgeParams, o Options, n int) (*Result, error) {
-	per, err := eachSeed(o, n, func(o Options) ([]HedgeOutcome, error) { return RunHedge(ctx, p, o) })
+func hedgeSeeds(ctx context.Context, p *hedgeParams, o Options, n int) (*Result, error) {
+	per, err := eachSeed(o, n, func(o Options) ([]hedgeOutcome, error) { return runHedge(ctx, p, o) })
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +66,11 @@ func hedgeSeeds(ctx context.Context, p *HedgeParams, o Options, n int) (*Result,
 // poolOutcomes pools the outcomes of several seeds run by run: latencies
 // together (percentiles of the pool), extra work and delays averaged,
 // suspended only if every seed suspended.
-func poolOutcomes(per [][]HedgeOutcome) []HedgeOutcome {
-	out := make([]HedgeOutcome, len(per[0]))
+func poolOutcomes(per [][]hedgeOutcome) []hedgeOutcome {
+	out := make([]hedgeOutcome, len(per[0]))
 	n := float64(len(per))
 	for i := range out {
-		o := HedgeOutcome{Fleet: per[0][i].Fleet, Strategy: per[0][i].Strategy, Suspended: true}
+		o := hedgeOutcome{Fleet: per[0][i].Fleet, Strategy: per[0][i].Strategy, Suspended: true}
 		var delay time.Duration
 		for _, seed := range per {
 			s := seed[i]
@@ -91,7 +91,7 @@ func poolOutcomes(per [][]HedgeOutcome) []HedgeOutcome {
 
 // addP90 adds the p90 to a hedge chart's series (50, 99, 99.9), from the
 // outcomes of n seeds pooled that the series were drawn from.
-func addP90(c *Chart, outs []HedgeOutcome, n int) {
+func addP90(c *Chart, outs []hedgeOutcome, n int) {
 	for s := range c.Series {
 		if s >= len(outs) || len(c.Series[s].X) != 3 {
 			return

@@ -7,12 +7,13 @@ import (
 	"math"
 	"time"
 
+	retryengine "github.com/unherd/unherd/retry/engine"
+
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
-	"github.com/unherd/unherd/sim/verdict"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // brookerRateLimit names the source of the rate-limit figures. The figures
@@ -35,8 +36,8 @@ const brookerRateLimit = `Brooker's AWS material on backoff and jitter, as commo
 // error, which the retry policy backs off from its throttled base.
 var errTooMany = retry.Judge(errors.New("sim: 429 too many requests"), retry.Verdict{Class: failure.Throttled})
 
-// RatelimitParams are the parameters of the ratelimit scenario.
-type RatelimitParams struct {
+// ratelimitParams are the parameters of the ratelimit scenario.
+type ratelimitParams struct {
 	// Workers is the number of workers (--clients: --workers is the
 	// command line's own); each has Jobs requests to get through, one
 	// after another (--jobs).
@@ -64,17 +65,17 @@ type RatelimitParams struct {
 	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
-func defaultRatelimitParams() *RatelimitParams {
-	return &RatelimitParams{Workers: 3000, Jobs: 10, LongLimit: 20, Limit: 1000, Burst: 100 * time.Millisecond,
+func defaultRatelimitParams() *ratelimitParams {
+	return &ratelimitParams{Workers: 3000, Jobs: 10, LongLimit: 20, Limit: 1000, Burst: 100 * time.Millisecond,
 		Base: 100 * time.Millisecond, Cap: 10 * time.Second, Attempts: 10, Hop: 10 * time.Millisecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *RatelimitParams) Fields() []Field { return fieldsOf(p) }
+func (p *ratelimitParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *RatelimitParams) Validate() error {
+func (p *ratelimitParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (p *RatelimitParams) Validate() error {
 // a seed, and fewer requests per worker would change the shape (the
 // start, when all workers collide at once, would weigh more) or no
 // longer test the claim.
-func (p *RatelimitParams) Quick() {}
+func (p *ratelimitParams) Quick() {}
 
 var ratelimitStrategies = []string{"exponential", "full jitter"}
 
@@ -116,7 +117,7 @@ type ratelimitOut struct {
 	err                 error
 }
 
-func runRatelimitScenario(ctx context.Context, p *RatelimitParams, o Options) (*Result, error) {
+func runRatelimitScenario(ctx context.Context, p *ratelimitParams, o Options) (*Result, error) {
 	// Runs: both strategies on the published workload; then on it again
 	// with half and with twice the limiter's burst (the un-jittered
 	// figure depends on it, and the source does not give one); then
@@ -138,7 +139,7 @@ func runRatelimitScenario(ctx context.Context, p *RatelimitParams, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Scenario: "ratelimit", Population: "closed", Params: Values(p),
+	res := &Result{Scenario: "ratelimit", Population: "closed", Params: paramValues(p),
 		Columns: []string{"workload", "strategy", "utilisation_pct", "completion_s", "ideal_s", "attempts_per_job", "throttled_pct"}}
 	util := make([]float64, len(outs))
 	done := make([]float64, len(outs)) // seconds
@@ -218,27 +219,27 @@ type rlWorkload struct {
 // The source gives its utilisations as round figures, about 35% and
 // about 85%: a run agrees when it rounds to the same multiple of 5, that
 // is within 2.5 points of it.
-func ratelimitClaims(p *RatelimitParams, util, done []float64) []Claim {
+func ratelimitClaims(p *ratelimitParams, util, done []float64) []Claim {
 	const none, full = 0, 1
 	const half, twice, long = 2, 4, 6 // the first run of each workload
 	const band = 0.025
 	work := float64(p.Workers) * float64(p.Jobs)
 	ideal := work / p.Limit
 	claims := []Claim{
-		verdict.New(brookerRateLimit, "without jitter the workers use about 35% of the limit (32.5% to 37.5%)",
+		newClaim(brookerRateLimit, "without jitter the workers use about 35% of the limit (32.5% to 37.5%)",
 			util[none] >= 0.35-band && util[none] <= 0.35+band,
 			fmt.Sprintf("%%.1f%%%% (finished in %%.1f s; ideal %%.1f s) with this limiter's %v burst; the figure depends on the burst, which the source does not give: %%.0f%%%% with half of it, %%.0f%%%% with twice", p.Burst),
 			100*util[none], done[none], ideal, 100*util[half+none], 100*util[twice+none]),
-		verdict.New(brookerRateLimit, "with full jitter they use about 85% of it (82.5% to 87.5%)",
+		newClaim(brookerRateLimit, "with full jitter they use about 85% of it (82.5% to 87.5%)",
 			util[full] >= 0.85-band && util[full] <= 0.85+band,
 			"%.1f%% (finished in %.1f s); %.0f%% with half the burst, %.0f%% with twice",
 			100*util[full], done[full], 100*util[half+full], 100*util[twice+full]),
-		verdict.New(brookerRateLimit, "full jitter gets the same work done sooner",
+		newClaim(brookerRateLimit, "full jitter gets the same work done sooner",
 			done[full] < done[none], "%.1f s with full jitter vs %.1f s without", done[full], done[none]),
 	}
 	if len(util) > long {
 		longIdeal := work / p.LongLimit
-		claims = append(claims, verdict.New(brookerRateLimit,
+		claims = append(claims, newClaim(brookerRateLimit,
 			"on a job sized for it jitter turns hours into minutes: without jitter the work takes at least an hour, with full jitter minutes, within 20% of the time at the limit",
 			done[long+none] >= 3600 && done[long+full] <= 1.2*longIdeal,
 			fmt.Sprintf("the same %d x %d requests against a limit of %v/s (%.0f min at the limit; 35%%%% and 85%%%% of it would take %.0f and %.0f min): ",
@@ -267,12 +268,12 @@ func ratelimitClaims(p *RatelimitParams, util, done []float64) []Claim {
 const rlArrive int32 = 0
 
 type rlWorker struct {
-	jobs int        // left to do
-	call retry.Call // the job's retry state
+	jobs int              // left to do
+	call retryengine.Call // the job's retry state
 }
 
 type ratelimitRun struct {
-	p       *RatelimitParams
+	p       *ratelimitParams
 	policy  *retry.Policy
 	workers []rlWorker
 	limit   tokenBucket   // the API's rate limiter: Limit per second, Burst's worth (at least one token)
@@ -281,7 +282,7 @@ type ratelimitRun struct {
 	out     ratelimitOut
 }
 
-func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams, j backoff.Jitter) ratelimitOut {
+func runRatelimit(done <-chan struct{}, seed, stream uint64, p *ratelimitParams, j backoff.Jitter) ratelimitOut {
 	e := engine.New(seed, stream)
 	e.StopOn(done)
 	//unherdvet:ignore misuse the simulator models retries without a budget on purpose, to compare them
@@ -294,7 +295,7 @@ func runRatelimit(done <-chan struct{}, seed, stream uint64, p *RatelimitParams,
 		tripSD: time.Duration(math.Sqrt2 * float64(p.Hop) / 5),
 		limit:  tokenBucket{rate: p.Limit, burst: max(p.Limit*p.Burst.Seconds(), 1), tokens: p.Limit * p.Burst.Seconds()}}
 	for w := range r.workers {
-		r.workers[w] = rlWorker{jobs: p.Jobs, call: pol.Begin(false)}
+		r.workers[w] = rlWorker{jobs: p.Jobs, call: retryengine.Begin(context.Background(), pol)}
 		r.send(e, int32(w), e.Normal(p.Hop, p.Hop/5)) // the first way out
 	}
 	e.Run(r, -1)
@@ -325,9 +326,9 @@ func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
 			r.out.good = append(r.out.good, 0)
 		}
 		r.out.good[s]++
-		w.call.Done(Epoch.Add(at), time.Time{}, nil, 0)
+		w.call.Done(epoch.Add(at), time.Time{}, nil, 0)
 		w.jobs--
-		w.call = r.policy.Begin(false)
+		w.call = retryengine.Begin(context.Background(), r.policy)
 		if w.jobs == 0 {
 			r.left--
 			r.out.done = max(r.out.done, at)
@@ -337,7 +338,7 @@ func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
 		return
 	}
 	r.out.throttled++
-	d := w.call.Done(Epoch.Add(at), time.Time{}, errTooMany, e.Uint64())
+	d := w.call.Done(epoch.Add(at), time.Time{}, errTooMany, e.Uint64())
 	if d.Reason != nil {
 		// Out of attempts: the job is still to do; start it over (after
 		// the wait the policy asks for before it returns, if any).
@@ -345,7 +346,7 @@ func (r *ratelimitRun) Handle(e *engine.Engine, ev engine.Event) {
 		if d.Wait {
 			wait = d.Delay
 		}
-		w.call = r.policy.Begin(false)
+		w.call = retryengine.Begin(context.Background(), r.policy)
 		r.send(e, ev.ID, trip+wait)
 		return
 	}

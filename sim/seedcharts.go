@@ -3,8 +3,6 @@ package sim
 import (
 	"math"
 	"slices"
-
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // mergeCharts returns the charts of rs[0] with every point's Y the
@@ -47,7 +45,7 @@ func mergeSeries(rs []*Result, i, j int, s Series) Series {
 			m.Y[k], m.Lo[k], m.Hi[k] = math.NaN(), math.NaN(), math.NaN()
 			continue
 		}
-		m.Y[k], m.Lo[k], m.Hi[k] = verdict.Median(vals), lo, hi
+		m.Y[k], m.Lo[k], m.Hi[k] = median(vals), lo, hi
 	}
 	return m
 }

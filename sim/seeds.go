@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // RunSeeds runs scenario s on n seeds, o.Seed to o.Seed+n-1, concurrently
@@ -113,7 +111,7 @@ func mergeSeeds(first uint64, rs []*Result) *Result {
 					}
 				}
 			}
-			med := verdict.Median(vals)
+			med := median(vals)
 			if _, isInt := v.(int); isInt {
 				m[key] = int(med)
 			} else if _, isInt64 := v.(int64); isInt64 {
@@ -132,7 +130,7 @@ func mergeSeeds(first uint64, rs []*Result) *Result {
 				per = append(per, r.Claims[i])
 			}
 		}
-		out.Claims[i] = verdict.Merge(seeds, per)
+		out.Claims[i] = mergeClaims(seeds, per)
 	}
 	return &out
 }

@@ -29,25 +29,25 @@ func tiny(t *testing.T, name string) Params {
 	p := s.Params()
 	p.Quick()
 	switch p := p.(type) {
-	case *JitterParams:
+	case *jitterParams:
 		p.Clients, p.Runs = []int{5, 20}, 3
-	case *OutageParams:
+	case *outageParams:
 		p.Clients, p.Rate, p.Capacity = 40, 400, 800
 		p.Before, p.Down, p.After = 2*time.Second, 3*time.Second, 3*time.Second
 		p.Attempts, p.Cap = 4, time.Second
-	case *StormParams:
+	case *stormParams:
 		p.Rate, p.Clients, p.Attempts, p.Duration = 50, 20, []int{1, 2, 3}, 10*time.Second
-	case *LayersParams:
+	case *layersParams:
 		p.Rate, p.Duration = 20, 4*time.Second
-	case *RatelimitParams:
+	case *ratelimitParams:
 		p.Workers, p.Jobs, p.Limit = 150, 2, 50
-	case *PeriodicParams:
+	case *periodicParams:
 		p.Clients, p.Duration, p.Runs = 600, 3*time.Minute, 1
-	case *FleetParams:
+	case *fleetParams:
 		p.Clients = 500
-	case *HedgeParams:
+	case *hedgeParams:
 		p.Keys, p.Servers, p.Requests, p.StallRate = 50, 10, 200, 0.05
-	case *MetastableParams:
+	case *metastableParams:
 		*p = *tinyMetastable()
 	default:
 		t.Fatalf("no tiny sizes for %T", p)
@@ -174,16 +174,16 @@ func TestProgressAndCancel(t *testing.T) {
 
 func TestWrongParamsType(t *testing.T) {
 	for _, s := range Scenarios() {
-		other := &JitterParams{}
+		other := &jitterParams{}
 		if s.Name() == "jitter" {
-			_, err := s.Run(context.Background(), &StormParams{}, Options{})
+			_, err := s.Run(context.Background(), &stormParams{}, Options{})
 			if !errors.Is(err, ErrInvalidParams) {
-				t.Errorf("jitter with StormParams: err = %v", err)
+				t.Errorf("jitter with stormParams: err = %v", err)
 			}
 			continue
 		}
 		if _, err := s.Run(context.Background(), other, Options{}); !errors.Is(err, ErrInvalidParams) {
-			t.Errorf("%s with JitterParams: err = %v, want ErrInvalidParams", s.Name(), err)
+			t.Errorf("%s with jitterParams: err = %v, want ErrInvalidParams", s.Name(), err)
 		}
 	}
 }
@@ -211,7 +211,7 @@ func TestParamsDefaultsAndFields(t *testing.T) {
 				t.Errorf("%s: field %q says nothing of what it means", s.Name(), f.Name)
 			}
 		}
-		if v := Values(p); len(v) != len(seen) { // Values panics on a field of another type
+		if v := paramValues(p); len(v) != len(seen) { // Values panics on a field of another type
 			t.Errorf("%s: %d values for %d fields", s.Name(), len(v), len(seen))
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 const (
@@ -17,8 +16,8 @@ const (
 	awsRetry     = `AWS SDKs and Tools Reference Guide, "Retry behavior" (standard mode), https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html`
 )
 
-// StormParams are the parameters of the storm scenario.
-type StormParams struct {
+// stormParams are the parameters of the storm scenario.
+type stormParams struct {
 	// Rate is the open stream's calls per second (--rate).
 	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive"`
 	// Clients and Think are the closed population's size and mean think
@@ -37,17 +36,17 @@ type StormParams struct {
 	Hop time.Duration `param:"hop" usage:"mean one-way network delay" check:"positive"`
 }
 
-func defaultStormParams() *StormParams {
-	return &StormParams{Rate: 100, Clients: 100, Think: time.Second, Attempts: []int{1, 2, 3, 4, 5},
+func defaultStormParams() *stormParams {
+	return &stormParams{Rate: 100, Clients: 100, Think: time.Second, Attempts: []int{1, 2, 3, 4, 5},
 		Ratio: 0.1, Duration: 60 * time.Second, Hop: 10 * time.Millisecond}
 }
 
 // Fields implements Params: the fields tagged param, in their order.
-func (p *StormParams) Fields() []Field { return fieldsOf(p) }
+func (p *stormParams) Fields() []Field { return fieldsOf(p) }
 
 // Validate implements Params: the fields' check tags (checkFields),
 // then the rules between fields.
-func (p *StormParams) Validate() error {
+func (p *stormParams) Validate() error {
 	if err := checkFields(p); err != nil {
 		return err
 	}
@@ -64,9 +63,9 @@ func (p *StormParams) Validate() error {
 
 // Quick implements Params: the runs are already small; it shortens them to
 // 40 s.
-func (p *StormParams) Quick() { p.Duration = 40 * time.Second }
+func (p *stormParams) Quick() { p.Duration = 40 * time.Second }
 
-func (p *StormParams) model(closed bool) *callModel {
+func (p *stormParams) model(closed bool) *callModel {
 	return &callModel{closed: closed, clients: p.Clients, think: p.Think, rate: p.Rate,
 		hop: p.Hop, hopSD: p.Hop / 5, downFrom: 0, downTo: p.Duration, end: p.Duration,
 		bucket: 100 * time.Millisecond}
@@ -75,7 +74,7 @@ func (p *StormParams) model(closed bool) *callModel {
 // policies: the attempt sweep without a budget, then the largest attempt
 // limit with a ratio budget and with a token bucket. Every policy uses the
 // default schedule (full jitter, 50 ms base).
-func (p *StormParams) policies() []policySpec {
+func (p *stormParams) policies() []policySpec {
 	var specs []policySpec
 	for _, a := range p.Attempts {
 		specs = append(specs, spec(fmt.Sprintf("%d attempts", a), retry.Config{MaxAttempts: a}, budgetNone))
@@ -105,7 +104,7 @@ type stormRow struct {
 	success    float64
 }
 
-func runStormScenario(ctx context.Context, p *StormParams, o Options) (*Result, error) {
+func runStormScenario(ctx context.Context, p *stormParams, o Options) (*Result, error) {
 	res, _, err := runStorm(ctx, p, p.policies(), o, nil)
 	return res, err
 }
@@ -113,13 +112,13 @@ func runStormScenario(ctx context.Context, p *StormParams, o Options) (*Result, 
 // runStorm runs every policy against both populations, or the runs keep
 // keeps (see sweepCalls); it returns the rows too, for what-if. The
 // claims need every run.
-func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []stormRow, error) {
+func runStorm(ctx context.Context, p *stormParams, specs []policySpec, o Options, keep func(closed bool, spec int) bool) (*Result, []stormRow, error) {
 	pops := []bool{false, true}
 	outs, err := sweepCalls(ctx, o, pops, specs, p.model, keep)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &Result{Scenario: "storm", Population: "closed and open", Params: Values(p),
+	res := &Result{Scenario: "storm", Population: "closed and open", Params: paramValues(p),
 		Columns: []string{"population", "policy", "attempts", "budget", "load_rps", "first_s_rps", "amplification", "success_pct"}}
 	var rows []stormRow
 	half := int(p.Duration/(100*time.Millisecond)) / 2
@@ -192,7 +191,7 @@ func runStorm(ctx context.Context, p *StormParams, specs []policySpec, o Options
 
 // stormClaims checks rows laid out as open policies then closed policies,
 // each in p.policies() order.
-func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
+func stormClaims(p *stormParams, rows []stormRow, n int) []Claim {
 	na := len(p.Attempts)
 	if n != na+2 {
 		return nil
@@ -200,7 +199,7 @@ func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
 	open, closed := rows[:n], rows[n:]
 	var claims []Claim
 	if i := slices.Index(p.Attempts, 2); i >= 0 {
-		claims = append(claims, verdict.New(sreCascading,
+		claims = append(claims, newClaim(sreCascading,
 			fmt.Sprintf("one retry doubles the load on a failing backend: %.0f/s becomes %.0f/s", p.Rate, 2*p.Rate),
 			within(open[i].load, 2*p.Rate, 0.05), "open stream, 2 attempts: %.1f/s", open[i].load))
 	}
@@ -216,20 +215,20 @@ func stormClaims(p *StormParams, rows []stormRow, n int) []Claim {
 	}
 	top := slices.Max(p.Attempts)
 	claims = append(claims,
-		verdict.New(sreCascading, "the load grows with every attempt allowed: attempts times the stream",
+		newClaim(sreCascading, "the load grows with every attempt allowed: attempts times the stream",
 			growing && within(open[slices.Index(p.Attempts, top)].load, float64(top)*p.Rate, 0.05),
 			"open stream by attempts, ["+strings.Join(loads, " ")+"]", loadFigs...),
-		verdict.New(sreOverload, fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
+		newClaim(sreOverload, fmt.Sprintf("a %g%% ratio budget holds the load near %.0f/s", 100*p.Ratio, (1+p.Ratio)*p.Rate),
 			within(open[na].load, (1+p.Ratio)*p.Rate, 0.05),
 			fmt.Sprintf("open stream, %d attempts with the ratio budget: ", top)+"%.1f/s", open[na].load),
-		verdict.New(awsRetry, fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
+		newClaim(awsRetry, fmt.Sprintf("a token bucket stops retries once it is empty: the load falls to the stream's %.0f/s", p.Rate),
 			within(open[na+1].load, p.Rate, 0.03),
 			fmt.Sprintf("open stream, %d attempts with the token bucket: ", top)+"%.1f/s (first second %.0f/s)", open[na+1].load, open[na+1].early),
 	)
 	if i1 := slices.Index(p.Attempts, 1); i1 >= 0 && top > 1 {
 		it := slices.Index(p.Attempts, top)
 		grow := closed[it].load / closed[i1].load
-		claims = append(claims, verdict.New(brookerBackoffFor,
+		claims = append(claims, newClaim(brookerBackoffFor,
 			"a closed population limits itself: its load grows less than the attempts allowed, because retrying clients wait",
 			grow < 0.9*float64(top),
 			fmt.Sprintf("closed, %d attempts vs 1: ", top)+"load x%.2f (open stream x%.2f)", grow, open[it].load/open[i1].load))

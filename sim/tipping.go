@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/sim/engine"
-	"github.com/unherd/unherd/sim/verdict"
+	"github.com/unherd/unherd/sim/internal/engine"
 )
 
 // Trigger is a cut to the server's CPU: Cut of it (a share in (0, 1))
@@ -106,7 +105,7 @@ type tipPolicy struct {
 // clients of Huang et al. resending at once, unherd's default, the
 // default against a server with the limiter, and the user's policy if p
 // has one (SetPolicy), with its callers' timeout.
-func tipPolicies(p *MetastableParams) []tipPolicy {
+func tipPolicies(p *metastableParams) []tipPolicy {
 	var out []tipPolicy
 	for _, name := range []string{msResend, msDefault, msLimited} {
 		c := msCase{policy: name}
@@ -129,12 +128,14 @@ func userTipPolicy(s policySpec) tipPolicy {
 }
 
 // TippingPoints maps the tipping point of the metastable scenario's
-// server, load and client timeout (p) over the triggers of p's MapCuts
-// and MapLengths: for each of three policies (callers resending at once
+// server, load and client timeout over the triggers of its parameters
+// map-cuts and map-lengths (p is the metastable scenario's Params, from
+// its Scenario.Params, set as its Fields allow; any other is an error
+// wrapping ErrInvalidParams): for each of three policies (callers resending at once
 // without limit, unherd's default policy, and the default against a
 // server running the limit package's Limiter and shedding callers who
 // have gone), and a fourth, "yours", if p has a user's policy
-// (SetPolicy; its callers time out after its attempt timeout, if it sets
+// (PolicyParams.SetPolicy; its callers time out after its attempt timeout, if it sets
 // one), and for each cut, the shortest of the lengths that leaves
 // the system down (an outcome of "stays down" as the scenario judges
 // it), and each policy's margin, its smallest such trigger.
@@ -154,12 +155,16 @@ func userTipPolicy(s policySpec) tipPolicy {
 // run stops early once it is provably down (see the package doc), or
 // once it has recovered: 10 s in a row after the trigger each with a
 // goodput of at least 95% of the load, and nobody left in the queue.
-func TippingPoints(ctx context.Context, p *MetastableParams, o Options) (*TippingMap, error) {
-	return tippingPoints(ctx, p, tipPolicies(p), o)
+func TippingPoints(ctx context.Context, p Params, o Options) (*TippingMap, error) {
+	mp, err := validParams[*metastableParams](metastableScenario.name, p)
+	if err != nil {
+		return nil, err
+	}
+	return tippingPoints(ctx, mp, tipPolicies(mp), o)
 }
 
 // tippingPoints is TippingPoints for the given policies.
-func tippingPoints(ctx context.Context, p *MetastableParams, pols []tipPolicy, o Options) (*TippingMap, error) {
+func tippingPoints(ctx context.Context, p *metastableParams, pols []tipPolicy, o Options) (*TippingMap, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -281,7 +286,7 @@ func tipStream(t Trigger) uint64 {
 
 // tipCell runs one cell of a map: the trigger t against the metastable
 // model of p with pol's clients (and limiter), and returns its outcome.
-func tipCell(ctx context.Context, p *MetastableParams, seed uint64, pol tipPolicy, t Trigger) (string, error) {
+func tipCell(ctx context.Context, p *metastableParams, seed uint64, pol tipPolicy, t Trigger) (string, error) {
 	m := msModel{rate: p.Rate, threads: p.Threads, service: p.Service, timeout: cmp.Or(pol.timeout, p.Timeout),
 		from: p.Before, to: p.Before + t.Length, cut: t.Cut, end: p.Before + t.Length + p.After,
 		limited: pol.limited, resends: pol.resends, stopUp: true}
@@ -302,7 +307,7 @@ func tipCell(ctx context.Context, p *MetastableParams, seed uint64, pol tipPolic
 // shape, and costs one run that stays down (slow) where a bisection per
 // cut costs several. Each cell runs on the stream TippingPoints gives
 // it. It returns the runs made and how many of them were unhealthy.
-func smallestTip(ctx context.Context, p *MetastableParams, pol tipPolicy, o Options) (tip *Trigger, runs, unhealthy int, err error) {
+func smallestTip(ctx context.Context, p *metastableParams, pol tipPolicy, o Options) (tip *Trigger, runs, unhealthy int, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, 0, 0, err
 	}
@@ -410,7 +415,7 @@ func (m *TippingMap) claims() []Claim {
 			measured += fmt.Sprintf("; %d of its %d runs were not healthy before the trigger", pol.Unhealthy, pol.Runs)
 		}
 		measured += resend
-		claims = append(claims, verdict.New(unherdTipping, text, pol.Margin == nil && pol.Unhealthy == 0,
+		claims = append(claims, newClaim(unherdTipping, text, pol.Margin == nil && pol.Unhealthy == 0,
 			strings.ReplaceAll(measured, "%", "%%")))
 	}
 	return claims

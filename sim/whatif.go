@@ -20,21 +20,22 @@ var whatIfColumns = []string{"population", "policy", "peak_rps", "amplification"
 
 // WhatIfReport is a what-if analysis: a user's retry policy judged beside
 // unherd's default in the outage scenario, for a closed population and an
-// open stream, with the outage and storm tables behind the verdicts.
+// open stream, with the outage and storm tables behind the comparisons.
 type WhatIfReport struct {
 	// Policy and Default are the two policies' fields as they ran
 	// (Policy.Fields): defaults resolved, durations as strings.
 	Policy  map[string]any `json:"policy"`
 	Default map[string]any `json:"default"`
 	// Warnings name settings that make no sense (a base of hours, a cap
-	// longer than the run): the verdicts still stand, but say little.
+	// longer than the run): the comparisons still stand, but say little.
 	Warnings []string `json:"warnings,omitempty"`
 	// Capacity is the dependency's capacity in requests per second, and
 	// Outage how long it is down.
 	Capacity float64 `json:"capacity_rps"`
 	Outage   string  `json:"outage"`
-	// Verdicts has one verdict per population: closed, then open.
-	Verdicts []Verdict `json:"verdicts"`
+	// Comparisons has one comparison per population: closed, then
+	// open. (Its JSON name is "verdicts".)
+	Comparisons []Comparison `json:"verdicts"`
 	// Overall is "worse" if the policy is worse for either population (a
 	// policy ships to both kinds of callers, and harm to the dependency
 	// from one is harm), else "better" if better for either, else
@@ -75,9 +76,9 @@ type Margin struct {
 	Summary string `json:"summary"`
 }
 
-// Verdict judges the user's policy against the default for one
+// Comparison judges the user's policy against the default for one
 // population.
-type Verdict struct {
+type Comparison struct {
 	// Population is "closed" or "open".
 	Population string `json:"population"`
 	// Yours and Default are what each policy did to the dependency and
@@ -99,7 +100,7 @@ type Verdict struct {
 	// is not better: a closed population's clients held in their waits
 	// make fewer calls without getting more done.
 	Judgement string `json:"judgement"`
-	// Summary is the verdict in one line, with its figures.
+	// Summary is the comparison in one line, with its figures.
 	Summary string `json:"summary"`
 }
 
@@ -137,19 +138,19 @@ type Impact struct {
 // both through the outage scenario at its published size (1000 clients
 // and an open stream of 10000 calls/s against a dependency of 20000/s
 // that is down for 30 s) and through the storm scenario, and returns a
-// verdict per population with the tables; then it maps each one's margin
+// Comparison per population with the tables; then it maps each one's margin
 // against a metastable failure (Margins): the smallest cut to the
 // metastable scenario's server that its open stream of callers,
 // calling through the policy with the scenario's 3 s timeout, does not
 // recover from. A policy Policy.Validate refuses, or
-// ValidateFor(UseWhatIf), is an error (a *PolicyError): the simulated
+// ValidateFor(UseWhatIf), is an error (a *ParamError): the simulated
 // dependency fails fast, for one, so a per-attempt timeout is refused
 // rather than ignored.
 func WhatIf(ctx context.Context, p Policy, o Options) (*WhatIfReport, error) {
 	return whatIf(ctx, p, o, defaultOutageParams(), defaultStormParams(), defaultMetastableParams())
 }
 
-// The populations of a what-if, as Verdict.Population names them.
+// The populations of a what-if, as Comparison.Population names them.
 const (
 	populationClosed = "closed"
 	populationOpen   = "open"
@@ -167,7 +168,7 @@ type WhatIfPart struct {
 	// policy's part, clear for the user's.
 	Population string `json:"population"`
 	Default    bool   `json:"default"`
-	// Impact is what the policy did in the outage, as a Verdict shows it.
+	// Impact is what the policy did in the outage, as a Comparison shows it.
 	Impact Impact `json:"impact"`
 	// Outage and Storm are the part's rows of the what-if's outage and
 	// storm tables, and Load its line on its population's outage chart.
@@ -205,7 +206,7 @@ func MergeWhatIf(p Policy, parts []*WhatIfPart) (*WhatIfReport, error) {
 }
 
 // whatIf is WhatIf at the given sizes.
-func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, mp *MetastableParams) (*WhatIfReport, error) {
+func whatIf(ctx context.Context, p Policy, o Options, op *outageParams, sp *stormParams, mp *metastableParams) (*WhatIfReport, error) {
 	parts, err := whatIfParts(ctx, p, o, op, sp, mp, nil)
 	if err != nil {
 		return nil, err
@@ -217,7 +218,7 @@ func whatIf(ctx context.Context, p Policy, o Options, op *OutageParams, sp *Stor
 // part if keep is nil; see sweepCalls), at the given sizes. The outage
 // runs are the first third of the progress, the storm runs the second,
 // the margins the last, so that it never goes back between them.
-func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp *StormParams, mp *MetastableParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
+func whatIfParts(ctx context.Context, p Policy, o Options, op *outageParams, sp *stormParams, mp *metastableParams, keep func(closed bool, spec int) bool) ([]*WhatIfPart, error) {
 	user, err := specOf(p, UseWhatIf)
 	if err != nil {
 		return nil, err
@@ -286,7 +287,7 @@ func whatIfParts(ctx context.Context, p Policy, o Options, op *OutageParams, sp 
 // marginOf is the Margin of the policy called name on p's map, whose
 // smallest trigger that leaves the server down is tip (nil if none),
 // found in runs runs of which unhealthy were not healthy.
-func marginOf(p *MetastableParams, name string, tip *Trigger, runs, unhealthy int) *Margin {
+func marginOf(p *metastableParams, name string, tip *Trigger, runs, unhealthy int) *Margin {
 	largest := Trigger{Cut: float64(slices.Max(p.MapCuts)) / 100, Length: time.Duration(slices.Max(p.MapLengths)) * time.Second}
 	mg := &Margin{Policy: name, TipsAt: tip, Largest: largest, Unhealthy: unhealthy}
 	if tip == nil {
@@ -301,7 +302,7 @@ func marginOf(p *MetastableParams, name string, tip *Trigger, runs, unhealthy in
 }
 
 // mergeWhatIf is MergeWhatIf at the given sizes.
-func mergeWhatIf(p Policy, op *OutageParams, sp *StormParams, parts []*WhatIfPart) (*WhatIfReport, error) {
+func mergeWhatIf(p Policy, op *outageParams, sp *stormParams, parts []*WhatIfPart) (*WhatIfReport, error) {
 	// of[closed][default] is a part; the tables list the user's policy
 	// before the default, the outage the closed population first and the
 	// storm the open one.
@@ -325,21 +326,21 @@ func mergeWhatIf(p Policy, op *OutageParams, sp *StormParams, parts []*WhatIfPar
 	}
 	rep := &WhatIfReport{Policy: p.Fields(), Default: defaultPolicy().Fields(), Warnings: policyWarnings(p, op),
 		Capacity: op.Capacity, Outage: op.Down.String()}
-	outage := &Result{Scenario: "outage", Population: "closed and open", Params: Values(op),
+	outage := &Result{Scenario: "outage", Population: "closed and open", Params: paramValues(op),
 		Columns: append(append([]string(nil), whatIfColumns...), "outage_rps", "goodput_pct", "wasted_pct", "recover_s"),
 		Charts:  outageCharts(op)}
-	storm := &Result{Scenario: "storm", Population: "closed and open", Params: Values(sp),
+	storm := &Result{Scenario: "storm", Population: "closed and open", Params: paramValues(sp),
 		Columns: append(append([]string(nil), whatIfColumns...), "load_rps")}
 	for c, pop := range []string{populationClosed, populationOpen} {
 		yours, def := of[c][0], of[c][1]
 		outage.Rows = append(outage.Rows, yours.Outage, def.Outage)
 		outage.Charts[c].Series = []Series{yours.Load, def.Load}
-		rep.Verdicts = append(rep.Verdicts, judge(pop, yours.Impact, def.Impact))
+		rep.Comparisons = append(rep.Comparisons, judge(pop, yours.Impact, def.Impact))
 	}
 	for c := range []string{populationOpen, populationClosed} {
 		storm.Rows = append(storm.Rows, of[1-c][0].Storm, of[1-c][1].Storm)
 	}
-	rep.Overall = overallJudgement(rep.Verdicts)
+	rep.Overall = overallJudgement(rep.Comparisons)
 	rep.Results = []*Result{outage, storm}
 	for _, part := range []*WhatIfPart{of[1][0], of[1][1]} {
 		if part.Margin == nil {
@@ -358,11 +359,11 @@ func b2i(b bool) int {
 	return 0
 }
 
-// overallJudgement is WhatIfReport.Overall for verdicts.
-func overallJudgement(verdicts []Verdict) string {
+// overallJudgement is WhatIfReport.Overall for the comparisons cs.
+func overallJudgement(cs []Comparison) string {
 	overall := "similar"
 	for _, j := range []string{"better", "worse"} {
-		for _, v := range verdicts {
+		for _, v := range cs {
 			if v.Judgement == j {
 				overall = j
 			}
@@ -371,14 +372,14 @@ func overallJudgement(verdicts []Verdict) string {
 	return overall
 }
 
-func impact(r outageRow, p *OutageParams) Impact {
+func impact(r outageRow, p *outageParams) Impact {
 	return Impact{MeanX: round(r.during/p.Capacity, 2), PeakX: round(r.peak/p.Capacity, 2),
 		Amplification: round(r.amp, 2), RecoverS: round(r.recover, 1), GoodputPct: round(100*r.goodput, 1)}
 }
 
-// judge compares the user's impact with the default's; see Verdict.
-func judge(pop string, y, d Impact) Verdict {
-	v := Verdict{Population: pop, Yours: y, Default: d}
+// judge compares the user's impact with the default's; see Comparison.
+func judge(pop string, y, d Impact) Comparison {
+	v := Comparison{Population: pop, Yours: y, Default: d}
 	// never counts "not recovered within the run" as later than any time.
 	rec := func(s float64) float64 {
 		if s < 0 {
@@ -454,7 +455,7 @@ func when(y, d float64) string {
 
 // policyWarnings names settings of p that make no sense in the outage
 // scenario p runs in.
-func policyWarnings(p Policy, op *OutageParams) []string {
+func policyWarnings(p Policy, op *outageParams) []string {
 	var w []string
 	b := p.Retry.Backoff
 	base, cap := b.Temp(0, false), b.Temp(1<<20, false)

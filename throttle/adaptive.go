@@ -10,12 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
+	"github.com/unherd/unherd/retry/engine"
 
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/rolling"
-	"github.com/unherd/unherd/retry"
 )
 
 // Defaults applied to zero fields of [AdaptiveSettings]. K is the Google
@@ -32,10 +33,10 @@ const (
 
 // ErrThrottled is the local rejection of [Adaptive]: the call was not made
 // because the dependency has been accepting too few requests. It is made
-// with retry.NewRejection, so errors.Is matches it to retry.ErrRejected
+// with engine.NewRejection, so errors.Is matches it to retry.ErrRejected
 // and the retry loop never retries it, whether the throttle is one of its
 // Guards or the operation returns the rejection itself.
-var ErrThrottled = retry.NewRejection("throttle: rejected locally, dependency overloaded")
+var ErrThrottled = engine.NewRejection("throttle: rejected locally, dependency overloaded")
 
 // ErrInvalidSettings is wrapped by every error the constructors and
 // Validate methods return.
@@ -79,7 +80,7 @@ type AdaptiveSettings struct {
 	// Accepted decides whether the dependency accepted an attempt. Nil
 	// means DefaultAccepted. Abandoned attempts never reach it: they count
 	// as neither a request nor an accept.
-	Accepted func(retry.Outcome) bool
+	Accepted func(admission.Outcome) bool
 
 	// Now is the clock. Nil means time.Now. It is read only while
 	// rejecting and after attempts that were not accepted.
@@ -107,7 +108,7 @@ type AdaptiveSettings struct {
 // not take the request. A caller whose transient errors are processed
 // requests (a 500 from a handler bug) can count them as accepted with a
 // custom classifier.
-func DefaultAccepted(o retry.Outcome) bool {
+func DefaultAccepted(o admission.Outcome) bool {
 	return o.Err == nil || o.Class == failure.Permanent
 }
 
@@ -141,7 +142,7 @@ func (s *AdaptiveSettings) window() (time.Duration, int) {
 // accepts again, the rate falls. Local rejections count as requests only
 // with AdaptiveSettings.CountRejections.
 //
-// It implements retry.Guard. The zero Adaptive is not usable; call
+// It implements admission.Guard. The zero Adaptive is not usable; call
 // NewAdaptive. An Adaptive is safe for concurrent use.
 type Adaptive struct {
 	// threshold is the rejection probability scaled to 2^53; zero (the
@@ -152,7 +153,7 @@ type Adaptive struct {
 	mu       sync.Mutex
 	win      *rolling.Window // a = requests, b = accepts
 	k        float64
-	accepted func(retry.Outcome) bool
+	accepted func(admission.Outcome) bool
 	countRej bool
 	clock    func() time.Time
 	rand     func() uint64
@@ -185,7 +186,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 	return a, nil
 }
 
-// Admit asks to make a call, implementing retry.Guard; it returns
+// Admit asks to make a call, implementing admission.Guard; it returns
 // ErrThrottled to reject it locally. While the rejection probability is
 // zero it is one atomic load: no lock, no clock read, no allocation. It
 // never waits, so ctx is not used. The ticket is always 0.
@@ -228,16 +229,16 @@ func (a *Adaptive) admitSlow(now int64) error {
 	return ErrThrottled
 }
 
-// Done reports how an admitted call ended, implementing retry.Guard. An
+// Done reports how an admitted call ended, implementing admission.Guard. An
 // accepted call is two atomic adds on one striped counter line; one that
 // was not accepted takes the lock and reads the clock to update the
 // rejection probability. An abandoned call is not counted at all.
-func (a *Adaptive) Done(ticket uint64, o retry.Outcome) { a.done(o, false, time.Time{}) }
+func (a *Adaptive) Done(ticket uint64, o admission.Outcome) { a.done(o, false, time.Time{}) }
 
 // DoneAt is Done at an explicit time instead of the clock's.
-func (a *Adaptive) DoneAt(now time.Time, ticket uint64, o retry.Outcome) { a.done(o, true, now) }
+func (a *Adaptive) DoneAt(now time.Time, ticket uint64, o admission.Outcome) { a.done(o, true, now) }
 
-func (a *Adaptive) done(o retry.Outcome, haveNow bool, now time.Time) {
+func (a *Adaptive) done(o admission.Outcome, haveNow bool, now time.Time) {
 	switch {
 	case o.Abandoned:
 		return // it said nothing about the dependency: not a request

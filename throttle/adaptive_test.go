@@ -12,10 +12,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
-	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,7 +74,7 @@ func TestThreshold(t *testing.T) {
 func TestDefaultAccepted(t *testing.T) {
 	tests := []struct {
 		name string
-		o    retry.Outcome
+		o    admission.Outcome
 		want bool
 	}{
 		{"success", success, true},
@@ -160,7 +160,7 @@ func TestAdaptiveAbandonedIsNotARequest(t *testing.T) {
 
 func TestAdaptiveAcceptedHook(t *testing.T) {
 	// Count transient errors as accepted: only throttling sheds.
-	a := newAdaptive(t, AdaptiveSettings{Accepted: func(o retry.Outcome) bool {
+	a := newAdaptive(t, AdaptiveSettings{Accepted: func(o admission.Outcome) bool {
 		return o.Err == nil || o.Class != failure.Throttled
 	}})
 	for range 100 {
@@ -173,26 +173,15 @@ func TestAdaptiveAcceptedHook(t *testing.T) {
 }
 
 func TestAdaptiveValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		s    AdaptiveSettings
-		ok   bool
-	}{
-		{"zero value", AdaptiveSettings{}, true},
-		{"K of 1.5", AdaptiveSettings{K: 1.5}, true},
-		{"K below 1", AdaptiveSettings{K: 0.5}, false},
-		{"negative window", AdaptiveSettings{Window: -time.Second}, false},
-		{"too many buckets", AdaptiveSettings{WindowBuckets: 1001}, false},
-		{"window shorter than its buckets", AdaptiveSettings{Window: 5, WindowBuckets: 10}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewAdaptive(tc.s)
-			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidSettings)) {
-				t.Fatalf("NewAdaptive: err = %v, want ok=%v", err, tc.ok)
-			}
-		})
-	}
+	row := configtest.Row[AdaptiveSettings]
+	configtest.Check(t, ErrInvalidSettings, configtest.New(NewAdaptive), []configtest.Case[AdaptiveSettings]{
+		row("zero value", AdaptiveSettings{}, true),
+		row("K of 1.5", AdaptiveSettings{K: 1.5}, true),
+		row("K below 1", AdaptiveSettings{K: 0.5}, false),
+		row("negative window", AdaptiveSettings{Window: -time.Second}, false),
+		row("too many buckets", AdaptiveSettings{WindowBuckets: 1001}, false),
+		row("window shorter than its buckets", AdaptiveSettings{Window: 5, WindowBuckets: 10}, false),
+	})
 }
 
 // TestAdaptiveConcurrent: many goroutines, random outcomes, one instant.
@@ -208,7 +197,7 @@ func TestAdaptiveConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(g), 5))
-			outcomes := []retry.Outcome{success, success, throttled, timeout, transient, permanent, abandoned}
+			outcomes := []admission.Outcome{success, success, throttled, timeout, transient, permanent, abandoned}
 			for range 1000 {
 				tk, err := a.Admit(context.Background())
 				if err != nil {

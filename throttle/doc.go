@@ -3,12 +3,12 @@
 // book, which rejects calls locally; and [RateLimiter], the client rate
 // limiter of the AWS SDKs' adaptive retry mode, which delays them.
 //
-// Both implement retry.Guard: put them in retry.Config.Guards and the
+// Both implement admission.Guard: put them in retry.Config.Guards and the
 // retry loop consults them before every attempt, retries included, and
 // reports every attempt's outcome to them. A local rejection stops the
 // loop at once with retry.ErrRejected wrapping ErrThrottled (or
 // ErrRateLimited) and is never retried: retrying a call the client itself
-// refused would defeat the point. Both are made with retry.NewRejection and
+// refused would defeat the point. Both are made with engine.NewRejection and
 // match retry.ErrRejected themselves, so the loop does not retry them
 // either when the operation consults a throttle and returns its
 // rejection.

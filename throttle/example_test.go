@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 )
 
@@ -25,8 +25,8 @@ func ExampleAdaptive() {
 	if err != nil {
 		panic(err)
 	}
-	overloaded := retry.Outcome{Err: errors.New("429"), Class: failure.Throttled}
-	call := func(o retry.Outcome) bool {
+	overloaded := admission.Outcome{Err: errors.New("429"), Class: failure.Throttled}
+	call := func(o admission.Outcome) bool {
 		t, err := a.AdmitAt(now)
 		if err != nil {
 			return false // errors.Is(err, throttle.ErrThrottled)
@@ -35,7 +35,7 @@ func ExampleAdaptive() {
 		return true
 	}
 	for range 100 {
-		call(retry.Outcome{}) // 100 accepted
+		call(admission.Outcome{}) // 100 accepted
 	}
 	fmt.Printf("after 100 accepted: p = %.2f\n", a.Probability())
 	rejected := 0
@@ -59,7 +59,7 @@ func ExampleRateLimiter() {
 
 	t, err := r.Admit(context.Background())
 	fmt.Println("before any throttle:", err)
-	r.Done(t, retry.Outcome{Err: errors.New("429"), Class: failure.Throttled})
+	r.Done(t, admission.Outcome{Err: errors.New("429"), Class: failure.Throttled})
 	rate, enabled := r.FillRate()
 	fmt.Println("after a throttle:", rate, "tokens/s, enabled:", enabled)
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
@@ -50,7 +51,7 @@ func TestRateLimiterEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []retry.Guard{r}})
+		p, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []admission.Guard{r}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 )
@@ -24,7 +25,7 @@ func TestAWSSDKGoV2Issue3550(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := retry.AWS2026()
-		cfg.Guards = []retry.Guard{rl}
+		cfg.Guards = []admission.Guard{rl}
 		p, err := retry.New(cfg)
 		if err != nil {
 			t.Fatal(err)

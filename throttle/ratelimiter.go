@@ -6,17 +6,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/pause"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // ErrRateLimited is the rejection of [RateLimiter] when waiting for a
 // send token would end after the caller's deadline: the call is not made
 // and the wait is not started. It is a local rejection made with
-// retry.NewRejection: errors.Is matches it to retry.ErrRejected, and the
+// engine.NewRejection: errors.Is matches it to retry.ErrRejected, and the
 // retry loop never retries it.
-var ErrRateLimited = retry.NewRejection("throttle: send rate limit wait would pass the deadline")
+var ErrRateLimited = engine.NewRejection("throttle: send rate limit wait would pass the deadline")
 
 // RateLimiterSettings configures a [RateLimiter]. The zero value follows
 // the AWS SDKs' adaptive retry mode; the algorithm's constants are fixed
@@ -26,7 +28,7 @@ type RateLimiterSettings struct {
 	// means an error classified Throttled (HTTP 429, gRPC
 	// RESOURCE_EXHAUSTED, anything judged Throttled by
 	// retry.Judge, with or without a server delay).
-	IsThrottle func(retry.Outcome) bool
+	IsThrottle func(admission.Outcome) bool
 
 	// Now is the clock. Nil means time.Now. It is read on every Admit once
 	// the limiter is enabled, and on every Done.
@@ -56,7 +58,7 @@ type RateLimiterSettings struct {
 // context's cause). Nothing enables it by default; add it to
 // retry.Config.Guards.
 //
-// It implements retry.Guard. The zero RateLimiter is not usable; call
+// It implements admission.Guard. The zero RateLimiter is not usable; call
 // NewRateLimiter. A RateLimiter is safe for concurrent use. Every Done
 // takes its lock and reads the clock: it costs more than Adaptive, in
 // exchange for pacing.
@@ -64,13 +66,13 @@ type RateLimiter struct {
 	enabled    atomic.Bool // mirrors l.enabled, read without the lock
 	mu         sync.Mutex
 	l          limiter
-	isThrottle func(retry.Outcome) bool
+	isThrottle func(admission.Outcome) bool
 	clock      func() time.Time
 	epoch      time.Time
 	observer   observe.Observer
 }
 
-var _ retry.ContextGuard = (*RateLimiter)(nil)
+var _ admission.ContextGuard = (*RateLimiter)(nil)
 
 // NewRateLimiter returns a RateLimiter built from s. It returns an error
 // only for symmetry with the other constructors; every Settings is valid.
@@ -87,9 +89,9 @@ func NewRateLimiter(s RateLimiterSettings) (*RateLimiter, error) {
 	return r, nil
 }
 
-func defaultIsThrottle(o retry.Outcome) bool { return o.Err != nil && o.Class == failure.Throttled }
+func defaultIsThrottle(o admission.Outcome) bool { return o.Err != nil && o.Class == failure.Throttled }
 
-// Admit takes a send token, implementing retry.Guard, waiting for one if
+// Admit takes a send token, implementing admission.Guard, waiting for one if
 // the bucket is empty. Before the first throttling response it returns at
 // once: no lock, no clock read. The ticket is always 0.
 func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
@@ -115,17 +117,13 @@ func (r *RateLimiter) Admit(ctx context.Context) (ticket uint64, err error) {
 	if r.observer != nil {
 		r.observer.Observe(ctx, observe.Event{Kind: observe.RateDelayed, Delay: wait, Rate: rate})
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return 0, nil
-	case <-ctx.Done():
+	if !pause.For(ctx, wait) {
 		r.mu.Lock()
 		r.l.release()
 		r.mu.Unlock()
 		return 0, context.Cause(ctx)
 	}
+	return 0, nil
 }
 
 // ReserveAt takes a send token at an explicit time without waiting, and
@@ -148,17 +146,17 @@ func (r *RateLimiter) ReserveAt(now time.Time) (wait time.Duration) {
 	return wait
 }
 
-// Done reports how an admitted attempt ended, implementing retry.Guard: a
+// Done reports how an admitted attempt ended, implementing admission.Guard: a
 // throttling response lowers the fill rate, anything else lets it grow.
 // Abandoned attempts are not counted.
-func (r *RateLimiter) Done(ticket uint64, o retry.Outcome) {
+func (r *RateLimiter) Done(ticket uint64, o admission.Outcome) {
 	r.DoneContext(context.Background(), ticket, o)
 }
 
 // DoneContext is Done for the call with context ctx, implementing
-// retry.ContextGuard: a cut of the rate reaches the observer with ctx. The
+// admission.ContextGuard: a cut of the rate reaches the observer with ctx. The
 // retry loop calls it instead of Done.
-func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o retry.Outcome) {
+func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o admission.Outcome) {
 	if o.Abandoned {
 		return
 	}
@@ -166,12 +164,12 @@ func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o retry.Ou
 }
 
 // DoneAt is Done at an explicit time instead of the clock's.
-func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o retry.Outcome) {
+func (r *RateLimiter) DoneAt(now time.Time, ticket uint64, o admission.Outcome) {
 	r.doneAt(context.Background(), now, o)
 }
 
 // doneAt is DoneAt for a call with context ctx.
-func (r *RateLimiter) doneAt(ctx context.Context, now time.Time, o retry.Outcome) {
+func (r *RateLimiter) doneAt(ctx context.Context, now time.Time, o admission.Outcome) {
 	if o.Abandoned {
 		return
 	}

@@ -8,9 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
-	"github.com/unherd/unherd/retry"
 )
 
 func newRateLimiter(t *testing.T) *RateLimiter {
@@ -126,7 +126,7 @@ func TestRateLimiterDeadlineAndCancel(t *testing.T) {
 
 func TestRateLimiterIgnoresAbandoned(t *testing.T) {
 	r := newRateLimiter(t)
-	r.Done(0, retry.Outcome{Err: errBoom, Class: failure.Throttled, Abandoned: true})
+	r.Done(0, admission.Outcome{Err: errBoom, Class: failure.Throttled, Abandoned: true})
 	if _, enabled := r.FillRate(); enabled {
 		t.Fatalf("an abandoned attempt enabled the limiter")
 	}

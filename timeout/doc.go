@@ -57,7 +57,7 @@
 //
 // # With retry
 //
-// Adaptive implements retry.TimeoutSource:
+// Adaptive is a [Source], which retry.Config.Timeouts takes:
 //
 //	t, _ := timeout.New(timeout.Config{})
 //	p, _ := retry.New(retry.Config{Timeouts: t})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/unherd/unherd/internal/quantile"
 	"github.com/unherd/unherd/internal/validate"
-	"github.com/unherd/unherd/retry"
 )
 
 // Defaults applied to zero fields of [Config].
@@ -107,11 +106,21 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// Source supplies per-attempt timeouts that change at run time. A
+// retry.Config takes one in Timeouts; the retry loop calls AttemptTimeout
+// before each attempt (a value <= 0 means none) and Observe after it,
+// with its latency and whether it succeeded. Implementations must be
+// safe for concurrent use.
+type Source interface {
+	AttemptTimeout() time.Duration
+	Observe(latency time.Duration, ok bool)
+}
+
 // Adaptive is a per-attempt timeout that tracks latency: Margin times the
 // 1-FalseTimeoutRate quantile of recent successful attempts, within
 // [Floor, Ceiling], widened (doubled, up to Ceiling) after WidenAfter
 // attempts in a row time out, and narrowed back by the successes that
-// follow. It implements retry.TimeoutSource, so
+// follow. It is a Source, so
 // retry.Config{Timeouts: a} bounds every attempt with it. It is safe for
 // concurrent use; share one per dependency. The zero Adaptive is not
 // usable; call New.
@@ -131,7 +140,7 @@ type Adaptive struct {
 	streak  atomic.Int32
 }
 
-var _ retry.TimeoutSource = (*Adaptive)(nil)
+var _ Source = (*Adaptive)(nil)
 
 // New validates cfg and returns an Adaptive timeout with no latencies yet.
 func New(cfg Config) (*Adaptive, error) {

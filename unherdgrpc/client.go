@@ -13,6 +13,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // Defaults applied to zero fields of [Config].
@@ -176,7 +177,7 @@ func NewClient(cfg Config) (*Client, error) {
 			c.codes[k] = v
 		}
 	}
-	c.retriesVal = strconv.Itoa(p.MaxAttempts())
+	c.retriesVal = strconv.Itoa(engine.AttemptLimit(context.Background(), p))
 	return c, nil
 }
 
@@ -260,7 +261,7 @@ func (c *Client) outgoing(ctx context.Context, retries bool, previous int) conte
 // repeats reports whether a call made with ctx may be sent more than
 // once: it has retries left at this layer, or it is hedged.
 func (c *Client) repeats(ctx context.Context, hedged bool) bool {
-	return hedged || c.policy.AttemptLimit(retry.HasOuterRetry(ctx)) > 1
+	return hedged || engine.AttemptLimit(ctx, c.policy) > 1
 }
 
 // unary returns the unary interceptor, which adds extra to every

@@ -145,31 +145,40 @@ func TestUnaryPushback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: tt.pushback}}}
-			var delays []time.Duration
-			cfg := unherdgrpc.Config{}
-			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays = append(delays, ev.Delay) })
-			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
-			_, err := unary(context.Background(), cc)
-			if got := s.count(); got != tt.requests {
-				t.Fatalf("server saw %d requests, want %d (err %v)", got, tt.requests, err)
-			}
-			if tt.requests == 1 {
-				if !errors.Is(err, retry.ErrFinal) || status.Code(err) != codes.Unavailable {
-					t.Errorf("err = %v, want ErrFinal with UNAVAILABLE", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The floor rule: at least the pushback, at most 10% more.
-			if d := delays[0]; d < tt.minDelay || d > tt.minDelay+tt.minDelay/10 {
-				t.Errorf("retry delay %v, want in [%v, %v]", d, tt.minDelay, tt.minDelay+tt.minDelay/10)
+			_, err := retryFloor(t, fault{code: codes.Unavailable, pushback: tt.pushback}, tt.requests, tt.minDelay)
+			if tt.requests == 1 && (!errors.Is(err, retry.ErrFinal) || status.Code(err) != codes.Unavailable) {
+				t.Errorf("err = %v, want ErrFinal with UNAVAILABLE", err)
 			}
 		})
 	}
+}
 
+// retryFloor makes one unary call to a server whose first answer is f
+// and whose next succeeds. It checks that the server saw requests
+// requests and, when it saw two, that the call succeeded and its retry
+// waited the floor rule's delay: at least floor, at most 10% more. It
+// returns that delay, or the call's error when it was not retried.
+func retryFloor(t *testing.T, f fault, requests int, floor time.Duration) (time.Duration, error) {
+	t.Helper()
+	s := &faultServer{plan: []fault{f}}
+	var delays []time.Duration
+	cfg := unherdgrpc.Config{}
+	cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays = append(delays, ev.Delay) })
+	cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
+	_, err := unary(context.Background(), cc)
+	if got := s.count(); got != requests {
+		t.Fatalf("server saw %d requests, want %d (err %v)", got, requests, err)
+	}
+	if requests == 1 {
+		return 0, err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := delays[0]; d < floor || d > floor+floor/10 {
+		t.Errorf("retry delay %v, want in [%v, %v]", d, floor, floor+floor/10)
+	}
+	return delays[0], nil
 }
 
 func TestUnaryPushbackTooLong(t *testing.T) {
@@ -402,17 +411,11 @@ func (s *script) run(ctx context.Context, st step, sendHeader func(metadata.MD) 
 			return err
 		}
 	}
-	if st.stall > 0 {
-		t := time.NewTimer(st.stall)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			s.mu.Lock()
-			s.cancelled++
-			s.mu.Unlock()
-			return status.FromContextError(ctx.Err()).Err()
-		}
+	if err := stall(ctx, st.stall); err != nil {
+		s.mu.Lock()
+		s.cancelled++
+		s.mu.Unlock()
+		return err
 	}
 	for range st.msgs {
 		if err := send(); err != nil {
@@ -908,7 +911,7 @@ func TestClientStreamBufferLimitCommits(t *testing.T) {
 	}
 }
 
-// timeoutRecorder is a retry.TimeoutSource with a fixed timeout that
+// timeoutRecorder is a timeout.Source with a fixed timeout that
 // records the samples it is told.
 type timeoutRecorder struct {
 	timeout time.Duration
@@ -975,29 +978,14 @@ func TestUnaryRetryInfo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &faultServer{plan: []fault{{code: codes.Unavailable, pushback: tt.pushback, retryInfo: tt.retryInfo}}}
-			var delays []time.Duration
-			cfg := unherdgrpc.Config{}
-			cfg.Retry.Observer = observe.On(observe.Retry, func(ev observe.Event) { delays = append(delays, ev.Delay) })
-			cfg.Retry.Backoff = backoff.Schedule{Immediate: true}
-			cc := serve(t, s, false, nil, newClient(t, cfg).DialOptions()...)
-			_, err := unary(context.Background(), cc)
-			if got := s.count(); got != tt.requests {
-				t.Fatalf("server saw %d requests, want %d (err %v)", got, tt.requests, err)
-			}
+			d, err := retryFloor(t, fault{code: codes.Unavailable, pushback: tt.pushback, retryInfo: tt.retryInfo}, tt.requests, tt.floor)
 			if tt.requests == 1 {
 				if !errors.Is(err, retry.ErrFinal) {
 					t.Errorf("err = %v, want ErrFinal", err)
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := delays[0]; d < tt.floor || d > tt.floor+tt.floor/10 {
-				t.Errorf("retry delay %v, want in [%v, %v]", d, tt.floor, tt.floor+tt.floor/10)
-			}
-			t.Logf("pushback %q, RetryInfo %v: %d requests, retry after %v", tt.pushback, tt.retryInfo.AsDuration(), s.count(), delays[0])
+			t.Logf("pushback %q, RetryInfo %v: %d requests, retry after %v", tt.pushback, tt.retryInfo.AsDuration(), tt.requests, d)
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/pause"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,19 +75,22 @@ func (s *faultServer) md(i int) metadata.MD {
 	return s.requests[i]
 }
 
+// stall waits d (none if d is not positive) or, if ctx ends first,
+// returns the status of its end, as a handler that honours its context.
+func stall(ctx context.Context, d time.Duration) error {
+	if d > 0 && !pause.For(ctx, d) {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return nil
+}
+
 func (f fault) apply(ctx context.Context) error {
 	if f.untilDone {
 		<-ctx.Done()
 		return status.FromContextError(ctx.Err()).Err()
 	}
-	if f.stall > 0 {
-		t := time.NewTimer(f.stall)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		}
+	if err := stall(ctx, f.stall); err != nil {
+		return err
 	}
 	if f.code == codes.OK {
 		return nil

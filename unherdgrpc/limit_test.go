@@ -15,21 +15,12 @@ import (
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/shedtest"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/unherdgrpc"
 )
-
-func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
-	t.Helper()
-	// No queue: these tests are about the refusal itself.
-	l, err := limit.New(limit.Config{Algorithm: a, MaxWait: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 // blockServer holds every unary call until unblock is closed, after
 // saying on started that it runs.
@@ -55,7 +46,7 @@ func (s *blockServer) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, 
 
 func TestLimiterRefusesOverLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, limit.Fixed(2))
+		l := shedtest.NoQueue(t, limit.Fixed(2))
 		s := &blockServer{started: make(chan struct{}, 3), unblock: make(chan struct{})}
 		cc := serve(t, s, false, newServer(t, unherdgrpc.ServerConfig{Limiter: l}).ServerOptions())
 		errs := make(chan error, 2)
@@ -97,11 +88,7 @@ func TestLimiterRefusesOverLimit(t *testing.T) {
 
 func TestLimiterRefusalRetriedAfterPushback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, limit.Fixed(1))
-		held, ok := l.Acquire(time.Now()) // the server is full
-		if !ok {
-			t.Fatal("could not take the only token")
-		}
+		l, held := shedtest.Full(t)
 		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
 		var events []observe.Event
 		cfg := unherdgrpc.Config{}
@@ -158,7 +145,7 @@ func TestLimiterRelease(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				alg := &limittest.Recorder{N: 10}
-				l := newLimiter(t, alg)
+				l := shedtest.NoQueue(t, alg)
 				ctx, cancel := context.Background(), context.CancelFunc(func() {})
 				if tt.ctx != nil {
 					ctx, cancel = tt.ctx(ctx)
@@ -172,18 +159,7 @@ func TestLimiterRelease(t *testing.T) {
 				if status.Code(err) != tt.wantCode || ran != tt.wantRan {
 					t.Errorf("%v, ran %v; want %v, %v", err, ran, tt.wantCode, tt.wantRan)
 				}
-				var got string
-				if s := alg.Samples(); len(s) == 1 {
-					got = "served"
-					if s[0].Dropped {
-						got = "dropped"
-					}
-				} else if len(s) > 1 {
-					t.Fatalf("samples %v, want at most one", s)
-				}
-				if got != tt.wantSample || l.InFlight() != 0 {
-					t.Errorf("sample %q, in flight %d; want %q, 0", got, l.InFlight(), tt.wantSample)
-				}
+				shedtest.Released(t, l, alg, tt.wantSample)
 			})
 		})
 	}
@@ -191,7 +167,7 @@ func TestLimiterRelease(t *testing.T) {
 
 func TestLimiterPanicReleases(t *testing.T) {
 	alg := &limittest.Recorder{N: 1}
-	l := newLimiter(t, alg)
+	l := shedtest.NoQueue(t, alg)
 	srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l})
 	boom := errors.New("handler fails")
 	func() {
@@ -205,9 +181,7 @@ func TestLimiterPanicReleases(t *testing.T) {
 		})
 		t.Error("the panic did not go on")
 	}()
-	if l.InFlight() != 0 || len(alg.Samples()) != 0 {
-		t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.Samples())
-	}
+	shedtest.Released(t, l, alg, "") // Ignore
 }
 
 func TestLimitPushbackNegative(t *testing.T) {
@@ -262,11 +236,7 @@ func TestLimiterPriorities(t *testing.T) {
 // after its pushback, as gRFC A6 has them honour it.
 func TestLimiterRefusalRetriedByGRPCGo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, limit.Fixed(1))
-		held, ok := l.Acquire(time.Now()) // the server is full
-		if !ok {
-			t.Fatal("could not take the only token")
-		}
+		l, held := shedtest.Full(t)
 		time.AfterFunc(100*time.Millisecond, func() { held.Served(time.Now()) })
 		srv := newServer(t, unherdgrpc.ServerConfig{Limiter: l, LimitPushback: 250 * time.Millisecond})
 		fs := &faultServer{}

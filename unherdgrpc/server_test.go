@@ -18,9 +18,12 @@ import (
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/idempotency"
+	"github.com/unherd/unherd/idempotency/storetest"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 	"github.com/unherd/unherd/unherdgrpc"
 )
 
@@ -31,7 +34,7 @@ type markServer struct {
 }
 
 func markOf(ctx context.Context) string {
-	if retry.HasOuterRetry(ctx) {
+	if engine.HasOuterRetry(ctx) {
 		return "marked"
 	}
 	return ""
@@ -47,11 +50,7 @@ func (markServer) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, stre
 
 func newServer(t *testing.T, cfg unherdgrpc.ServerConfig) *unherdgrpc.Server {
 	t.Helper()
-	s, err := unherdgrpc.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return configtest.Must(unherdgrpc.NewServer(cfg))(t)
 }
 
 func TestServerMarksCallersThatRetry(t *testing.T) {
@@ -417,22 +416,6 @@ func TestIdempotencyCrossPrincipal(t *testing.T) {
 	}
 }
 
-// lostAnswers is a shared store whose claims, while lose is set, take
-// effect but whose answers never arrive: the caller's timeout ends them.
-type lostAnswers struct {
-	sharedStore
-	lose atomic.Bool
-}
-
-func (s *lostAnswers) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
-	c, err := s.sharedStore.Claim(ctx, key, fp, lease)
-	if err != nil || !s.lose.Load() {
-		return c, err
-	}
-	<-ctx.Done()
-	return idempotency.Claim{Token: c.Token}, ctx.Err()
-}
-
 // A claim that took effect in the store but timed out on the
 // interceptor's side does not hold the key for its 30 s lease: the
 // client's retry, moments later, runs, as over HTTP.
@@ -441,14 +424,14 @@ func TestIdempotencyAmbiguousClaimReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &lostAnswers{sharedStore: sharedStore{m}}
+	store := &storetest.LostAnswers{Store: sharedStore{m}}
 	s := &countServer{}
 	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}})
-	store.lose.Store(true)
+	store.Lose.Store(true)
 	if _, _, err := call(cc, keyed("k"), "a"); status.Code(err) != codes.Unavailable {
 		t.Fatalf("a claim whose answer was lost: %v, want UNAVAILABLE", err)
 	}
-	store.lose.Store(false)
+	store.Lose.Store(false)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, _, err := call(cc, keyed("k"), "a")

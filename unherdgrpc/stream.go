@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // stream returns the stream interceptor, which adds extra to every
@@ -20,9 +21,8 @@ func (c *Client) stream(extra grpc.CallOption) grpc.StreamClientInterceptor {
 		if c.methodOK != nil && !c.methodOK(method) {
 			return streamer(ctx, desc, cc, method, opts...)
 		}
-		nested := retry.HasOuterRetry(ctx)
 		s := &clientStream{c: c, extra: extra, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts,
-			call: c.policy.Begin(nested), retries: c.policy.AttemptLimit(nested) > 1}
+			call: engine.Begin(ctx, c.policy), retries: engine.AttemptLimit(ctx, c.policy) > 1}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err := s.next(); err != nil {
@@ -51,8 +51,8 @@ type clientStream struct {
 	retries  bool
 
 	mu        sync.Mutex
-	call      retry.Call
-	att       retry.Attempt     // the current attempt: its timeout and latency
+	call      engine.Call
+	att       engine.Attempt    // the current attempt: its timeout and latency
 	attDone   bool              // att has ended
 	cur       grpc.ClientStream // the current attempt
 	actx      context.Context   // the current attempt's
@@ -76,7 +76,7 @@ func (s *clientStream) next() error {
 		// The attempt's context lives until the stream ends, and its
 		// timeout until the commit.
 		sctx, cancel := context.WithCancelCause(s.ctx)
-		s.att, s.attDone = s.c.policy.StartAttempt(sctx), false
+		s.att, s.attDone = engine.StartAttempt(sctx, s.c.policy), false
 		actx := s.att.Context()
 		s.actx, s.cancel = actx, cancel
 		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, s.extra, nil, nil)...)

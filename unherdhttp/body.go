@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // drainTime bounds how long a discarded response body is read. A body
@@ -82,7 +82,7 @@ func bytesBody(buf []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b
 // context must live while the caller reads the body.
 type cancelBody struct {
 	io.ReadCloser
-	att *retry.Attempt
+	att *engine.Attempt
 }
 
 func (b *cancelBody) Close() error {
@@ -95,7 +95,7 @@ func (b *cancelBody) Close() error {
 // response, which is also the connection's writer.
 type cancelRWBody struct {
 	io.ReadWriteCloser
-	att *retry.Attempt
+	att *engine.Attempt
 }
 
 func (b *cancelRWBody) Close() error {

@@ -12,6 +12,7 @@ import (
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // StatusError is the error of an attempt whose response the Transport
@@ -232,7 +233,7 @@ func (t *Transport) judgeError(c *call, areq *http.Request, err error, timedOut,
 		return &invalidRequestError{why: why, err: err}
 	}
 	if timedOut {
-		err = retry.MarkAttemptTimeout(err)
+		err = engine.MarkAttemptTimeout(err)
 	}
 	err = withSchemeMismatch(err)
 	if c.once || (sent && !c.replayable && !neverSent(err)) {

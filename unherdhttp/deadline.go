@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/unherd/unherd/internal/decimal"
 )
 
 // TimeoutHeader is the request header by which a Transport tells the
@@ -57,7 +55,7 @@ func formatTimeout(d time.Duration) string {
 // maxHeaderTimeout (a day), however long, gives maxHeaderTimeout; any
 // other form reports false, and is ignored.
 func parseTimeout(value string) (time.Duration, bool) {
-	d, ok := decimal.Duration(strings.TrimSpace(value), time.Millisecond)
+	d, ok := decimalDuration(strings.TrimSpace(value), time.Millisecond)
 	if !ok {
 		return 0, false
 	}

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/unherd/unherd/internal/decimal"
 )
 
 func TestParseTimeout(t *testing.T) {
@@ -59,7 +57,7 @@ func FuzzParseTimeout(f *testing.F) {
 			t.Fatalf("parseTimeout(%q) = %v, outside [0, %v]", s, d, maxHeaderTimeout)
 		}
 		trimmed := strings.TrimSpace(s)
-		if ok != (trimmed != "" && decimal.Digits(trimmed)) {
+		if ok != (trimmed != "" && digits(trimmed)) {
 			t.Fatalf("parseTimeout(%q) ok = %v", s, ok)
 		}
 		if !ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -64,7 +65,7 @@ func ExampleParseRetryAfter() {
 // attempt, because the caller already retries.
 func ExampleMiddleware() {
 	h := unherdhttp.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Println("outer layer retries:", retry.HasOuterRetry(r.Context()))
+		fmt.Println("outer layer retries:", engine.HasOuterRetry(r.Context()))
 	}))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	// Output: outer layer retries: true

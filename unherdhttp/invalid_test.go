@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/observe"
@@ -27,7 +28,7 @@ type outcomeGuard struct {
 }
 
 func (g *outcomeGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *outcomeGuard) Done(_ uint64, o retry.Outcome) {
+func (g *outcomeGuard) Done(_ uint64, o admission.Outcome) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -94,7 +95,7 @@ func TestInvalidRequestFailsAtOnce(t *testing.T) {
 			g := &outcomeGuard{}
 			retried := false
 			cfg := fast
-			cfg.Budget, cfg.Guards = tb, []retry.Guard{g}
+			cfg.Budget, cfg.Guards = tb, []admission.Guard{g}
 			cfg.Observer = observe.On(observe.Retry, func(observe.Event) { retried = true })
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg})
 			before := hits.Load()
@@ -127,7 +128,7 @@ func TestInvalidRequestsDoNotOpenBreaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fast
-	cfg.Guards = []retry.Guard{b}
+	cfg.Guards = []admission.Guard{b}
 	tr := newTransport(t, unherdhttp.Config{Retry: cfg})
 	for range 2 * breaker.DefaultConsecutiveFailures {
 		req, _ := http.NewRequest(http.MethodGet, u.String(), nil)
@@ -150,7 +151,7 @@ func TestUnknown5xx(t *testing.T) {
 			u, hits := countingServer(t, code)
 			g := &outcomeGuard{}
 			cfg := fast
-			cfg.Guards = []retry.Guard{g}
+			cfg.Guards = []admission.Guard{g}
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg, NoRetry500: noRetry500})
 			req, _ := http.NewRequest(http.MethodGet, u.String(), nil)
 			status, _, err := do(tr, req)

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/backoff"
+	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -24,10 +25,7 @@ var fast = retry.Config{Backoff: backoff.Schedule{Immediate: true}}
 // that transport's idle connections when the test ends.
 func newTransport(t testing.TB, cfg unherdhttp.Config) *unherdhttp.Transport {
 	t.Helper()
-	tr, err := unherdhttp.NewTransport(nil, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := configtest.Must(unherdhttp.NewTransport(nil, cfg))(t)
 	t.Cleanup(tr.CloseIdleConnections)
 	return tr
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -107,7 +108,7 @@ func TestMiddlewareMarks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got bool
 			h := unherdhttp.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				got = retry.HasOuterRetry(r.Context())
+				got = engine.HasOuterRetry(r.Context())
 			}))
 			req := httptest.NewRequest(tc.method, "/", nil)
 			for k, v := range tc.header {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // ErrInvalidRequest is matched (errors.Is) by the error of a request that
@@ -15,7 +15,7 @@ import (
 // nothing and is not reported to the guards as a failure. It is a local
 // rejection, so errors.Is(err, retry.ErrRejected) holds too, and the
 // net/http error stays reachable.
-var ErrInvalidRequest = retry.NewRejection("unherdhttp: net/http refuses to send the request")
+var ErrInvalidRequest = engine.NewRejection("unherdhttp: net/http refuses to send the request")
 
 // invalidRequestError is the error of a request net/http refused to send:
 // why (as net/http says it, without values) and net/http's own error.

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/unherd/unherd/internal/decimal"
 )
 
 // ParseRetryAfter parses the value of a Retry-After header as RFC 9110,
@@ -21,7 +19,7 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if d, ok := decimal.Duration(v, time.Second); ok {
+	if d, ok := decimalDuration(v, time.Second); ok {
 		return d, true
 	}
 	t, err := http.ParseTime(v)
@@ -43,5 +41,5 @@ const amzRetryAfterHeader = "X-Amz-Retry-After"
 // decimal number of milliseconds, saturating. Anything else is ignored, as
 // the SDKs ignore it.
 func parseAmzRetryAfter(value string) (time.Duration, bool) {
-	return decimal.Duration(strings.TrimSpace(value), time.Millisecond)
+	return decimalDuration(strings.TrimSpace(value), time.Millisecond)
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/shedtest"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/limit/limittest"
 	"github.com/unherd/unherd/observe"
@@ -23,27 +25,13 @@ import (
 	"github.com/unherd/unherd/unherdhttp"
 )
 
-func newLimiter(t testing.TB, a limit.Algorithm) *limit.Limiter {
-	t.Helper()
-	// No queue: these tests are about the refusal itself.
-	l, err := limit.New(limit.Config{Algorithm: a, MaxWait: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 func shed(t testing.TB, cfg unherdhttp.ShedConfig, h http.Handler) http.Handler {
 	t.Helper()
-	mw, err := unherdhttp.Shed(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mw(h)
+	return configtest.Must(unherdhttp.Shed(cfg))(t)(h)
 }
 
 func TestShedRefusesOverLimit(t *testing.T) {
-	l := newLimiter(t, limit.Fixed(2))
+	l := shedtest.NoQueue(t, limit.Fixed(2))
 	started, unblock := make(chan struct{}, 3), make(chan struct{})
 	srv := newServer(t, shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
@@ -92,11 +80,7 @@ func TestShedRefusesOverLimit(t *testing.T) {
 }
 
 func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
-	l := newLimiter(t, limit.Fixed(1))
-	held, ok := l.Acquire(time.Now()) // the server is full
-	if !ok {
-		t.Fatal("could not take the only token")
-	}
+	l, held := shedtest.Full(t)
 	var mu sync.Mutex
 	var arrivals []time.Time
 	h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
@@ -146,7 +130,7 @@ func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
 }
 
 func TestShedPanicReleases(t *testing.T) {
-	l := newLimiter(t, limit.Fixed(1))
+	l := shedtest.NoQueue(t, limit.Fixed(1))
 	srv := httptest.NewUnstartedServer(shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic("handler fails")
 	})))
@@ -169,7 +153,7 @@ func TestShedPanicReleases(t *testing.T) {
 
 func TestShedPanicGoesOn(t *testing.T) {
 	alg := &limittest.Recorder{N: 1}
-	l := newLimiter(t, alg)
+	l := shedtest.NoQueue(t, alg)
 	h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic(http.ErrAbortHandler)
 	}))
@@ -177,9 +161,7 @@ func TestShedPanicGoesOn(t *testing.T) {
 		if r := recover(); r != http.ErrAbortHandler {
 			t.Errorf("recovered %v, want http.ErrAbortHandler", r)
 		}
-		if l.InFlight() != 0 || len(alg.Samples()) != 0 {
-			t.Errorf("in flight %d, samples %v; want 0 and none (Ignore)", l.InFlight(), alg.Samples())
-		}
+		shedtest.Released(t, l, alg, "") // Ignore
 	}()
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	t.Error("the panic did not go on")
@@ -213,7 +195,7 @@ func TestShedDeadline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				alg := &limittest.Recorder{N: 10}
-				l := newLimiter(t, alg)
+				l := shedtest.NoQueue(t, alg)
 				ran := false
 				var left time.Duration
 				h := shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -247,18 +229,7 @@ func TestShedDeadline(t *testing.T) {
 				if got := rec.Header().Get("Retry-After"); got != "" {
 					t.Errorf("Retry-After %q, want none", got)
 				}
-				var got string
-				if s := alg.Samples(); len(s) == 1 {
-					got = "served"
-					if s[0].Dropped {
-						got = "dropped"
-					}
-				} else if len(s) > 1 {
-					t.Fatalf("samples %v, want at most one", s)
-				}
-				if got != tt.wantSample || l.InFlight() != 0 {
-					t.Errorf("sample %q, in flight %d; want %q, 0", got, l.InFlight(), tt.wantSample)
-				}
+				shedtest.Released(t, l, alg, tt.wantSample)
 			})
 		})
 	}

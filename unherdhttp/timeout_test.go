@@ -407,7 +407,7 @@ func withAttemptTimeout(c retry.Config, d time.Duration) retry.Config {
 }
 
 // withTimeouts returns c with its Timeouts set to src.
-func withTimeouts(c retry.Config, src retry.TimeoutSource) retry.Config {
+func withTimeouts(c retry.Config, src timeout.Source) retry.Config {
 	c.Timeouts = src
 	return c
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // Transport is an http.RoundTripper that retries failed attempts by a
@@ -30,7 +31,7 @@ import (
 type Transport struct {
 	base           http.RoundTripper
 	policy         *retry.Policy
-	timer          retry.AttemptTimer // Config.Retry.AttemptTimeout and Timeouts
+	timer          engine.AttemptTimer // Config.Retry.AttemptTimeout and Timeouts
 	connectTimeout time.Duration
 	noRetry500     bool
 	autoKey        bool
@@ -53,7 +54,7 @@ func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	}
 	t := &Transport{
 		base:           base,
-		timer:          retry.AttemptTimer{Timeout: cfg.Retry.AttemptTimeout, Source: cfg.Retry.Timeouts},
+		timer:          engine.AttemptTimer{Timeout: cfg.Retry.AttemptTimeout, Source: cfg.Retry.Timeouts},
 		connectTimeout: cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
 		noRetry500:     cfg.NoRetry500,
 		autoKey:        cfg.AutoIdempotencyKey,
@@ -188,7 +189,7 @@ func (c *call) prepare() error {
 
 // mayRetry reports whether the policy may make more than one attempt.
 func (c *call) mayRetry() bool {
-	return c.t.policy.AttemptLimit(retry.HasOuterRetry(c.req.Context())) > 1
+	return engine.AttemptLimit(c.req.Context(), c.t.policy) > 1
 }
 
 // finish turns the loop's result into RoundTrip's: the response; or the
@@ -305,7 +306,7 @@ func (c *call) build(ctx context.Context, n int32) (*http.Request, error) {
 var errNoRewind = errors.New("unherdhttp: request body cannot be rewound")
 
 // sendBounded is send for a bounded or hedged request. It sends areq
-// under an attempt of its own (retry.AttemptTimer.StartAfter), whose
+// under an attempt of its own (engine.AttemptTimer.StartAfter), whose
 // context lives until the response body is closed. That context ends
 // when the attempt timeout (if any) expires, the timeout starting when
 // the attempt has a connection, ConnectTimeout bounding the wait for one
@@ -373,7 +374,7 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request) (*http
 // writes the request and before RoundTrip returns), and its response
 // body wrapper.
 type attemptClock struct {
-	att       retry.Attempt
+	att       engine.Attempt
 	connected atomic.Bool
 	trace     httptrace.ClientTrace
 	body      cancelBody

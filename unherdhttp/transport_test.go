@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
@@ -300,7 +301,7 @@ type rejectAll struct{}
 var errOpen = errors.New("breaker open")
 
 func (rejectAll) Admit(context.Context) (uint64, error) { return 0, errOpen }
-func (rejectAll) Done(uint64, retry.Outcome)            {}
+func (rejectAll) Done(uint64, admission.Outcome)        {}
 
 // closeCounter is a request body that counts its closes.
 type closeCounter struct {
@@ -323,7 +324,7 @@ func TestGuardRejectionClosesBody(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ct := &countingTransport{base: http.DefaultTransport}
-			tr, err := unherdhttp.NewTransport(ct, unherdhttp.Config{MaxBufferedBody: tc.maxBuffer, Retry: retry.Config{Guards: []retry.Guard{rejectAll{}}}})
+			tr, err := unherdhttp.NewTransport(ct, unherdhttp.Config{MaxBufferedBody: tc.maxBuffer, Retry: retry.Config{Guards: []admission.Guard{rejectAll{}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +361,7 @@ func TestGuardsSeeServerFailures(t *testing.T) {
 			srv := newServer(t, f.ServeHTTP)
 			g := &outcomeGuard{}
 			cfg := fast
-			cfg.Guards = []retry.Guard{g}
+			cfg.Guards = []admission.Guard{g}
 			tr := newTransport(t, unherdhttp.Config{Retry: cfg, NoRetry500: tc.noRetry500})
 			req, err := http.NewRequest(tc.method, srv.URL, strings.NewReader("x"))
 			if err != nil {

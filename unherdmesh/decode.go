@@ -27,6 +27,16 @@ var ErrConfig = errors.New("unherdmesh: retry settings do not convert")
 // unbounded memory in the YAML decoder.
 const maxInput = 1 << 20
 
+// decode reads src, YAML or JSON, into v, refusing unknown fields; what
+// names the object in errors.
+func decode(src []byte, v any, what string) error {
+	js, err := toJSON(src, what)
+	if err != nil {
+		return err
+	}
+	return strict(js, v, what)
+}
+
 // toJSON turns YAML (of which JSON is a subset) into JSON.
 func toJSON(src []byte, what string) ([]byte, error) {
 	if len(src) > maxInput {

@@ -108,12 +108,8 @@ type envoyRateLimitedBackOff struct {
 // the retry policy (use Config.Hedge). Every error wraps ErrConfig.
 // CONFORMANCE.md lists where the converted policy departs from Envoy.
 func ParseEnvoyRetryPolicy(retryPolicy []byte, cluster budget.Budget) (unherdhttp.Config, error) {
-	js, err := toJSON(retryPolicy, "retry_policy")
-	if err != nil {
-		return unherdhttp.Config{}, err
-	}
 	var rp envoyRetryPolicy
-	if err := strict(js, &rp, "retry_policy"); err != nil {
+	if err := decode(retryPolicy, &rp, "retry_policy"); err != nil {
 		return unherdhttp.Config{}, err
 	}
 	for _, f := range []struct {
@@ -335,12 +331,8 @@ type envoyCircuitBreakers struct {
 // retries, and are not read; per_host_thresholds is. Every error wraps
 // ErrConfig.
 func ParseEnvoyCircuitBreakers(circuitBreakers []byte) (*budget.Concurrency, error) {
-	js, err := toJSON(circuitBreakers, "circuit_breakers")
-	if err != nil {
-		return nil, err
-	}
 	var cb envoyCircuitBreakers
-	if err := strict(js, &cb, "circuit_breakers"); err != nil {
+	if err := decode(circuitBreakers, &cb, "circuit_breakers"); err != nil {
 		return nil, err
 	}
 	if isSet(cb.PerHostThresholds) {

@@ -50,32 +50,14 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func envoyErr(y string) error {
-	_, err := ParseEnvoyRetryPolicy([]byte(y), nil)
-	return err
-}
+// The error of each converter, for the table above.
+func envoyErr(y string) error   { return errOf(ParseEnvoyRetryPolicy([]byte(y), nil)) }
+func cbErr(y string) error      { return errOf(ParseEnvoyCircuitBreakers([]byte(y))) }
+func profileErr(y string) error { return errOf(ParseServiceProfile([]byte(y))) }
+func ruleErr(y string) error    { return errOf(ParseHTTPRouteRule([]byte(y), nil)) }
+func btpErr(y string) error     { return errOf(ParseBackendTrafficPolicy([]byte(y))) }
 
-func cbErr(y string) error {
-	_, err := ParseEnvoyCircuitBreakers([]byte(y))
-	return err
-}
+func annotationsErr(a map[string]string) error { return errOf(ParseLinkerdAnnotations(a)) }
 
-func profileErr(y string) error {
-	_, err := ParseServiceProfile([]byte(y))
-	return err
-}
-
-func annotationsErr(a map[string]string) error {
-	_, err := ParseLinkerdAnnotations(a)
-	return err
-}
-
-func ruleErr(y string) error {
-	_, err := ParseHTTPRouteRule([]byte(y), nil)
-	return err
-}
-
-func btpErr(y string) error {
-	_, err := ParseBackendTrafficPolicy([]byte(y))
-	return err
-}
+// errOf returns err, dropping the converted value.
+func errOf[T any](_ T, err error) error { return err }

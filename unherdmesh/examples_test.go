@@ -35,11 +35,7 @@ func concurrencyAllowed(c *budget.Concurrency, attempts int) int {
 	for range attempts {
 		c.Start(budget.Attempt{N: 1})
 	}
-	n := 0
-	for c.Withdraw(failure.Transient) && n < 1<<20 {
-		n++
-	}
-	return n
+	return withdrawals(c)
 }
 
 // ratioAllowed returns how many retries r allows after requests first
@@ -48,8 +44,14 @@ func ratioAllowed(r *budget.Ratio, requests int) int {
 	for range requests {
 		r.Record(budget.Attempt{N: 1})
 	}
+	return withdrawals(r)
+}
+
+// withdrawals withdraws retries from b until it refuses one (or a
+// million have passed) and returns how many it allowed.
+func withdrawals(b budget.Budget) int {
 	n := 0
-	for r.Withdraw(failure.Transient) && n < 1<<20 {
+	for b.Withdraw(failure.Transient) && n < 1<<20 {
 		n++
 	}
 	return n

@@ -70,12 +70,8 @@ type httpRouteRule struct {
 // convert the rule without it. Values the Gateway API refuses are
 // refused too. Every error wraps ErrConfig and names the field.
 func ParseHTTPRouteRule(routeRule []byte, b budget.Budget) (unherdhttp.Config, error) {
-	js, err := toJSON(routeRule, "HTTPRoute rule")
-	if err != nil {
-		return unherdhttp.Config{}, err
-	}
 	var r httpRouteRule
-	if err := strict(js, &r, "HTTPRoute rule"); err != nil {
+	if err := decode(routeRule, &r, "HTTPRoute rule"); err != nil {
 		return unherdhttp.Config{}, err
 	}
 	var cfg unherdhttp.Config

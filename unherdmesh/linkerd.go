@@ -143,12 +143,8 @@ type responseMatch struct {
 // departures, chief among them that a retryable route makes at most 3
 // attempts, where Linkerd retries for as long as the budget allows.
 func ParseServiceProfile(profile []byte) (*ServiceProfile, error) {
-	js, err := toJSON(profile, "ServiceProfile")
-	if err != nil {
-		return nil, err
-	}
 	var sp linkerdProfile
-	if err := strict(js, &sp, "ServiceProfile"); err != nil {
+	if err := decode(profile, &sp, "ServiceProfile"); err != nil {
 		return nil, err
 	}
 	if sp.Kind != "" && sp.Kind != "ServiceProfile" || sp.APIVersion != "" && !strings.HasPrefix(sp.APIVersion, "linkerd.io/") {
@@ -243,64 +239,7 @@ func (m *requestMatch) compile(what string) (func(*http.Request) bool, error) {
 			return rm == method
 		})
 	}
-	if m.All != nil {
-		subs, err := compileAll(m.All, what+".all")
-		if err != nil {
-			return nil, err
-		}
-		preds = append(preds, func(r *http.Request) bool {
-			for _, s := range subs {
-				if !s(r) {
-					return false
-				}
-			}
-			return true
-		})
-	}
-	if m.Any != nil {
-		subs, err := compileAll(m.Any, what+".any")
-		if err != nil {
-			return nil, err
-		}
-		preds = append(preds, func(r *http.Request) bool {
-			for _, s := range subs {
-				if s(r) {
-					return true
-				}
-			}
-			return false
-		})
-	}
-	if m.Not != nil {
-		sub, err := m.Not.compile(what + ".not")
-		if err != nil {
-			return nil, err
-		}
-		preds = append(preds, func(r *http.Request) bool { return !sub(r) })
-	}
-	if len(preds) == 0 {
-		return nil, fmt.Errorf("%w: %s sets none of pathRegex, method, all, any, not", ErrConfig, what)
-	}
-	return func(r *http.Request) bool {
-		for _, p := range preds {
-			if !p(r) {
-				return false
-			}
-		}
-		return true
-	}, nil
-}
-
-func compileAll(ms []requestMatch, what string) ([]func(*http.Request) bool, error) {
-	out := make([]func(*http.Request) bool, len(ms))
-	for i := range ms {
-		f, err := ms[i].compile(fmt.Sprintf("%s[%d]", what, i))
-		if err != nil {
-			return nil, err
-		}
-		out[i] = f
-	}
-	return out, nil
+	return combine(preds, m.All, m.Any, m.Not, what, "pathRegex, method, all, any, not", (*requestMatch).compile)
 }
 
 // compileClasses returns whether a status failed, by the first class
@@ -351,64 +290,71 @@ func (m *responseMatch) compile(what string) (func(int) bool, error) {
 		}
 		preds = append(preds, func(c int) bool { return lo <= c && c <= hi })
 	}
-	if m.All != nil {
-		subs, err := compileResponses(m.All, what+".all")
-		if err != nil {
-			return nil, err
-		}
-		preds = append(preds, func(c int) bool {
-			for _, s := range subs {
-				if !s(c) {
-					return false
-				}
+	return combine(preds, m.All, m.Any, m.Not, what, "status, all, any, not", (*responseMatch).compile)
+}
+
+// combine compiles the all, any and not fields of a Linkerd match (those
+// that are set; the lists' matches named what.all[i] and what.any[i])
+// with compile, and returns the predicate that holds when preds, the
+// match's own fields, and those all hold: every one of all, one of any,
+// not not. A match that sets none of them (fields, for the error) is an
+// error.
+func combine[M, T any](preds []func(T) bool, all, some []M, not *M, what, fields string, compile func(*M, string) (func(T) bool, error)) (func(T) bool, error) {
+	each := func(ms []M, what string) ([]func(T) bool, error) {
+		out := make([]func(T) bool, len(ms))
+		for i := range ms {
+			f, err := compile(&ms[i], fmt.Sprintf("%s[%d]", what, i))
+			if err != nil {
+				return nil, err
 			}
-			return true
-		})
+			out[i] = f
+		}
+		return out, nil
 	}
-	if m.Any != nil {
-		subs, err := compileResponses(m.Any, what+".any")
+	if all != nil {
+		subs, err := each(all, what+".all")
 		if err != nil {
 			return nil, err
 		}
-		preds = append(preds, func(c int) bool {
+		preds = append(preds, allOf(subs))
+	}
+	if some != nil {
+		subs, err := each(some, what+".any")
+		if err != nil {
+			return nil, err
+		}
+		preds = append(preds, func(v T) bool {
 			for _, s := range subs {
-				if s(c) {
+				if s(v) {
 					return true
 				}
 			}
 			return false
 		})
 	}
-	if m.Not != nil {
-		sub, err := m.Not.compile(what + ".not")
+	if not != nil {
+		sub, err := compile(not, what+".not")
 		if err != nil {
 			return nil, err
 		}
-		preds = append(preds, func(c int) bool { return !sub(c) })
+		preds = append(preds, func(v T) bool { return !sub(v) })
 	}
 	if len(preds) == 0 {
-		return nil, fmt.Errorf("%w: %s sets none of status, all, any, not", ErrConfig, what)
+		return nil, fmt.Errorf("%w: %s sets none of %s", ErrConfig, what, fields)
 	}
-	return func(c int) bool {
+	return allOf(preds), nil
+}
+
+// allOf holds when every one of preds does.
+func allOf[T any](preds []func(T) bool) func(T) bool {
+	return func(v T) bool {
 		for _, p := range preds {
-			if !p(c) {
+			if !p(v) {
 				return false
 			}
 		}
 		return true
-	}, nil
-}
-
-func compileResponses(ms []responseMatch, what string) ([]func(int) bool, error) {
-	out := make([]func(int) bool, len(ms))
-	for i := range ms {
-		f, err := ms[i].compile(fmt.Sprintf("%s[%d]", what, i))
-		if err != nil {
-			return nil, err
-		}
-		out[i] = f
 	}
-	return out, nil
 }
 
 // Linkerd's retry annotations (Linkerd 2.16 and later), on a Service, an

@@ -63,11 +63,7 @@ func newTracedServer(t *testing.T, tr trace) *tracedServer {
 				conn.Close()
 			}
 		case "timeout":
-			select {
-			case <-r.Context().Done():
-			case <-time.After(5 * time.Second):
-				t.Error("timeout outcome: the client did not give up on the attempt within 5s")
-			}
+			awaitEnd(t, r, "timeout outcome: the client did not give up on the attempt")
 		default:
 			code, err := strconv.Atoi(o)
 			if err != nil {
@@ -358,11 +354,7 @@ spec:
 		mu.Unlock()
 		switch r.URL.Path {
 		case "/slow":
-			select {
-			case <-r.Context().Done():
-			case <-time.After(5 * time.Second):
-				t.Error("/slow: the route timeout did not end the request within 5s")
-			}
+			awaitEnd(t, r, "/slow: the route timeout did not end the request")
 		default:
 			w.WriteHeader(http.StatusInternalServerError)
 		}
@@ -395,5 +387,16 @@ spec:
 	defer mu.Unlock()
 	if seen["/retry"] != profileAttempts || seen["/other"] != 1 {
 		t.Errorf("attempts: /retry %d (want %d), /other %d (want 1)", seen["/retry"], profileAttempts, seen["/other"])
+	}
+}
+
+// awaitEnd waits, in a handler, for r's context to end, as the client's
+// timeout should end it, and fails the test, saying that didn't happen,
+// if it is still live after 5 s.
+func awaitEnd(t *testing.T, r *http.Request, didnt string) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Errorf("%s within 5s", didnt)
 	}
 }

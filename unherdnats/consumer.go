@@ -14,7 +14,7 @@ import (
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/redelivery"
-	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // Headers set on a dead letter, beside the original message's own
@@ -113,7 +113,7 @@ type Consumer struct {
 	// terminate without publishing.
 	DeadLetterSubject string
 	// Classify tells permanent failures from others; nil means
-	// retry.DefaultClassify.
+	// engine.DefaultClassify.
 	Classify func(error) failure.Class
 	// Rand is the source of the delays' jitter; nil means math/rand/v2's
 	// global source. It must be safe for concurrent use if messages are
@@ -242,7 +242,7 @@ func (c *Consumer) classify(err error) failure.Class {
 	if c.Classify != nil {
 		return c.Classify(err)
 	}
-	return retry.DefaultClassify(err)
+	return engine.DefaultClassify(err)
 }
 
 func (c *Consumer) draw() uint64 {

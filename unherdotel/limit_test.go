@@ -2,7 +2,6 @@ package unherdotel_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -15,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/unherdotel"
@@ -58,31 +58,7 @@ func TestLimiter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := t.Context()
-		a, _ := l.Acquire(time.Now())
-		b, _ := l.Acquire(time.Now())
-		if _, ok := l.AcquirePriority(time.Now(), limit.Sheddable); ok {
-			t.Fatal("a third request admitted under a limit of 2")
-		}
-		if _, ok := l.Acquire(time.Now()); ok {
-			t.Fatal("a third request admitted under a limit of 2")
-		}
-		// A Critical request waits 20 ms for a's slot.
-		got := make(chan limit.Token, 1)
-		go func() {
-			tok, err := l.Wait(ctx, limit.Critical)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- tok
-		}()
-		time.Sleep(20 * time.Millisecond)
-		a.Served(time.Now())
-		c := <-got
-		// A Normal request waits 50 ms (MaxWait) in vain.
-		if _, err := l.Wait(ctx, limit.Normal); !errors.Is(err, limit.ErrLimited) {
-			t.Fatalf("Wait: %v, want ErrLimited", err)
-		}
+		b, c := observecheck.LimiterOf2(t, l)
 		policy := unherdotel.KeyPolicy.String("api")
 		ms := collect(t, r)
 		for _, c := range []struct {
@@ -154,20 +130,11 @@ func TestLimiterGaugesAdaptive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alg, err := limit.NewAIMD(limit.AIMDConfig{InitialLimit: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := limit.New(limit.Config{Algorithm: alg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, drop := observecheck.AdaptiveLimiter(t)
 	if _, err := m.RegisterLimiter("db", l); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tok, _ := l.Acquire(now)
-	tok.Dropped(now.Add(time.Millisecond)) // 10 x 0.9
+	drop()
 	g := collect(t, r)["unherd.concurrency.limit"].Data.(metricdata.Gauge[int64])
 	if v := g.DataPoints[0].Value; v != int64(l.Limit()) || v >= 10 {
 		t.Errorf("limit gauge %v, limiter's limit %d (from 10, after a drop)", v, l.Limit())

@@ -123,38 +123,41 @@ func New(mp metric.MeterProvider, prod *Producer) (*Metrics, error) {
 	m2.rateCuts = counter("unherd.rate_limiter.cuts", "{cut}", "Throttling responses that cut a rate limiter's fill rate.")
 	m2.refusals = counter("unherd.concurrency.refusals", "{request}",
 		"Requests a concurrency limiter refused, at once or after waiting in its queue, by priority.")
+	floatCounter := func(name, unit, desc string) metric.Float64ObservableCounter {
+		c, err := m.Float64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	intGauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return g
+	}
+	intHistogram := func(h *histogramDesc) metric.Int64Histogram {
+		i, err := m.Int64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
+			metric.WithExplicitBucketBoundaries(h.bounds...))
+		errs = append(errs, err)
+		return i
+	}
+	floatHistogram := func(h *histogramDesc) metric.Float64Histogram {
+		f, err := m.Float64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
+			metric.WithExplicitBucketBoundaries(h.bounds...))
+		errs = append(errs, err)
+		return f
+	}
+	m2.queueTime = floatHistogram(&histogramDesc{"unherd.concurrency.queue.duration", "s",
+		"Time requests spent in a concurrency limiter's queue, by priority and by whether they got a slot.", QueueBuckets})
+	m2.limit = intGauge("unherd.concurrency.limit", "{request}", "A concurrency limiter's limit: how many requests it may have in flight at once.")
+	m2.inFlight = intGauge("unherd.concurrency.in_flight", "{request}", "Requests a concurrency limiter has admitted and not yet released.")
+	m2.retryDelay = floatCounter("unherd.retry.delay", "s", "Delays between the attempts of the calls a retry policy ended.")
+	m2.rateDelay = floatCounter("unherd.rate_limiter.delay", "s", "Total of the waits for a send token a rate limiter imposed.")
 	var err error
-	m2.queueTime, err = m.Float64Histogram("unherd.concurrency.queue.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time requests spent in a concurrency limiter's queue, by priority and by whether they got a slot."),
-		metric.WithExplicitBucketBoundaries(QueueBuckets...))
-	errs = append(errs, err)
-	m2.limit, err = m.Int64ObservableGauge("unherd.concurrency.limit", metric.WithUnit("{request}"),
-		metric.WithDescription("A concurrency limiter's limit: how many requests it may have in flight at once."))
-	errs = append(errs, err)
-	m2.inFlight, err = m.Int64ObservableGauge("unherd.concurrency.in_flight", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests a concurrency limiter has admitted and not yet released."))
-	errs = append(errs, err)
-	m2.retryDelay, err = m.Float64ObservableCounter("unherd.retry.delay", metric.WithUnit("s"),
-		metric.WithDescription("Delays between the attempts of the calls a retry policy ended."))
-	errs = append(errs, err)
-	m2.rateDelay, err = m.Float64ObservableCounter("unherd.rate_limiter.delay", metric.WithUnit("s"),
-		metric.WithDescription("Total of the waits for a send token a rate limiter imposed."))
-	errs = append(errs, err)
 	m2.fillRate, err = m.Float64ObservableGauge("unherd.rate_limiter.fill_rate", metric.WithUnit("{token}/s"),
 		metric.WithDescription("A rate limiter's fill rate at its latest cut, wait or rejection."))
 	errs = append(errs, err)
-	h := &callRetriesDesc
-	m2.callRetries, err = m.Int64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
-		metric.WithExplicitBucketBoundaries(h.bounds...))
-	errs = append(errs, err)
-	h = &callHedgesDesc
-	m2.callHedges, err = m.Int64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
-		metric.WithExplicitBucketBoundaries(h.bounds...))
-	errs = append(errs, err)
-	h = &callRetryDelayDesc
-	m2.callRetryDelay, err = m.Float64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
-		metric.WithExplicitBucketBoundaries(h.bounds...))
-	errs = append(errs, err)
+	m2.callRetries = intHistogram(&callRetriesDesc)
+	m2.callHedges = intHistogram(&callHedgesDesc)
+	m2.callRetryDelay = floatHistogram(&callRetryDelayDesc)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
@@ -386,61 +385,6 @@ func BenchmarkCallEndParallel(b *testing.B) {
 	}
 }
 
-// recorder keeps the events it observes.
-type recorder struct{ evs []observe.Event }
-
-func (r *recorder) Observe(_ context.Context, e observe.Event) { r.evs = append(r.evs, e) }
-
-// callEvents returns the events of one call of each of
-// observecheck.BenchmarkCalls's kinds (success, retry2, hedged), made the
-// same way, by name.
-func callEvents(b *testing.B) map[string][]observe.Event {
-	out := map[string][]observe.Event{}
-	ctx := context.Background()
-	for name, failures := range map[string]int{"success": 0, "retry2": 2} {
-		rec := new(recorder)
-		cfg := retry.Config{Observer: rec}
-		if failures > 0 {
-			cfg.Budget, cfg.Backoff = budget.Unlimited, backoff.Schedule{Immediate: true}
-		}
-		p, err := retry.New(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := 0
-		if err := p.Do(ctx, func(context.Context) error {
-			if n++; n <= failures {
-				return errDown
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-		out[name] = rec.evs
-	}
-	rec := new(recorder)
-	h, err := hedge.New(hedge.Config{Delay: time.Hour, MaxHedges: 1, Budget: budget.Unlimited,
-		NonFatal: func(error) bool { return true }, Observer: rec})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := hedge.Do(ctx, h, func(_ context.Context, attempt int) (int, error) {
-		if attempt == 0 {
-			return 0, errDown
-		}
-		return attempt, nil
-	}, nil); err != nil {
-		b.Fatal(err)
-	}
-	out["hedged"] = rec.evs
-	for name, evs := range out {
-		if len(evs) != observecheck.Events[name] {
-			b.Fatalf("call=%s: %d events, observecheck.Events says %d", name, len(evs), observecheck.Events[name])
-		}
-	}
-	return out
-}
-
 // BenchmarkCallEvents is the observers' part of BenchmarkCalls without
 // the calls: the events of one call of each kind, replayed into the
 // observer (plain, gRPC with a Producer, gRPC through the SDK's
@@ -450,7 +394,7 @@ func callEvents(b *testing.B) map[string][]observe.Event {
 func BenchmarkCallEvents(b *testing.B) {
 	m, _ := setup(b)
 	sdkM, _ := setupSDK(b)
-	calls := callEvents(b)
+	calls := observecheck.CallEvents(b)
 	ctx := context.Background()
 	for _, call := range []string{"success", "retry2", "hedged"} {
 		evs := calls[call]

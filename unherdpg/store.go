@@ -17,6 +17,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/retry"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // DefaultTable is the table a Store keeps its records in.
@@ -367,7 +368,7 @@ func classify(err error) failure.Class {
 		}
 		return failure.Permanent
 	}
-	return retry.DefaultClassify(err)
+	return engine.DefaultClassify(err)
 }
 
 // releaseAbandoned releases, by its token, a claim whose caller gave up

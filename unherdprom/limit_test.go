@@ -1,7 +1,6 @@
 package unherdprom_test
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/unherd/unherd/internal/observecheck"
 	"github.com/unherd/unherd/limit"
 	"github.com/unherd/unherd/unherdprom"
 )
@@ -56,31 +56,7 @@ func TestLimiter(t *testing.T) {
 		if err := reg.Register(unherdprom.LimiterCollector("api", l)); err != nil {
 			t.Fatal(err)
 		}
-		ctx := t.Context()
-		a, _ := l.Acquire(time.Now())
-		b, _ := l.Acquire(time.Now())
-		if _, ok := l.AcquirePriority(time.Now(), limit.Sheddable); ok {
-			t.Fatal("a third request admitted under a limit of 2")
-		}
-		if _, ok := l.Acquire(time.Now()); ok {
-			t.Fatal("a third request admitted under a limit of 2")
-		}
-		// A Critical request waits 20 ms for a's slot.
-		got := make(chan limit.Token, 1)
-		go func() {
-			tok, err := l.Wait(ctx, limit.Critical)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- tok
-		}()
-		time.Sleep(20 * time.Millisecond)
-		a.Served(time.Now())
-		c := <-got
-		// A Normal request waits 50 ms (MaxWait) in vain.
-		if _, err := l.Wait(ctx, limit.Normal); !errors.Is(err, limit.ErrLimited) {
-			t.Fatalf("Wait: %v, want ErrLimited", err)
-		}
+		b, c := observecheck.LimiterOf2(t, l)
 		for _, c := range []struct {
 			name, labels string
 			want         float64
@@ -132,18 +108,9 @@ unherd_concurrency_limit{policy="api"} 2
 // TestLimiterCollectorAdaptive: the limit gauge follows an adaptive
 // limit as releases move it.
 func TestLimiterCollectorAdaptive(t *testing.T) {
-	alg, err := limit.NewAIMD(limit.AIMDConfig{InitialLimit: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := limit.New(limit.Config{Algorithm: alg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, drop := observecheck.AdaptiveLimiter(t)
 	col := unherdprom.LimiterCollector("db", l)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tok, _ := l.Acquire(now)
-	tok.Dropped(now.Add(time.Millisecond)) // 10 x 0.9
+	drop()
 	if n := testutil.CollectAndCount(col); n != 2 {
 		t.Errorf("%d metrics collected, want 2", n)
 	}

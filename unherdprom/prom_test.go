@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
@@ -93,7 +94,7 @@ func run(t *testing.T, o observe.Observer) {
 	}
 	for range 100 {
 		if tk, err := a.Admit(ctx); err == nil {
-			a.Done(tk, retry.Outcome{Err: errDown, Class: failure.Transient})
+			a.Done(tk, admission.Outcome{Err: errDown, Class: failure.Transient})
 		}
 	}
 	// A rate limiter, the only guard of a policy that is not observed
@@ -105,7 +106,7 @@ func run(t *testing.T, o observe.Observer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []retry.Guard{rl}})
+	g, err := retry.New(retry.Config{MaxAttempts: 1, Guards: []admission.Guard{rl}})
 	if err != nil {
 		t.Fatal(err)
 	}

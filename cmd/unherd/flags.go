@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/unherd/unherd/sim"
 )
@@ -81,81 +80,8 @@ func (e *env) parse(fs *flag.FlagSet, args []string, synopsis string) error {
 // above zero".
 func paramMessage(err error) string {
 	var pe *sim.ParamError
-	if errors.As(err, &pe) {
-		return "--" + pe.Flag + ": " + pe.Msg
+	if errors.As(err, &pe) && pe.Policy == "" {
+		return "--" + pe.Field + ": " + pe.Msg
 	}
 	return err.Error()
-}
-
-// fieldValue is a scenario's parameter as a flag.Value.
-func fieldValue(f sim.Field) flag.Value {
-	switch v := f.Value.(type) {
-	case *int:
-		return (*intValue)(v)
-	case *float64:
-		return (*floatValue)(v)
-	case *time.Duration:
-		return (*durationValue)(v)
-	case *[]int:
-		return &intsValue{name: f.Name, v: v}
-	}
-	panic(fmt.Sprintf("unherd: scenario parameter %q holds a %T", f.Name, f.Value))
-}
-
-// The flag package's values for these types are not exported; these
-// read and write them the same way.
-type (
-	intValue      int
-	floatValue    float64
-	durationValue time.Duration
-)
-
-func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
-func (v *intValue) Set(s string) error {
-	n, err := strconv.ParseInt(s, 0, strconv.IntSize)
-	if err != nil {
-		return errors.New("parse error")
-	}
-	*v = intValue(n)
-	return nil
-}
-func (v *floatValue) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
-func (v *floatValue) Set(s string) error {
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return errors.New("parse error")
-	}
-	*v = floatValue(n)
-	return nil
-}
-func (v *durationValue) String() string { return time.Duration(*v).String() }
-func (v *durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New("parse error")
-	}
-	*v = durationValue(d)
-	return nil
-}
-
-// intsValue is a list parameter: sim.ParseInts's form.
-type intsValue struct {
-	name string
-	v    *[]int
-}
-
-func (l *intsValue) String() string {
-	if l == nil || l.v == nil {
-		return ""
-	}
-	return sim.FormatInts(*l.v)
-}
-
-func (l *intsValue) Set(s string) error {
-	v, err := sim.ParseInts(l.name, s)
-	if err != nil {
-		return err
-	}
-	*l.v = v
-	return nil
 }

@@ -104,10 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// scenarios lists the scenarios the report runs, sorted by name.
+	// scenarios lists the scenarios, sorted by name.
 	scenarios func() []sim.Scenario
-	// unreported lists the scenarios that only sim runs, sorted by name.
-	unreported func() []sim.Scenario
 	// whatIf judges a policy in outage and storm.
 	whatIf func(context.Context, sim.Policy, sim.Options) (*sim.WhatIfReport, error)
 	// now reads the wall clock, for timings and the progress bar.
@@ -123,18 +121,17 @@ func newEnv(stdout, stderr io.Writer) *env {
 	return &env{
 		stdin:  os.Stdin,
 		stdout: stdout, stderr: stderr,
-		scenarios:  sim.Scenarios,
-		unreported: sim.Unreported,
-		whatIf:     sim.WhatIf,
-		now:        time.Now,
-		bars:       progress.IsTerminal(stderr),
-		buildInfo:  debug.ReadBuildInfo,
+		scenarios: sim.Scenarios,
+		whatIf:    sim.WhatIf,
+		now:       time.Now,
+		bars:      progress.IsTerminal(stderr),
+		buildInfo: debug.ReadBuildInfo,
 	}
 }
 
 // lookup finds the scenario called name.
 func (e *env) lookup(name string) (sim.Scenario, bool) {
-	for _, s := range e.all() {
+	for _, s := range e.scenarios() {
 		if s.Name() == name {
 			return s, true
 		}
@@ -142,15 +139,10 @@ func (e *env) lookup(name string) (sim.Scenario, bool) {
 	return nil, false
 }
 
-// all lists the scenarios sim runs: the report's, then the others.
-func (e *env) all() []sim.Scenario {
-	return append(e.scenarios(), e.unreported()...)
-}
-
 // known lists the scenario names for error messages.
 func (e *env) known() string {
 	var names []string
-	for _, s := range e.all() {
+	for _, s := range e.scenarios() {
 		names = append(names, s.Name())
 	}
 	if len(names) == 0 {
@@ -276,12 +268,6 @@ Scenarios:
 	}
 	for _, s := range list {
 		fmt.Fprintf(w, "  %-10s %s\n", s.Name(), wrap(s.Describe(), 64, strings.Repeat(" ", 13)))
-	}
-	if more := e.unreported(); len(more) > 0 {
-		fmt.Fprint(w, "\nScenarios that unherd sim runs but the report does not yet:\n")
-		for _, s := range more {
-			fmt.Fprintf(w, "  %-10s %s\n", s.Name(), wrap(s.Describe(), 64, strings.Repeat(" ", 13)))
-		}
 	}
 	fmt.Fprint(w, `
 Progress goes to standard error: a bar on a terminal, a line every few

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/unherd/unherd/cmd/unherd/internal/param"
 	"github.com/unherd/unherd/internal/golden"
 	"github.com/unherd/unherd/sim"
 	"go.uber.org/goleak"
@@ -55,7 +57,7 @@ func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result
 		return nil, f.err
 	}
 	fp := p.(*fakeParams)
-	r := &sim.Result{Scenario: f.name, Population: "closed", Params: sim.Values(p), Columns: []string{"n", "square"}}
+	r := &sim.Result{Scenario: f.name, Population: "closed", Params: map[string]any{"size": fp.size}, Columns: []string{"n", "square"}}
 	var xs, ys []float64
 	for i := 1; i <= fp.size; i++ {
 		if err := ctx.Err(); err != nil {
@@ -78,11 +80,10 @@ func (f fake) Run(ctx context.Context, p sim.Params, o sim.Options) (*sim.Result
 func fakeEnv(stdout, stderr *bytes.Buffer, scenarios ...sim.Scenario) *env {
 	e := newEnv(stdout, stderr)
 	e.scenarios = func() []sim.Scenario { return scenarios }
-	e.unreported = func() []sim.Scenario { return nil }
 	e.whatIf = func(_ context.Context, p sim.Policy, _ sim.Options) (*sim.WhatIfReport, error) {
 		return &sim.WhatIfReport{Policy: p.Fields(), Default: sim.Policy{Name: "unherd default"}.Fields(),
 			Capacity: 100, Outage: "30s", Overall: "worse",
-			Verdicts: []sim.Verdict{{Population: "open", Judgement: "worse", Summary: "worse than the default: it said so",
+			Comparisons: []sim.Comparison{{Population: "open", Judgement: "worse", Summary: "worse than the default: it said so",
 				Yours: sim.Impact{MeanX: 2}, Default: sim.Impact{MeanX: 0.5}}},
 			Results: []*sim.Result{{Scenario: "outage", Population: "closed", Columns: []string{"policy", "attempts"},
 				Rows: []sim.Row{{"policy": p.Name, "attempts": p.Retry.MaxAttempts}}}},
@@ -220,11 +221,11 @@ func TestWhatIfJSON(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	var got struct {
-		Policy   map[string]any   `json:"policy"`
-		Overall  string           `json:"overall"`
-		Verdicts []sim.Verdict    `json:"verdicts"`
-		Results  []sim.Result     `json:"results"`
-		Margins  []map[string]any `json:"margins"`
+		Policy      map[string]any   `json:"policy"`
+		Overall     string           `json:"overall"`
+		Comparisons []sim.Comparison `json:"verdicts"`
+		Results     []sim.Result     `json:"results"`
+		Margins     []map[string]any `json:"margins"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
@@ -265,8 +266,8 @@ func TestWhatIfJSON(t *testing.T) {
 	if len(got.Results) != 1 || got.Results[0].Rows[0]["attempts"] != 4.0 {
 		t.Fatalf("results %+v", got.Results)
 	}
-	if got.Overall != "worse" || len(got.Verdicts) != 1 || got.Verdicts[0].Summary != "worse than the default: it said so" {
-		t.Fatalf("verdicts %+v, overall %q", got.Verdicts, got.Overall)
+	if got.Overall != "worse" || len(got.Comparisons) != 1 || got.Comparisons[0].Summary != "worse than the default: it said so" {
+		t.Fatalf("verdicts %+v, overall %q", got.Comparisons, got.Overall)
 	}
 }
 
@@ -563,14 +564,14 @@ func TestScenarioFlags(t *testing.T) {
 		check    func(p sim.Params) string
 	}{
 		{"jitter", []string{"-clients", "10, 30,50", "-runs", "7", "-hop", "5ms"}, func(p sim.Params) string {
-			v := sim.Values(p)
+			v := values(p)
 			if fmt.Sprintf("%v %v %v", v["clients"], v["runs"], v["hop"]) != "[10 30 50] 7 5ms" {
 				return fmt.Sprint(v)
 			}
 			return ""
 		}},
 		{"storm", []string{"--attempts", "2, 4", "--ratio", "0.25"}, func(p sim.Params) string {
-			v := sim.Values(p)
+			v := values(p)
 			if fmt.Sprintf("%v %v", v["attempts"], v["ratio"]) != "[2 4] 0.25" {
 				return fmt.Sprint(v)
 			}
@@ -585,8 +586,8 @@ func TestScenarioFlags(t *testing.T) {
 		fs := flag.NewFlagSet(c.scenario, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		for _, f := range p.Fields() {
-			fs.Var(fieldValue(f), f.Name, f.Usage)
-			if got, want := fs.Lookup(f.Name).DefValue, fmt.Sprint(sim.Values(p)[f.Name]); strings.Trim(strings.ReplaceAll(want, " ", ","), "[]") != got {
+			fs.Var(param.Flag(f), f.Name, f.Usage)
+			if got, want := fs.Lookup(f.Name).DefValue, fmt.Sprint(values(p)[f.Name]); strings.Trim(strings.ReplaceAll(want, " ", ","), "[]") != got {
 				t.Errorf("%s --%s: default shown as %q, want %q", c.scenario, f.Name, got, want)
 			}
 		}
@@ -647,4 +648,14 @@ func TestSimMetastable(t *testing.T) {
 	if code := run([]string{"help"}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "metastable") {
 		t.Errorf("help: exit %d, does not list metastable:\n%s", code, out.String())
 	}
+}
+
+// values returns p's parameters by name, each the value its Field points
+// at.
+func values(p sim.Params) map[string]any {
+	m := map[string]any{}
+	for _, f := range p.Fields() {
+		m[f.Name] = reflect.ValueOf(f.Value).Elem().Interface()
+	}
+	return m
 }

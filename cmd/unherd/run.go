@@ -53,9 +53,6 @@ func runSeeds(ctx context.Context, s sim.Scenario, p sim.Params, o sim.Options, 
 	if r.Scenario == "" {
 		r.Scenario = s.Name()
 	}
-	if r.Params == nil {
-		r.Params = sim.Values(p)
-	}
 	return r, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/unherd/unherd/cmd/unherd/internal/param"
 	"github.com/unherd/unherd/cmd/unherd/internal/policy"
 	"github.com/unherd/unherd/sim"
 )
@@ -45,7 +46,7 @@ func (e *env) sim(ctx context.Context, args []string) error {
 		if fs.Lookup(f.Name) != nil || slices.Contains(reserved, f.Name) {
 			return fmt.Errorf("sim %s: the scenario defines flag -%s, which unherd sim uses itself", name, f.Name)
 		}
-		fs.Var(fieldValue(f), f.Name, f.Usage)
+		fs.Var(param.Flag(f), f.Name, f.Usage)
 	}
 	synopsis := fmt.Sprintf("unherd sim %s [flags] [--json] [--seed N]\n\n%s\nPopulation: %s.", name, s.Describe(), s.Population())
 	err := e.parse(fs, args[1:], synopsis)

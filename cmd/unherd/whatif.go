@@ -64,7 +64,7 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 		fmt.Fprintf(w, "Warning: %s\n", warn)
 	}
 	fmt.Fprintf(w, "\nVerdict: %s. The dependency serves %.0f requests/s and is down for %s:\n", overall(rep.Overall), rep.Capacity, rep.Outage)
-	for _, v := range rep.Verdicts {
+	for _, v := range rep.Comparisons {
 		fmt.Fprintf(w, "  %-6s  %s\n", v.Population, v.Summary)
 	}
 	if len(rep.Margins) > 0 {
@@ -92,12 +92,12 @@ func printWhatIf(w io.Writer, file string, rep *sim.WhatIfReport) error {
 		{"goodput from the outage on, % of fault-free", func(i sim.Impact) float64 { return i.GoodputPct }},
 		{"work wasted on callers gone, %", func(i sim.Impact) float64 { return i.WastedPct }},
 	}
-	for _, v := range rep.Verdicts {
+	for _, v := range rep.Comparisons {
 		side.Columns = append(side.Columns, v.Population+" yours", v.Population+" default")
 	}
 	for _, r := range rows {
 		row := sim.Row{"measure": r.name}
-		for _, v := range rep.Verdicts {
+		for _, v := range rep.Comparisons {
 			row[v.Population+" yours"], row[v.Population+" default"] = r.of(v.Yours), r.of(v.Default)
 		}
 		side.Rows = append(side.Rows, row)

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -139,14 +140,8 @@ func sameResponse(a, b *idempotency.Response) bool {
 		return false
 	}
 	for k, vs := range a.Header {
-		ws := b.Header[k]
-		if len(vs) != len(ws) {
+		if !slices.Equal(vs, b.Header[k]) {
 			return false
-		}
-		for i := range vs {
-			if vs[i] != ws[i] {
-				return false
-			}
 		}
 	}
 	return true

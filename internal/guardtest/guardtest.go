@@ -1,4 +1,4 @@
-// Package guardtest is what the tests of every retry.Guard (breakers,
+// Package guardtest is what the tests of every admission.Guard (breakers,
 // throttles, rate limiters) share: the outcomes a guard hears, the
 // instant their clocks start at, and a benchmark that drives a guard the
 // way the retry loop does.
@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/retry"
 )
 
 // T0 is the instant the guards' tests start their clocks at.
@@ -22,19 +22,19 @@ var ErrBoom = errors.New("boom")
 
 // The outcomes of an attempt, as a guard hears them.
 var (
-	Success   = retry.Outcome{}
-	Transient = retry.Outcome{Err: ErrBoom, Class: failure.Transient}
-	Timeout   = retry.Outcome{Err: ErrBoom, Class: failure.Timeout}
-	Throttled = retry.Outcome{Err: ErrBoom, Class: failure.Throttled}
-	Permanent = retry.Outcome{Err: ErrBoom, Class: failure.Permanent}
-	Abandoned = retry.Outcome{Err: context.Canceled, Abandoned: true}
+	Success   = admission.Outcome{}
+	Transient = admission.Outcome{Err: ErrBoom, Class: failure.Transient}
+	Timeout   = admission.Outcome{Err: ErrBoom, Class: failure.Timeout}
+	Throttled = admission.Outcome{Err: ErrBoom, Class: failure.Throttled}
+	Permanent = admission.Outcome{Err: ErrBoom, Class: failure.Permanent}
+	Abandoned = admission.Outcome{Err: context.Canceled, Abandoned: true}
 )
 
 // Parallel measures Admit, then Done with outcome o, of g from many
 // goroutines. An attempt g rejects fails the benchmark, unless
 // mayReject is set (a guard that is shedding), when it is only counted
 // in ns/op.
-func Parallel(b *testing.B, g retry.Guard, o retry.Outcome, mayReject bool) {
+func Parallel(b *testing.B, g admission.Guard, o admission.Outcome, mayReject bool) {
 	b.ReportAllocs()
 	ctx := context.Background()
 	b.RunParallel(func(pb *testing.PB) {

@@ -7,15 +7,12 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // Always returns a Hedger that hedges every request after delay: no
 // budget, and never suspended for losing.
 func Always(t testing.TB, delay time.Duration) *hedge.Hedger {
 	t.Helper()
-	h, err := hedge.New(hedge.Config{Delay: delay, Budget: budget.Unlimited, MinWinShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return configtest.Must(hedge.New(hedge.Config{Delay: delay, Budget: budget.Unlimited, MinWinShare: -1}))(t)
 }

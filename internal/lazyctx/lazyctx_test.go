@@ -60,74 +60,65 @@ func checkLive(t *testing.T, ctx context.Context) {
 }
 
 func TestExpiry(t *testing.T) {
-	for _, watched := range []bool{false, true} {
-		name := map[bool]string{false: "unwatched", true: "watched"}[watched]
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				parent, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				start := time.Now()
-				c := WithTimeout(parent, time.Second, errExpiry)
-				if d, ok := c.Deadline(); !ok || !d.Equal(start.Add(time.Second)) {
-					t.Errorf("Deadline() = %v, %v; want %v, true", d, ok, start.Add(time.Second))
-				}
-				if watched {
-					done := c.Done()
-					time.Sleep(time.Second - time.Nanosecond)
-					if isClosed(done) || c.Err() != nil {
-						t.Fatal("ended before its timeout")
-					}
-					<-done
-					if got := time.Since(start); got != time.Second {
-						t.Errorf("Done closed after %v, want 1s", got)
-					}
-				} else {
-					time.Sleep(time.Second - time.Nanosecond)
-					if err := c.Err(); err != nil {
-						t.Fatalf("Err() = %v before its timeout", err)
-					}
-					time.Sleep(time.Nanosecond)
-				}
-				checkEnded(t, c, context.DeadlineExceeded, errExpiry)
-				if !c.Expired() {
-					t.Error("Expired() = false after its own timeout")
-				}
-				if parent.Err() != nil {
-					t.Error("the parent ended with its child")
-				}
-			})
-		})
-	}
+	eachWatch(t, func(t *testing.T, watched bool) {
+		parent, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		start := time.Now()
+		c := WithTimeout(parent, time.Second, errExpiry)
+		if d, ok := c.Deadline(); !ok || !d.Equal(start.Add(time.Second)) {
+			t.Errorf("Deadline() = %v, %v; want %v, true", d, ok, start.Add(time.Second))
+		}
+		if watched {
+			done := c.Done()
+			time.Sleep(time.Second - time.Nanosecond)
+			if isClosed(done) || c.Err() != nil {
+				t.Fatal("ended before its timeout")
+			}
+			<-done
+			if got := time.Since(start); got != time.Second {
+				t.Errorf("Done closed after %v, want 1s", got)
+			}
+		} else {
+			time.Sleep(time.Second - time.Nanosecond)
+			if err := c.Err(); err != nil {
+				t.Fatalf("Err() = %v before its timeout", err)
+			}
+			time.Sleep(time.Nanosecond)
+		}
+		checkEnded(t, c, context.DeadlineExceeded, errExpiry)
+		if !c.Expired() {
+			t.Error("Expired() = false after its own timeout")
+		}
+		if parent.Err() != nil {
+			t.Error("the parent ended with its child")
+		}
+	})
 }
 
 // TestExpiryBeforeParentDeadline: a deadline of its own earlier than the
 // parent's ends the context first, with its own cause.
 func TestExpiryBeforeParentDeadline(t *testing.T) {
-	for _, watched := range []bool{false, true} {
-		t.Run(map[bool]string{false: "unwatched", true: "watched"}[watched], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				parent, cancel := context.WithTimeout(context.Background(), time.Hour)
-				defer cancel()
-				start := time.Now()
-				c := WithTimeout(parent, time.Second, errExpiry)
-				if d, _ := c.Deadline(); !d.Equal(start.Add(time.Second)) {
-					t.Errorf("Deadline() = %v, want its own, %v", d, start.Add(time.Second))
-				}
-				if watched {
-					<-c.Done()
-				} else {
-					time.Sleep(time.Second)
-				}
-				if got := time.Since(start); got != time.Second {
-					t.Errorf("ended after %v, want 1s", got)
-				}
-				checkEnded(t, c, context.DeadlineExceeded, errExpiry)
-				if !c.Expired() {
-					t.Error("Expired() = false")
-				}
-			})
-		})
-	}
+	eachWatch(t, func(t *testing.T, watched bool) {
+		parent, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		start := time.Now()
+		c := WithTimeout(parent, time.Second, errExpiry)
+		if d, _ := c.Deadline(); !d.Equal(start.Add(time.Second)) {
+			t.Errorf("Deadline() = %v, want its own, %v", d, start.Add(time.Second))
+		}
+		if watched {
+			<-c.Done()
+		} else {
+			time.Sleep(time.Second)
+		}
+		if got := time.Since(start); got != time.Second {
+			t.Errorf("ended after %v, want 1s", got)
+		}
+		checkEnded(t, c, context.DeadlineExceeded, errExpiry)
+		if !c.Expired() {
+			t.Error("Expired() = false")
+		}
+	})
 }
 
 // TestWatchedAfterExpiry: Done first called after the deadline has passed
@@ -290,25 +281,21 @@ func TestCancel(t *testing.T) {
 // or whose deadline has passed, keeps that end, as a
 // context.CancelCauseFunc does, whether or not anyone had seen it.
 func TestCancelAfterUnseenEnd(t *testing.T) {
-	for _, watched := range []bool{false, true} {
-		t.Run(map[bool]string{false: "unwatched", true: "watched"}[watched], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				parent, pcancel := context.WithCancelCause(context.Background())
-				follows := WithCancel(parent)
-				timed := WithTimeout(context.Background(), time.Second, errExpiry)
-				if watched {
-					follows.Done()
-					timed.Done()
-				}
-				pcancel(errParent)
-				time.Sleep(time.Second)
-				follows.Cancel(errOwn)
-				timed.Cancel(errOwn)
-				checkEnded(t, follows, context.Canceled, errParent)
-				checkEnded(t, timed, context.DeadlineExceeded, errExpiry)
-			})
-		})
-	}
+	eachWatch(t, func(t *testing.T, watched bool) {
+		parent, pcancel := context.WithCancelCause(context.Background())
+		follows := WithCancel(parent)
+		timed := WithTimeout(context.Background(), time.Second, errExpiry)
+		if watched {
+			follows.Done()
+			timed.Done()
+		}
+		pcancel(errParent)
+		time.Sleep(time.Second)
+		follows.Cancel(errOwn)
+		timed.Cancel(errOwn)
+		checkEnded(t, follows, context.Canceled, errParent)
+		checkEnded(t, timed, context.DeadlineExceeded, errExpiry)
+	})
 }
 
 // TestDerived checks contexts derived from a Context: they see its end
@@ -389,35 +376,31 @@ func TestDerived(t *testing.T) {
 }
 
 func TestDetach(t *testing.T) {
-	for _, watched := range []bool{false, true} {
-		t.Run(map[bool]string{false: "unwatched", true: "watched"}[watched], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				parent, pcancel := context.WithCancelCause(context.Background())
-				c := WithTimeout(parent, time.Second, errExpiry)
-				var done <-chan struct{}
-				if watched {
-					done = c.Done()
-				}
-				c.Detach()
-				if d, ok := c.Deadline(); ok {
-					t.Errorf("Deadline() = %v, true after Detach, want none", d)
-				}
-				pcancel(errParent)
-				time.Sleep(time.Hour)
-				checkLive(t, c)
-				if done != nil && isClosed(done) {
-					t.Error("Done channel from before Detach closed")
-				}
-				// Detach then watch: still live, until Cancel.
-				child, cancelChild := context.WithCancel(c)
-				defer cancelChild()
-				checkLive(t, child)
-				c.Cancel(errOwn)
-				checkEnded(t, c, context.Canceled, errOwn)
-				checkEnded(t, child, context.Canceled, errOwn)
-			})
-		})
-	}
+	eachWatch(t, func(t *testing.T, watched bool) {
+		parent, pcancel := context.WithCancelCause(context.Background())
+		c := WithTimeout(parent, time.Second, errExpiry)
+		var done <-chan struct{}
+		if watched {
+			done = c.Done()
+		}
+		c.Detach()
+		if d, ok := c.Deadline(); ok {
+			t.Errorf("Deadline() = %v, true after Detach, want none", d)
+		}
+		pcancel(errParent)
+		time.Sleep(time.Hour)
+		checkLive(t, c)
+		if done != nil && isClosed(done) {
+			t.Error("Done channel from before Detach closed")
+		}
+		// Detach then watch: still live, until Cancel.
+		child, cancelChild := context.WithCancel(c)
+		defer cancelChild()
+		checkLive(t, child)
+		c.Cancel(errOwn)
+		checkEnded(t, c, context.Canceled, errOwn)
+		checkEnded(t, child, context.Canceled, errOwn)
+	})
 }
 
 // TestDetachUnseenEnd: an end that nobody had seen when Detach is called
@@ -606,27 +589,35 @@ func TestAllocs(t *testing.T) {
 // TestStopDeadline: after StopDeadline the context outlives its own
 // deadline, reports its parent's, and still ends with its parent.
 func TestStopDeadline(t *testing.T) {
+	eachWatch(t, func(t *testing.T, watched bool) {
+		parent, pcancel := context.WithCancelCause(context.Background())
+		c := WithTimeout(parent, time.Second, errExpiry)
+		if watched {
+			_ = c.Done()
+		}
+		c.StopDeadline()
+		if d, ok := c.Deadline(); ok {
+			t.Errorf("Deadline() = %v, true after StopDeadline, want the parent's (none)", d)
+		}
+		time.Sleep(time.Hour)
+		checkLive(t, c)
+		if c.Expired() {
+			t.Error("Expired() after StopDeadline")
+		}
+		pcancel(errParent)
+		synctest.Wait()
+		checkEnded(t, c, context.Canceled, errParent)
+	})
+}
+
+// eachWatch runs f in a testing/synctest bubble, as the subtests
+// "unwatched" and "watched": watched says whether f is to call the
+// Context's Done, which sets up its machinery, before the end it tests;
+// a Context ends by either path.
+func eachWatch(t *testing.T, f func(t *testing.T, watched bool)) {
 	for _, watched := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unwatched", true: "watched"}[watched], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				parent, pcancel := context.WithCancelCause(context.Background())
-				c := WithTimeout(parent, time.Second, errExpiry)
-				if watched {
-					_ = c.Done()
-				}
-				c.StopDeadline()
-				if d, ok := c.Deadline(); ok {
-					t.Errorf("Deadline() = %v, true after StopDeadline, want the parent's (none)", d)
-				}
-				time.Sleep(time.Hour)
-				checkLive(t, c)
-				if c.Expired() {
-					t.Error("Expired() after StopDeadline")
-				}
-				pcancel(errParent)
-				synctest.Wait()
-				checkEnded(t, c, context.Canceled, errParent)
-			})
+			synctest.Test(t, func(t *testing.T) { f(t, watched) })
 		})
 	}
 }

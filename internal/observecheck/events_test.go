@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
@@ -224,7 +225,7 @@ func TestThrottleEvents(t *testing.T) {
 			rejected++
 			continue
 		}
-		a.Done(tk, retry.Outcome{Err: errDown, Class: failure.Transient})
+		a.Done(tk, admission.Outcome{Err: errDown, Class: failure.Transient})
 	}
 	if rejected == 0 || len(r.events) != rejected {
 		t.Fatalf("%d rejections, %d events; want one event per rejection", rejected, len(r.events))

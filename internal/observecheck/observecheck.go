@@ -8,6 +8,7 @@ package observecheck
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,24 +88,67 @@ var Events = map[string]int{
 // The difference between the two, divided by [Events], is the cost of
 // one event. Compare them with benchstat -col /obs.
 func BenchmarkCalls(b *testing.B, name string, obs observe.Observer) {
-	for _, c := range []struct {
-		name string
-		run  func(b *testing.B, obs observe.Observer)
-	}{{"success", func(b *testing.B, o observe.Observer) { benchRetry(b, o, 0) }},
-		{"retry2", func(b *testing.B, o observe.Observer) { benchRetry(b, o, 2) }},
-		{"hedged", benchHedged}} {
+	for _, kind := range callKinds {
 		for _, o := range []struct {
 			name string
 			obs  observe.Observer
 		}{{"none", nil}, {name, obs}} {
-			b.Run("call="+c.name+"/obs="+o.name, func(b *testing.B) { c.run(b, o.obs) })
+			b.Run("call="+kind+"/obs="+o.name, func(b *testing.B) {
+				call := newCall(b, kind, o.obs)
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := call(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }
 
-// benchRetry runs retry.Do with a call that fails failures times before
-// it succeeds.
-func benchRetry(b *testing.B, obs observe.Observer, failures int) {
+// callKinds are the calls of [BenchmarkCalls], in its order.
+var callKinds = []string{"success", "retry2", "hedged"}
+
+// CallEvents returns the events of one call of each of [BenchmarkCalls]'s
+// kinds, made the same way, by kind: for an adapter's benchmark of its
+// observer alone, replaying them.
+func CallEvents(tb testing.TB) map[string][]observe.Event {
+	tb.Helper()
+	out := map[string][]observe.Event{}
+	for _, kind := range callKinds {
+		var evs []observe.Event
+		call := newCall(tb, kind, observe.Func(func(_ context.Context, e observe.Event) { evs = append(evs, e) }))
+		if err := call(context.Background()); err != nil {
+			tb.Fatal(err)
+		}
+		if len(evs) != Events[kind] {
+			tb.Fatalf("call=%s: %d events, Events says %d", kind, len(evs), Events[kind])
+		}
+		out[kind] = evs
+	}
+	return out
+}
+
+// newCall returns a call of the kind named (one of callKinds), observed
+// by obs; each time it is called it makes one such call.
+func newCall(tb testing.TB, kind string, obs observe.Observer) func(context.Context) error {
+	tb.Helper()
+	switch kind {
+	case "success":
+		return retryCall(tb, obs, 0)
+	case "retry2":
+		return retryCall(tb, obs, 2)
+	case "hedged":
+		return hedgedCall(tb, obs)
+	}
+	tb.Fatalf("no call of kind %q", kind)
+	return nil
+}
+
+// retryCall is retry.Do with a call that fails failures times before it
+// succeeds.
+func retryCall(tb testing.TB, obs observe.Observer, failures int) func(context.Context) error {
 	cfg := retry.Config{Observer: obs}
 	if failures > 0 {
 		//unherdvet:ignore misuse the benchmark measures the retry path itself, with no budget and no wait
@@ -113,9 +157,8 @@ func benchRetry(b *testing.B, obs observe.Observer, failures int) {
 	//unherdvet:ignore misuse built once per benchmark, outside the timed loop
 	p, err := retry.New(cfg)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	ctx := context.Background()
 	n := 0
 	op := func(context.Context) error {
 		if n++; n%(failures+1) != 0 {
@@ -123,35 +166,29 @@ func benchRetry(b *testing.B, obs observe.Observer, failures int) {
 		}
 		return nil
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Do(ctx, op); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return func(ctx context.Context) error { return p.Do(ctx, op) }
 }
 
-// benchHedged runs hedge.Do with a primary that fails non-fatally and a
+// hedgedCall is hedge.Do with a primary that fails non-fatally and a
 // hedge that succeeds.
-func benchHedged(b *testing.B, obs observe.Observer) {
+func hedgedCall(tb testing.TB, obs observe.Observer) func(context.Context) error {
 	//unherdvet:ignore misuse the benchmark measures every hedge, so no budget may stop one
 	h, err := hedge.New(hedge.Config{Delay: time.Hour, MaxHedges: 1, Budget: budget.Unlimited,
 		NonFatal: func(error) bool { return true }, Observer: obs})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	ctx := context.Background()
 	fn := func(_ context.Context, attempt int) (int, error) {
 		if attempt == 0 {
 			return 0, errDown
 		}
 		return attempt, nil
 	}
-	b.ReportAllocs()
-	for b.Loop() {
+	return func(ctx context.Context) error {
 		if v, err := hedge.Do(ctx, h, fn, nil); v != 1 || err != nil {
-			b.Fatal(v, err)
+			return fmt.Errorf("hedge.Do = %d, %v; want the hedge's 1, nil", v, err)
 		}
+		return nil
 	}
 }
 

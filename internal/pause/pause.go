@@ -1,8 +1,9 @@
 // Package pause waits for a duration or until a context ends, whichever
 // comes first: the wait of the packages that pause outside a retry loop
-// (chaos's injected latency, idempotency's wait for a running duplicate,
-// unherdgrpc's wait between a stream's attempts). The retry loop has its
-// own wait, which reuses one timer across a call's retries.
+// (chaos's injected latency, the rate limiter's wait for a send token, a
+// fleet budget's gap between syncs, the overload harness's pacing). The
+// retry loop has its own wait, which reuses one timer across a call's
+// retries.
 package pause
 
 import (

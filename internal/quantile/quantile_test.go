@@ -204,25 +204,16 @@ func TestTrackedWarmUp(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		ok   bool
-	}{
-		{"zero", Config{}, true},
-		{"negative window", Config{Window: -1}, false},
-		{"huge window", Config{Window: maxWindow + 1}, false},
-		{"quantile 1", Config{Quantiles: []float64{1}}, false},
-		{"quantile 0", Config{Quantiles: []float64{0}}, false},
-		{"NaN", Config{Quantiles: []float64{math.NaN()}}, false},
-		{"p99.9", Config{Quantiles: []float64{0.999}}, true},
-	}
-	for _, tc := range tests {
-		_, err := New(tc.cfg)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: New error %v, want ok=%v", tc.name, err, tc.ok)
-		}
-	}
+	row := configtest.Row[Config]
+	configtest.Check(t, ErrInvalidConfig, configtest.New(New), []configtest.Case[Config]{
+		row("zero", Config{}, true),
+		row("negative window", Config{Window: -1}, false),
+		row("huge window", Config{Window: maxWindow + 1}, false),
+		row("quantile 1", Config{Quantiles: []float64{1}}, false),
+		row("quantile 0", Config{Quantiles: []float64{0}}, false),
+		row("NaN", Config{Quantiles: []float64{math.NaN()}}, false),
+		row("p99.9", Config{Quantiles: []float64{0.999}}, true),
+	})
 }
 
 // TestConcurrentRecord records from several goroutines (run it with

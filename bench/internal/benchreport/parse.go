@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // result is one line of benchmark output: one run of one case.
@@ -71,7 +69,7 @@ func medians(results []result, scenario string) table {
 	for lib, units := range runs {
 		t.median[lib] = map[string]float64{}
 		for unit, vs := range units {
-			t.median[lib][unit] = verdict.Median(vs)
+			t.median[lib][unit] = median(vs)
 		}
 	}
 	return t

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/unherd/unherd/sim/verdict"
 )
 
 // The names the benchmarks give to the cases that are not peers.
@@ -213,7 +211,7 @@ func fastestPeer(t table) (string, bool) {
 type spread struct{ median, min, max float64 }
 
 func spreadOf(vs []float64) spread {
-	return spread{verdict.Median(vs), slices.Min(vs), slices.Max(vs)}
+	return spread{median(vs), slices.Min(vs), slices.Max(vs)}
 }
 
 // format gives the range with unit after each bound and prec decimals.
@@ -243,4 +241,17 @@ func duration(ns float64) string {
 	default:
 		return fmt.Sprintf("%.3g ms/op", ns/1e6)
 	}
+}
+
+// median is the middle value of vs, or the mean of the middle two; 0 for
+// none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(vs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }

@@ -27,6 +27,13 @@ const (
 	Height = 10 * vg.Centimeter
 )
 
+// The axis scales of sim.Chart's XScale and YScale.
+const (
+	scaleLinear = ""
+	scaleLog    = "log"
+	scaleNines  = "nines"
+)
+
 // ZeroNote is the legend's note on a log axis with zeros, which are drawn
 // on the bottom edge, a log axis having no 0.
 const ZeroNote = "(zeros on the bottom edge)"
@@ -158,10 +165,10 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 	p.Y.Label.TextStyle.Font.Size = vg.Points(10)
 	p.X.Tick.Marker = ticker(c.XScale)
 	p.Y.Tick.Marker = ticker(c.YScale)
-	if c.YScale == sim.ScaleLog {
+	if c.YScale == scaleLog {
 		p.Y.Scale = plot.LogScale{}
 	}
-	if c.XScale == sim.ScaleLog {
+	if c.XScale == scaleLog {
 		p.X.Scale = plot.LogScale{}
 	}
 	// The points first, for the vertical range.
@@ -202,11 +209,11 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		}
 	}
 	for _, l := range c.Lines {
-		if l.Y > 0 || c.YScale != sim.ScaleLog {
+		if l.Y > 0 || c.YScale != scaleLog {
 			ymin, ymax = math.Min(ymin, l.Y), math.Max(ymax, l.Y)
 		}
 	}
-	if c.XScale == sim.ScaleLinear {
+	if c.XScale == scaleLinear {
 		if c.XStep > 0 {
 			p.X.Tick.Marker = stepTicks(c.XStep)
 		} else if ts := dataTicks(series); ts != nil {
@@ -216,7 +223,7 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 	switch {
 	case math.IsInf(ymin, 1): // only zeros on a log axis
 		ymin, ymax = 1, 10
-	case c.YScale == sim.ScaleLog:
+	case c.YScale == scaleLog:
 		// Whole decades. Zeros get a decade of their own at the bottom,
 		// apart from the smallest value; the axis label says so, as a
 		// log axis has no 0.
@@ -283,7 +290,7 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		legend = append(legend, entry{BandNote, []plot.Thumbnailer{thumb}})
 	}
 	for _, l := range c.Lines {
-		if c.YScale == sim.ScaleLog && l.Y <= 0 {
+		if c.YScale == scaleLog && l.Y <= 0 {
 			continue
 		}
 		ref, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: l.Y}, {X: xmax, Y: l.Y}})
@@ -350,7 +357,7 @@ func build(c sim.Chart) (*plot.Plot, []entry, error) {
 		// Circled, and the text beside the point, at its height, on the
 		// side towards the middle of the plot.
 		g := tag{X: n.X, Y: n.Y, Text: n.Text, Mark: true, XAlign: draw.XLeft, YAlign: draw.YCenter, Off: vg.Point{X: vg.Points(7)}}
-		if c.XScale == sim.ScaleNines {
+		if c.XScale == scaleNines {
 			g.X = nines(n.X)
 		}
 		if g.X > (xmin+xmax)/2 {
@@ -422,13 +429,13 @@ func circle(at vg.Point, r vg.Length) []vg.Point {
 // polygon per stretch of points where X, Lo and Hi are all finite, in
 // the axes' coordinates (a zero on a log axis is -Inf, for the caller to
 // put on the bottom edge); nil when s has no range.
-func band(s sim.Series, xs, ys sim.Scale) []plotter.XYs {
+func band(s sim.Series, xs, ys string) []plotter.XYs {
 	n := min(len(s.X), len(s.Lo), len(s.Hi))
 	if n == 0 {
 		return nil
 	}
 	y := func(v float64) float64 {
-		if ys == sim.ScaleLog && v <= 0 {
+		if ys == scaleLog && v <= 0 {
 			return math.Inf(-1)
 		}
 		return v
@@ -447,10 +454,10 @@ func band(s sim.Series, xs, ys sim.Scale) []plotter.XYs {
 	}
 	for i := range n {
 		x, l, h := s.X[i], s.Lo[i], s.Hi[i]
-		if xs == sim.ScaleNines {
+		if xs == scaleNines {
 			x = nines(x)
 		}
-		if bad(x) || bad(l) || bad(h) || (xs == sim.ScaleLog && x <= 0) || (ys == sim.ScaleLog && h < 0) {
+		if bad(x) || bad(l) || bad(h) || (xs == scaleLog && x <= 0) || (ys == scaleLog && h < 0) {
 			flush()
 			continue
 		}
@@ -461,8 +468,8 @@ func band(s sim.Series, xs, ys sim.Scale) []plotter.XYs {
 }
 
 // height returns where y lies between lo (0) and hi (1) on a scale.
-func height(y, lo, hi float64, s sim.Scale) float64 {
-	if s == sim.ScaleLog {
+func height(y, lo, hi float64, s string) float64 {
+	if s == scaleLog {
 		y, lo, hi = math.Log10(y), math.Log10(lo), math.Log10(hi)
 	}
 	return (y - lo) / (hi - lo)
@@ -562,11 +569,11 @@ func Format(v float64) string {
 }
 
 // ticker returns the tick marker for an axis scale.
-func ticker(s sim.Scale) plot.Ticker {
+func ticker(s string) plot.Ticker {
 	switch s {
-	case sim.ScaleLog:
+	case scaleLog:
 		return logTicks{}
-	case sim.ScaleNines:
+	case scaleNines:
 		return ninesTicks{}
 	}
 	return plainTicks{}
@@ -639,19 +646,19 @@ func (ninesTicks) Ticks(lo, hi float64) []plot.Tick {
 // finite returns s's points whose coordinates are both finite and, on a
 // log axis, not negative, up to the shorter of X and Y; X is mapped to its
 // nines on a nines axis, and a zero Y on a log axis becomes -Inf.
-func finite(s sim.Series, xs, ys sim.Scale) plotter.XYs {
+func finite(s sim.Series, xs, ys string) plotter.XYs {
 	n := min(len(s.X), len(s.Y))
 	xys := make(plotter.XYs, 0, n)
 	for i := range n {
 		x, y := s.X[i], s.Y[i]
-		if xs == sim.ScaleNines {
+		if xs == scaleNines {
 			x = nines(x)
 		}
 		if math.IsNaN(x) || math.IsInf(x, 0) || math.IsNaN(y) || math.IsInf(y, 0) ||
-			(xs == sim.ScaleLog && x <= 0) || (ys == sim.ScaleLog && y < 0) {
+			(xs == scaleLog && x <= 0) || (ys == scaleLog && y < 0) {
 			continue
 		}
-		if ys == sim.ScaleLog && y == 0 {
+		if ys == scaleLog && y == 0 {
 			y = math.Inf(-1) // the caller puts it on the bottom edge
 		}
 		xys = append(xys, plotter.XY{X: x, Y: y})

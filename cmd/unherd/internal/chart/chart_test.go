@@ -88,7 +88,7 @@ func TestNinesTicks(t *testing.T) {
 // instead of being dropped, with no tick labelled 0 (a log axis has no
 // zero) but the legend saying so; a shaded span is named on the plot.
 func TestLogAxisAndShade(t *testing.T) {
-	c := sim.Chart{Name: "load", YScale: sim.ScaleLog, YLabel: "load", Shade: []sim.Span{{From: 1, To: 2, Label: "down"}},
+	c := sim.Chart{Name: "load", YScale: scaleLog, YLabel: "load", Shade: []sim.Span{{From: 1, To: 2, Label: "down"}},
 		Series: []sim.Series{{Name: "a", X: []float64{0, 1, 2, 3}, Y: []float64{300, 0, 40, 300}}}}
 	p, legend, err := build(c)
 	if err != nil {
@@ -205,7 +205,7 @@ func TestStepAndLine(t *testing.T) {
 	for i := range 180 {
 		s.X, s.Y = append(s.X, float64(i)), append(s.Y, 10)
 	}
-	c := sim.Chart{Name: "p", XStep: 60, YScale: sim.ScaleLog, Series: []sim.Series{s},
+	c := sim.Chart{Name: "p", XStep: 60, YScale: scaleLog, Series: []sim.Series{s},
 		Lines: []sim.Line{{Y: 500, Label: "capacity 500/s"}}}
 	p, legend, err := build(c)
 	if err != nil {
@@ -252,7 +252,7 @@ func TestBand(t *testing.T) {
 		t.Errorf("range outline %v, want one stretch of 2 points each way", segs)
 	}
 	log := sim.Series{Name: "a", X: []float64{0, 1}, Y: []float64{10, 10}, Lo: []float64{0, 5}, Hi: []float64{20, 20}}
-	if segs := band(log, sim.ScaleLinear, sim.ScaleLog); len(segs) != 1 || !math.IsInf(segs[0][0].Y, -1) {
+	if segs := band(log, scaleLinear, scaleLog); len(segs) != 1 || !math.IsInf(segs[0][0].Y, -1) {
 		t.Errorf("log range outline %v, want a zero as -Inf", segs)
 	}
 	c.Series[0].Lo, c.Series[0].Hi = nil, nil
@@ -311,10 +311,10 @@ func svg(t *testing.T, c sim.Chart) string {
 
 // A height is measured along the axis's own scale.
 func TestHeight(t *testing.T) {
-	if h := height(20, 0, 20, sim.ScaleLinear); h != 1 {
+	if h := height(20, 0, 20, scaleLinear); h != 1 {
 		t.Errorf("height of the top on a linear axis %v, want 1", h)
 	}
-	if h := height(100, 1, 1000, sim.ScaleLog); math.Abs(h-2.0/3) > 1e-12 {
+	if h := height(100, 1, 1000, scaleLog); math.Abs(h-2.0/3) > 1e-12 {
 		t.Errorf("height of 100 on a log axis from 1 to 1000 is %v, want 2/3", h)
 	}
 }
@@ -323,7 +323,7 @@ func TestHeight(t *testing.T) {
 // default keeps a steady 10000 attempts per second, on a log axis: the
 // axis takes in the decade below, so the line is not on its edge.
 func TestLogAxisShowsLinesOnADecade(t *testing.T) {
-	c := sim.Chart{Name: "outage_open", YScale: sim.ScaleLog, Series: []sim.Series{
+	c := sim.Chart{Name: "outage_open", YScale: scaleLog, Series: []sim.Series{
 		{Name: "yours", X: []float64{0, 1, 2}, Y: []float64{10000, 50000, 10000}},
 		{Name: "default", X: []float64{0, 1, 2}, Y: []float64{10000, 10000, 10000}},
 	}}

@@ -157,7 +157,7 @@ func validate(p sim.Policy, root *node, set map[string]*node, use string) *Error
 	if err == nil {
 		return nil
 	}
-	var pe *sim.PolicyError
+	var pe *sim.ParamError
 	if !errors.As(err, &pe) {
 		return syntaxError(root.line, "%v", err)
 	}

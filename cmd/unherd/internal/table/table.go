@@ -144,7 +144,7 @@ func claimGrid(claims []sim.Claim) grid {
 		if c.Holds {
 			holds = "holds"
 		}
-		if s := c.SeedSummary(); s != "" {
+		if s := seedSummary(c); s != "" {
 			holds += " (" + s + ")"
 		}
 		rows[i] = []any{c.Claim, c.Measured, holds, c.Source}
@@ -251,7 +251,7 @@ func ClaimsText(w io.Writer, claims []sim.Claim) error {
 		}
 		fmt.Fprintf(&b, "  %s  %s\n", verdict, oneLine(c.Claim))
 		fmt.Fprintf(&b, "           measured: %s\n", oneLine(c.Measured))
-		if s := c.SeedSummary(); s != "" {
+		if s := seedSummary(c); s != "" {
 			fmt.Fprintf(&b, "           seeds:    %s\n", s)
 		}
 		fmt.Fprintf(&b, "           source:   %s\n", oneLine(c.Source))
@@ -294,4 +294,31 @@ func CSV(w io.Writer, r *sim.Result) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// seedSummary says on how many seeds a claim was judged and which ones
+// disagree: "5 seeds (1-5)" or "5 seeds (1-5); differs on 3, 5".
+func seedSummary(c sim.Claim) string {
+	if len(c.Seeds) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d seeds (%d-%d)", len(c.Seeds), c.Seeds[0], c.Seeds[len(c.Seeds)-1])
+	if len(c.Seeds) == 1 {
+		s = fmt.Sprintf("seed %d", c.Seeds[0])
+	}
+	if c.Pooled {
+		s += " pooled"
+	}
+	if len(c.Differs) > 0 {
+		ds := make([]string, len(c.Differs))
+		for i, d := range c.Differs {
+			ds[i] = strconv.FormatUint(d, 10)
+		}
+		if c.Pooled {
+			s += "; alone, too few samples to judge, seeds " + strings.Join(ds, ", ") + " differ"
+		} else {
+			s += "; differs on " + strings.Join(ds, ", ")
+		}
+	}
+	return s
 }

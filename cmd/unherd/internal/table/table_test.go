@@ -110,3 +110,21 @@ func TestNoClaims(t *testing.T) {
 		t.Fatalf("ClaimsText(nil) wrote %q, %v", b.String(), err)
 	}
 }
+
+func TestSeedSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    sim.Claim
+		want string
+	}{
+		{"one run", sim.Claim{}, ""},
+		{"one seed", sim.Claim{Seeds: []uint64{4}}, "seed 4"},
+		{"all agree", sim.Claim{Seeds: []uint64{3, 4, 5}}, "3 seeds (3-5)"},
+		{"some differ", sim.Claim{Seeds: []uint64{3, 4, 5, 6, 7}, Differs: []uint64{4, 6}}, "5 seeds (3-7); differs on 4, 6"},
+		{"pooled", sim.Claim{Seeds: []uint64{1, 2}, Differs: []uint64{2}, Pooled: true}, "2 seeds (1-2) pooled; alone, too few samples to judge, seeds 2 differ"},
+	} {
+		if got := seedSummary(tc.c); got != tc.want {
+			t.Errorf("%s: seedSummary = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

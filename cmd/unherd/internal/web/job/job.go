@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/unherd/unherd/cmd/unherd/internal/param"
 	"github.com/unherd/unherd/cmd/unherd/internal/policy"
 	"github.com/unherd/unherd/sim"
 )
@@ -392,8 +392,7 @@ func Scenarios() []byte {
 		_, takes := p.(sim.PolicyParams)
 		sc := Scenario{Name: s.Name(), Describe: s.Describe(), Population: s.Population(), Policy: takes}
 		for _, f := range p.Fields() {
-			kind, def := describe(f)
-			sc.Fields = append(sc.Fields, Field{Name: f.Name, Usage: f.Usage, Default: def, Kind: kind})
+			sc.Fields = append(sc.Fields, Field{Name: f.Name, Usage: f.Usage, Default: param.Text(f), Kind: param.Kind(f)})
 		}
 		out = append(out, sc)
 	}
@@ -401,61 +400,8 @@ func Scenarios() []byte {
 	return b
 }
 
-func describe(f sim.Field) (kind, text string) {
-	switch v := f.Value.(type) {
-	case *int:
-		return "int", strconv.Itoa(*v)
-	case *float64:
-		return "float", strconv.FormatFloat(*v, 'g', -1, 64)
-	case *time.Duration:
-		return "duration", v.String()
-	case *[]int:
-		s := make([]string, len(*v))
-		for i, n := range *v {
-			s[i] = strconv.Itoa(n)
-		}
-		return "ints", strings.Join(s, ",")
-	}
-	return "", fmt.Sprint(f.Value)
-}
-
-// set parses text into the parameter f, as the command line's flag does.
-func set(f sim.Field, text string) error {
-	text = strings.TrimSpace(text)
-	switch v := f.Value.(type) {
-	case *int:
-		n, err := strconv.Atoi(text)
-		if err != nil {
-			return fmt.Errorf("%q is not a whole number", text)
-		}
-		*v = n
-	case *float64:
-		n, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a number", text)
-		}
-		*v = n
-	case *time.Duration:
-		d, err := time.ParseDuration(text)
-		if err != nil {
-			return fmt.Errorf("%q is not a duration (want e.g. 50ms or 2s)", text)
-		}
-		*v = d
-	case *[]int:
-		ns, err := sim.ParseInts(f.Name, text)
-		if err != nil {
-			return err
-		}
-		*v = ns
-	default:
-		return fmt.Errorf("parameter of unknown type %T", f.Value)
-	}
-	return nil
-}
-
 func scenario(ctx context.Context, req Request, o sim.Options) Response {
-	// Any scenario the command line runs by name, listed on the page
-	// (Scenarios) or not yet (sim.Unreported).
+	// Any scenario the command line runs by name (sim.Scenarios).
 	sc, ok := sim.Lookup(req.Name)
 	if !ok {
 		return Response{Error: fmt.Sprintf("unknown scenario %q", req.Name)}
@@ -476,7 +422,7 @@ func scenario(ctx context.Context, req Request, o sim.Options) Response {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		if err := set(f, text); err != nil {
+		if err := param.Set(f, text); err != nil {
 			return Response{Error: fmt.Sprintf("%s: %v", name, err), Field: name}
 		}
 	}

@@ -1,0 +1,19 @@
+// Package admission is the interface between a call's retry loop and the
+// admission control it consults before every attempt: circuit breakers
+// (package breaker), client-side throttles and rate limiters (package
+// throttle) and concurrency limits (package limit) are Guards, and a
+// retry.Config lists them in Guards.
+//
+// The loop asks each guard, in order, to admit an attempt, and tells each
+// admitted guard exactly once how the attempt ended, as an Outcome: its
+// error and class, or that it was abandoned (the caller's context ended,
+// or a later guard rejected it). A guard's rejection ends the call at
+// once with retry.ErrRejected and is never retried.
+//
+// A guard that also wants the call's context with each outcome, so that
+// what the outcome makes it do reaches its observer with the caller's
+// trace, implements ContextGuard.
+//
+// This package holds only the interface; it depends on package failure
+// alone, so that guards need not import the retry loop.
+package admission

@@ -1,0 +1,161 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/errtree"
+)
+
+// marks is what the retry decision needs to know about an error tree,
+// gathered in one walk: the verdicts in it ([Judge]) and what errors.Is
+// and errors.As would find of the package's sentinels, context.Canceled,
+// server delays and timeouts, asked of every node at once.
+type marks struct {
+	permanent, final, throttled, timedOut, rejected, canceled bool
+	// serverDelay is the first ServerDelay in the tree, if any.
+	serverDelay serverDelay
+	// timeout is the first error in the tree with a Timeout() bool method,
+	// if any; its answer decides the Timeout class, as errors.As would.
+	timeout interface{ Timeout() bool }
+}
+
+// inspect walks err's tree once, depth first and pre-order like errors.Is
+// and errors.As, and records the first of each mark it finds. rejected,
+// permanent, final and canceled follow errors.Is exactly, for ErrRejected,
+// ErrPermanent, ErrFinal and context.Canceled: a node equal to the
+// sentinel or with an Is method that reports it. So an operation that
+// returns ErrPermanent itself, or an inner Policy's *Error that stopped
+// with it, is permanent here too.
+func inspect(err error) (m marks) {
+	errtree.Walk(err, m.visit)
+	return m
+}
+
+// The method sets visit looks for. A ServerDelay is any error with a
+// RetryAfter method.
+type (
+	isser     = interface{ Is(error) bool }
+	delayer   = interface{ RetryAfter() time.Duration }
+	timeouter = interface{ Timeout() bool }
+)
+
+// visit records the marks of one node of the tree. One type switch sorts
+// it: the package's own verdicts and sentinels by their concrete types,
+// then the rest by method set. A node can equal one of the package's
+// sentinels only if it is a *sentinel, and context.Canceled only if it
+// has no method but Error and Unwrap.
+func (m *marks) visit(err error) errtree.Step {
+	switch e := err.(type) {
+	case *judged:
+		m.judged(&e.v)
+		if e.bare {
+			return errtree.Skip
+		}
+	case *judgedDelay:
+		m.judged(&e.v)
+		if m.serverDelay == nil {
+			m.serverDelay = e
+		}
+		if e.bare {
+			return errtree.Skip
+		}
+	case *sentinel:
+		switch e {
+		case ErrRejected:
+			m.rejected = true
+		case ErrPermanent:
+			m.permanent = true
+		case ErrFinal:
+			m.final = true
+		}
+	case *Error:
+		// Unwrap without the slice it allocates: the same nodes in the
+		// same order, nil ones left out.
+		errtree.Walk(e.Reason, m.visit)
+		errtree.Walk(e.Last, m.visit)
+		errtree.Walk(e.Cause, m.visit)
+		return errtree.Skip
+	case isser, delayer, timeouter:
+		m.inspectNode(err)
+	default:
+		// The comparison never panics on a non-comparable error type:
+		// context.Canceled's dynamic type is a pointer.
+		m.canceled = m.canceled || err == context.Canceled
+	}
+	return errtree.Descend
+}
+
+// isBare reports whether err, a node Judge wraps, is a leaf visit would
+// record nothing of: not one of the package's own errors, with no Unwrap,
+// Is, RetryAfter or Timeout method, and not context.Canceled.
+func isBare(err error) bool {
+	switch err.(type) {
+	case *judged, *judgedDelay, *sentinel, *Error,
+		interface{ Unwrap() error }, interface{ Unwrap() []error },
+		isser, delayer, timeouter:
+		return false
+	}
+	return err != context.Canceled
+}
+
+// judged records a verdict.
+func (m *marks) judged(v *Verdict) {
+	switch v.Class {
+	case failure.Permanent:
+		m.permanent = true
+	case failure.Throttled:
+		m.throttled = true
+	case failure.Timeout:
+		m.timedOut = true
+	}
+	m.final = m.final || v.Final
+}
+
+// inspectNode records the marks of one node of an error tree with an Is,
+// RetryAfter or Timeout method, not looking below it: errors.Is's test of
+// the node's Is method for ErrRejected, ErrPermanent, ErrFinal and
+// context.Canceled, and the node as the tree's first ServerDelay or first
+// error with a Timeout method if there was none before it. Such a node
+// never equals one of those sentinels (theirs have none of the three
+// methods), so visit's own cases are the only ones to compare with them.
+func (m *marks) inspectNode(err error) {
+	if is, ok := err.(isser); ok {
+		m.rejected = m.rejected || is.Is(ErrRejected)
+		m.permanent = m.permanent || is.Is(ErrPermanent)
+		m.final = m.final || is.Is(ErrFinal)
+		m.canceled = m.canceled || is.Is(context.Canceled)
+	}
+	if m.serverDelay == nil {
+		if sd, ok := err.(serverDelay); ok {
+			m.serverDelay = sd
+		}
+	}
+	if m.timeout == nil {
+		if t, ok := err.(timeouter); ok {
+			m.timeout = t
+		}
+	}
+}
+
+// class is the class of err, whose marks m are: classify's answer if it
+// is set, else DefaultClassify's rule applied to the marks.
+func (m *marks) class(classify func(error) failure.Class, err error) failure.Class {
+	if classify != nil {
+		return classify(err)
+	}
+	switch {
+	case m.permanent:
+		return failure.Permanent
+	case m.serverDelay != nil && m.serverDelay.RetryAfter() < 0:
+		return failure.Permanent
+	case m.throttled:
+		return failure.Throttled
+	case m.timedOut || m.timeout != nil && m.timeout.Timeout():
+		return failure.Timeout
+	case m.canceled:
+		return failure.Permanent
+	}
+	return failure.Transient
+}

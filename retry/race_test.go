@@ -1,7 +1,0 @@
-//go:build race
-
-package retry
-
-// raceEnabled is true under the race detector, where sync.Pool drops
-// items at random and allocation counts say nothing.
-const raceEnabled = true

@@ -9,7 +9,7 @@ import (
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
-	"github.com/unherd/unherd/retry/engine"
+	"github.com/unherd/unherd/retry"
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/lazyctx"
@@ -155,7 +155,7 @@ func (h *Hedger) ended(parent context.Context, start time.Duration, err error, h
 	observe := err == nil && h.est != nil
 	record, timedOut := h.record, false
 	if err != nil && parent.Err() != nil {
-		timedOut = engine.AttemptTimedOut(parent)
+		timedOut = context.Cause(parent) == retry.ErrAttemptTimeout
 		record = record && timedOut
 	}
 	if observe {

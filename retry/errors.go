@@ -35,7 +35,9 @@ var (
 
 // ErrAttemptTimeout is the context cause of an attempt whose per-attempt
 // timeout expired, and is wrapped by that attempt's error. Such an attempt
-// is a retryable timeout.
+// is a retryable timeout. An operation that holds only the attempt's
+// context tells its timeout from the caller's end with
+// context.Cause(ctx) == ErrAttemptTimeout.
 var ErrAttemptTimeout = core.ErrAttemptTimeout
 
 // ErrNoResult is the reason of the [*Error] that ends a [Policy.Attempts]

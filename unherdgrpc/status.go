@@ -13,7 +13,6 @@ import (
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/retry/engine"
 )
 
 // Metadata keys of gRFC A6, "gRPC Retry Design"
@@ -165,7 +164,7 @@ func (c *Client) judge(ctx, actx context.Context, err error, tr metadata.MD) err
 		// The caller gave up or its deadline passed: the loop ends the
 		// call as cancelled and retries nothing.
 		return ae
-	case engine.AttemptTimedOut(actx):
+	case actx.Err() != nil && context.Cause(actx) == retry.ErrAttemptTimeout:
 		// The attempt's own timeout (DEADLINE_EXCEEDED, or CANCELLED for
 		// a stream's), not the caller's deadline: a Timeout.
 		return retry.Judge(ae, retry.Verdict{Class: failure.Timeout})

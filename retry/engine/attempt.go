@@ -122,15 +122,6 @@ func (a *Attempt) Cancel(cause error) { a.a.Cancel(cause) }
 // first with [MarkAttemptTimeout]).
 func (a *Attempt) TimedOut() bool { return a.a.TimedOut() }
 
-// AttemptTimedOut reports whether ctx has ended because an attempt's own
-// timeout expired: ctx is an attempt's context ([Attempt.Context]), or
-// derives from one, and its cause is retry.ErrAttemptTimeout. A driver that
-// holds only the attempt's context (an operation under DoValue, a hedge
-// inside an attempt) asks it to tell the attempt's timeout from the
-// caller's end; one that holds the Attempt asks [Attempt.TimedOut], which
-// also sees an expiry that nothing has watched yet.
-func AttemptTimedOut(ctx context.Context) bool { return core.AttemptTimedOut(ctx) }
-
 // MarkAttemptTimeout wraps err, an attempt's error, so that it is
 // retry.ErrAttemptTimeout (errors.Is) and classifies as a Timeout, as
 // [Attempt.End] wraps the error of an attempt that its own timeout ended.

@@ -15,7 +15,10 @@
 // (err == nil && resp.StatusCode < 500), or go round on a status of the
 // answer alone (if resp.StatusCode == 429 { continue }). An endless for
 // loop that waits and goes round on failure and carries on after a
-// success is a reconnect or long-poll loop (Endless). Outside for
+// success is a reconnect or long-poll loop (Endless). The attempt may sit
+// in a conditional that only guards it (if err == nil { resp, err =
+// c.Do(req) }, if/else or switch arms that each make it), as vet's own
+// notimeout fix writes it. Outside for
 // statements, a goto back to a label before the attempt (Goto) and a
 // function that calls itself again on failure or on a status (Recursion)
 // are retry loops too. A select that waits on a timer may hold the
@@ -314,13 +317,108 @@ func (f *finder) iterates(cond ast.Expr) bool {
 // attempt finds the loop's attempt and its branches, filling in l, and
 // reports whether the loop is a retry loop.
 func (f *finder) attempt(l *Loop) bool {
-	if f.attemptIn(l, l.Body.List) {
+	stmts := l.Body.List
+	if f.attemptIn(l, stmts) {
 		return true
 	}
-	if flat := f.flatten(l.Body.List); flat != nil {
-		return f.attemptIn(l, flat)
+	if flat := f.flatten(stmts); flat != nil {
+		if f.attemptIn(l, flat) {
+			return true
+		}
+		stmts = flat
+	}
+	if open := f.unwrap(stmts); open != nil {
+		return f.attemptIn(l, open)
 	}
 	return false
+}
+
+// unwrap returns stmts with each conditional that only guards the attempt
+// replaced by the statements of its first branch that makes it: if err ==
+// nil { resp, err = c.Do(req) }, if/else or switch arms that each assign
+// the result of a call, none leaving the loop or going round. The attempt
+// is then seen at the top level, whatever condition guards it (vet's own
+// notimeout fix writes such an if). It returns nil when there is no such
+// conditional.
+func (f *finder) unwrap(stmts []ast.Stmt) []ast.Stmt {
+	var out []ast.Stmt
+	changed := false
+	for _, s := range stmts {
+		if arm := f.guardedAttempt(s); arm != nil {
+			out = append(out, arm...)
+			changed = true
+			continue
+		}
+		out = append(out, s)
+	}
+	if !changed {
+		return nil
+	}
+	return out
+}
+
+// guardedAttempt returns the statements of the first arm of the if or
+// switch s that assigns an attempt's error (resp, err = call(), not a
+// declaration), when no arm holds a branch, return or goto; or nil.
+func (f *finder) guardedAttempt(s ast.Stmt) []ast.Stmt {
+	var arms [][]ast.Stmt
+	switch s := s.(type) {
+	case *ast.IfStmt:
+		for s != nil {
+			arms = append(arms, s.Body.List)
+			switch e := s.Else.(type) {
+			case *ast.IfStmt:
+				s = e
+				continue
+			case *ast.BlockStmt:
+				arms = append(arms, e.List)
+			}
+			s = nil
+		}
+	case *ast.SwitchStmt:
+		for _, c := range s.Body.List {
+			arms = append(arms, c.(*ast.CaseClause).Body)
+		}
+	default:
+		return nil
+	}
+	var found []ast.Stmt
+	for _, arm := range arms {
+		for _, a := range arm {
+			if jumps(a) {
+				return nil
+			}
+			if found != nil {
+				continue
+			}
+			if as, ok := a.(*ast.AssignStmt); ok && as.Tok == token.ASSIGN {
+				if call, _, _ := f.errCall(a); call != nil {
+					found = arm
+				}
+			}
+		}
+	}
+	return found
+}
+
+// jumps reports whether s holds a return, goto, break, continue or panic
+// outside function literals.
+func jumps(s ast.Stmt) bool {
+	found := false
+	ast.Inspect(s, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt, *ast.BranchStmt:
+			found = true
+		case *ast.CallExpr:
+			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "panic" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // flatten returns stmts with a select that waits on a timer replaced by
@@ -390,6 +488,11 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 			}
 			continue
 		}
+		if j > i+1 && f.reassigned(stmts[i+1:j], errv) {
+			// req, err = http.NewRequest(...); resp, err = c.Do(req); if
+			// err != nil: the attempt is the last call before the branch.
+			continue
+		}
 		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
 			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
@@ -413,6 +516,23 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 			return true
 		}
 		l.Between, l.Success = nil, nil
+	}
+	return false
+}
+
+// reassigned reports whether one of stmts assigns errv the error of
+// another call.
+func (f *finder) reassigned(stmts []ast.Stmt, errv types.Object) bool {
+	if errv == nil {
+		return false
+	}
+	for _, s := range stmts {
+		if _, ok := s.(*ast.AssignStmt); !ok {
+			continue
+		}
+		if call, v, _ := f.errCall(s); call != nil && v == errv {
+			return true
+		}
 	}
 	return false
 }

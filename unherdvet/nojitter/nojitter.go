@@ -222,6 +222,12 @@ func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
 		!strings.Contains(name, "delay") && !strings.Contains(name, "backoff") && !strings.Contains(name, "poll") {
 		return false
 	}
+	if strings.Contains(name, "poll") {
+		// A poll interval (PollInterval, the interval of an OAuth device
+		// flow): the loop polls at the pace it was given, it is not
+		// backing off from failures.
+		return true
+	}
 	x := ast.Unparen(e.X)
 	for {
 		sel, ok := x.(*ast.SelectorExpr)
@@ -532,7 +538,14 @@ func (c *classifier) jitterless(x ast.Expr) (kind, bool) {
 			}
 			if k, ok := kv.Key.(*ast.Ident); ok && c.info.ObjectOf(k) == field {
 				tv := c.info.Types[kv.Value]
-				if tv.Value == nil || constant.Sign(tv.Value) != 0 {
+				switch {
+				case tv.Value == nil:
+					return randomKind, true
+				case tv.Value.Kind() == constant.Bool:
+					if constant.BoolVal(tv.Value) {
+						return randomKind, true // Jitter: true
+					}
+				case constant.Sign(tv.Value) != 0:
 					return randomKind, true
 				}
 			}

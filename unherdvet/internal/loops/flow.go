@@ -39,6 +39,21 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 		if call, ok := s.X.(*ast.CallExpr); ok && f.noReturn(call) {
 			return leave
 		}
+	case *ast.SelectStmt:
+		// select { case <-time.After(d): continue; case <-ctx.Done():
+		// return }: every case leaves or goes round, and one goes round.
+		round := false
+		for _, c := range s.Body.List {
+			switch f.last(l, c.(*ast.CommClause).Body) {
+			case again:
+				round = true
+			case stay:
+				return stay
+			}
+		}
+		if round {
+			return again
+		}
 	}
 	return stay
 }

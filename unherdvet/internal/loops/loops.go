@@ -291,7 +291,8 @@ func schedule(t types.Type) bool {
 }
 
 // iterates reports whether a loop condition calls a method that is not
-// about time or a context: rows.Next(), sc.Scan(), it.Valid().
+// about time or a context and does not count: rows.Next(), sc.Scan(),
+// it.Valid(), but not i < policy.MaxRetries().
 func (f *finder) iterates(cond ast.Expr) bool {
 	found := false
 	ast.Inspect(cond, func(n ast.Node) bool {
@@ -304,6 +305,11 @@ func (f *finder) iterates(cond ast.Expr) bool {
 			return true
 		}
 		if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
+			// A count from a method (i < policy.MaxRetries()) is a limit,
+			// not an iterator.
+			if b, ok := f.info.TypeOf(call).Underlying().(*types.Basic); ok && b.Info()&types.IsNumeric != 0 {
+				return true
+			}
 			p := fn.Pkg()
 			if p == nil || (p.Path() != "time" && p.Path() != "context") {
 				found = true

@@ -3,6 +3,7 @@ package a
 import (
 	"context"
 	"extlib"
+	"math/rand/v2"
 	"time"
 )
 
@@ -60,5 +61,56 @@ func pollDevice(ctx context.Context, req deviceRequest) (string, error) {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
+	}
+}
+
+// A driver's reconnection policy: an interface whose implementation here
+// returns a constant interval.
+type reconnectionPolicy interface {
+	Interval(retries int) time.Duration
+	MaxRetries() int
+}
+
+type constantPolicy struct {
+	Retries int
+	Wait    time.Duration
+}
+
+func (p *constantPolicy) Interval(int) time.Duration { return p.Wait }
+func (p *constantPolicy) MaxRetries() int            { return p.Retries }
+
+type session struct{ policy reconnectionPolicy }
+
+func newSession() *session {
+	return &session{policy: &constantPolicy{Retries: 3, Wait: time.Second}}
+}
+
+// Positive: the wait comes through the interface; the implementation the
+// program has returns a constant.
+func (s *session) reconnect() error {
+	var err error
+	for i := 0; i < s.policy.MaxRetries(); i++ {
+		if _, err = dial("db"); err == nil {
+			return nil
+		}
+		time.Sleep(s.policy.Interval(i)) // want `nojitter: retry loop`
+	}
+	return err
+}
+
+type jitterPolicy interface{ Next() time.Duration }
+
+type randomPolicy struct{ base time.Duration }
+
+func (p randomPolicy) Next() time.Duration { return p.base/2 + rand.N(p.base) }
+
+// Negative: every implementation of the interface draws at random.
+func resubscribeJittered(p jitterPolicy, sub func() error) {
+	for {
+		if err := sub(); err != nil {
+			time.Sleep(p.Next())
+			continue
+		}
+		return
 	}
 }

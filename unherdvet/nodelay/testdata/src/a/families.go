@@ -1,0 +1,55 @@
+package a
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+)
+
+type sdk struct{ hc *http.Client }
+
+// Positive: an SDK's hand-written attempt loop retries timeouts and 5xx
+// at once.
+func (c *sdk) get(ctx context.Context, url string) (*http.Response, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // want `nodelay: retry loop tries again at once`
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				lastErr = err
+				continue
+			}
+			return nil, err
+		}
+		if resp.StatusCode >= 500 {
+			resp.Body.Close()
+			lastErr = errors.New(resp.Status)
+			continue
+		}
+		return resp, nil
+	}
+	return nil, lastErr
+}
+
+// Negative: pagination goes round on success, returns on error.
+func (c *sdk) all(ctx context.Context, urls []string) (n int, err error) {
+	for i := 0; i < len(urls); i++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, urls[i], nil)
+		if err != nil {
+			return n, err
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return n, err
+		}
+		resp.Body.Close()
+		n++
+	}
+	return n, nil
+}

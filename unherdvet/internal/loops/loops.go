@@ -486,7 +486,7 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 		if ifs, ok := s.(*ast.IfStmt); ok {
 			j, op, cond = i, f.errCond(ifs.Cond, errv, call), ifs.Cond
 		} else {
-			j, op, cond = f.branchAfter(l, stmts, i, errv, call)
+			j, op, cond = f.branchAfter(l, stmts, i, errv, call, results)
 		}
 		if op == 0 {
 			if varies {
@@ -600,11 +600,25 @@ func (f *finder) statusTest(cond ast.Expr, results []types.Object) bool {
 // success test and token.NEQ for a failure test, and the condition that
 // decides; or an if on a boolean decision computed from the error, where
 // "if !retry" counts as a success test and "if retry" as a failure test,
-// and the decision's expression is the condition. It returns op 0 if there is
-// none before a statement that leaves the loop.
-func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object, call *ast.CallExpr) (int, token.Token, ast.Expr) {
+// and the decision's expression is the condition; the decision may also be
+// a boolean result of the attempt itself (retry, err = run(); if !retry {
+// return err }). It returns op 0 if there is none before a statement that
+// leaves the loop.
+func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object, call *ast.CallExpr, results []types.Object) (int, token.Token, ast.Expr) {
 	var decision types.Object
 	var decide ast.Expr
+	// retry, err = run(): the attempt's own boolean says whether to go
+	// round (if !retry { return err }), when its name says so (retry,
+	// shouldRetry, again, shouldContinue).
+	// Only a boolean named for it: more, err := it.Next() iterates.
+	for _, r := range results {
+		name := strings.ToLower(r.Name())
+		if errv != nil && types.Identical(r.Type().Underlying(), types.Typ[types.Bool]) &&
+			(strings.Contains(name, "retr") || strings.Contains(name, "again") || name == "shouldcontinue") {
+			decision, decide = r, call
+			break
+		}
+	}
 	for k := i + 1; k < len(stmts); k++ {
 		switch s := stmts[k].(type) {
 		case *ast.IfStmt:

@@ -114,3 +114,30 @@ func resubscribeJittered(p jitterPolicy, sub func() error) {
 		return
 	}
 }
+
+// Positive: the attempt says itself whether to go round (retry, err =
+// run()), a constant backoff apart.
+func txnRetry(run func() (bool, error), remaining int) error {
+	var err error
+	for remaining >= 0 {
+		var retry bool
+		retry, err = run()
+		if !retry {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond) // want `nojitter: retry loop waits a constant 100ms`
+		remaining--
+	}
+	return err
+}
+
+// Negative: more, err := next() iterates; its boolean is no retry.
+func drain(next func() (bool, error)) error {
+	for {
+		more, err := next()
+		if !more {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

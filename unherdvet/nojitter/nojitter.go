@@ -222,10 +222,11 @@ func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
 		!strings.Contains(name, "delay") && !strings.Contains(name, "backoff") && !strings.Contains(name, "poll") {
 		return false
 	}
-	if strings.Contains(name, "poll") {
-		// A poll interval (PollInterval, the interval of an OAuth device
-		// flow): the loop polls at the pace it was given, it is not
-		// backing off from failures.
+	if strings.Contains(name, "poll") && exchanged(c.info.TypeOf(e.X)) {
+		// A poll interval carried by a request or response (the interval
+		// of an OAuth device flow): the loop polls at the pace the server
+		// gave, it is not backing off from failures. A configuration's
+		// poll interval (config.LookupdPollInterval) is no such thing.
 		return true
 	}
 	x := ast.Unparen(e.X)
@@ -277,6 +278,26 @@ func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
 		})
 	}
 	return decoded
+}
+
+// exchanged reports whether t (or what it points to) is a named type whose
+// name says it is a message exchanged with a server: a request, a
+// response, a result or a reply.
+func exchanged(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*types.Named)
+	if !ok {
+		return false
+	}
+	name := strings.ToLower(n.Obj().Name())
+	for _, w := range []string{"request", "response", "result", "reply"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *classifier) call(e *ast.CallExpr) kind {

@@ -282,7 +282,9 @@ func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats f
 				break
 			}
 		}
-		if j < 0 {
+		if j < 0 || (j > k+1 && f.reassigned(stmts[k+1:j], errv)) {
+			// No branch, or the one found tests the error of a later call
+			// (cn.c, err = dial(); ...; err = cn.ssl(mode); if err != nil).
 			continue
 		}
 		ifs := stmts[j].(*ast.IfStmt)

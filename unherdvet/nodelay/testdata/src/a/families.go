@@ -53,3 +53,32 @@ func (c *sdk) all(ctx context.Context, urls []string) (n int, err error) {
 	}
 	return n, nil
 }
+
+type pgConn struct{}
+
+var thePgConn = &pgConn{}
+
+func (cn *pgConn) ssl(mode string) error { return nil }
+func pgDial(ctx context.Context) error   { return nil }
+func failed(err error) bool              { return err != nil }
+
+// Negative: a goto that falls back to another SSL mode after the second
+// call fails is a protocol fallback; the dial before it is not retried.
+func pgOpen(ctx context.Context, hosts []string) error {
+	for range hosts {
+		mode := "prefer"
+	restartHost:
+		var err error
+		err = pgDial(ctx)
+		if failed(err) {
+			continue
+		}
+		err = thePgConn.ssl(mode)
+		if err != nil && mode == "prefer" {
+			mode = "disable"
+			goto restartHost
+		}
+		return nil
+	}
+	return nil
+}

@@ -47,6 +47,19 @@ func reconnectLibJitter(ctx context.Context) {
 
 type deviceRequest struct{ PollInterval time.Duration }
 
+type pollConfig struct{ LookupdPollInterval time.Duration }
+
+// Positive: a configuration's poll interval is the client's own constant.
+func redialEvery(cfg pollConfig) {
+	for {
+		time.Sleep(cfg.LookupdPollInterval) // want `nojitter: retry loop waits the same delay`
+		if _, err := dial("nsqd"); err != nil {
+			continue
+		}
+		break
+	}
+}
+
 func exchangeDevice(ctx context.Context, req deviceRequest) (string, error) { return "", nil }
 
 // Negative: a device-code flow polls at the interval the server gave.

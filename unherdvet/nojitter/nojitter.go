@@ -372,6 +372,10 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 			fn, _ = c.info.ObjectOf(val).(*types.Func)
 		case *ast.SelectorExpr:
 			fn, _ = c.info.ObjectOf(val.Sel).(*types.Func)
+		case *ast.FuncLit:
+			// computeBackoff := func(n int) time.Duration { ... }
+			k = max(k, c.bodyReturns(val.Body, 0), c.args(e))
+			continue
 		}
 		if fn == nil {
 			return unknownKind
@@ -466,7 +470,14 @@ func (c *classifier) returns(fn *types.Func, index int) kind {
 		return k
 	}
 	c.funcs[key] = unknownKind
-	body := c.bodies[fn]
+	k := c.bodyReturns(c.bodies[fn], index)
+	c.funcs[key] = k
+	return k
+}
+
+// bodyReturns classifies the index-th result of the return statements of
+// a function body (outside the literals in it).
+func (c *classifier) bodyReturns(body *ast.BlockStmt, index int) kind {
 	sub := &classifier{info: c.info, idx: c.idx, loop: c.loop, scope: body, bodies: c.bodies,
 		seen: make(map[types.Object]kind), funcs: c.funcs, files: c.files, fields: c.fields}
 	k, own, n := constKind, constKind, 0
@@ -496,7 +507,6 @@ func (c *classifier) returns(fn *types.Func, index int) kind {
 		// call not followed) gives nothing.
 		k = own
 	}
-	c.funcs[key] = k
 	return k
 }
 

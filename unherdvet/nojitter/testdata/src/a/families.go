@@ -154,3 +154,48 @@ func drain(next func() (bool, error)) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+type txnConfig struct {
+	Backoff     time.Duration
+	BackoffFunc func(retries int) time.Duration
+}
+
+// Positive: the delay comes from a function literal that returns the
+// configured constant unless the user set a function.
+func addPartitions(cfg txnConfig, run func() (bool, error)) error {
+	computeBackoff := func(remaining int) time.Duration {
+		if cfg.BackoffFunc != nil {
+			return cfg.BackoffFunc(remaining)
+		}
+		return cfg.Backoff
+	}
+	remaining := 3
+	var err error
+	for remaining >= 0 {
+		var retry bool
+		retry, err = run()
+		if !retry {
+			return err
+		}
+		time.Sleep(computeBackoff(remaining)) // want `nojitter: retry loop`
+		remaining--
+	}
+	return err
+}
+
+// Negative: a function literal that draws its delay at random.
+func addPartitionsJittered(run func() (bool, error)) error {
+	computeBackoff := func(remaining int) time.Duration {
+		return time.Duration(rand.N(100)) * time.Millisecond
+	}
+	var err error
+	for remaining := 3; remaining >= 0; remaining-- {
+		var retry bool
+		retry, err = run()
+		if !retry {
+			return err
+		}
+		time.Sleep(computeBackoff(remaining))
+	}
+	return err
+}

@@ -260,7 +260,7 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		}
 		l.Body = s.Body
 	}
-	if !f.attempt(l) && !f.condAttempt(l) {
+	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) {
 		return nil
 	}
 	l.Bounded = f.bounded(l)
@@ -272,6 +272,57 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		return nil
 	}
 	return l
+}
+
+// restart matches a supervisor's reconnect loop that does not branch on
+// the attempt's error at all: for { connected, err := c.once(ctx); if
+// connected { b.Reset() }; log(err); wait(b.Duration()) }. The attempt
+// returns when the connection drops or fails, and the loop always waits
+// and goes round; what marks it as a reconnect rather than a periodic
+// job is the backoff it resets (a Reset method that is not a timer's).
+func (f *finder) restart(l *Loop) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || !f.resetsBackoff(l.Body) {
+		return false
+	}
+	for i, s := range l.Body.List {
+		if _, ok := s.(*ast.AssignStmt); !ok {
+			continue
+		}
+		call, errv, results := f.errCall(s)
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
+			continue
+		}
+		rest := l.Body.List[i+1:]
+		if f.anyTop(l, rest, leave) {
+			return false
+		}
+		l.Call, l.Err, l.Results, l.Branch, l.Endless = call, errv, results, call, true
+		l.Between = append(append([]ast.Stmt(nil), rest...), l.Body.List[:i]...)
+		return !f.varies(l, call, l.Body)
+	}
+	return false
+}
+
+// resetsBackoff reports whether body calls a Reset method, outside
+// function literals, that is not time.Timer's or time.Ticker's.
+func (f *finder) resetsBackoff(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, lit := n.(*ast.FuncLit); lit || found {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		fn := match.Callee(f.info, call)
+		if fn != nil && fn.Name() == "Reset" && len(call.Args) == 0 && (fn.Pkg() == nil || fn.Pkg().Path() != "time") {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // schedule reports whether t is a slice or array of time.Duration.

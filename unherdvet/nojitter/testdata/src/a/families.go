@@ -199,3 +199,39 @@ func addPartitionsJittered(run func() (bool, error)) error {
 	}
 	return err
 }
+
+func connectionOnce(ctx context.Context) (bool, error) { return false, nil }
+
+// Positive: a tunnel client's supervisor loop: run the connection until
+// it drops, reset the backoff after a good one, always wait and go round.
+func connectionLoop(ctx context.Context) {
+	b := &extlib.Backoff{Max: 5 * time.Minute}
+	for {
+		connected, err := connectionOnce(ctx)
+		if connected {
+			b.Reset()
+		}
+		_ = err
+		d := b.Duration()
+		select {
+		case <-extlib.AfterSignal(d): // want `nojitter: retry loop's delay grows without jitter`
+			continue
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Negative: a periodic job runs, logs and waits; no backoff is reset, it
+// is no reconnect.
+func every(ctx context.Context, job func(context.Context) error) {
+	for {
+		err := job(ctx)
+		_ = err
+		select {
+		case <-time.After(time.Minute):
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -24,3 +24,6 @@ func AfterSignal(d time.Duration) <-chan struct{} {
 	go func() { time.Sleep(d); close(ch) }()
 	return ch
 }
+
+// Reset starts the doubling again.
+func (b *Backoff) Reset() { b.attempt = 0 }

@@ -649,8 +649,12 @@ func (c *classifier) writes(v *types.Var) kind {
 		case a.Tuple:
 			// duration, err := syncer.OnFailedSync(res, err)
 			call, ok := ast.Unparen(a.Rhs).(*ast.CallExpr)
+			if !ok {
+				k = max(k, unknownKind) // v, ok := m[key]; v, ok := x.(T)
+				break
+			}
 			fn := match.Callee(c.info, call)
-			if !ok || fn == nil {
+			if fn == nil {
 				k = max(k, unknownKind)
 				break
 			}

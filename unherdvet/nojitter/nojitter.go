@@ -642,6 +642,11 @@ func (c *classifier) writes(v *types.Var) kind {
 		switch {
 		case a.Rhs != nil && !a.Tuple && c.expr(a.Rhs) == serverKind:
 			server = true // given by the server on some failures
+		case a.Op == token.RANGE && c.neverSet(a.Stmt):
+			// for _, d := range opts.customBackoff, a field the package
+			// never sets: what schedule it holds, the program does not
+			// show.
+			k = max(k, unknownKind)
 		case a.Op == token.RANGE || a.Op == token.INC || a.Op == token.DEC:
 			k = max(k, growingKind) // a counter
 		case a.Op == token.VAR && a.Rhs == nil:
@@ -677,6 +682,24 @@ func (c *classifier) writes(v *types.Var) kind {
 		return serverKind
 	}
 	return k
+}
+
+// neverSet reports whether stmt is a range over a struct field that no
+// assignment or composite literal of the package gives a value.
+func (c *classifier) neverSet(stmt ast.Node) bool {
+	rs, ok := stmt.(*ast.RangeStmt)
+	if !ok {
+		return false
+	}
+	sel, ok := ast.Unparen(rs.X).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	field, ok := c.info.ObjectOf(sel.Sel).(*types.Var)
+	if !ok || !field.IsField() || field.Exported() {
+		return false
+	}
+	return len(c.idx[field]) == 0 && len(c.fieldValues(field)) == 0
 }
 
 func (c *classifier) usesRand(e ast.Expr) bool {

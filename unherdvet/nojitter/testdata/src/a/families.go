@@ -251,3 +251,37 @@ func delayFromMap(delays map[string]time.Duration) error {
 	}
 	return nil
 }
+
+type schedOpts struct{ customBackoff []time.Duration }
+
+type givenOpts struct{ backoff []time.Duration }
+
+// Negative: a schedule from a field nothing in the package sets (only
+// tests do): the program does not show what it holds.
+func customSchedule(o schedOpts, f func(int) (bool, error)) error {
+	var err error
+	for i, interval := range o.customBackoff {
+		time.Sleep(interval)
+		var retry bool
+		retry, err = f(i)
+		if !retry {
+			return err
+		}
+	}
+	return err
+}
+
+// Positive: the same schedule, given by the package.
+func givenSchedule(f func(int) (bool, error)) error {
+	o := givenOpts{backoff: []time.Duration{time.Second, 2 * time.Second}}
+	var err error
+	for i, interval := range o.backoff {
+		time.Sleep(interval) // want `nojitter: retry loop`
+		var retry bool
+		retry, err = f(i)
+		if !retry {
+			return err
+		}
+	}
+	return err
+}

@@ -33,22 +33,17 @@ func (b *batcher) sendBatch(ctx context.Context, url string, body []byte) error 
 
 // Negative: the same batch with a key that stays the same on every
 // attempt.
-func (b *batcher) sendKeyed(ctx context.Context, url, key string, body []byte) error {
-	for attempt := 0; attempt < 3; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
+func (b *batcher) sendKeyed(ctx context.Context, url, key string, body []byte) (err error) {
+	for range 3 {
+		var req *http.Request
+		if req, err = http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body)); err != nil {
 			return err
 		}
 		req.Header.Set("Idempotency-Key", key)
-		resp, err := b.hc.Do(req)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
+		var resp *http.Response
+		if resp, err = b.hc.Do(req); err == nil {
+			return resp.Body.Close()
 		}
-		return resp.Body.Close()
 	}
-	return errors.New("gave up")
+	return err
 }

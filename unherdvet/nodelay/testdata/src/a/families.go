@@ -37,23 +37,6 @@ func (c *sdk) get(ctx context.Context, url string) (*http.Response, error) {
 	return nil, lastErr
 }
 
-// Negative: pagination goes round on success, returns on error.
-func (c *sdk) all(ctx context.Context, urls []string) (n int, err error) {
-	for i := 0; i < len(urls); i++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, urls[i], nil)
-		if err != nil {
-			return n, err
-		}
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			return n, err
-		}
-		resp.Body.Close()
-		n++
-	}
-	return n, nil
-}
-
 type pgConn struct{}
 
 var thePgConn = &pgConn{}

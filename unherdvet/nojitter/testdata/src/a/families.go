@@ -128,22 +128,6 @@ func resubscribeJittered(p jitterPolicy, sub func() error) {
 	}
 }
 
-// Positive: the attempt says itself whether to go round (retry, err =
-// run()), a constant backoff apart.
-func txnRetry(run func() (bool, error), remaining int) error {
-	var err error
-	for remaining >= 0 {
-		var retry bool
-		retry, err = run()
-		if !retry {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond) // want `nojitter: retry loop waits a constant 100ms`
-		remaining--
-	}
-	return err
-}
-
 // Negative: more, err := next() iterates; its boolean is no retry.
 func drain(next func() (bool, error)) error {
 	for {
@@ -160,7 +144,8 @@ type txnConfig struct {
 	BackoffFunc func(retries int) time.Duration
 }
 
-// Positive: the delay comes from a function literal that returns the
+// Positive: the attempt says itself whether to go round (retry, err =
+// run()), and the delay comes from a function literal that returns the
 // configured constant unless the user set a function.
 func addPartitions(cfg txnConfig, run func() (bool, error)) error {
 	computeBackoff := func(remaining int) time.Duration {
@@ -212,12 +197,10 @@ func connectionLoop(ctx context.Context) {
 			b.Reset()
 		}
 		_ = err
-		d := b.Duration()
 		select {
-		case <-extlib.AfterSignal(d): // want `nojitter: retry loop's delay grows without jitter`
-			continue
 		case <-ctx.Done():
 			return
+		case <-extlib.AfterSignal(b.Duration()): // want `nojitter: retry loop's delay grows without jitter`
 		}
 	}
 }

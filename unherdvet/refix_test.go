@@ -13,15 +13,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// alsoFixes names, for a check, the finding of the same function its fix
+// fixes too: the sleepctx fix waits on the context, which is also what
+// the loop lacked to be bounded.
+var alsoFixes = map[string]string{"sleepctx": "unbounded"}
+
 // TestFixThenVet applies each suggested fix on its own to the loops of
 // testdata/refix and vets the result again: the findings left must be
 // exactly the ones the fix did not fix. A fix that hides the loop from
 // vet (the notimeout fix puts the call inside an if) fails here.
-//
-// The sleepctx fix waits on the context, which is also what the loop
-// lacked to be bounded: it fixes the unbounded finding of its loop too.
 func TestFixThenVet(t *testing.T) {
-	alsoFixes := map[string]string{"sleepctx": "unbounded"}
 	before := vetCopy(t)
 	var fixable []int
 	for i, f := range before.findings {
@@ -53,6 +54,40 @@ func TestFixThenVet(t *testing.T) {
 				t.Errorf("findings after fixing %s (-want +got):\n%s", fixed, diff)
 			}
 		})
+	}
+}
+
+// TestFixAllThenVet applies every fix at once, as unherd vet --fix does:
+// the findings left are the ones whose fixes were not applied (two fixes
+// of one wait overlap, and only the first goes in).
+func TestFixAllThenVet(t *testing.T) {
+	run := vetCopy(t)
+	applied, _, err := ApplyFixes(run.findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) == 0 {
+		t.Fatal("no fix applied")
+	}
+	fixed := make(map[string]bool) // keys of the findings the fixes remove
+	for i, f := range run.findings {
+		if slices.ContainsFunc(applied, func(a Finding) bool { return a.Line == f.Line && a.Check == f.Check }) {
+			fixed[run.keys[i]] = true
+			if also, ok := alsoFixes[f.Check]; ok {
+				fixed[also+" in "+run.funcs[i]] = true
+			}
+		}
+	}
+	var want []string
+	for _, k := range run.keys {
+		if !fixed[k] {
+			want = append(want, k)
+		}
+	}
+	slices.Sort(want)
+	got := slices.Sorted(slices.Values(vetDir(t, run.dir).keys))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings after fixing %d of %d (-want +got):\n%s", len(applied), len(run.findings), diff)
 	}
 }
 

@@ -191,6 +191,7 @@ func run(pass *analysis.Pass) (any, error) {
 			if l := f.recursion(fn); l != nil {
 				f.res.Loops = append(f.res.Loops, l)
 			}
+			f.res.Loops = append(f.res.Loops, f.retryClosures(fn)...)
 		}
 	}
 	return f.res, nil

@@ -268,3 +268,38 @@ func givenSchedule(f func(int) (bool, error)) error {
 	}
 	return err
 }
+
+type metaClient struct{ backoff time.Duration }
+
+func (c *metaClient) fetch() error { return nil }
+
+// Positive: a retry by recursion through a closure, which waits a
+// constant and calls the function again.
+func (c *metaClient) refresh(remaining int) error {
+	retry := func(err error) error {
+		if remaining > 0 {
+			time.Sleep(c.backoff) // want `nojitter: retry loop waits the same delay`
+			return c.refresh(remaining - 1)
+		}
+		return err
+	}
+	if err := c.fetch(); err != nil {
+		return retry(err)
+	}
+	return nil
+}
+
+// Negative: the closure waits a random delay.
+func (c *metaClient) refreshJittered(remaining int) error {
+	retry := func(err error) error {
+		if remaining > 0 {
+			time.Sleep(rand.N(c.backoff))
+			return c.refreshJittered(remaining - 1)
+		}
+		return err
+	}
+	if err := c.fetch(); err != nil {
+		return retry(err)
+	}
+	return nil
+}

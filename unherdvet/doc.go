@@ -53,14 +53,20 @@
 // goes round again when it is not; or an endless for loop that waits and
 // goes round on an error and carries on after a success (a reconnect or
 // long-poll loop); or a goto back to a label before the call, or a
-// function that calls itself again on failure. The success test may ask
-// for a good answer too (err == nil && resp.StatusCode < 500). Polling loops (which return on error),
+// function that calls itself again on failure; or a supervisor loop that
+// always waits after its attempt and resets a backoff after a good run.
+// The attempt may sit in a conditional that only guards it (if err == nil
+// { resp, err = c.Do(req) }, as the notimeout fix writes it), and the
+// success test may ask for a good answer too (err == nil &&
+// resp.StatusCode < 500). Polling loops (which return on error),
 // pagination, failover over a list of addresses and iterator loops are
 // not retry loops. The checks prefer missing a finding to reporting a
 // wrong one: a delay computed by a function they do not follow, a client
 // or request built elsewhere, are given the benefit of the doubt.
 //
-// Test files and generated files are not checked.
+// Test files, generated files and test-support packages (an import path
+// with an element e2e, tests, testutil(s) or testhelper(s)) are not
+// checked.
 //
 // # Silencing a finding
 //

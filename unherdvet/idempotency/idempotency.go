@@ -3,6 +3,7 @@ package idempotency
 import (
 	"go/ast"
 	"go/constant"
+	"go/token"
 	"go/types"
 	"strings"
 
@@ -36,7 +37,7 @@ func reportUnkeyed(p *check.Pass, l *loops.Loop) {
 }
 
 // requestMethod returns the method of the request req names, when every
-// write of it in body is a call of http.NewRequest(WithContext) with the
+// write of it in body (other than a declaration without value) is a call of http.NewRequest(WithContext) with the
 // same constant method and no call but the attempt receives it.
 func requestMethod(p *check.Pass, body *ast.BlockStmt, req ast.Expr, attempt *ast.CallExpr) (string, bool) {
 	info, idx := p.TypesInfo, p.Assign
@@ -51,6 +52,11 @@ func requestMethod(p *check.Pass, body *ast.BlockStmt, req ast.Expr, attempt *as
 	}
 	method := ""
 	for _, w := range writes {
+		if w.Op == token.VAR && w.Rhs == nil {
+			// var req *http.Request: declared, then made below (the
+			// notimeout fix declares it so).
+			continue
+		}
 		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
 		if !ok || !w.Tuple || w.Index != 0 {
 			return "", false

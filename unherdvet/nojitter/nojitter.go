@@ -222,6 +222,13 @@ func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
 		!strings.Contains(name, "delay") && !strings.Contains(name, "backoff") && !strings.Contains(name, "poll") {
 		return false
 	}
+	if strings.Contains(name, "poll") && exchanged(c.info.TypeOf(e.X)) {
+		// A poll interval carried by a request or response (the interval
+		// of an OAuth device flow): the loop polls at the pace the server
+		// gave, it is not backing off from failures. A configuration's
+		// poll interval (config.LookupdPollInterval) is no such thing.
+		return true
+	}
 	x := ast.Unparen(e.X)
 	for {
 		sel, ok := x.(*ast.SelectorExpr)
@@ -271,6 +278,26 @@ func (c *classifier) fromServer(e *ast.SelectorExpr) bool {
 		})
 	}
 	return decoded
+}
+
+// exchanged reports whether t (or what it points to) is a named type whose
+// name says it is a message exchanged with a server: a request, a
+// response, a result or a reply.
+func exchanged(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*types.Named)
+	if !ok {
+		return false
+	}
+	name := strings.ToLower(n.Obj().Name())
+	for _, w := range []string{"request", "response", "result", "reply"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *classifier) call(e *ast.CallExpr) kind {
@@ -345,6 +372,10 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 			fn, _ = c.info.ObjectOf(val).(*types.Func)
 		case *ast.SelectorExpr:
 			fn, _ = c.info.ObjectOf(val.Sel).(*types.Func)
+		case *ast.FuncLit:
+			// computeBackoff := func(n int) time.Duration { ... }
+			k = max(k, c.bodyReturns(val.Body, 0), c.args(e))
+			continue
 		}
 		if fn == nil {
 			return unknownKind
@@ -439,7 +470,14 @@ func (c *classifier) returns(fn *types.Func, index int) kind {
 		return k
 	}
 	c.funcs[key] = unknownKind
-	body := c.bodies[fn]
+	k := c.bodyReturns(c.bodies[fn], index)
+	c.funcs[key] = k
+	return k
+}
+
+// bodyReturns classifies the index-th result of the return statements of
+// a function body (outside the literals in it).
+func (c *classifier) bodyReturns(body *ast.BlockStmt, index int) kind {
 	sub := &classifier{info: c.info, idx: c.idx, loop: c.loop, scope: body, bodies: c.bodies,
 		seen: make(map[types.Object]kind), funcs: c.funcs, files: c.files, fields: c.fields}
 	k, own, n := constKind, constKind, 0
@@ -469,7 +507,6 @@ func (c *classifier) returns(fn *types.Func, index int) kind {
 		// call not followed) gives nothing.
 		k = own
 	}
-	c.funcs[key] = k
 	return k
 }
 
@@ -532,7 +569,14 @@ func (c *classifier) jitterless(x ast.Expr) (kind, bool) {
 			}
 			if k, ok := kv.Key.(*ast.Ident); ok && c.info.ObjectOf(k) == field {
 				tv := c.info.Types[kv.Value]
-				if tv.Value == nil || constant.Sign(tv.Value) != 0 {
+				switch {
+				case tv.Value == nil:
+					return randomKind, true
+				case tv.Value.Kind() == constant.Bool:
+					if constant.BoolVal(tv.Value) {
+						return randomKind, true // Jitter: true
+					}
+				case constant.Sign(tv.Value) != 0:
 					return randomKind, true
 				}
 			}
@@ -598,6 +642,11 @@ func (c *classifier) writes(v *types.Var) kind {
 		switch {
 		case a.Rhs != nil && !a.Tuple && c.expr(a.Rhs) == serverKind:
 			server = true // given by the server on some failures
+		case a.Op == token.RANGE && c.neverSet(a.Stmt):
+			// for _, d := range opts.customBackoff, a field the package
+			// never sets: what schedule it holds, the program does not
+			// show.
+			k = max(k, unknownKind)
 		case a.Op == token.RANGE || a.Op == token.INC || a.Op == token.DEC:
 			k = max(k, growingKind) // a counter
 		case a.Op == token.VAR && a.Rhs == nil:
@@ -605,8 +654,12 @@ func (c *classifier) writes(v *types.Var) kind {
 		case a.Tuple:
 			// duration, err := syncer.OnFailedSync(res, err)
 			call, ok := ast.Unparen(a.Rhs).(*ast.CallExpr)
+			if !ok {
+				k = max(k, unknownKind) // v, ok := m[key]; v, ok := x.(T)
+				break
+			}
 			fn := match.Callee(c.info, call)
-			if !ok || fn == nil {
+			if fn == nil {
 				k = max(k, unknownKind)
 				break
 			}
@@ -629,6 +682,24 @@ func (c *classifier) writes(v *types.Var) kind {
 		return serverKind
 	}
 	return k
+}
+
+// neverSet reports whether stmt is a range over a struct field that no
+// assignment or composite literal of the package gives a value.
+func (c *classifier) neverSet(stmt ast.Node) bool {
+	rs, ok := stmt.(*ast.RangeStmt)
+	if !ok {
+		return false
+	}
+	sel, ok := ast.Unparen(rs.X).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	field, ok := c.info.ObjectOf(sel.Sel).(*types.Var)
+	if !ok || !field.IsField() || field.Exported() {
+		return false
+	}
+	return len(c.idx[field]) == 0 && len(c.fieldValues(field)) == 0
 }
 
 func (c *classifier) usesRand(e ast.Expr) bool {

@@ -22,7 +22,7 @@ func reportSleeps(p *check.Pass, l *loops.Loop) {
 		}
 		// A context made inside the loop bounds one attempt, not the wait.
 		ctx := match.ContextInScope(p.Pkg, w.Call.Pos(), l.Stmt.Pos())
-		if ctx == nil || detached(p, l) {
+		if ctx == nil || detached(p, l) || neverDone(p, ctx) {
 			continue
 		}
 		what := "time.Sleep"
@@ -79,6 +79,23 @@ func selectFix(pass *analysis.Pass, l *loops.Loop, w *loops.Wait, ctx string) []
 		Message:   "wait in a select that also returns when " + ctx + " is done",
 		TextEdits: []analysis.TextEdit{{Pos: stmt.Pos(), End: stmt.End(), NewText: []byte(text)}},
 	}}
+}
+
+// neverDone reports whether ctx is a variable that only ever holds
+// context.Background() or context.TODO(): no caller can give up through
+// it, so a sleep that ignores it loses nothing.
+func neverDone(p *check.Pass, ctx types.Object) bool {
+	writes := p.Assign[ctx]
+	if len(writes) == 0 {
+		return false // a parameter
+	}
+	for _, w := range writes {
+		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
+		if !ok || w.Tuple || !match.Func(match.Callee(p.TypesInfo, call), "context", "Background", "TODO") {
+			return false
+		}
+	}
+	return true
 }
 
 // detached reports whether the attempt runs under a context the loop

@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"go/types"
 	"slices"
+	"strings"
 
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
@@ -37,6 +38,21 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 	case *ast.ExprStmt:
 		if call, ok := s.X.(*ast.CallExpr); ok && f.noReturn(call) {
 			return leave
+		}
+	case *ast.SelectStmt:
+		// select { case <-time.After(d): continue; case <-ctx.Done():
+		// return }: every case leaves or goes round, and one goes round.
+		round := false
+		for _, c := range s.Body.List {
+			switch f.last(l, c.(*ast.CommClause).Body) {
+			case again:
+				round = true
+			case stay:
+				return stay
+			}
+		}
+		if round {
+			return again
 		}
 	}
 	return stay
@@ -193,6 +209,7 @@ func (f *finder) other(l *Loop, n ast.Node) bool {
 			// Only the operand: the selected name is a field or method.
 			if id, ok := m.X.(*ast.Ident); ok {
 				if _, pkg := f.info.Uses[id].(*types.PkgName); pkg {
+					found = stopSentinel(f.info.Uses[m.Sel])
 					return false
 				}
 			}
@@ -220,6 +237,20 @@ func (f *finder) other(l *Loop, n ast.Node) bool {
 	return found
 }
 
+// stopSentinel reports whether o is a package-level error that says the
+// caller stopped what the attempt uses (ErrClosed, net.ErrClosed,
+// http.ErrServerClosed, ErrShutdown, context.Canceled): a loop that
+// leaves on it ends when its owner closes it.
+func stopSentinel(o types.Object) bool {
+	v, ok := o.(*types.Var)
+	if !ok || v.Pkg() == nil || v.Parent() != v.Pkg().Scope() || !match.IsError(v.Type()) {
+		return false
+	}
+	name := strings.ToLower(v.Name())
+	return strings.Contains(name, "closed") || strings.Contains(name, "shutdown") || strings.Contains(name, "stopped") ||
+		(v.Pkg().Path() == "context" && v.Name() == "Canceled")
+}
+
 func (f *finder) otherIdent(l *Loop, n ast.Node) bool {
 	id, ok := n.(*ast.Ident)
 	if !ok {
@@ -230,7 +261,9 @@ func (f *finder) otherIdent(l *Loop, n ast.Node) bool {
 		return false
 	}
 	if v.Pkg() != nil && v.Parent() == v.Pkg().Scope() && match.IsError(v.Type()) {
-		return false // a sentinel error, as in errors.Is(err, ErrX)
+		// A sentinel error, as in errors.Is(err, ErrX), is about the
+		// attempt; one that says its owner closed it is a stop.
+		return stopSentinel(v)
 	}
 	return v != l.Err && !slices.Contains(l.Results, types.Object(v))
 }

@@ -15,7 +15,10 @@
 // (err == nil && resp.StatusCode < 500), or go round on a status of the
 // answer alone (if resp.StatusCode == 429 { continue }). An endless for
 // loop that waits and goes round on failure and carries on after a
-// success is a reconnect or long-poll loop (Endless). Outside for
+// success is a reconnect or long-poll loop (Endless). The attempt may sit
+// in a conditional that only guards it (if err == nil { resp, err =
+// c.Do(req) }, if/else or switch arms that each make it), as vet's own
+// notimeout fix writes it. Outside for
 // statements, a goto back to a label before the attempt (Goto) and a
 // function that calls itself again on failure or on a status (Recursion)
 // are retry loops too. A select that waits on a timer may hold the
@@ -188,6 +191,7 @@ func run(pass *analysis.Pass) (any, error) {
 			if l := f.recursion(fn); l != nil {
 				f.res.Loops = append(f.res.Loops, l)
 			}
+			f.res.Loops = append(f.res.Loops, f.retryClosures(fn)...)
 		}
 	}
 	return f.res, nil
@@ -257,7 +261,7 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		}
 		l.Body = s.Body
 	}
-	if !f.attempt(l) && !f.condAttempt(l) {
+	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) {
 		return nil
 	}
 	l.Bounded = f.bounded(l)
@@ -269,6 +273,57 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		return nil
 	}
 	return l
+}
+
+// restart matches a supervisor's reconnect loop that does not branch on
+// the attempt's error at all: for { connected, err := c.once(ctx); if
+// connected { b.Reset() }; log(err); wait(b.Duration()) }. The attempt
+// returns when the connection drops or fails, and the loop always waits
+// and goes round; what marks it as a reconnect rather than a periodic
+// job is the backoff it resets (a Reset method that is not a timer's).
+func (f *finder) restart(l *Loop) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || !f.resetsBackoff(l.Body) {
+		return false
+	}
+	for i, s := range l.Body.List {
+		if _, ok := s.(*ast.AssignStmt); !ok {
+			continue
+		}
+		call, errv, results := f.errCall(s)
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
+			continue
+		}
+		rest := l.Body.List[i+1:]
+		if f.anyTop(l, rest, leave) {
+			return false
+		}
+		l.Call, l.Err, l.Results, l.Branch, l.Endless = call, errv, results, call, true
+		l.Between = append(append([]ast.Stmt(nil), rest...), l.Body.List[:i]...)
+		return !f.varies(l, call, l.Body)
+	}
+	return false
+}
+
+// resetsBackoff reports whether body calls a Reset method, outside
+// function literals, that is not time.Timer's or time.Ticker's.
+func (f *finder) resetsBackoff(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, lit := n.(*ast.FuncLit); lit || found {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		fn := match.Callee(f.info, call)
+		if fn != nil && fn.Name() == "Reset" && len(call.Args) == 0 && (fn.Pkg() == nil || fn.Pkg().Path() != "time") {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // schedule reports whether t is a slice or array of time.Duration.
@@ -288,7 +343,8 @@ func schedule(t types.Type) bool {
 }
 
 // iterates reports whether a loop condition calls a method that is not
-// about time or a context: rows.Next(), sc.Scan(), it.Valid().
+// about time or a context and does not count: rows.Next(), sc.Scan(),
+// it.Valid(), but not i < policy.MaxRetries().
 func (f *finder) iterates(cond ast.Expr) bool {
 	found := false
 	ast.Inspect(cond, func(n ast.Node) bool {
@@ -301,6 +357,11 @@ func (f *finder) iterates(cond ast.Expr) bool {
 			return true
 		}
 		if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
+			// A count from a method (i < policy.MaxRetries()) is a limit,
+			// not an iterator.
+			if b, ok := f.info.TypeOf(call).Underlying().(*types.Basic); ok && b.Info()&types.IsNumeric != 0 {
+				return true
+			}
 			p := fn.Pkg()
 			if p == nil || (p.Path() != "time" && p.Path() != "context") {
 				found = true
@@ -314,13 +375,108 @@ func (f *finder) iterates(cond ast.Expr) bool {
 // attempt finds the loop's attempt and its branches, filling in l, and
 // reports whether the loop is a retry loop.
 func (f *finder) attempt(l *Loop) bool {
-	if f.attemptIn(l, l.Body.List) {
+	stmts := l.Body.List
+	if f.attemptIn(l, stmts) {
 		return true
 	}
-	if flat := f.flatten(l.Body.List); flat != nil {
-		return f.attemptIn(l, flat)
+	if flat := f.flatten(stmts); flat != nil {
+		if f.attemptIn(l, flat) {
+			return true
+		}
+		stmts = flat
+	}
+	if open := f.unwrap(stmts); open != nil {
+		return f.attemptIn(l, open)
 	}
 	return false
+}
+
+// unwrap returns stmts with each conditional that only guards the attempt
+// replaced by the statements of its first branch that makes it: if err ==
+// nil { resp, err = c.Do(req) }, if/else or switch arms that each assign
+// the result of a call, none leaving the loop or going round. The attempt
+// is then seen at the top level, whatever condition guards it (vet's own
+// notimeout fix writes such an if). It returns nil when there is no such
+// conditional.
+func (f *finder) unwrap(stmts []ast.Stmt) []ast.Stmt {
+	var out []ast.Stmt
+	changed := false
+	for _, s := range stmts {
+		if arm := f.guardedAttempt(s); arm != nil {
+			out = append(out, arm...)
+			changed = true
+			continue
+		}
+		out = append(out, s)
+	}
+	if !changed {
+		return nil
+	}
+	return out
+}
+
+// guardedAttempt returns the statements of the first arm of the if or
+// switch s that assigns an attempt's error (resp, err = call(), not a
+// declaration), when no arm holds a branch, return or goto; or nil.
+func (f *finder) guardedAttempt(s ast.Stmt) []ast.Stmt {
+	var arms [][]ast.Stmt
+	switch s := s.(type) {
+	case *ast.IfStmt:
+		for s != nil {
+			arms = append(arms, s.Body.List)
+			switch e := s.Else.(type) {
+			case *ast.IfStmt:
+				s = e
+				continue
+			case *ast.BlockStmt:
+				arms = append(arms, e.List)
+			}
+			s = nil
+		}
+	case *ast.SwitchStmt:
+		for _, c := range s.Body.List {
+			arms = append(arms, c.(*ast.CaseClause).Body)
+		}
+	default:
+		return nil
+	}
+	var found []ast.Stmt
+	for _, arm := range arms {
+		for _, a := range arm {
+			if jumps(a) {
+				return nil
+			}
+			if found != nil {
+				continue
+			}
+			if as, ok := a.(*ast.AssignStmt); ok && as.Tok == token.ASSIGN {
+				if call, _, _ := f.errCall(a); call != nil {
+					found = arm
+				}
+			}
+		}
+	}
+	return found
+}
+
+// jumps reports whether s holds a return, goto, break, continue or panic
+// outside function literals.
+func jumps(s ast.Stmt) bool {
+	found := false
+	ast.Inspect(s, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt, *ast.BranchStmt:
+			found = true
+		case *ast.CallExpr:
+			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "panic" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // flatten returns stmts with a select that waits on a timer replaced by
@@ -382,12 +538,17 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 		if ifs, ok := s.(*ast.IfStmt); ok {
 			j, op, cond = i, f.errCond(ifs.Cond, errv, call), ifs.Cond
 		} else {
-			j, op, cond = f.branchAfter(l, stmts, i, errv, call)
+			j, op, cond = f.branchAfter(l, stmts, i, errv, call, results)
 		}
 		if op == 0 {
 			if varies {
 				return false
 			}
+			continue
+		}
+		if j > i+1 && f.reassigned(stmts[i+1:j], errv) {
+			// req, err = http.NewRequest(...); resp, err = c.Do(req); if
+			// err != nil: the attempt is the last call before the branch.
 			continue
 		}
 		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
@@ -413,6 +574,23 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 			return true
 		}
 		l.Between, l.Success = nil, nil
+	}
+	return false
+}
+
+// reassigned reports whether one of stmts assigns errv the error of
+// another call.
+func (f *finder) reassigned(stmts []ast.Stmt, errv types.Object) bool {
+	if errv == nil {
+		return false
+	}
+	for _, s := range stmts {
+		if _, ok := s.(*ast.AssignStmt); !ok {
+			continue
+		}
+		if call, v, _ := f.errCall(s); call != nil && v == errv {
+			return true
+		}
 	}
 	return false
 }
@@ -474,11 +652,25 @@ func (f *finder) statusTest(cond ast.Expr, results []types.Object) bool {
 // success test and token.NEQ for a failure test, and the condition that
 // decides; or an if on a boolean decision computed from the error, where
 // "if !retry" counts as a success test and "if retry" as a failure test,
-// and the decision's expression is the condition. It returns op 0 if there is
-// none before a statement that leaves the loop.
-func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object, call *ast.CallExpr) (int, token.Token, ast.Expr) {
+// and the decision's expression is the condition; the decision may also be
+// a boolean result of the attempt itself (retry, err = run(); if !retry {
+// return err }). It returns op 0 if there is none before a statement that
+// leaves the loop.
+func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object, call *ast.CallExpr, results []types.Object) (int, token.Token, ast.Expr) {
 	var decision types.Object
 	var decide ast.Expr
+	// retry, err = run(): the attempt's own boolean says whether to go
+	// round (if !retry { return err }), when its name says so (retry,
+	// shouldRetry, again, shouldContinue).
+	// Only a boolean named for it: more, err := it.Next() iterates.
+	for _, r := range results {
+		name := strings.ToLower(r.Name())
+		if errv != nil && types.Identical(r.Type().Underlying(), types.Typ[types.Bool]) &&
+			(strings.Contains(name, "retr") || strings.Contains(name, "again") || name == "shouldcontinue") {
+			decision, decide = r, call
+			break
+		}
+	}
 	for k := i + 1; k < len(stmts); k++ {
 		switch s := stmts[k].(type) {
 		case *ast.IfStmt:

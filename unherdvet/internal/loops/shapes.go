@@ -110,6 +110,95 @@ func (f *finder) recursion(fn *Func) *Loop {
 	return l
 }
 
+// retryClosures matches retries by recursion through a closure of the
+// function: a literal held in a variable that waits and then returns a
+// call of the function itself, which the function returns on failure.
+//
+//	func (c *client) refresh(n int) error {
+//		retry := func(err error) error {
+//			if n > 0 {
+//				time.Sleep(c.backoff)
+//				return c.refresh(n - 1)
+//			}
+//			return err
+//		}
+//		...
+//		if err != nil {
+//			return retry(err)
+//		}
+//	}
+//
+// The loop spans the block that waits and calls again; it is bounded
+// when that block runs under a condition.
+func (f *finder) retryClosures(fn *Func) []*Loop {
+	self, _ := f.info.Defs[fn.Node.(*ast.FuncDecl).Name].(*types.Func)
+	if self == nil {
+		return nil
+	}
+	var out []*Loop
+	for _, s := range fn.Body.List {
+		as, ok := s.(*ast.AssignStmt)
+		if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+			continue
+		}
+		lit, ok := ast.Unparen(as.Rhs[0]).(*ast.FuncLit)
+		id, isID := as.Lhs[0].(*ast.Ident)
+		if !ok || !isID || !f.returnsCallOf(fn.Body, f.info.ObjectOf(id)) {
+			continue
+		}
+		sig, _ := f.info.TypeOf(lit).(*types.Signature)
+		cl := &Func{Node: lit, Body: lit.Body, Sig: sig, Outer: fn}
+		ast.Inspect(lit.Body, func(n ast.Node) bool {
+			blk, ok := n.(*ast.BlockStmt)
+			if !ok {
+				_, lit := n.(*ast.FuncLit)
+				return !lit
+			}
+			for r, st := range blk.List {
+				ret, ok := st.(*ast.ReturnStmt)
+				if !ok || len(ret.Results) == 0 {
+					continue
+				}
+				call, ok := ast.Unparen(ret.Results[0]).(*ast.CallExpr)
+				if !ok || !f.calls(call, self) {
+					continue
+				}
+				l := &Loop{Stmt: blk, Body: blk, Func: cl, Call: call, Branch: call, At: ret,
+					Shape: Recursion, Between: blk.List[:r]}
+				if l.Waits = f.waits(l); len(l.Waits) == 0 {
+					continue
+				}
+				l.Bounded = blk != lit.Body || f.guardedExit(l, l.Between, false, false)
+				out = append(out, l)
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// returnsCallOf reports whether body returns a call of the function held
+// in v (return retry(err)), outside function literals.
+func (f *finder) returnsCallOf(body *ast.BlockStmt, v types.Object) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			for _, e := range n.Results {
+				if c, ok := ast.Unparen(e).(*ast.CallExpr); ok {
+					if id, ok := ast.Unparen(c.Fun).(*ast.Ident); ok && v != nil && f.info.ObjectOf(id) == v {
+						found = true
+					}
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // statusRecursion matches a function that calls itself again on some
 // statuses of its attempt's answer: resp, err := c.Do(req); if err !=
 // nil { return err }; switch resp.StatusCode { case 502, 503: if n <
@@ -282,7 +371,9 @@ func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats f
 				break
 			}
 		}
-		if j < 0 {
+		if j < 0 || (j > k+1 && f.reassigned(stmts[k+1:j], errv)) {
+			// No branch, or the one found tests the error of a later call
+			// (cn.c, err = dial(); ...; err = cn.ssl(mode); if err != nil).
 			continue
 		}
 		ifs := stmts[j].(*ast.IfStmt)

@@ -67,6 +67,13 @@ func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
 	if w, ok := f.sleepers[fn]; ok {
 		return &Wait{Call: call, Delay: w.Delay, Kind: Helper, Scope: w.Scope}
 	}
+	if i, ok := timerFunc(fn); ok && i < len(call.Args) {
+		k := After
+		if inSelect {
+			k = AfterCtx
+		}
+		return &Wait{Call: call, Delay: call.Args[i], Kind: k}
+	}
 	if len(call.Args) != 1 {
 		return nil
 	}
@@ -87,6 +94,33 @@ func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
 	return w
 }
 
+// timerFunc reports whether fn is a timer of another package: a function
+// outside package time that takes one time.Duration and returns only a
+// channel to receive from (cos.AfterSignal(d), clock.After(d)), with the
+// index of that parameter.
+func timerFunc(fn *types.Func) (int, bool) {
+	if fn == nil || (fn.Pkg() != nil && fn.Pkg().Path() == "time") {
+		return 0, false
+	}
+	sig := fn.Type().(*types.Signature)
+	if sig.Results().Len() != 1 {
+		return 0, false
+	}
+	if ch, ok := sig.Results().At(0).Type().Underlying().(*types.Chan); !ok || ch.Dir() == types.SendOnly {
+		return 0, false
+	}
+	idx := -1
+	for i := range sig.Params().Len() {
+		if match.Named(sig.Params().At(i).Type(), "time", "Duration") {
+			if idx >= 0 {
+				return 0, false
+			}
+			idx = i
+		}
+	}
+	return idx, idx >= 0
+}
+
 // timerRecv reports whether a select case receives from a timer:
 // <-time.After(d) or <-t.C.
 func (f *finder) timerRecv(comm ast.Stmt) bool {
@@ -105,7 +139,9 @@ func (f *finder) timerRecv(comm ast.Stmt) bool {
 	}
 	switch e := ast.Unparen(u.X).(type) {
 	case *ast.CallExpr:
-		return match.Func(match.Callee(f.info, e), "time", "After", "Tick")
+		fn := match.Callee(f.info, e)
+		_, timer := timerFunc(fn)
+		return timer || match.Func(fn, "time", "After", "Tick")
 	case *ast.SelectorExpr:
 		return e.Sel.Name == "C" && (match.Named(f.info.TypeOf(e.X), "time", "Timer") || match.Named(f.info.TypeOf(e.X), "time", "Ticker"))
 	}

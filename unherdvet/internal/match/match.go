@@ -140,11 +140,22 @@ func IsHandler(sig *types.Signature) bool {
 }
 
 // Skip reports whether the file holding n is one the checks leave alone:
-// a test file or generated code. Retry loops in tests wait for a test
-// server, and their delays do not reach production.
+// a test file, a file of a test-support package (one whose import path
+// has an element named e2e, tests, testutil or testhelper) or generated
+// code. Retry loops in tests wait for a test
+// server or a local container, and their delays do not reach production.
 func Skip(pass *analysis.Pass, f *ast.File) bool {
 	name := pass.Fset.File(f.Pos()).Name()
-	return strings.HasSuffix(name, "_test.go") || ast.IsGenerated(f)
+	if strings.HasSuffix(name, "_test.go") || ast.IsGenerated(f) {
+		return true
+	}
+	for _, dir := range strings.Split(pass.Pkg.Path(), "/") {
+		switch dir {
+		case "e2e", "tests", "testutil", "testutils", "testhelper", "testhelpers":
+			return true
+		}
+	}
+	return false
 }
 
 // IsRand reports whether fn draws random numbers: a function or method

@@ -205,3 +205,16 @@ func reconnect(ctx context.Context) {
 		_ = n
 	}
 }
+
+// Negative: a context that is only ever context.TODO() is never done;
+// nobody can give up through it.
+func todoContext(recv func(context.Context) error) {
+	ctx := context.TODO()
+	for {
+		if err := recv(ctx); err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		return
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log"
+	"net"
 	"testing"
 	"time"
 )
@@ -346,5 +347,39 @@ func waitReady(t *testing.T, ctx context.Context) {
 			t.Fatalf("not ready within 5s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var errClosed = errors.New("pool: closed")
+
+func receive() error { return nil }
+
+// Negative: the loop leaves when the attempt says its owner closed it
+// (the pool's ErrClosed, net.ErrClosed): closing it stops the loop.
+func untilClosed() {
+	for {
+		err := receive()
+		if err != nil {
+			if err == errClosed {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+	}
+}
+
+// Negative: the same with a package-qualified sentinel.
+func untilNetClosed(c net.Conn) {
+	buf := make([]byte, 1)
+	for {
+		_, err := c.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 	}
 }

@@ -13,16 +13,19 @@ import (
 // its budget), then the guards, then the attempt (with its own timeout).
 //
 // Admit asks to start an attempt. It may wait (a rate limiter), honouring
-// ctx. A non-nil error rejects the attempt locally: the retry loop stops at once
-// with retry.ErrRejected, wrapping that error, and never retries a local
-// rejection. An admitted attempt gets a ticket, which the loop hands back
-// to Done, with the attempt's outcome, exactly once; a breaker can keep a
-// generation in it so that results from before a state change are ignored.
+// ctx. A non-nil error rejects the attempt locally: the retry loop stops
+// at once with retry.ErrRejected, wrapping that error, and never retries a
+// local rejection. An admitted attempt gets a ticket, which the loop hands
+// back to Done exactly once, with the attempt's outcome and the call's
+// context (the one it gave Admit), so that what the outcome makes the
+// guard do (a breaker opening, a rate limiter cutting its rate) reaches
+// its observer with the caller's trace. A breaker can keep a generation
+// in the ticket so that results from before a state change are ignored.
 //
 // Implementations must be safe for concurrent use.
 type Guard interface {
 	Admit(ctx context.Context) (ticket uint64, err error)
-	Done(ticket uint64, o Outcome)
+	Done(ctx context.Context, ticket uint64, o Outcome)
 }
 
 // Outcome is how an admitted attempt ended, as a Guard sees it.
@@ -36,16 +39,4 @@ type Outcome struct {
 	// or a later guard rejected it before it started. A guard should
 	// release what it reserved without counting a success or a failure.
 	Abandoned bool
-}
-
-// ContextGuard is a Guard that also wants the call's context with each
-// outcome, so that what the outcome makes it do (a breaker opening, a
-// rate limiter cutting its rate) reaches its observer with the caller's
-// trace. The retry loop calls DoneContext, with the context it gave
-// Admit, instead of Done on a guard that implements it.
-// (The context is not a field of Outcome, which stays small enough for
-// the compiler to keep in registers on every guard's Done.)
-type ContextGuard interface {
-	Guard
-	DoneContext(ctx context.Context, ticket uint64, o Outcome)
 }

@@ -10,10 +10,6 @@
 // or a later guard rejected it). A guard's rejection ends the call at
 // once with retry.ErrRejected and is never retried.
 //
-// A guard that also wants the call's context with each outcome, so that
-// what the outcome makes it do reaches its observer with the caller's
-// trace, implements ContextGuard.
-//
 // This package holds only the interface; it depends on package failure
 // alone, so that guards need not import the retry loop.
 package admission

@@ -53,9 +53,9 @@ func BenchmarkBreakerFailure(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%2 == 0 {
-			br.Done(t, fail)
+			br.Done(context.Background(), t, fail)
 		} else {
-			br.Done(t, admission.Outcome{})
+			br.Done(context.Background(), t, admission.Outcome{})
 		}
 	}
 }

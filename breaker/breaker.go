@@ -96,7 +96,7 @@ type Breaker struct {
 	epoch        time.Time
 }
 
-var _ admission.ContextGuard = (*Breaker)(nil)
+var _ admission.Guard = (*Breaker)(nil)
 
 type cachedDone struct {
 	ticket uint64
@@ -168,17 +168,12 @@ func (b *Breaker) AdmitAt(now time.Time) (ticket uint64, err error) {
 	return b.admitSlow(context.Background(), s, instant{ns: b.ns(now), set: true})
 }
 
-// Done reports how an admitted call ended, implementing admission.Guard. Call
-// it exactly once per ticket. A closed-state success is lock-free and
-// reads no clock; a failure takes the lock and reads the clock once.
-func (b *Breaker) Done(ticket uint64, o admission.Outcome) {
-	b.done(context.Background(), ticket, o, instant{})
-}
-
-// DoneContext is Done for the call with context ctx, implementing
-// admission.ContextGuard: a state change it causes reaches the observer with
-// ctx. The retry loop calls it instead of Done.
-func (b *Breaker) DoneContext(ctx context.Context, ticket uint64, o admission.Outcome) {
+// Done reports how an admitted call ended, implementing admission.Guard:
+// a state change it causes reaches the observer with ctx, the call's
+// context. Call it exactly once per ticket. A closed-state success is
+// lock-free and reads no clock; a failure takes the lock and reads the
+// clock once.
+func (b *Breaker) Done(ctx context.Context, ticket uint64, o admission.Outcome) {
 	b.done(ctx, ticket, o, instant{})
 }
 
@@ -204,7 +199,7 @@ func (b *Breaker) Allow() (done func(error), err error) {
 	if c := b.doneCache.Load(); c != nil && c.ticket == t {
 		return c.fn, nil
 	}
-	c := &cachedDone{ticket: t, fn: func(err error) { b.Done(t, b.outcome(err)) }}
+	c := &cachedDone{ticket: t, fn: func(err error) { b.Done(context.Background(), t, b.outcome(err)) }}
 	b.doneCache.Store(c)
 	return c.fn, nil
 }

@@ -330,7 +330,7 @@ func TestClockUnderSynctest(t *testing.T) {
 		ctx := context.Background()
 		for range 3 {
 			tk, _ := b.Admit(ctx)
-			b.Done(tk, transient)
+			b.Done(context.Background(), tk, transient)
 		}
 		time.Sleep(59 * time.Second)
 		if _, err := b.Admit(ctx); !errors.Is(err, ErrOpen) {
@@ -341,7 +341,7 @@ func TestClockUnderSynctest(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after 60 s: err = %v, want a probe", err)
 		}
-		b.Done(tk, success)
+		b.Done(context.Background(), tk, success)
 		if b.State() != Closed {
 			t.Fatalf("state %v after a successful probe, want closed", b.State())
 		}
@@ -395,7 +395,7 @@ func TestConcurrent(t *testing.T) {
 					continue
 				}
 				outcomes := []admission.Outcome{success, success, transient, permanent, abandoned}
-				b.Done(tk, outcomes[r.IntN(len(outcomes))])
+				b.Done(context.Background(), tk, outcomes[r.IntN(len(outcomes))])
 				mu.Lock()
 				b.mu.Lock()
 				if b.probes < 0 || b.probes > 2 || b.successes < 0 || b.consec.Load() < 0 {
@@ -439,7 +439,7 @@ func TestHooksOutsideLock(t *testing.T) {
 	for _, o := range []admission.Outcome{success, transient, success, transient, abandoned, success} {
 		tk, err := b.Admit(ctx)
 		if err == nil {
-			b.Done(tk, o)
+			b.Done(context.Background(), tk, o)
 		}
 		now = now.Add(3 * time.Second)
 	}

@@ -60,7 +60,7 @@ func TestObserverWithoutContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Done(ticket, transient)
+	b.Done(context.Background(), ticket, transient)
 	if len(ctxs) != 1 || ctxs[0] == nil {
 		t.Fatalf("contexts %v, want one non-nil", ctxs)
 	}

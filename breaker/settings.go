@@ -98,10 +98,10 @@ type Settings struct {
 	// Observer, if set, receives an observe.Event (BreakerTransition)
 	// after every state change, outside the lock, as OnStateChange does,
 	// with the context of the call that caused it: the one given to
-	// Admit (open to half-open) or to DoneContext (the others), which
-	// the retry loop calls with the call's context. Changes made through
-	// AdmitAt, Done, DoneAt or Allow's done function carry
-	// context.Background(). Nil means none, at no cost.
+	// Admit (open to half-open) or to Done (the others), which the retry
+	// loop calls with the call's context. Changes made through AdmitAt,
+	// DoneAt or Allow's done function carry context.Background(). Nil
+	// means none, at no cost.
 	Observer observe.Observer
 
 	// Now is the clock. Nil means time.Now. The breaker reads it only on

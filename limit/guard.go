@@ -46,7 +46,7 @@ func (g *guard) Admit(ctx context.Context) (uint64, error) {
 	return n<<ticketStartBits | uint64(us)&ticketStartMask, nil
 }
 
-func (g *guard) Done(ticket uint64, o admission.Outcome) {
+func (g *guard) Done(_ context.Context, ticket uint64, o admission.Outcome) {
 	tok := Token{
 		l:        g.l,
 		start:    g.base.Add(time.Duration(ticket&ticketStartMask) * time.Microsecond),

@@ -78,7 +78,7 @@ func TestGuardOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(7 * time.Millisecond)
-			g.Done(ticket, o)
+			g.Done(context.Background(), ticket, o)
 		}
 		want := []Sample{
 			{RTT: 7 * time.Millisecond, InFlight: 1},
@@ -113,7 +113,7 @@ func TestGuardPriority(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Critical at 2 of 3: %v", err)
 	}
-	g.Done(ticket, admission.Outcome{})
+	g.Done(context.Background(), ticket, admission.Outcome{})
 	crit.Ignore()
 	norm.Ignore()
 	checkEmpty(t, l)
@@ -128,7 +128,7 @@ func TestGuardAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.Done(ticket, admission.Outcome{})
+		g.Done(context.Background(), ticket, admission.Outcome{})
 	}); n != 0 {
 		t.Errorf("Admit+Done: %v allocations, want 0", n)
 	}

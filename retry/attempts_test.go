@@ -42,7 +42,7 @@ func (l *ledger) Admit(context.Context) (uint64, error) {
 	return uint64(l.admitted), nil
 }
 
-func (l *ledger) Done(_ uint64, o admission.Outcome) {
+func (l *ledger) Done(_ context.Context, _ uint64, o admission.Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done++
@@ -327,11 +327,11 @@ func (g *guardedCall) state() string {
 	if tk, err := g.b.Admit(context.Background()); err != nil {
 		admits = "refuses"
 	} else {
-		g.b.Done(tk, admission.Outcome{Abandoned: true})
+		g.b.Done(context.Background(), tk, admission.Outcome{Abandoned: true})
 	}
 	before := fmt.Sprintf("breaker %v, %s; %d tokens; throttle p=%.3f", g.b.State(), admits, g.tb.Tokens(), g.th.Probability())
 	if tk, err := g.b.Admit(context.Background()); err == nil {
-		g.b.Done(tk, admission.Outcome{Err: errDown, Class: failure.Transient})
+		g.b.Done(context.Background(), tk, admission.Outcome{Err: errDown, Class: failure.Transient})
 		then = g.b.State().String()
 	}
 	return before + "; after one more failure: " + then

@@ -67,8 +67,8 @@ func benchRetry2(b *testing.B, ctx context.Context, cfg retry.Config) {
 // guarded path itself costs.
 type nopGuard struct{}
 
-func (nopGuard) Admit(context.Context) (uint64, error) { return 1, nil }
-func (nopGuard) Done(uint64, admission.Outcome)        {}
+func (nopGuard) Admit(context.Context) (uint64, error)           { return 1, nil }
+func (nopGuard) Done(context.Context, uint64, admission.Outcome) {}
 
 // BenchmarkDoRetry2Guarded is BenchmarkDoRetry2 through one guard: each
 // failed attempt is classified for the guard's report and decided on.

@@ -65,7 +65,7 @@ func (c *counting) Admit(ctx context.Context) (uint64, error) {
 	return t, err
 }
 
-func (c *counting) Done(t uint64, o admission.Outcome) {
+func (c *counting) Done(_ context.Context, t uint64, o admission.Outcome) {
 	c.mu.Lock()
 	switch {
 	case o.Abandoned:
@@ -76,7 +76,7 @@ func (c *counting) Done(t uint64, o admission.Outcome) {
 		c.succeeded++
 	}
 	c.mu.Unlock()
-	c.g.Done(t, o)
+	c.g.Done(context.Background(), t, o)
 }
 
 func (c *counting) dones() int { return c.succeeded + c.failed + c.abandoned }

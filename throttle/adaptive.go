@@ -233,7 +233,9 @@ func (a *Adaptive) admitSlow(now int64) error {
 // accepted call is two atomic adds on one striped counter line; one that
 // was not accepted takes the lock and reads the clock to update the
 // rejection probability. An abandoned call is not counted at all.
-func (a *Adaptive) Done(ticket uint64, o admission.Outcome) { a.done(o, false, time.Time{}) }
+func (a *Adaptive) Done(_ context.Context, ticket uint64, o admission.Outcome) {
+	a.done(o, false, time.Time{})
+}
 
 // DoneAt is Done at an explicit time instead of the clock's.
 func (a *Adaptive) DoneAt(now time.Time, ticket uint64, o admission.Outcome) { a.done(o, true, now) }

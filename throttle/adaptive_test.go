@@ -211,7 +211,7 @@ func TestAdaptiveConcurrent(t *testing.T) {
 				if !o.Abandoned && DefaultAccepted(o) {
 					accepts.Add(1)
 				}
-				a.Done(tk, o)
+				a.Done(context.Background(), tk, o)
 			}
 		}()
 	}
@@ -243,7 +243,7 @@ func TestAdaptiveUnderSynctest(t *testing.T) {
 		for range 100 {
 			tk, err := a.Admit(ctx)
 			if err == nil {
-				a.Done(tk, throttled)
+				a.Done(context.Background(), tk, throttled)
 			}
 		}
 		if a.Probability() < 0.9 {

@@ -59,7 +59,7 @@ func ExampleRateLimiter() {
 
 	t, err := r.Admit(context.Background())
 	fmt.Println("before any throttle:", err)
-	r.Done(t, admission.Outcome{Err: errors.New("429"), Class: failure.Throttled})
+	r.Done(context.Background(), t, admission.Outcome{Err: errors.New("429"), Class: failure.Throttled})
 	rate, enabled := r.FillRate()
 	fmt.Println("after a throttle:", rate, "tokens/s, enabled:", enabled)
 

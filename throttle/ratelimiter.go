@@ -37,10 +37,10 @@ type RateLimiterSettings struct {
 	// Observer, if set, receives an observe.Event for every attempt the
 	// limiter delays (RateDelayed) or rejects (RateRejected), with the
 	// context given to Admit, and for every throttling response that
-	// cuts the fill rate (RateCut), with the context given to
-	// DoneContext, which the retry loop calls with the call's context
-	// (context.Background through Done and DoneAt). Each is called
-	// outside the lock. Nil means none, at no cost.
+	// cuts the fill rate (RateCut), with the context given to Done,
+	// which the retry loop calls with the call's context
+	// (context.Background through DoneAt). Each is called outside the
+	// lock. Nil means none, at no cost.
 	Observer observe.Observer
 }
 
@@ -72,7 +72,7 @@ type RateLimiter struct {
 	observer   observe.Observer
 }
 
-var _ admission.ContextGuard = (*RateLimiter)(nil)
+var _ admission.Guard = (*RateLimiter)(nil)
 
 // NewRateLimiter returns a RateLimiter built from s. It returns an error
 // only for symmetry with the other constructors; every Settings is valid.
@@ -146,17 +146,11 @@ func (r *RateLimiter) ReserveAt(now time.Time) (wait time.Duration) {
 	return wait
 }
 
-// Done reports how an admitted attempt ended, implementing admission.Guard: a
-// throttling response lowers the fill rate, anything else lets it grow.
-// Abandoned attempts are not counted.
-func (r *RateLimiter) Done(ticket uint64, o admission.Outcome) {
-	r.DoneContext(context.Background(), ticket, o)
-}
-
-// DoneContext is Done for the call with context ctx, implementing
-// admission.ContextGuard: a cut of the rate reaches the observer with ctx. The
-// retry loop calls it instead of Done.
-func (r *RateLimiter) DoneContext(ctx context.Context, ticket uint64, o admission.Outcome) {
+// Done reports how an admitted attempt ended, implementing
+// admission.Guard: a throttling response lowers the fill rate, anything
+// else lets it grow, and a cut of the rate reaches the observer with ctx,
+// the call's context. Abandoned attempts are not counted.
+func (r *RateLimiter) Done(ctx context.Context, ticket uint64, o admission.Outcome) {
 	if o.Abandoned {
 		return
 	}

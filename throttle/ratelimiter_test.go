@@ -26,7 +26,7 @@ func TestRateLimiterOffUntilThrottled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.Done(tk, success)
+			r.Done(context.Background(), tk, success)
 		}
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("1000 unthrottled calls waited %v, want 0", d)
@@ -43,7 +43,7 @@ func TestRateLimiterOffUntilThrottled(t *testing.T) {
 func TestRateLimiterPaces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRateLimiter(t)
-		r.Done(0, throttled)
+		r.Done(context.Background(), 0, throttled)
 		if rate, enabled := r.FillRate(); rate != MinFillRate || !enabled {
 			t.Fatalf("fill rate %v enabled %v, want %v true", rate, enabled, MinFillRate)
 		}
@@ -67,7 +67,7 @@ func TestRateLimiterPaces(t *testing.T) {
 func TestRateLimiterConcurrentWaitersQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRateLimiter(t)
-		r.Done(0, throttled)
+		r.Done(context.Background(), 0, throttled)
 		start := time.Now()
 		var mu sync.Mutex
 		var last time.Duration
@@ -95,7 +95,7 @@ func TestRateLimiterConcurrentWaitersQueue(t *testing.T) {
 func TestRateLimiterDeadlineAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRateLimiter(t)
-		r.Done(0, throttled)
+		r.Done(context.Background(), 0, throttled)
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		start := time.Now()
@@ -126,7 +126,7 @@ func TestRateLimiterDeadlineAndCancel(t *testing.T) {
 
 func TestRateLimiterIgnoresAbandoned(t *testing.T) {
 	r := newRateLimiter(t)
-	r.Done(0, admission.Outcome{Err: errBoom, Class: failure.Throttled, Abandoned: true})
+	r.Done(context.Background(), 0, admission.Outcome{Err: errBoom, Class: failure.Throttled, Abandoned: true})
 	if _, enabled := r.FillRate(); enabled {
 		t.Fatalf("an abandoned attempt enabled the limiter")
 	}
@@ -140,10 +140,10 @@ func TestRateLimiterRecovers(t *testing.T) {
 		ctx := context.Background()
 		// 10 calls/s for 5 s, then one throttle.
 		for range 50 {
-			r.Done(0, success)
+			r.Done(context.Background(), 0, success)
 			time.Sleep(100 * time.Millisecond)
 		}
-		r.Done(0, throttled)
+		r.Done(context.Background(), 0, throttled)
 		cut, _ := r.FillRate()
 		if m := r.MeasuredRate(); cut > CubicBeta*m+1e-9 {
 			t.Fatalf("fill rate %v after a throttle, want <= %v*%v", cut, CubicBeta, m)
@@ -153,7 +153,7 @@ func TestRateLimiterRecovers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.Done(tk, success)
+			r.Done(context.Background(), tk, success)
 		}
 		grown, _ := r.FillRate()
 		if grown <= cut || grown > 2*r.MeasuredRate()+1e-9 {

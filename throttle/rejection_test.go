@@ -58,7 +58,7 @@ func TestRejectionInsideOperationIsNotRetried(t *testing.T) {
 		}, ErrThrottled},
 		{"RateLimiter", func(t *testing.T, ctx context.Context) error {
 			r := newRateLimiter(t)
-			r.Done(0, throttled)
+			r.Done(context.Background(), 0, throttled)
 			ctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 			defer cancel()
 			_, err := r.Admit(ctx)

@@ -28,7 +28,7 @@ type outcomeGuard struct {
 }
 
 func (g *outcomeGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *outcomeGuard) Done(_ uint64, o admission.Outcome) {
+func (g *outcomeGuard) Done(_ context.Context, _ uint64, o admission.Outcome) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {

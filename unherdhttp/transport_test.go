@@ -300,8 +300,8 @@ type rejectAll struct{}
 
 var errOpen = errors.New("breaker open")
 
-func (rejectAll) Admit(context.Context) (uint64, error) { return 0, errOpen }
-func (rejectAll) Done(uint64, admission.Outcome)        {}
+func (rejectAll) Admit(context.Context) (uint64, error)           { return 0, errOpen }
+func (rejectAll) Done(context.Context, uint64, admission.Outcome) {}
 
 // closeCounter is a request body that counts its closes.
 type closeCounter struct {

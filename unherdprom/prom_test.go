@@ -94,7 +94,7 @@ func run(t *testing.T, o observe.Observer) {
 	}
 	for range 100 {
 		if tk, err := a.Admit(ctx); err == nil {
-			a.Done(tk, admission.Outcome{Err: errDown, Class: failure.Transient})
+			a.Done(context.Background(), tk, admission.Outcome{Err: errDown, Class: failure.Transient})
 		}
 	}
 	// A rate limiter, the only guard of a policy that is not observed

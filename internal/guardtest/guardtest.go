@@ -42,7 +42,7 @@ func Parallel(b *testing.B, g admission.Guard, o admission.Outcome, mayReject bo
 			t, err := g.Admit(ctx)
 			switch {
 			case err == nil:
-				g.Done(t, o)
+				g.Done(ctx, t, o)
 			case !mayReject:
 				b.Error(err)
 				return

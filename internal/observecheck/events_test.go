@@ -225,7 +225,7 @@ func TestThrottleEvents(t *testing.T) {
 			rejected++
 			continue
 		}
-		a.Done(tk, admission.Outcome{Err: errDown, Class: failure.Transient})
+		a.Done(context.Background(), tk, admission.Outcome{Err: errDown, Class: failure.Transient})
 	}
 	if rejected == 0 || len(r.events) != rejected {
 		t.Fatalf("%d rejections, %d events; want one event per rejection", rejected, len(r.events))

@@ -73,5 +73,5 @@ func benchCallFailure(b *testing.B, cfg retry.Config, err error) {
 // guarded path itself costs.
 type nopGuard struct{}
 
-func (nopGuard) Admit(context.Context) (uint64, error) { return 1, nil }
-func (nopGuard) Done(uint64, admission.Outcome)        {}
+func (nopGuard) Admit(context.Context) (uint64, error)           { return 1, nil }
+func (nopGuard) Done(context.Context, uint64, admission.Outcome) {}

@@ -26,7 +26,7 @@ type Call struct {
 	tickets [maxStackGuards]uint64
 	more    []uint64        // the guards' tickets, when there are more than fit in tickets
 	waited  time.Duration   // the retries' delays so far, for the observer
-	ctx     context.Context // the latest Admit's context, for the observer and ContextGuards
+	ctx     context.Context // the latest Admit's context, for the observer and the guards
 	w       waiter          // the timer of Failed's waits, if any
 }
 
@@ -161,24 +161,11 @@ func (c *Call) tellGuards(o admission.Outcome) {
 }
 
 // tell tells the first len(ts) guards, which admitted the attempt with
-// the tickets ts, how it ended: with the call's context, a guard that is a
-// ContextGuard.
+// the tickets ts, how it ended, with the call's context.
 func (c *Call) tell(ts []uint64, o admission.Outcome) {
-	p := c.p
-	gs := p.guards[:len(ts)]
-	if p.ctxGuards == nil {
-		for i, g := range gs {
-			g.Done(ts[i], o)
-		}
-		return
-	}
-	cgs := p.ctxGuards[:len(ts)]
-	for i, g := range gs {
-		if cg := cgs[i]; cg != nil {
-			cg.DoneContext(c.ctx, ts[i], o)
-		} else {
-			g.Done(ts[i], o)
-		}
+	ctx := c.obsCtx()
+	for i, g := range c.p.guards[:len(ts)] {
+		g.Done(ctx, ts[i], o)
 	}
 }
 

@@ -204,8 +204,8 @@ func TestCallCancel(t *testing.T) {
 // admitAll admits every attempt and ignores outcomes.
 type admitAll struct{}
 
-func (admitAll) Admit(context.Context) (uint64, error) { return 1, nil }
-func (admitAll) Done(uint64, admission.Outcome)        {}
+func (admitAll) Admit(context.Context) (uint64, error)           { return 1, nil }
+func (admitAll) Done(context.Context, uint64, admission.Outcome) {}
 
 func TestCallAllocs(t *testing.T) {
 	p := mustNew(t, Config{Guards: []admission.Guard{admitAll{}}})

@@ -232,41 +232,36 @@ func TestGuardedClassifiesOnce(t *testing.T) {
 	}
 }
 
-// ctxGuard records the context of every outcome it is told through
-// DoneContext; plainGuard counts the outcomes it is told through Done.
+// ctxGuard records the context of every outcome it is told.
 type ctxGuard struct{ ctxs []context.Context }
 
 func (g *ctxGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *ctxGuard) Done(uint64, admission.Outcome)        { panic("Done called on a admission.ContextGuard") }
-func (g *ctxGuard) DoneContext(ctx context.Context, _ uint64, _ admission.Outcome) {
+func (g *ctxGuard) Done(ctx context.Context, _ uint64, _ admission.Outcome) {
 	g.ctxs = append(g.ctxs, ctx)
 }
 
-type plainGuard struct{ n int }
-
-func (g *plainGuard) Admit(context.Context) (uint64, error) { return 0, nil }
-func (g *plainGuard) Done(uint64, admission.Outcome)        { g.n++ }
-
 type guardCtxKey struct{}
 
-// TestContextGuard: a ContextGuard is told every outcome through
-// DoneContext, with the call's context, so its observer can report with
-// the caller's trace; a plain Guard next to it is told through Done.
-func TestContextGuard(t *testing.T) {
+// TestGuardHearsCallContext: every guard is told every outcome with the
+// call's context, so that its observer can report with the caller's
+// trace.
+func TestGuardHearsCallContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cg, pg := &ctxGuard{}, &plainGuard{}
-		p := mustNew(t, Config{Guards: []admission.Guard{pg, cg}, MaxAttempts: 3})
+		g1, g2 := &ctxGuard{}, &ctxGuard{}
+		p := mustNew(t, Config{Guards: []admission.Guard{g1, g2}, MaxAttempts: 3})
 		ctx := context.WithValue(t.Context(), guardCtxKey{}, "call")
 		calls := 0
 		if err := p.Do(ctx, failing(2, errBoom, &calls)); err != nil {
 			t.Fatal(err)
 		}
-		if len(cg.ctxs) != 3 || pg.n != 3 {
-			t.Fatalf("%d outcomes through DoneContext and %d through Done, want 3 and 3", len(cg.ctxs), pg.n)
-		}
-		for i, c := range cg.ctxs {
-			if c == nil || c.Value(guardCtxKey{}) != "call" {
-				t.Errorf("outcome %d: context %v, want the call's", i+1, c)
+		for n, g := range []*ctxGuard{g1, g2} {
+			if len(g.ctxs) != 3 {
+				t.Fatalf("guard %d told %d outcomes, want 3", n+1, len(g.ctxs))
+			}
+			for i, c := range g.ctxs {
+				if c == nil || c.Value(guardCtxKey{}) != "call" {
+					t.Errorf("guard %d, outcome %d: context %v, want the call's", n+1, i+1, c)
+				}
 			}
 		}
 	})

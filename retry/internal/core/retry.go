@@ -34,7 +34,6 @@ type Policy struct {
 	tracker        budget.Tracker // the budget, if it counts attempts in flight
 	onExhausted    BudgetExhaustion
 	guards         []admission.Guard
-	ctxGuards      []admission.ContextGuard // guards[i] as a ContextGuard, or nil; nil if none is
 	rand           func() uint64
 }
 
@@ -70,7 +69,6 @@ func New(cfg Config) (*Policy, error) {
 		guards:         append([]admission.Guard(nil), cfg.Guards...),
 		rand:           draws.From(cfg.Rand),
 	}
-	p.ctxGuards = contextGuards(p.guards)
 	p.tracker, _ = b.(budget.Tracker)
 	p.hooked = len(p.guards) != 0 || p.observer != nil || p.tracker != nil
 	return p, nil

@@ -376,7 +376,7 @@ func (g *fakeGuard) Admit(context.Context) (uint64, error) {
 	return g.next, nil
 }
 
-func (g *fakeGuard) Done(t uint64, o admission.Outcome) {
+func (g *fakeGuard) Done(_ context.Context, t uint64, o admission.Outcome) {
 	g.outcomes = append(g.outcomes, fmt.Sprintf("%d err=%v class=%v abandoned=%v", t, o.Err, o.Class, o.Abandoned))
 }
 
@@ -399,4 +399,4 @@ func (waitingGuard) Admit(ctx context.Context) (uint64, error) {
 	return 0, NewRejection("test: gave up waiting")
 }
 
-func (waitingGuard) Done(uint64, admission.Outcome) {}
+func (waitingGuard) Done(context.Context, uint64, admission.Outcome) {}

@@ -13,7 +13,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
-	"github.com/unherd/unherd/internal/seeded"
+	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdredis"
 )
@@ -76,7 +76,7 @@ func fleetOutageRun(t *testing.T, seed uint64, kill time.Duration) {
 			ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, PoolSize: 4})
 		t.Cleanup(func() { _ = c.Close() })
 		cfg := unherdredis.BudgetConfig{Prefix: prefix}
-		cfg.Rand = seeded.New(seed, uint64(i))
+		cfg.Rand = draws.NewSeeded(seed, uint64(i))
 		b, err := unherdredis.NewBudget(c, "outage", cfg)
 		if err != nil {
 			t.Fatal(err)

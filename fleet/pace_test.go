@@ -12,7 +12,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
-	"github.com/unherd/unherd/internal/seeded"
+	"github.com/unherd/unherd/internal/draws"
 )
 
 // outage is a transport whose ledger can die (every sync times out) and
@@ -89,7 +89,7 @@ func runFleet(t *testing.T, tf traffic, seed uint64, tr fleet.Transport, events 
 	var runs, traffic sync.WaitGroup
 	start := time.Now()
 	for i := range tf.procs {
-		b, err := fleet.New(fleet.Config{ID: fmt.Sprint("p", i), Rand: seeded.New(seed, uint64(i))}, tr)
+		b, err := fleet.New(fleet.Config{ID: fmt.Sprint("p", i), Rand: draws.NewSeeded(seed, uint64(i))}, tr)
 		if err != nil {
 			t.Fatal(err)
 		}

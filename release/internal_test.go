@@ -22,7 +22,7 @@ import (
 // Tests are left out: they run in the repository, where every module is
 // at one version. The nested modules' tests import the root's
 // internal/await, configtest, golden, hedgetest, observecheck, overload,
-// pause, seeded, services and shedtest.
+// pause, draws, services and shedtest.
 func TestNestedModulesUseNoRootInternal(t *testing.T) {
 	root := ".."
 	const prefix = "github.com/unherd/unherd/internal"

@@ -14,7 +14,7 @@ import (
 	"github.com/unherd/unherd/breaker"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
-	seededsrc "github.com/unherd/unherd/internal/seeded"
+	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 )
@@ -222,7 +222,7 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 			MaxAttempts: 4,
 			Budget:      budget.Unlimited,
 			Guards:      []admission.Guard{tg, bg},
-			Rand:        seededsrc.New(11, 12),
+			Rand:        draws.NewSeeded(11, 12),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -262,7 +262,7 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 func guarded(t *testing.T, g admission.Guard, s1, s2 uint64) (*counting, *retry.Policy) {
 	t.Helper()
 	guard := &counting{g: g}
-	p, err := retry.New(retry.Config{MaxAttempts: 3, Budget: budget.Unlimited, Guards: []admission.Guard{guard}, Rand: seededsrc.New(s1, s2)})
+	p, err := retry.New(retry.Config{MaxAttempts: 3, Budget: budget.Unlimited, Guards: []admission.Guard{guard}, Rand: draws.NewSeeded(s1, s2)})
 	if err != nil {
 		t.Fatal(err)
 	}

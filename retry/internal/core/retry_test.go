@@ -18,7 +18,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
-	seededsrc "github.com/unherd/unherd/internal/seeded"
+	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/observe"
 )
 
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var errBoom = errors.New("boom")
 
-func seeded(seed uint64) rand.Source { return seededsrc.New(seed, seed) }
+func seeded(seed uint64) rand.Source { return draws.NewSeeded(seed, seed) }
 
 func mustNew(t *testing.T, cfg Config) *Policy { return configtest.Must(New(cfg))(t) }
 

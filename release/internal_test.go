@@ -21,8 +21,8 @@ import (
 //
 // Tests are left out: they run in the repository, where every module is
 // at one version. The nested modules' tests import the root's
-// internal/await, configtest, golden, hedgetest, observecheck, overload,
-// pause, draws, services and shedtest.
+// internal/await, configtest, draws, golden, hedgetest, observecheck,
+// overload, pause, services and shedtest.
 func TestNestedModulesUseNoRootInternal(t *testing.T) {
 	root := ".."
 	const prefix = "github.com/unherd/unherd/internal"

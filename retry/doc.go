@@ -58,7 +58,7 @@
 //  7. Withdraw a retry from the budget; an empty budget stops with
 //     [ErrBudgetExhausted].
 //
-// Before each attempt, Admit asks the guards; a rejection stops with
+// Before each attempt the call asks the guards; a rejection stops with
 // [ErrRejected] and gives back to the budget the retry withdrawn for the
 // rejected attempt, so a local rejection costs the budget nothing.
 //

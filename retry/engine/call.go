@@ -59,6 +59,11 @@ import (
 //		}
 //	}
 //
+// Every step must be taken, in that order, exactly once per attempt; a
+// failure reported for an attempt that was not admitted panics, since the
+// call would otherwise never count an attempt. A protocol of one's own is
+// safer driven by retry.Policy.Attempts, whose loop takes every step.
+//
 // A Call is a value, used by one goroutine for one call. The zero Call is
 // not usable; call Begin. Making one allocates nothing, and neither
 // does a call whose first attempt succeeds.

@@ -160,6 +160,10 @@ func (c *Call) tellGuards(o admission.Outcome) {
 	c.tell(ts[:len(c.p.guards)], o)
 }
 
+// errNotAdmitted is the panic of a failure reported for an attempt that
+// was never admitted.
+var errNotAdmitted = newSentinel("retry/engine: an attempt's failure was reported without Call.Admit before it; admit every attempt, the first included")
+
 // tell tells the first len(ts) guards, which admitted the attempt with
 // the tickets ts, how it ended, with the call's context.
 func (c *Call) tell(ts []uint64, o admission.Outcome) {
@@ -246,6 +250,11 @@ func (c *Call) succeededHooked() {
 
 // failed is Done's decision for a failure.
 func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision {
+	if c.state != running {
+		// Without Admit the attempt count never grows, and the call would
+		// retry until its deadline: a driver's bug, caught here.
+		panic(errNotAdmitted)
+	}
 	p := c.p
 	c.last = err
 	var m marks

@@ -629,25 +629,27 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 	// the hedge fails too.
 	failing := []outcome{{after: 5 * ms, err: errBoom}, {after: 50 * ms, err: errBoom}}
 	ok := []outcome{{after: ms / 2, value: 1}} // answers before the delay
+	// requests makes n hedged requests, each scripted by outcomes and
+	// ending in want (nil: a success).
+	requests := func(t *testing.T, h *Hedger, n int, outcomes []outcome, want error) {
+		t.Helper()
+		for range n {
+			if _, err := Do(context.Background(), h, newScript(outcomes...).fn, nil); !errors.Is(err, want) {
+				t.Fatalf("Do: %v, want %v", err, want)
+			}
+		}
+	}
 	t.Run("TokenBucket", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			b := configtest.Must(budget.NewTokenBucket(budget.AWSStandardQuota()))(t) // the arithmetic below is behaviour 2.0's
 			h := mustNew(t, Config{Delay: ms, Budget: b})
-			for range 10 {
-				if _, err := Do(context.Background(), h, newScript(failing...).fn, nil); !errors.Is(err, errBoom) {
-					t.Fatalf("Do: %v, want errBoom", err)
-				}
-			}
+			requests(t, h, 10, failing, errBoom)
 			drain()
 			// Ten hedges at 5 tokens each, nothing back.
 			if got := b.Tokens(); got != 450 {
 				t.Fatalf("after 10 failed hedged requests: %d tokens, want 450", got)
 			}
-			for range 10 {
-				if _, err := Do(context.Background(), h, newScript(ok...).fn, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			requests(t, h, 10, ok, nil)
 			// Each first-attempt success puts one token back.
 			if got := b.Tokens(); got != 460 {
 				t.Fatalf("after 10 successes: %d tokens, want 460", got)
@@ -658,18 +660,12 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			b := configtest.Must(budget.NewGRPC(budget.GRPCConfig{}))(t) // 10 tokens, ratio 0.1
 			h := mustNew(t, Config{Delay: ms, Budget: b})
-			for range 3 {
-				if _, err := Do(context.Background(), h, newScript(failing...).fn, nil); !errors.Is(err, errBoom) {
-					t.Fatalf("Do: %v, want errBoom", err)
-				}
-			}
+			requests(t, h, 3, failing, errBoom)
 			drain()
 			if got := b.Tokens(); got != 7 {
 				t.Fatalf("after 3 failed requests: %v tokens, want 7", got)
 			}
-			if _, err := Do(context.Background(), h, newScript(ok...).fn, nil); err != nil {
-				t.Fatal(err)
-			}
+			requests(t, h, 1, ok, nil)
 			if got := b.Tokens(); got != 7.1 {
 				t.Fatalf("after a success: %v tokens, want 7.1", got)
 			}

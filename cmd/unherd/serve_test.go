@@ -591,19 +591,33 @@ func TestServePageEditReruns(t *testing.T) {
 	}
 }
 
+// scenarioResult is the JSON #scenario-result holds once a scenario ran.
+type scenarioResult struct {
+	Scenario string           `json:"scenario"`
+	Params   map[string]any   `json:"params"`
+	Rows     []map[string]any `json:"rows"`
+}
+
+// runScenario opens url, waits up to limit for the scenario it names to
+// finish, and returns #scenario-result's text and that text decoded.
+func (p *page) runScenario(t *testing.T, what, url string, limit time.Duration) (string, scenarioResult, error) {
+	t.Helper()
+	p.run(t, "opening "+what, chromedp.Navigate(url))
+	p.run(t, "waiting for "+what, poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, limit))
+	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
+	var r scenarioResult
+	err := json.Unmarshal([]byte(text), &r)
+	return text, r, err
+}
+
 // TestServePageScenario runs another scenario from a link and checks that
 // its claims table and charts appear.
 func TestServePageScenario(t *testing.T) {
 	base, p := servePage(t, "runs a scenario in a browser", 4*time.Minute)
-	p.run(t, "opening the storm scenario", chromedp.Navigate(base+"?attempts=5&scenario=storm"))
-	p.run(t, "waiting for the scenario", poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 3*time.Minute))
+	text, r, err := p.runScenario(t, "the storm scenario", base+"?attempts=5&scenario=storm", 3*time.Minute)
 	claims := eval[int](t, p, `document.querySelectorAll('#scenario-claims tbody tr').length`)
 	charts := eval[int](t, p, `document.querySelectorAll('#scenario-charts canvas').length`)
-	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
-	var r struct {
-		Scenario string `json:"scenario"`
-	}
-	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "storm" {
+	if err != nil || r.Scenario != "storm" {
 		t.Errorf("#scenario-result holds %.200q (%v); want the storm's result", text, err)
 	}
 	if claims == 0 || charts == 0 {
@@ -618,20 +632,14 @@ func TestServePageScenario(t *testing.T) {
 // form offers the map's triggers.
 func TestServePageMetastable(t *testing.T) {
 	base, p := servePage(t, "runs a scenario in a browser", 6*time.Minute)
-	p.run(t, "opening the metastable scenario", chromedp.Navigate(base+"?scenario=metastable"))
-	p.run(t, "waiting for the scenario", poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 5*time.Minute))
+	text, r, err := p.runScenario(t, "the metastable scenario", base+"?scenario=metastable", 5*time.Minute)
 	if sel := eval[string](t, p, `document.querySelector('#f-scenario').value`); sel != "metastable" {
 		t.Errorf("the scenario list offers %q; want metastable selected", sel)
 	}
 	holds := eval[int](t, p, `document.querySelectorAll('#scenario-claims td.holds').length`)
 	maps := eval[int](t, p, `document.querySelectorAll('#scenario-charts figure[data-chart="metastable_tipping"] canvas').length`)
 	fields := eval[string](t, p, `[...document.querySelectorAll('#scenario-grid input')].map(e => e.name).join(',')`)
-	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
-	var r struct {
-		Scenario string           `json:"scenario"`
-		Rows     []map[string]any `json:"rows"`
-	}
-	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "metastable" || len(r.Rows) != 6 {
+	if err != nil || r.Scenario != "metastable" || len(r.Rows) != 6 {
 		t.Errorf("#scenario-result holds %.200q (%v); want the metastable scenario's six rows", text, err)
 	}
 	if holds != 6 || maps == 0 {
@@ -654,15 +662,10 @@ func TestServeExportRunsFromAStaticHost(t *testing.T) {
 		t.Fatalf("unherd serve --export exited %d: %s", code, errb.String())
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // runs after newPage's cleanup, which checks the console
 	p := newPage(t, 3*time.Minute)
-	p.run(t, "opening the exported page", chromedp.Navigate(srv.URL+"/?scenario=storm&storm.duration=10s"),
-		poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 2*time.Minute))
-	var r struct {
-		Scenario string         `json:"scenario"`
-		Params   map[string]any `json:"params"`
-	}
-	if err := json.Unmarshal([]byte(eval[string](t, p, `document.querySelector('#scenario-result').textContent`)), &r); err != nil || r.Scenario != "storm" || r.Params["duration"] != "10s" {
+	_, r, err := p.runScenario(t, "the exported page's storm", srv.URL+"/?scenario=storm&storm.duration=10s", 2*time.Minute)
+	if err != nil || r.Scenario != "storm" || r.Params["duration"] != "10s" {
 		t.Errorf("the exported page's scenario result is %+v (%v); want the storm with duration 10s, as its link names", r, err)
 	}
 }

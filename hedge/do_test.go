@@ -629,52 +629,53 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 	// the hedge fails too.
 	failing := []outcome{{after: 5 * ms, err: errBoom}, {after: 50 * ms, err: errBoom}}
 	ok := []outcome{{after: ms / 2, value: 1}} // answers before the delay
-	t.Run("TokenBucket", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			b := configtest.Must(budget.NewTokenBucket(budget.AWSStandardQuota()))(t) // the arithmetic below is behaviour 2.0's
-			h := mustNew(t, Config{Delay: ms, Budget: b})
-			for range 10 {
-				if _, err := Do(context.Background(), h, newScript(failing...).fn, nil); !errors.Is(err, errBoom) {
-					t.Fatalf("Do: %v, want errBoom", err)
+	// requests makes n hedged requests, each scripted by outcomes and
+	// ending in want (nil: a success).
+	requests := func(t *testing.T, h *Hedger, n int, outcomes []outcome, want error) {
+		t.Helper()
+		for range n {
+			if _, err := Do(context.Background(), h, newScript(outcomes...).fn, nil); !errors.Is(err, want) {
+				t.Fatalf("Do: %v, want %v", err, want)
+			}
+		}
+	}
+	tests := []struct {
+		name string
+		// budget returns the budget and a reading of its tokens.
+		budget                  func(t *testing.T) (budget.Budget, func() float64)
+		failures, successes     int
+		afterFail, afterSuccess float64
+	}{
+		// The arithmetic is behaviour 2.0's: ten hedges at 5 tokens each,
+		// nothing back; each first-attempt success puts one token back.
+		{"TokenBucket", func(t *testing.T) (budget.Budget, func() float64) {
+			b := configtest.Must(budget.NewTokenBucket(budget.AWSStandardQuota()))(t)
+			return b, func() float64 { return float64(b.Tokens()) }
+		}, 10, 10, 450, 460},
+		// 10 tokens, ratio 0.1: each failed request takes one token, each
+		// success gives back the ratio.
+		{"GRPC", func(t *testing.T) (budget.Budget, func() float64) {
+			b := configtest.Must(budget.NewGRPC(budget.GRPCConfig{}))(t)
+			return b, b.Tokens
+		}, 3, 1, 7, 7.1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, tokens := tc.budget(t)
+				h := mustNew(t, Config{Delay: ms, Budget: b})
+				requests(t, h, tc.failures, failing, errBoom)
+				drain()
+				if got := tokens(); got != tc.afterFail {
+					t.Fatalf("after %d failed hedged requests: %v tokens, want %v", tc.failures, got, tc.afterFail)
 				}
-			}
-			drain()
-			// Ten hedges at 5 tokens each, nothing back.
-			if got := b.Tokens(); got != 450 {
-				t.Fatalf("after 10 failed hedged requests: %d tokens, want 450", got)
-			}
-			for range 10 {
-				if _, err := Do(context.Background(), h, newScript(ok...).fn, nil); err != nil {
-					t.Fatal(err)
+				requests(t, h, tc.successes, ok, nil)
+				if got := tokens(); got != tc.afterSuccess {
+					t.Fatalf("after %d successes: %v tokens, want %v", tc.successes, got, tc.afterSuccess)
 				}
-			}
-			// Each first-attempt success puts one token back.
-			if got := b.Tokens(); got != 460 {
-				t.Fatalf("after 10 successes: %d tokens, want 460", got)
-			}
+			})
 		})
-	})
-	t.Run("GRPC", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			b := configtest.Must(budget.NewGRPC(budget.GRPCConfig{}))(t) // 10 tokens, ratio 0.1
-			h := mustNew(t, Config{Delay: ms, Budget: b})
-			for range 3 {
-				if _, err := Do(context.Background(), h, newScript(failing...).fn, nil); !errors.Is(err, errBoom) {
-					t.Fatalf("Do: %v, want errBoom", err)
-				}
-			}
-			drain()
-			if got := b.Tokens(); got != 7 {
-				t.Fatalf("after 3 failed requests: %v tokens, want 7", got)
-			}
-			if _, err := Do(context.Background(), h, newScript(ok...).fn, nil); err != nil {
-				t.Fatal(err)
-			}
-			if got := b.Tokens(); got != 7.1 {
-				t.Fatalf("after a success: %v tokens, want 7.1", got)
-			}
-		})
-	})
+	}
 }
 
 // TestSharedBudgetCountsRequestsOnce shares one budget between a retry

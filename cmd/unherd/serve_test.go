@@ -98,7 +98,8 @@ type page struct {
 }
 
 // newPage starts a headless chromium whose every process is gone when the
-// test ends (the test fails otherwise), bounded by timeout.
+// test ends (the test fails otherwise), bounded by timeout. The test also
+// fails if the page logged a console error.
 func newPage(t *testing.T, timeout time.Duration) *page {
 	t.Helper()
 	path := chromiumPath(t)
@@ -154,6 +155,9 @@ func newPage(t *testing.T, timeout time.Duration) *page {
 		t.Fatalf("starting %s: %v", path, err)
 	}
 	t.Cleanup(func() {
+		if errs := p.consoleErrors(); len(errs) > 0 {
+			t.Errorf("console errors: %q", errs)
+		}
 		cancelCtx()
 		cancelAlloc()
 		cancelTimeout()
@@ -173,6 +177,16 @@ func newPage(t *testing.T, timeout time.Duration) *page {
 		}
 	})
 	return p
+}
+
+// servePage starts the server and a page for a test that drives the
+// browser; in -short it skips the test, saying what the test runs.
+func servePage(t *testing.T, runs string, timeout time.Duration) (string, *page) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(runs + ": not in -short")
+	}
+	return startServe(t), newPage(t, timeout)
 }
 
 // processesWith lists the pids whose command line holds arg. Chromium's
@@ -334,11 +348,7 @@ func sameJSON(t *testing.T, what, got, want string) {
 // that each opens the run it names (the form shows the policy, #result
 // holds what the command line prints for it), with no console error.
 func TestServePageMatchesCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the what-if in a browser and on the command line: not in -short")
-	}
-	base := startServe(t)
-	p := newPage(t, 6*time.Minute)
+	base, p := servePage(t, "runs the what-if in a browser and on the command line", 6*time.Minute)
 	cases := []struct {
 		query, file, doc string
 	}{
@@ -381,9 +391,6 @@ func TestServePageMatchesCLI(t *testing.T) {
 	for i, c := range cases {
 		sameJSON(t, c.query, results[c.query], want[i])
 	}
-	if errs := p.consoleErrors(); len(errs) > 0 {
-		t.Errorf("console errors: %q", errs)
-	}
 }
 
 // TestServePageRefusesAsCLI opens links holding values the command line
@@ -392,11 +399,7 @@ func TestServePageMatchesCLI(t *testing.T) {
 // form field at fault, marked invalid: a jitter the list does not offer
 // is not dropped for the default.
 func TestServePageRefusesAsCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens the page in a browser: not in -short")
-	}
-	base := startServe(t)
-	p := newPage(t, 3*time.Minute)
+	base, p := servePage(t, "opens the page in a browser", 3*time.Minute)
 	cases := []struct {
 		query, id, doc string
 	}{
@@ -432,9 +435,6 @@ func TestServePageRefusesAsCLI(t *testing.T) {
 			t.Errorf("jitter=bogus: the form's jitter is %q; want bogus kept", got.Value)
 		}
 	}
-	if errs := p.consoleErrors(); len(errs) > 0 {
-		t.Errorf("console errors: %q", errs)
-	}
 }
 
 // canvases returns the what-if's charts as images.
@@ -446,11 +446,7 @@ func (p *page) canvases(t *testing.T) []string {
 // that the page runs it again: the URL, the result and the charts change;
 // and that every input is labelled and reached by Tab.
 func TestServePageEditReruns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the what-if in a browser: not in -short")
-	}
-	base := startServe(t)
-	p := newPage(t, 5*time.Minute)
+	base, p := servePage(t, "runs the what-if in a browser", 5*time.Minute)
 	p.run(t, "opening a blank page", chromedp.Navigate("about:blank"))
 	p.settle(t)
 	cpu := p.cpuSeconds()
@@ -593,35 +589,39 @@ func TestServePageEditReruns(t *testing.T) {
 	if dir := os.Getenv("UNHERD_SCREENSHOTS"); dir != "" {
 		screenshots(t, p, base, dir)
 	}
-	if errs := p.consoleErrors(); len(errs) > 0 {
-		t.Errorf("console errors: %q", errs)
-	}
+}
+
+// scenarioResult is the JSON #scenario-result holds once a scenario ran.
+type scenarioResult struct {
+	Scenario string           `json:"scenario"`
+	Params   map[string]any   `json:"params"`
+	Rows     []map[string]any `json:"rows"`
+}
+
+// runScenario opens url, waits up to limit for the scenario it names to
+// finish, and returns #scenario-result's text and that text decoded.
+func (p *page) runScenario(t *testing.T, what, url string, limit time.Duration) (string, scenarioResult, error) {
+	t.Helper()
+	p.run(t, "opening "+what, chromedp.Navigate(url))
+	p.run(t, "waiting for "+what, poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, limit))
+	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
+	var r scenarioResult
+	err := json.Unmarshal([]byte(text), &r)
+	return text, r, err
 }
 
 // TestServePageScenario runs another scenario from a link and checks that
 // its claims table and charts appear.
 func TestServePageScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a scenario in a browser: not in -short")
-	}
-	base := startServe(t)
-	p := newPage(t, 4*time.Minute)
-	p.run(t, "opening the storm scenario", chromedp.Navigate(base+"?attempts=5&scenario=storm"))
-	p.run(t, "waiting for the scenario", poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 3*time.Minute))
+	base, p := servePage(t, "runs a scenario in a browser", 4*time.Minute)
+	text, r, err := p.runScenario(t, "the storm scenario", base+"?attempts=5&scenario=storm", 3*time.Minute)
 	claims := eval[int](t, p, `document.querySelectorAll('#scenario-claims tbody tr').length`)
 	charts := eval[int](t, p, `document.querySelectorAll('#scenario-charts canvas').length`)
-	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
-	var r struct {
-		Scenario string `json:"scenario"`
-	}
-	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "storm" {
+	if err != nil || r.Scenario != "storm" {
 		t.Errorf("#scenario-result holds %.200q (%v); want the storm's result", text, err)
 	}
 	if claims == 0 || charts == 0 {
 		t.Errorf("the storm shows %d claims and %d charts; want both", claims, charts)
-	}
-	if errs := p.consoleErrors(); len(errs) > 0 {
-		t.Errorf("console errors: %q", errs)
 	}
 }
 
@@ -631,25 +631,15 @@ func TestServePageScenario(t *testing.T) {
 // limiter stays down), that the tipping-point map is drawn, and that the
 // form offers the map's triggers.
 func TestServePageMetastable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a scenario in a browser: not in -short")
-	}
-	base := startServe(t)
-	p := newPage(t, 6*time.Minute)
-	p.run(t, "opening the metastable scenario", chromedp.Navigate(base+"?scenario=metastable"))
-	p.run(t, "waiting for the scenario", poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 5*time.Minute))
+	base, p := servePage(t, "runs a scenario in a browser", 6*time.Minute)
+	text, r, err := p.runScenario(t, "the metastable scenario", base+"?scenario=metastable", 5*time.Minute)
 	if sel := eval[string](t, p, `document.querySelector('#f-scenario').value`); sel != "metastable" {
 		t.Errorf("the scenario list offers %q; want metastable selected", sel)
 	}
 	holds := eval[int](t, p, `document.querySelectorAll('#scenario-claims td.holds').length`)
 	maps := eval[int](t, p, `document.querySelectorAll('#scenario-charts figure[data-chart="metastable_tipping"] canvas').length`)
 	fields := eval[string](t, p, `[...document.querySelectorAll('#scenario-grid input')].map(e => e.name).join(',')`)
-	text := eval[string](t, p, `document.querySelector('#scenario-result').textContent`)
-	var r struct {
-		Scenario string           `json:"scenario"`
-		Rows     []map[string]any `json:"rows"`
-	}
-	if err := json.Unmarshal([]byte(text), &r); err != nil || r.Scenario != "metastable" || len(r.Rows) != 6 {
+	if err != nil || r.Scenario != "metastable" || len(r.Rows) != 6 {
 		t.Errorf("#scenario-result holds %.200q (%v); want the metastable scenario's six rows", text, err)
 	}
 	if holds != 6 || maps == 0 {
@@ -657,9 +647,6 @@ func TestServePageMetastable(t *testing.T) {
 	}
 	if !strings.Contains(fields, "map-cuts") || !strings.Contains(fields, "map-lengths") {
 		t.Errorf("the scenario's form has fields %s; want map-cuts and map-lengths among them", fields)
-	}
-	if errs := p.consoleErrors(); len(errs) > 0 {
-		t.Errorf("console errors: %q", errs)
 	}
 }
 
@@ -675,19 +662,11 @@ func TestServeExportRunsFromAStaticHost(t *testing.T) {
 		t.Fatalf("unherd serve --export exited %d: %s", code, errb.String())
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // runs after newPage's cleanup, which checks the console
 	p := newPage(t, 3*time.Minute)
-	p.run(t, "opening the exported page", chromedp.Navigate(srv.URL+"/?scenario=storm&storm.duration=10s"),
-		poll(`document.querySelector('#scenario-result').dataset.state === 'done'`, 2*time.Minute))
-	var r struct {
-		Scenario string         `json:"scenario"`
-		Params   map[string]any `json:"params"`
-	}
-	if err := json.Unmarshal([]byte(eval[string](t, p, `document.querySelector('#scenario-result').textContent`)), &r); err != nil || r.Scenario != "storm" || r.Params["duration"] != "10s" {
+	_, r, err := p.runScenario(t, "the exported page's storm", srv.URL+"/?scenario=storm&storm.duration=10s", 2*time.Minute)
+	if err != nil || r.Scenario != "storm" || r.Params["duration"] != "10s" {
 		t.Errorf("the exported page's scenario result is %+v (%v); want the storm with duration 10s, as its link names", r, err)
-	}
-	if errs := p.consoleErrors(); len(errs) > 0 {
-		t.Errorf("console errors: %q", errs)
 	}
 }
 

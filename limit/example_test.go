@@ -121,9 +121,8 @@ func ExampleLimiter_Wait() {
 		}
 		got <- err
 	}()
-	time.Sleep(time.Millisecond)
-	busy.Served(time.Now()) // the slot passes to the waiter
-	fmt.Println("waiter:", <-got)
+	busy.Served(time.Now()) // the slot passes to the waiter, queued or about to be
+	fmt.Println("waiter:", <-got) // within MaxWait, whichever came first
 
 	busy, _ = l.Wait(ctx, limit.Normal)
 	gone, cancel := context.WithCancel(ctx)

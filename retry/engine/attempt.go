@@ -26,14 +26,16 @@ type Attempt struct {
 	a core.Attempt
 }
 
-// AttemptTimer starts attempts bounded by a per-attempt timeout: Source's
-// AttemptTimeout, read at each start, if Source is set, else Timeout (none
-// if not positive); with a Source, every attempt's latency and outcome
-// are told to it. A [Policy] has one, built from Config.AttemptTimeout
-// and Config.Timeouts, behind [StartAttempt]. A driver whose
-// attempt timeout is configured apart from its Policy, because it counts
-// from a point inside the attempt (an HTTP request's, from when it has a
-// connection), makes its own and uses [AttemptTimer.StartAfter].
+// AttemptTimer starts attempts whose per-attempt timeout counts from a
+// point inside the attempt (an HTTP request's, from when it has a
+// connection): Source's AttemptTimeout, read at each start, if Source is
+// set, else Timeout (none if not positive); with a Source, every
+// attempt's latency and outcome are told to it. A driver whose attempts
+// are timed from their start, as a retry.Policy's are, uses
+// [StartAttempt] instead: the two are the one way each kind of attempt
+// starts. A driver with such a timer of its own takes Timeout and Source
+// from the retry.Config it would have given the Policy, and gives the
+// Policy none, so that the attempts are not timed twice.
 type AttemptTimer struct {
 	Timeout time.Duration
 	Source  timeout.Source
@@ -48,19 +50,13 @@ func StartAttempt(ctx context.Context, p *retry.Policy) Attempt {
 	return Attempt{a: core.PolicyOf(p).StartAttempt(ctx)}
 }
 
-// Start starts an attempt under ctx, as [StartAttempt] does with
-// the policy's timeout.
-func (t AttemptTimer) Start(ctx context.Context) Attempt {
-	return Attempt{a: core.AttemptTimer(t).Start(ctx)}
-}
-
 // StartAfter starts an attempt whose timeout and latency count from a
 // point inside it, which the driver marks with [Attempt.Restart] (an HTTP
 // request's, from when it has a connection): until then the attempt is
 // bounded by lead instead, or by the attempt timeout itself if lead is
 // not positive. Without an attempt timeout there is no bound at all.
 //
-// Unlike Start's, the attempt always has a context of its own, made at
+// Unlike StartAttempt's, the attempt always has a context of its own, made at
 // once (a protocol that watches its context anyway gains nothing from a
 // lazy one), and it is never released from ctx: after a successful End it
 // lives until ctx ends or [Attempt.Cancel] is called, so a driver whose
@@ -84,7 +80,7 @@ func (a *Attempt) Context() context.Context { return a.a.Context() }
 //
 // A failed attempt's context is cancelled. A successful one's is not:
 // its timeout is stopped and, for an attempt that [StartAttempt]
-// or [AttemptTimer.Start] started, it is released from the caller's
+// started, it is released from the caller's
 // context, so that what the attempt returned (a response body,
 // *sql.Rows) stays usable after the call returns and nothing stays
 // registered with the caller's context; from then on it reports no

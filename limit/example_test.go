@@ -121,7 +121,7 @@ func ExampleLimiter_Wait() {
 		}
 		got <- err
 	}()
-	busy.Served(time.Now()) // the slot passes to the waiter, queued or about to be
+	busy.Served(time.Now())       // the slot passes to the waiter, queued or about to be
 	fmt.Println("waiter:", <-got) // within MaxWait, whichever came first
 
 	busy, _ = l.Wait(ctx, limit.Normal)

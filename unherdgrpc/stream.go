@@ -53,7 +53,6 @@ type clientStream struct {
 	mu        sync.Mutex
 	call      engine.Call
 	att       engine.Attempt    // the current attempt: its timeout and latency
-	attDone   bool              // att has ended
 	cur       grpc.ClientStream // the current attempt
 	actx      context.Context   // the current attempt's
 	cancel    context.CancelCauseFunc
@@ -76,7 +75,7 @@ func (s *clientStream) next() error {
 		// The attempt's context lives until the stream ends, and its
 		// timeout until the commit.
 		sctx, cancel := context.WithCancelCause(s.ctx)
-		s.att, s.attDone = engine.StartAttempt(sctx, s.c.policy), false
+		s.att = engine.StartAttempt(sctx, s.c.policy)
 		actx := s.att.Context()
 		s.actx, s.cancel = actx, cancel
 		cs, err := s.streamer(s.c.outgoing(actx, s.retries, s.attempts), s.desc, s.cc, s.method, callOptions(s.opts, s.extra, nil, nil)...)
@@ -115,15 +114,10 @@ func (s *clientStream) failed(actx context.Context, err error, cs grpc.ClientStr
 }
 
 // endAttempt ends the current attempt with err, the first time it is
-// called for it, and returns the error Attempt.End made of err; later
-// calls return err as it is. It holds mu.
-func (s *clientStream) endAttempt(err error) error {
-	if s.attDone {
-		return err
-	}
-	s.attDone = true
-	return s.att.End(err)
-}
+// called for it (Attempt.End counts only its first call), and returns
+// the error End made of err; later calls return err as it is. It holds
+// mu.
+func (s *clientStream) endAttempt(err error) error { return s.att.End(err) }
 
 // commit ends the retries: the stream is the current attempt's from now
 // on. It holds mu.

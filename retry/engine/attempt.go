@@ -85,7 +85,10 @@ func (a *Attempt) Context() context.Context { return a.a.Context() }
 // *sql.Rows) stays usable after the call returns and nothing stays
 // registered with the caller's context; from then on it reports no
 // deadline. After [Attempt.Commit], End leaves the context as it is,
-// failed or not: the driver ends it. Call End once.
+// failed or not: the driver ends it. Only the first End counts: a later
+// one returns err as it is and tells nobody, so a driver with several
+// paths to an attempt's end (a stream's receive, its send, its close)
+// need not keep a flag of its own.
 func (a *Attempt) End(err error) error { return a.a.End(err) }
 
 // Commit marks the point after which the attempt's result outlives its

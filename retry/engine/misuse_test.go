@@ -39,3 +39,30 @@ func TestFailureWithoutAdmitPanics(t *testing.T) {
 		})
 	}
 }
+
+// Only an attempt's first End counts: the timeout source hears of it
+// once, and a later End returns its error as it is.
+func TestEndTwice(t *testing.T) {
+	src := &countingSource{}
+	p, err := retry.New(retry.Config{Timeouts: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := engine.StartAttempt(context.Background(), p)
+	down := errors.New("down")
+	first := a.End(down)
+	second := a.End(down)
+	if src.n != 1 {
+		t.Errorf("the timeout source heard %d ends, want 1", src.n)
+	}
+	if !errors.Is(first, down) || second != down {
+		t.Errorf("End returned %v, then %v; want down, then down as it is", first, second)
+	}
+}
+
+// countingSource is a timeout.Source with no timeout that counts what it
+// is told.
+type countingSource struct{ n int }
+
+func (s *countingSource) AttemptTimeout() time.Duration { return 0 }
+func (s *countingSource) Observe(time.Duration, bool)   { s.n++ }

@@ -18,6 +18,7 @@ type Attempt struct {
 	ts     timeout.Source   // to tell the latency, or nil
 	start  time.Time        // when the attempt started, if ts is set (not with ph)
 	kept   bool             // Commit was called
+	ended  bool             // End was called
 }
 
 // AttemptTimer is engine.AttemptTimer.
@@ -174,6 +175,10 @@ func (a *Attempt) End(err error) error {
 
 // end is End for an attempt with a timeout, a TimeoutSource or a phase.
 func (a *Attempt) end(err error) error {
+	if a.ended {
+		return err
+	}
+	a.ended = true
 	ph := a.ph
 	if ph != nil {
 		ph.stop()

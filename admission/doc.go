@@ -10,6 +10,8 @@
 // or a later guard rejected it). A guard's rejection ends the call at
 // once with retry.ErrRejected and is never retried.
 //
-// This package holds only the interface; it depends on package failure
-// alone, so that guards need not import the retry loop.
+// This package holds only the interface, and depends on package failure
+// alone. A guard makes its rejections with engine.NewRejection (package
+// retry/engine), so that the loop, and errors.Is against
+// retry.ErrRejected, know them for local rejections.
 package admission

@@ -18,7 +18,7 @@ import (
 // timed-out attempt are the same everywhere.
 //
 // An Attempt is a value used by one goroutine; the zero Attempt is not
-// usable. An attempt under a policy without a timeout or a TimeoutSource
+// usable. An attempt under a policy without a timeout or a timeout.Source
 // costs nothing: its context is the caller's, and End returns err as it
 // is. With a timeout, it costs one allocation until something watches its
 // context's Done channel, and no timer before that.
@@ -72,7 +72,7 @@ func (a *Attempt) Context() context.Context { return a.a.Context() }
 
 // End reports how the attempt ended, err being nil for a success, and
 // returns the error to hand to [Call.Failed] (nil for a success). It
-// tells the TimeoutSource the attempt's latency and whether it
+// tells the timeout.Source the attempt's latency and whether it
 // succeeded. An error of an attempt that its own timeout ended (not the
 // caller's context; see [Attempt.TimedOut]) comes back wrapped with
 // retry.ErrAttemptTimeout, so it classifies as a Timeout, unless
@@ -98,7 +98,7 @@ func (a *Attempt) End(err error) error { return a.a.End(err) }
 // caller's, or by [Attempt.Cancel] (or the cancellation of the parent the
 // driver gave StartAttempt), which the driver calls when the result is
 // done with. End must still be called when the attempt's outcome is known
-// (a stream's first answer or its failure): it tells the TimeoutSource
+// (a stream's first answer or its failure): it tells the timeout.Source
 // as usual and marks a timed-out failure, and leaves the context alone.
 func (a *Attempt) Commit() { a.a.Commit() }
 

@@ -43,7 +43,7 @@ func (p *Policy) StartAttempt(ctx context.Context) Attempt {
 	return startBounded(ctx, p.attemptTimeout, p.timeouts)
 }
 
-// startBounded starts an attempt with a timeout or a TimeoutSource.
+// startBounded starts an attempt with a timeout or a timeout source.
 func startBounded(ctx context.Context, timeout time.Duration, ts timeout.Source) Attempt {
 	a := Attempt{parent: ctx}
 	if ts != nil {
@@ -84,7 +84,7 @@ type phase struct {
 	cancel    context.CancelCauseFunc
 	timer     *time.Timer // nil without a timeout
 	timeout   time.Duration
-	start     atomic.Int64 // unix ns of the start, then of Restart; with a TimeoutSource
+	start     atomic.Int64 // unix ns of the start, then of Restart; with a timeout source
 	fired     atomic.Bool  // the timer fired: the timeout ended the attempt
 	restarted atomic.Bool
 }
@@ -173,7 +173,7 @@ func (a *Attempt) End(err error) error {
 	return a.end(err)
 }
 
-// end is End for an attempt with a timeout, a TimeoutSource or a phase.
+// end is End for an attempt with a timeout, a timeout source or a phase.
 func (a *Attempt) end(err error) error {
 	if a.ended {
 		return err
@@ -223,7 +223,7 @@ func (a *Attempt) Commit() {
 }
 
 // runAttempt runs fn once, between StartAttempt and End. An attempt
-// without a timeout or a TimeoutSource takes StartAttempt's first path,
+// without a timeout or a timeout source takes StartAttempt's first path,
 // spelled out, so that no Attempt is built only to be copied
 // (bench/NOTES.md, "Hot-path layout").
 func runAttempt[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {

@@ -109,8 +109,29 @@ func (f *finder) bounded(l *Loop) bool {
 	}
 	if l.Endless {
 		// Only an exit on the way from one failed attempt to the next
-		// can stop a reconnect loop while the dependency is down.
-		return f.guardedExit(l, l.Between, false, false)
+		// can stop a reconnect loop while the dependency is down: one in
+		// the failure path, or in another case of the select whose timer
+		// or ticker case holds the attempt (select { case <-ctx.Done():
+		// return; case <-t.C: err := call() ... }).
+		if f.guardedExit(l, l.Between, false, false) {
+			return true
+		}
+		for _, s := range l.Body.List {
+			sel, ok := s.(*ast.SelectStmt)
+			if !ok || !contains(sel, l.Call) {
+				continue
+			}
+			var others []ast.Stmt
+			for _, c := range sel.Body.List {
+				if !contains(c, l.Call) {
+					others = append(others, c)
+				}
+			}
+			if f.guardedExit(l, []ast.Stmt{&ast.SelectStmt{Body: &ast.BlockStmt{List: others}}}, false, false) {
+				return true
+			}
+		}
+		return false
 	}
 	return f.guardedExit(l, l.Body.List, false, false)
 }

@@ -35,6 +35,8 @@
 //     delays, or an attempt indexed by the loop variable);
 //   - a loop driven by an iterator (for rows.Next(), for sc.Scan()) goes
 //     round for each item;
+//   - a server's accept loop takes the next connection from its
+//     listener (Accept), backing off only on temporary errors;
 //   - a search changes the attempt's input each time round (a growing
 //     list, a new timestamped key, the next endpoint), and a walk over an
 //     error's chain unwraps the error it tests;
@@ -264,6 +266,9 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) {
 		return nil
 	}
+	if accepts(match.Callee(f.info, l.Call)) {
+		return nil
+	}
 	l.Bounded = f.bounded(l)
 	l.Waits = f.waits(l)
 	if l.Endless && len(l.Waits) == 0 && !match.RemoteDeep(f.info, f.bodies, l.Call, 3) {
@@ -273,6 +278,18 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		return nil
 	}
 	return l
+}
+
+// accepts reports whether fn takes the next connection or stream from a
+// listener (net.Listener.Accept, AcceptTCP, a session's AcceptStream): a
+// server's accept loop, which backs off on temporary errors and ends when
+// the listener closes, serves rather than retries.
+func accepts(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	return ok && sig.Recv() != nil && strings.HasPrefix(fn.Name(), "Accept")
 }
 
 // restart matches a supervisor's reconnect loop that does not branch on

@@ -95,7 +95,8 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 
 // drawsFresh reports whether an assignment's values call time.Now, a
 // random source, or a function that picks the next of several
-// (r.nextLookupdEndpoint(): failover to another address).
+// (r.nextLookupdEndpoint(), p.selectMessageQueue(msg, last): failover to
+// another address).
 func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
 	found := false
 	for _, r := range as.Rhs {
@@ -125,13 +126,14 @@ func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
 }
 
 // rotates reports whether fn is named for picking the next of several:
-// next..., pick..., choose..., rotate....
+// next..., pick..., choose..., rotate..., select... (selectQueue(msg,
+// lastBroker)).
 func rotates(fn *types.Func) bool {
 	if fn == nil {
 		return false
 	}
 	n := strings.ToLower(fn.Name())
-	for _, p := range []string{"next", "pick", "choose", "rotate"} {
+	for _, p := range []string{"next", "pick", "choose", "rotate", "select"} {
 		if strings.HasPrefix(n, p) && n != "next" {
 			return true
 		}

@@ -1,0 +1,56 @@
+package a
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// Negative: an accept loop on the server's own listener ends when the
+// listener is closed (a permanent error); it serves, it does not retry.
+func acceptUntilClosed(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ne, ok := err.(interface{ Temporary() bool }); ok && ne.Temporary() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return
+		}
+		go c.Close()
+	}
+}
+
+// Negative: the attempt sits in the ticker's case of a select whose
+// other case ends the loop with the context.
+func upkeep(ctx context.Context, t *time.Ticker) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := get(ctx)
+			if err != nil {
+				continue
+			}
+			_ = n
+		}
+	}
+}
+
+// Positive: the same without the context's case.
+func upkeepForever(ctx context.Context, t *time.Ticker) {
+	for { // want `unbounded: retry loop has no attempt limit, no deadline and no wait of its own`
+		select {
+		case <-t.C:
+			n, err := get(ctx)
+			if err != nil {
+				continue
+			}
+			_ = n
+		}
+	}
+}
+
+var _ net.Conn

@@ -96,6 +96,12 @@ func (f *finder) indexTop(l *Loop, stmts []ast.Stmt, want flow) int {
 // bounded reports whether anything but the attempt's error can end the
 // loop.
 func (f *finder) bounded(l *Loop) bool {
+	if l.Via != nil {
+		// The called function's exits return to the loop, which calls
+		// it again: only the loop's condition can end it.
+		fs := l.Stmt.(*ast.ForStmt)
+		return fs.Cond != nil && f.other(l, fs.Cond)
+	}
 	if f.other(l, l.Branch) {
 		return true // if err == nil || attempts == 0 { return err }
 	}

@@ -15,7 +15,9 @@
 // (err == nil && resp.StatusCode < 500), or go round on a status of the
 // answer alone (if resp.StatusCode == 429 { continue }). An endless for
 // loop that waits and goes round on failure and carries on after a
-// success is a reconnect or long-poll loop (Endless). The attempt may sit
+// success is a reconnect or long-poll loop (Endless); so is an endless
+// loop that only calls a function of the package that makes the attempt
+// and returns on its failure (for { pull() }). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
 // notimeout fix writes it. Outside for
@@ -101,6 +103,10 @@ type Loop struct {
 	// At is where a finding about the whole loop is reported: the for
 	// statement, or the goto or recursive return that repeats the attempt.
 	At ast.Node
+	// Via is the call of the package's function that makes the attempt
+	// and returns on its failure, when the loop only calls it (for {
+	// pull() }); nil when the attempt is in the loop itself.
+	Via *ast.CallExpr
 }
 
 // Shape is how a retry loop repeats its attempt.
@@ -263,7 +269,7 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		}
 		l.Body = s.Body
 	}
-	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) {
+	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) && !f.delegated(l) {
 		return nil
 	}
 	if accepts(match.Callee(f.info, l.Call)) {
@@ -278,6 +284,53 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		return nil
 	}
 	return l
+}
+
+// delegated matches an endless loop that only calls one of the package's
+// functions, which makes the attempt and returns when it fails, so that
+// the loop calls it again: for { pull() }, with func pull() { resp, err
+// := c.Pull(ctx); if err != nil { log(err); time.Sleep(d); return }; ...
+// }. The statements of that failure branch run between attempts; only
+// the loop's own statements can end it.
+func (f *finder) delegated(l *Loop) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Init != nil || fs.Post != nil || len(l.Body.List) != 1 {
+		return false
+	}
+	es, ok := l.Body.List[0].(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	via, ok := ast.Unparen(es.X).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	body := f.bodies[match.Callee(f.info, via)]
+	if body == nil {
+		return false
+	}
+	stmts := body.List
+	for i, s := range stmts {
+		call, errv, results := f.errCall(s)
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
+			continue
+		}
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok && i+1 < len(stmts) {
+			ifs, ok = stmts[i+1].(*ast.IfStmt)
+		}
+		if !ok || f.errCond(ifs.Cond, errv, call) != token.NEQ || ifs.Else != nil || len(ifs.Body.List) == 0 {
+			return false
+		}
+		failure := ifs.Body.List
+		if _, ret := failure[len(failure)-1].(*ast.ReturnStmt); !ret || f.varies(l, call, body) {
+			return false
+		}
+		l.Call, l.Err, l.Results, l.Branch, l.Endless, l.Via = call, errv, results, ifs.Cond, true, via
+		l.Between = append(append([]ast.Stmt(nil), failure[:len(failure)-1]...), stmts[:i]...)
+		return true
+	}
+	return false
 }
 
 // accepts reports whether fn takes the next connection or stream from a

@@ -1,7 +1,10 @@
 package a
 
 import (
+	"context"
+	"math/rand/v2"
 	"net"
+	"os"
 	"time"
 )
 
@@ -26,4 +29,55 @@ func acceptLoop(l net.Listener) {
 		}
 		go serve(c)
 	}
+}
+
+var pullWait = time.Second
+
+// Positive: the loop only calls pullOnce, which makes the attempt, waits
+// a fixed delay when it fails and returns; the loop calls it again.
+func pullForever() {
+	for {
+		pullOnce(context.TODO())
+	}
+}
+
+func pullOnce(ctx context.Context) {
+	n, err := get(ctx)
+	if err != nil {
+		time.Sleep(pullWait) // want `nojitter: retry loop waits the same delay \(pullWait\)`
+		return
+	}
+	_ = n
+}
+
+// Negative: the same with a jittered wait.
+func pullForeverJitter() {
+	for {
+		pullOnceJitter(context.TODO())
+	}
+}
+
+func pullOnceJitter(ctx context.Context) {
+	n, err := get(ctx)
+	if err != nil {
+		time.Sleep(pullWait/2 + rand.N(pullWait))
+		return
+	}
+	_ = n
+}
+
+// Negative: the called function waits for a local lock file.
+func lockForever() {
+	for {
+		lockOnce()
+	}
+}
+
+func lockOnce() {
+	f, err := os.OpenFile("lock", os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		time.Sleep(time.Second)
+		return
+	}
+	_ = f.Close()
 }

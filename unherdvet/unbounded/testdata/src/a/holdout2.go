@@ -54,3 +54,27 @@ func upkeepForever(ctx context.Context, t *time.Ticker) {
 }
 
 var _ net.Conn
+
+// Positive: the loop only calls pullOnce, which waits and returns when
+// its attempt fails; nothing ends the loop.
+func pullForever() {
+	for { // want `unbounded: reconnect loop has nothing that stops it`
+		pullOnce(context.TODO())
+	}
+}
+
+func pullOnce(ctx context.Context) {
+	n, err := get(ctx)
+	if err != nil {
+		time.Sleep(time.Second)
+		return
+	}
+	_ = n
+}
+
+// Negative: the same, until a stop flag is set.
+func pullUntilStopped(stop *bool) {
+	for !*stop {
+		pullOnce(context.TODO())
+	}
+}

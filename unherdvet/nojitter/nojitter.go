@@ -35,8 +35,9 @@ func reportLockstep(p *check.Pass, l *loops.Loop) {
 			// The delay a helper makes: classified in its body.
 			c.scope, c.seen = w.Scope, make(map[types.Object]kind)
 		}
+		c.wait = w
 		kinds[i] = c.expr(w.Delay)
-		c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
+		c.scope, c.seen, c.wait = l.Stmt, make(map[types.Object]kind), nil
 		random = random || kinds[i] >= serverKind
 	}
 	if random {
@@ -159,6 +160,9 @@ type classifier struct {
 	// fields maps each field to the values composite literals give it,
 	// built on first use.
 	fields map[*types.Var][]ast.Expr
+	// wait is the wait whose delay is being classified, nil in a
+	// helper's body.
+	wait *loops.Wait
 }
 
 func (c *classifier) expr(e ast.Expr) kind {
@@ -620,7 +624,7 @@ func (c *classifier) variable(obj types.Object) kind {
 }
 
 func (c *classifier) writes(v *types.Var) kind {
-	inside := c.idx.Within(v, c.scope)
+	inside := c.reaching(v, c.idx.Within(v, c.scope))
 	// Drawn at random or given by the server before the loop, it stays
 	// so whatever the loop adds (interval += 5 on slow_down).
 	for _, a := range c.idx[v] {
@@ -682,6 +686,38 @@ func (c *classifier) writes(v *types.Var) kind {
 		return serverKind
 	}
 	return k
+}
+
+// reaching narrows inside, the writes of v in the loop, to those that
+// reach a wait at the top of the loop after a failure, when the failure
+// path sets v: for { if wait > 0 { time.Sleep(wait) }; wait =
+// interval(); err := call(); if err != nil { wait = 3 * time.Second;
+// continue } }. The failure path's writes reach the wait, and so do those
+// before it; one between the wait and the attempt is overwritten on the
+// way round.
+func (c *classifier) reaching(v *types.Var, inside []assign.Assign) []assign.Assign {
+	l, w := c.loop, c.wait
+	if w == nil || c.scope != ast.Node(l.Stmt) || l.Shape != loops.For || w.Call.End() > l.Call.Pos() {
+		return inside
+	}
+	failing := func(a assign.Assign) bool {
+		for _, s := range l.Between {
+			if s.Pos() > l.Call.End() && s.Pos() <= a.Stmt.Pos() && a.Stmt.End() <= s.End() {
+				return true
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(inside, failing) {
+		return inside
+	}
+	var out []assign.Assign
+	for _, a := range inside {
+		if failing(a) || a.Stmt.End() <= w.Call.Pos() {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // neverSet reports whether stmt is a range over a struct field that no

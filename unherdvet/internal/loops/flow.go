@@ -27,7 +27,12 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 		return leave
 	case *ast.BranchStmt:
 		switch s.Tok {
-		case token.BREAK, token.GOTO:
+		case token.GOTO:
+			if f.toTop(l, s) {
+				return again
+			}
+			return leave
+		case token.BREAK:
 			return leave
 		case token.CONTINUE:
 			if s.Label == nil || (l.Label != nil && s.Label.Name == l.Label.Name) {
@@ -56,6 +61,20 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 		}
 	}
 	return stay
+}
+
+// toTop reports whether b is a goto to the label of the first statement
+// of l's body (for { next: select { ... }; ...; goto next }): it goes
+// round, like a continue.
+func (f *finder) toTop(l *Loop, b *ast.BranchStmt) bool {
+	if l.Shape != For || b.Label == nil || len(l.Body.List) == 0 {
+		return false
+	}
+	if _, ok := l.Stmt.(*ast.ForStmt); !ok {
+		return false
+	}
+	ls, ok := l.Body.List[0].(*ast.LabeledStmt)
+	return ok && ls.Label.Name == b.Label.Name
 }
 
 // noReturn reports whether call never returns: panic, os.Exit, log.Fatal,

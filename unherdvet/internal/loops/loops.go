@@ -178,10 +178,11 @@ var Analyzer = &analysis.Analyzer{
 
 func run(pass *analysis.Pass) (any, error) {
 	f := &finder{
-		info:   pass.TypesInfo,
-		labels: make(map[ast.Stmt]*ast.Ident),
-		bodies: match.Bodies(pass.TypesInfo, pass.Files),
-		res:    new(Result),
+		info:      pass.TypesInfo,
+		labels:    make(map[ast.Stmt]*ast.Ident),
+		forBodies: make(map[*ast.BlockStmt]bool),
+		bodies:    match.Bodies(pass.TypesInfo, pass.Files),
+		res:       new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	for _, file := range pass.Files {
@@ -216,7 +217,10 @@ type finder struct {
 	sleepers map[*types.Func]*Wait
 	// bodies are the package's functions, to follow a call into.
 	bodies map[*types.Func]*ast.BlockStmt
-	res    *Result
+	// forBodies are the bodies of the for statements matched as retry
+	// loops.
+	forBodies map[*ast.BlockStmt]bool
+	res       *Result
 }
 
 // walk finds the retry loops of fn, and of the function literals in it.
@@ -231,12 +235,20 @@ func (f *finder) walk(fn *Func) {
 			f.labels[n.Stmt] = n.Label
 		case *ast.BlockStmt:
 			for i, s := range n.List {
+				if i == 0 && f.forBodies[n] {
+					// A label at the top of a retry loop's body: a goto to
+					// it goes round that loop (see toTop).
+					continue
+				}
 				if l := f.gotoLoop(fn, n.List, i, s); l != nil {
 					f.res.Loops = append(f.res.Loops, l)
 				}
 			}
 		case *ast.ForStmt, *ast.RangeStmt:
 			if l := f.match(fn, n.(ast.Stmt)); l != nil {
+				if fs, ok := n.(*ast.ForStmt); ok {
+					f.forBodies[fs.Body] = true
+				}
 				f.res.Loops = append(f.res.Loops, l)
 			}
 		}
@@ -903,6 +915,7 @@ func (f *finder) nestedAgain(l *Loop, stmts []ast.Stmt) bool {
 						found = l.Label != nil && m.Label.Name == l.Label.Name
 					}
 				}
+				found = found || (m.Tok == token.GOTO && f.toTop(l, m))
 			}
 			return !found
 		})

@@ -81,3 +81,52 @@ func lockOnce() {
 	}
 	_ = f.Close()
 }
+
+var pullInterval = func() time.Duration { return time.Duration(rand.N(10)) }
+
+// Positive: on failure the pull loop sets the delay and goes back to the
+// label at the top of its body, where it sleeps before the next try.
+func pullLoop(done chan struct{}) {
+	var wait time.Duration
+	for {
+	next:
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if wait > 0 {
+			time.Sleep(wait) // want `nojitter: retry loop waits the same delay \(wait\)`
+		}
+		wait = pullInterval()
+		n, err := get(context.TODO())
+		if err != nil {
+			wait = 3 * time.Second
+			goto next
+		}
+		_ = n
+	}
+}
+
+// Negative: the same, with a jittered delay on failure.
+func pullLoopJitter(done chan struct{}) {
+	var wait time.Duration
+	for {
+	next:
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+		wait = pullInterval()
+		n, err := get(context.TODO())
+		if err != nil {
+			wait = time.Second + rand.N(time.Second)
+			goto next
+		}
+		_ = n
+	}
+}

@@ -78,3 +78,35 @@ func pullUntilStopped(stop *bool) {
 		pullOnce(context.TODO())
 	}
 }
+
+// Positive: a pull loop that goes back to the label at the top of its
+// body on failure, with nothing that ends it.
+func pullLoopForever() {
+	for { // want `unbounded: reconnect loop has nothing that stops it`
+	next:
+		time.Sleep(time.Second)
+		n, err := get(context.TODO())
+		if err != nil {
+			goto next
+		}
+		_ = n
+	}
+}
+
+// Negative: the same, ended by a done channel checked at the label.
+func pullLoopDone(done chan struct{}) {
+	for {
+	next:
+		select {
+		case <-done:
+			return
+		default:
+		}
+		time.Sleep(time.Second)
+		n, err := get(context.TODO())
+		if err != nil {
+			goto next
+		}
+		_ = n
+	}
+}

@@ -431,16 +431,27 @@ func (c *classifier) helper(fn *types.Func, e *ast.CallExpr) kind {
 // result classifies the index-th result of a call of fn, a function or
 // method of the package, or a method of an interface whose
 // implementations in the package are followed (the Syncer's
-// OnFailedSync).
+// OnFailedSync): those the receiver is given when the package shows
+// them all (see concrete), else every one.
 func (c *classifier) result(fn *types.Func, e *ast.CallExpr, index int) kind {
 	var impls []*types.Func
 	if recv := fn.Type().(*types.Signature).Recv(); recv != nil && types.IsInterface(recv.Type()) {
 		iface, _ := recv.Type().Underlying().(*types.Interface)
+		// The implementations the receiver is given in the package (a
+		// configuration's default policy), when they are all known.
+		var given []types.Type
+		if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok {
+			given = c.concrete(sel.X, 3)
+		}
 		for m := range c.bodies {
 			r := m.Type().(*types.Signature).Recv()
-			if m.Name() == fn.Name() && r != nil && iface != nil && types.Implements(r.Type(), iface) {
-				impls = append(impls, m)
+			if m.Name() != fn.Name() || r == nil || iface == nil || !types.Implements(r.Type(), iface) {
+				continue
 			}
+			if given != nil && !slices.ContainsFunc(given, func(t types.Type) bool { return types.Identical(t, r.Type()) }) {
+				continue
+			}
+			impls = append(impls, m)
 		}
 	} else if c.bodies[fn] != nil {
 		impls = []*types.Func{fn}
@@ -464,6 +475,59 @@ func (c *classifier) result(fn *types.Func, e *ast.CallExpr, index int) kind {
 		}
 	}
 	return k
+}
+
+// concrete returns the types of the values an interface-typed
+// expression is given in the package: x is a variable or field whose
+// every write and composite-literal value is a composite literal (or its
+// address), or another such variable or field (p := cfg.Reconnect, with
+// Reconnect: &constantPolicy{...} in the default configuration),
+// followed depth levels. It returns nil when one of them is anything
+// else, or there are none.
+func (c *classifier) concrete(x ast.Expr, depth int) []types.Type {
+	if depth == 0 {
+		return nil
+	}
+	x = ast.Unparen(x)
+	if u, ok := x.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		if lit, ok := ast.Unparen(u.X).(*ast.CompositeLit); ok {
+			return []types.Type{types.NewPointer(c.info.TypeOf(lit))}
+		}
+		return nil
+	}
+	if lit, ok := x.(*ast.CompositeLit); ok {
+		return []types.Type{c.info.TypeOf(lit)}
+	}
+	var obj types.Object
+	switch x := x.(type) {
+	case *ast.Ident:
+		obj = c.info.ObjectOf(x)
+	case *ast.SelectorExpr:
+		obj = c.info.ObjectOf(x.Sel)
+	}
+	v, ok := obj.(*types.Var)
+	if !ok {
+		return nil
+	}
+	var values []ast.Expr
+	for _, a := range c.idx[v] {
+		if a.Rhs == nil || a.Tuple {
+			return nil
+		}
+		values = append(values, a.Rhs)
+	}
+	if v.IsField() {
+		values = append(values, c.fieldValues(v)...)
+	}
+	var out []types.Type
+	for _, val := range values {
+		ts := c.concrete(val, depth-1)
+		if ts == nil {
+			return nil
+		}
+		out = append(out, ts...)
+	}
+	return out
 }
 
 // returns classifies the index-th result of fn's return statements,

@@ -130,3 +130,77 @@ func pullLoopJitter(done chan struct{}) {
 		_ = n
 	}
 }
+
+type connPolicy interface {
+	Interval(n int) time.Duration
+	Max() int
+}
+
+type fixedConnPolicy struct {
+	every time.Duration
+	max   int
+}
+
+func (p *fixedConnPolicy) Interval(int) time.Duration { return p.every }
+func (p *fixedConnPolicy) Max() int                   { return p.max }
+
+type expConnPolicy struct{ base time.Duration }
+
+func (p *expConnPolicy) Interval(n int) time.Duration {
+	d := p.base << n
+	return d/2 + rand.N(d)
+}
+func (p *expConnPolicy) Max() int { return 5 }
+
+type clusterConfig struct{ Reconnect connPolicy }
+
+func newClusterConfig() *clusterConfig {
+	return &clusterConfig{Reconnect: &fixedConnPolicy{every: time.Second, max: 3}}
+}
+
+// Positive: the wait comes through a policy interface; the package has a
+// jittered implementation too, but the configuration's default, the only
+// value the field is given, is the constant one.
+func connectPool(cfg *clusterConfig) error {
+	p := cfg.Reconnect
+	var err error
+	for i := 0; i < p.Max(); i++ {
+		if _, err = dial("node"); err == nil {
+			return nil
+		}
+		time.Sleep(p.Interval(i)) // want `nojitter: retry loop`
+	}
+	return err
+}
+
+type jitteredConfig struct{ Reconnect connPolicy }
+
+func newJitteredConfig() *jitteredConfig {
+	return &jitteredConfig{Reconnect: &expConnPolicy{base: time.Second}}
+}
+
+// Negative: the same, where the default is the jittered policy.
+func connectPoolJitter(cfg *jitteredConfig) error {
+	p := cfg.Reconnect
+	var err error
+	for i := 0; i < p.Max(); i++ {
+		if _, err = dial("node"); err == nil {
+			return nil
+		}
+		time.Sleep(p.Interval(i))
+	}
+	return err
+}
+
+// Negative: a policy the caller passes in, which the package does not
+// show: any implementation may come.
+func connectWith(p connPolicy) error {
+	var err error
+	for i := 0; i < p.Max(); i++ {
+		if _, err = dial("node"); err == nil {
+			return nil
+		}
+		time.Sleep(p.Interval(i))
+	}
+	return err
+}

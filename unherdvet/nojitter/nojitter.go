@@ -344,27 +344,7 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 // given, in an assignment or a composite literal (Backoff:
 // DefaultBackoff); unknownKind when it is given anything else.
 func (c *classifier) funcValue(e *ast.CallExpr) kind {
-	var obj types.Object
-	switch f := ast.Unparen(e.Fun).(type) {
-	case *ast.Ident:
-		obj = c.info.ObjectOf(f)
-	case *ast.SelectorExpr:
-		obj = c.info.ObjectOf(f.Sel)
-	}
-	v, ok := obj.(*types.Var)
-	if !ok {
-		return unknownKind
-	}
-	var values []ast.Expr
-	for _, a := range c.idx[v] {
-		if a.Rhs == nil || a.Tuple {
-			return unknownKind
-		}
-		values = append(values, a.Rhs)
-	}
-	if v.IsField() {
-		values = append(values, c.fieldValues(v)...)
-	}
+	values := c.given(e.Fun)
 	if len(values) == 0 {
 		return unknownKind
 	}
@@ -387,6 +367,34 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 		k = max(k, c.helper(fn, e))
 	}
 	return k
+}
+
+// given returns the values the variable or field x names is given in
+// the package, by assignments and composite literals; nil when x names
+// neither, or one of its writes has no single value (a tuple, x++).
+func (c *classifier) given(x ast.Expr) []ast.Expr {
+	var obj types.Object
+	switch x := ast.Unparen(x).(type) {
+	case *ast.Ident:
+		obj = c.info.ObjectOf(x)
+	case *ast.SelectorExpr:
+		obj = c.info.ObjectOf(x.Sel)
+	}
+	v, ok := obj.(*types.Var)
+	if !ok {
+		return nil
+	}
+	var values []ast.Expr
+	for _, a := range c.idx[v] {
+		if a.Rhs == nil || a.Tuple {
+			return nil
+		}
+		values = append(values, a.Rhs)
+	}
+	if v.IsField() {
+		values = append(values, c.fieldValues(v)...)
+	}
+	return values
 }
 
 // fieldValues returns the values composite literals of the package give
@@ -498,29 +506,8 @@ func (c *classifier) concrete(x ast.Expr, depth int) []types.Type {
 	if lit, ok := x.(*ast.CompositeLit); ok {
 		return []types.Type{c.info.TypeOf(lit)}
 	}
-	var obj types.Object
-	switch x := x.(type) {
-	case *ast.Ident:
-		obj = c.info.ObjectOf(x)
-	case *ast.SelectorExpr:
-		obj = c.info.ObjectOf(x.Sel)
-	}
-	v, ok := obj.(*types.Var)
-	if !ok {
-		return nil
-	}
-	var values []ast.Expr
-	for _, a := range c.idx[v] {
-		if a.Rhs == nil || a.Tuple {
-			return nil
-		}
-		values = append(values, a.Rhs)
-	}
-	if v.IsField() {
-		values = append(values, c.fieldValues(v)...)
-	}
 	var out []types.Type
-	for _, val := range values {
+	for _, val := range c.given(x) {
 		ts := c.concrete(val, depth-1)
 		if ts == nil {
 			return nil

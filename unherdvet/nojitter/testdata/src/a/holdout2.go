@@ -50,22 +50,6 @@ func pullOnce(ctx context.Context) {
 	_ = n
 }
 
-// Negative: the same with a jittered wait.
-func pullForeverJitter() {
-	for {
-		pullOnceJitter(context.TODO())
-	}
-}
-
-func pullOnceJitter(ctx context.Context) {
-	n, err := get(ctx)
-	if err != nil {
-		time.Sleep(pullWait/2 + rand.N(pullWait))
-		return
-	}
-	_ = n
-}
-
 // Negative: the called function waits for a local lock file.
 func lockForever() {
 	for {
@@ -86,48 +70,36 @@ var pullInterval = func() time.Duration { return time.Duration(rand.N(10)) }
 
 // Positive: on failure the pull loop sets the delay and goes back to the
 // label at the top of its body, where it sleeps before the next try.
-func pullLoop(done chan struct{}) {
+func pullLoop() {
 	var wait time.Duration
 	for {
 	next:
-		select {
-		case <-done:
-			return
-		default:
-		}
 		if wait > 0 {
 			time.Sleep(wait) // want `nojitter: retry loop waits the same delay \(wait\)`
 		}
 		wait = pullInterval()
-		n, err := get(context.TODO())
-		if err != nil {
+		if _, err := get(context.TODO()); err != nil {
 			wait = 3 * time.Second
 			goto next
 		}
-		_ = n
 	}
 }
 
-// Negative: the same, with a jittered delay on failure.
-func pullLoopJitter(done chan struct{}) {
-	var wait time.Duration
+// Negative: the failure path draws the delay at random, and the wait at
+// the top of the next round takes it.
+func pollJittered(ctx context.Context) {
+	delay := time.Duration(0)
 	for {
-	next:
 		select {
-		case <-done:
+		case <-ctx.Done():
 			return
-		default:
+		case <-time.After(delay):
 		}
-		if wait > 0 {
-			time.Sleep(wait)
+		delay = pullInterval()
+		if _, err := get(ctx); err != nil {
+			delay = time.Second + rand.N(time.Second)
+			continue
 		}
-		wait = pullInterval()
-		n, err := get(context.TODO())
-		if err != nil {
-			wait = time.Second + rand.N(time.Second)
-			goto next
-		}
-		_ = n
 	}
 }
 
@@ -173,34 +145,22 @@ func connectPool(cfg *clusterConfig) error {
 	return err
 }
 
-type jitteredConfig struct{ Reconnect connPolicy }
+type poolConfig struct{ Reconnect connPolicy }
 
-func newJitteredConfig() *jitteredConfig {
-	return &jitteredConfig{Reconnect: &expConnPolicy{base: time.Second}}
-}
+var (
+	defaultPool = poolConfig{Reconnect: &fixedConnPolicy{every: time.Second, max: 3}}
+	widePool    = poolConfig{Reconnect: &expConnPolicy{base: time.Second}}
+)
 
-// Negative: the same, where the default is the jittered policy.
-func connectPoolJitter(cfg *jitteredConfig) error {
-	p := cfg.Reconnect
-	var err error
-	for i := 0; i < p.Max(); i++ {
-		if _, err = dial("node"); err == nil {
-			return nil
+// Negative: the field is given the jittered policy too, so either may
+// come.
+func (cfg poolConfig) connect() (err error) {
+	for i := range cfg.Reconnect.Max() {
+		_, err = dial("node")
+		if err == nil {
+			break
 		}
-		time.Sleep(p.Interval(i))
-	}
-	return err
-}
-
-// Negative: a policy the caller passes in, which the package does not
-// show: any implementation may come.
-func connectWith(p connPolicy) error {
-	var err error
-	for i := 0; i < p.Max(); i++ {
-		if _, err = dial("node"); err == nil {
-			return nil
-		}
-		time.Sleep(p.Interval(i))
+		time.Sleep(cfg.Reconnect.Interval(i))
 	}
 	return err
 }

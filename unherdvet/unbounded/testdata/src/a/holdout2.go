@@ -64,12 +64,11 @@ func pullForever() {
 }
 
 func pullOnce(ctx context.Context) {
-	n, err := get(ctx)
-	if err != nil {
+	if err := call(); err != nil {
 		time.Sleep(time.Second)
 		return
 	}
-	_ = n
+	_, _ = get(ctx)
 }
 
 // Negative: the same, until a stop flag is set.
@@ -93,18 +92,18 @@ func pullLoopForever() {
 	}
 }
 
-// Negative: the same, ended by a done channel checked at the label.
+// Negative: a pull loop that checks a done channel on its way back to
+// the label.
 func pullLoopDone(done chan struct{}) {
 	for {
 	next:
-		select {
-		case <-done:
-			return
-		default:
-		}
-		time.Sleep(time.Second)
 		n, err := get(context.TODO())
 		if err != nil {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Second):
+			}
 			goto next
 		}
 		_ = n

@@ -128,7 +128,10 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 		return true
 	}
 	body := bodies[fn]
-	if body == nil || depth == 0 {
+	if body == nil {
+		return netMethod(fn)
+	}
+	if depth == 0 {
 		return false
 	}
 	found := false
@@ -139,6 +142,34 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 		return !found
 	})
 	return found
+}
+
+// netMethod reports whether fn is a method, returning an error, of a
+// type from another package that talks to the network itself (it imports
+// net, net/http, crypto/tls or gRPC): a client library's operation such
+// as a producer's CommitTxn, which takes no context. Methods named for
+// taking what comes (Read..., Recv..., Receive..., Next..., Accept...,
+// Close...) send no request and do not count.
+func netMethod(fn *types.Func) bool {
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || sig.Results().Len() == 0 || !IsError(sig.Results().At(sig.Results().Len()-1).Type()) {
+		return false
+	}
+	for _, p := range []string{"Read", "Recv", "Receive", "Next", "Accept", "Close", "Scan", "Write"} {
+		if strings.HasPrefix(fn.Name(), p) {
+			return false
+		}
+	}
+	for _, imp := range fn.Pkg().Imports() {
+		switch imp.Path() {
+		case "net", "net/http", "crypto/tls", "google.golang.org/grpc":
+			return true
+		}
+	}
+	return false
 }
 
 // clientMethod reports whether fn is a method named for sending a

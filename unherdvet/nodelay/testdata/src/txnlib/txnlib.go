@@ -1,0 +1,20 @@
+// Package txnlib stands for a client library that talks to its service
+// itself (it imports net).
+package txnlib
+
+import "net"
+
+type Producer struct{ conn net.Conn }
+
+func (p *Producer) CommitTxn() error {
+	_, err := p.conn.Write([]byte("commit"))
+	return err
+}
+
+type Reader struct{ conn net.Conn }
+
+func (r *Reader) ReadMessage() ([]byte, error) {
+	b := make([]byte, 512)
+	n, err := r.conn.Read(b)
+	return b[:n], err
+}

@@ -2,6 +2,7 @@ package loops
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
 	"strings"
 
@@ -93,13 +94,17 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	return found
 }
 
-// drawsFresh reports whether an assignment's values call time.Now, a
-// random source, or a function that picks the next of several
+// drawsFresh reports whether an assignment receives from a channel (the
+// next item a consumer handles), or its values call time.Now, a random
+// source, or a function that picks the next of several
 // (r.nextLookupdEndpoint(), p.selectMessageQueue(msg, last): failover to
 // another address).
 func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
 	found := false
 	for _, r := range as.Rhs {
+		if u, ok := ast.Unparen(r).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+			return true // msg, ok := <-incoming: the next item
+		}
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)

@@ -129,7 +129,7 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 	}
 	body := bodies[fn]
 	if body == nil {
-		return netMethod(fn)
+		return fn != nil && fn.Pkg() != nil && fn.Pkg() != current(info) && netMethod(fn)
 	}
 	if depth == 0 {
 		return false
@@ -144,18 +144,30 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 	return found
 }
 
+// current returns the package info describes, or nil.
+func current(info *types.Info) *types.Package {
+	for _, o := range info.Defs {
+		if o != nil && o.Pkg() != nil {
+			return o.Pkg()
+		}
+	}
+	return nil
+}
+
 // netMethod reports whether fn is a method, returning an error, of a
 // type from another package that talks to the network itself (it imports
 // net, net/http, crypto/tls or gRPC): a client library's operation such
 // as a producer's CommitTxn, which takes no context. Methods named for
 // taking what comes (Read..., Recv..., Receive..., Next..., Accept...,
-// Close...) send no request and do not count.
+// Close...) send no request and do not count, nor does a method of an
+// interface that no struct of that package implements (a handler the
+// caller supplies).
 func netMethod(fn *types.Func) bool {
-	if fn == nil || fn.Pkg() == nil {
-		return false
-	}
 	sig, ok := fn.Type().(*types.Signature)
 	if !ok || sig.Recv() == nil || sig.Results().Len() == 0 || !IsError(sig.Results().At(sig.Results().Len()-1).Type()) {
+		return false
+	}
+	if iface, ok := sig.Recv().Type().Underlying().(*types.Interface); ok && !implemented(fn.Pkg(), iface) {
 		return false
 	}
 	for _, p := range []string{"Read", "Recv", "Receive", "Next", "Accept", "Close", "Scan", "Write"} {
@@ -166,6 +178,25 @@ func netMethod(fn *types.Func) bool {
 	for _, imp := range fn.Pkg().Imports() {
 		switch imp.Path() {
 		case "net", "net/http", "crypto/tls", "google.golang.org/grpc":
+			return true
+		}
+	}
+	return false
+}
+
+// implemented reports whether a struct type of pkg (or a pointer to
+// one) implements iface.
+func implemented(pkg *types.Package, iface *types.Interface) bool {
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		tn, ok := scope.Lookup(name).(*types.TypeName)
+		if !ok || tn.IsAlias() {
+			continue
+		}
+		if _, ok := tn.Type().Underlying().(*types.Struct); !ok {
+			continue
+		}
+		if types.Implements(tn.Type(), iface) || types.Implements(types.NewPointer(tn.Type()), iface) {
 			return true
 		}
 	}

@@ -30,3 +30,29 @@ func readLoop(r *txnlib.Reader, out chan<- []byte) {
 		out <- msg
 	}
 }
+
+// Negative: a consumer hands each message it receives to the user's
+// handler and goes on with the next one when the handler fails.
+func handlerLoop(in <-chan []byte, h txnlib.Handler) {
+	for {
+		msg, ok := <-in
+		if !ok {
+			return
+		}
+		if err := h.HandleMessage(msg); err != nil {
+			log.Printf("handler: %v", err)
+			continue
+		}
+	}
+}
+
+// Negative: the same handler retried at once on one message: the
+// handler is the caller's code, not a request of the library.
+func handleAgain(msg []byte, h txnlib.Handler) {
+	for {
+		if err := h.HandleMessage(msg); err != nil {
+			continue
+		}
+		return
+	}
+}

@@ -18,3 +18,13 @@ func (r *Reader) ReadMessage() ([]byte, error) {
 	n, err := r.conn.Read(b)
 	return b[:n], err
 }
+
+// Handler is implemented by the library's users.
+type Handler interface {
+	HandleMessage(m []byte) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(m []byte) error
+
+func (h HandlerFunc) HandleMessage(m []byte) error { return h(m) }

@@ -109,3 +109,25 @@ func pullLoopDone(done chan struct{}) {
 		_ = n
 	}
 }
+
+func send(ctx context.Context, key string) error { return nil }
+
+// Negative: a consumer takes the next key from its channel each round;
+// a failed send moves on to the next key, it does not retry this one.
+func consumeKeys(ctx context.Context, in <-chan string) {
+	for {
+		key := <-in
+		if err := send(ctx, key); err != nil {
+			continue
+		}
+	}
+}
+
+// Positive: the same key sent again and again.
+func sendForever(ctx context.Context, key string) {
+	for { // want `unbounded: retry loop has no attempt limit, no deadline and no wait of its own`
+		if err := send(ctx, key); err != nil {
+			continue
+		}
+	}
+}

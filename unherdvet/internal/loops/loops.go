@@ -350,11 +350,7 @@ func (f *finder) delegated(l *Loop) bool {
 // server's accept loop, which backs off on temporary errors and ends when
 // the listener closes, serves rather than retries.
 func accepts(fn *types.Func) bool {
-	if fn == nil {
-		return false
-	}
-	sig, ok := fn.Type().(*types.Signature)
-	return ok && sig.Recv() != nil && strings.HasPrefix(fn.Name(), "Accept")
+	return match.IsMethod(fn) && strings.HasPrefix(fn.Name(), "Accept")
 }
 
 // restart matches a supervisor's reconnect loop that does not branch on

@@ -203,15 +203,20 @@ func implemented(pkg *types.Package, iface *types.Interface) bool {
 	return false
 }
 
-// clientMethod reports whether fn is a method named for sending a
-// request (Request, Do, Call, Invoke, RoundTrip) of a type from another
-// package: an API client's entry point, whose body is not at hand.
-func clientMethod(fn *types.Func) bool {
+// IsMethod reports whether fn is a method (of a type or an interface).
+func IsMethod(fn *types.Func) bool {
 	if fn == nil {
 		return false
 	}
 	sig, ok := fn.Type().(*types.Signature)
-	if !ok || sig.Recv() == nil {
+	return ok && sig.Recv() != nil
+}
+
+// clientMethod reports whether fn is a method named for sending a
+// request (Request, Do, Call, Invoke, RoundTrip) of a type from another
+// package: an API client's entry point, whose body is not at hand.
+func clientMethod(fn *types.Func) bool {
+	if !IsMethod(fn) {
 		return false
 	}
 	switch fn.Name() {

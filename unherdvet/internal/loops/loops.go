@@ -632,6 +632,11 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
 			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
+			for _, n := range stmts[i+1 : max(j, i+1)] {
+				if ifs, ok := n.(*ast.IfStmt); ok && f.errCond(ifs.Cond, errv, call) == token.NEQ && f.onlyNotes(ifs) {
+					l.Between = append(l.Between, ifs) // a note about the failure
+				}
+			}
 			if l.Endless {
 				varies = f.varies(l, call, &ast.BlockStmt{List: l.Between})
 			}
@@ -753,6 +758,9 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 		switch s := stmts[k].(type) {
 		case *ast.IfStmt:
 			if op := f.errCond(s.Cond, errv, call); op != 0 {
+				if op == token.NEQ && f.onlyNotes(s) {
+					break // if debug && err != nil { log(err) }: not the branch
+				}
 				return k, op, s.Cond
 			}
 			if decision == nil {
@@ -778,6 +786,15 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 		}
 	}
 	return -1, 0, nil
+}
+
+// onlyNotes reports whether ifs, a failure test of the attempt's error
+// (if debug && err != nil), neither leaves nor goes round: it has no
+// else, and its body holds no return, goto, break, continue or panic. It
+// is a note about the failure, such as a log line, which runs between
+// attempts like the failure path, and the branch comes after it.
+func (f *finder) onlyNotes(ifs *ast.IfStmt) bool {
+	return ifs.Else == nil && ifs.Init == nil && !jumps(ifs)
 }
 
 // decision returns the boolean variable s assigns from an expression of
@@ -950,7 +967,7 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		return nil, nil, nil
 	}
 	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
-	if !ok || !match.ReturnsError(f.info, c) {
+	if !ok || (!match.ReturnsError(f.info, c) && !(len(as.Lhs) == 1 && carriesError(f.info.TypeOf(c)))) {
 		return nil, nil, nil
 	}
 	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
@@ -969,6 +986,26 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		}
 	}
 	return c, errv, results
+}
+
+// carriesError reports whether t is a struct, or a pointer to one, with
+// a field of type error: a result that carries the attempt's error
+// (iter := q.Exec(); if iter.err == nil; res := db.Create(&v); if
+// res.Error != nil).
+func carriesError(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for i := range st.NumFields() {
+		if match.IsError(st.Field(i).Type()) {
+			return true
+		}
+	}
+	return false
 }
 
 // errCond returns token.EQL for a success test, token.NEQ for a failure
@@ -1064,6 +1101,12 @@ func (f *finder) errTest(cond ast.Expr, errv types.Object, call *ast.CallExpr) t
 	}
 	if id, ok := x.(*ast.Ident); ok && f.info.ObjectOf(id) == errv {
 		return b.Op
+	}
+	// iter.err == nil: the error field of a result that carries it.
+	if sel, ok := x.(*ast.SelectorExpr); ok && match.IsError(f.info.TypeOf(sel)) {
+		if id, ok := ast.Unparen(sel.X).(*ast.Ident); ok && f.info.ObjectOf(id) == errv {
+			return b.Op
+		}
 	}
 	return 0
 }

@@ -120,12 +120,20 @@ func Pure(fn *types.Func) bool {
 }
 
 // RemoteDeep is Remote, or a dial, for call or, through the bodies of the
-// package's own functions (depth levels), for a call they make:
-// b.getUpdates() that reaches b.client.Do two calls down.
+// package's own functions and the function literals call is given (depth
+// levels), for a call they make: b.getUpdates() that reaches b.client.Do
+// two calls down.
 func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
 	fn := Callee(info, call)
 	if Remote(info, call) || Dials(fn) || clientMethod(fn) {
 		return true
+	}
+	// c.withConn(func(conn *Conn) *Iter { return conn.query(ctx, q) }):
+	// the work given to the call as a function literal.
+	for _, a := range call.Args {
+		if lit, ok := ast.Unparen(a).(*ast.FuncLit); ok && depth > 0 && remoteIn(info, bodies, lit.Body, depth-1) {
+			return true
+		}
 	}
 	body := bodies[fn]
 	if body == nil {
@@ -134,10 +142,16 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 	if depth == 0 {
 		return false
 	}
+	return remoteIn(info, bodies, body, depth-1)
+}
+
+// remoteIn reports whether body makes a call that RemoteDeep (depth
+// levels) reports.
+func remoteIn(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, body *ast.BlockStmt, depth int) bool {
 	found := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if c, ok := n.(*ast.CallExpr); ok && !found {
-			found = RemoteDeep(info, bodies, c, depth-1)
+			found = RemoteDeep(info, bodies, c, depth)
 		}
 		return !found
 	})

@@ -164,3 +164,31 @@ func (cfg poolConfig) connect() (err error) {
 	}
 	return err
 }
+
+// result carries the error of the statement that made it, as an ORM's
+// does.
+type result struct {
+	Error        error
+	RowsAffected int64
+}
+
+type store struct{}
+
+func (store) Create(ctx context.Context, v any) *result {
+	_, err := get(ctx)
+	return &result{Error: err}
+}
+
+// Positive: the error comes in a field of the result; the insert is
+// tried again a constant second later.
+func save(ctx context.Context, db store, v any) error {
+	var res *result
+	for range 5 {
+		res = db.Create(ctx, v)
+		if res.Error == nil {
+			return nil
+		}
+		time.Sleep(time.Second) // want `nojitter: retry loop waits a constant 1s`
+	}
+	return res.Error
+}

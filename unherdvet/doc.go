@@ -54,15 +54,20 @@
 // goes round on an error and carries on after a success (a reconnect or
 // long-poll loop); or a goto back to a label before the call, or a
 // function that calls itself again on failure; or a supervisor loop that
-// always waits after its attempt and resets a backoff after a good run.
+// always waits after its attempt and resets a backoff after a good run;
+// or an endless loop that only calls a function of the package which
+// makes the attempt and returns when it fails (for { pull() }). A goto to
+// the label at the top of a loop's body goes round it, like continue.
 // The attempt may sit in a conditional that only guards it (if err == nil
 // { resp, err = c.Do(req) }, as the notimeout fix writes it), and the
 // success test may ask for a good answer too (err == nil &&
 // resp.StatusCode < 500). Polling loops (which return on error),
-// pagination, failover over a list of addresses and iterator loops are
-// not retry loops. The checks prefer missing a finding to reporting a
-// wrong one: a delay computed by a function they do not follow, a client
-// or request built elsewhere, are given the benefit of the doubt.
+// pagination, failover over a list of addresses, iterator loops, a
+// consumer taking the next item from a channel and a server's accept
+// loop are not retry loops. The checks prefer missing a finding to
+// reporting a wrong one: a delay computed by a function they do not
+// follow, a client or request built elsewhere, are given the benefit of
+// the doubt.
 //
 // Test files, generated files and test-support packages (an import path
 // with an element e2e, tests, testutil(s) or testhelper(s)) are not

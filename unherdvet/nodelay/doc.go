@@ -14,7 +14,10 @@
 // receive or select, no call given a time.Duration or named for waiting
 // (Wait, Sleep, Backoff, Pause, Delay, Throttle), and no other call to a
 // service (reconnecting, refreshing a token, re-reading a record after a
-// conflict), which takes its own time and changes what is tried.
+// conflict), which takes its own time and changes what is tried. A loop
+// that goes round at once only on an end of stream (io.EOF, an error
+// whose text ends in "EOF") is spinning over a connection already
+// closed, not sending requests, and is not reported either.
 package nodelay
 
 import "github.com/unherd/unherd/unherdvet/internal/check"

@@ -19,6 +19,9 @@ func reportImmediate(p *check.Pass, l *loops.Loop) {
 	if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
 		return
 	}
+	if onlyOnEOF(info, l) {
+		return
+	}
 	if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
 		p.Report(l.At, "retry loop tries again at once, with no wait between attempts: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay between attempts, as retry.Do does by default")
 		return
@@ -148,4 +151,65 @@ func waits(info *types.Info, call *ast.CallExpr) bool {
 		}
 	}
 	return match.Remote(info, call) || match.Dials(fn)
+}
+
+// onlyOnEOF reports whether every continue on the loop's failure path
+// runs under a condition about an end of stream (errors.Is(err, io.EOF),
+// strings.HasSuffix(err.Error(), "EOF")): the connection is already
+// closed, so going round sends nothing to the service; it is a busy loop
+// over a dead stream, not a retry of a request.
+func onlyOnEOF(info *types.Info, l *loops.Loop) bool {
+	if l.Shape != loops.For || l.Call == nil {
+		return false
+	}
+	found, all := false, true
+	var visit func(n ast.Node, eof bool)
+	visit = func(n ast.Node, eof bool) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			switch m := m.(type) {
+			case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+				return false
+			case *ast.IfStmt:
+				inner := eof || mentionsEOF(info, m.Cond)
+				if m.Init != nil {
+					visit(m.Init, eof)
+				}
+				visit(m.Body, inner)
+				if m.Else != nil {
+					visit(m.Else, eof)
+				}
+				return false
+			case *ast.BranchStmt:
+				if m.Tok == token.CONTINUE && (m.Label == nil || (l.Label != nil && m.Label.Name == l.Label.Name)) {
+					found = true
+					all = all && eof
+				}
+			}
+			return true
+		})
+	}
+	for _, s := range l.Between {
+		if s.Pos() > l.Call.End() {
+			visit(s, false)
+		}
+	}
+	return found && all
+}
+
+// mentionsEOF reports whether e names io.EOF or io.ErrUnexpectedEOF, or
+// holds a string literal with "EOF" in it.
+func mentionsEOF(info *types.Info, e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Ident:
+			if o := info.Uses[n]; o != nil && o.Pkg() != nil && o.Pkg().Path() == "io" && (o.Name() == "EOF" || o.Name() == "ErrUnexpectedEOF") {
+				found = true
+			}
+		case *ast.BasicLit:
+			found = found || (n.Kind == token.STRING && strings.Contains(n.Value, "EOF"))
+		}
+		return !found
+	})
+	return found
 }

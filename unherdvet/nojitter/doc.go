@@ -11,7 +11,11 @@
 // The delay is followed through constants, variables, struct fields, an
 // index into a list of delays ([]time.Duration{1s, 2s, 5s}), the
 // package's own functions and methods (whose returns are classified the
-// same way), and a backoff struct's method (b.Step()) when the struct has
+// same way; for a method of an interface, the implementations the
+// receiver is given in the package, such as a configuration's default
+// policy, when the package shows them all), a delay the failure path sets
+// before going round to a wait at the top of the loop, and a backoff
+// struct's method (b.Step()) when the struct has
 // a jitter field (Jitter, RandomizationFactor) left zero. A delay the
 // analyzer cannot follow (the result of a function call it does not know,
 // such as a backoff library's NextBackOff) is assumed to be fine; so is
@@ -23,7 +27,8 @@
 // Lockstep only hurts when many clients hit one remote dependency, so a
 // loop whose attempt acts on this machine (net.Listen, a file operation,
 // a file lock, a local command; or a function of the package that makes
-// only such calls) is not reported.
+// only such calls) is not reported, nor is a server's accept loop, which
+// backs off on a temporary error of its own listener.
 package nojitter
 
 import "github.com/unherd/unherd/unherdvet/internal/check"

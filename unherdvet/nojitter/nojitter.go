@@ -35,8 +35,9 @@ func reportLockstep(p *check.Pass, l *loops.Loop) {
 			// The delay a helper makes: classified in its body.
 			c.scope, c.seen = w.Scope, make(map[types.Object]kind)
 		}
+		c.wait = w
 		kinds[i] = c.expr(w.Delay)
-		c.scope, c.seen = l.Stmt, make(map[types.Object]kind)
+		c.scope, c.seen, c.wait = l.Stmt, make(map[types.Object]kind), nil
 		random = random || kinds[i] >= serverKind
 	}
 	if random {
@@ -159,6 +160,9 @@ type classifier struct {
 	// fields maps each field to the values composite literals give it,
 	// built on first use.
 	fields map[*types.Var][]ast.Expr
+	// wait is the wait whose delay is being classified, nil in a
+	// helper's body.
+	wait *loops.Wait
 }
 
 func (c *classifier) expr(e ast.Expr) kind {
@@ -340,27 +344,7 @@ func (c *classifier) call(e *ast.CallExpr) kind {
 // given, in an assignment or a composite literal (Backoff:
 // DefaultBackoff); unknownKind when it is given anything else.
 func (c *classifier) funcValue(e *ast.CallExpr) kind {
-	var obj types.Object
-	switch f := ast.Unparen(e.Fun).(type) {
-	case *ast.Ident:
-		obj = c.info.ObjectOf(f)
-	case *ast.SelectorExpr:
-		obj = c.info.ObjectOf(f.Sel)
-	}
-	v, ok := obj.(*types.Var)
-	if !ok {
-		return unknownKind
-	}
-	var values []ast.Expr
-	for _, a := range c.idx[v] {
-		if a.Rhs == nil || a.Tuple {
-			return unknownKind
-		}
-		values = append(values, a.Rhs)
-	}
-	if v.IsField() {
-		values = append(values, c.fieldValues(v)...)
-	}
+	values := c.given(e.Fun)
 	if len(values) == 0 {
 		return unknownKind
 	}
@@ -383,6 +367,34 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 		k = max(k, c.helper(fn, e))
 	}
 	return k
+}
+
+// given returns the values the variable or field x names is given in
+// the package, by assignments and composite literals; nil when x names
+// neither, or one of its writes has no single value (a tuple, x++).
+func (c *classifier) given(x ast.Expr) []ast.Expr {
+	var obj types.Object
+	switch x := ast.Unparen(x).(type) {
+	case *ast.Ident:
+		obj = c.info.ObjectOf(x)
+	case *ast.SelectorExpr:
+		obj = c.info.ObjectOf(x.Sel)
+	}
+	v, ok := obj.(*types.Var)
+	if !ok {
+		return nil
+	}
+	var values []ast.Expr
+	for _, a := range c.idx[v] {
+		if a.Rhs == nil || a.Tuple {
+			return nil
+		}
+		values = append(values, a.Rhs)
+	}
+	if v.IsField() {
+		values = append(values, c.fieldValues(v)...)
+	}
+	return values
 }
 
 // fieldValues returns the values composite literals of the package give
@@ -427,16 +439,27 @@ func (c *classifier) helper(fn *types.Func, e *ast.CallExpr) kind {
 // result classifies the index-th result of a call of fn, a function or
 // method of the package, or a method of an interface whose
 // implementations in the package are followed (the Syncer's
-// OnFailedSync).
+// OnFailedSync): those the receiver is given when the package shows
+// them all (see concrete), else every one.
 func (c *classifier) result(fn *types.Func, e *ast.CallExpr, index int) kind {
 	var impls []*types.Func
 	if recv := fn.Type().(*types.Signature).Recv(); recv != nil && types.IsInterface(recv.Type()) {
 		iface, _ := recv.Type().Underlying().(*types.Interface)
+		// The implementations the receiver is given in the package (a
+		// configuration's default policy), when they are all known.
+		var given []types.Type
+		if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok {
+			given = c.concrete(sel.X, 3)
+		}
 		for m := range c.bodies {
 			r := m.Type().(*types.Signature).Recv()
-			if m.Name() == fn.Name() && r != nil && iface != nil && types.Implements(r.Type(), iface) {
-				impls = append(impls, m)
+			if m.Name() != fn.Name() || r == nil || iface == nil || !types.Implements(r.Type(), iface) {
+				continue
 			}
+			if given != nil && !slices.ContainsFunc(given, func(t types.Type) bool { return types.Identical(t, r.Type()) }) {
+				continue
+			}
+			impls = append(impls, m)
 		}
 	} else if c.bodies[fn] != nil {
 		impls = []*types.Func{fn}
@@ -460,6 +483,38 @@ func (c *classifier) result(fn *types.Func, e *ast.CallExpr, index int) kind {
 		}
 	}
 	return k
+}
+
+// concrete returns the types of the values an interface-typed
+// expression is given in the package: x is a variable or field whose
+// every write and composite-literal value is a composite literal (or its
+// address), or another such variable or field (p := cfg.Reconnect, with
+// Reconnect: &constantPolicy{...} in the default configuration),
+// followed depth levels. It returns nil when one of them is anything
+// else, or there are none.
+func (c *classifier) concrete(x ast.Expr, depth int) []types.Type {
+	if depth == 0 {
+		return nil
+	}
+	x = ast.Unparen(x)
+	if u, ok := x.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		if lit, ok := ast.Unparen(u.X).(*ast.CompositeLit); ok {
+			return []types.Type{types.NewPointer(c.info.TypeOf(lit))}
+		}
+		return nil
+	}
+	if lit, ok := x.(*ast.CompositeLit); ok {
+		return []types.Type{c.info.TypeOf(lit)}
+	}
+	var out []types.Type
+	for _, val := range c.given(x) {
+		ts := c.concrete(val, depth-1)
+		if ts == nil {
+			return nil
+		}
+		out = append(out, ts...)
+	}
+	return out
 }
 
 // returns classifies the index-th result of fn's return statements,
@@ -620,7 +675,7 @@ func (c *classifier) variable(obj types.Object) kind {
 }
 
 func (c *classifier) writes(v *types.Var) kind {
-	inside := c.idx.Within(v, c.scope)
+	inside := c.reaching(v, c.idx.Within(v, c.scope))
 	// Drawn at random or given by the server before the loop, it stays
 	// so whatever the loop adds (interval += 5 on slow_down).
 	for _, a := range c.idx[v] {
@@ -682,6 +737,38 @@ func (c *classifier) writes(v *types.Var) kind {
 		return serverKind
 	}
 	return k
+}
+
+// reaching narrows inside, the writes of v in the loop, to those that
+// reach a wait at the top of the loop after a failure, when the failure
+// path sets v: for { if wait > 0 { time.Sleep(wait) }; wait =
+// interval(); err := call(); if err != nil { wait = 3 * time.Second;
+// continue } }. The failure path's writes reach the wait, and so do those
+// before it; one between the wait and the attempt is overwritten on the
+// way round.
+func (c *classifier) reaching(v *types.Var, inside []assign.Assign) []assign.Assign {
+	l, w := c.loop, c.wait
+	if w == nil || c.scope != ast.Node(l.Stmt) || l.Shape != loops.For || w.Call.End() > l.Call.Pos() {
+		return inside
+	}
+	failing := func(a assign.Assign) bool {
+		for _, s := range l.Between {
+			if s.Pos() > l.Call.End() && s.Pos() <= a.Stmt.Pos() && a.Stmt.End() <= s.End() {
+				return true
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(inside, failing) {
+		return inside
+	}
+	var out []assign.Assign
+	for _, a := range inside {
+		if failing(a) || a.Stmt.End() <= w.Call.Pos() {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // neverSet reports whether stmt is a range over a struct field that no

@@ -27,7 +27,12 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 		return leave
 	case *ast.BranchStmt:
 		switch s.Tok {
-		case token.BREAK, token.GOTO:
+		case token.GOTO:
+			if f.toTop(l, s) {
+				return again
+			}
+			return leave
+		case token.BREAK:
 			return leave
 		case token.CONTINUE:
 			if s.Label == nil || (l.Label != nil && s.Label.Name == l.Label.Name) {
@@ -56,6 +61,20 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 		}
 	}
 	return stay
+}
+
+// toTop reports whether b is a goto to the label of the first statement
+// of l's body (for { next: select { ... }; ...; goto next }): it goes
+// round, like a continue.
+func (f *finder) toTop(l *Loop, b *ast.BranchStmt) bool {
+	if l.Shape != For || b.Label == nil || len(l.Body.List) == 0 {
+		return false
+	}
+	if _, ok := l.Stmt.(*ast.ForStmt); !ok {
+		return false
+	}
+	ls, ok := l.Body.List[0].(*ast.LabeledStmt)
+	return ok && ls.Label.Name == b.Label.Name
 }
 
 // noReturn reports whether call never returns: panic, os.Exit, log.Fatal,
@@ -96,6 +115,12 @@ func (f *finder) indexTop(l *Loop, stmts []ast.Stmt, want flow) int {
 // bounded reports whether anything but the attempt's error can end the
 // loop.
 func (f *finder) bounded(l *Loop) bool {
+	if l.Via != nil {
+		// The called function's exits return to the loop, which calls
+		// it again: only the loop's condition can end it.
+		fs := l.Stmt.(*ast.ForStmt)
+		return fs.Cond != nil && f.other(l, fs.Cond)
+	}
 	if f.other(l, l.Branch) {
 		return true // if err == nil || attempts == 0 { return err }
 	}
@@ -109,8 +134,29 @@ func (f *finder) bounded(l *Loop) bool {
 	}
 	if l.Endless {
 		// Only an exit on the way from one failed attempt to the next
-		// can stop a reconnect loop while the dependency is down.
-		return f.guardedExit(l, l.Between, false, false)
+		// can stop a reconnect loop while the dependency is down: one in
+		// the failure path, or in another case of the select whose timer
+		// or ticker case holds the attempt (select { case <-ctx.Done():
+		// return; case <-t.C: err := call() ... }).
+		if f.guardedExit(l, l.Between, false, false) {
+			return true
+		}
+		for _, s := range l.Body.List {
+			sel, ok := s.(*ast.SelectStmt)
+			if !ok || !contains(sel, l.Call) {
+				continue
+			}
+			var others []ast.Stmt
+			for _, c := range sel.Body.List {
+				if !contains(c, l.Call) {
+					others = append(others, c)
+				}
+			}
+			if f.guardedExit(l, []ast.Stmt{&ast.SelectStmt{Body: &ast.BlockStmt{List: others}}}, false, false) {
+				return true
+			}
+		}
+		return false
 	}
 	return f.guardedExit(l, l.Body.List, false, false)
 }

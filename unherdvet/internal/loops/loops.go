@@ -15,7 +15,9 @@
 // (err == nil && resp.StatusCode < 500), or go round on a status of the
 // answer alone (if resp.StatusCode == 429 { continue }). An endless for
 // loop that waits and goes round on failure and carries on after a
-// success is a reconnect or long-poll loop (Endless). The attempt may sit
+// success is a reconnect or long-poll loop (Endless); so is an endless
+// loop that only calls a function of the package that makes the attempt
+// and returns on its failure (for { pull() }). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
 // notimeout fix writes it. Outside for
@@ -35,6 +37,8 @@
 //     delays, or an attempt indexed by the loop variable);
 //   - a loop driven by an iterator (for rows.Next(), for sc.Scan()) goes
 //     round for each item;
+//   - a server's accept loop takes the next connection from its
+//     listener (Accept), backing off only on temporary errors;
 //   - a search changes the attempt's input each time round (a growing
 //     list, a new timestamped key, the next endpoint), and a walk over an
 //     error's chain unwraps the error it tests;
@@ -99,6 +103,10 @@ type Loop struct {
 	// At is where a finding about the whole loop is reported: the for
 	// statement, or the goto or recursive return that repeats the attempt.
 	At ast.Node
+	// Via is the call of the package's function that makes the attempt
+	// and returns on its failure, when the loop only calls it (for {
+	// pull() }); nil when the attempt is in the loop itself.
+	Via *ast.CallExpr
 }
 
 // Shape is how a retry loop repeats its attempt.
@@ -170,10 +178,11 @@ var Analyzer = &analysis.Analyzer{
 
 func run(pass *analysis.Pass) (any, error) {
 	f := &finder{
-		info:   pass.TypesInfo,
-		labels: make(map[ast.Stmt]*ast.Ident),
-		bodies: match.Bodies(pass.TypesInfo, pass.Files),
-		res:    new(Result),
+		info:      pass.TypesInfo,
+		labels:    make(map[ast.Stmt]*ast.Ident),
+		forBodies: make(map[*ast.BlockStmt]bool),
+		bodies:    match.Bodies(pass.TypesInfo, pass.Files),
+		res:       new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	for _, file := range pass.Files {
@@ -208,7 +217,10 @@ type finder struct {
 	sleepers map[*types.Func]*Wait
 	// bodies are the package's functions, to follow a call into.
 	bodies map[*types.Func]*ast.BlockStmt
-	res    *Result
+	// forBodies are the bodies of the for statements matched as retry
+	// loops.
+	forBodies map[*ast.BlockStmt]bool
+	res       *Result
 }
 
 // walk finds the retry loops of fn, and of the function literals in it.
@@ -223,12 +235,20 @@ func (f *finder) walk(fn *Func) {
 			f.labels[n.Stmt] = n.Label
 		case *ast.BlockStmt:
 			for i, s := range n.List {
+				if i == 0 && f.forBodies[n] {
+					// A label at the top of a retry loop's body: a goto to
+					// it goes round that loop (see toTop).
+					continue
+				}
 				if l := f.gotoLoop(fn, n.List, i, s); l != nil {
 					f.res.Loops = append(f.res.Loops, l)
 				}
 			}
 		case *ast.ForStmt, *ast.RangeStmt:
 			if l := f.match(fn, n.(ast.Stmt)); l != nil {
+				if fs, ok := n.(*ast.ForStmt); ok {
+					f.forBodies[fs.Body] = true
+				}
 				f.res.Loops = append(f.res.Loops, l)
 			}
 		}
@@ -261,7 +281,10 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		}
 		l.Body = s.Body
 	}
-	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) {
+	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) && !f.delegated(l) {
+		return nil
+	}
+	if accepts(match.Callee(f.info, l.Call)) {
 		return nil
 	}
 	l.Bounded = f.bounded(l)
@@ -273,6 +296,61 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		return nil
 	}
 	return l
+}
+
+// delegated matches an endless loop that only calls one of the package's
+// functions, which makes the attempt and returns when it fails, so that
+// the loop calls it again: for { pull() }, with func pull() { resp, err
+// := c.Pull(ctx); if err != nil { log(err); time.Sleep(d); return }; ...
+// }. The statements of that failure branch run between attempts; only
+// the loop's own statements can end it.
+func (f *finder) delegated(l *Loop) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Init != nil || fs.Post != nil || len(l.Body.List) != 1 {
+		return false
+	}
+	es, ok := l.Body.List[0].(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	via, ok := ast.Unparen(es.X).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	body := f.bodies[match.Callee(f.info, via)]
+	if body == nil {
+		return false
+	}
+	stmts := body.List
+	for i, s := range stmts {
+		call, errv, results := f.errCall(s)
+		if call == nil || match.Pure(match.Callee(f.info, call)) {
+			continue
+		}
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok && i+1 < len(stmts) {
+			ifs, ok = stmts[i+1].(*ast.IfStmt)
+		}
+		if !ok || f.errCond(ifs.Cond, errv, call) != token.NEQ || ifs.Else != nil || len(ifs.Body.List) == 0 {
+			return false
+		}
+		failure := ifs.Body.List
+		if _, ret := failure[len(failure)-1].(*ast.ReturnStmt); !ret || f.varies(l, call, body) {
+			return false
+		}
+		l.Call, l.Err, l.Results, l.Branch, l.Endless, l.Via = call, errv, results, ifs.Cond, true, via
+		l.Between = append(append([]ast.Stmt(nil), failure[:len(failure)-1]...), stmts[:i]...)
+		return true
+	}
+	return false
+}
+
+// accepts reports whether fn takes the next connection or stream from a
+// listener (net.Listener.Accept, AcceptTCP, a session's AcceptStream): a
+// server's accept loop, which backs off on temporary errors and ends when
+// the listener closes, serves rather than retries.
+func accepts(fn *types.Func) bool {
+	return match.IsMethod(fn) && strings.HasPrefix(fn.Name(), "Accept")
 }
 
 // restart matches a supervisor's reconnect loop that does not branch on
@@ -554,6 +632,11 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
 			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
+			for _, n := range stmts[i+1 : max(j, i+1)] {
+				if ifs, ok := n.(*ast.IfStmt); ok && f.errCond(ifs.Cond, errv, call) == token.NEQ && f.onlyNotes(ifs) {
+					l.Between = append(l.Between, ifs) // a note about the failure
+				}
+			}
 			if l.Endless {
 				varies = f.varies(l, call, &ast.BlockStmt{List: l.Between})
 			}
@@ -675,6 +758,9 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 		switch s := stmts[k].(type) {
 		case *ast.IfStmt:
 			if op := f.errCond(s.Cond, errv, call); op != 0 {
+				if op == token.NEQ && f.onlyNotes(s) {
+					break // if debug && err != nil { log(err) }: not the branch
+				}
 				return k, op, s.Cond
 			}
 			if decision == nil {
@@ -700,6 +786,15 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 		}
 	}
 	return -1, 0, nil
+}
+
+// onlyNotes reports whether ifs, a failure test of the attempt's error
+// (if debug && err != nil), neither leaves nor goes round: it has no
+// else, and its body holds no return, goto, break, continue or panic. It
+// is a note about the failure, such as a log line, which runs between
+// attempts like the failure path, and the branch comes after it.
+func (f *finder) onlyNotes(ifs *ast.IfStmt) bool {
+	return ifs.Else == nil && ifs.Init == nil && !jumps(ifs)
 }
 
 // decision returns the boolean variable s assigns from an expression of
@@ -833,6 +928,7 @@ func (f *finder) nestedAgain(l *Loop, stmts []ast.Stmt) bool {
 						found = l.Label != nil && m.Label.Name == l.Label.Name
 					}
 				}
+				found = found || (m.Tok == token.GOTO && f.toTop(l, m))
 			}
 			return !found
 		})
@@ -871,7 +967,7 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		return nil, nil, nil
 	}
 	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
-	if !ok || !match.ReturnsError(f.info, c) {
+	if !ok || (!match.ReturnsError(f.info, c) && !(len(as.Lhs) == 1 && carriesError(f.info.TypeOf(c)))) {
 		return nil, nil, nil
 	}
 	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
@@ -890,6 +986,26 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		}
 	}
 	return c, errv, results
+}
+
+// carriesError reports whether t is a struct, or a pointer to one, with
+// a field of type error: a result that carries the attempt's error
+// (iter := q.Exec(); if iter.err == nil; res := db.Create(&v); if
+// res.Error != nil).
+func carriesError(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for i := range st.NumFields() {
+		if match.IsError(st.Field(i).Type()) {
+			return true
+		}
+	}
+	return false
 }
 
 // errCond returns token.EQL for a success test, token.NEQ for a failure
@@ -985,6 +1101,12 @@ func (f *finder) errTest(cond ast.Expr, errv types.Object, call *ast.CallExpr) t
 	}
 	if id, ok := x.(*ast.Ident); ok && f.info.ObjectOf(id) == errv {
 		return b.Op
+	}
+	// iter.err == nil: the error field of a result that carries it.
+	if sel, ok := x.(*ast.SelectorExpr); ok && match.IsError(f.info.TypeOf(sel)) {
+		if id, ok := ast.Unparen(sel.X).(*ast.Ident); ok && f.info.ObjectOf(id) == errv {
+			return b.Op
+		}
 	}
 	return 0
 }

@@ -2,6 +2,7 @@ package loops
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
 	"strings"
 
@@ -93,12 +94,17 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	return found
 }
 
-// drawsFresh reports whether an assignment's values call time.Now, a
-// random source, or a function that picks the next of several
-// (r.nextLookupdEndpoint(): failover to another address).
+// drawsFresh reports whether an assignment receives from a channel (the
+// next item a consumer handles), or its values call time.Now, a random
+// source, or a function that picks the next of several
+// (r.nextLookupdEndpoint(), p.selectMessageQueue(msg, last): failover to
+// another address).
 func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
 	found := false
 	for _, r := range as.Rhs {
+		if u, ok := ast.Unparen(r).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+			return true // msg, ok := <-incoming: the next item
+		}
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
@@ -125,13 +131,14 @@ func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
 }
 
 // rotates reports whether fn is named for picking the next of several:
-// next..., pick..., choose..., rotate....
+// next..., pick..., choose..., rotate..., select... (selectQueue(msg,
+// lastBroker)).
 func rotates(fn *types.Func) bool {
 	if fn == nil {
 		return false
 	}
 	n := strings.ToLower(fn.Name())
-	for _, p := range []string{"next", "pick", "choose", "rotate"} {
+	for _, p := range []string{"next", "pick", "choose", "rotate", "select"} {
 		if strings.HasPrefix(n, p) && n != "next" {
 			return true
 		}

@@ -120,36 +120,117 @@ func Pure(fn *types.Func) bool {
 }
 
 // RemoteDeep is Remote, or a dial, for call or, through the bodies of the
-// package's own functions (depth levels), for a call they make:
-// b.getUpdates() that reaches b.client.Do two calls down.
+// package's own functions and the function literals call is given (depth
+// levels), for a call they make: b.getUpdates() that reaches b.client.Do
+// two calls down.
 func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
 	fn := Callee(info, call)
 	if Remote(info, call) || Dials(fn) || clientMethod(fn) {
 		return true
 	}
+	// c.withConn(func(conn *Conn) *Iter { return conn.query(ctx, q) }):
+	// the work given to the call as a function literal.
+	for _, a := range call.Args {
+		if lit, ok := ast.Unparen(a).(*ast.FuncLit); ok && depth > 0 && remoteIn(info, bodies, lit.Body, depth-1) {
+			return true
+		}
+	}
 	body := bodies[fn]
-	if body == nil || depth == 0 {
+	if body == nil {
+		return fn != nil && fn.Pkg() != nil && fn.Pkg() != current(info) && netMethod(fn)
+	}
+	if depth == 0 {
 		return false
 	}
+	return remoteIn(info, bodies, body, depth-1)
+}
+
+// remoteIn reports whether body makes a call that RemoteDeep (depth
+// levels) reports.
+func remoteIn(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, body *ast.BlockStmt, depth int) bool {
 	found := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if c, ok := n.(*ast.CallExpr); ok && !found {
-			found = RemoteDeep(info, bodies, c, depth-1)
+			found = RemoteDeep(info, bodies, c, depth)
 		}
 		return !found
 	})
 	return found
 }
 
-// clientMethod reports whether fn is a method named for sending a
-// request (Request, Do, Call, Invoke, RoundTrip) of a type from another
-// package: an API client's entry point, whose body is not at hand.
-func clientMethod(fn *types.Func) bool {
+// current returns the package info describes, or nil.
+func current(info *types.Info) *types.Package {
+	for _, o := range info.Defs {
+		if o != nil && o.Pkg() != nil {
+			return o.Pkg()
+		}
+	}
+	return nil
+}
+
+// netMethod reports whether fn is a method, returning an error, of a
+// type from another package that talks to the network itself (it imports
+// net, net/http, crypto/tls or gRPC): a client library's operation such
+// as a producer's CommitTxn, which takes no context. Methods named for
+// taking what comes (Read..., Recv..., Receive..., Next..., Accept...,
+// Close...) send no request and do not count, nor does a method of an
+// interface that no struct of that package implements (a handler the
+// caller supplies).
+func netMethod(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || sig.Results().Len() == 0 || !IsError(sig.Results().At(sig.Results().Len()-1).Type()) {
+		return false
+	}
+	if iface, ok := sig.Recv().Type().Underlying().(*types.Interface); ok && !implemented(fn.Pkg(), iface) {
+		return false
+	}
+	for _, p := range []string{"Read", "Recv", "Receive", "Next", "Accept", "Close", "Scan", "Write"} {
+		if strings.HasPrefix(fn.Name(), p) {
+			return false
+		}
+	}
+	for _, imp := range fn.Pkg().Imports() {
+		switch imp.Path() {
+		case "net", "net/http", "crypto/tls", "google.golang.org/grpc":
+			return true
+		}
+	}
+	return false
+}
+
+// implemented reports whether a struct type of pkg (or a pointer to
+// one) implements iface.
+func implemented(pkg *types.Package, iface *types.Interface) bool {
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		tn, ok := scope.Lookup(name).(*types.TypeName)
+		if !ok || tn.IsAlias() {
+			continue
+		}
+		if _, ok := tn.Type().Underlying().(*types.Struct); !ok {
+			continue
+		}
+		if types.Implements(tn.Type(), iface) || types.Implements(types.NewPointer(tn.Type()), iface) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsMethod reports whether fn is a method (of a type or an interface).
+func IsMethod(fn *types.Func) bool {
 	if fn == nil {
 		return false
 	}
 	sig, ok := fn.Type().(*types.Signature)
-	if !ok || sig.Recv() == nil {
+	return ok && sig.Recv() != nil
+}
+
+// clientMethod reports whether fn is a method named for sending a
+// request (Request, Do, Call, Invoke, RoundTrip) of a type from another
+// package: an API client's entry point, whose body is not at hand.
+func clientMethod(fn *types.Func) bool {
+	if !IsMethod(fn) {
 		return false
 	}
 	switch fn.Name() {

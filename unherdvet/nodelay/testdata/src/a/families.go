@@ -65,3 +65,39 @@ func pgOpen(ctx context.Context, hosts []string) error {
 	}
 	return nil
 }
+
+type queue struct{ broker string }
+
+type broker struct{}
+
+func (broker) invokeOneWay(ctx context.Context, addr string) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func selectQueue(last string) *queue { return &queue{broker: last + "x"} }
+
+// Negative: each retry sends to a queue on another broker, picked given
+// the last one: failover, not a retry of the same call.
+func sendOneWay(ctx context.Context, b broker) error {
+	var err error
+	var q *queue
+	for i := 0; i < 3; i++ {
+		var last string
+		if q != nil {
+			last = q.broker
+		}
+		q = selectQueue(last)
+		if q == nil {
+			continue
+		}
+		if err = b.invokeOneWay(ctx, q.broker); err != nil {
+			continue
+		}
+		return nil
+	}
+	return err
+}

@@ -10,24 +10,12 @@ import (
 // Policy runs calls with retries as its Config describes. It is immutable
 // after New and safe for concurrent use; build one per dependency and share
 // it. The zero Policy is not usable; call New or Default.
-type Policy struct {
-	core core.Policy
-}
-
-func init() {
-	// Package engine drives a Policy's engine step by step; it reaches
-	// the engine through this function, so that this package exports
-	// none of its steps.
-	core.PolicyOf = func(p any) *core.Policy { return &p.(*Policy).core }
-}
+type Policy core.Policy
 
 // New validates cfg and returns a Policy built from it.
 func New(cfg Config) (*Policy, error) {
 	p, err := core.New(core.Config(cfg))
-	if err != nil {
-		return nil, err
-	}
-	return &Policy{core: *p}, nil
+	return (*Policy)(p), err
 }
 
 // Default returns a Policy with the zero Config's defaults. Each call
@@ -46,7 +34,7 @@ func Default() *Policy {
 // an [*Error] that wraps the stop reason and fn's last error. fn receives a
 // context bounded by the per-attempt timeout, if one is set.
 func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
-	return p.core.Do(ctx, fn)
+	return (*core.Policy)(p).Do(ctx, fn)
 }
 
 // DoValue is Do for an operation that returns a value: it returns the value
@@ -76,7 +64,7 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 // a pool shared by all calls and given back when the call ends, so a call
 // that waits allocates nothing for it once the pool is warm.
 func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
-	return core.DoValue(ctx, &p.core, fn)
+	return core.DoValue(ctx, (*core.Policy)(p), fn)
 }
 
 // Attempts returns the attempts of one call as a sequence of contexts,
@@ -112,7 +100,7 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 // ([WithOuterRetry]). Attempts panics if err is nil. The sequence may be
 // ranged over once.
 func (p *Policy) Attempts(ctx context.Context, err *error) iter.Seq[context.Context] {
-	return p.core.Attempts(ctx, err)
+	return (*core.Policy)(p).Attempts(ctx, err)
 }
 
 // OnResult wraps fn so that a result for which again reports true counts

@@ -47,7 +47,7 @@ type AttemptTimer struct {
 // Config.AttemptTimeout (none if not positive). Report how the attempt
 // ended with [Attempt.End].
 func StartAttempt(ctx context.Context, p *retry.Policy) Attempt {
-	return Attempt{a: core.PolicyOf(p).StartAttempt(ctx)}
+	return Attempt{a: (*core.Policy)(p).StartAttempt(ctx)}
 }
 
 // StartAfter starts an attempt whose timeout and latency count from a

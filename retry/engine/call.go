@@ -97,14 +97,14 @@ type Decision struct {
 // caller that retries on its own, makes Config.NestedAttempts attempts
 // instead of MaxAttempts.
 func Begin(ctx context.Context, p *retry.Policy) Call {
-	return Call{c: core.PolicyOf(p).Begin(core.HasOuterRetry(ctx))}
+	return Call{c: (*core.Policy)(p).Begin(core.HasOuterRetry(ctx))}
 }
 
 // AttemptLimit returns how many attempts, counting the first, a call of p
 // made with ctx may make: Config.NestedAttempts if ctx says an outer
 // layer retries (retry.WithOuterRetry), MaxAttempts otherwise.
 func AttemptLimit(ctx context.Context, p *retry.Policy) int {
-	return core.PolicyOf(p).AttemptLimit(core.HasOuterRetry(ctx))
+	return (*core.Policy)(p).AttemptLimit(core.HasOuterRetry(ctx))
 }
 
 // Attempts returns the number of attempts admitted so far, counting one in

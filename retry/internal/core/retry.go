@@ -200,8 +200,3 @@ func (c *Call) Succeeded() {
 	}
 	c.w.release()
 }
-
-// PolicyOf returns the engine of a *retry.Policy. Package retry sets it
-// when it is initialised, and package engine, which drives a
-// retry.Policy step by step, calls it.
-var PolicyOf func(p any) *Policy

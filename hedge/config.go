@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/observe"
 
 	"github.com/unherd/unherd/budget"
@@ -119,12 +118,6 @@ type Config struct {
 	// hedges: each request is counted once. Without it, a shared budget
 	// would hear of every hedged request twice. It needs a Budget.
 	SharedWithRetry bool
-
-	// Classify classifies the error a request ends with, for the outcome
-	// End records with the budget (a TokenBucket or a GRPC budget charges
-	// by class). Nil means engine.DefaultClassify; pass the retry policy's
-	// classifier if it has its own.
-	Classify func(error) failure.Class
 
 	// NonFatal, if set, reports whether an attempt's error leaves the
 	// call open: the next hedge starts at once instead of after the delay

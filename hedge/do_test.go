@@ -582,9 +582,8 @@ func TestInsideRetry(t *testing.T) {
 }
 
 // TestEndRecordsOutcome covers End as the simulator calls it: one record
-// per request, with its real outcome, classified by Config.Classify.
+// per request, with its real outcome, classified as the retry loop classifies by default.
 func TestEndRecordsOutcome(t *testing.T) {
-	onlyThrottled := func(error) failure.Class { return failure.Throttled }
 	tests := []struct {
 		name string
 		cfg  Config
@@ -596,7 +595,7 @@ func TestEndRecordsOutcome(t *testing.T) {
 		{"throttled failure", Config{}, retry.Judge(errBoom, retry.Verdict{Class: failure.Throttled}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
 		{"timeout", Config{}, context.DeadlineExceeded, []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
 		{"permanent failure", Config{}, retry.MarkPermanent(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: failure.Permanent}}},
-		{"custom classifier", Config{Classify: onlyThrottled}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
+		{"the error's own verdict", Config{}, retry.Judge(errBoom, retry.Verdict{Class: failure.Timeout}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
 		{"local rejection is not recorded", Config{}, engine.NewRejection("test: rejected"), nil},
 		{"shared with retry: nothing recorded", Config{SharedWithRetry: true}, errBoom, nil},
 		{"shared with retry: success not recorded either", Config{SharedWithRetry: true}, nil, nil},

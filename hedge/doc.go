@@ -84,7 +84,8 @@
 // budget.Refunder ([Hedger.Refund]). Each request is recorded once, when it ends, as a call's first
 // attempt with its real outcome: budget.Attempt{N: 1} for a success,
 // {N: 1, Failed: true, Class: c} for the error that settled it, classified
-// by Config.Classify (engine.DefaultClassify by default). So a dependency
+// as the retry loop classifies by default (engine.DefaultClassify): by the
+// verdict the error carries (retry.Judge), if any. So a dependency
 // that keeps failing earns no hedges: a TokenBucket refills and a GRPC
 // budget recovers only from successes. As in the retry loop, a local
 // rejection (retry.ErrRejected) and a failure after the caller gave up
@@ -111,8 +112,7 @@
 //
 // To make retries and hedges draw on one allowance instead, when the
 // Hedger runs inside a retry.Policy's attempts, pass that policy's budget
-// and set Config.SharedWithRetry (and the policy's classifier as
-// Config.Classify, if it has one):
+// and set Config.SharedWithRetry:
 //
 //	b, _ := budget.NewRatio(budget.RatioConfig{}) // 10% of requests, floor 10/s
 //	p, _ := retry.New(retry.Config{Budget: b})

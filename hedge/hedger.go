@@ -66,12 +66,11 @@ type Hedger struct {
 	minSamples int
 	maxHedges  int
 	budget     budget.Budget
-	classify   func(error) failure.Class
 	nonFatal   func(error) bool
 	observer   observe.Observer
 
 	calls sync.Pool // *call[T] of the last T used, with their timers
-	_     [16]byte  // to 256 bytes (TestHedgerLayout)
+	_     [24]byte  // to 256 bytes (TestHedgerLayout)
 }
 
 // New validates cfg and returns a Hedger built from it.
@@ -86,14 +85,10 @@ func New(cfg Config) (*Hedger, error) {
 		maxHedges:   cmp.Or(cfg.MaxHedges, DefaultMaxHedges),
 		budget:      cfg.Budget,
 		record:      !cfg.SharedWithRetry,
-		classify:    cfg.Classify,
 		nonFatal:    cfg.NonFatal,
 		minWinShare: cmp.Or(cfg.MinWinShare, DefaultMinWinShare),
 		probeEvery:  uint64(cmp.Or(cfg.ProbeEvery, DefaultProbeEvery)),
 		observer:    cfg.Observer,
-	}
-	if h.classify == nil {
-		h.classify = engine.DefaultClassify
 	}
 	if h.budget == nil {
 		b, err := budget.NewRatio(cfg.DefaultBudget())
@@ -261,8 +256,9 @@ func (h *Hedger) Result(hedgeWon bool) {
 // End records, once per request, how it ended: err is nil for a success,
 // or the error that settled it. The budget hears of the request here, as
 // a call's first attempt with its real outcome (budget.Attempt{N: 1,
-// Failed: err != nil, Class: Config.Classify(err)}), so a failing
-// dependency earns no budget: a TokenBucket refills and a GRPC budget
+// Failed: err != nil, Class: engine.DefaultClassify(err)}; an
+// integration that knows better judges its errors with retry.Judge), so a
+// failing dependency earns no budget: a TokenBucket refills and a GRPC budget
 // recovers only from successes, and a Ratio counts the request whatever
 // its outcome. A local rejection (an error matching retry.ErrRejected, say
 // from a circuit breaker inside the request) is not recorded, as the
@@ -283,7 +279,7 @@ func (h *Hedger) End(err error) {
 	if errors.Is(err, retry.ErrRejected) {
 		return
 	}
-	h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: h.classify(err)})
+	h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: engine.DefaultClassify(err)})
 }
 
 // WinShare returns the exponentially decaying share of hedged requests

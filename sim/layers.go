@@ -131,10 +131,13 @@ func runLayersScenario(ctx context.Context, p *layersParams, o Options) (*Result
 // probability 1-(1-s)^a.
 func expectedAttempts(p *layersParams, edgeOnly bool) float64 {
 	s, c := 1-p.Fail, 1.0
+	// The layers' policies leave NestedAttempts at its default: a nested
+	// call makes as many attempts as the default policy's nested call.
+	nested := retryengine.AttemptLimit(nestedContext, retry.Default())
 	for l := p.Layers - 1; l >= 0; l-- {
 		a := p.Attempts
 		if edgeOnly && l > 0 {
-			a = 1 // retry.Config.NestedAttempts' default
+			a = nested
 		}
 		f := 1 - s
 		n := float64(a)

@@ -27,14 +27,6 @@ type AttemptTimer struct {
 	Source  timeout.Source
 }
 
-// Start is engine.AttemptTimer.Start.
-func (t AttemptTimer) Start(ctx context.Context) Attempt {
-	if t.Source == nil && t.Timeout <= 0 {
-		return Attempt{parent: ctx}
-	}
-	return startBounded(ctx, t.Timeout, t.Source)
-}
-
 // StartAttempt is engine.StartAttempt.
 func (p *Policy) StartAttempt(ctx context.Context) Attempt {
 	if p.timeouts == nil && p.attemptTimeout <= 0 {

@@ -83,9 +83,6 @@ func Default() *Policy {
 	return p
 }
 
-// MaxAttempts returns the attempt limit of a call that is not nested.
-func (p *Policy) MaxAttempts() int { return p.maxAttempts }
-
 // AttemptLimit is engine.AttemptLimit for a call nested or not.
 func (p *Policy) AttemptLimit(nested bool) int {
 	if nested {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // BenchmarkHedgePrimaryWins measures the path almost every call takes: a
@@ -134,9 +136,10 @@ func BenchmarkHedgerRequestParallel(b *testing.B) {
 }
 
 // request is the decision path of one successful request of the given
-// latency.
+// latency, with its books.
 func request(h *Hedger, latency time.Duration) {
+	r, _ := engine.AdmitRequest(context.Background(), h.Policy(), false)
 	h.Begin()
 	h.Observe(latency)
-	h.End(nil)
+	r.End(nil)
 }

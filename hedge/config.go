@@ -100,24 +100,19 @@ type Config struct {
 	// MaxHedgesLimit (4).
 	MaxHedges int
 
-	// Budget pays for hedges: Do withdraws failure.Transient before each
-	// hedge and, when the request ends, records its outcome once as a
-	// first attempt (budget.Attempt{N: 1, Failed, Class}; see
-	// Hedger.End). Nil means budget.NewRatio(budget.RatioConfig{Ratio:
-	// DefaultBudgetRatio, NoFloor: true}): hedges at most 10% of the
-	// requests of the last 10 s, with no floor, so an idle client cannot
-	// hedge. budget.Unlimited turns the budget off. To make retries and
-	// hedges draw on one allowance, pass the retry policy's budget and set
-	// SharedWithRetry.
+	// Budget pays for the hedges of Do and DoFirstSuccess and hears of
+	// their requests (see Policy): each hedge withdraws
+	// failure.Transient before it starts, and every request is recorded
+	// when it ends, a hedge as a retry withdrawn as failure.Transient
+	// and any other as a call's first attempt, so a budget that counts
+	// requests counts each call once (engine.AdmitRequest). Nil means
+	// budget.NewRatio(budget.RatioConfig{Ratio: DefaultBudgetRatio,
+	// NoFloor: true}): hedges at most 10% of the requests of the last
+	// 10 s, with no floor, so an idle client cannot hedge.
+	// budget.Unlimited turns the budget off. DoAttempt does not use it:
+	// its hedges are paid for by the retry policy whose attempt they copy,
+	// and recorded with it.
 	Budget budget.Budget
-
-	// SharedWithRetry says that Budget is also the budget of the
-	// retry.Policy whose attempts make the hedged requests
-	// (retry.Config.Budget). That policy records every attempt, a hedged
-	// one included, so the Hedger records nothing and only withdraws for
-	// hedges: each request is counted once. Without it, a shared budget
-	// would hear of every hedged request twice. It needs a Budget.
-	SharedWithRetry bool
 
 	// NonFatal, if set, reports whether an attempt's error leaves the
 	// call open: the next hedge starts at once instead of after the delay
@@ -179,13 +174,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxHedges %d is outside [0, %d]", ErrInvalidConfig, c.MaxHedges, MaxHedgesLimit)
 	case c.MinWinShare >= 1 || c.MinWinShare != c.MinWinShare:
 		return fmt.Errorf("%w: MinWinShare %v is not below 1", ErrInvalidConfig, c.MinWinShare)
-	case c.SharedWithRetry && c.Budget == nil:
-		return fmt.Errorf("%w: SharedWithRetry needs a Budget (the retry policy's); the default budget is the Hedger's own", ErrInvalidConfig)
 	case c.ProbeEvery < 0:
 		return fmt.Errorf("%w: ProbeEvery %d is negative; use 0 for the default of %d", ErrInvalidConfig, c.ProbeEvery, DefaultProbeEvery)
-	}
-	if _, ok := c.Budget.(budget.Tracker); ok {
-		return fmt.Errorf("%w: Budget %T counts the retry loop's attempts in flight, which a Hedger does not report; give the Hedger a budget.Ratio or budget.TokenBucket", ErrInvalidConfig, c.Budget)
 	}
 	return nil
 }

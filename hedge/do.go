@@ -7,12 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/unherd/unherd/failure"
+	"github.com/unherd/unherd/internal/lazyctx"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
-
-	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/internal/lazyctx"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 // Do runs fn as a hedged call and returns the first successful result.
@@ -59,7 +57,7 @@ import (
 // A request that may not hedge (see [Hedger.Begin]) runs fn(ctx, 0)
 // directly.
 func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
-	return do(ctx, h, fn, cleanup, false)
+	return do(ctx, h, h.policy, true, fn, cleanup, false)
 }
 
 // DoFirstSuccess hedges like [Do] but waits for the first success: a
@@ -88,11 +86,30 @@ func Do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 // once DoFirstSuccess returns: only the returned error reaches the
 // caller. Its cost is Do's.
 func DoFirstSuccess[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
-	return do(ctx, h, fn, cleanup, true)
+	return do(ctx, h, h.policy, true, fn, cleanup, true)
 }
 
-// do is Do, and DoFirstSuccess if failuresWait is set.
-func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T), failuresWait bool) (T, error) {
+// DoAttempt hedges one attempt of a call of p, as DoFirstSuccess hedges
+// a call: the one engine keeps the books. The primary is the attempt
+// itself, which p's call admits and records; every hedge is a copy of it
+// (engine.AdmitRequest with copy true), which p's guards admit and p's
+// budget pays for, and which both hear of when it ends. A hedge that a
+// guard rejects or the budget refuses is not sent, and no more are.
+// Config.Budget plays no part. Call it inside an attempt of p, with the
+// attempt's context, as package unherdhttp's Transport and unherdgrpc's
+// client do:
+//
+//	a := engine.StartAttempt(ctx, p)
+//	v, err := hedge.DoAttempt(a.Context(), h, p, fn, cleanup)
+//	err = a.End(err)
+func DoAttempt[T any](ctx context.Context, h *Hedger, p *retry.Policy, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T)) (T, error) {
+	return do(ctx, h, p, false, fn, cleanup, true)
+}
+
+// do is Do, DoFirstSuccess if failuresWait is set, and DoAttempt if own
+// is not: with own, the primary is a request of p of its own (Do's
+// policy, h.policy), admitted and recorded here.
+func do[T any](ctx context.Context, h *Hedger, p *retry.Policy, own bool, fn func(ctx context.Context, attempt int) (T, error), cleanup func(T), failuresWait bool) (T, error) {
 	// The clock is read for the latency and the default budget only, and
 	// then as a monotonic reading alone: time.Since(epoch) costs one
 	// clock read where time.Now costs two (wall and monotonic).
@@ -100,18 +117,29 @@ func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 	if h.est != nil {
 		start = time.Since(epoch)
 	}
+	var primary engine.Request
+	if own {
+		var err error
+		if primary, err = engine.AdmitRequest(ctx, p, false); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
 	delay, hedge := h.Begin()
 	if !hedge {
 		v, err := fn(ctx, 0)
 		h.ended(ctx, start, err, false, false)
+		endRequest(&primary, ctx, err)
 		return v, err
 	}
 
 	c := getCall[T](h)
 	c.parent, c.fn, c.cleanup, c.delay, c.start = ctx, fn, cleanup, delay, start
+	c.policy = p
 	c.failuresWait = failuresWait
 	actx := lazyctx.WithCancel(ctx)
 	c.attempts = append(c.attempts, actx)
+	c.requests = append(c.requests, primary)
 	c.started, c.running = 1, 1
 	c.arm()
 
@@ -127,6 +155,7 @@ func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 			// pool.
 			actx.Cancel(nil)
 			h.ended(ctx, start, err, false, false)
+			endRequest(&c.requests[0], ctx, err)
 			c.reset()
 			h.calls.Put(c)
 			return v, err
@@ -144,33 +173,33 @@ func do[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, atte
 // epoch is the origin of the monotonic clock readings Do takes.
 var epoch = time.Now()
 
-// ended reports a request that started at start (since epoch) and ended
-// with err, for Do: Observe for a success, Result for a success of a
-// request that started a hedge (hedgeWon: a hedge answered first), and
-// End. A failure after parent ended is recorded only if a retry attempt
-// timeout ended it, and then as a Timeout: the dependency was too slow;
-// otherwise the caller gave up, which says nothing about the dependency.
-// The clock is read once, and only to measure the latency.
+// ended reports a call that started at start (since epoch) and ended
+// with err to the Hedger: Observe for a success, and Result for a success
+// of a call that started a hedge (hedgeWon: a hedge answered first). The
+// clock is read once, and only to measure the latency.
 func (h *Hedger) ended(parent context.Context, start time.Duration, err error, hedged, hedgeWon bool) {
-	observe := err == nil && h.est != nil
-	record, timedOut := h.record, false
-	if err != nil && parent.Err() != nil {
-		timedOut = context.Cause(parent) == retry.ErrAttemptTimeout
-		record = record && timedOut
-	}
-	if observe {
+	if err == nil && h.est != nil {
 		h.Observe(time.Since(epoch) - start)
 	}
 	if err == nil && hedged {
 		h.Result(hedgeWon)
 	}
-	switch {
-	case !record:
-	case timedOut:
-		h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Timeout})
-	default:
-		h.End(err)
+}
+
+// endRequest reports how request r, sent under parent, ended with err.
+// A failure after parent ended is recorded only if a retry attempt
+// timeout ended it, and then as a timeout: the dependency was too slow;
+// otherwise the caller gave up, or another request won, which says
+// nothing about the dependency, and r is abandoned.
+func endRequest(r *engine.Request, parent context.Context, err error) {
+	if err != nil && parent.Err() != nil {
+		if context.Cause(parent) != retry.ErrAttemptTimeout {
+			r.Abandon()
+			return
+		}
+		err = engine.MarkAttemptTimeout(err)
 	}
+	r.End(err)
 }
 
 // call is the shared state of one hedged call.
@@ -184,7 +213,8 @@ type call[T any] struct {
 	timer   *time.Timer   // runs c.fire; reused while c is pooled
 	fired   atomic.Bool   // the timer fired since c left the pool
 
-	failuresWait bool // DoFirstSuccess: a failure waits while others run
+	failuresWait bool          // DoFirstSuccess: a failure waits while others run
+	policy       *retry.Policy // whose guards admit and whose budget pays for the hedges
 
 	mu       sync.Mutex
 	started  int  // attempts started, the primary included
@@ -197,6 +227,7 @@ type call[T any] struct {
 	err      error
 	lastErr  error              // the last failure delivered, for a call a pending hedge kept open
 	attempts []*lazyctx.Context // the attempts' contexts, by attempt
+	requests []engine.Request   // the attempts' requests, by attempt; the primary's is not admitted in DoAttempt
 	done     chan struct{}      // closed on settling; made with the first hedge
 }
 
@@ -206,7 +237,7 @@ func getCall[T any](h *Hedger) *call[T] {
 	if c, ok := h.calls.Get().(*call[T]); ok {
 		return c
 	}
-	c := &call[T]{h: h, attempts: make([]*lazyctx.Context, 0, 1+h.maxHedges)}
+	c := &call[T]{h: h, attempts: make([]*lazyctx.Context, 0, 1+h.maxHedges), requests: make([]engine.Request, 0, 1+h.maxHedges)}
 	// The timer exists before anything arms it, so that the arming Reset
 	// orders every field written before it before fire reads them.
 	c.timer = time.AfterFunc(math.MaxInt64, c.fire)
@@ -230,8 +261,10 @@ func (c *call[T]) rearm() {
 func (c *call[T]) reset() {
 	var zero T
 	clear(c.attempts)
+	clear(c.requests)
 	c.parent, c.fn, c.cleanup, c.v, c.err, c.lastErr = nil, nil, nil, zero, nil, nil
-	c.attempts = c.attempts[:0]
+	c.policy = nil
+	c.attempts, c.requests = c.attempts[:0], c.requests[:0]
 	c.started, c.running, c.closed, c.settled, c.winner, c.done = 0, 0, false, false, 0, nil
 	c.pending = false
 	c.failuresWait = false
@@ -319,7 +352,8 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 	if !open {
 		return nil, 0, false
 	}
-	admitted := c.h.Admit()
+	req, err := engine.AdmitRequest(c.parent, c.policy, true)
+	admitted := err == nil
 	if !admitted && c.h.observer != nil {
 		c.h.observer.Observe(c.parent, observe.Event{Kind: observe.HedgeDenied, Attempt: c.started})
 	}
@@ -342,7 +376,7 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 		// stopped the hedges: the hedge paid for will not run, so its
 		// cost goes back (outside the lock).
 		c.mu.Unlock()
-		c.h.Refund()
+		req.Cancel()
 		return nil, 0, false
 	}
 	defer c.mu.Unlock()
@@ -352,6 +386,7 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 	c.running++
 	ctx := lazyctx.WithCancel(c.parent)
 	c.attempts = append(c.attempts, ctx)
+	c.requests = append(c.requests, req)
 	if c.done == nil {
 		c.done = make(chan struct{})
 	}
@@ -370,7 +405,31 @@ func (c *call[T]) startNext() (context.Context, int, bool) {
 func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 	c.mu.Lock()
 	c.running--
-	if c.settled {
+	// The request is recorded once deliver has decided, outside the
+	// lock. One that arrives after the call settled lost the race: its
+	// success still counts, and a failure (its cancellation, mostly)
+	// says nothing about the dependency.
+	var req engine.Request
+	if i > 0 {
+		req = c.requests[i] // the primary's is settle's to record
+	}
+	lost := c.settled
+	defer func() {
+		switch {
+		case i == 0:
+			// The primary is recorded with the call's outcome, when it
+			// settles (Do, DoFirstSuccess) or by the retry loop whose
+			// attempt it is (DoAttempt), so that each call counts once
+			// as a first attempt however the race went.
+		case !lost:
+			endRequest(&req, c.parent, err)
+		case err == nil:
+			req.End(nil)
+		default:
+			req.Abandon()
+		}
+	}()
+	if lost {
 		c.mu.Unlock()
 		if err == nil && c.cleanup != nil {
 			c.cleanup(v)
@@ -438,6 +497,7 @@ func (c *call[T]) settle(i int, v T, err error) {
 		}
 	}
 	c.h.ended(c.parent, c.start, err, hedged, i > 0)
+	endRequest(&c.requests[0], c.parent, err)
 	if o := c.h.observer; o != nil && hedged {
 		k := observe.HedgeLost
 		if i > 0 {

@@ -222,17 +222,35 @@ func TestDo(t *testing.T) {
 						t.Errorf("attempt %d ended with cause %v, want ErrLost", i, c)
 					}
 				}
-				records, withdrawn, _ := b.counts()
-				if records != 1 || withdrawn != tc.withdrawn {
-					t.Errorf("budget: %d records, %d withdrawals; want 1, %d", records, withdrawn, tc.withdrawn)
+				_, withdrawn, _ := b.counts()
+				if withdrawn != tc.withdrawn {
+					t.Errorf("budget: %d withdrawals; want %d", withdrawn, tc.withdrawn)
 				}
-				// The request is recorded once, with its real outcome.
-				want := []budget.Attempt{{N: 1}}
+				// The call is recorded once as a first attempt, with its
+				// real outcome; each hedge that ran to a result as a copy,
+				// and no more of them than were paid for.
+				want := budget.Attempt{N: 1}
 				if tc.wantErr != nil {
-					want = []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}}
+					want = budget.Attempt{N: 1, Failed: true, Class: failure.Transient}
 				}
-				if diff := cmp.Diff(want, b.records); diff != "" {
-					t.Errorf("budget records (-want +got):\n%s", diff)
+				var firsts, copies []budget.Attempt
+				for _, a := range b.records {
+					if a.N == 1 {
+						firsts = append(firsts, a)
+					} else {
+						copies = append(copies, a)
+					}
+				}
+				if diff := cmp.Diff([]budget.Attempt{want}, firsts); diff != "" {
+					t.Errorf("budget records of the call (-want +got):\n%s", diff)
+				}
+				if len(copies) > withdrawn {
+					t.Errorf("%d hedges recorded, %d paid for", len(copies), withdrawn)
+				}
+				for _, a := range copies {
+					if a.N != 2 || a.Charged != failure.Transient {
+						t.Errorf("hedge recorded as %+v, want N 2, charged Transient", a)
+					}
 				}
 				for _, c := range b.classes {
 					if c != failure.Transient {
@@ -568,55 +586,77 @@ func TestInsideRetry(t *testing.T) {
 		if r, w, _ := retryBudget.counts(); r != 3 || w != 2 {
 			t.Errorf("retry budget: %d records, %d withdrawals; want 3 attempts, 2 retries", r, w)
 		}
-		if r, w, _ := hedgeBudget.counts(); r != 3 || w != 3 {
-			t.Errorf("hedge budget: %d records, %d withdrawals; want 3 requests, 3 hedges", r, w)
+		if r, w, _ := hedgeBudget.counts(); r != 6 || w != 3 {
+			t.Errorf("hedge budget: %d records, %d withdrawals; want 6 requests, 3 hedges", r, w)
 		}
-		// Each hedged request's real outcome: both copies failed; the
-		// attempt timed out (a Timeout, not a caller who gave up); a
-		// hedge won.
-		want := []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}, {N: 1, Failed: true, Class: failure.Timeout}, {N: 1}}
+		// Each hedged call's real outcome, then its hedge's own: both
+		// failed; the attempt timed out (a Timeout, not a caller who gave
+		// up) for both; the hedge won.
+		want := []budget.Attempt{
+			{N: 1, Failed: true, Class: failure.Transient}, {N: 2, Failed: true, Class: failure.Transient, Charged: failure.Transient},
+			{N: 1, Failed: true, Class: failure.Timeout}, {N: 2, Failed: true, Class: failure.Timeout, Charged: failure.Transient},
+			{N: 1}, {N: 2, Charged: failure.Transient},
+		}
 		if diff := cmp.Diff(want, hedgeBudget.records); diff != "" {
 			t.Errorf("hedge budget records (-want +got):\n%s", diff)
 		}
 	})
 }
 
-// TestEndRecordsOutcome covers End as the simulator calls it: one record
-// per request, with its real outcome, classified as the retry loop classifies by default.
-func TestEndRecordsOutcome(t *testing.T) {
+// TestRequestRecordsOutcome covers a request of the Hedger's policy as
+// the simulator admits and ends it: one record per request, with its real
+// outcome, classified as the retry loop classifies by default; a hedge is
+// recorded as a copy, paid for as a transient retry.
+func TestRequestRecordsOutcome(t *testing.T) {
+	copyOf := func(a budget.Attempt) budget.Attempt {
+		a.N, a.Charged = 2, failure.Transient
+		return a
+	}
 	tests := []struct {
 		name string
-		cfg  Config
 		err  error
 		want []budget.Attempt
 	}{
-		{"success", Config{}, nil, []budget.Attempt{{N: 1}}},
-		{"transient failure", Config{}, errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}}},
-		{"throttled failure", Config{}, retry.Judge(errBoom, retry.Verdict{Class: failure.Throttled}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
-		{"timeout", Config{}, context.DeadlineExceeded, []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
-		{"permanent failure", Config{}, retry.MarkPermanent(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: failure.Permanent}}},
-		{"the error's own verdict", Config{}, retry.Judge(errBoom, retry.Verdict{Class: failure.Timeout}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
-		{"local rejection is not recorded", Config{}, engine.NewRejection("test: rejected"), nil},
-		{"shared with retry: nothing recorded", Config{SharedWithRetry: true}, errBoom, nil},
-		{"shared with retry: success not recorded either", Config{SharedWithRetry: true}, nil, nil},
+		{"success", nil, []budget.Attempt{{N: 1}}},
+		{"transient failure", errBoom, []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}}},
+		{"throttled failure", retry.Judge(errBoom, retry.Verdict{Class: failure.Throttled}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Throttled}}},
+		{"timeout", context.DeadlineExceeded, []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
+		{"permanent failure", retry.MarkPermanent(errBoom), []budget.Attempt{{N: 1, Failed: true, Class: failure.Permanent}}},
+		{"the error's own verdict", retry.Judge(errBoom, retry.Verdict{Class: failure.Timeout}), []budget.Attempt{{N: 1, Failed: true, Class: failure.Timeout}}},
+		{"local rejection is not recorded", engine.NewRejection("test: rejected"), nil},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := &fakeBudget{allow: -1}
-			cfg := tc.cfg
-			cfg.Delay, cfg.Budget = time.Millisecond, b
-			h := mustNew(t, cfg)
-			if _, ok := h.Begin(); !ok {
-				t.Fatal("Begin: may not hedge")
-			}
-			if len(b.records) != 0 {
-				t.Fatalf("Begin recorded %v; the outcome is not known yet", b.records)
-			}
-			h.End(tc.err)
-			if diff := cmp.Diff(tc.want, b.records); diff != "" {
-				t.Errorf("records (-want +got):\n%s", diff)
-			}
-		})
+		for _, hedge := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/hedge=%v", tc.name, hedge), func(t *testing.T) {
+				b := &fakeBudget{allow: -1}
+				h := mustNew(t, Config{Delay: time.Millisecond, Budget: b})
+				if _, ok := h.Begin(); !ok {
+					t.Fatal("Begin: may not hedge")
+				}
+				r, err := engine.AdmitRequest(context.Background(), h.Policy(), hedge)
+				if err != nil {
+					t.Fatalf("AdmitRequest: %v", err)
+				}
+				if len(b.records) != 0 {
+					t.Fatalf("admitting recorded %v; the outcome is not known yet", b.records)
+				}
+				r.End(tc.err)
+				r.End(nil) // only the first End counts
+				want := tc.want
+				if hedge {
+					want = nil
+					for _, a := range tc.want {
+						want = append(want, copyOf(a))
+					}
+				}
+				if diff := cmp.Diff(want, b.records); diff != "" {
+					t.Errorf("records (-want +got):\n%s", diff)
+				}
+				if hedge != (b.withdrawn == 1) {
+					t.Errorf("%d withdrawals for a request with hedge %v", b.withdrawn, hedge)
+				}
+			})
+		}
 	}
 }
 
@@ -677,14 +717,16 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 	}
 }
 
-// TestSharedBudgetCountsRequestsOnce shares one budget between a retry
-// policy and the hedger inside its attempts: the policy records each
-// attempt, so the hedger must not record the request again.
-func TestSharedBudgetCountsRequestsOnce(t *testing.T) {
+// TestDoAttemptCountsEveryRequestOnce hedges the attempts of a retry
+// policy with DoAttempt: the policy's budget pays for every hedge and
+// records every request once, the attempts through the retry loop and the
+// hedges as copies; the Hedger's own budget hears of nothing.
+func TestDoAttemptCountsEveryRequestOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shared := &fakeBudget{allow: -1}
+		own := &fakeBudget{allow: -1}
 		p := configtest.Must(retry.New(retry.Config{Backoff: backoff.Schedule{Immediate: true}, Budget: shared}))(t)
-		h := mustNew(t, Config{Delay: 10 * ms, Budget: shared, SharedWithRetry: true})
+		h := mustNew(t, Config{Delay: 10 * ms, Budget: own})
 		// Attempt 1: primary and hedge fail; attempt 2: the hedge wins.
 		scripts := [][]outcome{
 			{{after: 15 * ms, err: errA}, {after: 20 * ms, err: errB}},
@@ -694,20 +736,30 @@ func TestSharedBudgetCountsRequestsOnce(t *testing.T) {
 		v, err := retry.DoValue(context.Background(), p, func(ctx context.Context) (int, error) {
 			s := newScript(scripts[tries]...)
 			tries++
-			return Do(ctx, h, s.fn, nil)
+			return DoAttempt(ctx, h, p, s.fn, nil)
 		})
 		if v != 2 || err != nil {
 			t.Fatalf("DoValue = %v, %v; want 2, nil", v, err)
 		}
 		drain()
-		// The retry loop's records alone: attempt 1 failed, attempt 2
-		// succeeded. Withdrawals: the hedge of each attempt and the retry.
-		want := []budget.Attempt{{N: 1, Failed: true, Class: failure.Transient}, {N: 2, Charged: failure.Transient}}
+		// Attempt 1's hedge failed (recorded as it ended, before the
+		// attempt's failure, which is the hedge's error); then attempt 1,
+		// attempt 2's hedge, which won, and attempt 2. Attempt 2's primary,
+		// which lost, is the attempt the loop recorded.
+		want := []budget.Attempt{
+			{N: 2, Failed: true, Class: failure.Transient, Charged: failure.Transient},
+			{N: 1, Failed: true, Class: failure.Transient},
+			{N: 2, Charged: failure.Transient},
+			{N: 2, Charged: failure.Transient},
+		}
 		if diff := cmp.Diff(want, shared.records); diff != "" {
 			t.Errorf("shared budget records (-want +got):\n%s", diff)
 		}
 		if _, withdrawn, _ := shared.counts(); withdrawn != 3 {
 			t.Errorf("%d withdrawals, want 3 (two hedges, one retry)", withdrawn)
+		}
+		if records, withdrawn, _ := own.counts(); records != 0 || withdrawn != 0 {
+			t.Errorf("the Hedger's own budget: %d records, %d withdrawals; want none", records, withdrawn)
 		}
 	})
 }
@@ -758,26 +810,26 @@ func TestRefundHedgeAdmittedAfterSettling(t *testing.T) {
 	})
 }
 
-// TestEndRecordsIntoRatio: End(nil) counts a request in a Ratio budget
-// (by the direct call of its success path), a rejection does not, and
-// with SharedWithRetry End counts nothing.
-func TestEndRecordsIntoRatio(t *testing.T) {
+// TestRequestsRecordIntoRatio: a request of the Hedger's policy that ran
+// to a result counts in a Ratio budget, a rejection does not, and neither
+// does a hedge: each call counts once.
+func TestRequestsRecordIntoRatio(t *testing.T) {
 	now := time.Unix(1000, 0)
 	clock := func() time.Time { return now }
-	for _, shared := range []bool{false, true} {
-		r := configtest.Must(budget.NewRatio(budget.RatioConfig{Ratio: 0.1, NoFloor: true, Now: clock}))(t)
-		h := mustNew(t, Config{Budget: r, SharedWithRetry: shared})
-		h.End(nil)
-		h.End(nil)
-		h.End(errBoom)
-		h.End(fmt.Errorf("open: %w", retry.ErrRejected))
-		want := int64(3)
-		if shared {
-			want = 0
+	r := configtest.Must(budget.NewRatio(budget.RatioConfig{Ratio: 1, Now: clock}))(t)
+	h := mustNew(t, Config{Budget: r})
+	for _, end := range []struct {
+		hedge bool
+		err   error
+	}{{false, nil}, {false, nil}, {false, errBoom}, {false, fmt.Errorf("open: %w", retry.ErrRejected)}, {true, nil}, {true, errBoom}} {
+		req, err := engine.AdmitRequest(context.Background(), h.Policy(), end.hedge)
+		if err != nil {
+			t.Fatalf("AdmitRequest: %v", err)
 		}
-		if got, _ := r.Counts(now); got != want {
-			t.Errorf("SharedWithRetry %v: the budget counts %d requests, want %d", shared, got, want)
-		}
+		req.End(end.err)
+	}
+	if got, _ := r.Counts(now); got != 3 {
+		t.Errorf("the budget counts %d requests, want 3", got)
 	}
 }
 

@@ -2,7 +2,6 @@ package hedge
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -10,36 +9,36 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/quantile"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/retry/engine"
 )
 
 // Hedger holds a hedging policy and its run-time state: the latency
-// estimator behind the adaptive delay, the budget and the win share. It is
-// safe for concurrent use; build one per dependency (per replica set) and
-// share it. The zero Hedger is not usable; call New.
+// estimator behind the adaptive delay and the win share. It is safe for
+// concurrent use; build one per dependency (per replica set) and share
+// it. The zero Hedger is not usable; call New.
 //
-// The decision methods Begin, Delay, Admit, Refund, Observe, Result and
-// End are the whole of the hedging logic. [Do] calls them around real
-// attempts; a simulator running under its own clock calls them directly,
-// in this order, for each request:
+// The decision methods Begin, Delay, Observe and Result are the whole of
+// the hedging logic; the books are the engine's: every request, the
+// primary and each hedge, is admitted and recorded as an
+// engine.Request, with Policy for [Do] and [DoFirstSuccess] and with the
+// retry call's own policy for [DoAttempt]. A simulator running under its
+// own clock calls them directly, in this order, for each request:
 //
 //  1. Begin at the start: it says whether the request may hedge and
-//     after what delay.
+//     after what delay. Admit the primary (engine.AdmitRequest with copy
+//     false) unless a retry call's attempt is the primary.
 //  2. When the delay passes with no answer (or an attempt fails with a
-//     non-fatal error), Admit before each hedge; start it only if Admit
-//     says so (it has withdrawn the hedge's cost from the budget), and
-//     Refund if an admitted hedge does not start after all.
+//     non-fatal error), admit each hedge (engine.AdmitRequest with copy
+//     true) and start it only if that succeeds (the budget has paid for
+//     it); Cancel the request if it does not start after all.
 //  3. Observe with the request's latency when it succeeds (from its start
 //     to the first successful answer).
 //  4. Result once, when a request that started at least one hedge
 //     succeeds: whether a hedge won.
-//  5. End once, when the request's outcome is known (success or the
-//     error that settled it): the budget hears of the request then, with
-//     its real outcome, and only then.
+//  5. End each admitted request once its outcome is known, or Abandon it
+//     if it lost the race or its caller gave up.
 type Hedger struct {
 	// Read by every request: one cache line (the struct is 256 bytes, a
 	// size class whose objects start on a line).
@@ -49,8 +48,7 @@ type Hedger struct {
 	ceiling     time.Duration // maxDelay, or the largest Duration if none
 	minWinShare float64
 	probeEvery  uint64
-	record      bool // End records requests with the budget (not SharedWithRetry)
-	_           [15]byte
+	_           [16]byte
 
 	// Written while hedging: a line of their own, so that writes to
 	// them do not evict the fields above from other cores, nor collide
@@ -65,12 +63,12 @@ type Hedger struct {
 	maxDelay   time.Duration
 	minSamples int
 	maxHedges  int
-	budget     budget.Budget
+	policy     *retry.Policy // Do's: Config.Budget, one attempt
 	nonFatal   func(error) bool
 	observer   observe.Observer
 
 	calls sync.Pool // *call[T] of the last T used, with their timers
-	_     [24]byte  // to 256 bytes (TestHedgerLayout)
+	_     [32]byte  // to 256 bytes (TestHedgerLayout)
 }
 
 // New validates cfg and returns a Hedger built from it.
@@ -83,20 +81,24 @@ func New(cfg Config) (*Hedger, error) {
 		minDelay:    cfg.MinDelay,
 		maxDelay:    cfg.MaxDelay,
 		maxHedges:   cmp.Or(cfg.MaxHedges, DefaultMaxHedges),
-		budget:      cfg.Budget,
-		record:      !cfg.SharedWithRetry,
 		nonFatal:    cfg.NonFatal,
 		minWinShare: cmp.Or(cfg.MinWinShare, DefaultMinWinShare),
 		probeEvery:  uint64(cmp.Or(cfg.ProbeEvery, DefaultProbeEvery)),
 		observer:    cfg.Observer,
 	}
-	if h.budget == nil {
-		b, err := budget.NewRatio(cfg.DefaultBudget())
+	b := cfg.Budget
+	if b == nil {
+		r, err := budget.NewRatio(cfg.DefaultBudget())
 		if err != nil {
 			return nil, fmt.Errorf("%w: default budget: %w", ErrInvalidConfig, err)
 		}
-		h.budget = b
+		b = r
 	}
+	p, err := retry.New(retry.Config{MaxAttempts: 1, Budget: b})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	h.policy = p
 	h.ceiling = time.Duration(math.MaxInt64)
 	if h.maxDelay > 0 {
 		h.ceiling = h.maxDelay
@@ -164,8 +166,8 @@ func (h *Hedger) coldDelay() (time.Duration, bool) {
 // Begin starts a request: it returns the hedge delay and whether this
 // request may hedge at all. It may not while the delay is unknown (see
 // Delay), or while hedging is suspended, except for one request in
-// ProbeEvery. Begin tells the budget nothing: the request is recorded by
-// End, once its outcome is known.
+// ProbeEvery. Begin tells the budget nothing: requests are admitted and
+// recorded by the engine (engine.AdmitRequest).
 func (h *Hedger) Begin() (time.Duration, bool) {
 	d, ok := h.warmDelay()
 	if !ok {
@@ -177,24 +179,6 @@ func (h *Hedger) Begin() (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
-}
-
-// Admit asks the budget to pay for one hedge (it withdraws
-// failure.Transient) and reports whether the hedge may start. Call it only
-// for a hedge about to start: a true answer has been paid for.
-func (h *Hedger) Admit() bool {
-	return h.budget.Withdraw(failure.Transient)
-}
-
-// Refund gives back what Admit took for a hedge that will not start after
-// all (Do calls it when the call settled while the hedge was being
-// admitted). It does so only if the budget implements budget.Refunder;
-// otherwise the hedge stays counted, which errs on the side of fewer
-// hedges.
-func (h *Hedger) Refund() {
-	if r, ok := h.budget.(budget.Refunder); ok {
-		r.Refund(failure.Transient)
-	}
 }
 
 // Observe records the latency of a request that succeeded, from its start
@@ -253,34 +237,13 @@ func (h *Hedger) Result(hedgeWon bool) {
 	}
 }
 
-// End records, once per request, how it ended: err is nil for a success,
-// or the error that settled it. The budget hears of the request here, as
-// a call's first attempt with its real outcome (budget.Attempt{N: 1,
-// Failed: err != nil, Class: engine.DefaultClassify(err)}; an
-// integration that knows better judges its errors with retry.Judge), so a
-// failing dependency earns no budget: a TokenBucket refills and a GRPC budget
-// recovers only from successes, and a Ratio counts the request whatever
-// its outcome. A local rejection (an error matching retry.ErrRejected, say
-// from a circuit breaker inside the request) is not recorded, as the
-// retry loop does not record it: it says nothing about the dependency.
-// Neither, in Do, is a failure after the caller gave up, unless what
-// ended the request's context was a retry attempt timeout
-// (retry.ErrAttemptTimeout), which Do records as a Timeout. With
-// Config.SharedWithRetry, End records nothing: the retry policy records
-// the attempt that made the request.
-func (h *Hedger) End(err error) {
-	if !h.record {
-		return
-	}
-	if err == nil {
-		h.budget.Record(budget.Attempt{N: 1})
-		return
-	}
-	if errors.Is(err, retry.ErrRejected) {
-		return
-	}
-	h.budget.Record(budget.Attempt{N: 1, Failed: true, Class: engine.DefaultClassify(err)})
-}
+// Policy returns the retry policy that Do and DoFirstSuccess admit and
+// record their requests with: one attempt, Config.Budget (or the default
+// budget) and no guards. A request that is not a hedge is recorded as a
+// call's first attempt; a hedge is paid for by the budget before it
+// starts and recorded as a copy (see engine.AdmitRequest). A simulator
+// driving the decision methods admits and ends its requests with it.
+func (h *Hedger) Policy() *retry.Policy { return h.policy }
 
 // WinShare returns the exponentially decaying share of hedged requests
 // that a hedge won. It starts at 1.

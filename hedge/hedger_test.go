@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"context"
 	"math"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/retry/engine"
 )
 
 func TestValidate(t *testing.T) {
@@ -35,9 +37,7 @@ func TestValidate(t *testing.T) {
 		row("MinWinShare NaN", Config{MinWinShare: math.NaN()}, false),
 		row("MinWinShare negative turns the rule off", Config{MinWinShare: -1}, true),
 		row("negative ProbeEvery", Config{ProbeEvery: -1}, false),
-		row("SharedWithRetry needs a Budget", Config{SharedWithRetry: true}, false),
-		row("SharedWithRetry with a Budget", Config{SharedWithRetry: true, Budget: budget.Unlimited}, true),
-		row("a concurrency budget", Config{Budget: configtest.Must(budget.NewConcurrency(budget.ConcurrencyConfig{}))(t)}, false),
+		row("a concurrency budget: the engine tracks every request", Config{Budget: configtest.Must(budget.NewConcurrency(budget.ConcurrencyConfig{}))(t)}, true),
 	})
 }
 
@@ -182,27 +182,39 @@ func TestSuspendRuleOff(t *testing.T) {
 func TestDefaultBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mustNew(t, Config{Delay: time.Millisecond})
-		if h.Admit() {
+		ctx := context.Background()
+		admit := func() bool {
+			r, err := engine.AdmitRequest(ctx, h.Policy(), true)
+			if err != nil {
+				return false
+			}
+			r.Abandon()
+			return true
+		}
+		if admit() {
 			t.Error("admitted a hedge before any request")
 		}
+		first, _ := engine.AdmitRequest(ctx, h.Policy(), false)
 		h.Begin()
-		if h.Admit() {
+		if admit() {
 			t.Error("admitted a hedge for a request that has begun and not ended")
 		}
+		first.End(nil)
 		admitted := 0
-		for i := range 1000 {
+		for i := range 999 {
+			r, _ := engine.AdmitRequest(ctx, h.Policy(), false)
 			h.Begin()
-			if h.Admit() {
+			if admit() {
 				admitted++
 			}
 			if i%2 == 0 {
-				h.End(nil)
+				r.End(nil)
 			} else {
-				h.End(errBoom)
+				r.End(errBoom)
 			}
 			time.Sleep(time.Millisecond) // all within one 10 s window
 		}
-		for h.Admit() {
+		for admit() {
 			admitted++
 		}
 		if admitted != 100 {
@@ -220,8 +232,8 @@ func TestHedgerLayout(t *testing.T) {
 	if size := unsafe.Sizeof(h); size%64 != 0 {
 		t.Errorf("Hedger is %d bytes, not a multiple of 64", size)
 	}
-	if off := unsafe.Offsetof(h.record); off >= 64 {
-		t.Errorf("record at offset %d, outside the first line", off)
+	if off := unsafe.Offsetof(h.probeEvery); off >= 64 {
+		t.Errorf("probeEvery at offset %d, outside the first line", off)
 	}
 	if off := unsafe.Offsetof(h.winShare); off != 64 {
 		t.Errorf("winShare at offset %d, want 64", off)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	retryengine "github.com/unherd/unherd/retry/engine"
 	"github.com/unherd/unherd/sim/internal/engine"
 )
 
@@ -30,15 +32,21 @@ func TestHedgerBudgetOnVirtualClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			ctx := context.Background()
+			admit := func(hedge bool) bool {
+				req, err := retryengine.AdmitRequest(ctx, h.Policy(), hedge)
+				req.End(nil)
+				return err == nil
+			}
 			for range 100 {
 				h.Begin()
-				h.End(nil)
+				admit(false)
 			}
-			if !h.Admit() {
+			if !admit(true) {
 				t.Fatal("no hedge allowed after 100 requests")
 			}
 			now = time.Minute // the requests have left the 10 s window
-			if h.Admit() {
+			if admit(true) {
 				t.Fatal("a virtual minute later the budget still counts the requests: it is not on the run's clock")
 			}
 		})

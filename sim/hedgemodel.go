@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/unherd/unherd/hedge"
+	retryengine "github.com/unherd/unherd/retry/engine"
 	"github.com/unherd/unherd/sim/internal/engine"
 )
 
@@ -547,7 +549,7 @@ func (r *hedgeRun) timer(e *engine.Engine, slot int32) {
 	}
 	r.send(e, slot, func(k int) bool {
 		l := &r.leaves[base+k]
-		return l.mayHedge && l.answer > now && r.hedger.Admit()
+		return l.mayHedge && l.answer > now && r.admitHedge()
 	})
 	for k := range r.p.Keys {
 		leaf := int32(base + k)
@@ -587,7 +589,24 @@ func (r *hedgeRun) tell(q *hRequest, l *hLeaf) {
 	if l.state[1] != cUnsent {
 		r.hedger.Result(l.winner == 1)
 	}
-	r.hedger.End(nil) // reads do not fail in this model
+	// Reads do not fail in this model: the key's request is recorded as
+	// a success when it ends, admitted then, since the hedger's policy has
+	// no guards to ask before.
+	req, _ := retryengine.AdmitRequest(context.Background(), r.hedger.Policy(), false)
+	req.End(nil)
+}
+
+// admitHedge asks the hedger's policy to admit a hedge, as hedge.Do does,
+// and reports whether it may be sent. Its success is recorded at once:
+// reads do not fail in this model, and a copy's success tells a budget
+// only what its cost was (a Ratio counts calls, not copies).
+func (r *hedgeRun) admitHedge() bool {
+	req, err := retryengine.AdmitRequest(context.Background(), r.hedger.Policy(), true)
+	if err != nil {
+		return false
+	}
+	req.End(nil)
+	return true
 }
 
 // done ends request slot: its latency is its last key's answer.

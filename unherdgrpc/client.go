@@ -68,8 +68,11 @@ type Config struct {
 	// waits for the others, and only when all have failed does the last
 	// failure go to the retry loop. Replies must be protocol buffer
 	// messages (each request gets a fresh one, and the winner's is merged
-	// into the caller's). Only methods that HedgeMethod accepts are
-	// hedged. Nil means no hedging.
+	// into the caller's). Each hedge is a copy of the attempt: the retry
+	// policy's guards admit it, its budget pays for it and both hear how
+	// it ended (hedge.DoAttempt); the Hedger's own hedge.Config.Budget
+	// plays no part. Only methods that HedgeMethod accepts are hedged.
+	// Nil means no hedging.
 	Hedge *hedge.Hedger
 
 	// HedgeMethod reports whether a method (its full name,

@@ -18,7 +18,7 @@ import (
 var errNotHedged = errors.New("unherdgrpc: reply is not a proto.Message")
 
 // hedged runs a unary call whose attempts are hedged: each attempt of the
-// retry loop is a race, under hedge.DoFirstSuccess, between the primary
+// retry loop is a race, under hedge.DoAttempt, between the primary
 // and its hedges, each with a reply of its own; the winner's reply is
 // merged into the caller's. It returns errNotHedged, having sent nothing,
 // when the reply is not a proto.Message.
@@ -47,7 +47,7 @@ type hedgedCall struct {
 
 // attempt is one attempt of the retry loop: a hedged race.
 func (h *hedgedCall) attempt(actx context.Context) (proto.Message, error) {
-	return hedge.DoFirstSuccess(actx, h.u.c.hedger, func(hctx context.Context, _ int) (proto.Message, error) {
+	return hedge.DoAttempt(actx, h.u.c.hedger, h.u.c.policy, func(hctx context.Context, _ int) (proto.Message, error) {
 		return h.send(actx, hctx)
 	}, nil)
 }
@@ -73,7 +73,7 @@ func (h *hedgedCall) send(actx, hctx context.Context) (proto.Message, error) {
 		h.u.c.a6.request(err, hasPushback && pushback < 0)
 	}
 	// A request that lost the race ends with CANCELLED; it is dropped by
-	// DoFirstSuccess. judge asks actx, not hctx, whether the attempt's own
+	// DoAttempt. judge asks actx, not hctx, whether the attempt's own
 	// timeout expired: hctx also ends when another request wins.
 	judged := committed(h.u.c.judge(h.u.ctx, actx, err, tr), hdr)
 	switch {

@@ -259,18 +259,6 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	// A6 has no rule that suspends hedges which keep losing: only
 	// maxAttempts, hedgingDelay and the throttle decide.
 	hc := hedge.Config{Delay: delay, NoDelay: delay == 0, MaxHedges: attempts - 1, MinWinShare: -1}
-	if b != nil {
-		// The hedger withdraws before each hedge and records nothing
-		// (SharedWithRetry): A6 counts every hedged request, and the
-		// interceptor records each one (a6Accounting), where the retry
-		// loop and the hedger would record each call once.
-		hc.Budget, hc.SharedWithRetry = b, true
-	} else {
-		// A6 throttles hedges only through retryThrottling: without it
-		// every hedge the policy allows is sent.
-		//unherdvet:ignore misuse gRPC A6 hedging throttles only through retryThrottling; without it every hedge the service config allows is sent
-		hc.Budget = budget.Unlimited
-	}
 	// A6: a status not in nonFatalStatusCodes (all of them when the list
 	// is empty) ends the call at once and cancels the outstanding hedges.
 	nonFatal := make(map[codes.Code]bool, len(hp.NonFatalStatusCodes))
@@ -282,13 +270,21 @@ func parseHedging(js []byte, b budget.Budget) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: hedgingPolicy: %w", ErrServiceConfig, err)
 	}
+	// The hedges are copies of the retry policy's one attempt, paid for
+	// by its budget (hedge.DoAttempt).
 	cfg := Config{Hedge: h}
 	cfg.Retry.MaxAttempts = 1
-	cfg.Retry.Budget = b
 	if b != nil {
-		//unherdvet:ignore misuse the retry loop records nothing here: the A6 accounting charges the throttle once per call
-		cfg.Retry.Budget = budget.Unlimited // records nothing: a6 does
+		// Each hedge asks the throttle, and the interceptor records every
+		// request as A6 counts them (a6Accounting), where the engine would
+		// record each call once and each hedge as a copy.
+		cfg.Retry.Budget = a6Hedges{b}
 		cfg.a6 = &a6Accounting{throttle: b, nonFatal: nonFatal}
+	} else {
+		// A6 throttles hedges only through retryThrottling: without it
+		// every hedge the policy allows is sent.
+		//unherdvet:ignore misuse gRPC A6 hedging throttles only through retryThrottling; without it every hedge the service config allows is sent
+		cfg.Retry.Budget = budget.Unlimited
 	}
 	return cfg, nil
 }
@@ -373,6 +369,15 @@ func digits(s string) bool {
 	}
 	return true
 }
+
+// a6Hedges is the retry policy's budget for a converted hedgingPolicy
+// under retryThrottling: each hedge asks the throttle (A6: no hedge while
+// the token count is at or below its threshold), and nothing is recorded
+// here: a6Accounting records every request as A6 counts it.
+type a6Hedges struct{ throttle budget.Budget }
+
+func (a a6Hedges) Withdraw(c failure.Class) bool { return a.throttle.Withdraw(c) }
+func (a6Hedges) Record(budget.Attempt)           {}
 
 // a6Accounting records the requests of a converted hedgingPolicy with
 // the retry throttle one by one, as A6 counts them: "Every failed RPC

@@ -123,11 +123,20 @@ func TestParseMethodConfigHedgingAndThrottling(t *testing.T) {
 	if d, ok := cfg.Hedge.Delay(); !ok || d != 20*time.Millisecond {
 		t.Errorf("hedge delay %v, want 20ms", d)
 	}
-	// The throttle is the hedger's, and each request is recorded with it
-	// (TestGrpcJavaHedging_throttledByHedgingStreams); the retry loop,
-	// which makes one attempt, records nothing.
-	if cfg.Retry.Budget != budget.Unlimited {
-		t.Errorf("Retry.Budget %T, want budget.Unlimited", cfg.Retry.Budget)
+	// The retry policy's budget asks the throttle before each hedge, and
+	// the interceptor records each request with it as A6 counts them
+	// (TestGrpcJavaHedging_throttledByHedgingStreams): the budget itself
+	// records nothing, so failures recorded through it leave the
+	// throttle (10 tokens, threshold 5) allowing hedges.
+	b := cfg.Retry.Budget
+	if b == nil || b == budget.Unlimited {
+		t.Fatalf("Retry.Budget %v, want the throttle's", b)
+	}
+	for range 10 {
+		b.Record(budget.Attempt{N: 1, Failed: true, Class: failure.Transient})
+	}
+	if !b.Withdraw(failure.Transient) {
+		t.Error("the retry policy's budget recorded failures into the throttle")
 	}
 }
 

@@ -120,11 +120,14 @@ type Config struct {
 	// responses, if any, drained and closed. A hedger with
 	// Config.NonFatal set follows its rule instead: a fatal failure
 	// settles the attempt at once, a non-fatal one starts the next hedge
-	// at once (see hedge.DoFirstSuccess). Only requests that may be repeated (see the
-	// package doc) and whose method HedgeMethod accepts are hedged; their
-	// GetBody must be safe to call from several goroutines at once, as
-	// http.NewRequest's is. One Hedger may serve several Transports. Nil
-	// means no hedging.
+	// at once (see hedge.DoAttempt). Each hedge is a copy of the
+	// attempt: the retry policy's guards admit it, its budget pays for it
+	// and both hear how it ended, as they do every attempt; the Hedger's
+	// own hedge.Config.Budget plays no part. Only requests that may be
+	// repeated (see the package doc) and whose method HedgeMethod accepts
+	// are hedged; their GetBody must be safe to call from several
+	// goroutines at once, as http.NewRequest's is. One Hedger may serve
+	// several Transports. Nil means no hedging.
 	Hedge *hedge.Hedger
 
 	// HedgeMethod reports whether requests of a method ("GET", "POST")

@@ -145,18 +145,21 @@
 // refused connection) does not: a fast 503 from an overloaded replica
 // must not cancel a request about to succeed elsewhere. A request that
 // fails while another is still running waits for it (for as long as the
-// other's attempt timeout allows; see hedge.DoFirstSuccess); when every request of the attempt has
+// other's attempt timeout allows; see hedge.DoAttempt); when every request of the attempt has
 // failed, the last failure is the attempt's, and the retry loop judges it
 // as usual. A primary that fails before its hedge delay so ends the
 // attempt at once, and the retry loop's backoff, not a hedge, follows.
 // A hedger with Config.NonFatal set follows package hedge's rule
 // instead: a failure it calls fatal settles the attempt at once and
 // cancels the others, one it calls non-fatal starts the next hedge at
-// once (see hedge.DoFirstSuccess).
+// once.
 // Failures are never fed to the hedger's latency estimator. The losing
 // requests are cancelled, and every response that does not go back is
-// drained and closed. A hedge draws on the hedger's budget, not the retry
-// budget, and hedging backs off on its own when hedges stop winning (Dean
+// drained and closed. A hedge is a copy of the attempt that the retry
+// policy keeps the books of: its guards (a circuit breaker, a throttle)
+// admit each hedge and hear how it ended, and its budget pays for each
+// hedge as for a transient retry; hedging also backs off on its own when
+// hedges stop winning (Dean
 // and Barroso, "The Tail at Scale", CACM 2013,
 // https://research.google/pubs/the-tail-at-scale/).
 //

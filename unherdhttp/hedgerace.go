@@ -15,7 +15,7 @@ import (
 // an overloaded replica, or a hedge's refused connection, must not cancel
 // a request that is about to succeed. So every request is judged where it
 // runs (judgeResponse, judgeError), and the race runs under
-// hedge.DoFirstSuccess: a failure settles it only when no other request
+// hedge.DoAttempt, as hedge.DoFirstSuccess races: a failure settles it only when no other request
 // is running, and then the last failure's error is the attempt's (the
 // retry loop judges it as any other attempt's). Failed requests'
 // responses that do not go back are drained and closed.
@@ -23,19 +23,19 @@ type hedgeRace struct {
 	c *call
 
 	mu     sync.Mutex
-	ended  bool           // hedge.DoFirstSuccess returned: a late failure discards its own response
+	ended  bool           // hedge.DoAttempt returned: a late failure discards its own response
 	failed []*StatusError // failed responses, to discard unless one goes back
 }
 
 // attemptHedged is attempt as a hedged call.
 func (c *call) attemptHedged(ctx context.Context) (*http.Response, error) {
 	r := &hedgeRace{c: c}
-	resp, err := hedge.DoFirstSuccess(ctx, c.t.hedger, r.send, c.t.discardResponse)
+	resp, err := hedge.DoAttempt(ctx, c.t.hedger, c.t.policy, r.send, c.t.discardResponse)
 	r.end(err)
 	return resp, err
 }
 
-// send is one request of the race, the function hedge.DoFirstSuccess
+// send is one request of the race, the function hedge.DoAttempt
 // runs for the primary and for every hedge. hctx is the request's hedge
 // context; its end, when another request won, ends the request.
 func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
@@ -57,7 +57,7 @@ func (r *hedgeRace) send(hctx context.Context, _ int) (*http.Response, error) {
 	return nil, err
 }
 
-// end runs when hedge.DoFirstSuccess has returned err: every failed
+// end runs when hedge.DoAttempt has returned err: every failed
 // response but the one err carries (if any) is drained and closed, and so
 // is that of any request that fails from now on.
 func (r *hedgeRace) end(err error) {

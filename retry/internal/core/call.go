@@ -80,12 +80,8 @@ func (c *Call) admitSlow(ctx context.Context) error {
 			}
 			ts = c.more
 		}
-		for i, g := range gs {
-			t, err := g.Admit(ctx)
-			if err != nil {
-				return c.rejected(ctx, ts[:i], err)
-			}
-			ts[i] = t
+		if n, err := admitGuards(ctx, gs, ts); err != nil {
+			return c.rejected(ctx, ts[:n], err)
 		}
 	}
 	c.attempt++
@@ -167,10 +163,7 @@ var errNotAdmitted = newSentinel("retry/engine: an attempt's failure was reporte
 // tell tells the first len(ts) guards, which admitted the attempt with
 // the tickets ts, how it ended, with the call's context.
 func (c *Call) tell(ts []uint64, o admission.Outcome) {
-	ctx := c.obsCtx()
-	for i, g := range c.p.guards[:len(ts)] {
-		g.Done(ctx, ts[i], o)
-	}
+	tellGuards(c.obsCtx(), c.p.guards[:len(ts)], ts, o)
 }
 
 // gaveUp tells the observer of a call that stops with reason.

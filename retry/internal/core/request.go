@@ -1,0 +1,128 @@
+package core
+
+import (
+	"context"
+
+	"github.com/unherd/unherd/admission"
+	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
+)
+
+// Request is engine.Request, which documents it.
+type Request struct {
+	p       *Policy
+	ctx     context.Context // the context it was admitted with, for the guards
+	tickets [maxStackGuards]uint64
+	more    []uint64 // the guards' tickets, when there are more than fit in tickets
+	copy    bool     // a copy of an attempt, paid for as a transient retry
+	open    bool     // admitted, not yet ended
+}
+
+// AdmitRequest is engine.AdmitRequest.
+func (p *Policy) AdmitRequest(ctx context.Context, copy bool) (Request, error) {
+	r := Request{p: p, ctx: ctx, copy: copy}
+	if copy && !p.budget.Withdraw(failure.Transient) {
+		return Request{}, &Error{Reason: ErrBudgetExhausted}
+	}
+	if gs := p.guards; len(gs) != 0 {
+		ts := r.tickets[:]
+		if len(gs) > len(ts) {
+			r.more = make([]uint64, len(gs))
+			ts = r.more
+		}
+		if n, err := admitGuards(ctx, gs, ts); err != nil {
+			tellGuards(ctx, gs[:n], ts, admission.Outcome{Abandoned: true})
+			r.refund()
+			if ctx.Err() != nil {
+				return Request{}, &Error{Reason: ErrCancelled, Cause: context.Cause(ctx)}
+			}
+			return Request{}, &Error{Reason: ErrRejected, Cause: err}
+		}
+	}
+	if p.tracker != nil {
+		p.tracker.Start(r.attempt())
+	}
+	r.open = true
+	return r, nil
+}
+
+// attempt is how the budget hears of r: a request of its own is a call's
+// first attempt; a copy is never a call's first request, and was paid for
+// as a transient retry.
+func (r *Request) attempt() budget.Attempt {
+	if r.copy {
+		return budget.Attempt{N: 2, Charged: failure.Transient}
+	}
+	return budget.Attempt{N: 1}
+}
+
+// End is engine.Request.End.
+func (r *Request) End(err error) {
+	if !r.open {
+		return
+	}
+	r.open = false
+	a := r.attempt()
+	if err == nil {
+		r.tellAll(admission.Outcome{})
+		r.p.budget.Record(a)
+		return
+	}
+	m := inspect(err)
+	if m.rejected {
+		r.abandon(err)
+		return
+	}
+	a.Failed, a.Class = true, m.class(r.p.classifier, err)
+	r.tellAll(admission.Outcome{Err: err, Class: a.Class})
+	r.p.budget.Record(a)
+}
+
+// Abandon is engine.Request.Abandon.
+func (r *Request) Abandon() {
+	if r.open {
+		r.open = false
+		r.abandon(nil)
+	}
+}
+
+// Cancel is engine.Request.Cancel.
+func (r *Request) Cancel() {
+	if r.open {
+		r.open = false
+		r.abandon(nil)
+		r.refund()
+	}
+}
+
+// abandon tells the guards and a budget that tracks requests in flight
+// that r ended without a result the dependency can be judged by.
+func (r *Request) abandon(err error) {
+	r.tellAll(admission.Outcome{Err: err, Abandoned: true})
+	if r.p.tracker != nil {
+		r.p.tracker.Abandon(r.attempt())
+	}
+}
+
+// refund gives a copy's cost back to a budget that can take it.
+func (r *Request) refund() {
+	if !r.copy {
+		return
+	}
+	if rf, ok := r.p.budget.(budget.Refunder); ok {
+		rf.Refund(failure.Transient)
+	}
+}
+
+// tellAll tells every guard that admitted r how it ended.
+func (r *Request) tellAll(o admission.Outcome) {
+	n := len(r.p.guards)
+	if n == 0 {
+		return
+	}
+	ts := r.tickets[:]
+	if r.more != nil {
+		ts = r.more
+	}
+	tellGuards(r.ctx, r.p.guards, ts, o)
+}

@@ -138,8 +138,8 @@ type Config struct {
 	ProbeEvery int
 
 	// Observer, if set, receives an observe.Event when a call starts a
-	// hedge (HedgeStarted), when the hedge budget refuses one
-	// (HedgeDenied) and when a call that started hedges settles
+	// hedge (HedgeStarted), when a budget refuses one or a guard rejects
+	// it (HedgeDenied) and when a call that started hedges settles
 	// (HedgeWon, HedgeLost), with the call's context, outside any lock.
 	// Nil means none, at no cost.
 	Observer observe.Observer

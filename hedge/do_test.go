@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unherd/unherd/admission"
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
@@ -840,5 +841,78 @@ func TestMarkersOfNil(t *testing.T) {
 	}
 	if err := WithPushback(nil, time.Second); err != nil {
 		t.Errorf("WithPushback(nil, 1s) = %T, want nil", err)
+	}
+}
+
+// countGuard is an admission.Guard that counts what it hears and rejects
+// every admission after the first allow (all of them if allow < 0).
+type countGuard struct {
+	mu                      sync.Mutex
+	allow                   int
+	admitted, rejected      int
+	succeeded, failed, gone int
+}
+
+func (g *countGuard) Admit(context.Context) (uint64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.allow >= 0 && g.admitted >= g.allow {
+		g.rejected++
+		return 0, errors.New("test: rejected")
+	}
+	g.admitted++
+	return uint64(g.admitted), nil
+}
+
+func (g *countGuard) Done(_ context.Context, _ uint64, o admission.Outcome) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case o.Abandoned:
+		g.gone++
+	case o.Err != nil:
+		g.failed++
+	default:
+		g.succeeded++
+	}
+}
+
+// TestDoAttemptGuardsSeeEveryRequest: under DoAttempt the retry policy's
+// guards admit every hedge and hear how it ended, as they do the
+// attempt; a hedge a guard rejects is not sent.
+func TestDoAttemptGuardsSeeEveryRequest(t *testing.T) {
+	tests := []struct {
+		name    string
+		allow   int
+		started map[int]time.Duration
+		want    [5]int // admitted, rejected, succeeded, failed, abandoned
+	}{
+		{"hedge admitted: two requests, two successes", -1, map[int]time.Duration{0: 0, 1: 10 * ms}, [5]int{2, 0, 2, 0, 0}},
+		{"hedge rejected: not sent", 1, map[int]time.Duration{0: 0}, [5]int{1, 1, 1, 0, 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := &countGuard{allow: tc.allow}
+				p := configtest.Must(retry.New(retry.Config{Budget: budget.Unlimited, Guards: []admission.Guard{g}}))(t)
+				h := mustNew(t, Config{Delay: 10 * ms})
+				// The primary answers at 30 ms, a hedge 5 ms after it starts.
+				s := newScript(outcome{after: 30 * ms, value: 1}, outcome{after: 5 * ms, value: 2})
+				if _, err := retry.DoValue(context.Background(), p, func(ctx context.Context) (int, error) {
+					return DoAttempt(ctx, h, p, s.fn, nil)
+				}); err != nil {
+					t.Fatalf("DoValue: %v", err)
+				}
+				drain()
+				if diff := cmp.Diff(tc.started, s.startedAt()); diff != "" {
+					t.Errorf("attempt start times (-want +got):\n%s", diff)
+				}
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				if got := [5]int{g.admitted, g.rejected, g.succeeded, g.failed, g.gone}; got != tc.want {
+					t.Errorf("guard: admitted, rejected, succeeded, failed, abandoned = %v, want %v", got, tc.want)
+				}
+			})
+		})
 	}
 }

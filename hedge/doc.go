@@ -78,19 +78,23 @@
 //
 // # Budget
 //
-// Each hedge withdraws failure.Transient from Config.Budget before it
-// starts; if the call settles while the budget is being asked, the hedge
-// does not start and its cost goes back to a budget that implements
-// budget.Refunder ([Hedger.Refund]). Each request is recorded once, when it ends, as a call's first
-// attempt with its real outcome: budget.Attempt{N: 1} for a success,
-// {N: 1, Failed: true, Class: c} for the error that settled it, classified
-// as the retry loop classifies by default (engine.DefaultClassify): by the
-// verdict the error carries (retry.Judge), if any. So a dependency
-// that keeps failing earns no hedges: a TokenBucket refills and a GRPC
-// budget recovers only from successes. As in the retry loop, a local
-// rejection (retry.ErrRejected) and a failure after the caller gave up
-// are not recorded; a retry attempt timeout that ends the request is
-// recorded as a Timeout.
+// The books are the one engine's (package retry/engine): every request is
+// an engine.Request, admitted before it is sent and recorded when it ends.
+// [Do] and [DoFirstSuccess] keep them with the Hedger's [Hedger.Policy], a
+// retry policy of one attempt whose budget is Config.Budget: each hedge
+// withdraws failure.Transient before it starts (and, if the call settles
+// while the budget is being asked, does not start and gets its cost back
+// from a budget.Refunder); the call is recorded once, when it settles, as
+// a first attempt with its real outcome (budget.Attempt{N: 1}, or {N: 1,
+// Failed: true, Class: c} with the error classified as the retry loop
+// classifies by default); and each hedge that ran to a result is recorded
+// as a copy (budget.Attempt{N: 2, Charged: failure.Transient}, failed or
+// not). So a dependency that keeps failing earns no hedges: a TokenBucket
+// refills and a GRPC budget recovers only from successes, and a Ratio
+// counts each call once, however many copies it sent. As in the retry
+// loop, a local rejection (retry.ErrRejected), a hedge that lost the race
+// and a failure after the caller gave up are not recorded; a retry
+// attempt timeout that ends the call is recorded as a Timeout.
 //
 // The default budget is budget.NewRatio with Ratio 0.1 and NoFloor
 // ([Config.DefaultBudget]): hedges at most 10% of the requests of the last
@@ -101,32 +105,24 @@
 // gone wrong. A request counts once it has ended, so a new Hedger hedges
 // only after ten requests have ended.
 //
-// Why a budget of its own by default: hedges and retries answer
-// different failures. Hedges are for a healthy fleet with a slow tail and
-// cost a steady few percent; retries are for failures and should be
-// scarce during an outage. A separate budget keeps a latency spike from
-// spending the retries an outage will need, and an outage from starving
-// the hedges that cut the tail once it is over, and each can be sized for
-// its job (the SRE book's 10% for retries; for hedges, the p95 rule's 5%
-// and as much again for bursts).
+// Why a budget of its own for a hedged call that no retry loop runs:
+// hedges and retries answer different failures. Hedges are for a healthy
+// fleet with a slow tail and cost a steady few percent; retries are for
+// failures and should be scarce during an outage. A separate budget
+// keeps a latency spike from spending the retries an outage will need.
 //
-// To make retries and hedges draw on one allowance instead, when the
-// Hedger runs inside a retry.Policy's attempts, pass that policy's budget
-// and set Config.SharedWithRetry:
+// # Inside a retry loop
 //
-//	b, _ := budget.NewRatio(budget.RatioConfig{}) // 10% of requests, floor 10/s
-//	p, _ := retry.New(retry.Config{Budget: b})
-//	h, _ := hedge.New(hedge.Config{Budget: b, SharedWithRetry: true})
-//
-// The retry loop records every attempt, a hedged one included, so the
-// Hedger records nothing and only withdraws for its hedges: each request
-// is counted once, and retries and hedges together stay within the
-// budget (with a Ratio, 10% of requests for both; with a TokenBucket, a
-// hedge costs what a transient retry does; with a GRPC budget, hedges,
-// like retries, stop when failures pass its threshold). Without
-// SharedWithRetry a shared budget would hear of every hedged request
-// twice, once from the loop and once from the Hedger, and allow twice
-// the share it was given.
+// When the attempts of a retry.Policy are what is hedged, [DoAttempt]
+// hedges each one and the policy keeps the books: the primary is the
+// attempt, which the retry loop admits and records; each hedge is a copy
+// of it, admitted by the policy's guards (a circuit breaker sees every
+// request), paid for by the policy's budget as a transient retry and
+// recorded with both. Retries and hedges then draw on one allowance, and
+// each request is counted once, by one bookkeeper. Packages unherdhttp
+// and unherdgrpc hedge this way. Do inside a retry loop's attempt,
+// instead, keeps the hedges on the Hedger's own budget, which the loop
+// never sees.
 //
 // # Back-off
 //
@@ -154,27 +150,28 @@
 // with no goroutines:
 //
 //	delay, ok := h.Begin()   // per request: may it hedge, after what delay?
-//	ok = h.Admit()           // per hedge about to start: pays for it from the budget
-//	h.Refund()               // per admitted hedge that does not start after all
 //	h.Observe(latency)       // per successful request: start to first success
 //	h.Result(hedgeWon)       // per successful request that started a hedge
-//	h.End(err)               // per request, once it has ended: records its outcome with the budget
 //
-// plus [Hedger.Delay], [Hedger.WinShare] and [Hedger.Suspended] to read
-// the state. Do calls exactly these. A simulator that wants the budget on
-// its virtual clock passes a budget built with that clock
-// (budget.RatioConfig.Now).
+// and admits and ends its requests with engine.AdmitRequest on
+// [Hedger.Policy] (copy true for a hedge, which the budget pays for), as
+// Do does, plus [Hedger.Delay], [Hedger.WinShare] and [Hedger.Suspended]
+// to read the state. A simulator that wants the budget on its virtual
+// clock passes a budget built with that clock (budget.RatioConfig.Now).
 //
 // # Composition
 //
-// Hedging runs inside one retry attempt: retry.Policy.Do(ctx, func(ctx)
-// error { _, err := hedge.Do(ctx, h, fn, cleanup); return err }). Hedges
-// are not retries: they draw on the hedge budget, not on the retry
-// policy's attempts or, unless the two share one (see Budget), its
-// budget; a hedged attempt that fails as a whole
-// (or whose attempt timeout, which bounds the primary and its hedges
-// together, expires) is retried by the outer loop. See package timeout for
-// an attempt timeout that tracks latency the same way.
+// Hedging runs inside one retry attempt:
+//
+//	v, err := retry.DoValue(ctx, p, func(ctx context.Context) (T, error) {
+//		return hedge.DoAttempt(ctx, h, p, fn, cleanup)
+//	})
+//
+// (see Inside a retry loop). Hedges are not retries: they do not count against the policy's
+// attempts; a hedged attempt that fails as a whole (or whose attempt
+// timeout, which bounds the primary and its hedges together, expires) is
+// retried by the outer loop. See package timeout for an attempt timeout
+// that tracks latency the same way.
 //
 // # Cost
 //

@@ -68,37 +68,38 @@ func ExampleDo_cleanup() {
 
 var errUnavailable = errors.New("unavailable")
 
-// Hedging runs inside one retry attempt. Hedges are not retries: they
-// draw on the hedger's budget, not the retry policy's. When a hedged
-// attempt fails as a whole, the retry loop may try again.
-func Example_retry() {
+// Hedging runs inside one retry attempt. Each hedge is a copy of the
+// attempt that the retry policy keeps the books of: its guards admit the
+// hedge and its budget pays for it. When a hedged attempt fails as a
+// whole, the retry loop may try again.
+func ExampleDoAttempt() {
 	p, _ := retry.New(retry.Config{Backoff: backoff.Schedule{Immediate: true}})
-	h, _ := hedge.New(hedge.Config{Delay: time.Millisecond, Budget: budget.Unlimited})
+	h, _ := hedge.New(hedge.Config{Delay: time.Millisecond})
 	tries := 0
-	err := p.Do(context.Background(), func(ctx context.Context) error {
+	v, err := retry.DoValue(context.Background(), p, func(ctx context.Context) (string, error) {
 		tries++
-		v, err := hedge.Do(ctx, h, func(ctx context.Context, attempt int) (string, error) {
+		v, err := hedge.DoAttempt(ctx, h, p, func(ctx context.Context, attempt int) (string, error) {
 			switch {
-			case tries == 1 && attempt == 0:
+			case tries == 1:
+				return "", errUnavailable // fails before the hedge delay: the attempt fails
+			case attempt == 0:
 				select {
-				case <-ctx.Done(): // slow; cancelled when the hedge fails
+				case <-ctx.Done(): // stuck; cancelled when the hedge wins
 					return "", ctx.Err()
 				case <-time.After(time.Minute):
 					fmt.Println("primary: not cancelled within a minute")
 					return "", context.DeadlineExceeded
 				}
-			case tries == 1:
-				return "", errUnavailable // a fatal error settles the attempt
 			default:
 				return "ok from " + replicas[attempt], nil
 			}
 		}, nil)
 		fmt.Printf("retry attempt %d: %q %v\n", tries, v, err)
-		return err
+		return v, err
 	})
-	fmt.Println(err)
+	fmt.Println(v, err)
 	// Output:
 	// retry attempt 1: "" unavailable
-	// retry attempt 2: "ok from replica-a" <nil>
-	// <nil>
+	// retry attempt 2: "ok from replica-b" <nil>
+	// ok from replica-b <nil>
 }

@@ -58,8 +58,9 @@ const (
 	// Throttled: a client-side throttle rejected a call locally.
 	// Probability is the rejection probability in force.
 	Throttled
-	// HedgeDenied: the hedge budget refused a hedge a call was due to
-	// start; the call hedges no more. Attempt is the number the hedge
+	// HedgeDenied: the budget that pays for hedges refused a hedge a
+	// call was due to start, or a guard rejected it; the call hedges no
+	// more. Attempt is the number the hedge
 	// would have had.
 	HedgeDenied
 	// RateRejected: a rate limiter (throttle.RateLimiter) rejected a call

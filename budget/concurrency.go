@@ -56,9 +56,9 @@ func (c *ConcurrencyConfig) Validate() error {
 // It counts what the retry loop tells it: a retry is in flight from the
 // Withdraw that allows it until its attempt ends (Record) or is abandoned
 // ([Tracker]'s Abandon), or until Refund when it is not made; an attempt
-// is in flight from Start to its Record or Abandon. Give each dependency
-// its own, and do not share it with a hedge.Hedger, which records its
-// hedges as first attempts (hedge.New refuses it). It is safe for
+// is in flight from Start to its Record or Abandon. A hedge, a copy of an
+// attempt (retry/engine's Request), counts as a retry and an attempt in
+// flight in the same way. Give each dependency its own. It is safe for
 // concurrent use, lock-free, and allocates nothing.
 type Concurrency struct {
 	ratio    float64

@@ -60,8 +60,8 @@
 // GEP-3388 and failsafe-go's budget, with their defaults). It reacts at
 // once, with no window to forget an outage, and caps a burst of failures
 // at a fifth more load in flight. It counts attempts in flight through
-// the retry loop, which tells it each attempt's start and end ([Tracker]),
-// so it serves a retry.Policy, not a hedge.Hedger. Choose it where load
+// the retry engine, which tells it each attempt's and each hedge's start
+// and end ([Tracker]). Choose it where load
 // in flight is what the dependency cannot take, as under a concurrency
 // limit (package limit).
 //

@@ -70,9 +70,11 @@
 //     the explicit-time forms of their admission.Guard methods;
 //   - limit.Limiter, through AcquirePriority and its Token's Served and
 //     Dropped at the virtual time, on the metastable scenario's server;
-//   - hedge.Hedger's decision methods Begin, Admit, Observe, Result and
-//     End, which hedge.Do itself calls around real attempts, with its
-//     budget, a budget.NewRatio like its default, on the virtual clock.
+//   - hedge.Hedger's decision methods Begin, Observe and Result, which
+//     hedge.Do itself calls around real attempts, and the engine's
+//     requests (retry/engine's AdmitRequest and Request.End) on the
+//     hedger's Policy, whose budget is a budget.NewRatio like its
+//     default, on the virtual clock.
 //
 // The models around them (networks, servers, rate limiters, queues) are
 // the simulator's own and are described with each scenario.

@@ -91,7 +91,11 @@ func (r *Request) Cancel() {
 	if r.open {
 		r.open = false
 		r.abandon(nil)
-		r.refund()
+		if r.p.tracker == nil {
+			// A budget that tracks requests in flight gave the copy's
+			// retry back when it heard the request end.
+			r.refund()
+		}
 	}
 }
 

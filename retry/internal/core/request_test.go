@@ -59,5 +59,5 @@ func TestRequestInFlight(t *testing.T) {
 // guardFunc is an admission.Guard whose admission is a function.
 type guardFunc func(context.Context) error
 
-func (g guardFunc) Admit(ctx context.Context) (uint64, error) { return 0, g(ctx) }
+func (g guardFunc) Admit(ctx context.Context) (uint64, error)     { return 0, g(ctx) }
 func (guardFunc) Done(context.Context, uint64, admission.Outcome) {}

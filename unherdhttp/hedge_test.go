@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unherd/unherd/budget"
+	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/await"
@@ -455,4 +456,92 @@ func methods(ms []string) func(string) bool {
 		return nil
 	}
 	return func(m string) bool { return slices.Contains(ms, m) }
+}
+
+// countBudget allows the first allow withdrawals (all if allow < 0) and
+// keeps what it is told, signalling each record on recorded.
+type countBudget struct {
+	mu        sync.Mutex
+	allow     int
+	withdrawn int
+	records   []budget.Attempt
+	recorded  chan struct{}
+}
+
+func (b *countBudget) Withdraw(failure.Class) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.allow >= 0 && b.withdrawn >= b.allow {
+		return false
+	}
+	b.withdrawn++
+	return true
+}
+
+func (b *countBudget) Record(a budget.Attempt) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.records = append(b.records, a)
+	b.recorded <- struct{}{}
+}
+
+// A hedge is a copy of the attempt that the retry policy keeps the books
+// of: the policy's budget pays for it and records it with the attempt,
+// and a budget that refuses it keeps it from being sent. The primary
+// answers after 200 ms, a hedge at once.
+func TestHedgePaidByRetryBudget(t *testing.T) {
+	tests := []struct {
+		name      string
+		allow     int
+		wantBody  string
+		requests  int32
+		withdrawn int
+		records   []budget.Attempt
+	}{
+		{"the budget pays", -1, "hedge 2", 2, 1, []budget.Attempt{{N: 1}, {N: 2, Charged: failure.Transient}}},
+		{"the budget refuses", 0, "primary", 1, 0, []budget.Attempt{{N: 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var requests atomic.Int32
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				a := r.Header.Get(unherdhttp.AttemptHeader)
+				if a != "" {
+					io.WriteString(w, "hedge "+a)
+					return
+				}
+				select {
+				case <-time.After(200 * time.Millisecond):
+					io.WriteString(w, "primary")
+				case <-r.Context().Done():
+				}
+			})
+			b := &countBudget{allow: tc.allow, recorded: make(chan struct{}, 4)}
+			rc := fast
+			rc.Budget = b
+			tr := newTransport(t, unherdhttp.Config{Hedge: newHedger(t, 5*time.Millisecond), Retry: rc})
+			status, body, err := get(t, tr, srv.URL)
+			if err != nil || status != 200 || body != tc.wantBody {
+				t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, tc.wantBody)
+			}
+			if got := requests.Load(); got != tc.requests {
+				t.Errorf("the server saw %d requests, want %d", got, tc.requests)
+			}
+			// The hedge is recorded as it ends, on its own goroutine,
+			// which may be after the transport returned.
+			for range tc.records {
+				await.Recv(t, b.recorded, "the retry budget to hear of every request")
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			slices.SortFunc(b.records, func(x, y budget.Attempt) int { return x.N - y.N })
+			if b.withdrawn != tc.withdrawn {
+				t.Errorf("the retry budget paid for %d hedges, want %d", b.withdrawn, tc.withdrawn)
+			}
+			if diff := cmp.Diff(tc.records, b.records); diff != "" {
+				t.Errorf("the retry budget's records (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

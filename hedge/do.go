@@ -92,7 +92,7 @@ func DoFirstSuccess[T any](ctx context.Context, h *Hedger, fn func(ctx context.C
 // DoAttempt hedges one attempt of a call of p, as DoFirstSuccess hedges
 // a call: the one engine keeps the books. The primary is the attempt
 // itself, which p's call admits and records; every hedge is a copy of it
-// (engine.AdmitRequest with copy true), which p's guards admit and p's
+// (engine.AdmitRequest with isCopy true), which p's guards admit and p's
 // budget pays for, and which both hear of when it ends. A hedge that a
 // guard rejects or the budget refuses is not sent, and no more are.
 // Config.Budget plays no part. Call it inside an attempt of p, with the

@@ -154,7 +154,7 @@
 //	h.Result(hedgeWon)       // per successful request that started a hedge
 //
 // and admits and ends its requests with engine.AdmitRequest on
-// [Hedger.Policy] (copy true for a hedge, which the budget pays for), as
+// [Hedger.Policy] (isCopy true for a hedge, which the budget pays for), as
 // Do does, plus [Hedger.Delay], [Hedger.WinShare] and [Hedger.Suspended]
 // to read the state. A simulator that wants the budget on its virtual
 // clock passes a budget built with that clock (budget.RatioConfig.Now).

@@ -27,10 +27,10 @@ import (
 // own clock calls them directly, in this order, for each request:
 //
 //  1. Begin at the start: it says whether the request may hedge and
-//     after what delay. Admit the primary (engine.AdmitRequest with copy
+//     after what delay. Admit the primary (engine.AdmitRequest with isCopy
 //     false) unless a retry call's attempt is the primary.
 //  2. When the delay passes with no answer (or an attempt fails with a
-//     non-fatal error), admit each hedge (engine.AdmitRequest with copy
+//     non-fatal error), admit each hedge (engine.AdmitRequest with isCopy
 //     true) and start it only if that succeeds (the budget has paid for
 //     it); Cancel the request if it does not start after all.
 //  3. Observe with the request's latency when it succeeds (from its start

@@ -17,6 +17,12 @@
 // that for its users, and an integration that drives the steps itself
 // owns that duty.
 //
+// A request the call does not count as an attempt of its own, a hedge
+// sent while the attempt in flight has not answered, is a [Request]
+// ([AdmitRequest]): the policy's guards admit it and its budget pays for
+// it and records it, as they do each attempt, so every request a call
+// sends reaches one bookkeeper. Package hedge sends them (hedge.DoAttempt).
+//
 // An integration tells the call what a failure was with retry.Judge (a
 // verdict carried by the error), or lets [DefaultClassify] read it.
 // Guards (package admission) reject an attempt with an error made by

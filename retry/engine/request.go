@@ -23,7 +23,7 @@ type Request struct {
 }
 
 // AdmitRequest admits a request to the dependency of p's calls, sent with
-// ctx. For a copy of an attempt (copy true, a hedge) the budget pays
+// ctx. For a copy of an attempt (isCopy true, a hedge) the budget pays
 // first, withdrawing a transient retry; an empty budget refuses it with
 // an [*retry.Error] of reason retry.ErrBudgetExhausted. Then the guards
 // are asked in order, as [Call.Admit] asks them: a rejection returns
@@ -38,8 +38,8 @@ type Request struct {
 // withdrawn as failure.Transient (budget.Attempt{N: 2, Charged:
 // failure.Transient}), so that a budget counting requests counts each
 // call once, and a token bucket refunds a copy that succeeded.
-func AdmitRequest(ctx context.Context, p *retry.Policy, copy bool) (Request, error) {
-	r, err := (*core.Policy)(p).AdmitRequest(ctx, copy)
+func AdmitRequest(ctx context.Context, p *retry.Policy, isCopy bool) (Request, error) {
+	r, err := (*core.Policy)(p).AdmitRequest(ctx, isCopy)
 	return Request{r}, err
 }
 

@@ -14,14 +14,14 @@ type Request struct {
 	ctx     context.Context // the context it was admitted with, for the guards
 	tickets [maxStackGuards]uint64
 	more    []uint64 // the guards' tickets, when there are more than fit in tickets
-	copy    bool     // a copy of an attempt, paid for as a transient retry
+	isCopy  bool     // a copy of an attempt, paid for as a transient retry
 	open    bool     // admitted, not yet ended
 }
 
 // AdmitRequest is engine.AdmitRequest.
-func (p *Policy) AdmitRequest(ctx context.Context, copy bool) (Request, error) {
-	r := Request{p: p, ctx: ctx, copy: copy}
-	if copy && !p.budget.Withdraw(failure.Transient) {
+func (p *Policy) AdmitRequest(ctx context.Context, isCopy bool) (Request, error) {
+	r := Request{p: p, ctx: ctx, isCopy: isCopy}
+	if isCopy && !p.budget.Withdraw(failure.Transient) {
 		return Request{}, &Error{Reason: ErrBudgetExhausted}
 	}
 	if gs := p.guards; len(gs) != 0 {
@@ -50,7 +50,7 @@ func (p *Policy) AdmitRequest(ctx context.Context, copy bool) (Request, error) {
 // first attempt; a copy is never a call's first request, and was paid for
 // as a transient retry.
 func (r *Request) attempt() budget.Attempt {
-	if r.copy {
+	if r.isCopy {
 		return budget.Attempt{N: 2, Charged: failure.Transient}
 	}
 	return budget.Attempt{N: 1}
@@ -110,7 +110,7 @@ func (r *Request) abandon(err error) {
 
 // refund gives a copy's cost back to a budget that can take it.
 func (r *Request) refund() {
-	if !r.copy {
+	if !r.isCopy {
 		return
 	}
 	if rf, ok := r.p.budget.(budget.Refunder); ok {

@@ -96,8 +96,11 @@ type Decision struct {
 // made with a context that retry.WithOuterRetry marked, while serving a
 // caller that retries on its own, makes Config.NestedAttempts attempts
 // instead of MaxAttempts.
-func Begin(ctx context.Context, p *retry.Policy) Call {
-	return Call{c: (*core.Policy)(p).Begin(core.HasOuterRetry(ctx))}
+func Begin(ctx context.Context, p *retry.Policy) (c Call) {
+	// Set in place: a Call built and then returned is zeroed and copied
+	// more than once.
+	c.c.Start((*core.Policy)(p), core.HasOuterRetry(ctx))
+	return c
 }
 
 // AttemptLimit returns how many attempts, counting the first, a call of p

@@ -10,7 +10,6 @@ import (
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/internal/errtree"
 	"github.com/unherd/unherd/observe"
 )
 
@@ -50,6 +49,12 @@ type Decision struct {
 // Begin starts a call; see engine.Begin.
 func (p *Policy) Begin(nested bool) Call {
 	return Call{p: p, max: p.AttemptLimit(nested)}
+}
+
+// Start makes c, a zero Call, a call of p: Begin for a Call that is
+// already in place.
+func (c *Call) Start(p *Policy, nested bool) {
+	c.p, c.max = p, p.AttemptLimit(nested)
 }
 
 // Attempts is engine.Call.Attempts.
@@ -251,7 +256,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	p := c.p
 	c.last = err
 	var m marks
-	errtree.Walk(err, m.visit)
+	m.walk(err)
 	if m.rejected {
 		c.reportAbandoned(err)
 		return Decision{Reason: ErrRejected, Class: failure.Permanent}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/internal/errtree"
 )
 
 // marks is what the retry decision needs to know about an error tree,
@@ -29,11 +28,11 @@ type marks struct {
 // returns ErrPermanent itself, or an inner Policy's *Error that stopped
 // with it, is permanent here too.
 func inspect(err error) (m marks) {
-	errtree.Walk(err, m.visit)
+	m.walk(err)
 	return m
 }
 
-// The method sets visit looks for. A ServerDelay is any error with a
+// The method sets walk looks for. A ServerDelay is any error with a
 // RetryAfter method.
 type (
 	isser     = interface{ Is(error) bool }
@@ -41,53 +40,82 @@ type (
 	timeouter = interface{ Timeout() bool }
 )
 
-// visit records the marks of one node of the tree. One type switch sorts
-// it: the package's own verdicts and sentinels by their concrete types,
-// then the rest by method set. A node can equal one of the package's
-// sentinels only if it is a *sentinel, and context.Canceled only if it
-// has no method but Error and Unwrap.
-func (m *marks) visit(err error) errtree.Step {
-	switch e := err.(type) {
-	case *judged:
-		m.judged(&e.v)
-		if e.bare {
-			return errtree.Skip
+// walk records the marks of err's tree. One type switch per node sorts
+// it and finds what lies below it: the package's own verdicts and
+// sentinels by their concrete types, then the rest by method set. A node
+// can equal one of the package's sentinels only if it is a *sentinel,
+// and context.Canceled only if it has no method but Error. The walk is
+// its own rather than errtree.Walk's, whose visitor costs a call and a
+// second type switch per node: it is on every failed attempt's path.
+func (m *marks) walk(err error) {
+	for err != nil {
+		switch e := err.(type) {
+		case *judged:
+			m.judged(&e.v)
+			if e.bare {
+				return
+			}
+			err = e.err
+			continue
+		case *judgedDelay:
+			m.judged(&e.v)
+			if m.serverDelay == nil {
+				m.serverDelay = e
+			}
+			if e.bare {
+				return
+			}
+			err = e.err
+			continue
+		case *sentinel:
+			switch e {
+			case ErrRejected:
+				m.rejected = true
+			case ErrPermanent:
+				m.permanent = true
+			case ErrFinal:
+				m.final = true
+			}
+			return // a leaf
+		case *Error:
+			// Unwrap without the slice it allocates: the same nodes in
+			// the same order, nil ones left out.
+			m.walk(e.Reason)
+			m.walk(e.Last)
+			m.walk(e.Cause)
+			return
+		case isser, delayer, timeouter:
+			m.inspectNode(err)
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+			continue
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				m.walk(x)
+			}
+			return
+		default:
+			// The comparison never panics on a non-comparable error
+			// type: context.Canceled's dynamic type is a pointer.
+			m.canceled = m.canceled || err == context.Canceled
+			return
 		}
-	case *judgedDelay:
-		m.judged(&e.v)
-		if m.serverDelay == nil {
-			m.serverDelay = e
+		// Below a node with an Is, RetryAfter or Timeout method.
+		switch e := err.(type) {
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				m.walk(x)
+			}
+			return
+		default:
+			return
 		}
-		if e.bare {
-			return errtree.Skip
-		}
-	case *sentinel:
-		switch e {
-		case ErrRejected:
-			m.rejected = true
-		case ErrPermanent:
-			m.permanent = true
-		case ErrFinal:
-			m.final = true
-		}
-	case *Error:
-		// Unwrap without the slice it allocates: the same nodes in the
-		// same order, nil ones left out.
-		errtree.Walk(e.Reason, m.visit)
-		errtree.Walk(e.Last, m.visit)
-		errtree.Walk(e.Cause, m.visit)
-		return errtree.Skip
-	case isser, delayer, timeouter:
-		m.inspectNode(err)
-	default:
-		// The comparison never panics on a non-comparable error type:
-		// context.Canceled's dynamic type is a pointer.
-		m.canceled = m.canceled || err == context.Canceled
 	}
-	return errtree.Descend
 }
 
-// isBare reports whether err, a node Judge wraps, is a leaf visit would
+// isBare reports whether err, a node Judge wraps, is a leaf walk would
 // record nothing of: not one of the package's own errors, with no Unwrap,
 // Is, RetryAfter or Timeout method, and not context.Canceled.
 func isBare(err error) bool {

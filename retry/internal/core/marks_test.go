@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/internal/errtree"
 )
 
 // Error types for random error trees: each has a different method set, so
@@ -226,28 +225,37 @@ func TestInspectMatchesErrorsIs(t *testing.T) {
 	}
 }
 
-// TestJudgeSkipsBareError checks that the walk stops at a verdict on a
-// plain error, and goes below one on an error with something to find.
+// TestJudgeSkipsBareError checks that a verdict on a plain error marks
+// it as bare, so that the walk stops there, and one on an error with
+// something to find does not.
 func TestJudgeSkipsBareError(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
-		want errtree.Step
+		bare bool
 	}{
-		{Judge(errBoom, Verdict{Class: failure.Transient}), errtree.Skip},
-		{Judge(errors.New("busy"), Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}), errtree.Skip},
-		{Judge(flatLeaf{}, Verdict{}), errtree.Skip},
-		{Judge(context.Canceled, Verdict{}), errtree.Descend},
-		{Judge(&timeoutLeaf{true}, Verdict{}), errtree.Descend},
-		{Judge(&delayLeaf{time.Second}, Verdict{}), errtree.Descend},
-		{Judge(&isLeaf{ErrFinal}, Verdict{}), errtree.Descend},
-		{Judge(fmt.Errorf("wrapped: %w", errBoom), Verdict{}), errtree.Descend},
-		{Judge(errors.Join(errBoom), Verdict{}), errtree.Descend},
-		{Judge(ErrPermanent, Verdict{}), errtree.Descend},
-		{Judge(Judge(errBoom, Verdict{Final: true}), Verdict{}), errtree.Descend},
+		{Judge(errBoom, Verdict{Class: failure.Transient}), true},
+		{Judge(errors.New("busy"), Verdict{Class: failure.Throttled, Delay: time.Second, HasDelay: true}), true},
+		{Judge(flatLeaf{}, Verdict{}), true},
+		{Judge(context.Canceled, Verdict{}), false},
+		{Judge(&timeoutLeaf{true}, Verdict{}), false},
+		{Judge(&delayLeaf{time.Second}, Verdict{}), false},
+		{Judge(&isLeaf{ErrFinal}, Verdict{}), false},
+		{Judge(fmt.Errorf("wrapped: %w", errBoom), Verdict{}), false},
+		{Judge(errors.Join(errBoom), Verdict{}), false},
+		{Judge(ErrPermanent, Verdict{}), false},
+		{Judge(Judge(errBoom, Verdict{Final: true}), Verdict{}), false},
 	} {
-		var m marks
-		if got := m.visit(tc.err); got != tc.want {
-			t.Errorf("visit(%v) = %v, want %v", tc.err, got, tc.want)
+		var bare bool
+		switch e := tc.err.(type) {
+		case *judged:
+			bare = e.bare
+		case *judgedDelay:
+			bare = e.bare
+		default:
+			t.Fatalf("Judge(%v) is a %T", tc.err, tc.err)
+		}
+		if bare != tc.bare {
+			t.Errorf("Judge(%v): bare %v, want %v", tc.err, bare, tc.bare)
 		}
 	}
 }

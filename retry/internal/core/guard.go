@@ -13,13 +13,11 @@ const maxStackGuards = 4
 // admitGuards asks the guards gs in order to admit an attempt or a
 // request, keeping their tickets in ts. If one rejects it, admitGuards
 // returns how many had admitted it and the rejection.
-func admitGuards(ctx context.Context, gs []admission.Guard, ts []uint64) (int, error) {
-	for i, g := range gs {
-		t, err := g.Admit(ctx)
-		if err != nil {
-			return i, err
+func admitGuards(ctx context.Context, gs []admission.Guard, ts []uint64) (n int, err error) {
+	for n = range gs {
+		if ts[n], err = gs[n].Admit(ctx); err != nil {
+			return
 		}
-		ts[i] = t
 	}
 	return len(gs), nil
 }

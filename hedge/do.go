@@ -139,7 +139,6 @@ func do[T any](ctx context.Context, h *Hedger, p *retry.Policy, own bool, fn fun
 	c.failuresWait = failuresWait
 	actx := lazyctx.WithCancel(ctx)
 	c.attempts = append(c.attempts, actx)
-	c.requests = append(c.requests, primary)
 	c.started, c.running = 1, 1
 	c.arm()
 
@@ -155,7 +154,7 @@ func do[T any](ctx context.Context, h *Hedger, p *retry.Policy, own bool, fn fun
 			// pool.
 			actx.Cancel(nil)
 			h.ended(ctx, start, err, false, false)
-			endRequest(&c.requests[0], ctx, err)
+			endRequest(&primary, ctx, err)
 			c.reset()
 			h.calls.Put(c)
 			return v, err
@@ -167,7 +166,13 @@ func do[T any](ctx context.Context, h *Hedger, p *retry.Policy, own bool, fn fun
 			c.rearm()
 		}
 	}
-	return c.finish(v, err)
+	// The primary is recorded with the call's outcome (Do,
+	// DoFirstSuccess) or by the retry loop whose attempt it is
+	// (DoAttempt), so that each call counts once as a first attempt
+	// however the race went.
+	v, err = c.finish(v, err)
+	endRequest(&primary, ctx, err)
+	return v, err
 }
 
 // epoch is the origin of the monotonic clock readings Do takes.
@@ -227,7 +232,7 @@ type call[T any] struct {
 	err      error
 	lastErr  error              // the last failure delivered, for a call a pending hedge kept open
 	attempts []*lazyctx.Context // the attempts' contexts, by attempt
-	requests []engine.Request   // the attempts' requests, by attempt; the primary's is not admitted in DoAttempt
+	requests []engine.Request   // the hedges' requests: attempt i's is requests[i-1]
 	done     chan struct{}      // closed on settling; made with the first hedge
 }
 
@@ -237,7 +242,7 @@ func getCall[T any](h *Hedger) *call[T] {
 	if c, ok := h.calls.Get().(*call[T]); ok {
 		return c
 	}
-	c := &call[T]{h: h, attempts: make([]*lazyctx.Context, 0, 1+h.maxHedges), requests: make([]engine.Request, 0, 1+h.maxHedges)}
+	c := &call[T]{h: h, attempts: make([]*lazyctx.Context, 0, 1+h.maxHedges), requests: make([]engine.Request, 0, h.maxHedges)}
 	// The timer exists before anything arms it, so that the arming Reset
 	// orders every field written before it before fire reads them.
 	c.timer = time.AfterFunc(math.MaxInt64, c.fire)
@@ -411,16 +416,13 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 	// says nothing about the dependency.
 	var req engine.Request
 	if i > 0 {
-		req = c.requests[i] // the primary's is settle's to record
+		req = c.requests[i-1] // the primary's is do's to record
 	}
 	lost := c.settled
 	defer func() {
 		switch {
 		case i == 0:
-			// The primary is recorded with the call's outcome, when it
-			// settles (Do, DoFirstSuccess) or by the retry loop whose
-			// attempt it is (DoAttempt), so that each call counts once
-			// as a first attempt however the race went.
+			// The primary: do records it with the call's outcome.
 		case !lost:
 			endRequest(&req, c.parent, err)
 		case err == nil:
@@ -497,7 +499,6 @@ func (c *call[T]) settle(i int, v T, err error) {
 		}
 	}
 	c.h.ended(c.parent, c.start, err, hedged, i > 0)
-	endRequest(&c.requests[0], c.parent, err)
 	if o := c.h.observer; o != nil && hedged {
 		k := observe.HedgeLost
 		if i > 0 {

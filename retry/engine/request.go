@@ -38,9 +38,9 @@ type Request struct {
 // withdrawn as failure.Transient (budget.Attempt{N: 2, Charged:
 // failure.Transient}), so that a budget counting requests counts each
 // call once, and a token bucket refunds a copy that succeeded.
-func AdmitRequest(ctx context.Context, p *retry.Policy, isCopy bool) (Request, error) {
-	r, err := (*core.Policy)(p).AdmitRequest(ctx, isCopy)
-	return Request{r}, err
+func AdmitRequest(ctx context.Context, p *retry.Policy, isCopy bool) (r Request, err error) {
+	err = r.r.Admit(ctx, (*core.Policy)(p), isCopy)
+	return r, err
 }
 
 // End reports that the request ran to a result: err is nil for a

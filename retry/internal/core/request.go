@@ -18,11 +18,11 @@ type Request struct {
 	open    bool     // admitted, not yet ended
 }
 
-// AdmitRequest is engine.AdmitRequest.
-func (p *Policy) AdmitRequest(ctx context.Context, isCopy bool) (Request, error) {
-	r := Request{p: p, ctx: ctx, isCopy: isCopy}
+// Admit is engine.AdmitRequest, admitting r, a zero Request, in place.
+func (r *Request) Admit(ctx context.Context, p *Policy, isCopy bool) error {
+	r.p, r.ctx, r.isCopy = p, ctx, isCopy
 	if isCopy && !p.budget.Withdraw(failure.Transient) {
-		return Request{}, &Error{Reason: ErrBudgetExhausted}
+		return &Error{Reason: ErrBudgetExhausted}
 	}
 	if gs := p.guards; len(gs) != 0 {
 		ts := r.tickets[:]
@@ -34,16 +34,16 @@ func (p *Policy) AdmitRequest(ctx context.Context, isCopy bool) (Request, error)
 			tellGuards(ctx, gs[:n], ts, admission.Outcome{Abandoned: true})
 			r.refund()
 			if ctx.Err() != nil {
-				return Request{}, &Error{Reason: ErrCancelled, Cause: context.Cause(ctx)}
+				return &Error{Reason: ErrCancelled, Cause: context.Cause(ctx)}
 			}
-			return Request{}, &Error{Reason: ErrRejected, Cause: err}
+			return &Error{Reason: ErrRejected, Cause: err}
 		}
 	}
 	if p.tracker != nil {
 		p.tracker.Start(r.attempt())
 	}
 	r.open = true
-	return r, nil
+	return nil
 }
 
 // attempt is how the budget hears of r: a request of its own is a call's
@@ -64,7 +64,9 @@ func (r *Request) End(err error) {
 	r.open = false
 	a := r.attempt()
 	if err == nil {
-		r.tellAll(admission.Outcome{})
+		if len(r.p.guards) != 0 {
+			r.tellAll(admission.Outcome{})
+		}
 		r.p.budget.Record(a)
 		return
 	}

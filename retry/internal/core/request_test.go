@@ -40,7 +40,8 @@ func TestRequestInFlight(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := p.AdmitRequest(context.Background(), copy)
+			var r Request
+			err = r.Admit(context.Background(), p, copy)
 			if tc.end != nil {
 				if err != nil {
 					t.Fatalf("%s: AdmitRequest: %v", tc.name, err)

@@ -7,7 +7,7 @@
 // reports an [Event] for every attempt, retry (with the failure's class
 // and the delay), success and give-up (with the reason: a call stopped by
 // its retry budget gives up with retry.ErrBudgetExhausted), every hedge
-// started, won, lost or refused by the hedge budget, every breaker state
+// started, won, lost or refused (by a budget or a guard), every breaker state
 // change, every local throttling rejection, and every attempt a rate
 // limiter delays or rejects and every cut of its rate. A concurrency
 // limiter (limit.Config has an Observer field too) reports every change

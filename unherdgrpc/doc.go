@@ -59,7 +59,9 @@
 // another one), and the first success wins; a fast failure of one
 // replica does not cancel a request that may yet succeed on another, and
 // only when every request of an attempt has failed does the retry loop
-// see the last failure. The hedges draw on the hedger's own budget.
+// see the last failure. Each hedge is a copy of the attempt that the
+// retry policy keeps the books of (hedge.DoAttempt): its guards admit the
+// hedge and its budget pays for it.
 // Hedge only methods that are safe to run twice (Config.HedgeMethod).
 //
 // # grpc-go's own retries

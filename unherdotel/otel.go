@@ -64,7 +64,7 @@ type Metrics struct {
 //	unherd.retry.delay         counter  s             delays between attempts, added when a call ends
 //	unherd.retry.calls         counter  {call}        calls ended, by unherd.retry.outcome
 //	unherd.hedge.started       counter  {hedge}       hedges started
-//	unherd.hedge.denied        counter  {hedge}       hedges the hedge budget refused
+//	unherd.hedge.denied        counter  {hedge}       hedges a budget or a guard refused
 //	unherd.hedge.calls         counter  {call}        hedged calls, by unherd.hedge.result
 //	unherd.breaker.transitions counter  {transition}  breaker changes, by unherd.breaker.from and .to
 //	unherd.throttle.rejections counter  {call}        local throttling rejections
@@ -113,7 +113,7 @@ func New(mp metric.MeterProvider, prod *Producer) (*Metrics, error) {
 	m2.retries = counter("unherd.retry.retries", "{retry}", "Failed attempts a retry policy will retry.")
 	m2.calls = counter("unherd.retry.calls", "{call}", "Calls a retry policy ended, by outcome.")
 	m2.hedges = counter("unherd.hedge.started", "{hedge}", "Hedges started.")
-	m2.denied = counter("unherd.hedge.denied", "{hedge}", "Hedges the hedge budget refused.")
+	m2.denied = counter("unherd.hedge.denied", "{hedge}", "Hedges a budget or a guard refused.")
 	m2.hedgeCalls = counter("unherd.hedge.calls", "{call}", "Calls that started hedges, by result.")
 	m2.transitions = counter("unherd.breaker.transitions", "{transition}", "Circuit breaker state changes.")
 	m2.throttled = counter("unherd.throttle.rejections", "{call}", "Calls a client-side throttle rejected locally.")

@@ -20,7 +20,7 @@
 //	                                            permanent, final, rejected, cancelled,
 //	                                            server_delay_too_long, other)
 //	unherd_hedge_started_total                  hedges started
-//	unherd_hedge_denied_total                   hedges the hedge budget refused
+//	unherd_hedge_denied_total                   hedges a budget or a guard refused
 //	unherd_hedge_calls_total{result}            hedged calls settled by a hedge (won) or not (lost)
 //	unherd_breaker_transitions_total{from,to}   circuit breaker state changes
 //	unherd_breaker_state{state}                 1 for the current state, 0 for the others

@@ -52,7 +52,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		retryDelay:          counter("retry_delay_seconds_total", "Total of the delays between attempts of the calls a retry policy ended."),
 		calls:               counter("retry_calls_total", "Calls a retry policy ended, by outcome: success, or the reason it gave up (budget_exhausted, attempts_exhausted, deadline, permanent, ...).", "outcome"),
 		hedges:              counter("hedge_started_total", "Hedges started."),
-		hedgesDenied:        counter("hedge_denied_total", "Hedges the hedge budget refused."),
+		hedgesDenied:        counter("hedge_denied_total", "Hedges a budget or a guard refused."),
 		hedgeCalls:          counter("hedge_calls_total", "Calls that started hedges, by whether a hedge (won) or the primary or no attempt (lost) settled them.", "result"),
 		transitions:         counter("breaker_transitions_total", "Circuit breaker state changes.", "from", "to"),
 		breakerState:        gauge("breaker_state", "1 for the circuit breaker's current state, 0 for the others, as of its last change.", "state"),

@@ -411,9 +411,11 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 	c.mu.Lock()
 	c.running--
 	// The request is recorded once deliver has decided, outside the
-	// lock. One that arrives after the call settled lost the race: its
-	// success still counts, and a failure (its cancellation, mostly)
-	// says nothing about the dependency.
+	// lock. A success counts even after the call settled; a failure after
+	// another request won (its cancellation, mostly) says nothing about
+	// the dependency, and one after the caller gave up counts only if
+	// the attempt's timeout ended it (endRequest), whichever of the
+	// request and the caller's wait saw the end first.
 	var req engine.Request
 	if i > 0 {
 		req = c.requests[i-1] // the primary's is do's to record
@@ -423,12 +425,12 @@ func (c *call[T]) deliver(i int, v T, err error) (context.Context, int, bool) {
 		switch {
 		case i == 0:
 			// The primary: do records it with the call's outcome.
-		case !lost:
-			endRequest(&req, c.parent, err)
 		case err == nil:
 			req.End(nil)
+		case lost && c.parent.Err() == nil:
+			req.Abandon() // another request won
 		default:
-			req.Abandon()
+			endRequest(&req, c.parent, err)
 		}
 	}()
 	if lost {

@@ -13,13 +13,12 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/guardtest"
 	"github.com/unherd/unherd/internal/tally"
 	"github.com/unherd/unherd/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var errDown = errors.New("down")
 
 func TestGuardAllow(t *testing.T) {
 	ctx := context.Background()
@@ -32,8 +31,8 @@ func TestGuardAllow(t *testing.T) {
 	if !errors.Is(tally.ErrRejected, retry.ErrRejected) {
 		t.Error("ErrRejected does not match retry.ErrRejected")
 	}
-	g.Done(ctx, 1, admission.Outcome{})
-	g.Done(ctx, 2, admission.Outcome{Err: errDown})
+	g.Done(ctx, 1, guardtest.Success)
+	g.Done(ctx, 2, guardtest.Transient)
 	want := tally.GuardCounts{Admitted: 2, Rejected: 1, Succeeded: 1, Failed: 1}
 	if got := g.Counts(); got != want || got.Done() != 2 {
 		t.Errorf("Counts = %+v (Done %d), want %+v (Done 2)", got, got.Done(), want)
@@ -52,7 +51,7 @@ func TestGuardUnlimited(t *testing.T) {
 // refuseAll is a guard that rejects every attempt.
 type refuseAll struct{ done int }
 
-func (r *refuseAll) Admit(context.Context) (uint64, error)           { return 0, errDown }
+func (r *refuseAll) Admit(context.Context) (uint64, error)           { return 0, guardtest.ErrBoom }
 func (r *refuseAll) Done(context.Context, uint64, admission.Outcome) { r.done++ }
 
 // An Inner guard decides every admission and hears every outcome.
@@ -60,10 +59,10 @@ func TestGuardInner(t *testing.T) {
 	ctx := context.Background()
 	inner := &refuseAll{}
 	g := &tally.Guard{Inner: inner}
-	if _, err := g.Admit(ctx); err != errDown {
-		t.Fatalf("Admit: %v, want the inner guard's %v", err, errDown)
+	if _, err := g.Admit(ctx); err != guardtest.ErrBoom {
+		t.Fatalf("Admit: %v, want the inner guard's %v", err, guardtest.ErrBoom)
 	}
-	g.Done(ctx, 0, admission.Outcome{Err: context.Canceled, Abandoned: true})
+	g.Done(ctx, 0, guardtest.Abandoned)
 	if inner.done != 1 {
 		t.Errorf("the inner guard heard %d outcomes, want 1", inner.done)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/lognormal"
+	"github.com/unherd/unherd/internal/swarm"
 	"go.uber.org/goleak"
 )
 
@@ -295,16 +296,11 @@ func scanAll(e *Estimator, q float64, total uint64) time.Duration {
 // bucket with a count is marked.
 func TestConcurrentRotation(t *testing.T) {
 	e := mustNew(t, Config{Window: 64, Quantiles: []float64{0.5}})
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), 1))
-			for range 20000 {
-				e.Record(time.Duration(r.Int64N(int64(time.Second))))
-			}
-		})
-	}
-	wg.Wait()
+	swarm.Run(t, 4, 1, func(r *rand.Rand) {
+		for range 20000 {
+			e.Record(time.Duration(r.Int64N(int64(time.Second))))
+		}
+	})
 	for h := range e.hists {
 		for b := range e.hists[h] {
 			if e.hists[h][b].Load() != 0 && e.marks[h][b/64].Load()&(1<<(b%64)) == 0 {

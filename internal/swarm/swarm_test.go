@@ -1,0 +1,37 @@
+package swarm_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/internal/swarm"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Every goroutine has run when Run returns, each drawing from the source
+// seeded by its index and the seed.
+func TestRun(t *testing.T) {
+	const n, seed = 8, 42
+	var mu sync.Mutex
+	var got []uint64
+	swarm.Run(t, n, seed, func(r *rand.Rand) {
+		v := r.Uint64()
+		mu.Lock()
+		got = append(got, v)
+		mu.Unlock()
+	})
+	var want []uint64
+	for i := range n {
+		want = append(want, rand.New(rand.NewPCG(uint64(i), seed)).Uint64())
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("first draws %v, want %v", got, want)
+	}
+}

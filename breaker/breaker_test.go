@@ -384,7 +384,7 @@ func TestConcurrent(t *testing.T) {
 			}
 		},
 	})
-	swarm.Run(t, 32, 7, func(r *rand.Rand) {
+	swarm.Seeded(t, 32, 7, func(r *rand.Rand) {
 		for range 2000 {
 			tk, err := b.Admit(context.Background())
 			if err != nil {

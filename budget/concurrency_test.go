@@ -125,7 +125,7 @@ func TestConcurrencyBoundedUnderLoopingCallers(t *testing.T) {
 			}
 		}
 	}()
-	swarm.Run(t, g, 11, func(r *rand.Rand) {
+	swarm.Seeded(t, g, 11, func(r *rand.Rand) {
 		for range ops {
 			b.Start(Attempt{N: 1})
 			if r.IntN(2) == 0 {

@@ -34,7 +34,7 @@ func hammer(t *testing.T, b Budget, tokens func() float64, limit float64) {
 			check()
 		}
 	}()
-	swarm.Run(t, g, 7, func(r *rand.Rand) {
+	swarm.Seeded(t, g, 7, func(r *rand.Rand) {
 		for range ops {
 			if op := randomOp(r); op.withdraw {
 				b.Withdraw(op.c)
@@ -71,7 +71,7 @@ func TestTokenBucketConservedConcurrent(t *testing.T) {
 	b := configtest.Must(NewTokenBucket(TokenBucketConfig{Capacity: 1 << 40}))(t)
 	b.tokens.Store(1000) // low enough that some withdrawals are refused; the capacity is never reached
 	var net atomic.Int64
-	swarm.Run(t, g, 9, func(r *rand.Rand) {
+	swarm.Seeded(t, g, 9, func(r *rand.Rand) {
 		for range ops {
 			op := randomOp(r)
 			switch {
@@ -109,7 +109,7 @@ func TestRatioNeverOverspendsConcurrent(t *testing.T) {
 		const g, ops = 16, 5000
 		var granted, requests atomic.Int64
 		now := t0.Add(3 * time.Second)
-		swarm.Run(t, g, 11, func(rnd *rand.Rand) {
+		swarm.Seeded(t, g, 11, func(rnd *rand.Rand) {
 			for range ops {
 				if rnd.IntN(4) == 0 {
 					if r.WithdrawAt(now, failure.Transient) {
@@ -142,7 +142,7 @@ func TestRatioNeverOverspendsConcurrent(t *testing.T) {
 func TestRatioMovingClockConcurrent(t *testing.T) {
 	var clock atomic.Int64
 	r := configtest.Must(NewRatio(RatioConfig{Window: time.Second, Now: func() time.Time { return t0.Add(time.Duration(clock.Load())) }}))(t)
-	swarm.Run(t, 8, 13, func(rnd *rand.Rand) {
+	swarm.Seeded(t, 8, 13, func(rnd *rand.Rand) {
 		for range 5000 {
 			switch rnd.IntN(8) {
 			case 0:

@@ -16,6 +16,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/swarm"
 	"github.com/unherd/unherd/internal/tally"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/retry/engine"
@@ -426,35 +427,29 @@ func TestDoCallerCancels(t *testing.T) {
 func TestDoConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mustNew(t, Config{MaxHedges: 2, NonFatal: func(err error) bool { return err == errA }, MaxDelay: 20 * ms})
-		var wg sync.WaitGroup
 		// 16 goroutines of 40 calls cover every combination of the
 		// outcome patterns below (k up to 640 > lcm 420). Three times as
 		// many goroutines in one bubble crashed the race detector's own
 		// runtime now and then (SIGSEGV in its stack depot, also before
 		// DoFirstSuccess existed), not a race in this package.
-		for g := range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range 40 {
-					k := g*40 + i
-					s := newScript(
-						outcome{after: time.Duration(k%7) * 4 * ms, value: 1, err: []error{nil, errA, errBoom}[k%3]},
-						outcome{after: time.Duration(k%5) * 3 * ms, value: 2, err: []error{nil, errA}[k%2]},
-						outcome{after: time.Duration(k%3) * 5 * ms, value: 3},
-					)
-					if k%4 == 0 {
-						s.ignore = always
-					}
-					do := Do[int]
-					if (k/5)%2 == 1 {
-						do = DoFirstSuccess[int]
-					}
-					do(context.Background(), h, s.fn, func(int) {})
+		swarm.Go(t, 16, func(g int) {
+			for i := range 40 {
+				k := g*40 + i
+				s := newScript(
+					outcome{after: time.Duration(k%7) * 4 * ms, value: 1, err: []error{nil, errA, errBoom}[k%3]},
+					outcome{after: time.Duration(k%5) * 3 * ms, value: 2, err: []error{nil, errA}[k%2]},
+					outcome{after: time.Duration(k%3) * 5 * ms, value: 3},
+				)
+				if k%4 == 0 {
+					s.ignore = always
 				}
-			}()
-		}
-		wg.Wait()
+				do := Do[int]
+				if (k/5)%2 == 1 {
+					do = DoFirstSuccess[int]
+				}
+				do(context.Background(), h, s.fn, func(int) {})
+			}
+		})
 		drain()
 	})
 }

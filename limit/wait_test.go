@@ -307,7 +307,7 @@ func TestWaitStress(t *testing.T) {
 	const limit = 4
 	l := mustNew(t, Config{Algorithm: Fixed(limit), MaxWait: 2 * time.Millisecond, MaxWaiters: 64})
 	var held, served, refused atomic.Int64
-	swarm.Run(t, 48, 1, func(rng *rand.Rand) {
+	swarm.Seeded(t, 48, 1, func(rng *rand.Rand) {
 		for range 300 {
 			ctx, cancel := context.WithCancel(context.Background())
 			if rng.IntN(8) == 0 {

@@ -192,7 +192,7 @@ func TestAdaptiveValidate(t *testing.T) {
 func TestAdaptiveConcurrent(t *testing.T) {
 	a := newAdaptive(t, AdaptiveSettings{Rand: &lockedPCG{r: rand.NewPCG(3, 4)}, CountRejections: true})
 	var requests, accepts atomic.Int64
-	swarm.Run(t, 32, 5, func(r *rand.Rand) {
+	swarm.Seeded(t, 32, 5, func(r *rand.Rand) {
 		outcomes := []admission.Outcome{success, success, throttled, timeout, transient, permanent, abandoned}
 		for range 1000 {
 			tk, err := a.Admit(context.Background())

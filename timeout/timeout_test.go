@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/lognormal"
 	"github.com/unherd/unherd/internal/quantile"
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -159,18 +159,12 @@ func TestFollowsSlowdown(t *testing.T) {
 
 func TestConcurrentObserve(t *testing.T) {
 	a := mustNew(t, Config{})
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 3000 {
-				a.Observe(time.Duration(g*3000+i)*time.Microsecond, true)
-				a.AttemptTimeout()
-			}
-		}()
-	}
-	wg.Wait()
+	swarm.Go(t, 4, func(g int) {
+		for i := range 3000 {
+			a.Observe(time.Duration(g*3000+i)*time.Microsecond, true)
+			a.AttemptTimeout()
+		}
+	})
 	if got := a.AttemptTimeout(); got < DefaultFloor || got > DefaultCeiling {
 		t.Errorf("AttemptTimeout() = %v out of bounds", got)
 	}

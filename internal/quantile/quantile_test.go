@@ -296,7 +296,7 @@ func scanAll(e *Estimator, q float64, total uint64) time.Duration {
 // bucket with a count is marked.
 func TestConcurrentRotation(t *testing.T) {
 	e := mustNew(t, Config{Window: 64, Quantiles: []float64{0.5}})
-	swarm.Run(t, 4, 1, func(r *rand.Rand) {
+	swarm.Seeded(t, 4, 1, func(r *rand.Rand) {
 		for range 20000 {
 			e.Record(time.Duration(r.Int64N(int64(time.Second))))
 		}

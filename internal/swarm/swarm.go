@@ -1,7 +1,8 @@
-// Package swarm starts the goroutines of the concurrent tests: n at once,
-// each with a random source of its own, seeded by the goroutine's index
-// and the test's seed, so that every goroutine draws the same sequence on
-// every run whatever the interleaving.
+// Package swarm starts the goroutines of the concurrent tests, n at once,
+// and waits for them all, for a bounded time. Seeded gives each goroutine
+// a random source of its own, seeded by its index and the test's seed, so
+// that every goroutine draws the same sequence on every run whatever the
+// interleaving.
 package swarm
 
 import (
@@ -13,16 +14,22 @@ import (
 	"github.com/unherd/unherd/internal/await"
 )
 
-// Run calls f on n goroutines, the i-th with a PCG seeded (i, seed), and
-// returns when every call has returned. It waits at most await.Timeout,
-// then fails t.
-func Run(t testing.TB, n int, seed uint64, f func(r *rand.Rand)) {
+// Go calls f on n goroutines, the g-th with g, and returns when every call
+// has returned. It waits at most await.Timeout, then fails t.
+func Go(t testing.TB, n int, f func(g int)) {
 	t.Helper()
 	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { f(rand.New(rand.NewPCG(uint64(i), seed))) })
+	for g := range n {
+		wg.Go(func() { f(g) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	await.Recv(t, done, fmt.Sprintf("the %d goroutines of the swarm", n))
+}
+
+// Seeded is Go with, in place of its index, a PCG seeded (index, seed)
+// for each goroutine.
+func Seeded(t testing.TB, n int, seed uint64, f func(r *rand.Rand)) {
+	t.Helper()
+	Go(t, n, func(g int) { f(rand.New(rand.NewPCG(uint64(g), seed))) })
 }

@@ -15,7 +15,9 @@ import (
 )
 
 // Go calls f on n goroutines, the g-th with g, and returns when every call
-// has returned. It waits at most await.Timeout, then fails t.
+// has returned. It waits at most await.Timeout, then fails t; inside a
+// synctest bubble that is the bubble's time, so goroutines that sleep
+// through more than await.Timeout of it need a wait of their own.
 func Go(t testing.TB, n int, f func(g int)) {
 	t.Helper()
 	var wg sync.WaitGroup

@@ -19,6 +19,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
+	"github.com/unherd/unherd/internal/swarm"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -383,30 +384,23 @@ func TestConcurrent(t *testing.T) {
 			}
 		},
 	})
-	var wg sync.WaitGroup
-	for g := range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(g), 7))
-			for range 2000 {
-				tk, err := b.Admit(context.Background())
-				if err != nil {
-					continue
-				}
-				outcomes := []admission.Outcome{success, success, transient, permanent, abandoned}
-				b.Done(context.Background(), tk, outcomes[r.IntN(len(outcomes))])
-				mu.Lock()
-				b.mu.Lock()
-				if b.probes < 0 || b.probes > 2 || b.successes < 0 || b.consec.Load() < 0 {
-					t.Errorf("probes %d successes %d consecutive %d", b.probes, b.successes, b.consec.Load())
-				}
-				b.mu.Unlock()
-				mu.Unlock()
+	swarm.Seeded(t, 32, 7, func(r *rand.Rand) {
+		for range 2000 {
+			tk, err := b.Admit(context.Background())
+			if err != nil {
+				continue
 			}
-		}()
-	}
-	wg.Wait()
+			outcomes := []admission.Outcome{success, success, transient, permanent, abandoned}
+			b.Done(context.Background(), tk, outcomes[r.IntN(len(outcomes))])
+			mu.Lock()
+			b.mu.Lock()
+			if b.probes < 0 || b.probes > 2 || b.successes < 0 || b.consec.Load() < 0 {
+				t.Errorf("probes %d successes %d consecutive %d", b.probes, b.successes, b.consec.Load())
+			}
+			b.mu.Unlock()
+			mu.Unlock()
+		}
+	})
 	if n := illegal.Load(); n != 0 {
 		t.Fatalf("%d illegal transitions", n)
 	}

@@ -5,13 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 // withdrawAll withdraws until the budget refuses, and returns how many it
@@ -113,7 +113,6 @@ func TestConcurrencyBoundedUnderLoopingCallers(t *testing.T) {
 	b := configtest.Must(NewConcurrency(ConcurrencyConfig{}))(t)
 	bound := max(DefaultMinRetryConcurrency, int(math.Floor(DefaultConcurrencyRatio*g)))
 	var (
-		wg    sync.WaitGroup
 		done  atomic.Bool
 		worst atomic.Int64
 	)
@@ -126,44 +125,38 @@ func TestConcurrencyBoundedUnderLoopingCallers(t *testing.T) {
 			}
 		}
 	}()
-	for i := range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(i), 11))
-			for range ops {
-				b.Start(Attempt{N: 1})
-				if r.IntN(2) == 0 {
-					b.Record(Attempt{N: 1})
-					continue
+	swarm.Seeded(t, g, 11, func(r *rand.Rand) {
+		for range ops {
+			b.Start(Attempt{N: 1})
+			if r.IntN(2) == 0 {
+				b.Record(Attempt{N: 1})
+				continue
+			}
+			b.Record(Attempt{N: 1, Failed: true, Class: failure.Transient})
+			for n := 2; n <= 4 && b.Withdraw(failure.Transient); n++ {
+				if _, rs := b.InFlight(); int64(rs) > worst.Load() {
+					worst.Store(int64(rs)) // a racy max, low at worst
 				}
-				b.Record(Attempt{N: 1, Failed: true, Class: failure.Transient})
-				for n := 2; n <= 4 && b.Withdraw(failure.Transient); n++ {
-					if _, rs := b.InFlight(); int64(rs) > worst.Load() {
-						worst.Store(int64(rs)) // a racy max, low at worst
-					}
-					runtime.Gosched() // let the others run while this retry is in flight
-					switch r.IntN(4) {
-					case 0:
-						b.Refund(failure.Transient) // a guard rejected it
-						n = 5
-					case 1:
-						b.Start(Attempt{N: n})
-						b.Abandon(Attempt{N: n}) // the caller gave up
-						n = 5
-					case 2:
-						b.Start(Attempt{N: n})
-						b.Record(Attempt{N: n})
-						n = 5
-					default:
-						b.Start(Attempt{N: n})
-						b.Record(Attempt{N: n, Failed: true, Class: failure.Transient})
-					}
+				runtime.Gosched() // let the others run while this retry is in flight
+				switch r.IntN(4) {
+				case 0:
+					b.Refund(failure.Transient) // a guard rejected it
+					n = 5
+				case 1:
+					b.Start(Attempt{N: n})
+					b.Abandon(Attempt{N: n}) // the caller gave up
+					n = 5
+				case 2:
+					b.Start(Attempt{N: n})
+					b.Record(Attempt{N: n})
+					n = 5
+				default:
+					b.Start(Attempt{N: n})
+					b.Record(Attempt{N: n, Failed: true, Class: failure.Transient})
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	done.Store(true)
 	await.Recv(t, watcher, "the watcher of the retries in flight to stop")
 	if w := worst.Load(); w > int64(bound) {

@@ -2,7 +2,6 @@ package budget
 
 import (
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 // hammer runs ops random calls on b from each of g goroutines, while a
@@ -19,7 +19,6 @@ func hammer(t *testing.T, b Budget, tokens func() float64, limit float64) {
 	t.Helper()
 	const g, ops = 16, 20000
 	var (
-		wg   sync.WaitGroup
 		done atomic.Bool
 		bad  atomic.Value // first out-of-range sample, as float64
 	)
@@ -35,21 +34,15 @@ func hammer(t *testing.T, b Budget, tokens func() float64, limit float64) {
 			check()
 		}
 	}()
-	for i := range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(i), 7))
-			for range ops {
-				if op := randomOp(r); op.withdraw {
-					b.Withdraw(op.c)
-				} else {
-					b.Record(op.a)
-				}
+	swarm.Seeded(t, g, 7, func(r *rand.Rand) {
+		for range ops {
+			if op := randomOp(r); op.withdraw {
+				b.Withdraw(op.c)
+			} else {
+				b.Record(op.a)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	done.Store(true)
 	await.Recv(t, watcher, "the watcher of the token count to stop")
 	check()
@@ -77,33 +70,26 @@ func TestTokenBucketConservedConcurrent(t *testing.T) {
 	const g, ops = 8, 10000
 	b := configtest.Must(NewTokenBucket(TokenBucketConfig{Capacity: 1 << 40}))(t)
 	b.tokens.Store(1000) // low enough that some withdrawals are refused; the capacity is never reached
-	var wg sync.WaitGroup
 	var net atomic.Int64
-	for i := range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(i), 9))
-			for range ops {
-				op := randomOp(r)
-				switch {
-				case op.withdraw:
-					if b.Withdraw(op.c) {
-						net.Add(-b.cost[op.c])
-					}
-				case !op.a.Failed && op.a.N == 1:
-					b.Record(op.a)
-					net.Add(b.incr)
-				case !op.a.Failed:
-					b.Record(op.a)
-					net.Add(b.cost[op.a.Charged])
-				default:
-					b.Record(op.a)
+	swarm.Seeded(t, g, 9, func(r *rand.Rand) {
+		for range ops {
+			op := randomOp(r)
+			switch {
+			case op.withdraw:
+				if b.Withdraw(op.c) {
+					net.Add(-b.cost[op.c])
 				}
+			case !op.a.Failed && op.a.N == 1:
+				b.Record(op.a)
+				net.Add(b.incr)
+			case !op.a.Failed:
+				b.Record(op.a)
+				net.Add(b.cost[op.a.Charged])
+			default:
+				b.Record(op.a)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	if got, want := b.Tokens(), 1000+net.Load(); got != want {
 		t.Fatalf("tokens = %d, want %d", got, want)
 	}
@@ -121,27 +107,20 @@ func TestRatioNeverOverspendsConcurrent(t *testing.T) {
 		cfg.Now = at(t0)
 		r := configtest.Must(NewRatio(cfg))(t)
 		const g, ops = 16, 5000
-		var wg sync.WaitGroup
 		var granted, requests atomic.Int64
 		now := t0.Add(3 * time.Second)
-		for i := range g {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rnd := rand.New(rand.NewPCG(uint64(i), 11))
-				for range ops {
-					if rnd.IntN(4) == 0 {
-						if r.WithdrawAt(now, failure.Transient) {
-							granted.Add(1)
-						}
-					} else {
-						r.RecordAt(now, Attempt{N: 1})
-						requests.Add(1)
+		swarm.Seeded(t, g, 11, func(rnd *rand.Rand) {
+			for range ops {
+				if rnd.IntN(4) == 0 {
+					if r.WithdrawAt(now, failure.Transient) {
+						granted.Add(1)
 					}
+				} else {
+					r.RecordAt(now, Attempt{N: 1})
+					requests.Add(1)
 				}
-			}()
-		}
-		wg.Wait()
+			}
+		})
 		reserve := cfg.MinPerSecond * cfg.Window.Seconds()
 		limit := int64(cfg.Ratio*float64(requests.Load()) + reserve)
 		req, ret := r.Counts(now)
@@ -163,27 +142,20 @@ func TestRatioNeverOverspendsConcurrent(t *testing.T) {
 func TestRatioMovingClockConcurrent(t *testing.T) {
 	var clock atomic.Int64
 	r := configtest.Must(NewRatio(RatioConfig{Window: time.Second, Now: func() time.Time { return t0.Add(time.Duration(clock.Load())) }}))(t)
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rnd := rand.New(rand.NewPCG(uint64(i), 13))
-			for range 5000 {
-				switch rnd.IntN(8) {
-				case 0:
-					clock.Add(int64(rnd.IntN(int(100 * time.Millisecond))))
-				case 1:
-					r.Withdraw(failure.Class(rnd.IntN(4)))
-				default:
-					r.Record(Attempt{N: 1 + rnd.IntN(2)})
-				}
-				if req, ret := r.Counts(t0.Add(time.Duration(clock.Load()))); req < 0 || ret < 0 {
-					t.Errorf("negative counts: %d requests, %d retries", req, ret)
-					return
-				}
+	swarm.Seeded(t, 8, 13, func(rnd *rand.Rand) {
+		for range 5000 {
+			switch rnd.IntN(8) {
+			case 0:
+				clock.Add(int64(rnd.IntN(int(100 * time.Millisecond))))
+			case 1:
+				r.Withdraw(failure.Class(rnd.IntN(4)))
+			default:
+				r.Record(Attempt{N: 1 + rnd.IntN(2)})
 			}
-		}()
-	}
-	wg.Wait()
+			if req, ret := r.Counts(t0.Add(time.Duration(clock.Load()))); req < 0 || ret < 0 {
+				t.Errorf("negative counts: %d requests, %d retries", req, ret)
+				return
+			}
+		}
+	})
 }

@@ -2,12 +2,11 @@ package hedge
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/internal/lognormal"
 	"github.com/unherd/unherd/retry/engine"
 )
 
@@ -83,21 +82,11 @@ func benchPrimaryWins(b *testing.B, h *Hedger, fn func(context.Context, int) (in
 	}
 }
 
-// hedgerLatencies are lognormal latencies around 10 ms, seeded.
-func hedgerLatencies(n int) []time.Duration {
-	r := rand.New(rand.NewPCG(1, 2))
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i] = time.Duration(float64(10*time.Millisecond) * math.Exp(0.5*r.NormFloat64()))
-	}
-	return out
-}
-
 // warmHedger returns a default Hedger that has observed 1024 latencies,
 // enough to hedge, and those latencies.
 func warmHedger(b *testing.B) (*Hedger, []time.Duration) {
 	h := mustNew(b, Config{})
-	lat := hedgerLatencies(1024)
+	lat := lognormal.Sample(1024, 10*time.Millisecond, 0.5)
 	for _, d := range lat {
 		h.Observe(d)
 	}

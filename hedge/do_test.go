@@ -17,6 +17,8 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/swarm"
+	"github.com/unherd/unherd/internal/tally"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/retry/engine"
 )
@@ -195,7 +197,7 @@ func TestDo(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := &fakeBudget{allow: tc.allow}
+				b := &tally.Budget{Allow: tc.allow}
 				cfg := tc.cfg
 				if cfg.Delay == 0 && !cfg.NoDelay {
 					cfg.Delay = 10 * ms
@@ -224,7 +226,8 @@ func TestDo(t *testing.T) {
 						t.Errorf("attempt %d ended with cause %v, want ErrLost", i, c)
 					}
 				}
-				_, withdrawn, _ := b.counts()
+				bc := b.Counts()
+				withdrawn := bc.Withdrawn
 				if withdrawn != tc.withdrawn {
 					t.Errorf("budget: %d withdrawals; want %d", withdrawn, tc.withdrawn)
 				}
@@ -236,7 +239,7 @@ func TestDo(t *testing.T) {
 					want = budget.Attempt{N: 1, Failed: true, Class: failure.Transient}
 				}
 				var firsts, copies []budget.Attempt
-				for _, a := range b.records {
+				for _, a := range bc.Records {
 					if a.N == 1 {
 						firsts = append(firsts, a)
 					} else {
@@ -254,7 +257,7 @@ func TestDo(t *testing.T) {
 						t.Errorf("hedge recorded as %+v, want N 2, charged Transient", a)
 					}
 				}
-				for _, c := range b.classes {
+				for _, c := range bc.Classes {
 					if c != failure.Transient {
 						t.Errorf("hedge withdrew class %v, want Transient", c)
 					}
@@ -281,7 +284,7 @@ func TestDoCleanup(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := mustNew(t, Config{Delay: 10 * ms, Budget: &fakeBudget{allow: -1}})
+				h := mustNew(t, Config{Delay: 10 * ms, Budget: &tally.Budget{Allow: -1}})
 				s := newScript(tc.outcomes...)
 				s.ignore = always
 				var mu sync.Mutex
@@ -309,7 +312,7 @@ func TestDoCleanup(t *testing.T) {
 func TestDoCancelsWinnerOnReturn(t *testing.T) {
 	for _, primaryWins := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
-			h := mustNew(t, Config{Delay: 10 * ms, Budget: &fakeBudget{allow: -1}})
+			h := mustNew(t, Config{Delay: 10 * ms, Budget: &tally.Budget{Allow: -1}})
 			var ctxs [2]context.Context
 			var mu sync.Mutex
 			_, err := Do(context.Background(), h, func(ctx context.Context, attempt int) (int, error) {
@@ -394,7 +397,7 @@ func TestDoCallerCancels(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := tc.cfg
-				cfg.Delay, cfg.Budget = 10*ms, &fakeBudget{allow: -1}
+				cfg.Delay, cfg.Budget = 10*ms, &tally.Budget{Allow: -1}
 				h := mustNew(t, cfg)
 				ctx, cancel := context.WithCancelCause(context.Background())
 				s := newScript(tc.outcomes...)
@@ -425,35 +428,29 @@ func TestDoCallerCancels(t *testing.T) {
 func TestDoConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mustNew(t, Config{MaxHedges: 2, NonFatal: func(err error) bool { return err == errA }, MaxDelay: 20 * ms})
-		var wg sync.WaitGroup
 		// 16 goroutines of 40 calls cover every combination of the
 		// outcome patterns below (k up to 640 > lcm 420). Three times as
 		// many goroutines in one bubble crashed the race detector's own
 		// runtime now and then (SIGSEGV in its stack depot, also before
 		// DoFirstSuccess existed), not a race in this package.
-		for g := range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range 40 {
-					k := g*40 + i
-					s := newScript(
-						outcome{after: time.Duration(k%7) * 4 * ms, value: 1, err: []error{nil, errA, errBoom}[k%3]},
-						outcome{after: time.Duration(k%5) * 3 * ms, value: 2, err: []error{nil, errA}[k%2]},
-						outcome{after: time.Duration(k%3) * 5 * ms, value: 3},
-					)
-					if k%4 == 0 {
-						s.ignore = always
-					}
-					do := Do[int]
-					if (k/5)%2 == 1 {
-						do = DoFirstSuccess[int]
-					}
-					do(context.Background(), h, s.fn, func(int) {})
+		swarm.Go(t, 16, func(g int) {
+			for i := range 40 {
+				k := g*40 + i
+				s := newScript(
+					outcome{after: time.Duration(k%7) * 4 * ms, value: 1, err: []error{nil, errA, errBoom}[k%3]},
+					outcome{after: time.Duration(k%5) * 3 * ms, value: 2, err: []error{nil, errA}[k%2]},
+					outcome{after: time.Duration(k%3) * 5 * ms, value: 3},
+				)
+				if k%4 == 0 {
+					s.ignore = always
 				}
-			}()
-		}
-		wg.Wait()
+				do := Do[int]
+				if (k/5)%2 == 1 {
+					do = DoFirstSuccess[int]
+				}
+				do(context.Background(), h, s.fn, func(int) {})
+			}
+		})
 		drain()
 	})
 }
@@ -536,7 +533,7 @@ func TestPrimaryWinsAllocs(t *testing.T) {
 // as a whole, or times out, is retried by the outer loop.
 func TestInsideRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		retryBudget, hedgeBudget := &fakeBudget{allow: -1}, &fakeBudget{allow: -1}
+		retryBudget, hedgeBudget := &tally.Budget{Allow: -1}, &tally.Budget{Allow: -1}
 		p, err := retry.New(retry.Config{
 			Backoff:        backoff.Schedule{Immediate: true},
 			AttemptTimeout: 50 * ms,
@@ -585,11 +582,11 @@ func TestInsideRetry(t *testing.T) {
 		if len(causes) != 2 || !errors.Is(causes[0], retry.ErrAttemptTimeout) || !errors.Is(causes[1], retry.ErrAttemptTimeout) {
 			t.Errorf("attempts of the timed-out retry attempt saw causes %v, want the attempt timeout", causes)
 		}
-		if r, w, _ := retryBudget.counts(); r != 3 || w != 2 {
-			t.Errorf("retry budget: %d records, %d withdrawals; want 3 attempts, 2 retries", r, w)
+		if c := retryBudget.Counts(); len(c.Records) != 3 || c.Withdrawn != 2 {
+			t.Errorf("retry budget: %d records, %d withdrawals; want 3 attempts, 2 retries", len(c.Records), c.Withdrawn)
 		}
-		if r, w, _ := hedgeBudget.counts(); r != 6 || w != 3 {
-			t.Errorf("hedge budget: %d records, %d withdrawals; want 6 requests, 3 hedges", r, w)
+		if c := hedgeBudget.Counts(); len(c.Records) != 6 || c.Withdrawn != 3 {
+			t.Errorf("hedge budget: %d records, %d withdrawals; want 6 requests, 3 hedges", len(c.Records), c.Withdrawn)
 		}
 		// Each hedged call's real outcome and its hedge's own, in either
 		// order (the hedge is recorded on its own goroutine): both
@@ -601,7 +598,7 @@ func TestInsideRetry(t *testing.T) {
 			{{N: 1}, {N: 2, Charged: failure.Transient}},
 		}
 		var got [][]budget.Attempt
-		for r := range slices.Chunk(hedgeBudget.records, 2) {
+		for r := range slices.Chunk(hedgeBudget.Counts().Records, 2) {
 			got = append(got, slices.SortedFunc(slices.Values(r), func(x, y budget.Attempt) int { return x.N - y.N }))
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -635,7 +632,7 @@ func TestRequestRecordsOutcome(t *testing.T) {
 	for _, tc := range tests {
 		for _, hedge := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/hedge=%v", tc.name, hedge), func(t *testing.T) {
-				b := &fakeBudget{allow: -1}
+				b := &tally.Budget{Allow: -1}
 				h := mustNew(t, Config{Delay: time.Millisecond, Budget: b})
 				if _, ok := h.Begin(); !ok {
 					t.Fatal("Begin: may not hedge")
@@ -644,8 +641,8 @@ func TestRequestRecordsOutcome(t *testing.T) {
 				if err != nil {
 					t.Fatalf("AdmitRequest: %v", err)
 				}
-				if len(b.records) != 0 {
-					t.Fatalf("admitting recorded %v; the outcome is not known yet", b.records)
+				if rs := b.Counts().Records; len(rs) != 0 {
+					t.Fatalf("admitting recorded %v; the outcome is not known yet", rs)
 				}
 				r.End(tc.err)
 				r.End(nil) // only the first End counts
@@ -656,11 +653,12 @@ func TestRequestRecordsOutcome(t *testing.T) {
 						want = append(want, copyOf(a))
 					}
 				}
-				if diff := cmp.Diff(want, b.records); diff != "" {
+				c := b.Counts()
+				if diff := cmp.Diff(want, c.Records); diff != "" {
 					t.Errorf("records (-want +got):\n%s", diff)
 				}
-				if hedge != (b.withdrawn == 1) {
-					t.Errorf("%d withdrawals for a request with hedge %v", b.withdrawn, hedge)
+				if hedge != (c.Withdrawn == 1) {
+					t.Errorf("%d withdrawals for a request with hedge %v", c.Withdrawn, hedge)
 				}
 			})
 		}
@@ -730,8 +728,8 @@ func TestFailingRequestsEarnNoBudget(t *testing.T) {
 // hedges as copies; the Hedger's own budget hears of nothing.
 func TestDoAttemptCountsEveryRequestOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		shared := &fakeBudget{allow: -1}
-		own := &fakeBudget{allow: -1}
+		shared := &tally.Budget{Allow: -1}
+		own := &tally.Budget{Allow: -1}
 		p := configtest.Must(retry.New(retry.Config{Backoff: backoff.Schedule{Immediate: true}, Budget: shared}))(t)
 		h := mustNew(t, Config{Delay: 10 * ms, Budget: own})
 		// Attempt 1: primary and hedge fail; attempt 2: the hedge wins.
@@ -759,14 +757,15 @@ func TestDoAttemptCountsEveryRequestOnce(t *testing.T) {
 			{N: 2, Charged: failure.Transient},
 			{N: 2, Charged: failure.Transient},
 		}
-		if diff := cmp.Diff(want, shared.records); diff != "" {
+		sc := shared.Counts()
+		if diff := cmp.Diff(want, sc.Records); diff != "" {
 			t.Errorf("shared budget records (-want +got):\n%s", diff)
 		}
-		if _, withdrawn, _ := shared.counts(); withdrawn != 3 {
-			t.Errorf("%d withdrawals, want 3 (two hedges, one retry)", withdrawn)
+		if sc.Withdrawn != 3 {
+			t.Errorf("%d withdrawals, want 3 (two hedges, one retry)", sc.Withdrawn)
 		}
-		if records, withdrawn, _ := own.counts(); records != 0 || withdrawn != 0 {
-			t.Errorf("the Hedger's own budget: %d records, %d withdrawals; want none", records, withdrawn)
+		if oc := own.Counts(); len(oc.Records) != 0 || oc.Withdrawn != 0 {
+			t.Errorf("the Hedger's own budget: %d records, %d withdrawals; want none", len(oc.Records), oc.Withdrawn)
 		}
 	})
 }
@@ -775,7 +774,7 @@ func TestDoAttemptCountsEveryRequestOnce(t *testing.T) {
 // cancelled says nothing about the dependency.
 func TestDoRecordsNothingWhenTheCallerGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &fakeBudget{allow: -1}
+		b := &tally.Budget{Allow: -1}
 		h := mustNew(t, Config{Delay: 10 * ms, Budget: b})
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(30*ms, cancel)
@@ -784,8 +783,8 @@ func TestDoRecordsNothingWhenTheCallerGivesUp(t *testing.T) {
 			t.Fatalf("Do: %v, want context.Canceled", err)
 		}
 		drain()
-		if records, withdrawn, _ := b.counts(); records != 0 || withdrawn != 1 {
-			t.Errorf("budget: %d records, %d withdrawals; want 0, 1", records, withdrawn)
+		if c := b.Counts(); len(c.Records) != 0 || c.Withdrawn != 1 {
+			t.Errorf("budget: %d records, %d withdrawals; want 0, 1", len(c.Records), c.Withdrawn)
 		}
 	})
 }
@@ -795,7 +794,7 @@ func TestDoRecordsNothingWhenTheCallerGivesUp(t *testing.T) {
 // its cost goes back to a budget that can refund it.
 func TestRefundHedgeAdmittedAfterSettling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &fakeBudget{allow: -1, gate: make(chan struct{})}
+		b := &tally.Budget{Allow: -1, Gate: make(chan struct{})}
 		h := mustNew(t, Config{Delay: 10 * ms, Budget: b})
 		s := newScript(outcome{after: 12 * ms, value: 1}, outcome{after: time.Millisecond, value: 2})
 		// At 10 ms the timer asks the budget, which answers only after
@@ -804,15 +803,13 @@ func TestRefundHedgeAdmittedAfterSettling(t *testing.T) {
 		if v != 1 || err != nil {
 			t.Fatalf("Do = %v, %v; want 1, nil", v, err)
 		}
-		close(b.gate)
+		close(b.Gate)
 		drain()
 		if got := s.startedAt(); len(got) != 1 {
 			t.Errorf("attempts started at %v, want the primary alone", got)
 		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.withdrawn != 1 || b.refunded != 1 {
-			t.Errorf("withdrawn %d, refunded %d; want 1 and 1", b.withdrawn, b.refunded)
+		if c := b.Counts(); c.Withdrawn != 1 || c.Refunded != 1 {
+			t.Errorf("withdrawn %d, refunded %d; want 1 and 1", c.Withdrawn, c.Refunded)
 		}
 	})
 }
@@ -850,39 +847,6 @@ func TestMarkersOfNil(t *testing.T) {
 	}
 }
 
-// countGuard is an admission.Guard that counts what it hears and rejects
-// every admission after the first allow (all of them if allow < 0).
-type countGuard struct {
-	mu                      sync.Mutex
-	allow                   int
-	admitted, rejected      int
-	succeeded, failed, gone int
-}
-
-func (g *countGuard) Admit(context.Context) (uint64, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.allow >= 0 && g.admitted >= g.allow {
-		g.rejected++
-		return 0, errors.New("test: rejected")
-	}
-	g.admitted++
-	return uint64(g.admitted), nil
-}
-
-func (g *countGuard) Done(_ context.Context, _ uint64, o admission.Outcome) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case o.Abandoned:
-		g.gone++
-	case o.Err != nil:
-		g.failed++
-	default:
-		g.succeeded++
-	}
-}
-
 // TestDoAttemptGuardsSeeEveryRequest: under DoAttempt the retry policy's
 // guards admit every hedge and hear how it ended, as they do the
 // attempt; a hedge a guard rejects is not sent.
@@ -899,7 +863,7 @@ func TestDoAttemptGuardsSeeEveryRequest(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				g := &countGuard{allow: tc.allow}
+				g := &tally.Guard{Allow: tc.allow}
 				p := configtest.Must(retry.New(retry.Config{Budget: budget.Unlimited, Guards: []admission.Guard{g}}))(t)
 				h := mustNew(t, Config{Delay: 10 * ms})
 				// The primary answers at 30 ms, a hedge 5 ms after it starts.
@@ -913,9 +877,8 @@ func TestDoAttemptGuardsSeeEveryRequest(t *testing.T) {
 				if diff := cmp.Diff(tc.started, s.startedAt()); diff != "" {
 					t.Errorf("attempt start times (-want +got):\n%s", diff)
 				}
-				g.mu.Lock()
-				defer g.mu.Unlock()
-				if got := [5]int{g.admitted, g.rejected, g.succeeded, g.failed, g.gone}; got != tc.want {
+				c := g.Counts()
+				if got := [5]int{c.Admitted, c.Rejected, c.Succeeded, c.Failed, c.Abandoned}; got != tc.want {
 					t.Errorf("guard: admitted, rejected, succeeded, failed, abandoned = %v, want %v", got, tc.want)
 				}
 			})

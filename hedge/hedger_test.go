@@ -12,6 +12,7 @@ import (
 
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/tally"
 	"github.com/unherd/unherd/retry/engine"
 )
 
@@ -97,7 +98,7 @@ func TestDelayTracksQuantile(t *testing.T) {
 // hedging, one request in ProbeEvery still may hedge, and winning probes
 // resume it. The win share decays by 1/32 per hedged request.
 func TestSuspendAndProbe(t *testing.T) {
-	b := &fakeBudget{allow: -1}
+	b := &tally.Budget{Allow: -1}
 	h := mustNew(t, Config{Delay: time.Millisecond, Budget: b, ProbeEvery: 4})
 	if h.Suspended() || h.WinShare() != 1 {
 		t.Fatalf("new hedger: suspended %v, win share %v; want on, 1", h.Suspended(), h.WinShare())
@@ -161,8 +162,8 @@ func TestSuspendAndProbe(t *testing.T) {
 	if _, ok := h.Begin(); !ok {
 		t.Error("request may not hedge after resuming")
 	}
-	if records, _, _ := b.counts(); records != 0 {
-		t.Errorf("Begin recorded %d requests with the budget, want none (End does)", records)
+	if rs := b.Counts().Records; len(rs) != 0 {
+		t.Errorf("Begin recorded %d requests with the budget, want none (End does)", len(rs))
 	}
 }
 

@@ -9,60 +9,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/unherd/unherd/budget"
-	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustNew(t testing.TB, cfg Config) *Hedger { return configtest.Must(New(cfg))(t) }
-
-// fakeBudget counts what the hedger asks of its budget and allows the
-// first allow withdrawals (all of them if allow < 0).
-type fakeBudget struct {
-	mu        sync.Mutex
-	allow     int
-	records   []budget.Attempt
-	withdrawn int
-	refused   int
-	refunded  int
-	classes   []failure.Class // of every Withdraw
-	gate      chan struct{}   // if set, Withdraw waits for it to close
-}
-
-func (b *fakeBudget) Withdraw(c failure.Class) bool {
-	if b.gate != nil {
-		<-b.gate
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.classes = append(b.classes, c)
-	if b.allow >= 0 && b.withdrawn >= b.allow {
-		b.refused++
-		return false
-	}
-	b.withdrawn++
-	return true
-}
-
-func (b *fakeBudget) Refund(failure.Class) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.refunded++
-}
-
-func (b *fakeBudget) Record(a budget.Attempt) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.records = append(b.records, a)
-}
-
-func (b *fakeBudget) counts() (records, withdrawn, refused int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.records), b.withdrawn, b.refused
-}
 
 // outcome is how a scripted attempt ends.
 type outcome struct {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/unherd/unherd/internal/tally"
 )
 
 // A latency model gives the latency of attempt a of request k, from a
@@ -112,7 +114,7 @@ const clients = 50
 func TestTailAtScale(t *testing.T) {
 	const n = 40000
 	synctest.Test(t, func(t *testing.T) {
-		base := &load{h: mustNew(t, Config{Budget: &fakeBudget{allow: 0}}), seed: 1, clients: clients}
+		base := &load{h: mustNew(t, Config{Budget: &tally.Budget{Allow: 0}}), seed: 1, clients: clients}
 		unhedged := base.run(t, tailModel, n)
 
 		h := mustNew(t, Config{})

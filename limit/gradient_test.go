@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/lognormal"
 )
 
 // fixedSource is a rand.Source that always returns v.
@@ -106,7 +107,7 @@ func TestGradientMeasurementPrecision(t *testing.T) {
 			n := 0
 			for g.measuring && n < 2000 {
 				n++
-				rtt := time.Duration(float64(20*time.Millisecond) * math.Exp(tt.sigma*rng.NormFloat64()))
+				rtt := lognormal.Draw(rng, 20*time.Millisecond, tt.sigma)
 				g.Update(Sample{RTT: rtt, InFlight: 1, Now: epoch.Add(time.Duration(n) * 30 * time.Millisecond)})
 			}
 			if n < tt.lo || n > tt.hi {

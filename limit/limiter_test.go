@@ -1,10 +1,11 @@
 package limit
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 func TestAcquireRefusesAtLimit(t *testing.T) {
@@ -108,34 +109,30 @@ func TestConcurrent(t *testing.T) {
 				maxLimit = 8
 			}
 			var held, peak atomic.Int64
-			var wg sync.WaitGroup
-			for g := range 32 {
-				wg.Go(func() {
-					for i := range 500 {
-						now := epoch.Add(time.Duration(i) * time.Millisecond)
-						tok, ok := l.Acquire(now)
-						if !ok {
-							continue
-						}
-						n := held.Add(1)
-						for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-						}
-						if n > int64(maxLimit) {
-							t.Errorf("%d held, above the limit's ceiling %d", n, maxLimit)
-						}
-						held.Add(-1)
-						switch (g + i) % 3 {
-						case 0:
-							tok.Served(now.Add(time.Millisecond))
-						case 1:
-							tok.Dropped(now.Add(time.Millisecond))
-						default:
-							tok.Ignore()
-						}
+			swarm.Go(t, 32, func(g int) {
+				for i := range 500 {
+					now := epoch.Add(time.Duration(i) * time.Millisecond)
+					tok, ok := l.Acquire(now)
+					if !ok {
+						continue
 					}
-				})
-			}
-			wg.Wait()
+					n := held.Add(1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					if n > int64(maxLimit) {
+						t.Errorf("%d held, above the limit's ceiling %d", n, maxLimit)
+					}
+					held.Add(-1)
+					switch (g + i) % 3 {
+					case 0:
+						tok.Served(now.Add(time.Millisecond))
+					case 1:
+						tok.Dropped(now.Add(time.Millisecond))
+					default:
+						tok.Ignore()
+					}
+				}
+			})
 			if l.InFlight() != 0 {
 				t.Errorf("InFlight %d after all released, want 0", l.InFlight())
 			}

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 // waited is one Wait's result: who waited, what it got, and when (since
@@ -307,42 +307,35 @@ func TestWaitStress(t *testing.T) {
 	const limit = 4
 	l := mustNew(t, Config{Algorithm: Fixed(limit), MaxWait: 2 * time.Millisecond, MaxWaiters: 64})
 	var held, served, refused atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 48 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			for range 300 {
-				ctx, cancel := context.WithCancel(context.Background())
-				if rng.IntN(8) == 0 {
-					go cancel()
-				}
-				tok, err := l.Wait(ctx, Priority(rng.IntN(3)))
-				if err != nil {
-					refused.Add(1)
-					cancel()
-					continue
-				}
-				if n := held.Add(1); n > limit {
-					t.Errorf("%d held, over the limit %d", n, limit)
-				}
-				runtime.Gosched()
-				held.Add(-1)
-				served.Add(1)
-				switch rng.IntN(3) {
-				case 0:
-					tok.Served(time.Now())
-				case 1:
-					tok.Dropped(time.Now())
-				default:
-					tok.Ignore()
-				}
-				cancel()
+	swarm.Seeded(t, 48, 1, func(rng *rand.Rand) {
+		for range 300 {
+			ctx, cancel := context.WithCancel(context.Background())
+			if rng.IntN(8) == 0 {
+				go cancel()
 			}
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	await.Recv(t, done, "the waiting goroutines")
+			tok, err := l.Wait(ctx, Priority(rng.IntN(3)))
+			if err != nil {
+				refused.Add(1)
+				cancel()
+				continue
+			}
+			if n := held.Add(1); n > limit {
+				t.Errorf("%d held, over the limit %d", n, limit)
+			}
+			runtime.Gosched()
+			held.Add(-1)
+			served.Add(1)
+			switch rng.IntN(3) {
+			case 0:
+				tok.Served(time.Now())
+			case 1:
+				tok.Dropped(time.Now())
+			default:
+				tok.Ignore()
+			}
+			cancel()
+		}
+	})
 	checkEmpty(t, l)
 	t.Logf("%d served, %d refused", served.Load(), refused.Load())
 }

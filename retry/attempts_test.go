@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,68 +14,10 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/await"
+	"github.com/unherd/unherd/internal/tally"
 	"github.com/unherd/unherd/retry"
-	"github.com/unherd/unherd/retry/engine"
 	"github.com/unherd/unherd/throttle"
 )
-
-// ledger is a guard and a budget that count what the loop does with
-// them: tickets handed out and returned, retries withdrawn, refunded and
-// attempts recorded.
-type ledger struct {
-	mu                        sync.Mutex
-	admitted, done, abandoned int
-	failures, successes       int // outcomes the guard heard
-	withdrawn, refunded       int
-	recorded, recordedFailed  int
-	reject                    bool
-}
-
-func (l *ledger) Admit(context.Context) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.reject {
-		return 0, engine.NewRejection("ledger: rejected")
-	}
-	l.admitted++
-	return uint64(l.admitted), nil
-}
-
-func (l *ledger) Done(_ context.Context, _ uint64, o admission.Outcome) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.done++
-	switch {
-	case o.Abandoned:
-		l.abandoned++
-	case o.Err != nil:
-		l.failures++
-	default:
-		l.successes++
-	}
-}
-
-func (l *ledger) Withdraw(failure.Class) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.withdrawn++
-	return true
-}
-
-func (l *ledger) Refund(failure.Class) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.refunded++
-}
-
-func (l *ledger) Record(a budget.Attempt) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.recorded++
-	if a.Failed {
-		l.recordedFailed++
-	}
-}
 
 var errDown = errors.New("down")
 
@@ -132,9 +73,12 @@ func TestAttemptsEveryEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := &ledger{reject: tt.reject}
+			g, b := &tally.Guard{Allow: -1}, &tally.Budget{Allow: -1}
+			if tt.reject {
+				g.Allow = 0
+			}
 			p, err := retry.New(retry.Config{MaxAttempts: 3, Backoff: backoff.Schedule{Base: time.Microsecond, Cap: time.Microsecond},
-				Budget: l, Guards: []admission.Guard{l}})
+				Budget: b, Guards: []admission.Guard{g}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,15 +100,16 @@ func TestAttemptsEveryEnd(t *testing.T) {
 			if tt.wantErr != nil && !tt.wantErr(callErr) {
 				t.Errorf("the loop's error: %v", callErr)
 			}
-			got := counts{n, l.successes, l.failures, l.abandoned, l.recorded, l.withdrawn}
+			gc, bc := g.Counts(), b.Counts()
+			got := counts{n, gc.Succeeded, gc.Failed, gc.Abandoned, len(bc.Records), bc.Withdrawn}
 			if got != tt.want {
 				t.Errorf("attempts, successes, failures, abandoned, recorded, withdrawn = %v, want %v", got, tt.want)
 			}
-			if l.admitted != l.done {
-				t.Errorf("%d tickets handed out, %d returned", l.admitted, l.done)
+			if gc.Admitted != gc.Done() {
+				t.Errorf("%d tickets handed out, %d returned", gc.Admitted, gc.Done())
 			}
-			if made := n - 1; l.withdrawn-l.refunded != max(made, 0) {
-				t.Errorf("%d retries withdrawn, %d refunded, %d made", l.withdrawn, l.refunded, max(made, 0))
+			if made := n - 1; bc.Withdrawn-bc.Refunded != max(made, 0) {
+				t.Errorf("%d retries withdrawn, %d refunded, %d made", bc.Withdrawn, bc.Refunded, max(made, 0))
 			}
 		})
 	}

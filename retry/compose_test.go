@@ -15,6 +15,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/draws"
+	"github.com/unherd/unherd/internal/tally"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/throttle"
 )
@@ -44,42 +45,6 @@ func (d *dependency) set(down bool) {
 	d.down = down
 	d.mu.Unlock()
 }
-
-// counting wraps a guard and counts what the retry loop tells it.
-type counting struct {
-	g                            admission.Guard
-	mu                           sync.Mutex
-	admitted, rejected           int
-	succeeded, failed, abandoned int
-}
-
-func (c *counting) Admit(ctx context.Context) (uint64, error) {
-	t, err := c.g.Admit(ctx)
-	c.mu.Lock()
-	if err != nil {
-		c.rejected++
-	} else {
-		c.admitted++
-	}
-	c.mu.Unlock()
-	return t, err
-}
-
-func (c *counting) Done(_ context.Context, t uint64, o admission.Outcome) {
-	c.mu.Lock()
-	switch {
-	case o.Abandoned:
-		c.abandoned++
-	case o.Err != nil:
-		c.failed++
-	default:
-		c.succeeded++
-	}
-	c.mu.Unlock()
-	c.g.Done(context.Background(), t, o)
-}
-
-func (c *counting) dones() int { return c.succeeded + c.failed + c.abandoned }
 
 var errUnavailableDep = errors.New("503 service unavailable")
 
@@ -133,12 +98,13 @@ func TestComposeBreaker(t *testing.T) {
 		}
 
 		// The breaker saw every attempt, retries included.
-		if guard.admitted != dep.calls || guard.dones() != dep.calls || guard.rejected != 2 {
+		c := guard.Counts()
+		if c.Admitted != dep.calls || c.Done() != dep.calls || c.Rejected != 2 {
 			t.Fatalf("breaker: %d admitted, %d done, %d rejected; dependency saw %d calls, want equal and 2 rejections",
-				guard.admitted, guard.dones(), guard.rejected, dep.calls)
+				c.Admitted, c.Done(), c.Rejected, dep.calls)
 		}
-		if guard.failed != 4 || guard.succeeded != 2 {
-			t.Fatalf("breaker: %d failures %d successes reported, want 4 and 2", guard.failed, guard.succeeded)
+		if c.Failed != 4 || c.Succeeded != 2 {
+			t.Fatalf("breaker: %d failures %d successes reported, want 4 and 2", c.Failed, c.Succeeded)
 		}
 	})
 }
@@ -190,9 +156,10 @@ func TestComposeThrottle(t *testing.T) {
 			t.Fatalf("errors report %d attempts, the dependency saw %d failing calls (of at most 150)", attemptsSum, failedAttempts)
 		}
 		// The throttle saw every attempt, and each rejection ended a call.
-		if guard.admitted != dep.calls || guard.dones() != dep.calls || guard.rejected != rejectedCalls {
+		c := guard.Counts()
+		if c.Admitted != dep.calls || c.Done() != dep.calls || c.Rejected != rejectedCalls {
 			t.Fatalf("throttle: %d admitted, %d done, %d rejected; dependency %d calls, %d calls rejected",
-				guard.admitted, guard.dones(), guard.rejected, dep.calls, rejectedCalls)
+				c.Admitted, c.Done(), c.Rejected, dep.calls, rejectedCalls)
 		}
 		if p := th.Probability(); p <= 0 {
 			t.Fatalf("rejection probability %v after 50 throttled calls, want > 0", p)
@@ -217,7 +184,7 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg, bg := &counting{g: th}, &counting{g: b}
+		tg, bg := &tally.Guard{Inner: th}, &tally.Guard{Inner: b}
 		p, err := retry.New(retry.Config{
 			MaxAttempts: 4,
 			Budget:      budget.Unlimited,
@@ -241,27 +208,28 @@ func TestComposeBreakerAndThrottle(t *testing.T) {
 		}
 		wg.Wait()
 
-		if bg.admitted != dep.calls || bg.dones() != dep.calls || bg.abandoned != 0 {
+		thc, brc := tg.Counts(), bg.Counts()
+		if brc.Admitted != dep.calls || brc.Done() != dep.calls || brc.Abandoned != 0 {
 			t.Fatalf("breaker: %d admitted, %d done (%d abandoned); dependency saw %d calls",
-				bg.admitted, bg.dones(), bg.abandoned, dep.calls)
+				brc.Admitted, brc.Done(), brc.Abandoned, dep.calls)
 		}
-		if tg.admitted != dep.calls+bg.rejected || tg.dones() != tg.admitted || tg.abandoned != bg.rejected {
+		if thc.Admitted != dep.calls+brc.Rejected || thc.Done() != thc.Admitted || thc.Abandoned != brc.Rejected {
 			t.Fatalf("throttle: %d admitted, %d done, %d abandoned; dependency %d calls, breaker rejected %d",
-				tg.admitted, tg.dones(), tg.abandoned, dep.calls, bg.rejected)
+				thc.Admitted, thc.Done(), thc.Abandoned, dep.calls, brc.Rejected)
 		}
 		t.Logf("dependency %d calls; throttle %d admitted %d rejected; breaker %d admitted %d rejected, generation %d",
-			dep.calls, tg.admitted, tg.rejected, bg.admitted, bg.rejected, b.Generation())
-		if bg.rejected == 0 || b.Generation() < 3 {
-			t.Fatalf("breaker rejected %d attempts, generation %d: the scenario never tripped it", bg.rejected, b.Generation())
+			dep.calls, thc.Admitted, thc.Rejected, brc.Admitted, brc.Rejected, b.Generation())
+		if brc.Rejected == 0 || b.Generation() < 3 {
+			t.Fatalf("breaker rejected %d attempts, generation %d: the scenario never tripped it", brc.Rejected, b.Generation())
 		}
 	})
 }
 
 // guarded returns g, counted, and a policy of 3 attempts without a budget
 // that g guards, drawing from a source seeded with s1 and s2.
-func guarded(t *testing.T, g admission.Guard, s1, s2 uint64) (*counting, *retry.Policy) {
+func guarded(t *testing.T, g admission.Guard, s1, s2 uint64) (*tally.Guard, *retry.Policy) {
 	t.Helper()
-	guard := &counting{g: g}
+	guard := &tally.Guard{Inner: g}
 	p, err := retry.New(retry.Config{MaxAttempts: 3, Budget: budget.Unlimited, Guards: []admission.Guard{guard}, Rand: draws.NewSeeded(s1, s2)})
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +281,7 @@ func TestComposeRateLimiter(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				guard := &counting{g: rl}
+				guard := &tally.Guard{Inner: rl}
 				p, err := retry.New(retry.Config{
 					MaxAttempts: 3,
 					Backoff:     backoff.Schedule{Immediate: true},
@@ -341,8 +309,9 @@ func TestComposeRateLimiter(t *testing.T) {
 				if calls != tc.wantAttempts || elapsed != tc.wantElapsed {
 					t.Fatalf("%d attempts in %v, want %d in %v", calls, elapsed, tc.wantAttempts, tc.wantElapsed)
 				}
-				if guard.admitted != calls || guard.dones() != calls {
-					t.Fatalf("limiter: %d admitted, %d done; %d attempts", guard.admitted, guard.dones(), calls)
+				c := guard.Counts()
+				if c.Admitted != calls || c.Done() != calls {
+					t.Fatalf("limiter: %d admitted, %d done; %d attempts", c.Admitted, c.Done(), calls)
 				}
 			})
 		})

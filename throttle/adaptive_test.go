@@ -16,6 +16,7 @@ import (
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/internal/configtest"
 	"github.com/unherd/unherd/internal/guardtest"
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -191,31 +192,24 @@ func TestAdaptiveValidate(t *testing.T) {
 func TestAdaptiveConcurrent(t *testing.T) {
 	a := newAdaptive(t, AdaptiveSettings{Rand: &lockedPCG{r: rand.NewPCG(3, 4)}, CountRejections: true})
 	var requests, accepts atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(g), 5))
-			outcomes := []admission.Outcome{success, success, throttled, timeout, transient, permanent, abandoned}
-			for range 1000 {
-				tk, err := a.Admit(context.Background())
-				if err != nil {
-					requests.Add(1)
-					continue
-				}
-				o := outcomes[r.IntN(len(outcomes))]
-				if !o.Abandoned {
-					requests.Add(1)
-				}
-				if !o.Abandoned && DefaultAccepted(o) {
-					accepts.Add(1)
-				}
-				a.Done(context.Background(), tk, o)
+	swarm.Seeded(t, 32, 5, func(r *rand.Rand) {
+		outcomes := []admission.Outcome{success, success, throttled, timeout, transient, permanent, abandoned}
+		for range 1000 {
+			tk, err := a.Admit(context.Background())
+			if err != nil {
+				requests.Add(1)
+				continue
 			}
-		}()
-	}
-	wg.Wait()
+			o := outcomes[r.IntN(len(outcomes))]
+			if !o.Abandoned {
+				requests.Add(1)
+			}
+			if !o.Abandoned && DefaultAccepted(o) {
+				accepts.Add(1)
+			}
+			a.Done(context.Background(), tk, o)
+		}
+	})
 	req, acc := a.counts(t0)
 	if req != requests.Load() || acc != accepts.Load() {
 		t.Fatalf("window holds %d requests %d accepts, want %d %d", req, acc, requests.Load(), accepts.Load())

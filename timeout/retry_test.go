@@ -2,7 +2,6 @@ package timeout_test
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"testing/synctest"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/unherd/unherd/backoff"
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/lognormal"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/timeout"
 )
@@ -20,11 +20,6 @@ import (
 
 func mustAdaptive(t testing.TB) *timeout.Adaptive {
 	return configtest.Must(timeout.New(timeout.Config{}))(t)
-}
-
-// lognormalLatency draws a latency around median with spread sigma.
-func lognormalLatency(r *rand.Rand, median time.Duration, sigma float64) time.Duration {
-	return time.Duration(float64(median) * math.Exp(sigma*r.NormFloat64()))
 }
 
 // TestWithRetry plugs the timeout into retry.Config.Timeouts: once it has
@@ -49,7 +44,7 @@ func TestWithRetry(t *testing.T) {
 			}
 		}
 		for range 5000 {
-			if err := p.Do(context.Background(), call(lognormalLatency(r, 20*time.Millisecond, 0.3))); err != nil {
+			if err := p.Do(context.Background(), call(lognormal.Draw(r, 20*time.Millisecond, 0.3))); err != nil {
 				t.Fatal(err)
 			}
 		}

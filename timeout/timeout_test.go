@@ -4,23 +4,20 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/lognormal"
 	"github.com/unherd/unherd/internal/quantile"
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustNew(t testing.TB, cfg Config) *Adaptive { return configtest.Must(New(cfg))(t) }
-
-func lognormal(r *rand.Rand, median time.Duration, sigma float64) time.Duration {
-	return time.Duration(float64(median) * math.Exp(sigma*r.NormFloat64()))
-}
 
 func TestValidate(t *testing.T) {
 	row := configtest.Row[Config]
@@ -96,7 +93,7 @@ func TestFalseTimeoutRate(t *testing.T) {
 			a := mustNew(t, Config{Margin: tc.margin})
 			var samples []time.Duration
 			for range 12288 { // one refresh point; all still in the window
-				d := lognormal(r, 20*time.Millisecond, 0.5)
+				d := lognormal.Draw(r, 20*time.Millisecond, 0.5)
 				samples = append(samples, d)
 				a.Observe(d, true)
 			}
@@ -110,7 +107,7 @@ func TestFalseTimeoutRate(t *testing.T) {
 			over := 0
 			const fresh = 200000
 			for range fresh {
-				if lognormal(r, 20*time.Millisecond, 0.5) > timeout {
+				if lognormal.Draw(r, 20*time.Millisecond, 0.5) > timeout {
 					over++
 				}
 			}
@@ -131,7 +128,7 @@ func TestFollowsSlowdown(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	a := mustNew(t, Config{})
 	attempt := func(median time.Duration) bool {
-		d := lognormal(r, median, 0.5)
+		d := lognormal.Draw(r, median, 0.5)
 		ok := d <= a.AttemptTimeout()
 		a.Observe(min(d, a.AttemptTimeout()), ok)
 		return ok
@@ -162,18 +159,12 @@ func TestFollowsSlowdown(t *testing.T) {
 
 func TestConcurrentObserve(t *testing.T) {
 	a := mustNew(t, Config{})
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 3000 {
-				a.Observe(time.Duration(g*3000+i)*time.Microsecond, true)
-				a.AttemptTimeout()
-			}
-		}()
-	}
-	wg.Wait()
+	swarm.Go(t, 4, func(g int) {
+		for i := range 3000 {
+			a.Observe(time.Duration(g*3000+i)*time.Microsecond, true)
+			a.AttemptTimeout()
+		}
+	})
 	if got := a.AttemptTimeout(); got < DefaultFloor || got > DefaultCeiling {
 		t.Errorf("AttemptTimeout() = %v out of bounds", got)
 	}

@@ -94,12 +94,6 @@ func (b *cancelBody) Close() error {
 // cancelRWBody is cancelBody for the body of a 101 Switching Protocols
 // response, which is also the connection's writer.
 type cancelRWBody struct {
-	io.ReadWriteCloser
-	att *engine.Attempt
-}
-
-func (b *cancelRWBody) Close() error {
-	err := b.ReadWriteCloser.Close()
-	b.att.Cancel(nil)
-	return err
+	cancelBody
+	io.Writer
 }

@@ -101,17 +101,15 @@ func TestShedRefusalRetriedAfterRetryAfter(t *testing.T) {
 		tokens = b.Tokens()
 		held.Served(time.Now()) // room for the retry
 	})}}
-	client := &http.Client{Transport: newTransport(t, cfg)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	resp, err := client.Do(req)
+	status, _, err := do(newTransport(t, cfg), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d, want 200 on the retry", resp.StatusCode)
+	if status != http.StatusOK {
+		t.Fatalf("status %d, want 200 on the retry", status)
 	}
 	if len(events) != 1 || events[0].Class != failure.Throttled || events[0].Delay < time.Second {
 		t.Fatalf("retries %+v; want one throttled retry after at least 1 s", events)
@@ -298,7 +296,6 @@ func TestTransportSendsTimeoutHeader(t *testing.T) {
 			mu.Unlock()
 			cfg := fast
 			cfg.AttemptTimeout = tt.attempt
-			client := &http.Client{Transport: newTransport(t, unherdhttp.Config{Retry: cfg})}
 			ctx := context.Background()
 			if tt.deadline > 0 {
 				var cancel context.CancelFunc
@@ -306,11 +303,9 @@ func TestTransportSendsTimeoutHeader(t *testing.T) {
 				defer cancel()
 			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-			resp, err := client.Do(req)
-			if err != nil {
+			if _, _, err := do(newTransport(t, unherdhttp.Config{Retry: cfg}), req); err != nil {
 				t.Fatal(err)
 			}
-			_ = resp.Body.Close()
 			if _, ok := req.Header[unherdhttp.TimeoutHeader]; ok {
 				t.Error("the caller's request was modified")
 			}

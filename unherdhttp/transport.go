@@ -356,7 +356,7 @@ func (c *call) sendBounded(ctx, hctx context.Context, areq *http.Request) (*http
 	case nil:
 		a.att.Cancel(nil)
 	case io.ReadWriteCloser: // a 101 Switching Protocols connection
-		resp.Body = &cancelRWBody{body, &a.att}
+		resp.Body = &cancelRWBody{cancelBody{body, &a.att}, body}
 	default:
 		a.body.ReadCloser = body
 		resp.Body = &a.body

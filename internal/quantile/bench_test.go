@@ -1,21 +1,16 @@
 package quantile
 
 import (
-	"math"
-	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/lognormal"
 )
 
-func latencies(n int) []time.Duration {
-	r := rand.New(rand.NewPCG(1, 2))
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i] = time.Duration(float64(10*time.Millisecond) * math.Exp(0.5*r.NormFloat64()))
-	}
-	return out
-}
+// latencies returns n lognormal latencies around 10 ms, sigma 0.5: the
+// same on every run.
+func latencies(n int) []time.Duration { return lognormal.Sample(n, 10*time.Millisecond, 0.5) }
 
 // BenchmarkQuantileRecordParallel records lognormal latencies from every
 // core into one estimator, with one tracked quantile, as a hedger does.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/unherd/unherd/internal/configtest"
+	"github.com/unherd/unherd/internal/lognormal"
+	"github.com/unherd/unherd/internal/swarm"
 	"go.uber.org/goleak"
 )
 
@@ -20,13 +22,13 @@ var distributions = []struct {
 	draw func(r *rand.Rand) time.Duration
 }{
 	{"lognormal median 10ms sigma 1", func(r *rand.Rand) time.Duration {
-		return time.Duration(float64(10*time.Millisecond) * math.Exp(r.NormFloat64()))
+		return lognormal.Draw(r, 10*time.Millisecond, 1)
 	}},
 	{"bimodal 99% 10ms 1% 1s", func(r *rand.Rand) time.Duration {
 		if r.IntN(100) == 0 {
 			return time.Duration(float64(time.Second) * (1 + 0.1*r.NormFloat64()))
 		}
-		return time.Duration(float64(10*time.Millisecond) * math.Exp(0.2*r.NormFloat64()))
+		return lognormal.Draw(r, 10*time.Millisecond, 0.2)
 	}},
 	{"uniform 1ms to 100ms", func(r *rand.Rand) time.Duration {
 		return time.Millisecond + time.Duration(r.Int64N(int64(99*time.Millisecond)))
@@ -35,7 +37,7 @@ var distributions = []struct {
 		return time.Duration(r.Int64N(300))
 	}},
 	{"lognormal median 50us sigma 2", func(r *rand.Rand) time.Duration {
-		return time.Duration(float64(50*time.Microsecond) * math.Exp(2*r.NormFloat64()))
+		return lognormal.Draw(r, 50*time.Microsecond, 2)
 	}},
 }
 
@@ -294,16 +296,11 @@ func scanAll(e *Estimator, q float64, total uint64) time.Duration {
 // bucket with a count is marked.
 func TestConcurrentRotation(t *testing.T) {
 	e := mustNew(t, Config{Window: 64, Quantiles: []float64{0.5}})
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), 1))
-			for range 20000 {
-				e.Record(time.Duration(r.Int64N(int64(time.Second))))
-			}
-		})
-	}
-	wg.Wait()
+	swarm.Seeded(t, 4, 1, func(r *rand.Rand) {
+		for range 20000 {
+			e.Record(time.Duration(r.Int64N(int64(time.Second))))
+		}
+	})
 	for h := range e.hists {
 		for b := range e.hists[h] {
 			if e.hists[h][b].Load() != 0 && e.marks[h][b/64].Load()&(1<<(b%64)) == 0 {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/unherd/unherd/internal/swarm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -153,23 +155,17 @@ func TestSpreadKeepsTotal(t *testing.T) {
 func TestConcurrentAdds(t *testing.T) {
 	w := New(10*time.Second, 10)
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	const workers, each = 16, 1000
-	for g := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				w.Add(1, 1)
-				if i%100 == 0 {
-					mu.Lock()
-					w.Fold(int64(g)) // same bucket: nothing is dropped
-					mu.Unlock()
-				}
+	swarm.Go(t, workers, func(g int) {
+		for i := range each {
+			w.Add(1, 1)
+			if i%100 == 0 {
+				mu.Lock()
+				w.Fold(int64(g)) // same bucket: nothing is dropped
+				mu.Unlock()
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	w.Fold(0)
 	if a, b := w.Sums(16); a != workers*each || b != workers*each {
 		t.Fatalf("Sums = %d, %d; want %d each", a, b, workers*each)

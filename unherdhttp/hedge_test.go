@@ -23,6 +23,7 @@ import (
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/hedgetest"
+	"github.com/unherd/unherd/internal/tally"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/unherdhttp"
 )
@@ -458,90 +459,69 @@ func methods(ms []string) func(string) bool {
 	return func(m string) bool { return slices.Contains(ms, m) }
 }
 
-// countBudget allows the first allow withdrawals (all if allow < 0) and
-// keeps what it is told, signalling each record on recorded.
-type countBudget struct {
-	mu        sync.Mutex
-	allow     int
-	withdrawn int
-	records   []budget.Attempt
-	recorded  chan struct{}
+// signalBudget is a tally.Budget that signals each record on recorded.
+type signalBudget struct {
+	*tally.Budget
+	recorded chan struct{}
 }
 
-func (b *countBudget) Withdraw(failure.Class) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.allow >= 0 && b.withdrawn >= b.allow {
-		return false
-	}
-	b.withdrawn++
-	return true
-}
-
-func (b *countBudget) Record(a budget.Attempt) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.records = append(b.records, a)
+func (b signalBudget) Record(a budget.Attempt) {
+	b.Budget.Record(a)
 	b.recorded <- struct{}{}
 }
 
 // A hedge is a copy of the attempt that the retry policy keeps the books
 // of: the policy's budget pays for it and records it with the attempt,
-// and a budget that refuses it keeps it from being sent. The primary
-// answers after 200 ms, a hedge at once.
+// and a budget that refuses it keeps it from being sent.
 func TestHedgePaidByRetryBudget(t *testing.T) {
-	tests := []struct {
-		name      string
-		allow     int
-		wantBody  string
-		requests  int32
-		withdrawn int
-		records   []budget.Attempt
-	}{
-		{"the budget pays", -1, "hedge 2", 2, 1, []budget.Attempt{{N: 1}, {N: 2, Charged: failure.Transient}}},
-		{"the budget refuses", 0, "primary", 1, 0, []budget.Attempt{{N: 1}}},
+	t.Run("the budget pays", func(t *testing.T) {
+		hedgePaidByRetryBudget(t, -1, "hedge 2", 2, []budget.Attempt{{N: 1}, {N: 2, Charged: failure.Transient}})
+	})
+	t.Run("the budget refuses", func(t *testing.T) {
+		hedgePaidByRetryBudget(t, 0, "primary", 1, []budget.Attempt{{N: 1}})
+	})
+}
+
+// hedgePaidByRetryBudget sends a GET whose primary answers after 200 ms
+// and whose hedges answer at once, through a Transport whose retry budget
+// allows allow hedges (all if negative), and checks the body, the
+// requests the server saw and what the budget recorded.
+func hedgePaidByRetryBudget(t *testing.T, allow int, wantBody string, requests int32, records []budget.Attempt) {
+	var sent atomic.Int32
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		if a := r.Header.Get(unherdhttp.AttemptHeader); a != "" {
+			io.WriteString(w, "hedge "+a)
+			return
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+			io.WriteString(w, "primary")
+		case <-r.Context().Done():
+		}
+	})
+	b := signalBudget{&tally.Budget{Allow: allow}, make(chan struct{}, 4)}
+	rc := fast
+	rc.Budget = b
+	tr := newTransport(t, unherdhttp.Config{Hedge: newHedger(t, 5*time.Millisecond), Retry: rc})
+	status, body, err := get(t, tr, srv.URL)
+	if err != nil || status != 200 || body != wantBody {
+		t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, wantBody)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var requests atomic.Int32
-			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-				requests.Add(1)
-				a := r.Header.Get(unherdhttp.AttemptHeader)
-				if a != "" {
-					io.WriteString(w, "hedge "+a)
-					return
-				}
-				select {
-				case <-time.After(200 * time.Millisecond):
-					io.WriteString(w, "primary")
-				case <-r.Context().Done():
-				}
-			})
-			b := &countBudget{allow: tc.allow, recorded: make(chan struct{}, 4)}
-			rc := fast
-			rc.Budget = b
-			tr := newTransport(t, unherdhttp.Config{Hedge: newHedger(t, 5*time.Millisecond), Retry: rc})
-			status, body, err := get(t, tr, srv.URL)
-			if err != nil || status != 200 || body != tc.wantBody {
-				t.Fatalf("got %d %q, %v; want 200 %q", status, body, err, tc.wantBody)
-			}
-			if got := requests.Load(); got != tc.requests {
-				t.Errorf("the server saw %d requests, want %d", got, tc.requests)
-			}
-			// The hedge is recorded as it ends, on its own goroutine,
-			// which may be after the transport returned.
-			for range tc.records {
-				await.Recv(t, b.recorded, "the retry budget to hear of every request")
-			}
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			slices.SortFunc(b.records, func(x, y budget.Attempt) int { return x.N - y.N })
-			if b.withdrawn != tc.withdrawn {
-				t.Errorf("the retry budget paid for %d hedges, want %d", b.withdrawn, tc.withdrawn)
-			}
-			if diff := cmp.Diff(tc.records, b.records); diff != "" {
-				t.Errorf("the retry budget's records (-want +got):\n%s", diff)
-			}
-		})
+	if got := sent.Load(); got != requests {
+		t.Errorf("the server saw %d requests, want %d", got, requests)
+	}
+	// A hedge is recorded as it ends, on its own goroutine, which may be
+	// after the transport returned.
+	for range records {
+		await.Recv(t, b.recorded, "the retry budget to hear of every request")
+	}
+	c := b.Counts()
+	if c.Withdrawn != int(requests)-1 {
+		t.Errorf("the retry budget paid for %d hedges, want %d", c.Withdrawn, requests-1)
+	}
+	slices.SortFunc(c.Records, func(x, y budget.Attempt) int { return x.N - y.N })
+	if diff := cmp.Diff(records, c.Records); diff != "" {
+		t.Errorf("the retry budget's records (-want +got):\n%s", diff)
 	}
 }

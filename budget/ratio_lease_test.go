@@ -15,8 +15,10 @@ import (
 // by side with random operations at random instants, some of them going
 // back in time: the window is driven by Withdraw's documented rule alone
 // (fold Record's counts in only when the counts already folded refuse),
-// with no lease. Every withdrawal must get the same answer and every
-// Counts the same counts.
+// with no lease. Withdrawals come from random stripes, as from goroutines
+// on different cores, each with its own lease: mostly from a few of them,
+// so that several leases are out at once. Every withdrawal must get the
+// same answer and every Counts the same counts.
 func TestRatioLeaseChangesNoDecision(t *testing.T) {
 	for seed := range 30 {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 17))
@@ -63,8 +65,17 @@ func TestRatioLeaseChangesNoDecision(t *testing.T) {
 				if want {
 					w.AddAt(tw, 0, 1)
 				}
-				if got := r.WithdrawAt(at, failure.Transient); got != want {
-					t.Fatalf("seed %d, op %d at %v: WithdrawAt = %v; the window gives %v", seed, i, time.Duration(now), got, want)
+				var got bool
+				switch k := rnd.IntN(8); {
+				case k == 0:
+					got = r.WithdrawAt(at, failure.Transient)
+				case k == 1:
+					got = r.withdrawFrom(r.since(at), rnd.IntN(rolling.Stripes))
+				default:
+					got = r.withdrawFrom(r.since(at), k%3)
+				}
+				if got != want {
+					t.Fatalf("seed %d, op %d at %v: withdrawal = %v; the window gives %v", seed, i, time.Duration(now), got, want)
 				}
 			}
 		}

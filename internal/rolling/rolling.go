@@ -29,9 +29,12 @@ import (
 	"unsafe"
 )
 
-// stripes is the number of counter stripes: enough that goroutines on
-// different cores rarely share one (see stripeHint).
-const stripes = 16
+// Stripes is the number of counter stripes: enough that goroutines on
+// different cores rarely share one (see Stripe). An owner that keeps
+// per-goroutine state of its own (a lease of retries, say) can stripe it
+// the same way, so that a goroutine finds its share on a cache line that
+// stays with its core.
+const Stripes = 16
 
 // stripe holds the striped counts. The padding gives every stripe two
 // cache lines of its own: with adjacent-line prefetch, stripes that shared
@@ -49,7 +52,7 @@ type bucket struct {
 // Window counts two quantities, a and b, over a rolling window split into
 // buckets. The zero Window is not usable; call New.
 type Window struct {
-	stripes [stripes]stripe
+	stripes [Stripes]stripe
 	buckets []bucket
 	width   int64 // bucket width, ns
 	last    int64 // time of the last fold, ns
@@ -72,7 +75,7 @@ func (w *Window) Len() int64 { return w.width * int64(len(w.buckets)) }
 // Add counts da and db, with no clock and no lock. The counts reach the
 // buckets at the next Fold. Safe for concurrent use with everything.
 func (w *Window) Add(da, db int64) {
-	s := &w.stripes[stripeHint()]
+	s := &w.stripes[Stripe()]
 	if da != 0 {
 		s.a.Add(da)
 	}
@@ -107,17 +110,17 @@ func take(c *atomic.Int64) int64 {
 	return v
 }
 
-// stripeHint picks a stripe from the address of the calling goroutine's
+// Stripe picks a stripe from the address of the calling goroutine's
 // stack: each goroutine keeps adding to the same stripe, whose cache line
 // then stays with the core running it, and goroutines whose stacks lie in
 // different 8 KiB blocks spread over the stripes. It is only a hint (a
 // stack can move when it grows); any stripe is correct.
 //
 //go:nosplit
-func stripeHint() uint32 {
+func Stripe() int {
 	var x byte
 	a := uint64(uintptr(unsafe.Pointer(&x))) >> 13
-	return uint32((a ^ a>>4 ^ a>>8) % stripes)
+	return int((a ^ a>>4 ^ a>>8) % Stripes)
 }
 
 // maxTime bounds the times a window works with (about 146 years from the

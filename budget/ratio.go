@@ -126,7 +126,7 @@ type Ratio struct {
 	origin  time.Time
 	now     func() time.Time             // nil: time.Since(origin)
 	w       *rolling.Window              // a = requests, b = retries; times in ns since origin
-	leases  *[rolling.Stripes]ratioLease // by rolling.Stripe, as Record's counts are
+	leases  *[rolling.Stripes]ratioLease // by r.w.Stripe, as Record's counts are
 
 	// The padding keeps the mutex and the state it guards, written at
 	// every decision taken under it, off the cache lines (and their
@@ -136,12 +136,13 @@ type Ratio struct {
 
 	mu sync.Mutex // serialises everything but Record's striped adds and lease withdrawals
 	// The leases as issued, guarded by mu.
-	gen     uint32                  // generation of the last lease issued, in its word
-	held    uint32                  // bit i set: leases[i] is out (issued, not retired)
-	out     int64                   // retries the leases out held when issued
-	slot    int64                   // start of the time slot every lease out is for
-	issued  [rolling.Stripes]uint32 // retries each lease held when issued; 0 when not out
-	leaseAt [rolling.Stripes]int64  // the instant each was issued at, ns since origin
+	gen      uint32                  // generation of the last lease issued, in its word
+	held     uint32                  // bit i set: leases[i] is out (issued, not retired)
+	out      int64                   // retries the leases out held when issued
+	slot     int64                   // start of the time slot every lease out is for
+	issued   [rolling.Stripes]uint32 // retries each lease held when issued; 0 when not out
+	leaseAt  [rolling.Stripes]int64  // the instant each was issued at, ns since origin
+	rehashAt int64                   // when unshare last changed the stripes, ns since origin
 }
 
 // ratioLease is the retries a Ratio may grant without its mutex: those
@@ -160,7 +161,13 @@ type ratioLease struct {
 	// checked against fails if another lease has been issued since.
 	word       atomic.Uint64
 	start, end atomic.Int64 // ns since origin; written only while no retries are left
-	_          [128 - 24]byte
+	// taker is the stack block (rolling.Block) of the goroutine that
+	// took the last retry, and turns counts the retries taken by
+	// another goroutine than the one before: goroutines that take turns
+	// at one lease share its cache line, and Record's stripe.
+	taker atomic.Uint64
+	turns atomic.Int64
+	_     [128 - 40]byte
 }
 
 // maxLease bounds the retries of one lease (the low half of its word).
@@ -178,6 +185,8 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 		now:    cfg.Now,
 		w:      rolling.New(window, ratioSlots),
 		leases: new([rolling.Stripes]ratioLease),
+		// The first collision may be undone at once.
+		rehashAt: -minRehash,
 	}
 	// The first fold spreads what Record counted over the time since
 	// the origin, like every later fold over the time since the one before.
@@ -216,25 +225,30 @@ func (r *Ratio) WithdrawAt(now time.Time, c failure.Class) bool {
 // withdraw is Withdraw at t ns after the origin, by a goroutine on the
 // calling goroutine's stripe.
 func (r *Ratio) withdraw(t int64) bool {
-	return r.withdrawFrom(t, rolling.Stripe())
+	b := rolling.Block()
+	return r.withdrawFrom(t, r.w.StripeOf(b), b)
 }
 
-// withdrawFrom is withdraw from stripe s: a retry from its lease when
-// that has one left and t falls in its slot, else the decision under the
-// mutex.
-func (r *Ratio) withdrawFrom(t int64, s int) bool {
-	return r.leases[s].take(t) || r.withdrawLocked(t, s)
+// withdrawFrom is withdraw from stripe s by the goroutine of stack block
+// b: a retry from its lease when that has one left and t falls in its
+// slot, else the decision under the mutex.
+func (r *Ratio) withdrawFrom(t int64, s int, b uint64) bool {
+	return r.leases[s].take(t, b) || r.withdrawLocked(t, s, b)
 }
 
-// take takes a retry from the lease, if it has one left and t falls in
-// its slot.
-func (l *ratioLease) take(t int64) bool {
+// take takes a retry from the lease for the goroutine of stack block b,
+// if the lease has one left and t falls in its slot.
+func (l *ratioLease) take(t int64, b uint64) bool {
 	for {
 		w := l.word.Load()
 		if uint32(w) == 0 || t < l.start.Load() || t >= l.end.Load() {
 			return false
 		}
 		if l.word.CompareAndSwap(w, w-1) {
+			if l.taker.Load() != b {
+				l.taker.Store(b)
+				l.turns.Add(1)
+			}
 			return true
 		}
 	}
@@ -246,15 +260,15 @@ func (l *ratioLease) take(t int64) bool {
 // still hold is counted as taken, which decides the common case without
 // touching them. Only when that would refuse are they handed back too,
 // and the decision made on the exact counts.
-func (r *Ratio) withdrawLocked(t int64, s int) bool {
+func (r *Ratio) withdrawLocked(t int64, s int, b uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Goroutines of one stripe that found its lease spent at once queue
 	// here: all but the first find the lease it issued.
-	if r.leases[s].take(t) {
+	if r.leases[s].take(t, b) {
 		return true
 	}
-	r.retire(s)
+	r.unshare(s, t, r.retire(s))
 	requests, retries := r.w.Sums(t)
 	shared := r.held != 0 // other stripes are withdrawing too
 	if shared {
@@ -295,14 +309,14 @@ func (r *Ratio) withdrawLocked(t int64, s int) bool {
 func share(n uint32) uint32 { return n - n/2 }
 
 // retire ends stripe s's lease, if it is out, and counts the retries
-// taken from it in the slot it was issued for.
-func (r *Ratio) retire(s int) {
+// taken from it in the slot it was issued for. It returns their number.
+func (r *Ratio) retire(s int) (taken int64) {
 	n := r.issued[s]
 	if n == 0 {
-		return // not out: its word holds no retries
+		return 0 // not out: its word holds no retries
 	}
 	left := uint32(r.leases[s].word.Swap(uint64(r.gen) << 32))
-	if taken := int64(n - left); taken > 0 {
+	if taken = int64(n - left); taken > 0 {
 		// No Fold has run since the lease was issued, so leaseAt is
 		// still in the slot it was issued for.
 		r.w.AddAt(r.leaseAt[s], 0, taken)
@@ -310,6 +324,29 @@ func (r *Ratio) retire(s int) {
 	r.issued[s] = 0
 	r.held &^= 1 << s
 	r.out -= int64(n)
+	return taken
+}
+
+// minRehash is the least time between two changes of the stripe that
+// each goroutine uses (see unshare).
+const minRehash = int64(time.Millisecond)
+
+// unshare gives every goroutine another stripe when goroutines took
+// turns at stripe s's lease, of which taken retries were just taken: at
+// least one retry in four, and four in all, by another goroutine than the
+// one before. They share the lease's cache line and Record's stripe,
+// which striping is for avoiding; a goroutine alone on a stripe takes no
+// turns, and goroutines taking turns on one core take few. Each change
+// costs every goroutine a cache miss, so that when collisions cannot all
+// be avoided (more goroutines on more cores than stripes) there is at
+// most one per minRehash. It changes nothing but which stripe is used:
+// every stripe is counted alike.
+func (r *Ratio) unshare(s int, t int64, taken int64) {
+	turns := r.leases[s].turns.Swap(0)
+	if turns >= 4 && 4*turns >= taken && t-r.rehashAt >= minRehash {
+		r.rehashAt = t
+		r.w.Rehash()
+	}
 }
 
 // retireAll ends every lease out. Everything that reads or changes the

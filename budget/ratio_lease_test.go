@@ -70,9 +70,11 @@ func TestRatioLeaseChangesNoDecision(t *testing.T) {
 				case k == 0:
 					got = r.WithdrawAt(at, failure.Transient)
 				case k == 1:
-					got = r.withdrawFrom(r.since(at), rnd.IntN(rolling.Stripes))
+					got = r.withdrawFrom(r.since(at), rnd.IntN(rolling.Stripes), rnd.Uint64N(4))
 				default:
-					got = r.withdrawFrom(r.since(at), k%3)
+					// Stacks taking turns at a lease make it change the
+					// stripes; that must change no decision either.
+					got = r.withdrawFrom(r.since(at), k%3, rnd.Uint64N(4))
 				}
 				if got != want {
 					t.Fatalf("seed %d, op %d at %v: withdrawal = %v; the window gives %v", seed, i, time.Duration(now), got, want)

@@ -155,3 +155,54 @@ func TestRatioRealClock(t *testing.T) {
 		}
 	})
 }
+
+// TestRatioUnshare checks when a Ratio gives goroutines other stripes:
+// when goroutines take turns at one lease, at most once a millisecond,
+// and never for a goroutine alone on its stripe.
+func TestRatioUnshare(t *testing.T) {
+	// mapping is the stripes of a few stack blocks: it changes with the
+	// salt (for these blocks, at every change).
+	mapping := func(r *Ratio) (m [8]int) {
+		for b := range m {
+			m[b] = r.w.StripeOf(uint64(b))
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		blocks  []uint64 // the stack blocks taking turns at stripe 0's lease
+		at      []time.Duration
+		changes int
+	}{
+		{"a goroutine alone", []uint64{7}, []time.Duration{0, 0, 0}, 0},
+		{"two goroutines taking turns", []uint64{7, 9}, []time.Duration{0}, 1},
+		{"at most once a millisecond", []uint64{7, 9}, []time.Duration{0, time.Millisecond / 2, time.Millisecond}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := configtest.Must(NewRatio(RatioConfig{NoFloor: true, Now: at(t0)}))(t)
+			for range 1000 {
+				r.RecordAt(t0, Attempt{N: 1})
+			}
+			changes, before := 0, mapping(r)
+			for _, d := range tc.at {
+				// 100 retries in the window: the first withdrawal leases
+				// the other 99 to stripe 0, the rest take them in turns,
+				// and the last one, finding the lease spent, is refused.
+				for i := range 101 {
+					r.withdrawFrom(int64(d), 0, tc.blocks[i%len(tc.blocks)])
+				}
+				if m := mapping(r); m != before {
+					changes, before = changes+1, m
+				}
+				// Retire the lease and take the round's retries out of
+				// the window, so that the next round has room again.
+				r.Counts(t0.Add(d))
+				r.w.AddAt(int64(d), 0, -100)
+			}
+			if changes != tc.changes {
+				t.Fatalf("the stripes changed %d times, want %d", changes, tc.changes)
+			}
+		})
+	}
+}

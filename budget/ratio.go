@@ -222,8 +222,8 @@ func (r *Ratio) WithdrawAt(now time.Time, c failure.Class) bool {
 	return r.withdraw(r.since(now))
 }
 
-// withdraw is Withdraw at t ns after the origin, by a goroutine on the
-// calling goroutine's stripe.
+// withdraw is Withdraw at t ns after the origin, from the calling
+// goroutine's stripe.
 func (r *Ratio) withdraw(t int64) bool {
 	b := rolling.Block()
 	return r.withdrawFrom(t, r.w.StripeOf(b), b)
@@ -272,6 +272,8 @@ func (r *Ratio) withdrawLocked(t int64, s int, b uint64) bool {
 	requests, retries := r.w.Sums(t)
 	shared := r.held != 0 // other stripes are withdrawing too
 	if shared {
+		// The leases out are all for one slot: a withdrawal in another
+		// takes them back first.
 		if start, _ := r.w.Span(t); start == r.slot && r.allows(requests, retries+r.out) {
 			// Granted whatever the other leases grant meanwhile: the
 			// counts, with every retry they hold taken, allow it.

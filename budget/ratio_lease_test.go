@@ -206,3 +206,41 @@ func TestRatioUnshare(t *testing.T) {
 		})
 	}
 }
+
+// TestRatioLeasesAcrossSlots is TestRatioLeaseChangesNoDecision with the
+// clock going back and forth across one slot boundary, where the later
+// window has lost the first slot's requests but sees the earlier slot's
+// retries, while leases of several stripes are out.
+func TestRatioLeasesAcrossSlots(t *testing.T) {
+	for seed := range 200 {
+		rnd := rand.New(rand.NewPCG(uint64(seed), 23))
+		r := configtest.Must(NewRatio(RatioConfig{Ratio: 1, NoFloor: true, Window: time.Second, Now: at(t0)}))(t)
+		w := rolling.New(time.Second, ratioSlots)
+		w.Reset(0)
+		for _, rec := range []struct {
+			at time.Duration
+			n  int
+		}{{0, 20 + rnd.IntN(100)}, {500 * time.Millisecond, 20 + rnd.IntN(100)}} {
+			for range rec.n {
+				r.RecordAt(t0.Add(rec.at), Attempt{N: 1})
+				w.AddAt(int64(rec.at), 1, 0)
+			}
+		}
+		for i := range 400 {
+			// The last slot of the first window, or the first of the next.
+			tw := int64(990*time.Millisecond) + int64(rnd.IntN(2))*int64(10*time.Millisecond)
+			want := r.allows(w.Sums(tw))
+			if !want {
+				w.Fold(tw)
+				want = r.allows(w.Sums(tw))
+			}
+			if want {
+				w.AddAt(tw, 0, 1)
+			}
+			s := rnd.IntN(4)
+			if got := r.withdrawFrom(tw, s, uint64(s)); got != want {
+				t.Fatalf("seed %d, withdrawal %d at %v from stripe %d = %v; the window gives %v", seed, i, time.Duration(tw), s, got, want)
+			}
+		}
+	}
+}

@@ -170,6 +170,10 @@ type ratioLease struct {
 	_     [128 - 40]byte
 }
 
+// Ratio.held has a bit per stripe: this fails to compile if there are
+// more stripes than bits.
+const _ = uint32(1) << (rolling.Stripes - 1)
+
 // maxLease bounds the retries of one lease (the low half of its word).
 const maxLease = math.MaxUint32
 

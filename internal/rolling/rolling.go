@@ -123,8 +123,8 @@ func take(c *atomic.Int64) int64 {
 // Stripe picks the calling goroutine's stripe from the address of its
 // stack, hashed with the window's salt: each goroutine keeps adding to the
 // same stripe, whose cache line then stays with the core running it. The
-// address is taken in 2 KiB blocks, the smallest goroutine stack: stacks
-// are aligned to their size, so no two goroutines share a block, and
+// address is taken in 2 KiB blocks, the smallest goroutine stack: every
+// stack is a whole number of blocks, so no two goroutines share one, and
 // goroutines share a stripe only by the hash, which Rehash undoes. It is
 // only a hint (a stack moves when it grows, and a deep one spans several
 // blocks); any stripe is correct.

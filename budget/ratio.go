@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,39 +110,50 @@ func (c *RatioConfig) Validate() error {
 // spell, and may leave the window early, which makes the budget stricter,
 // never looser. Withdraw reads the clock once and takes no lock in the
 // common case: it takes the retry with one compare-and-swap from a lease,
-// the number of retries that the window, as last counted, allows in the
-// current time slot. Only when the lease is spent or its slot has passed
-// does it decide under a mutex (and lease again), so goroutines racing for
-// the last retries of the budget never overspend it, and every decision
-// is the one the counts give at that instant. The window is
-// internal/rolling's, the same as the circuit breaker's and the
+// retries that the window, as last counted, allows in the current time
+// slot. Leases are striped like Record's counters, so that goroutines on
+// different cores each take from their own. Only when a goroutine's lease
+// is spent or its slot has passed does it decide under a mutex (and lease
+// again), counting every retry the other leases still hold as taken: so
+// goroutines racing for the last retries of the budget never overspend
+// it, and every decision is the one the counts give at that instant. The
+// window is internal/rolling's, the same as the circuit breaker's and the
 // client-side throttle's.
 type Ratio struct {
 	// Read-only after NewRatio; Record and Withdraw read them on every call.
 	ratio   float64
 	reserve float64 // MinPerSecond * Window seconds
 	origin  time.Time
-	now     func() time.Time // nil: time.Since(origin)
-	w       *rolling.Window  // a = requests, b = retries; times in ns since origin
+	now     func() time.Time             // nil: time.Since(origin)
+	w       *rolling.Window              // a = requests, b = retries; times in ns since origin
+	leases  *[rolling.Stripes]ratioLease // by r.w.Stripe, as Record's counts are
 
-	// The lease is written by every Withdraw, from whichever core runs it.
-	// The padding on both sides keeps it off the cache lines (and their
+	// The padding keeps the mutex and the state it guards, written at
+	// every decision taken under it, off the cache lines (and their
 	// adjacent-line prefetch pairs) of the fields above, which every
-	// Record and Withdraw reads, and of the mutex, so that a withdrawal on
-	// one core does not take those lines away from the others.
-	_     [128]byte
-	lease ratioLease
-	_     [128]byte
+	// Record and Withdraw reads from whichever core runs it.
+	_ [128]byte
 
 	mu sync.Mutex // serialises everything but Record's striped adds and lease withdrawals
-	// The lease as issued, guarded by mu.
-	gen     uint32 // generation of the lease, in its word
-	issued  uint32 // retries the lease held when issued
-	leaseAt int64  // the instant it was issued at, ns since origin
+	// The leases as issued, guarded by mu.
+	gen      uint32                  // generation of the last lease issued, in its word
+	held     uint32                  // bit i set: leases[i] is out (issued, not retired)
+	out      int64                   // retries the leases out held when issued
+	slot     int64                   // start of the time slot every lease out is for
+	issued   [rolling.Stripes]uint32 // retries each lease held when issued; 0 when not out
+	leaseAt  [rolling.Stripes]int64  // the instant each was issued at, ns since origin
+	rehashAt int64                   // when unshare last changed the stripes, ns since origin
 }
 
 // ratioLease is the retries a Ratio may grant without its mutex: those
 // its window allows in the time slot [start, end).
+//
+// It is written by every Withdraw of the goroutines on its stripe. The
+// padding gives it two cache lines of its own (the array of them is
+// allocated alone: 16 leases fill a 2 KiB size class, whose objects start
+// on 2 KiB boundaries), so that a withdrawal on one core takes no line,
+// nor adjacent-line prefetch pair, from the goroutines withdrawing from
+// other leases on other cores.
 type ratioLease struct {
 	// word is the lease's generation (high 32 bits) and the retries left
 	// in it (low 32 bits). The generation changes with every lease, so a
@@ -149,7 +161,18 @@ type ratioLease struct {
 	// checked against fails if another lease has been issued since.
 	word       atomic.Uint64
 	start, end atomic.Int64 // ns since origin; written only while no retries are left
+	// taker is the stack block (rolling.Block) of the goroutine that
+	// took the last retry, and turns counts the retries taken by
+	// another goroutine than the one before: goroutines that take turns
+	// at one lease share its cache line, and Record's stripe.
+	taker atomic.Uint64
+	turns atomic.Int64
+	_     [128 - 40]byte
 }
+
+// Ratio.held has a bit per stripe: this fails to compile if there are
+// more stripes than bits.
+const _ = uint32(1) << (rolling.Stripes - 1)
 
 // maxLease bounds the retries of one lease (the low half of its word).
 const maxLease = math.MaxUint32
@@ -162,9 +185,12 @@ func NewRatio(cfg RatioConfig) (*Ratio, error) {
 	}
 	window := cmp.Or(cfg.Window, DefaultWindow)
 	r := &Ratio{
-		ratio: cmp.Or(cfg.Ratio, DefaultRatio),
-		now:   cfg.Now,
-		w:     rolling.New(window, ratioSlots),
+		ratio:  cmp.Or(cfg.Ratio, DefaultRatio),
+		now:    cfg.Now,
+		w:      rolling.New(window, ratioSlots),
+		leases: new([rolling.Stripes]ratioLease),
+		// The first collision may be undone at once.
+		rehashAt: -minRehash,
 	}
 	// The first fold spreads what Record counted over the time since
 	// the origin, like every later fold over the time since the one before.
@@ -200,39 +226,68 @@ func (r *Ratio) WithdrawAt(now time.Time, c failure.Class) bool {
 	return r.withdraw(r.since(now))
 }
 
-// withdraw is Withdraw at t ns after the origin: a retry from the lease
-// when it has one left and t falls in its slot, else the decision under
-// the mutex.
+// withdraw is Withdraw at t ns after the origin, from the calling
+// goroutine's stripe.
 func (r *Ratio) withdraw(t int64) bool {
-	return r.take(t) || r.withdrawLocked(t)
+	b := rolling.Block()
+	return r.withdrawFrom(t, r.w.StripeOf(b), b)
 }
 
-// take takes a retry from the lease, if it has one left and t falls in
-// its slot.
-func (r *Ratio) take(t int64) bool {
+// withdrawFrom is withdraw from stripe s by the goroutine of stack block
+// b: a retry from its lease when that has one left and t falls in its
+// slot, else the decision under the mutex.
+func (r *Ratio) withdrawFrom(t int64, s int, b uint64) bool {
+	return r.leases[s].take(t, b) || r.withdrawLocked(t, s, b)
+}
+
+// take takes a retry from the lease for the goroutine of stack block b,
+// if the lease has one left and t falls in its slot.
+func (l *ratioLease) take(t int64, b uint64) bool {
 	for {
-		l := r.lease.word.Load()
-		if uint32(l) == 0 || t < r.lease.start.Load() || t >= r.lease.end.Load() {
+		w := l.word.Load()
+		if uint32(w) == 0 || t < l.start.Load() || t >= l.end.Load() {
 			return false
 		}
-		if r.lease.word.CompareAndSwap(l, l-1) {
+		if l.word.CompareAndSwap(w, w-1) {
+			if l.taker.Load() != b {
+				l.taker.Store(b)
+				l.turns.Add(1)
+			}
 			return true
 		}
 	}
 }
 
-// withdrawLocked is withdraw under the mutex, on the window itself: the
-// lease is handed back first and issued again after.
-func (r *Ratio) withdrawLocked(t int64) bool {
+// withdrawLocked is withdrawFrom under the mutex, on the window itself:
+// stripe s's lease is handed back first and issued again after. The
+// other leases out were issued for the same window and slot; what they
+// still hold is counted as taken, which decides the common case without
+// touching them. Only when that would refuse are they handed back too,
+// and the decision made on the exact counts.
+func (r *Ratio) withdrawLocked(t int64, s int, b uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// Goroutines that found the lease spent at once queue here: all but
-	// the first find the lease it issued.
-	if r.take(t) {
+	// Goroutines of one stripe that found its lease spent at once queue
+	// here: all but the first find the lease it issued.
+	if r.leases[s].take(t, b) {
 		return true
 	}
-	r.retire()
+	r.unshare(s, t, r.retire(s))
 	requests, retries := r.w.Sums(t)
+	shared := r.held != 0 // other stripes are withdrawing too
+	if shared {
+		// The leases out are all for one slot: a withdrawal in another
+		// takes them back first.
+		if start, _ := r.w.Span(t); start == r.slot && r.allows(requests, retries+r.out) {
+			// Granted whatever the other leases grant meanwhile: the
+			// counts, with every retry they hold taken, allow it.
+			r.w.AddAt(t, 0, 1)
+			r.issue(s, t, share(r.headroom(requests, retries+1+r.out)))
+			return true
+		}
+		r.retireAll()
+		requests, retries = r.w.Sums(t)
+	}
 	if !r.allows(requests, retries) {
 		// The requests Record counted since the last fold can only make
 		// room: fold them in only when the budget needs them, which
@@ -245,40 +300,87 @@ func (r *Ratio) withdrawLocked(t int64) bool {
 		r.w.AddAt(t, 0, 1)
 		retries++
 	}
-	r.issue(t, r.headroom(requests, retries))
+	n := r.headroom(requests, retries)
+	if shared {
+		n = share(n)
+	}
+	r.issue(s, t, n)
 	return ok
 }
 
-// retire ends the lease, if any, and counts the retries taken from it in
-// the slot it was issued for. Everything that reads or changes the window
-// calls it first, under the mutex.
-func (r *Ratio) retire() {
-	if r.issued == 0 {
-		return // no lease out: its word holds no retries
+// share is the part of n retries that one stripe's lease gets while
+// other stripes withdraw too: half, rounded up, so that each goroutine
+// comes back for more after a few of its own withdrawals rather than
+// taking the others' leases back at every one.
+func share(n uint32) uint32 { return n - n/2 }
+
+// retire ends stripe s's lease, if it is out, and counts the retries
+// taken from it in the slot it was issued for. It returns their number.
+func (r *Ratio) retire(s int) (taken int64) {
+	n := r.issued[s]
+	if n == 0 {
+		return 0 // not out: its word holds no retries
 	}
-	left := uint32(r.lease.word.Swap(uint64(r.gen) << 32))
-	if taken := int64(r.issued - left); taken > 0 {
+	left := uint32(r.leases[s].word.Swap(uint64(r.gen) << 32))
+	if taken = int64(n - left); taken > 0 {
 		// No Fold has run since the lease was issued, so leaseAt is
 		// still in the slot it was issued for.
-		r.w.AddAt(r.leaseAt, 0, taken)
+		r.w.AddAt(r.leaseAt[s], 0, taken)
 	}
-	r.issued = 0
+	r.issued[s] = 0
+	r.held &^= 1 << s
+	r.out -= int64(n)
+	return taken
 }
 
-// issue leases n retries, the headroom of the window at t, to be taken
-// anywhere in t's slot. Within a slot nothing leaves the window, so until
-// the window changes (and retire runs first) each of them is a retry that
-// allows would grant.
-func (r *Ratio) issue(t int64, n uint32) {
+// minRehash is the least time between two changes of the stripe that
+// each goroutine uses (see unshare).
+const minRehash = int64(time.Millisecond)
+
+// unshare gives every goroutine another stripe when goroutines took
+// turns at stripe s's lease, of which taken retries were just taken: at
+// least one retry in four, and four in all, by another goroutine than the
+// one before. They share the lease's cache line and Record's stripe,
+// which striping is for avoiding; a goroutine alone on a stripe takes no
+// turns, and goroutines taking turns on one core take few. Each change
+// costs every goroutine a cache miss, so that when collisions cannot all
+// be avoided (more goroutines on more cores than stripes) there is at
+// most one per minRehash. It changes nothing but which stripe is used:
+// every stripe is counted alike.
+func (r *Ratio) unshare(s int, t int64, taken int64) {
+	turns := r.leases[s].turns.Swap(0)
+	if turns >= 4 && 4*turns >= taken && t-r.rehashAt >= minRehash {
+		r.rehashAt = t
+		r.w.Rehash()
+	}
+}
+
+// retireAll ends every lease out. Everything that reads or changes the
+// window other than withdrawLocked calls it first, under the mutex.
+func (r *Ratio) retireAll() {
+	for h := r.held; h != 0; h &= h - 1 {
+		r.retire(bits.TrailingZeros32(h))
+	}
+}
+
+// issue leases n retries to stripe s, to be taken anywhere in t's slot.
+// Within a slot nothing leaves the window, so until the window changes
+// (and the leases are retired first) each of the retries out is one that
+// allows would grant after all the others.
+func (r *Ratio) issue(s int, t int64, n uint32) {
 	if n == 0 {
 		return
 	}
 	start, end := r.w.Span(t)
 	r.gen++
-	r.issued, r.leaseAt = n, t
-	r.lease.start.Store(start)
-	r.lease.end.Store(end)
-	r.lease.word.Store(uint64(r.gen)<<32 | uint64(n))
+	r.issued[s], r.leaseAt[s] = n, t
+	r.held |= 1 << s
+	r.out += int64(n)
+	r.slot = start
+	l := &r.leases[s]
+	l.start.Store(start)
+	l.end.Store(end)
+	l.word.Store(uint64(r.gen)<<32 | uint64(n))
 }
 
 // allows reports whether one more retry fits beside requests and retries.
@@ -318,7 +420,7 @@ func (r *Ratio) RecordAt(now time.Time, a Attempt) {
 	}
 	t := r.since(now)
 	r.mu.Lock()
-	r.retire()
+	r.retireAll()
 	r.w.AddAt(t, 1, 0)
 	r.mu.Unlock()
 }
@@ -330,7 +432,7 @@ func (r *Ratio) Counts(now time.Time) (requests, retries int64) {
 	t := r.since(now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.retire()
+	r.retireAll()
 	r.w.Fold(t)
 	return r.w.Sums(t)
 }

@@ -15,8 +15,10 @@ import (
 // by side with random operations at random instants, some of them going
 // back in time: the window is driven by Withdraw's documented rule alone
 // (fold Record's counts in only when the counts already folded refuse),
-// with no lease. Every withdrawal must get the same answer and every
-// Counts the same counts.
+// with no lease. Withdrawals come from random stripes, as from goroutines
+// on different cores, each with its own lease: mostly from a few of them,
+// so that several leases are out at once. Every withdrawal must get the
+// same answer and every Counts the same counts.
 func TestRatioLeaseChangesNoDecision(t *testing.T) {
 	for seed := range 30 {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 17))
@@ -63,8 +65,19 @@ func TestRatioLeaseChangesNoDecision(t *testing.T) {
 				if want {
 					w.AddAt(tw, 0, 1)
 				}
-				if got := r.WithdrawAt(at, failure.Transient); got != want {
-					t.Fatalf("seed %d, op %d at %v: WithdrawAt = %v; the window gives %v", seed, i, time.Duration(now), got, want)
+				var got bool
+				switch k := rnd.IntN(8); {
+				case k == 0:
+					got = r.WithdrawAt(at, failure.Transient)
+				case k == 1:
+					got = r.withdrawFrom(r.since(at), rnd.IntN(rolling.Stripes), rnd.Uint64N(4))
+				default:
+					// Stacks taking turns at a lease make it change the
+					// stripes; that must change no decision either.
+					got = r.withdrawFrom(r.since(at), k%3, rnd.Uint64N(4))
+				}
+				if got != want {
+					t.Fatalf("seed %d, op %d at %v: withdrawal = %v; the window gives %v", seed, i, time.Duration(now), got, want)
 				}
 			}
 		}
@@ -141,4 +154,93 @@ func TestRatioRealClock(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRatioUnshare checks when a Ratio gives goroutines other stripes:
+// when goroutines take turns at one lease, at most once a millisecond,
+// and never for a goroutine alone on its stripe.
+func TestRatioUnshare(t *testing.T) {
+	// mapping is the stripes of a few stack blocks: it changes with the
+	// salt (for these blocks, at every change).
+	mapping := func(r *Ratio) (m [8]int) {
+		for b := range m {
+			m[b] = r.w.StripeOf(uint64(b))
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		blocks  []uint64 // the stack blocks taking turns at stripe 0's lease
+		at      []time.Duration
+		changes int
+	}{
+		{"a goroutine alone", []uint64{7}, []time.Duration{0, 0, 0}, 0},
+		{"two goroutines taking turns", []uint64{7, 9}, []time.Duration{0}, 1},
+		{"at most once a millisecond", []uint64{7, 9}, []time.Duration{0, time.Millisecond / 2, time.Millisecond}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := configtest.Must(NewRatio(RatioConfig{NoFloor: true, Now: at(t0)}))(t)
+			for range 1000 {
+				r.RecordAt(t0, Attempt{N: 1})
+			}
+			changes, before := 0, mapping(r)
+			for _, d := range tc.at {
+				// 100 retries in the window: the first withdrawal leases
+				// the other 99 to stripe 0, the rest take them in turns,
+				// and the last one, finding the lease spent, is refused.
+				for i := range 101 {
+					r.withdrawFrom(int64(d), 0, tc.blocks[i%len(tc.blocks)])
+				}
+				if m := mapping(r); m != before {
+					changes, before = changes+1, m
+				}
+				// Retire the lease and take the round's retries out of
+				// the window, so that the next round has room again.
+				r.Counts(t0.Add(d))
+				r.w.AddAt(int64(d), 0, -100)
+			}
+			if changes != tc.changes {
+				t.Fatalf("the stripes changed %d times, want %d", changes, tc.changes)
+			}
+		})
+	}
+}
+
+// TestRatioLeasesAcrossSlots is TestRatioLeaseChangesNoDecision with the
+// clock going back and forth across one slot boundary, where the later
+// window has lost the first slot's requests but sees the earlier slot's
+// retries, while leases of several stripes are out.
+func TestRatioLeasesAcrossSlots(t *testing.T) {
+	for seed := range 200 {
+		rnd := rand.New(rand.NewPCG(uint64(seed), 23))
+		r := configtest.Must(NewRatio(RatioConfig{Ratio: 1, NoFloor: true, Window: time.Second, Now: at(t0)}))(t)
+		w := rolling.New(time.Second, ratioSlots)
+		w.Reset(0)
+		for _, rec := range []struct {
+			at time.Duration
+			n  int
+		}{{0, 20 + rnd.IntN(100)}, {500 * time.Millisecond, 20 + rnd.IntN(100)}} {
+			for range rec.n {
+				r.RecordAt(t0.Add(rec.at), Attempt{N: 1})
+				w.AddAt(int64(rec.at), 1, 0)
+			}
+		}
+		for i := range 400 {
+			// The last slot of the first window, or the first of the next.
+			tw := int64(990*time.Millisecond) + int64(rnd.IntN(2))*int64(10*time.Millisecond)
+			want := r.allows(w.Sums(tw))
+			if !want {
+				w.Fold(tw)
+				want = r.allows(w.Sums(tw))
+			}
+			if want {
+				w.AddAt(tw, 0, 1)
+			}
+			s := rnd.IntN(4)
+			if got := r.withdrawFrom(tw, s, uint64(s)); got != want {
+				t.Fatalf("seed %d, withdrawal %d at %v from stripe %d = %v; the window gives %v", seed, i, time.Duration(tw), s, got, want)
+			}
+		}
+	}
 }

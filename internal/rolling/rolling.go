@@ -29,9 +29,14 @@ import (
 	"unsafe"
 )
 
-// stripes is the number of counter stripes: enough that goroutines on
-// different cores rarely share one (see stripeHint).
-const stripes = 16
+// Stripes is the number of counter stripes: enough that goroutines on
+// different cores rarely share one (see Window.Stripe). An owner that keeps
+// per-goroutine state of its own (a lease of retries, say) can stripe it
+// the same way, so that a goroutine finds its share on a cache line that
+// stays with its core.
+const Stripes = 1 << stripeBits
+
+const stripeBits = 4
 
 // stripe holds the striped counts. The padding gives every stripe two
 // cache lines of its own: with adjacent-line prefetch, stripes that shared
@@ -49,9 +54,17 @@ type bucket struct {
 // Window counts two quantities, a and b, over a rolling window split into
 // buckets. The zero Window is not usable; call New.
 type Window struct {
-	stripes [stripes]stripe
+	stripes [Stripes]stripe
+
+	// salt changes which stripe each goroutine adds to (see Rehash). It
+	// is read by every Add and written rarely, so it shares its cache
+	// lines only with fields that are read-only after New: the padding
+	// after them keeps them off the line every Fold writes.
+	salt    atomic.Uint32
 	buckets []bucket
 	width   int64 // bucket width, ns
+	_       [128]byte
+
 	last    int64 // time of the last fold, ns
 	started bool
 }
@@ -72,7 +85,7 @@ func (w *Window) Len() int64 { return w.width * int64(len(w.buckets)) }
 // Add counts da and db, with no clock and no lock. The counts reach the
 // buckets at the next Fold. Safe for concurrent use with everything.
 func (w *Window) Add(da, db int64) {
-	s := &w.stripes[stripeHint()]
+	s := &w.stripes[w.Stripe()]
 	if da != 0 {
 		s.a.Add(da)
 	}
@@ -107,18 +120,36 @@ func take(c *atomic.Int64) int64 {
 	return v
 }
 
-// stripeHint picks a stripe from the address of the calling goroutine's
-// stack: each goroutine keeps adding to the same stripe, whose cache line
-// then stays with the core running it, and goroutines whose stacks lie in
-// different 8 KiB blocks spread over the stripes. It is only a hint (a
-// stack can move when it grows); any stripe is correct.
+// Stripe picks the calling goroutine's stripe from the address of its
+// stack, hashed with the window's salt: each goroutine keeps adding to the
+// same stripe, whose cache line then stays with the core running it. The
+// address is taken in 2 KiB blocks, the smallest goroutine stack: every
+// stack is a whole number of blocks, so no two goroutines share one, and
+// goroutines share a stripe only by the hash, which Rehash undoes. It is
+// only a hint (a stack moves when it grows, and a deep one spans several
+// blocks); any stripe is correct.
+func (w *Window) Stripe() int { return w.StripeOf(Block()) }
+
+// StripeOf is the stripe of stack block b.
+func (w *Window) StripeOf(b uint64) int {
+	return int((b ^ uint64(w.salt.Load())) * 0x9e3779b97f4a7c15 >> (64 - stripeBits)) // Fibonacci hashing
+}
+
+// Block is the 2 KiB block of the calling goroutine's stack that its
+// caller's frame is in: an identity of the goroutine, as long as its stack
+// does not move.
 //
 //go:nosplit
-func stripeHint() uint32 {
+func Block() uint64 {
 	var x byte
-	a := uint64(uintptr(unsafe.Pointer(&x))) >> 13
-	return uint32((a ^ a>>4 ^ a>>8) % stripes)
+	return uint64(uintptr(unsafe.Pointer(&x))) >> 11
 }
+
+// Rehash gives every goroutine another stripe, at random: the owner calls
+// it when it finds goroutines sharing one (two that did part with
+// probability 15/16). Each call costs every goroutine that adds a cache
+// miss, so the owner should call it rarely. Safe for concurrent use.
+func (w *Window) Rehash() { w.salt.Add(1) }
 
 // maxTime bounds the times a window works with (about 146 years from the
 // owner's epoch), so that no bucket boundary computation overflows.

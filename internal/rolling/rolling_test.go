@@ -230,3 +230,33 @@ func FuzzWindow(f *testing.F) {
 		}
 	})
 }
+
+// TestRehash checks that Rehash moves stack blocks to other stripes and
+// that counts added before and after it are all folded.
+func TestRehash(t *testing.T) {
+	w := New(10*time.Second, 10)
+	w.Fold(0)
+	before := make([]int, 64)
+	for b := range before {
+		before[b] = w.StripeOf(uint64(b))
+		if before[b] < 0 || before[b] >= Stripes {
+			t.Fatalf("StripeOf(%d) = %d, not a stripe", b, before[b])
+		}
+	}
+	w.Add(3, 1)
+	w.Rehash()
+	moved := 0
+	for b := range before {
+		if w.StripeOf(uint64(b)) != before[b] {
+			moved++
+		}
+	}
+	if moved < len(before)/2 {
+		t.Fatalf("Rehash moved %d of %d blocks to another stripe", moved, len(before))
+	}
+	w.Add(4, 2)
+	w.Fold(0)
+	if a, b := w.Sums(0); a != 7 || b != 3 {
+		t.Fatalf("Sums = %d, %d; want 7, 3", a, b)
+	}
+}

@@ -23,7 +23,7 @@ import (
 // reportLockstep reports the waits of l when none of them is random or
 // follows the server.
 func reportLockstep(p *check.Pass, l *loops.Loop) {
-	if match.Local(p.TypesInfo, p.Bodies(), l.Call, 2) {
+	if match.Local(p.TypesInfo, p.Bodies(), l.Call, 2) || periodic(p.TypesInfo, l) {
 		return
 	}
 	c := &classifier{info: p.TypesInfo, idx: p.Assign, loop: l, scope: l.Stmt, bodies: p.Bodies(),
@@ -798,4 +798,85 @@ func (c *classifier) usesRand(e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// periodic reports whether l is periodic work rather than a retry: an
+// endless loop (a heartbeat, a keepalive, a poll) whose every wait runs
+// on every round, at the top of its body before the attempt, whatever
+// the last round gave, and whose failure path leaves the delay alone
+// (for { timer.Reset(interval); <-timer.C; if err := c.ping(); err !=
+// nil { failures++; continue }; interval = 5 * time.Second }). Its phase
+// is set when the loop starts, not by a failure the clients share. A
+// failure path that sets the delay (interval = time.Second; reconnect)
+// makes it a retry schedule again.
+func periodic(info *types.Info, l *loops.Loop) bool {
+	if l.Shape != loops.For || !l.Endless || l.Via != nil || len(l.Waits) == 0 {
+		return false
+	}
+	top := func(n ast.Node) int {
+		return slices.IndexFunc(l.Body.List, func(s ast.Stmt) bool { return s.Pos() <= n.Pos() && n.End() <= s.End() })
+	}
+	at := top(l.Call)
+	if at < 0 {
+		return false
+	}
+	var vars []types.Object
+	for _, w := range l.Waits {
+		i := top(w.Call)
+		if w.Scope != nil || i < 0 || i >= at {
+			return false
+		}
+		switch s := l.Body.List[i].(type) {
+		case *ast.ExprStmt, *ast.AssignStmt:
+			// timer.Reset(d); time.Sleep(d)
+		case *ast.SelectStmt:
+			// select { case <-ctx.Done(): return; case <-time.After(d): }
+			if !slices.ContainsFunc(s.Body.List, func(c ast.Stmt) bool {
+				comm := c.(*ast.CommClause).Comm
+				return comm != nil && comm.Pos() <= w.Call.Pos() && w.Call.End() <= comm.End()
+			}) {
+				return false
+			}
+		default:
+			return false
+		}
+		ast.Inspect(w.Delay, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				if v, ok := info.ObjectOf(id).(*types.Var); ok {
+					vars = append(vars, v)
+				}
+			}
+			return true
+		})
+	}
+	for _, s := range l.Between {
+		if s.Pos() < l.Call.End() {
+			continue // before the attempt
+		}
+		set := false
+		ast.Inspect(s, func(n ast.Node) bool {
+			var lhs []ast.Expr
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.AssignStmt:
+				lhs = n.Lhs
+			case *ast.IncDecStmt:
+				lhs = []ast.Expr{n.X}
+			}
+			for _, e := range lhs {
+				switch e := ast.Unparen(e).(type) {
+				case *ast.Ident:
+					set = set || slices.Contains(vars, info.ObjectOf(e))
+				case *ast.SelectorExpr:
+					set = set || slices.Contains(vars, info.ObjectOf(e.Sel)) // c.interval = d
+				}
+			}
+			return !set
+		})
+		if set {
+			return false
+		}
+	}
+	return true
 }

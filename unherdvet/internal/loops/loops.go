@@ -875,7 +875,19 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		if len(failure) == 0 {
 			return false
 		}
-		if f.last(l, failure) != again {
+		// if err != nil { goto reconnect }: the labelled statements at the
+		// end of the body are the rest of the failure path, not of the
+		// success path.
+		var tail []ast.Stmt
+		if b, ok := failure[len(failure)-1].(*ast.BranchStmt); ok {
+			if tail = f.gotoTail(l, b); tail != nil {
+				if k := slices.Index(rest, tail[0]); k >= 0 {
+					rest = rest[:k]
+				}
+			}
+		}
+		failure = append(failure[:len(failure):len(failure)], tail...)
+		if f.last(l, failure) != again && tail == nil {
 			if k := f.indexTop(l, failure, leave); k < 0 || !f.nestedAgain(l, failure[:k]) {
 				return false
 			}
@@ -888,6 +900,9 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 			// reconnect loop, which goes on after a success too (for {} or
 			// for !closed {}, not a counting loop).
 			fs, ok := l.Stmt.(*ast.ForStmt)
+			if tail != nil && f.last(l, rest) == again {
+				rest = rest[:len(rest)-1] // ...; continue; reconnect: ...
+			}
 			if !ok || fs.Init != nil || fs.Post != nil || f.anyTop(l, rest, again) {
 				return false
 			}
@@ -928,7 +943,7 @@ func (f *finder) nestedAgain(l *Loop, stmts []ast.Stmt) bool {
 						found = l.Label != nil && m.Label.Name == l.Label.Name
 					}
 				}
-				found = found || (m.Tok == token.GOTO && f.toTop(l, m))
+				found = found || (m.Tok == token.GOTO && (f.toTop(l, m) || f.gotoTail(l, m) != nil))
 			}
 			return !found
 		})

@@ -1,0 +1,109 @@
+package a
+
+import (
+	"context"
+	"time"
+)
+
+type conn struct{ quit chan struct{} }
+
+func (c *conn) ping(ctx context.Context) (int, error) { return 0, nil }
+func (c *conn) reconnect(ctx context.Context)         {}
+
+// Negative: a keepalive waits on every round, whatever the last one gave;
+// a failure only counts. Its phase is set when the connection opens.
+func (c *conn) keepalive(ctx context.Context) {
+	interval := time.Second
+	timer := time.NewTimer(interval)
+	failures := 0
+	for {
+		if failures > 5 {
+			return
+		}
+		timer.Reset(interval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		if _, err := c.ping(ctx); err != nil {
+			failures++
+			continue
+		}
+		interval = 5 * time.Second
+		failures = 0
+	}
+}
+
+// Negative: a periodic poll sleeps at the top of every round.
+func (c *conn) poll(ctx context.Context) {
+	for {
+		time.Sleep(10 * time.Second)
+		n, err := c.ping(ctx)
+		if err != nil {
+			continue
+		}
+		_ = n
+	}
+}
+
+// Positive: a heartbeat that reconnects on failure, through a goto to
+// the end of its body, and sets the delay for the next round there.
+func (c *conn) heartbeat(ctx context.Context) {
+	interval := time.Second
+	timer := time.NewTimer(interval)
+	for {
+		timer.Reset(interval) // want `nojitter: retry loop waits the same delay \(interval\)`
+		select {
+		case <-c.quit:
+			return
+		case <-timer.C:
+		}
+		if _, err := c.ping(ctx); err != nil {
+			goto reconnect
+		}
+		interval = 5 * time.Second
+		continue
+
+	reconnect:
+		interval = time.Second
+		c.reconnect(ctx)
+	}
+}
+
+// Positive: the failure jumps forward to a wait at the end of the body,
+// which goes round.
+func (c *conn) redial(ctx context.Context) {
+	for {
+		n, err := c.ping(ctx)
+		if err != nil {
+			goto wait
+		}
+		_ = n
+		continue
+	wait:
+		time.Sleep(2 * time.Second) // want `nojitter: retry loop waits a constant 2s between attempts`
+	}
+}
+
+// Negative: a poll for a state that also goes round on an error; the
+// wait after the label is shared by every outcome.
+func (c *conn) awaitAgreement(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		n, err := c.ping(ctx)
+		if err != nil {
+			goto wait
+		}
+		if n <= 1 {
+			return nil
+		}
+	wait:
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -117,6 +117,7 @@ const (
 	For       Shape = iota // a for statement; Stmt is the *ast.ForStmt or *ast.RangeStmt
 	Goto                   // a goto back to a label before the attempt; Stmt spans the label to the branch
 	Recursion              // the function calls itself again on failure; Stmt spans its body up to the branch
+	Requeue                // the items whose attempt failed are kept and tried again next round; Stmt is the round
 )
 
 // A Func is a function declaration or literal.
@@ -225,6 +226,7 @@ type finder struct {
 
 // walk finds the retry loops of fn, and of the function literals in it.
 func (f *finder) walk(fn *Func) {
+	defer func() { f.res.Loops = append(f.res.Loops, f.requeues(fn)...) }()
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit:

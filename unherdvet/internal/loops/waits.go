@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strings"
 
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
@@ -77,6 +78,9 @@ func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
 	if len(call.Args) != 1 {
 		return nil
 	}
+	if timerReset(fn) {
+		return &Wait{Call: call, Delay: call.Args[0], Kind: Timer}
+	}
 	w := &Wait{Call: call, Delay: call.Args[0]}
 	switch {
 	case match.Func(fn, "time", "Sleep"):
@@ -119,6 +123,25 @@ func timerFunc(fn *types.Func) (int, bool) {
 		}
 	}
 	return idx, idx >= 0
+}
+
+// timerReset reports whether fn is the Reset method of a timer of
+// another package than time (lazytime.Timer, a fake clock's Timer): a
+// type named for a timer whose Reset takes one time.Duration.
+func timerReset(fn *types.Func) bool {
+	if fn == nil || fn.Name() != "Reset" || (fn.Pkg() != nil && fn.Pkg().Path() == "time") {
+		return false
+	}
+	sig := fn.Type().(*types.Signature)
+	if sig.Recv() == nil || sig.Params().Len() != 1 || !match.Named(sig.Params().At(0).Type(), "time", "Duration") {
+		return false
+	}
+	t := sig.Recv().Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return ok && strings.Contains(strings.ToLower(n.Obj().Name()), "timer")
 }
 
 // timerRecv reports whether a select case receives from a timer:

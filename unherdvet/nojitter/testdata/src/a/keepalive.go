@@ -107,3 +107,47 @@ func (c *conn) awaitAgreement(ctx context.Context) error {
 	}
 	return nil
 }
+
+// lazyTimer is a timer of the program's own, made on first use.
+type lazyTimer struct{ t *time.Timer }
+
+func (l *lazyTimer) Reset(d time.Duration) {
+	if l.t == nil {
+		l.t = time.NewTimer(d)
+		return
+	}
+	l.t.Reset(d)
+}
+
+func (l *lazyTimer) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.t.C:
+		return nil
+	}
+}
+
+type dialOpts struct {
+	ReconnectDelay func(try int) time.Duration
+}
+
+var defaultDialOpts = dialOpts{
+	ReconnectDelay: func(try int) time.Duration { return time.Duration(4+2*try) * time.Second },
+}
+
+// Positive: the redial waits through a timer type of its own, for a
+// delay from a function-valued option that grows without jitter.
+func (c *conn) redialTimer(ctx context.Context, opts *dialOpts) error {
+	var retry lazyTimer
+	for try := 0; ; try++ {
+		_, err := c.ping(ctx)
+		if err == nil {
+			return nil
+		}
+		retry.Reset(opts.ReconnectDelay(try)) // want `nojitter: retry loop's delay grows without jitter`
+		if err := retry.Wait(ctx); err != nil {
+			return err
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-type write struct{ fn func(ctx context.Context) error }
+type write struct {
+	fn func(ctx context.Context) error
+}
 
 // Positive: the failed writes are tried again every second, for ever.
 func retryWrites(ctx context.Context, pending []write) {

@@ -226,7 +226,10 @@ type finder struct {
 
 // walk finds the retry loops of fn, and of the function literals in it.
 func (f *finder) walk(fn *Func) {
-	defer func() { f.res.Loops = append(f.res.Loops, f.requeues(fn)...) }()
+	defer func() {
+		f.res.Loops = append(f.res.Loops, f.requeues(fn)...)
+		f.res.Loops = append(f.res.Loops, f.channelRounds(fn)...)
+	}()
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit:

@@ -273,6 +273,11 @@ func (f *finder) guardedExit(l *Loop, stmts []ast.Stmt, guarded, nested bool) bo
 			if guarded && s.Tok == token.BREAK && ast.Stmt(s) != l.Success && (labelled || (!nested && s.Label == nil)) {
 				return true
 			}
+			// continue outer: on to the next round of an enclosing loop,
+			// which leaves this one.
+			if guarded && s.Tok == token.CONTINUE && s.Label != nil && !labelled && ast.Stmt(s) != l.Success {
+				return true
+			}
 		case *ast.ExprStmt:
 			if call, ok := s.X.(*ast.CallExpr); ok && guarded && f.noReturn(call) {
 				return true
@@ -406,7 +411,41 @@ func (f *finder) otherIdent(l *Loop, n ast.Node) bool {
 		// attempt; one that says its owner closed it is a stop.
 		return stopSentinel(v)
 	}
+	if (v == l.Err || slices.Contains(l.Results, types.Object(v))) && f.earlier(l, v, id) {
+		// entry, err := q.Peek(); if errors.Is(err, ErrEmpty) { ... };
+		// r, err := entry.Reader(): before the attempt, err holds
+		// another call's error.
+		return true
+	}
 	return v != l.Err && !slices.Contains(l.Results, types.Object(v))
+}
+
+// earlier reports whether id, a use of v inside l's body before the
+// attempt, reads what another call of the round assigned v first.
+func (f *finder) earlier(l *Loop, v *types.Var, id *ast.Ident) bool {
+	if l.Call == nil || l.Body == nil || id.Pos() >= l.Call.Pos() || id.Pos() < l.Body.Pos() {
+		return false
+	}
+	found := false
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if found || n == nil || n.Pos() >= id.Pos() {
+			return false
+		}
+		if _, lit := n.(*ast.FuncLit); lit {
+			return false
+		}
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || contains(as, l.Call) {
+			return true
+		}
+		for _, e := range as.Lhs {
+			if lid, ok := e.(*ast.Ident); ok && f.info.ObjectOf(lid) == v {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // ofAttempt reports whether e is built only from the attempt's results.

@@ -638,8 +638,15 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
 			for _, n := range stmts[i+1 : max(j, i+1)] {
-				if ifs, ok := n.(*ast.IfStmt); ok && f.errCond(ifs.Cond, errv, call) == token.NEQ && f.onlyNotes(ifs) {
+				ifs, ok := n.(*ast.IfStmt)
+				switch {
+				case !ok:
+				case f.errCond(ifs.Cond, errv, call) == token.NEQ && f.onlyNotes(ifs):
 					l.Between = append(l.Between, ifs) // a note about the failure
+				case f.guardedExit(l, []ast.Stmt{ifs}, false, false):
+					// if errors.Is(err, ErrEmpty) { continue outer }: an
+					// exit that a failed attempt passes on its way round.
+					l.Between = append(l.Between, ifs)
 				}
 			}
 			if l.Endless {

@@ -2,6 +2,7 @@ package a
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -40,3 +41,44 @@ func retryWritesUntil(ctx context.Context, pending []write) {
 		pending = failed
 	}
 }
+
+type queue struct{}
+
+type entry struct{}
+
+func (queue) Peek() (entry, error)    { return entry{}, nil }
+func (queue) Wait() <-chan struct{}   { return nil }
+func (entry) Reader() (string, error) { return "", nil }
+
+var errEmpty = errors.New("empty")
+
+// Negative: between two reads of an entry, the round goes on to the
+// next round of the outer loop, which waits on the context, when the
+// queue is empty.
+func sendQueued(ctx context.Context, q queue) error {
+outer:
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-q.Wait():
+		}
+		for {
+			e, err := q.Peek()
+			if errors.Is(err, errEmpty) {
+				continue outer
+			} else if err != nil {
+				time.Sleep(time.Second)
+				continue
+			}
+			r, err := e.Reader()
+			if err != nil {
+				time.Sleep(time.Second)
+				continue
+			}
+			_ = publish(ctx, r)
+		}
+	}
+}
+
+func publish(ctx context.Context, s string) error { return nil }

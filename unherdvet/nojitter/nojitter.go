@@ -360,6 +360,15 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 			// computeBackoff := func(n int) time.Duration { ... }
 			k = max(k, c.bodyReturns(val.Body, 0), c.args(e))
 			continue
+		case *ast.CallExpr:
+			// ReconnectBackoff = NewConstantBackoff(10 * time.Second): a
+			// function of the package that returns the delay function.
+			fk := c.factory(val, e)
+			if fk >= unknownKind {
+				return fk
+			}
+			k = max(k, fk)
+			continue
 		}
 		if fn == nil {
 			return unknownKind
@@ -367,6 +376,69 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 		k = max(k, c.helper(fn, e))
 	}
 	return k
+}
+
+// factory classifies the delay that call, a call of the package's
+// function value made by the call factory (NewConstantBackoff(d)),
+// returns: what the function literals factory's body returns give back,
+// with factory's arguments, and call's own arguments when those
+// literals' results depend on their parameters (the attempt).
+func (c *classifier) factory(factory, call *ast.CallExpr) kind {
+	fn := match.Callee(c.info, factory)
+	body := c.bodies[fn]
+	if body == nil {
+		return unknownKind
+	}
+	k, n := c.args(factory), 0
+	ast.Inspect(body, func(node ast.Node) bool {
+		r, ok := node.(*ast.ReturnStmt)
+		if _, lit := node.(*ast.FuncLit); lit {
+			return false
+		}
+		if !ok {
+			return true
+		}
+		if len(r.Results) != 1 {
+			k = max(k, unknownKind)
+			return false
+		}
+		lit, ok := ast.Unparen(r.Results[0]).(*ast.FuncLit)
+		if !ok {
+			k = max(k, unknownKind)
+			return false
+		}
+		n++
+		k = max(k, c.bodyReturns(lit.Body, 0))
+		sig, _ := c.info.TypeOf(lit).(*types.Signature)
+		for i := range sig.Params().Len() {
+			if match.Mentions(c.info, lit.Body, sig.Params().At(i)) && c.returnsMention(lit.Body, sig.Params().At(i)) {
+				k = max(k, c.args(call))
+			}
+		}
+		return false
+	})
+	if n == 0 {
+		return unknownKind
+	}
+	return k
+}
+
+// returnsMention reports whether a return statement of body (outside
+// the literals in it) mentions obj.
+func (c *classifier) returnsMention(body *ast.BlockStmt, obj types.Object) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			for _, e := range n.Results {
+				found = found || match.Mentions(c.info, e, obj)
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // given returns the values the variable or field x names is given in

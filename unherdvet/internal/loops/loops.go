@@ -229,6 +229,7 @@ func (f *finder) walk(fn *Func) {
 	defer func() {
 		f.res.Loops = append(f.res.Loops, f.requeues(fn)...)
 		f.res.Loops = append(f.res.Loops, f.channelRounds(fn)...)
+		f.res.Loops = append(f.res.Loops, f.passes(fn)...)
 	}()
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		switch n := n.(type) {

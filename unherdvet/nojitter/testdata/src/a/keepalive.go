@@ -2,6 +2,7 @@ package a
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 )
 
@@ -148,6 +149,74 @@ func (c *conn) redialTimer(ctx context.Context, opts *dialOpts) error {
 		retry.Reset(opts.ReconnectDelay(try)) // want `nojitter: retry loop's delay grows without jitter`
 		if err := retry.Wait(ctx); err != nil {
 			return err
+		}
+	}
+}
+
+// backoffFunc says how long to wait before attempt n.
+type backoffFunc func(attempt int) time.Duration
+
+// newConstantBackoff returns a backoffFunc that waits delay after the
+// first attempt.
+func newConstantBackoff(delay time.Duration) backoffFunc {
+	return func(attempt int) time.Duration {
+		if attempt <= 0 {
+			return 0
+		}
+		return delay
+	}
+}
+
+// newJitteredBackoff returns a backoffFunc that waits up to max at
+// random.
+func newJitteredBackoff(max time.Duration) backoffFunc {
+	return func(attempt int) time.Duration { return rand.N(max) }
+}
+
+type clientConfig struct {
+	ReconnectBackoff backoffFunc
+}
+
+func newClientConfig(cfg clientConfig) clientConfig {
+	if cfg.ReconnectBackoff == nil {
+		cfg.ReconnectBackoff = newConstantBackoff(10 * time.Second)
+	}
+	return cfg
+}
+
+type jitterConfig struct {
+	ReconnectBackoff backoffFunc
+}
+
+func newJitterConfig() jitterConfig {
+	return jitterConfig{ReconnectBackoff: newJitteredBackoff(10 * time.Second)}
+}
+
+// Positive: the delay comes from a function value whose default a
+// factory of the package makes: a constant.
+func (c *conn) connect(ctx context.Context, cfg clientConfig) error {
+	for attempt := 0; ; attempt++ {
+		select {
+		case <-time.After(cfg.ReconnectBackoff(attempt)): // want `nojitter: retry loop waits the same delay \(cfg.ReconnectBackoff\(attempt\)\)`
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if _, err := c.ping(ctx); err == nil {
+			return nil
+		}
+	}
+}
+
+// Negative: the factory's function draws at random.
+func (c *conn) connectJittered(ctx context.Context, cfg jitterConfig) error {
+	for attempt := 0; ; attempt++ {
+		select {
+		case <-time.After(cfg.ReconnectBackoff(attempt)):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if _, err := c.ping(ctx); err == nil {
+			return nil
 		}
 	}
 }

@@ -337,6 +337,25 @@ func (f *finder) guardedExit(l *Loop, stmts []ast.Stmt, guarded, nested bool) bo
 	return false
 }
 
+// wraps reports whether e only wraps or formats an error: a call of
+// the standard library's fmt or errors, or of a function named for
+// wrapping (errors.Wrap, fmt.Errorf, xerrors.Errorf).
+func (f *finder) wraps(e ast.Expr) bool {
+	c, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	fn := match.Callee(f.info, c)
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	if match.Pure(fn) || strings.HasSuffix(fn.Pkg().Path(), "errors") {
+		return true
+	}
+	n := strings.ToLower(fn.Name())
+	return strings.Contains(n, "wrap") || strings.HasSuffix(n, "errorf")
+}
+
 func contains(n ast.Node, m ast.Node) bool {
 	return m != nil && n.Pos() <= m.Pos() && m.End() <= n.End()
 }
@@ -420,11 +439,19 @@ func (f *finder) otherIdent(l *Loop, n ast.Node) bool {
 	return v != l.Err && !slices.Contains(l.Results, types.Object(v))
 }
 
-// earlier reports whether id, a use of v inside l's body before the
-// attempt, reads what another call of the round assigned v first.
+// earlier reports whether id, a use of v inside l's body, reads what
+// another call of the round assigned v: before the attempt, a call
+// earlier in the round; after it, a call on the failure path that
+// decides what the failure means (err = onError(res, err); if err !=
+// nil { return err }), but not a wrapping of the attempt's error
+// (fmt.Errorf, errors.Join, a Wrap).
 func (f *finder) earlier(l *Loop, v *types.Var, id *ast.Ident) bool {
-	if l.Call == nil || l.Body == nil || id.Pos() >= l.Call.Pos() || id.Pos() < l.Body.Pos() {
+	if l.Call == nil || l.Body == nil || id.Pos() < l.Body.Pos() || id.Pos() > l.Body.End() {
 		return false
+	}
+	from := l.Body.Pos()
+	if id.Pos() > l.Call.End() {
+		from = l.Call.End()
 	}
 	found := false
 	ast.Inspect(l.Body, func(n ast.Node) bool {
@@ -435,7 +462,10 @@ func (f *finder) earlier(l *Loop, v *types.Var, id *ast.Ident) bool {
 			return false
 		}
 		as, ok := n.(*ast.AssignStmt)
-		if !ok || contains(as, l.Call) {
+		if !ok || contains(as, l.Call) || as.Pos() < from {
+			return true
+		}
+		if len(as.Rhs) == 1 && f.wraps(as.Rhs[0]) {
 			return true
 		}
 		for _, e := range as.Lhs {

@@ -186,6 +186,7 @@ func run(pass *analysis.Pass) (any, error) {
 		res:       new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
+	f.closures = closureWaits(pass.TypesInfo, pass.Files)
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
 			continue
@@ -216,6 +217,10 @@ type finder struct {
 	// sleepers are the package's functions that wait a delay of their
 	// own making, with that wait.
 	sleepers map[*types.Func]*Wait
+	// closures are the function literals held in variables that wait,
+	// by variable (onError := func(err error) error { ...
+	// time.After(d) ... }).
+	closures map[types.Object]closureWait
 	// bodies are the package's functions, to follow a call into.
 	bodies map[*types.Func]*ast.BlockStmt
 	// forBodies are the bodies of the for statements matched as retry

@@ -76,6 +76,38 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 		}
 		return true
 	})
+	// A value taken, before the call, from one that changes (cur :=
+	// servers[index], with index moved on after the call) changes too.
+	derives := func(e ast.Expr) bool {
+		found := false
+		ast.Inspect(e, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.IndexExpr:
+				ast.Inspect(n.Index, func(m ast.Node) bool {
+					if id, ok := m.(*ast.Ident); ok && (counters[f.info.ObjectOf(id)] || changed[f.info.ObjectOf(id)]) {
+						found = true
+					}
+					return !found
+				})
+			case *ast.Ident:
+				found = found || changed[f.info.ObjectOf(n)]
+			}
+			return !found
+		})
+		return found
+	}
+	ast.Inspect(scope, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || as.Pos() > call.Pos() || contains(as, call) || len(as.Lhs) != len(as.Rhs) {
+			return !ok
+		}
+		for i, lhs := range as.Lhs {
+			if derives(as.Rhs[i]) {
+				mark(changed, lhs)
+			}
+		}
+		return true
+	})
 	found := false
 	ast.Inspect(call, func(n ast.Node) bool {
 		switch n := n.(type) {

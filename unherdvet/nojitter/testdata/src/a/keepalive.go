@@ -220,3 +220,38 @@ func (c *conn) connectJittered(ctx context.Context, cfg jitterConfig) error {
 		}
 	}
 }
+
+type failedSyncer interface {
+	OnFailedSync(err error) (time.Duration, error)
+}
+
+type constSyncer struct{}
+
+func (constSyncer) OnFailedSync(err error) (time.Duration, error) { return 10 * time.Second, nil }
+
+// Positive: the failure path calls a closure that waits the delay the
+// syncer gives, a constant in the package's only syncer.
+func (c *conn) syncLoop(ctx context.Context, s failedSyncer) error {
+	onError := func(n int, err error) error {
+		d, err := s.OnFailedSync(err)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
+		}
+	}
+	for {
+		n, err := c.ping(ctx)
+		if err != nil {
+			if err = onError(n, err); err != nil { // want `nojitter: retry loop waits, in onError, a delay computed without jitter`
+				return err
+			}
+			continue
+		}
+		_ = n
+	}
+}

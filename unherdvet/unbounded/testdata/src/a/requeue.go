@@ -82,3 +82,28 @@ outer:
 }
 
 func publish(ctx context.Context, s string) error { return nil }
+
+// Negative: the failure path asks a closure, which gives up when the
+// context is done, and returns what it says.
+func syncUntil(ctx context.Context) error {
+	onError := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(time.Second)
+		return nil
+	}
+	for {
+		s, err := fetch(ctx)
+		if err != nil {
+			err = onError(err)
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		_ = s
+	}
+}
+
+func fetch(ctx context.Context) (string, error) { return "", nil }

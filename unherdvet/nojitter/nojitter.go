@@ -808,7 +808,32 @@ func (c *classifier) writes(v *types.Var) kind {
 		// wait, still makes the clients' waits alike.
 		return serverKind
 	}
+	if k == fixedKind && c.steps(inside) {
+		// backoff = 200ms here, backoff = time.Second there: a schedule
+		// that steps up, with no randomness.
+		return growingKind
+	}
 	return k
+}
+
+// steps reports whether writes give a variable two different constants.
+func (c *classifier) steps(writes []assign.Assign) bool {
+	var first constant.Value
+	for _, a := range writes {
+		if a.Rhs == nil || a.Tuple {
+			continue
+		}
+		v := c.info.Types[a.Rhs].Value
+		if v == nil {
+			continue
+		}
+		if first == nil {
+			first = v
+		} else if !constant.Compare(first, token.EQL, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // reaching narrows inside, the writes of v in the loop, to those that

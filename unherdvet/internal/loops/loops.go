@@ -372,7 +372,7 @@ func accepts(fn *types.Func) bool {
 // job is the backoff it resets (a Reset method that is not a timer's).
 func (f *finder) restart(l *Loop) bool {
 	fs, ok := l.Stmt.(*ast.ForStmt)
-	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || !f.resetsBackoff(l.Body) {
+	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || (!f.resetsBackoff(l.Body) && !f.growsWait(l.Body)) {
 		return false
 	}
 	for i, s := range l.Body.List {
@@ -392,6 +392,58 @@ func (f *finder) restart(l *Loop) bool {
 		return !f.varies(l, call, l.Body)
 	}
 	return false
+}
+
+// growsWait reports whether body, outside function literals, waits for a
+// delay held in a variable that it also grows (d *= 2, d <<= 1, d = d *
+// 2, d = min(d*2, max)): a supervisor's own backoff, which it sets back
+// when a run lasted (if time.Since(last) > reset { d = initial }).
+func (f *finder) growsWait(body *ast.BlockStmt) bool {
+	grown := make(map[types.Object]bool)
+	ast.Inspect(body, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if _, lit := n.(*ast.FuncLit); lit {
+			return false
+		}
+		if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+			return true
+		}
+		id, ok := as.Lhs[0].(*ast.Ident)
+		if !ok {
+			return true
+		}
+		v := f.info.ObjectOf(id)
+		switch as.Tok {
+		case token.MUL_ASSIGN, token.SHL_ASSIGN:
+			grown[v] = true
+		case token.ASSIGN:
+			ast.Inspect(as.Rhs[0], func(m ast.Node) bool {
+				if b, ok := m.(*ast.BinaryExpr); ok && (b.Op == token.MUL || b.Op == token.SHL) && match.Mentions(f.info, b, v) {
+					grown[v] = true
+				}
+				return !grown[v]
+			})
+		}
+		return true
+	})
+	if len(grown) == 0 {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, lit := n.(*ast.FuncLit); lit || found {
+			return false
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			if w := f.wait(call, false); w != nil {
+				for v := range grown {
+					found = found || match.Mentions(f.info, w.Delay, v)
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // resetsBackoff reports whether body calls a Reset method, outside

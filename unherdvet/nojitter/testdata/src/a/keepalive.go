@@ -2,6 +2,7 @@ package a
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -255,3 +256,54 @@ func (c *conn) syncLoop(ctx context.Context, s failedSyncer) error {
 		_ = n
 	}
 }
+
+var errServerBusy = errors.New("busy")
+
+// Positive: a goto back to the attempt when the error says the server
+// is busy, after a delay that grows with the time spent, no jitter.
+func (c *conn) whileBusy(ctx context.Context) error {
+	start := time.Now()
+	backoff := 20 * time.Millisecond
+again:
+	_, err := c.ping(ctx)
+	if errors.Is(err, errServerBusy) {
+		switch since := time.Since(start); {
+		case since > 5*time.Second:
+			backoff = time.Second
+		case since > time.Second:
+			backoff = 200 * time.Millisecond
+		}
+		select {
+		case <-time.After(backoff): // want `nojitter: retry loop's delay grows without jitter`
+		case <-ctx.Done():
+			return err
+		}
+		goto again
+	}
+	return err
+}
+
+// Positive: a supervisor that serves a connection until it ends and
+// waits a delay it doubles, set back after a long run.
+func (c *conn) serveForever(ctx context.Context, stopping *bool) {
+	backoff := 2 * time.Second
+	last := time.Now()
+	for {
+		err := c.serve(ctx)
+		if err != nil {
+			_ = err
+		}
+		if *stopping {
+			return
+		}
+		if time.Since(last) > time.Minute {
+			backoff = 2 * time.Second
+		} else {
+			backoff *= 2
+		}
+		last = time.Now()
+		<-time.After(backoff) // want `nojitter: retry loop's delay grows without jitter`
+	}
+}
+
+func (c *conn) serve(ctx context.Context) error { return nil }

@@ -928,7 +928,7 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 			path = failure
 		}
 		if f.last(l, success) != leave {
-			return false
+			return hasElse && f.bothRound(l, failure)
 		}
 		if k := f.indexTop(l, path, leave); k >= 0 && !f.nestedAgain(l, path[:k]) {
 			return false
@@ -983,6 +983,26 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		l.Success = rest[k]
 		l.Between = append(l.Between, failure...)
 	}
+	return true
+}
+
+// bothRound matches an endless loop whose branch on the attempt's error
+// has an else, and neither side leaves: for { select { case <-t.C: if
+// err := login(); err != nil { t.Reset(5 * time.Second) } else {
+// t.Reset(ttl) } } }. It is a retry loop when the failure side waits
+// before the next round (a timer re-armed, a sleep); the failure side is
+// what runs between attempts.
+func (f *finder) bothRound(l *Loop, failure []ast.Stmt) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || len(failure) == 0 || f.anyTop(l, failure, leave) {
+		return false
+	}
+	probe := &Loop{Func: l.Func, Between: failure}
+	if len(f.waits(probe)) == 0 {
+		return false
+	}
+	l.Endless = true
+	l.Between = append(l.Between, failure...)
 	return true
 }
 

@@ -307,3 +307,35 @@ func (c *conn) serveForever(ctx context.Context, stopping *bool) {
 }
 
 func (c *conn) serve(ctx context.Context) error { return nil }
+
+// Positive: a token refresh on a timer, re-armed a constant 5s after a
+// failed login and at the token's lifetime after a good one.
+func (c *conn) refreshLogin(ctx context.Context, ttl time.Duration) {
+	timer := time.NewTimer(5 * time.Second)
+	for {
+		select {
+		case <-timer.C:
+			_, err := c.ping(ctx)
+			if err != nil {
+				timer.Reset(5 * time.Second) // want `nojitter: retry loop waits a constant 5s between attempts`
+			} else {
+				timer.Reset(ttl)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Negative: a consumer that logs a failed read and handles a good one,
+// with no wait on either side.
+func (c *conn) consume(ctx context.Context) {
+	for {
+		n, err := c.ping(ctx)
+		if err != nil {
+			_ = err
+		} else {
+			_ = n
+		}
+	}
+}

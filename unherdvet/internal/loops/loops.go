@@ -489,6 +489,9 @@ func schedule(t types.Type) bool {
 func (f *finder) iterates(cond ast.Expr) bool {
 	found := false
 	ast.Inspect(cond, func(n ast.Node) bool {
+		if u, ok := n.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+			return false // for !c.closed(): a state, not the next item
+		}
 		call, ok := n.(*ast.CallExpr)
 		if !ok || found {
 			return !found
@@ -496,6 +499,9 @@ func (f *finder) iterates(cond ast.Expr) bool {
 		fn := match.Callee(f.info, call)
 		if fn == nil {
 			return true
+		}
+		if n := fn.Name(); strings.HasPrefix(n, "is") || strings.HasPrefix(n, "Is") {
+			return true // for c.IsRunning(): a state query
 		}
 		if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
 			// A count from a method (i < policy.MaxRetries()) is a limit,
@@ -1167,6 +1173,9 @@ func answerTest(e ast.Expr) bool {
 	case *ast.CallExpr:
 		return true
 	case *ast.BinaryExpr:
+		if id, ok := ast.Unparen(e.Y).(*ast.Ident); ok && id.Name == "nil" && e.Op == token.NEQ {
+			return true // conn != nil: an answer came back
+		}
 		for _, x := range []ast.Expr{e.X, e.Y} {
 			if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
 				return true

@@ -55,3 +55,36 @@ func connectOnce(ctx context.Context, addrs []string) (int, error) {
 }
 
 func dialCtx(ctx context.Context, addr string) (int, error) { return 0, nil }
+
+type rpcClient struct{ servers []string }
+
+func (r *rpcClient) isShutdown() bool                        { return false }
+func (r *rpcClient) nextServer() string                      { return r.servers[0] }
+func (r *rpcClient) connect(addr string) (*rpcClient, error) { return r, nil }
+
+// Positive: until shutdown, connect to the next server of the list and
+// wait between tries: the list is gone round again and again.
+func (r *rpcClient) reconnect() {
+	turns := 0
+	for !r.isShutdown() {
+		addr := r.nextServer()
+		c, err := r.connect(addr)
+		if c != nil && err == nil {
+			return
+		}
+		turns++
+		time.Sleep(time.Duration(min(turns, 50)*100) * time.Millisecond) // want `nojitter: retry loop's delay grows without jitter`
+	}
+}
+
+// Negative: three tries, each on the next server.
+func (r *rpcClient) connectAny() {
+	for i := 0; i < 3; i++ {
+		addr := r.nextServer()
+		c, err := r.connect(addr)
+		if c != nil && err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

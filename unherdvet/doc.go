@@ -61,11 +61,16 @@
 // the next round works on, or sent back to a channel the loop receives
 // from (directly, from a goroutine or a timer callback); or a loop that
 // makes a pass over a list of addresses each round and waits between
-// rounds. A goto to the label at the top of a loop's body goes round it,
-// like continue, and so does a goto forward to labelled statements that
-// end the round. A timer type of another package (lazytime.Timer) waits
-// like time.Timer, and a delay function made by a factory of the package
-// (NewConstantBackoff(d)) is followed into the literal it returns.
+// rounds, or that picks the next address each round with no counter to
+// stop it; or a supervisor that doubles its own delay; or an endless loop
+// whose if/else on the error goes round on both sides while the failure
+// side waits. A goto to the label at the top of a loop's body goes round
+// it, like continue, and so does a goto forward to labelled statements
+// that end the round; a goto back may test the kind of error
+// (errors.Is(err, ErrBusy)). A timer type of another package
+// (lazytime.Timer) waits like time.Timer, a closure the failure path calls
+// waits when its body does, and a delay function made by a factory of the
+// package (NewConstantBackoff(d)) is followed into the literal it returns.
 // The attempt may sit in a conditional that only guards it (if err == nil
 // { resp, err = c.Do(req) }, as the notimeout fix writes it), and the
 // success test may ask for a good answer too (err == nil &&

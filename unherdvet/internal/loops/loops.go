@@ -24,7 +24,9 @@
 // statements, a goto back to a label before the attempt (Goto) and a
 // function that calls itself again on failure or on a status (Recursion)
 // are retry loops too. A select that waits on a timer may hold the
-// attempt in its timer case.
+// attempt in its timer case. A retry queue (Requeue, requeue.go) keeps
+// the items whose attempt failed for the next round, in a list or on the
+// channel the loop receives from.
 //
 // Loops that look alike but are not retry loops do not match:
 //

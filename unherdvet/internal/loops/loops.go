@@ -916,14 +916,32 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		hasElse, rest = false, append([]ast.Stmt{elif}, rest...)
 	}
 	if hasElse {
-		eb, ok := ifs.Else.(*ast.BlockStmt)
-		if !ok {
+		switch e := ifs.Else.(type) {
+		case *ast.BlockStmt:
+			failure = e.List
+		case *ast.IfStmt:
+			if op != token.EQL {
+				return false
+			}
+			// if err == nil { ... } else if errors.Is(err, ErrX) {
+			// return }: the else-if runs on a failure.
+			failure = []ast.Stmt{e}
+		default:
 			return false
 		}
-		failure = eb.List
 	}
 	if op == token.NEQ {
 		success, failure = failure, success
+	}
+	if op == token.EQL && f.last(l, success) != leave {
+		// if err == nil { if resp.StatusCode < 300 { break }; err =
+		// badStatus(resp) }: the success leaves only on a good answer,
+		// and what follows that test runs on the failure path.
+		if k := f.answerExit(l, success); k >= 0 {
+			inner := success[k].(*ast.IfStmt).Body.List
+			l.Between = append(l.Between, success[k+1:]...)
+			success = inner
+		}
 	}
 	switch {
 	case op == token.EQL || hasElse:
@@ -992,6 +1010,28 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		l.Between = append(l.Between, failure...)
 	}
 	return true
+}
+
+// answerExit returns the index in stmts, the success side of a branch,
+// of the one statement that leaves: an if without else that judges the
+// answer (a status, a call, a nil test) and leaves the loop at its end;
+// -1 when there is none, or another statement at the top leaves.
+func (f *finder) answerExit(l *Loop, stmts []ast.Stmt) int {
+	at := -1
+	for k, s := range stmts {
+		if f.exits(l, s) != stay {
+			return -1
+		}
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || ifs.Else != nil || ifs.Init != nil || !answers(ifs.Cond) || f.last(l, ifs.Body.List) != leave {
+			continue
+		}
+		if at >= 0 {
+			return -1
+		}
+		at = k
+	}
+	return at
 }
 
 // bothRound matches an endless loop whose branch on the attempt's error
@@ -1185,6 +1225,19 @@ func answerTest(e ast.Expr) bool {
 		}
 	}
 	return false
+}
+
+// answers reports whether every operand of cond's && and || is an
+// answerTest (resp.StatusCode >= 200 && resp.StatusCode < 300).
+func answers(cond ast.Expr) bool {
+	for _, a := range operands(cond, token.LAND) {
+		for _, o := range operands(a, token.LOR) {
+			if !answerTest(o) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // operands splits a op b op c into its operands.

@@ -339,3 +339,35 @@ func (c *conn) consume(ctx context.Context) {
 		}
 	}
 }
+
+type upload struct{ StatusCode int }
+
+func (c *conn) put(ctx context.Context) (*upload, error) { return &upload{}, nil }
+
+// Positive: the upload succeeds only on a 2xx answer; a bad status is
+// turned into an error and retried after 1s, 2s, 3s...
+func (c *conn) uploadRetry(ctx context.Context, retries int) error {
+	total := retries
+	for {
+		resp, err := c.put(ctx)
+		if err == nil {
+			if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+				break
+			}
+			err = errors.New("bad status")
+		} else if errors.Is(err, context.Canceled) {
+			return err
+		}
+		if retries <= 0 {
+			return err
+		}
+		backoff := time.Second * time.Duration(total-retries)
+		select {
+		case <-time.After(backoff): // want `nojitter: retry loop's delay grows without jitter`
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		retries--
+	}
+	return nil
+}

@@ -56,15 +56,30 @@
 // function that calls itself again on failure; or a supervisor loop that
 // always waits after its attempt and resets a backoff after a good run;
 // or an endless loop that only calls a function of the package which
-// makes the attempt and returns when it fails (for { pull() }). A goto to
-// the label at the top of a loop's body goes round it, like continue.
+// makes the attempt and returns when it fails (for { pull() }); or a
+// retry queue, where the items whose attempt failed are kept in a list
+// the next round works on, or sent back to a channel the loop receives
+// from (directly, from a goroutine or a timer callback); or a loop that
+// makes a pass over a list of addresses each round and waits between
+// rounds, or that picks the next address each round with no counter to
+// stop it; or a supervisor that doubles its own delay; or an endless loop
+// whose if/else on the error goes round on both sides while the failure
+// side waits. A goto to the label at the top of a loop's body goes round
+// it, like continue, and so does a goto forward to labelled statements
+// that end the round; a goto back may test the kind of error
+// (errors.Is(err, ErrBusy)). A timer type of another package
+// (lazytime.Timer) waits like time.Timer, a closure the failure path calls
+// waits when its body does, and a delay function made by a factory of the
+// package (NewConstantBackoff(d)) is followed into the literal it returns.
 // The attempt may sit in a conditional that only guards it (if err == nil
 // { resp, err = c.Do(req) }, as the notimeout fix writes it), and the
 // success test may ask for a good answer too (err == nil &&
 // resp.StatusCode < 500). Polling loops (which return on error),
 // pagination, failover over a list of addresses, iterator loops, a
 // consumer taking the next item from a channel and a server's accept
-// loop are not retry loops. The checks prefer missing a finding to
+// loop are not retry loops; nor, for nojitter, is periodic work (a
+// keepalive or poll that waits at the top of every round and whose
+// failure path leaves the delay alone). The checks prefer missing a finding to
 // reporting a wrong one: a delay computed by a function they do not
 // follow, a client or request built elsewhere, are given the benefit of
 // the doubt.

@@ -62,6 +62,11 @@ func requestMethod(p *check.Pass, body *ast.BlockStmt, req ast.Expr, attempt *as
 			return "", false
 		}
 		m, _, ok := match.NewRequest(info, call)
+		if ok && m == "" {
+			// http.NewRequest(method, ...) with the method a parameter:
+			// what the package's callers pass decides.
+			m = passedMethod(p, call)
+		}
 		if !ok || m == "" || (method != "" && m != method) {
 			return "", false
 		}
@@ -99,5 +104,78 @@ func mentionsKey(info *types.Info, body *ast.BlockStmt) bool {
 		}
 		return !found
 	})
+	return found
+}
+
+// passedMethod returns "POST" or "PATCH" when req, a call of
+// http.NewRequest(WithContext) whose method is a parameter of the
+// function around it, is given that method by a call in the package,
+// directly or through callers that pass their own parameter on (three
+// levels at most); "" otherwise.
+func passedMethod(p *check.Pass, req *ast.CallExpr) string {
+	arg := req.Args[0]
+	if len(req.Args) == 4 {
+		arg = req.Args[1]
+	}
+	id, ok := ast.Unparen(arg).(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	fn, index := paramOf(p, p.TypesInfo.ObjectOf(id))
+	if fn == nil {
+		return ""
+	}
+	return methodFromCallers(p, fn, index, 3)
+}
+
+// paramOf returns the function of the package that v is a parameter of,
+// with its index; nil when v is none.
+func paramOf(p *check.Pass, v types.Object) (*types.Func, int) {
+	if v == nil {
+		return nil, -1
+	}
+	for fn := range p.Bodies() {
+		params := fn.Type().(*types.Signature).Params()
+		for i := range params.Len() {
+			if params.At(i) == v {
+				return fn, i
+			}
+		}
+	}
+	return nil, -1
+}
+
+// methodFromCallers returns "POST" or "PATCH" when a call of fn in the
+// package passes that constant at the parameter index, or passes a
+// parameter of its own function whose callers do (depth levels).
+func methodFromCallers(p *check.Pass, fn *types.Func, index, depth int) string {
+	if depth == 0 || fn.Type().(*types.Signature).Variadic() && index >= fn.Type().(*types.Signature).Params().Len()-1 {
+		return ""
+	}
+	found := ""
+	for _, file := range p.Files {
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || found != "" || index >= len(call.Args) {
+				return found == ""
+			}
+			if c := match.Callee(p.TypesInfo, call); c == nil || c.Origin() != fn.Origin() {
+				return true
+			}
+			a := call.Args[index]
+			if tv := p.TypesInfo.Types[a]; tv.Value != nil && tv.Value.Kind() == constant.String {
+				if m := strings.ToUpper(constant.StringVal(tv.Value)); m == "POST" || m == "PATCH" {
+					found = m
+				}
+				return true
+			}
+			if id, ok := ast.Unparen(a).(*ast.Ident); ok {
+				if outer, i := paramOf(p, p.TypesInfo.ObjectOf(id)); outer != nil && outer != fn {
+					found = methodFromCallers(p, outer, i, depth-1)
+				}
+			}
+			return true
+		})
+	}
 	return found
 }

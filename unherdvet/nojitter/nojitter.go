@@ -23,7 +23,7 @@ import (
 // reportLockstep reports the waits of l when none of them is random or
 // follows the server.
 func reportLockstep(p *check.Pass, l *loops.Loop) {
-	if match.Local(p.TypesInfo, p.Bodies(), l.Call, 2) {
+	if match.Local(p.TypesInfo, p.Bodies(), l.Call, 2) || periodic(p.TypesInfo, l) {
 		return
 	}
 	c := &classifier{info: p.TypesInfo, idx: p.Assign, loop: l, scope: l.Stmt, bodies: p.Bodies(),
@@ -360,6 +360,15 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 			// computeBackoff := func(n int) time.Duration { ... }
 			k = max(k, c.bodyReturns(val.Body, 0), c.args(e))
 			continue
+		case *ast.CallExpr:
+			// ReconnectBackoff = NewConstantBackoff(10 * time.Second): a
+			// function of the package that returns the delay function.
+			fk := c.factory(val, e)
+			if fk >= unknownKind {
+				return fk
+			}
+			k = max(k, fk)
+			continue
 		}
 		if fn == nil {
 			return unknownKind
@@ -367,6 +376,69 @@ func (c *classifier) funcValue(e *ast.CallExpr) kind {
 		k = max(k, c.helper(fn, e))
 	}
 	return k
+}
+
+// factory classifies the delay that call, a call of the package's
+// function value made by the call factory (NewConstantBackoff(d)),
+// returns: what the function literals factory's body returns give back,
+// with factory's arguments, and call's own arguments when those
+// literals' results depend on their parameters (the attempt).
+func (c *classifier) factory(factory, call *ast.CallExpr) kind {
+	fn := match.Callee(c.info, factory)
+	body := c.bodies[fn]
+	if body == nil {
+		return unknownKind
+	}
+	k, n := c.args(factory), 0
+	ast.Inspect(body, func(node ast.Node) bool {
+		r, ok := node.(*ast.ReturnStmt)
+		if _, lit := node.(*ast.FuncLit); lit {
+			return false
+		}
+		if !ok {
+			return true
+		}
+		if len(r.Results) != 1 {
+			k = max(k, unknownKind)
+			return false
+		}
+		lit, ok := ast.Unparen(r.Results[0]).(*ast.FuncLit)
+		if !ok {
+			k = max(k, unknownKind)
+			return false
+		}
+		n++
+		k = max(k, c.bodyReturns(lit.Body, 0))
+		sig, _ := c.info.TypeOf(lit).(*types.Signature)
+		for i := range sig.Params().Len() {
+			if match.Mentions(c.info, lit.Body, sig.Params().At(i)) && c.returnsMention(lit.Body, sig.Params().At(i)) {
+				k = max(k, c.args(call))
+			}
+		}
+		return false
+	})
+	if n == 0 {
+		return unknownKind
+	}
+	return k
+}
+
+// returnsMention reports whether a return statement of body (outside
+// the literals in it) mentions obj.
+func (c *classifier) returnsMention(body *ast.BlockStmt, obj types.Object) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			for _, e := range n.Results {
+				found = found || match.Mentions(c.info, e, obj)
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // given returns the values the variable or field x names is given in
@@ -736,7 +808,32 @@ func (c *classifier) writes(v *types.Var) kind {
 		// wait, still makes the clients' waits alike.
 		return serverKind
 	}
+	if k == fixedKind && c.steps(inside) {
+		// backoff = 200ms here, backoff = time.Second there: a schedule
+		// that steps up, with no randomness.
+		return growingKind
+	}
 	return k
+}
+
+// steps reports whether writes give a variable two different constants.
+func (c *classifier) steps(writes []assign.Assign) bool {
+	var first constant.Value
+	for _, a := range writes {
+		if a.Rhs == nil || a.Tuple {
+			continue
+		}
+		v := c.info.Types[a.Rhs].Value
+		if v == nil {
+			continue
+		}
+		if first == nil {
+			first = v
+		} else if !constant.Compare(first, token.EQL, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // reaching narrows inside, the writes of v in the loop, to those that
@@ -798,4 +895,85 @@ func (c *classifier) usesRand(e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// periodic reports whether l is periodic work rather than a retry: an
+// endless loop (a heartbeat, a keepalive, a poll) whose every wait runs
+// on every round, at the top of its body before the attempt, whatever
+// the last round gave, and whose failure path leaves the delay alone
+// (for { timer.Reset(interval); <-timer.C; if err := c.ping(); err !=
+// nil { failures++; continue }; interval = 5 * time.Second }). Its phase
+// is set when the loop starts, not by a failure the clients share. A
+// failure path that sets the delay (interval = time.Second; reconnect)
+// makes it a retry schedule again.
+func periodic(info *types.Info, l *loops.Loop) bool {
+	if l.Shape != loops.For || !l.Endless || l.Via != nil || len(l.Waits) == 0 {
+		return false
+	}
+	top := func(n ast.Node) int {
+		return slices.IndexFunc(l.Body.List, func(s ast.Stmt) bool { return s.Pos() <= n.Pos() && n.End() <= s.End() })
+	}
+	at := top(l.Call)
+	if at < 0 {
+		return false
+	}
+	var vars []types.Object
+	for _, w := range l.Waits {
+		i := top(w.Call)
+		if w.Scope != nil || i < 0 || i >= at {
+			return false
+		}
+		switch s := l.Body.List[i].(type) {
+		case *ast.ExprStmt, *ast.AssignStmt:
+			// timer.Reset(d); time.Sleep(d)
+		case *ast.SelectStmt:
+			// select { case <-ctx.Done(): return; case <-time.After(d): }
+			if !slices.ContainsFunc(s.Body.List, func(c ast.Stmt) bool {
+				comm := c.(*ast.CommClause).Comm
+				return comm != nil && comm.Pos() <= w.Call.Pos() && w.Call.End() <= comm.End()
+			}) {
+				return false
+			}
+		default:
+			return false
+		}
+		ast.Inspect(w.Delay, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				if v, ok := info.ObjectOf(id).(*types.Var); ok {
+					vars = append(vars, v)
+				}
+			}
+			return true
+		})
+	}
+	for _, s := range l.Between {
+		if s.Pos() < l.Call.End() {
+			continue // before the attempt
+		}
+		set := false
+		ast.Inspect(s, func(n ast.Node) bool {
+			var lhs []ast.Expr
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.AssignStmt:
+				lhs = n.Lhs
+			case *ast.IncDecStmt:
+				lhs = []ast.Expr{n.X}
+			}
+			for _, e := range lhs {
+				switch e := ast.Unparen(e).(type) {
+				case *ast.Ident:
+					set = set || slices.Contains(vars, info.ObjectOf(e))
+				case *ast.SelectorExpr:
+					set = set || slices.Contains(vars, info.ObjectOf(e.Sel)) // c.interval = d
+				}
+			}
+			return !set
+		})
+		if set {
+			return false
+		}
+	}
+	return true
 }

@@ -85,17 +85,71 @@ func selectFix(pass *analysis.Pass, l *loops.Loop, w *loops.Wait, ctx string) []
 // context.Background() or context.TODO(): no caller can give up through
 // it, so a sleep that ignores it loses nothing.
 func neverDone(p *check.Pass, ctx types.Object) bool {
+	return neverDoneDepth(p, ctx, 3)
+}
+
+// neverDoneDepth is neverDone, following contexts made from others
+// depth levels: a context is never done when every value it is given is
+// context.Background() or context.TODO(), or is made from such a context
+// by a call that adds no way to cancel it (context.WithValue, a
+// logger's WithContext), not by context.WithCancel, WithTimeout or
+// WithDeadline.
+func neverDoneDepth(p *check.Pass, ctx types.Object, depth int) bool {
 	writes := p.Assign[ctx]
-	if len(writes) == 0 {
-		return false // a parameter
+	declared := false
+	for _, w := range writes {
+		declared = declared || w.Op == token.DEFINE || (w.Op == token.VAR && w.Rhs != nil)
+	}
+	if !declared || depth == 0 {
+		return false // a parameter, whose first value the caller gives
 	}
 	for _, w := range writes {
 		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
-		if !ok || w.Tuple || !match.Func(match.Callee(p.TypesInfo, call), "context", "Background", "TODO") {
+		if !ok || w.Tuple || !rootless(p, call, ctx, depth) {
 			return false
 		}
 	}
 	return true
+}
+
+// rootless reports whether call makes a context nothing can cancel:
+// context.Background(), context.TODO(), or a call outside package
+// context's With... functions whose only context argument is such a
+// context.
+//
+// self is the variable being judged: ctx = context.WithValue(ctx, k, v)
+// adds nothing to what its other values decide.
+func rootless(p *check.Pass, call *ast.CallExpr, self types.Object, depth int) bool {
+	fn := match.Callee(p.TypesInfo, call)
+	if match.Func(fn, "context", "Background", "TODO") {
+		return true
+	}
+	if fn == nil || !match.IsContext(p.TypesInfo.TypeOf(call)) || depth == 0 {
+		return false
+	}
+	if fn.Pkg() != nil && fn.Pkg().Path() == "context" && fn.Name() != "WithValue" && fn.Name() != "WithoutCancel" {
+		return false // WithCancel, WithTimeout, WithDeadline, AfterFunc...
+	}
+	found := false
+	for _, a := range call.Args {
+		if !match.IsContext(p.TypesInfo.TypeOf(a)) {
+			continue
+		}
+		switch a := ast.Unparen(a).(type) {
+		case *ast.CallExpr:
+			if !rootless(p, a, self, depth-1) {
+				return false
+			}
+		case *ast.Ident:
+			if o := p.TypesInfo.ObjectOf(a); o != self && !neverDoneDepth(p, o, depth-1) {
+				return false
+			}
+		default:
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // detached reports whether the attempt runs under a context the loop

@@ -28,7 +28,7 @@ func (f *finder) exits(l *Loop, s ast.Stmt) flow {
 	case *ast.BranchStmt:
 		switch s.Tok {
 		case token.GOTO:
-			if f.toTop(l, s) {
+			if f.toTop(l, s) || f.gotoTail(l, s) != nil {
 				return again
 			}
 			return leave
@@ -75,6 +75,101 @@ func (f *finder) toTop(l *Loop, b *ast.BranchStmt) bool {
 	}
 	ls, ok := l.Body.List[0].(*ast.LabeledStmt)
 	return ok && ls.Label.Name == b.Label.Name
+}
+
+// gotoTail returns the statements a goto b runs when it jumps forward to
+// a label at the top level of l's body whose statements go round the
+// loop: they end with a continue of this loop, or fall off the end of
+// the body, and none of them leaves (for { resp, err := ping(); if err
+// != nil { goto reconnect }; ...; continue; reconnect: delay = d;
+// c.reconnect() }). It returns nil for any other goto.
+func (f *finder) gotoTail(l *Loop, b *ast.BranchStmt) []ast.Stmt {
+	if l.Shape != For || b.Tok != token.GOTO || b.Label == nil {
+		return nil
+	}
+	if _, ok := l.Stmt.(*ast.ForStmt); !ok {
+		return nil
+	}
+	for i, s := range l.Body.List {
+		ls, ok := s.(*ast.LabeledStmt)
+		if !ok || ls.Label.Name != b.Label.Name {
+			continue
+		}
+		if i == 0 || ls.Pos() < b.Pos() {
+			return nil // a label at the top or behind: see toTop and gotoLoop
+		}
+		if !f.terminates(l.Body.List[i-1]) {
+			// The round before falls into the labelled statements too:
+			// they are a poll's wait, shared by every outcome, not a
+			// failure path (if done { return }; next: <-time.After(d)).
+			return nil
+		}
+		tail := append([]ast.Stmt{ls.Stmt}, l.Body.List[i+1:]...)
+		for k, t := range tail {
+			switch t := t.(type) {
+			case *ast.ReturnStmt:
+				return nil
+			case *ast.BranchStmt:
+				if t.Tok == token.CONTINUE && (t.Label == nil || (l.Label != nil && t.Label.Name == l.Label.Name)) && k == len(tail)-1 {
+					continue
+				}
+				return nil
+			case *ast.ExprStmt:
+				if call, ok := t.X.(*ast.CallExpr); ok && f.noReturn(call) {
+					return nil
+				}
+			}
+		}
+		return append([]ast.Stmt{ls}, l.Body.List[i+1:]...)
+	}
+	return nil
+}
+
+// terminates reports whether control never falls out of s to the next
+// statement: a return, goto or continue, a call that does not return, or
+// an if with an else, a switch with a default or a select whose every
+// branch ends so.
+func (f *finder) terminates(s ast.Stmt) bool {
+	ends := func(list []ast.Stmt) bool { return len(list) > 0 && f.terminates(list[len(list)-1]) }
+	switch s := s.(type) {
+	case *ast.ReturnStmt:
+		return true
+	case *ast.BranchStmt:
+		return s.Tok == token.GOTO || s.Tok == token.CONTINUE
+	case *ast.ExprStmt:
+		call, ok := s.X.(*ast.CallExpr)
+		return ok && f.noReturn(call)
+	case *ast.BlockStmt:
+		return ends(s.List)
+	case *ast.LabeledStmt:
+		return f.terminates(s.Stmt)
+	case *ast.IfStmt:
+		return s.Else != nil && ends(s.Body.List) && f.terminates(s.Else)
+	case *ast.SwitchStmt, *ast.TypeSwitchStmt:
+		var body *ast.BlockStmt
+		if sw, ok := s.(*ast.SwitchStmt); ok {
+			body = sw.Body
+		} else {
+			body = s.(*ast.TypeSwitchStmt).Body
+		}
+		def := false
+		for _, c := range body.List {
+			cc := c.(*ast.CaseClause)
+			def = def || cc.List == nil
+			if !ends(cc.Body) {
+				return false
+			}
+		}
+		return def
+	case *ast.SelectStmt:
+		for _, c := range s.Body.List {
+			if !ends(c.(*ast.CommClause).Body) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // noReturn reports whether call never returns: panic, os.Exit, log.Fatal,
@@ -178,6 +273,11 @@ func (f *finder) guardedExit(l *Loop, stmts []ast.Stmt, guarded, nested bool) bo
 			if guarded && s.Tok == token.BREAK && ast.Stmt(s) != l.Success && (labelled || (!nested && s.Label == nil)) {
 				return true
 			}
+			// continue outer: on to the next round of an enclosing loop,
+			// which leaves this one.
+			if guarded && s.Tok == token.CONTINUE && s.Label != nil && !labelled && ast.Stmt(s) != l.Success {
+				return true
+			}
 		case *ast.ExprStmt:
 			if call, ok := s.X.(*ast.CallExpr); ok && guarded && f.noReturn(call) {
 				return true
@@ -235,6 +335,25 @@ func (f *finder) guardedExit(l *Loop, stmts []ast.Stmt, guarded, nested bool) bo
 		}
 	}
 	return false
+}
+
+// wraps reports whether e only wraps or formats an error: a call of
+// the standard library's fmt or errors, or of a function named for
+// wrapping (errors.Wrap, fmt.Errorf, xerrors.Errorf).
+func (f *finder) wraps(e ast.Expr) bool {
+	c, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	fn := match.Callee(f.info, c)
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	if match.Pure(fn) || strings.HasSuffix(fn.Pkg().Path(), "errors") {
+		return true
+	}
+	n := strings.ToLower(fn.Name())
+	return strings.Contains(n, "wrap") || strings.HasSuffix(n, "errorf")
 }
 
 func contains(n ast.Node, m ast.Node) bool {
@@ -311,7 +430,52 @@ func (f *finder) otherIdent(l *Loop, n ast.Node) bool {
 		// attempt; one that says its owner closed it is a stop.
 		return stopSentinel(v)
 	}
+	if (v == l.Err || slices.Contains(l.Results, types.Object(v))) && f.earlier(l, v, id) {
+		// entry, err := q.Peek(); if errors.Is(err, ErrEmpty) { ... };
+		// r, err := entry.Reader(): before the attempt, err holds
+		// another call's error.
+		return true
+	}
 	return v != l.Err && !slices.Contains(l.Results, types.Object(v))
+}
+
+// earlier reports whether id, a use of v inside l's body, reads what
+// another call of the round assigned v: before the attempt, a call
+// earlier in the round; after it, a call on the failure path that
+// decides what the failure means (err = onError(res, err); if err !=
+// nil { return err }), but not a wrapping of the attempt's error
+// (fmt.Errorf, errors.Join, a Wrap).
+func (f *finder) earlier(l *Loop, v *types.Var, id *ast.Ident) bool {
+	if l.Call == nil || l.Body == nil || id.Pos() < l.Body.Pos() || id.Pos() > l.Body.End() {
+		return false
+	}
+	from := l.Body.Pos()
+	if id.Pos() > l.Call.End() {
+		from = l.Call.End()
+	}
+	found := false
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if found || n == nil || n.Pos() >= id.Pos() {
+			return false
+		}
+		if _, lit := n.(*ast.FuncLit); lit {
+			return false
+		}
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || contains(as, l.Call) || as.Pos() < from {
+			return true
+		}
+		if len(as.Rhs) == 1 && f.wraps(as.Rhs[0]) {
+			return true
+		}
+		for _, e := range as.Lhs {
+			if lid, ok := e.(*ast.Ident); ok && f.info.ObjectOf(lid) == v {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // ofAttempt reports whether e is built only from the attempt's results.

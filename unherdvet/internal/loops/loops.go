@@ -24,7 +24,9 @@
 // statements, a goto back to a label before the attempt (Goto) and a
 // function that calls itself again on failure or on a status (Recursion)
 // are retry loops too. A select that waits on a timer may hold the
-// attempt in its timer case.
+// attempt in its timer case. A retry queue (Requeue, requeue.go) keeps
+// the items whose attempt failed for the next round, in a list or on the
+// channel the loop receives from.
 //
 // Loops that look alike but are not retry loops do not match:
 //
@@ -117,6 +119,7 @@ const (
 	For       Shape = iota // a for statement; Stmt is the *ast.ForStmt or *ast.RangeStmt
 	Goto                   // a goto back to a label before the attempt; Stmt spans the label to the branch
 	Recursion              // the function calls itself again on failure; Stmt spans its body up to the branch
+	Requeue                // the items whose attempt failed are kept and tried again next round; Stmt is the round
 )
 
 // A Func is a function declaration or literal.
@@ -185,6 +188,7 @@ func run(pass *analysis.Pass) (any, error) {
 		res:       new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
+	f.closures = closureWaits(pass.TypesInfo, pass.Files)
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
 			continue
@@ -215,6 +219,10 @@ type finder struct {
 	// sleepers are the package's functions that wait a delay of their
 	// own making, with that wait.
 	sleepers map[*types.Func]*Wait
+	// closures are the function literals held in variables that wait,
+	// by variable (onError := func(err error) error { ...
+	// time.After(d) ... }).
+	closures map[types.Object]closureWait
 	// bodies are the package's functions, to follow a call into.
 	bodies map[*types.Func]*ast.BlockStmt
 	// forBodies are the bodies of the for statements matched as retry
@@ -225,6 +233,11 @@ type finder struct {
 
 // walk finds the retry loops of fn, and of the function literals in it.
 func (f *finder) walk(fn *Func) {
+	defer func() {
+		f.res.Loops = append(f.res.Loops, f.requeues(fn)...)
+		f.res.Loops = append(f.res.Loops, f.channelRounds(fn)...)
+		f.res.Loops = append(f.res.Loops, f.passes(fn)...)
+	}()
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit:
@@ -361,7 +374,7 @@ func accepts(fn *types.Func) bool {
 // job is the backoff it resets (a Reset method that is not a timer's).
 func (f *finder) restart(l *Loop) bool {
 	fs, ok := l.Stmt.(*ast.ForStmt)
-	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || !f.resetsBackoff(l.Body) {
+	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || (!f.resetsBackoff(l.Body) && !f.growsWait(l.Body)) {
 		return false
 	}
 	for i, s := range l.Body.List {
@@ -381,6 +394,58 @@ func (f *finder) restart(l *Loop) bool {
 		return !f.varies(l, call, l.Body)
 	}
 	return false
+}
+
+// growsWait reports whether body, outside function literals, waits for a
+// delay held in a variable that it also grows (d *= 2, d <<= 1, d = d *
+// 2, d = min(d*2, max)): a supervisor's own backoff, which it sets back
+// when a run lasted (if time.Since(last) > reset { d = initial }).
+func (f *finder) growsWait(body *ast.BlockStmt) bool {
+	grown := make(map[types.Object]bool)
+	ast.Inspect(body, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if _, lit := n.(*ast.FuncLit); lit {
+			return false
+		}
+		if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+			return true
+		}
+		id, ok := as.Lhs[0].(*ast.Ident)
+		if !ok {
+			return true
+		}
+		v := f.info.ObjectOf(id)
+		switch as.Tok {
+		case token.MUL_ASSIGN, token.SHL_ASSIGN:
+			grown[v] = true
+		case token.ASSIGN:
+			ast.Inspect(as.Rhs[0], func(m ast.Node) bool {
+				if b, ok := m.(*ast.BinaryExpr); ok && (b.Op == token.MUL || b.Op == token.SHL) && match.Mentions(f.info, b, v) {
+					grown[v] = true
+				}
+				return !grown[v]
+			})
+		}
+		return true
+	})
+	if len(grown) == 0 {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, lit := n.(*ast.FuncLit); lit || found {
+			return false
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			if w := f.wait(call, false); w != nil {
+				for v := range grown {
+					found = found || match.Mentions(f.info, w.Delay, v)
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // resetsBackoff reports whether body calls a Reset method, outside
@@ -426,6 +491,9 @@ func schedule(t types.Type) bool {
 func (f *finder) iterates(cond ast.Expr) bool {
 	found := false
 	ast.Inspect(cond, func(n ast.Node) bool {
+		if u, ok := n.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+			return false // for !c.closed(): a state, not the next item
+		}
 		call, ok := n.(*ast.CallExpr)
 		if !ok || found {
 			return !found
@@ -433,6 +501,9 @@ func (f *finder) iterates(cond ast.Expr) bool {
 		fn := match.Callee(f.info, call)
 		if fn == nil {
 			return true
+		}
+		if n := fn.Name(); strings.HasPrefix(n, "is") || strings.HasPrefix(n, "Is") {
+			return true // for c.IsRunning(): a state query
 		}
 		if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
 			// A count from a method (i < policy.MaxRetries()) is a limit,
@@ -633,8 +704,15 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 			l.Call, l.Err, l.Results, l.Branch = call, errv, results, cond
 			l.Between = append(l.Between, stmts[:i]...)
 			for _, n := range stmts[i+1 : max(j, i+1)] {
-				if ifs, ok := n.(*ast.IfStmt); ok && f.errCond(ifs.Cond, errv, call) == token.NEQ && f.onlyNotes(ifs) {
+				ifs, ok := n.(*ast.IfStmt)
+				switch {
+				case !ok:
+				case f.errCond(ifs.Cond, errv, call) == token.NEQ && f.onlyNotes(ifs):
 					l.Between = append(l.Between, ifs) // a note about the failure
+				case f.guardedExit(l, []ast.Stmt{ifs}, false, false):
+					// if errors.Is(err, ErrEmpty) { continue outer }: an
+					// exit that a failed attempt passes on its way round.
+					l.Between = append(l.Between, ifs)
 				}
 			}
 			if l.Endless {
@@ -838,14 +916,32 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		hasElse, rest = false, append([]ast.Stmt{elif}, rest...)
 	}
 	if hasElse {
-		eb, ok := ifs.Else.(*ast.BlockStmt)
-		if !ok {
+		switch e := ifs.Else.(type) {
+		case *ast.BlockStmt:
+			failure = e.List
+		case *ast.IfStmt:
+			if op != token.EQL {
+				return false
+			}
+			// if err == nil { ... } else if errors.Is(err, ErrX) {
+			// return }: the else-if runs on a failure.
+			failure = []ast.Stmt{e}
+		default:
 			return false
 		}
-		failure = eb.List
 	}
 	if op == token.NEQ {
 		success, failure = failure, success
+	}
+	if op == token.EQL && f.last(l, success) != leave {
+		// if err == nil { if resp.StatusCode < 300 { break }; err =
+		// badStatus(resp) }: the success leaves only on a good answer,
+		// and what follows that test runs on the failure path.
+		if k := f.answerExit(l, success); k >= 0 {
+			inner := success[k].(*ast.IfStmt).Body.List
+			l.Between = append(l.Between, success[k+1:]...)
+			success = inner
+		}
 	}
 	switch {
 	case op == token.EQL || hasElse:
@@ -858,7 +954,7 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 			path = failure
 		}
 		if f.last(l, success) != leave {
-			return false
+			return hasElse && f.bothRound(l, failure)
 		}
 		if k := f.indexTop(l, path, leave); k >= 0 && !f.nestedAgain(l, path[:k]) {
 			return false
@@ -875,7 +971,19 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		if len(failure) == 0 {
 			return false
 		}
-		if f.last(l, failure) != again {
+		// if err != nil { goto reconnect }: the labelled statements at the
+		// end of the body are the rest of the failure path, not of the
+		// success path.
+		var tail []ast.Stmt
+		if b, ok := failure[len(failure)-1].(*ast.BranchStmt); ok {
+			if tail = f.gotoTail(l, b); tail != nil {
+				if k := slices.Index(rest, tail[0]); k >= 0 {
+					rest = rest[:k]
+				}
+			}
+		}
+		failure = append(failure[:len(failure):len(failure)], tail...)
+		if f.last(l, failure) != again && tail == nil {
 			if k := f.indexTop(l, failure, leave); k < 0 || !f.nestedAgain(l, failure[:k]) {
 				return false
 			}
@@ -888,6 +996,9 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 			// reconnect loop, which goes on after a success too (for {} or
 			// for !closed {}, not a counting loop).
 			fs, ok := l.Stmt.(*ast.ForStmt)
+			if tail != nil && f.last(l, rest) == again {
+				rest = rest[:len(rest)-1] // ...; continue; reconnect: ...
+			}
 			if !ok || fs.Init != nil || fs.Post != nil || f.anyTop(l, rest, again) {
 				return false
 			}
@@ -898,6 +1009,48 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		l.Success = rest[k]
 		l.Between = append(l.Between, failure...)
 	}
+	return true
+}
+
+// answerExit returns the index in stmts, the success side of a branch,
+// of the one statement that leaves: an if without else that judges the
+// answer (a status, a call, a nil test) and leaves the loop at its end;
+// -1 when there is none, or another statement at the top leaves.
+func (f *finder) answerExit(l *Loop, stmts []ast.Stmt) int {
+	at := -1
+	for k, s := range stmts {
+		if f.exits(l, s) != stay {
+			return -1
+		}
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || ifs.Else != nil || ifs.Init != nil || !answers(ifs.Cond) || f.last(l, ifs.Body.List) != leave {
+			continue
+		}
+		if at >= 0 {
+			return -1
+		}
+		at = k
+	}
+	return at
+}
+
+// bothRound matches an endless loop whose branch on the attempt's error
+// has an else, and neither side leaves: for { select { case <-t.C: if
+// err := login(); err != nil { t.Reset(5 * time.Second) } else {
+// t.Reset(ttl) } } }. It is a retry loop when the failure side waits
+// before the next round (a timer re-armed, a sleep); the failure side is
+// what runs between attempts.
+func (f *finder) bothRound(l *Loop, failure []ast.Stmt) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || len(failure) == 0 || f.anyTop(l, failure, leave) {
+		return false
+	}
+	probe := &Loop{Func: l.Func, Between: failure}
+	if len(f.waits(probe)) == 0 {
+		return false
+	}
+	l.Endless = true
+	l.Between = append(l.Between, failure...)
 	return true
 }
 
@@ -928,7 +1081,7 @@ func (f *finder) nestedAgain(l *Loop, stmts []ast.Stmt) bool {
 						found = l.Label != nil && m.Label.Name == l.Label.Name
 					}
 				}
-				found = found || (m.Tok == token.GOTO && f.toTop(l, m))
+				found = found || (m.Tok == token.GOTO && (f.toTop(l, m) || f.gotoTail(l, m) != nil))
 			}
 			return !found
 		})
@@ -1062,6 +1215,9 @@ func answerTest(e ast.Expr) bool {
 	case *ast.CallExpr:
 		return true
 	case *ast.BinaryExpr:
+		if id, ok := ast.Unparen(e.Y).(*ast.Ident); ok && id.Name == "nil" && e.Op == token.NEQ {
+			return true // conn != nil: an answer came back
+		}
 		for _, x := range []ast.Expr{e.X, e.Y} {
 			if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
 				return true
@@ -1069,6 +1225,19 @@ func answerTest(e ast.Expr) bool {
 		}
 	}
 	return false
+}
+
+// answers reports whether every operand of cond's && and || is an
+// answerTest (resp.StatusCode >= 200 && resp.StatusCode < 300).
+func answers(cond ast.Expr) bool {
+	for _, a := range operands(cond, token.LAND) {
+		for _, o := range operands(a, token.LOR) {
+			if !answerTest(o) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // operands splits a op b op c into its operands.

@@ -366,6 +366,12 @@ func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats f
 					j = m
 					break
 				}
+				// if errors.Is(err, ErrBusy) { wait; goto again }: a test
+				// of the kind of error whose body repeats the attempt.
+				if body := ifs.Body.List; errv != nil && f.failing(ifs.Cond) == errv && len(body) > 0 && repeats(body[len(body)-1]) {
+					op, j = token.NEQ, m
+					break
+				}
 			}
 			if _, ok := stmts[m].(*ast.ReturnStmt); ok {
 				break

@@ -38,6 +38,13 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 		}
 		mark(counters, e)
 	}
+	// A loop with no counter that picks the next address each round
+	// goes round the list for ever: each address is tried again after a
+	// pass, a reconnect rather than a failover that ends.
+	cycles := false
+	if fs, ok := l.Stmt.(*ast.ForStmt); ok && fs.Init == nil && fs.Post == nil && (fs.Cond == nil || !f.counts(fs.Cond)) {
+		cycles = true
+	}
 	switch s := l.Stmt.(type) {
 	case *ast.ForStmt:
 		if s.Post == nil {
@@ -68,9 +75,41 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 			return !ok
 		}
 		after := as.Pos() > call.End()
-		fresh := !after && f.drawsFresh(as)
+		fresh := !after && f.drawsFresh(as, !cycles)
 		if after || fresh {
 			for _, lhs := range as.Lhs {
+				mark(changed, lhs)
+			}
+		}
+		return true
+	})
+	// A value taken, before the call, from one that changes (cur :=
+	// servers[index], with index moved on after the call) changes too.
+	derives := func(e ast.Expr) bool {
+		found := false
+		ast.Inspect(e, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.IndexExpr:
+				ast.Inspect(n.Index, func(m ast.Node) bool {
+					if id, ok := m.(*ast.Ident); ok && (counters[f.info.ObjectOf(id)] || changed[f.info.ObjectOf(id)]) {
+						found = true
+					}
+					return !found
+				})
+			case *ast.Ident:
+				found = found || changed[f.info.ObjectOf(n)]
+			}
+			return !found
+		})
+		return found
+	}
+	ast.Inspect(scope, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || as.Pos() > call.Pos() || contains(as, call) || len(as.Lhs) != len(as.Rhs) {
+			return !ok
+		}
+		for i, lhs := range as.Lhs {
+			if derives(as.Rhs[i]) {
 				mark(changed, lhs)
 			}
 		}
@@ -99,7 +138,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 // source, or a function that picks the next of several
 // (r.nextLookupdEndpoint(), p.selectMessageQueue(msg, last): failover to
 // another address).
-func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
+//
+// rotation says whether picking the next of several counts.
+func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 	found := false
 	for _, r := range as.Rhs {
 		if u, ok := ast.Unparen(r).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
@@ -108,7 +149,7 @@ func (f *finder) drawsFresh(as *ast.AssignStmt) bool {
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
-				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || rotates(fn)
+				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || (rotation && rotates(fn))
 			}
 			return !found
 		})
@@ -144,4 +185,22 @@ func rotates(fn *types.Func) bool {
 		}
 	}
 	return false
+}
+
+// counts reports whether cond compares numbers (i < n, tries <= max): a
+// loop bounded by a count.
+func (f *finder) counts(cond ast.Expr) bool {
+	found := false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		if b, ok := n.(*ast.BinaryExpr); ok {
+			switch b.Op {
+			case token.LSS, token.LEQ, token.GTR, token.GEQ:
+				if t, ok := f.info.TypeOf(b.X).Underlying().(*types.Basic); ok && t.Info()&types.IsNumeric != 0 {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }

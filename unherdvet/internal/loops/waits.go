@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strings"
 
 	"github.com/unherd/unherd/unherdvet/internal/match"
 )
@@ -74,8 +75,22 @@ func (f *finder) wait(call *ast.CallExpr, inSelect bool) *Wait {
 		}
 		return &Wait{Call: call, Delay: call.Args[i], Kind: k}
 	}
+	if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok && fn == nil {
+		if cw, ok := f.closures[f.info.Uses[id]]; ok {
+			if cw.param >= 0 {
+				if cw.param < len(call.Args) {
+					return &Wait{Call: call, Delay: call.Args[cw.param], Kind: Helper}
+				}
+				return nil
+			}
+			return &Wait{Call: call, Delay: cw.wait.Delay, Kind: Helper, Scope: cw.wait.Scope}
+		}
+	}
 	if len(call.Args) != 1 {
 		return nil
+	}
+	if timerReset(fn) {
+		return &Wait{Call: call, Delay: call.Args[0], Kind: Timer}
 	}
 	w := &Wait{Call: call, Delay: call.Args[0]}
 	switch {
@@ -119,6 +134,25 @@ func timerFunc(fn *types.Func) (int, bool) {
 		}
 	}
 	return idx, idx >= 0
+}
+
+// timerReset reports whether fn is the Reset method of a timer of
+// another package than time (lazytime.Timer, a fake clock's Timer): a
+// type named for a timer whose Reset takes one time.Duration.
+func timerReset(fn *types.Func) bool {
+	if fn == nil || fn.Name() != "Reset" || (fn.Pkg() != nil && fn.Pkg().Path() == "time") {
+		return false
+	}
+	sig := fn.Type().(*types.Signature)
+	if sig.Recv() == nil || sig.Params().Len() != 1 || !match.Named(sig.Params().At(0).Type(), "time", "Duration") {
+		return false
+	}
+	t := sig.Recv().Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return ok && strings.Contains(strings.ToLower(n.Obj().Name()), "timer")
 }
 
 // timerRecv reports whether a select case receives from a timer:
@@ -201,4 +235,66 @@ func waitFuncs(info *types.Info, files []*ast.File) (helpers map[*types.Func]int
 		delete(sleepers, fn) // the caller's delay decides
 	}
 	return helpers, sleepers
+}
+
+// A closureWait is the wait of a function literal held in a variable:
+// for its parameter at index param, or, when param is -1, the delay of
+// its own making that wait holds (Scope is the literal's body).
+type closureWait struct {
+	param int
+	wait  *Wait
+}
+
+// closureWaits finds the function literals assigned to a variable (x :=
+// func(...) { ... }) that wait, outside literals nested in them, with
+// time.Sleep, time.After, time.NewTimer or Timer.Reset: a failure path
+// that calls one waits as surely as one that sleeps itself.
+func closureWaits(info *types.Info, files []*ast.File) map[types.Object]closureWait {
+	out := make(map[types.Object]closureWait)
+	for _, file := range files {
+		ast.Inspect(file, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+				return true
+			}
+			id, ok := as.Lhs[0].(*ast.Ident)
+			lit, isLit := ast.Unparen(as.Rhs[0]).(*ast.FuncLit)
+			if !ok || !isLit {
+				return true
+			}
+			v := info.ObjectOf(id)
+			sig, _ := info.TypeOf(lit).(*types.Signature)
+			if v == nil || sig == nil {
+				return true
+			}
+			ast.Inspect(lit.Body, func(m ast.Node) bool {
+				if _, nested := m.(*ast.FuncLit); nested {
+					return false
+				}
+				call, ok := m.(*ast.CallExpr)
+				if !ok || len(call.Args) != 1 {
+					return true
+				}
+				c := match.Callee(info, call)
+				if !match.Func(c, "time", "Sleep", "After", "NewTimer") && !match.Method(c, "time", "Timer", "Reset") {
+					return true
+				}
+				if _, seen := out[v]; seen {
+					return false
+				}
+				cw := closureWait{param: -1, wait: &Wait{Call: call, Delay: call.Args[0], Scope: lit.Body}}
+				if pid, ok := ast.Unparen(call.Args[0]).(*ast.Ident); ok {
+					for i := range sig.Params().Len() {
+						if info.Uses[pid] == sig.Params().At(i) && match.Named(sig.Params().At(i).Type(), "time", "Duration") {
+							cw.param = i
+						}
+					}
+				}
+				out[v] = cw
+				return false
+			})
+			return true
+		})
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package a
 import (
 	"context"
 	"log"
+	"time"
 )
 
 // iter carries the error of the query that made it.
@@ -51,5 +52,61 @@ func (c *control) each(stmts []string) {
 		if c.debug && it.err != nil {
 			log.Printf("query %q: %v", s, it.err)
 		}
+	}
+}
+
+// Negative: each try goes to the next server of the list, taken into a
+// variable before the call.
+func failoverRotating(ctx context.Context, servers []string) (int, error) {
+	var err error
+	index := 0
+	for i := 1; i <= len(servers); i++ {
+		cur := servers[index]
+		var n int
+		n, err = fetchFrom(ctx, cur)
+		if err == nil {
+			return n, nil
+		}
+		index = (index + i) % len(servers)
+	}
+	return 0, err
+}
+
+func fetchFrom(ctx context.Context, addr string) (int, error) { return 0, nil }
+
+type syncer interface {
+	OnFailedSync(err error) (time.Duration, error)
+}
+
+type defaultSyncer struct{}
+
+func (defaultSyncer) OnFailedSync(err error) (time.Duration, error) { return 10 * time.Second, nil }
+
+// Negative: the failure path waits inside a closure it calls.
+func syncLoop(ctx context.Context, s syncer) error {
+	onError := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d, err := s.OnFailedSync(err)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
+		}
+	}
+	for {
+		n, err := fetchFrom(ctx, "sync")
+		if err != nil {
+			if err = onError(err); err != nil {
+				return err
+			}
+			continue
+		}
+		_ = n
 	}
 }

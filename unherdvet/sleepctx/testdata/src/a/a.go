@@ -218,3 +218,49 @@ func todoContext(recv func(context.Context) error) {
 		return
 	}
 }
+
+type logger struct{}
+
+// WithContext returns ctx carrying the logger.
+func (logger) WithContext(ctx context.Context) context.Context { return ctx }
+
+// Negative: a context made from context.Background() for a logger and a
+// value can never be done either.
+func loggedBackground(l logger, recv func(context.Context) error) {
+	ctx := l.WithContext(context.Background())
+	ctx = context.WithValue(ctx, logger{}, "state")
+	for {
+		if err := recv(ctx); err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		return
+	}
+}
+
+// Positive: one that can be cancelled is.
+func cancellable(recv func(context.Context) error) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if err := recv(ctx); err != nil {
+				time.Sleep(100 * time.Millisecond) // want `sleepctx: retry loop waits with time.Sleep although ctx is in scope`
+				continue
+			}
+			return
+		}
+	}()
+	return cancel
+}
+
+// Positive: the caller's context, given a value, is still the caller's.
+func callersWithValue(ctx context.Context, l logger, recv func(context.Context) error) {
+	ctx = l.WithContext(ctx)
+	for {
+		if err := recv(ctx); err != nil {
+			time.Sleep(100 * time.Millisecond) // want `sleepctx: retry loop waits with time.Sleep although ctx is in scope`
+			continue
+		}
+		return
+	}
+}

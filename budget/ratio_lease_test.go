@@ -18,6 +18,21 @@ import (
 // with no lease. Withdrawals come from random stripes, as from goroutines
 // on different cores, each with its own lease: mostly from a few of them,
 // so that several leases are out at once. Every withdrawal must get the
+// plainWithdraw is the plain window's decision on a withdrawal at tw, the
+// reference the leases are compared with: r's rule on w's sums, folded
+// only when they refuse, and the retry counted when it is allowed.
+func plainWithdraw(r *Ratio, w *rolling.Window, tw int64) bool {
+	want := r.allows(w.Sums(tw))
+	if !want {
+		w.Fold(tw)
+		want = r.allows(w.Sums(tw))
+	}
+	if want {
+		w.AddAt(tw, 0, 1)
+	}
+	return want
+}
+
 // same answer and every Counts the same counts.
 func TestRatioLeaseChangesNoDecision(t *testing.T) {
 	for seed := range 30 {
@@ -57,14 +72,7 @@ func TestRatioLeaseChangesNoDecision(t *testing.T) {
 					t.Fatalf("seed %d, op %d at %v: Counts = %d, %d; the window gives %d, %d", seed, i, time.Duration(now), req, ret, wantReq, wantRet)
 				}
 			default:
-				want := r.allows(w.Sums(tw))
-				if !want {
-					w.Fold(tw)
-					want = r.allows(w.Sums(tw))
-				}
-				if want {
-					w.AddAt(tw, 0, 1)
-				}
+				want := plainWithdraw(r, w, tw)
 				var got bool
 				switch k := rnd.IntN(8); {
 				case k == 0:
@@ -229,14 +237,7 @@ func TestRatioLeasesAcrossSlots(t *testing.T) {
 		for i := range 400 {
 			// The last slot of the first window, or the first of the next.
 			tw := int64(990*time.Millisecond) + int64(rnd.IntN(2))*int64(10*time.Millisecond)
-			want := r.allows(w.Sums(tw))
-			if !want {
-				w.Fold(tw)
-				want = r.allows(w.Sums(tw))
-			}
-			if want {
-				w.AddAt(tw, 0, 1)
-			}
+			want := plainWithdraw(r, w, tw)
 			s := rnd.IntN(4)
 			if got := r.withdrawFrom(tw, s, uint64(s)); got != want {
 				t.Fatalf("seed %d, withdrawal %d at %v from stripe %d = %v; the window gives %v", seed, i, time.Duration(tw), s, got, want)

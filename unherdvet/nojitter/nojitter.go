@@ -426,34 +426,15 @@ func (c *classifier) factory(factory, call *ast.CallExpr) kind {
 // returnsMention reports whether a return statement of body (outside
 // the literals in it) mentions obj.
 func (c *classifier) returnsMention(body *ast.BlockStmt, obj types.Object) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
-		case *ast.ReturnStmt:
-			for _, e := range n.Results {
-				found = found || match.Mentions(c.info, e, obj)
-			}
-		}
-		return !found
-	})
-	return found
+	return match.AnyReturn(body, func(e ast.Expr) bool { return match.Mentions(c.info, e, obj) })
 }
 
 // given returns the values the variable or field x names is given in
 // the package, by assignments and composite literals; nil when x names
 // neither, or one of its writes has no single value (a tuple, x++).
 func (c *classifier) given(x ast.Expr) []ast.Expr {
-	var obj types.Object
-	switch x := ast.Unparen(x).(type) {
-	case *ast.Ident:
-		obj = c.info.ObjectOf(x)
-	case *ast.SelectorExpr:
-		obj = c.info.ObjectOf(x.Sel)
-	}
-	v, ok := obj.(*types.Var)
-	if !ok {
+	v := match.VarOf(c.info, x)
+	if v == nil {
 		return nil
 	}
 	var values []ast.Expr

@@ -34,41 +34,26 @@ import (
 // a range over the channel, of the statements before the attempt). Only
 // rounds that wait are retry loops here.
 func (f *finder) channelRounds(fn *Func) []*Loop {
-	var out []*Loop
-	ast.Inspect(fn.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
+	return loopsOf(fn, func(s ast.Stmt) *Loop {
+		switch s := s.(type) {
 		case *ast.ForStmt:
-			if !f.forBodies[n.Body] {
-				if l := f.channelRound(fn, n, n.Body, nil); l != nil {
-					out = append(out, l)
-				}
+			if !f.forBodies[s.Body] {
+				return f.channelRound(fn, s, s.Body, nil)
 			}
 		case *ast.RangeStmt:
-			if ch := f.chanObj(n.X); ch != nil {
-				if l := f.channelRound(fn, n, n.Body, ch); l != nil {
-					out = append(out, l)
-				}
+			if ch := f.chanObj(s.X); ch != nil {
+				return f.channelRound(fn, s, s.Body, ch)
 			}
 		}
-		return true
+		return nil
 	})
-	return out
 }
 
 // chanObj returns the variable or field a channel expression names
 // (ch, c.retryCh), or nil.
 func (f *finder) chanObj(e ast.Expr) types.Object {
-	var obj types.Object
-	switch e := ast.Unparen(e).(type) {
-	case *ast.Ident:
-		obj = f.info.ObjectOf(e)
-	case *ast.SelectorExpr:
-		obj = f.info.ObjectOf(e.Sel)
-	}
-	v, ok := obj.(*types.Var)
-	if !ok {
+	v := match.VarOf(f.info, e)
+	if v == nil {
 		return nil
 	}
 	if _, ok := v.Type().Underlying().(*types.Chan); !ok {
@@ -80,20 +65,11 @@ func (f *finder) chanObj(e ast.Expr) types.Object {
 // recvChan returns the channel a select case's comm receives from, or
 // nil.
 func (f *finder) recvChan(comm ast.Stmt) types.Object {
-	var x ast.Expr
-	switch c := comm.(type) {
-	case *ast.ExprStmt:
-		x = c.X
-	case *ast.AssignStmt:
-		if len(c.Rhs) == 1 {
-			x = c.Rhs[0]
-		}
-	}
-	u, ok := ast.Unparen(x).(*ast.UnaryExpr)
-	if !ok || u.Op != token.ARROW {
+	x := recvOperand(comm)
+	if x == nil {
 		return nil
 	}
-	return f.chanObj(u.X)
+	return f.chanObj(x)
 }
 
 // channelRound matches the loop stmt with body: ranged, its channel

@@ -180,23 +180,14 @@ func (f *finder) retryClosures(fn *Func) []*Loop {
 // returnsCallOf reports whether body returns a call of the function held
 // in v (return retry(err)), outside function literals.
 func (f *finder) returnsCallOf(body *ast.BlockStmt, v types.Object) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
+	return v != nil && match.AnyReturn(body, func(e ast.Expr) bool {
+		c, ok := ast.Unparen(e).(*ast.CallExpr)
+		if !ok {
 			return false
-		case *ast.ReturnStmt:
-			for _, e := range n.Results {
-				if c, ok := ast.Unparen(e).(*ast.CallExpr); ok {
-					if id, ok := ast.Unparen(c.Fun).(*ast.Ident); ok && v != nil && f.info.ObjectOf(id) == v {
-						found = true
-					}
-				}
-			}
 		}
-		return !found
+		id, ok := ast.Unparen(c.Fun).(*ast.Ident)
+		return ok && f.info.ObjectOf(id) == v
 	})
-	return found
 }
 
 // statusRecursion matches a function that calls itself again on some

@@ -85,13 +85,15 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	})
 	// A value taken, before the call, from one that changes (cur :=
 	// servers[index], with index moved on after the call) changes too.
-	derives := func(e ast.Expr) bool {
+	// refers reports whether e names a changed variable, or indexes with
+	// an identifier that indexes accepts.
+	refers := func(e ast.Node, indexes func(types.Object) bool) bool {
 		found := false
 		ast.Inspect(e, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.IndexExpr:
 				ast.Inspect(n.Index, func(m ast.Node) bool {
-					if id, ok := m.(*ast.Ident); ok && (counters[f.info.ObjectOf(id)] || changed[f.info.ObjectOf(id)]) {
+					if id, ok := m.(*ast.Ident); ok && indexes(f.info.ObjectOf(id)) {
 						found = true
 					}
 					return !found
@@ -102,6 +104,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 			return !found
 		})
 		return found
+	}
+	derives := func(e ast.Expr) bool {
+		return refers(e, func(o types.Object) bool { return counters[o] || changed[o] })
 	}
 	ast.Inspect(scope, func(n ast.Node) bool {
 		as, ok := n.(*ast.AssignStmt)
@@ -115,22 +120,7 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 		}
 		return true
 	})
-	found := false
-	ast.Inspect(call, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.IndexExpr:
-			ast.Inspect(n.Index, func(m ast.Node) bool {
-				if id, ok := m.(*ast.Ident); ok && counters[f.info.ObjectOf(id)] {
-					found = true
-				}
-				return !found
-			})
-		case *ast.Ident:
-			found = found || changed[f.info.ObjectOf(n)]
-		}
-		return !found
-	})
-	return found
+	return refers(call, func(o types.Object) bool { return counters[o] })
 }
 
 // drawsFresh reports whether an assignment receives from a channel (the

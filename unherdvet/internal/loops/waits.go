@@ -155,9 +155,9 @@ func timerReset(fn *types.Func) bool {
 	return ok && strings.Contains(strings.ToLower(n.Obj().Name()), "timer")
 }
 
-// timerRecv reports whether a select case receives from a timer:
-// <-time.After(d) or <-t.C.
-func (f *finder) timerRecv(comm ast.Stmt) bool {
+// recvOperand returns x of a select case's comm that receives <-x (as a
+// statement, or assigned), or nil.
+func recvOperand(comm ast.Stmt) ast.Expr {
 	var x ast.Expr
 	switch c := comm.(type) {
 	case *ast.ExprStmt:
@@ -167,11 +167,20 @@ func (f *finder) timerRecv(comm ast.Stmt) bool {
 			x = c.Rhs[0]
 		}
 	}
-	u, ok := ast.Unparen(x).(*ast.UnaryExpr)
-	if !ok || u.Op != token.ARROW {
+	if u, ok := ast.Unparen(x).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+		return u.X
+	}
+	return nil
+}
+
+// timerRecv reports whether a select case receives from a timer:
+// <-time.After(d) or <-t.C.
+func (f *finder) timerRecv(comm ast.Stmt) bool {
+	x := recvOperand(comm)
+	if x == nil {
 		return false
 	}
-	switch e := ast.Unparen(u.X).(type) {
+	switch e := ast.Unparen(x).(type) {
 	case *ast.CallExpr:
 		fn := match.Callee(f.info, e)
 		_, timer := timerFunc(fn)

@@ -102,6 +102,35 @@ func Mentions(info *types.Info, n ast.Node, obj types.Object) bool {
 	return found
 }
 
+// VarOf returns the variable or field that e names (v, x.f), or nil.
+func VarOf(info *types.Info, e ast.Expr) *types.Var {
+	var obj types.Object
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		obj = info.ObjectOf(e)
+	case *ast.SelectorExpr:
+		obj = info.ObjectOf(e.Sel)
+	}
+	v, _ := obj.(*types.Var)
+	return v
+}
+
+// AnyReturn reports whether f holds for a result of a return statement
+// of body, outside the function literals in it.
+func AnyReturn(body *ast.BlockStmt, f func(ast.Expr) bool) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			found = found || slices.ContainsFunc(n.Results, f)
+		}
+		return !found
+	})
+	return found
+}
+
 // IsContext reports whether t is context.Context.
 func IsContext(t types.Type) bool { return Named(t, "context", "Context") }
 

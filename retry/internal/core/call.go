@@ -22,8 +22,7 @@ type Call struct {
 	max     int           // the attempt limit: MaxAttempts or NestedAttempts
 	charged failure.Class // the class the last retry was withdrawn as
 	state   callState
-	tickets [maxStackGuards]uint64
-	more    []uint64        // the guards' tickets, when there are more than fit in tickets
+	tickets tickets         // the guards' tickets
 	waited  time.Duration   // the retries' delays so far, for the observer
 	ctx     context.Context // the latest Admit's context, for the observer and the guards
 	w       waiter          // the timer of Failed's waits, if any
@@ -47,8 +46,9 @@ type Decision struct {
 }
 
 // Begin starts a call; see engine.Begin.
-func (p *Policy) Begin(nested bool) Call {
-	return Call{p: p, max: p.AttemptLimit(nested)}
+func (p *Policy) Begin(nested bool) (c Call) {
+	c.Start(p, nested)
+	return c
 }
 
 // Start makes c, a zero Call, a call of p: Begin for a Call that is
@@ -78,13 +78,7 @@ func (c *Call) admitSlow(ctx context.Context) error {
 	c.ctx = ctx
 	p := c.p
 	if gs := p.guards; len(gs) != 0 {
-		ts := c.tickets[:]
-		if len(gs) > len(ts) {
-			if c.more == nil {
-				c.more = make([]uint64, len(gs))
-			}
-			ts = c.more
-		}
+		ts := c.tickets.of(len(gs))
 		if n, err := admitGuards(ctx, gs, ts); err != nil {
 			return c.rejected(ctx, ts[:n], err)
 		}
@@ -118,14 +112,9 @@ func (c *Call) rejected(ctx context.Context, ts []uint64, err error) error {
 	c.w.release()
 	c.tell(ts, admission.Outcome{Abandoned: true})
 	c.refund()
-	if ctx.Err() != nil {
-		// A guard that waits (a rate limiter) gave up because the
-		// caller did.
-		c.gaveUp(ErrCancelled)
-		return &Error{Reason: ErrCancelled, Attempts: c.attempt, Last: c.last, Cause: context.Cause(ctx)}
-	}
-	c.gaveUp(ErrRejected)
-	return &Error{Reason: ErrRejected, Attempts: c.attempt, Last: c.last, Cause: err}
+	reason, cause := rejectedBy(ctx, err)
+	c.gaveUp(reason)
+	return &Error{Reason: reason, Attempts: c.attempt, Last: c.last, Cause: cause}
 }
 
 // report tells the guards how the attempt in flight ended.
@@ -154,11 +143,7 @@ func (c *Call) reportAbandoned(err error) {
 // tellGuards is report's part for a policy with guards, apart so that
 // report inlines.
 func (c *Call) tellGuards(o admission.Outcome) {
-	ts := c.tickets[:]
-	if c.more != nil {
-		ts = c.more
-	}
-	c.tell(ts[:len(c.p.guards)], o)
+	c.tell(c.tickets.of(len(c.p.guards)), o)
 }
 
 // errNotAdmitted is the panic of a failure reported for an attempt that

@@ -12,10 +12,9 @@ import (
 type Request struct {
 	p       *Policy
 	ctx     context.Context // the context it was admitted with, for the guards
-	tickets [maxStackGuards]uint64
-	more    []uint64 // the guards' tickets, when there are more than fit in tickets
-	isCopy  bool     // a copy of an attempt, paid for as a transient retry
-	open    bool     // admitted, not yet ended
+	tickets tickets         // the guards' tickets
+	isCopy  bool            // a copy of an attempt, paid for as a transient retry
+	open    bool            // admitted, not yet ended
 }
 
 // Admit is engine.AdmitRequest, admitting r, a zero Request, in place.
@@ -25,18 +24,12 @@ func (r *Request) Admit(ctx context.Context, p *Policy, isCopy bool) error {
 		return &Error{Reason: ErrBudgetExhausted}
 	}
 	if gs := p.guards; len(gs) != 0 {
-		ts := r.tickets[:]
-		if len(gs) > len(ts) {
-			r.more = make([]uint64, len(gs))
-			ts = r.more
-		}
+		ts := r.tickets.of(len(gs))
 		if n, err := admitGuards(ctx, gs, ts); err != nil {
 			tellGuards(ctx, gs[:n], ts, admission.Outcome{Abandoned: true})
 			r.refund()
-			if ctx.Err() != nil {
-				return &Error{Reason: ErrCancelled, Cause: context.Cause(ctx)}
-			}
-			return &Error{Reason: ErrRejected, Cause: err}
+			reason, cause := rejectedBy(ctx, err)
+			return &Error{Reason: reason, Cause: cause}
 		}
 	}
 	if p.tracker != nil {
@@ -122,13 +115,7 @@ func (r *Request) refund() {
 
 // tellAll tells every guard that admitted r how it ended.
 func (r *Request) tellAll(o admission.Outcome) {
-	n := len(r.p.guards)
-	if n == 0 {
-		return
+	if n := len(r.p.guards); n != 0 {
+		tellGuards(r.ctx, r.p.guards, r.tickets.of(n), o)
 	}
-	ts := r.tickets[:]
-	if r.more != nil {
-		ts = r.more
-	}
-	tellGuards(r.ctx, r.p.guards, ts, o)
 }

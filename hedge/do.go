@@ -128,7 +128,7 @@ func do[T any](ctx context.Context, h *Hedger, p *retry.Policy, own bool, fn fun
 	delay, hedge := h.Begin()
 	if !hedge {
 		v, err := fn(ctx, 0)
-		h.ended(ctx, start, err, false, false)
+		h.ended(start, err, false, false)
 		endRequest(&primary, ctx, err)
 		return v, err
 	}
@@ -153,7 +153,7 @@ func do[T any](ctx context.Context, h *Hedger, p *retry.Policy, own bool, fn fun
 			// the primary settles the call alone, and c goes back to the
 			// pool.
 			actx.Cancel(nil)
-			h.ended(ctx, start, err, false, false)
+			h.ended(start, err, false, false)
 			endRequest(&primary, ctx, err)
 			c.reset()
 			h.calls.Put(c)
@@ -182,7 +182,7 @@ var epoch = time.Now()
 // with err to the Hedger: Observe for a success, and Result for a success
 // of a call that started a hedge (hedgeWon: a hedge answered first). The
 // clock is read once, and only to measure the latency.
-func (h *Hedger) ended(parent context.Context, start time.Duration, err error, hedged, hedgeWon bool) {
+func (h *Hedger) ended(start time.Duration, err error, hedged, hedgeWon bool) {
 	if err == nil && h.est != nil {
 		h.Observe(time.Since(epoch) - start)
 	}
@@ -500,7 +500,7 @@ func (c *call[T]) settle(i int, v T, err error) {
 			a.Cancel(lost)
 		}
 	}
-	c.h.ended(c.parent, c.start, err, hedged, i > 0)
+	c.h.ended(c.start, err, hedged, i > 0)
 	if o := c.h.observer; o != nil && hedged {
 		k := observe.HedgeLost
 		if i > 0 {

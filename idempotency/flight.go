@@ -509,18 +509,35 @@ func (f *Flight) fail(err error) {
 // releases it by its token, in the background and again while the store
 // does not answer, until a lease has passed (when the record, if any, has
 // expired anyway). A release that finds no record of the token's is the
-// common answer: the claim never took effect.
+// common answer: the claim never took effect. It is not final until a
+// store timeout after the claim was given up, though: the claim's
+// request may still be on its way to the store when the release,
+// sent on another connection, overtakes it (a connection broken under
+// the claim after it was sent), and the claim lands after the release
+// found nothing. A release that finds nothing earlier is sent once more
+// then.
 func (k *Keeper) unclaim(ctx context.Context, key string, token uint64, cause error, report func(error)) {
 	if token == 0 {
 		return // the store knows the claim did not take effect
 	}
+	settled := time.Now().Add(k.storeTimeout)
 	go func() {
-		err := k.persist(ctx, k.lease, func(ctx context.Context) error { return k.store.Release(ctx, key, token) })
+		err := k.persist(ctx, k.lease, func(ctx context.Context) error {
+			err := k.store.Release(ctx, key, token)
+			if left := time.Until(settled); left > 0 && errors.Is(err, ErrLeaseLost) {
+				return retry.Judge(errClaimUnsettled, retry.Verdict{Class: failure.Transient, Delay: left})
+			}
+			return err
+		})
 		if err != nil && !errors.Is(err, ErrLeaseLost) && report != nil {
 			report(fmt.Errorf("idempotency: key %q: releasing a claim whose outcome was not known (%w): %w", key, cause, err))
 		}
 	}()
 }
+
+// errClaimUnsettled is a release of a claim whose outcome was not known
+// that found no record before the claim could have landed.
+var errClaimUnsettled = errors.New("idempotency: no record of the claim yet; it may still be on its way to the store")
 
 // persist calls op until it succeeds or finds the lease lost, or until
 // within has passed, through the Keeper's retry policy (persistPolicy).
@@ -550,6 +567,9 @@ func persistPolicy(storeTimeout time.Duration) (*retry.Policy, error) {
 		MaxAttempts:    1 << 20, // the time given bounds them
 		Backoff:        backoff.Schedule{Base: 10 * time.Millisecond, Cap: maxPersistGap, Jitter: backoff.Equal},
 		AttemptTimeout: storeTimeout,
+		// A release that found no record of a claim not yet settled waits
+		// for the claim to settle (unclaim), however long a store timeout.
+		ClampServerDelay: true,
 		// A completion given up leaves the key to run again once its lease
 		// expires; the requests in progress when the store failed bound
 		// this load, as new claims fail at once.

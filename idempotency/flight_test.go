@@ -127,3 +127,57 @@ func TestFailedReleaseRetried(t *testing.T) {
 		}
 	})
 }
+
+// overtaken is a shared store whose claims, while lose is set, take
+// effect but answer with a broken connection, and whose first look for
+// such a claim's record comes too early: a release sent at once reaches
+// the store before the claim (on a connection of its own it overtook
+// the claim's), finds no record and says the lease is lost.
+type overtaken struct {
+	idempotency.Store
+	lose  atomic.Bool
+	early atomic.Uint64 // the token of a claim a release overtakes, once
+}
+
+var errBroken = errors.New("connection reset by peer")
+
+func (s *overtaken) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
+	c, err := s.Store.Claim(ctx, key, fp, lease)
+	if err != nil || !s.lose.Load() {
+		return c, err
+	}
+	s.early.Store(c.Token)
+	return idempotency.Claim{Token: c.Token}, errBroken
+}
+
+func (s *overtaken) Release(ctx context.Context, key string, token uint64) error {
+	if token != 0 && s.early.CompareAndSwap(token, 0) {
+		return idempotency.ErrLeaseLost // the claim has not landed yet
+	}
+	return s.Store.Release(ctx, key, token)
+}
+
+// A claim whose outcome was not known, released before it lands (a
+// release that finds no record), is looked for again once it can no
+// longer be on its way: it does not hold the key for its lease.
+func TestAmbiguousClaimReleasedWhenOvertaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &overtaken{Store: newMemory(t, idempotency.MemoryConfig{})}
+		var runs atomic.Int32
+		h := newHandler(t, idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs.Add(1)
+			w.WriteHeader(http.StatusCreated)
+		}))
+		send := func() int { return do(h, http.MethodPost, "/", "k", "x").Code }
+		store.lose.Store(true)
+		if code := send(); code != http.StatusServiceUnavailable {
+			t.Fatalf("a claim whose connection broke: %d, want 503", code)
+		}
+		store.lose.Store(false)
+		time.Sleep(time.Second) // the client's backoff
+		synctest.Wait()
+		if code := send(); code != http.StatusCreated || runs.Load() != 1 {
+			t.Errorf("the retry 1s later: %d after %d runs, want 201 from its own run (not 409 for the lease)", code, runs.Load())
+		}
+	})
+}

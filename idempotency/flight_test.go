@@ -13,29 +13,75 @@ import (
 	"github.com/unherd/unherd/idempotency/storetest"
 )
 
-// A claim that took effect in the store but timed out on the
-// middleware's side does not hold the key for its lease: the client's
-// retry, moments later, runs.
+// A claim that took effect in the store but whose answer was lost (it
+// timed out on the middleware's side, or its connection broke) does not
+// hold the key for its lease: the client's retry, moments later, runs.
+// So too when the release sent at once overtakes the claim and finds no
+// record: the claim is looked for again once it can no longer be on its
+// way.
 func TestAmbiguousClaimReleased(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := &storetest.LostAnswers{Store: newMemory(t, idempotency.MemoryConfig{})}
-		var runs atomic.Int32
-		h := newHandler(t, idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			runs.Add(1)
-			w.WriteHeader(http.StatusCreated)
-		}))
-		send := func() int { return do(h, http.MethodPost, "/", "k", "x").Code }
-		store.Lose.Store(true)
-		if code := send(); code != http.StatusServiceUnavailable {
-			t.Fatalf("a claim whose answer was lost: %d, want 503", code)
-		}
-		store.Lose.Store(false)
-		time.Sleep(time.Second) // the client's backoff
-		synctest.Wait()
-		if code := send(); code != http.StatusCreated || runs.Load() != 1 {
-			t.Errorf("the retry 1s later: %d after %d runs, want 201 from its own run (not 409 for the lease)", code, runs.Load())
-		}
-	})
+	for _, tc := range []struct {
+		name  string
+		store func(idempotency.Store) (idempotency.Store, *atomic.Bool)
+	}{
+		{"timed out", func(m idempotency.Store) (idempotency.Store, *atomic.Bool) {
+			s := &storetest.LostAnswers{Store: m}
+			return s, &s.Lose
+		}},
+		{"overtaken by its release", func(m idempotency.Store) (idempotency.Store, *atomic.Bool) {
+			s := &overtaken{Store: m}
+			return s, &s.lose
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store, lose := tc.store(newMemory(t, idempotency.MemoryConfig{}))
+				var runs atomic.Int32
+				h := newHandler(t, idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					runs.Add(1)
+					w.WriteHeader(http.StatusCreated)
+				}))
+				send := func() int { return do(h, http.MethodPost, "/", "k", "x").Code }
+				lose.Store(true)
+				if code := send(); code != http.StatusServiceUnavailable {
+					t.Fatalf("a claim whose answer was lost: %d, want 503", code)
+				}
+				lose.Store(false)
+				time.Sleep(time.Second) // the client's backoff
+				synctest.Wait()
+				if code := send(); code != http.StatusCreated || runs.Load() != 1 {
+					t.Errorf("the retry 1s later: %d after %d runs, want 201 from its own run (not 409 for the lease)", code, runs.Load())
+				}
+			})
+		})
+	}
+}
+
+// overtaken is a shared store whose claims, while lose is set, take
+// effect but answer with a broken connection, and whose first release of
+// such a claim comes too early: sent at once on a connection of its own,
+// it reaches the store before the claim, finds no record and says the
+// lease is lost.
+type overtaken struct {
+	idempotency.Store
+	lose  atomic.Bool
+	early atomic.Uint64 // the token of a claim a release overtakes, once
+}
+
+func (s *overtaken) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
+	c, err := s.Store.Claim(ctx, key, fp, lease)
+	if err != nil || !s.lose.Load() {
+		return c, err
+	}
+	s.early.Store(c.Token)
+	return idempotency.Claim{Token: c.Token}, errors.New("connection reset by peer")
+}
+
+func (s *overtaken) Release(ctx context.Context, key string, token uint64) error {
+	if token != 0 && s.early.CompareAndSwap(token, 0) {
+		return idempotency.ErrLeaseLost // the claim has not landed yet
+	}
+	return s.Store.Release(ctx, key, token)
 }
 
 // slowStore is a shared store whose claims take a while, counting the
@@ -128,56 +174,3 @@ func TestFailedReleaseRetried(t *testing.T) {
 	})
 }
 
-// overtaken is a shared store whose claims, while lose is set, take
-// effect but answer with a broken connection, and whose first look for
-// such a claim's record comes too early: a release sent at once reaches
-// the store before the claim (on a connection of its own it overtook
-// the claim's), finds no record and says the lease is lost.
-type overtaken struct {
-	idempotency.Store
-	lose  atomic.Bool
-	early atomic.Uint64 // the token of a claim a release overtakes, once
-}
-
-var errBroken = errors.New("connection reset by peer")
-
-func (s *overtaken) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
-	c, err := s.Store.Claim(ctx, key, fp, lease)
-	if err != nil || !s.lose.Load() {
-		return c, err
-	}
-	s.early.Store(c.Token)
-	return idempotency.Claim{Token: c.Token}, errBroken
-}
-
-func (s *overtaken) Release(ctx context.Context, key string, token uint64) error {
-	if token != 0 && s.early.CompareAndSwap(token, 0) {
-		return idempotency.ErrLeaseLost // the claim has not landed yet
-	}
-	return s.Store.Release(ctx, key, token)
-}
-
-// A claim whose outcome was not known, released before it lands (a
-// release that finds no record), is looked for again once it can no
-// longer be on its way: it does not hold the key for its lease.
-func TestAmbiguousClaimReleasedWhenOvertaken(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := &overtaken{Store: newMemory(t, idempotency.MemoryConfig{})}
-		var runs atomic.Int32
-		h := newHandler(t, idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			runs.Add(1)
-			w.WriteHeader(http.StatusCreated)
-		}))
-		send := func() int { return do(h, http.MethodPost, "/", "k", "x").Code }
-		store.lose.Store(true)
-		if code := send(); code != http.StatusServiceUnavailable {
-			t.Fatalf("a claim whose connection broke: %d, want 503", code)
-		}
-		store.lose.Store(false)
-		time.Sleep(time.Second) // the client's backoff
-		synctest.Wait()
-		if code := send(); code != http.StatusCreated || runs.Load() != 1 {
-			t.Errorf("the retry 1s later: %d after %d runs, want 201 from its own run (not 409 for the lease)", code, runs.Load())
-		}
-	})
-}

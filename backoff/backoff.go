@@ -222,6 +222,49 @@ func (s Schedule) Temp(n int, throttled bool) time.Duration {
 	return temp(b, c, s.Constant, n)
 }
 
+// MeanTemp returns the mean of Temp(n, throttled) over the retries n
+// from first up to but not including last, or 0 when there are none:
+// the average ceiling of the retries a call has left, which a caller
+// pacing a refused retry waits on. It is exact for any count: the
+// ceilings grow, then stay at the cap (or, for a constant schedule, at
+// the base), and the retries at the cap are counted rather than summed,
+// so a huge attempt limit gives the cap rather than a saturated sum.
+func (s Schedule) MeanTemp(first, last int, throttled bool) time.Duration {
+	if s.Immediate || last <= first {
+		return 0
+	}
+	b, c := bounds(s.Base, s.ThrottledBase, s.Cap, throttled)
+	m, g := s.Multiplier, grows(s.Multiplier)
+	var sum, t, prev time.Duration
+	capped := 0 // retries at the cap, past the growing prefix summed
+	for n := first; n < last; n++ {
+		if g {
+			t = scaled(b, c, s.Constant, m, n)
+		} else {
+			t = temp(b, c, s.Constant, n)
+		}
+		if n > first && t == prev {
+			capped = last - n // every retry left waits t
+			break
+		}
+		if t > math.MaxInt64-sum {
+			sum = math.MaxInt64
+		} else {
+			sum += t
+		}
+		prev = t
+	}
+	count := float64(last - first)
+	mean := float64(sum) / count
+	if capped > 0 {
+		mean += float64(t) * (float64(capped) / count)
+	}
+	if !(mean < math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return time.Duration(mean)
+}
+
 // temp is min(c, b*2^n), or b if constant, for 0 < b <= c.
 func temp(b, c time.Duration, constant bool, n int) time.Duration {
 	if constant || n <= 0 {

@@ -483,3 +483,48 @@ func FuzzSchedule(f *testing.F) {
 		}
 	})
 }
+
+// MeanTemp is the mean of Temp over its range, for schedules that grow
+// by doubling or by another multiplier, constant or immediate ones, and
+// ranges long enough to reach the cap; a range of a billion retries
+// gives the cap, not a saturated sum.
+func TestMeanTemp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		s := Schedule{
+			Base:          time.Duration(rng.Int64N(int64(time.Second))),
+			ThrottledBase: time.Duration(rng.Int64N(int64(time.Second))),
+			Cap:           time.Duration(rng.Int64N(int64(time.Minute))),
+			Constant:      rng.IntN(8) == 0,
+			Immediate:     rng.IntN(16) == 0,
+		}
+		switch rng.IntN(3) {
+		case 1:
+			s.Multiplier = 1 + 3*rng.Float64()
+		case 2:
+			s.Multiplier = 2
+		}
+		first := rng.IntN(10)
+		last := first + rng.IntN(70)
+		throttled := rng.IntN(2) == 0
+		var sum float64
+		for n := first; n < last; n++ {
+			sum += float64(s.Temp(n, throttled))
+		}
+		var want time.Duration
+		if last > first {
+			want = time.Duration(sum / float64(last-first))
+		}
+		got := s.MeanTemp(first, last, throttled)
+		if d := math.Abs(float64(got - want)); d > 1e-9*float64(want)+1 {
+			t.Fatalf("case %d: %+v.MeanTemp(%d, %d, %v) = %v, want %v", i, s, first, last, throttled, got, want)
+		}
+	}
+	s := Schedule{Base: time.Millisecond, Cap: 20 * time.Second}
+	if got := s.MeanTemp(0, 1e9, false); got < 20*time.Second-time.Millisecond || got > 20*time.Second {
+		t.Errorf("MeanTemp over a billion retries = %v, want about the cap, 20s", got)
+	}
+	if got := s.MeanTemp(3, 3, false); got != 0 {
+		t.Errorf("MeanTemp over no retries = %v, want 0", got)
+	}
+}

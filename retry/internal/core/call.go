@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"math"
 	"math/bits"
 	"time"
 
@@ -305,31 +304,9 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 // from u's other half, within [d, deadline), which step 6 found room for.
 func (p *Policy) remaining(attempt, limit int, class failure.Class, d time.Duration, server bool, now, deadline time.Time, u uint64) time.Duration {
 	s := p.backoff
-	throttled := class == failure.Throttled
-	left := limit - attempt // retries left, the refused one included
-	// The capped delays of the retries left: a growing prefix, then
-	// every retry at the cap (or a constant schedule's one delay). The
-	// mean is taken in floating point so that a huge attempt limit
-	// gives the cap, not a saturated sum over a huge count.
-	var prefix, t, last time.Duration // last: the previous retry's t
-	capped := 0
-	for n := attempt - 1; n < limit-1; n++ {
-		t = s.Temp(n, throttled)
-		if n > attempt-1 && t == last {
-			capped = limit - 1 - n // every retry left waits t
-			break
-		}
-		prefix = addSat(prefix, t)
-		last = t
-	}
-	meanF := float64(prefix) / float64(left)
-	if capped > 0 {
-		meanF += float64(t) * (float64(capped) / float64(left))
-	}
-	mean := time.Duration(math.MaxInt64)
-	if meanF < float64(math.MaxInt64) {
-		mean = time.Duration(meanF)
-	}
+	// The mean of the capped delays of the retries left, the refused one
+	// included.
+	mean := s.MeanTemp(attempt-1, limit-1, class == failure.Throttled)
 	var w time.Duration
 	switch s.Jitter {
 	case backoff.None:

@@ -109,7 +109,7 @@ func (c *Call) obsCtx() context.Context {
 // abandoned, and the retry withdrawn for it (if any) is refunded.
 func (c *Call) rejected(ctx context.Context, ts []uint64, err error) error {
 	c.w.release()
-	c.tell(ts, admission.Outcome{Abandoned: true})
+	tellGuards(ctx, c.p.guards[:len(ts)], ts, admission.Outcome{Abandoned: true})
 	c.refund()
 	reason, cause := rejectedBy(ctx, err)
 	c.gaveUp(reason)
@@ -140,20 +140,17 @@ func (c *Call) reportAbandoned(err error) {
 }
 
 // tellGuards is report's part for a policy with guards, apart so that
-// report inlines.
+// report inlines. The guards hear it with the context of the Admit that
+// asked them (admitSlow keeps it: a policy with guards always takes that
+// path).
 func (c *Call) tellGuards(o admission.Outcome) {
-	c.tell(c.tickets.of(len(c.p.guards)), o)
+	gs := c.p.guards
+	tellGuards(c.ctx, gs, c.tickets.of(len(gs)), o)
 }
 
 // errNotAdmitted is the panic of a failure reported for an attempt that
 // was never admitted.
 var errNotAdmitted = newSentinel("retry/engine: an attempt's failure was reported without Call.Admit before it; admit every attempt, the first included")
-
-// tell tells the first len(ts) guards, which admitted the attempt with
-// the tickets ts, how it ended, with the call's context.
-func (c *Call) tell(ts []uint64, o admission.Outcome) {
-	tellGuards(c.obsCtx(), c.p.guards[:len(ts)], ts, o)
-}
 
 // gaveUp tells the observer of a call that stops with reason.
 func (c *Call) gaveUp(reason error) {

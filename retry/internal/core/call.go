@@ -238,7 +238,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	c.last = err
 	var m marks
 	m.walk(err)
-	if m.rejected {
+	if m.has(rejectedMark) {
 		c.reportAbandoned(err)
 		return Decision{Reason: ErrRejected, Class: failure.Permanent}
 	}
@@ -248,7 +248,7 @@ func (c *Call) failed(now, deadline time.Time, err error, draw uint64) Decision 
 	switch {
 	case class == failure.Permanent:
 		return Decision{Reason: ErrPermanent, Class: class}
-	case m.final:
+	case m.has(finalMark):
 		return Decision{Reason: ErrFinal, Class: class}
 	case c.attempt >= c.max:
 		return Decision{Reason: ErrAttemptsExhausted, Class: class}

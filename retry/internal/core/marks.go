@@ -12,12 +12,34 @@ import (
 // and errors.As would find of the package's sentinels, context.Canceled,
 // server delays and timeouts, asked of every node at once.
 type marks struct {
-	permanent, final, throttled, timedOut, rejected, canceled bool
+	flags markFlags
 	// serverDelay is the first ServerDelay in the tree, if any.
 	serverDelay serverDelay
 	// timeout is the first error in the tree with a Timeout() bool method,
 	// if any; its answer decides the Timeout class, as errors.As would.
 	timeout interface{ Timeout() bool }
+}
+
+// markFlags are the marks of a tree that are yes or no.
+type markFlags uint8
+
+const (
+	permanentMark markFlags = 1 << iota // ErrPermanent, or a Permanent verdict
+	finalMark                           // ErrFinal, or a Final verdict
+	throttledMark                       // a Throttled verdict
+	timedOutMark                        // a Timeout verdict
+	rejectedMark                        // ErrRejected
+	canceledMark                        // context.Canceled
+)
+
+// has reports whether the tree has any of the marks f.
+func (m *marks) has(f markFlags) bool { return m.flags&f != 0 }
+
+// set records the marks f when ok.
+func (m *marks) set(f markFlags, ok bool) {
+	if ok {
+		m.flags |= f
+	}
 }
 
 // inspect walks err's tree once, depth first and pre-order like errors.Is
@@ -70,11 +92,11 @@ func (m *marks) walk(err error) {
 		case *sentinel:
 			switch e {
 			case ErrRejected:
-				m.rejected = true
+				m.flags |= rejectedMark
 			case ErrPermanent:
-				m.permanent = true
+				m.flags |= permanentMark
 			case ErrFinal:
-				m.final = true
+				m.flags |= finalMark
 			}
 			return // a leaf
 		case *Error:
@@ -97,7 +119,7 @@ func (m *marks) walk(err error) {
 		default:
 			// The comparison never panics on a non-comparable error
 			// type: context.Canceled's dynamic type is a pointer.
-			m.canceled = m.canceled || err == context.Canceled
+			m.set(canceledMark, err == context.Canceled)
 			return
 		}
 		// Below a node with an Is, RetryAfter or Timeout method.
@@ -132,13 +154,13 @@ func isBare(err error) bool {
 func (m *marks) judged(v *Verdict) {
 	switch v.Class {
 	case failure.Permanent:
-		m.permanent = true
+		m.flags |= permanentMark
 	case failure.Throttled:
-		m.throttled = true
+		m.flags |= throttledMark
 	case failure.Timeout:
-		m.timedOut = true
+		m.flags |= timedOutMark
 	}
-	m.final = m.final || v.Final
+	m.set(finalMark, v.Final)
 }
 
 // inspectNode records the marks of one node of an error tree with an Is,
@@ -150,10 +172,10 @@ func (m *marks) judged(v *Verdict) {
 // methods), so visit's own cases are the only ones to compare with them.
 func (m *marks) inspectNode(err error) {
 	if is, ok := err.(isser); ok {
-		m.rejected = m.rejected || is.Is(ErrRejected)
-		m.permanent = m.permanent || is.Is(ErrPermanent)
-		m.final = m.final || is.Is(ErrFinal)
-		m.canceled = m.canceled || is.Is(context.Canceled)
+		m.set(rejectedMark, !m.has(rejectedMark) && is.Is(ErrRejected))
+		m.set(permanentMark, !m.has(permanentMark) && is.Is(ErrPermanent))
+		m.set(finalMark, !m.has(finalMark) && is.Is(ErrFinal))
+		m.set(canceledMark, !m.has(canceledMark) && is.Is(context.Canceled))
 	}
 	if m.serverDelay == nil {
 		if sd, ok := err.(serverDelay); ok {
@@ -173,16 +195,19 @@ func (m *marks) class(classify func(error) failure.Class, err error) failure.Cla
 	if classify != nil {
 		return classify(err)
 	}
+	if m.flags&(permanentMark|throttledMark|timedOutMark|canceledMark) == 0 && m.serverDelay == nil && m.timeout == nil {
+		return failure.Transient // a plain error: nothing below says more
+	}
 	switch {
-	case m.permanent:
+	case m.has(permanentMark):
 		return failure.Permanent
 	case m.serverDelay != nil && m.serverDelay.RetryAfter() < 0:
 		return failure.Permanent
-	case m.throttled:
+	case m.has(throttledMark):
 		return failure.Throttled
-	case m.timedOut || m.timeout != nil && m.timeout.Timeout():
+	case m.has(timedOutMark) || m.timeout != nil && m.timeout.Timeout():
 		return failure.Timeout
-	case m.canceled:
+	case m.has(canceledMark):
 		return failure.Permanent
 	}
 	return failure.Transient

@@ -139,12 +139,12 @@ func randomTree(r *rand.Rand, depth int) error {
 // call and errors.As would).
 func marksOf(err error) marks {
 	var m marks
-	m.rejected = errors.Is(err, ErrRejected)
-	m.permanent = errors.Is(err, ErrPermanent)
-	m.final = errors.Is(err, ErrFinal)
-	m.canceled = errors.Is(err, context.Canceled)
-	m.throttled = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Throttled })
-	m.timedOut = anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Timeout })
+	m.set(rejectedMark, errors.Is(err, ErrRejected))
+	m.set(permanentMark, errors.Is(err, ErrPermanent))
+	m.set(finalMark, errors.Is(err, ErrFinal))
+	m.set(canceledMark, errors.Is(err, context.Canceled))
+	m.set(throttledMark, anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Throttled }))
+	m.set(timedOutMark, anyVerdict(err, func(v Verdict) bool { return v.Class == failure.Timeout }))
 	var sd serverDelay
 	if errors.As(err, &sd) {
 		m.serverDelay = sd
@@ -188,8 +188,7 @@ func anyVerdict(err error, ok func(Verdict) bool) bool {
 // for the server delay and the timeout. Neither kind of node is a flatLeaf,
 // so the comparisons cannot panic.
 func sameMarks(got, want marks) bool {
-	return got.permanent == want.permanent && got.final == want.final && got.throttled == want.throttled && got.timedOut == want.timedOut &&
-		got.rejected == want.rejected && got.canceled == want.canceled &&
+	return got.flags == want.flags &&
 		got.serverDelay == want.serverDelay && got.timeout == want.timeout
 }
 

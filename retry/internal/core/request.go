@@ -64,7 +64,7 @@ func (r *Request) End(err error) {
 		return
 	}
 	m := inspect(err)
-	if m.rejected {
+	if m.has(rejectedMark) {
 		r.abandon(err)
 		return
 	}

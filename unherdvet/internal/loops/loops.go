@@ -189,6 +189,16 @@ func run(pass *analysis.Pass) (any, error) {
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	f.closures = closureWaits(pass.TypesInfo, pass.Files)
+	f.decls = make(map[*types.Func]*ast.FuncDecl)
+	for _, file := range pass.Files {
+		for _, d := range file.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				if fn, ok := pass.TypesInfo.Defs[fd.Name].(*types.Func); ok {
+					f.decls[fn] = fd
+				}
+			}
+		}
+	}
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
 			continue
@@ -225,6 +235,8 @@ type finder struct {
 	closures map[types.Object]closureWait
 	// bodies are the package's functions, to follow a call into.
 	bodies map[*types.Func]*ast.BlockStmt
+	// decls are the package's function declarations, by function.
+	decls map[*types.Func]*ast.FuncDecl
 	// forBodies are the bodies of the for statements matched as retry
 	// loops.
 	forBodies map[*ast.BlockStmt]bool

@@ -128,8 +128,15 @@ func (f *finder) recursion(fn *Func) *Loop {
 //		}
 //	}
 //
+// It matches retries by mutual recursion alike: on a failure path (under
+// an if that tests an error) the function returns a call of another
+// function of the package, which waits and returns a call of the first
+// again (return c.retry(req, n, d) ... func (c *client) retry(req, n, d)
+// { time.Sleep(d); return c.send(req, n-1, d*2) }).
+//
 // The loop spans the block that waits and calls again; it is bounded
-// when that block runs under a condition.
+// when that block runs under a condition, or when the call passes a
+// changed argument (n-1).
 func (f *finder) retryClosures(fn *Func) []*Loop {
 	self, _ := f.info.Defs[fn.Node.(*ast.FuncDecl).Name].(*types.Func)
 	if self == nil {
@@ -147,36 +154,108 @@ func (f *finder) retryClosures(fn *Func) []*Loop {
 			continue
 		}
 		sig, _ := f.info.TypeOf(lit).(*types.Signature)
-		cl := &Func{Node: lit, Body: lit.Body, Sig: sig, Outer: fn}
-		ast.Inspect(lit.Body, func(n ast.Node) bool {
-			blk, ok := n.(*ast.BlockStmt)
-			if !ok {
-				_, lit := n.(*ast.FuncLit)
-				return !lit
-			}
-			for r, st := range blk.List {
-				ret, ok := st.(*ast.ReturnStmt)
-				if !ok || len(ret.Results) == 0 {
-					continue
-				}
-				call, ok := ast.Unparen(ret.Results[0]).(*ast.CallExpr)
-				if !ok || !f.calls(call, self) {
-					continue
-				}
-				l := &Loop{Stmt: blk, Body: blk, Func: cl, Call: call, Branch: call, At: ret,
-					Shape: Recursion, Between: blk.List[:r]}
-				if l.Waits = f.waits(l); len(l.Waits) == 0 {
-					continue
-				}
-				l.Bounded = blk != lit.Body || f.guardedExit(l, l.Between, false, false)
-				out = append(out, l)
-			}
-			return true
-		})
+		out = append(out, f.callsBack(&Func{Node: lit, Body: lit.Body, Sig: sig, Outer: fn}, self)...)
+	}
+	for _, h := range f.retryHelpers(fn, self) {
+		out = append(out, f.callsBack(h, self)...)
 	}
 	return out
 }
 
+// callsBack returns the retries by recursion that cl, a closure or
+// helper of self, makes: each block of its body that waits and then
+// returns a call of self.
+func (f *finder) callsBack(cl *Func, self *types.Func) []*Loop {
+	var out []*Loop
+	ast.Inspect(cl.Body, func(n ast.Node) bool {
+		blk, ok := n.(*ast.BlockStmt)
+		if !ok {
+			_, lit := n.(*ast.FuncLit)
+			return !lit
+		}
+		for r, st := range blk.List {
+			ret, ok := st.(*ast.ReturnStmt)
+			if !ok || len(ret.Results) == 0 {
+				continue
+			}
+			call, ok := ast.Unparen(ret.Results[0]).(*ast.CallExpr)
+			if !ok || !f.calls(call, self) {
+				continue
+			}
+			l := &Loop{Stmt: blk, Body: blk, Func: cl, Call: call, Branch: call, At: ret,
+				Shape: Recursion, Between: blk.List[:r]}
+			if l.Waits = f.waits(l); len(l.Waits) == 0 {
+				continue
+			}
+			l.Bounded = blk != cl.Body || f.guardedExit(l, l.Between, false, false)
+			for _, a := range call.Args {
+				if _, ok := ast.Unparen(a).(*ast.BinaryExpr); ok {
+					l.Bounded = true // retries-1
+				}
+			}
+			out = append(out, l)
+		}
+		return true
+	})
+	return out
+}
+
+// retryHelpers returns the functions of the package, other than self,
+// whose call fn returns on a failure path: under an if, outside
+// function literals, whose condition tests an error (err != nil,
+// errors.Is(err, ErrX), as one operand of && or ||).
+func (f *finder) retryHelpers(fn *Func, self *types.Func) []*Func {
+	var out []*Func
+	seen := make(map[*types.Func]bool)
+	var failing []bool // per enclosing if: whether it tests an error
+	var visit func(n ast.Node)
+	visit = func(n ast.Node) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			switch m := m.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.IfStmt:
+				if m.Init != nil {
+					visit(m.Init)
+				}
+				tests := false
+				for _, c := range append(operands(m.Cond, token.LAND), operands(m.Cond, token.LOR)...) {
+					tests = tests || f.failing(c) != nil
+				}
+				failing = append(failing, tests)
+				visit(m.Body)
+				failing = failing[:len(failing)-1]
+				if m.Else != nil {
+					visit(m.Else)
+				}
+				return false
+			case *ast.ReturnStmt:
+				if !slices.Contains(failing, true) || len(m.Results) == 0 {
+					return true
+				}
+				call, ok := ast.Unparen(m.Results[0]).(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				h := match.Callee(f.info, call)
+				if h == nil {
+					return true
+				}
+				h = h.Origin()
+				decl := f.decls[h]
+				if h == self || seen[h] || decl == nil {
+					return true
+				}
+				seen[h] = true
+				sig, _ := h.Type().(*types.Signature)
+				out = append(out, &Func{Node: decl, Body: decl.Body, Sig: sig, Name: decl.Name.Name})
+			}
+			return true
+		})
+	}
+	visit(fn.Body)
+	return out
+}
 // returnsCallOf reports whether body returns a call of the function held
 // in v (return retry(err)), outside function literals.
 func (f *finder) returnsCallOf(body *ast.BlockStmt, v types.Object) bool {

@@ -256,6 +256,7 @@ func (f *finder) retryHelpers(fn *Func, self *types.Func) []*Func {
 	visit(fn.Body)
 	return out
 }
+
 // returnsCallOf reports whether body returns a call of the function held
 // in v (return retry(err)), outside function literals.
 func (f *finder) returnsCallOf(body *ast.BlockStmt, v types.Object) bool {

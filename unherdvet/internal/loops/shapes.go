@@ -218,11 +218,7 @@ func (f *finder) retryHelpers(fn *Func, self *types.Func) []*Func {
 				if m.Init != nil {
 					visit(m.Init)
 				}
-				tests := false
-				for _, c := range append(operands(m.Cond, token.LAND), operands(m.Cond, token.LOR)...) {
-					tests = tests || f.failing(c) != nil
-				}
-				failing = append(failing, tests)
+				failing = append(failing, f.testsError(m.Cond))
 				visit(m.Body)
 				failing = failing[:len(failing)-1]
 				if m.Else != nil {
@@ -255,6 +251,14 @@ func (f *finder) retryHelpers(fn *Func, self *types.Func) []*Func {
 	}
 	visit(fn.Body)
 	return out
+}
+
+// testsError reports whether cond tests an error for a failure (err !=
+// nil, errors.Is(err, ErrX)), alone or as an operand of && or ||.
+func (f *finder) testsError(cond ast.Expr) bool {
+	return slices.ContainsFunc(append(operands(cond, token.LAND), operands(cond, token.LOR)...), func(c ast.Expr) bool {
+		return f.failing(c) != nil
+	})
 }
 
 // returnsCallOf reports whether body returns a call of the function held
@@ -495,8 +499,76 @@ func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats f
 		if f.varies(l, call, l.Body) || f.unwraps(call, errv) {
 			return nil
 		}
+		l.Between = append(l.Between, f.leadIns(stmts[k+1:], l.Between, at, repeats)...)
 		l.Waits = f.waits(l)
 		return l
 	}
 	return nil
+}
+
+// leadIns returns the statements that lead to each statement in stmts,
+// other than at, that repeats the attempt too, under an if that tests an
+// error: a second goto back from inside the loops over the answer's
+// parts (if err := part.Err(); err != nil { ...; goto again }), or
+// another return of the recursive call. For each, they are the statements before it in every
+// block around it, up to the innermost loop around it or stmts' own
+// level, and the select whose case holds it (a timer case). They run
+// between a failed attempt and the next, as the branch's failure path
+// does; those already in between (or inside one of them) are left out.
+func (f *finder) leadIns(stmts, between []ast.Stmt, at ast.Stmt, repeats func(ast.Stmt) bool) []ast.Stmt {
+	var out []ast.Stmt
+	add := func(s ast.Stmt) {
+		for _, b := range append(between, out...) {
+			if contains(b, s) {
+				return
+			}
+		}
+		out = append(out, s)
+	}
+	before := func(list []ast.Stmt, child ast.Node) {
+		for _, s := range list {
+			if s == child {
+				return
+			}
+			add(s)
+		}
+	}
+	var path []ast.Node
+	for _, top := range stmts {
+		ast.Inspect(top, func(n ast.Node) bool {
+			if n == nil {
+				path = path[:len(path)-1]
+				return false
+			}
+			if _, lit := n.(*ast.FuncLit); lit {
+				return false
+			}
+			onFailure := slices.ContainsFunc(path, func(p ast.Node) bool {
+				ifs, ok := p.(*ast.IfStmt)
+				return ok && f.testsError(ifs.Cond)
+			})
+			if st, ok := n.(ast.Stmt); ok && st != at && st != top && onFailure && repeats(st) {
+				child := n
+			walk:
+				for i := len(path) - 1; i >= 0; i-- {
+					switch p := path[i].(type) {
+					case *ast.BlockStmt:
+						before(p.List, child)
+					case *ast.CaseClause:
+						before(p.Body, child)
+					case *ast.CommClause:
+						before(p.Body, child)
+					case *ast.SelectStmt:
+						add(p)
+					case *ast.ForStmt, *ast.RangeStmt:
+						break walk
+					}
+					child = path[i]
+				}
+			}
+			path = append(path, n)
+			return true
+		})
+	}
+	return out
 }

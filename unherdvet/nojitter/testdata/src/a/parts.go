@@ -77,34 +77,29 @@ again:
 	return out, nil
 }
 
-// Negative: the same, waiting a random delay before going back.
+// Negative: going back from the parts after a random delay.
 func loadOffsetsJittered(ctx context.Context) (map[int]int, error) {
 	out := make(map[int]int)
-again:
+retry:
 	resp, err := fetchOffsets(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err = codeErr(resp.Code); err != nil {
-		if errors.Is(err, errStaleEpoch) {
-			goto again
-		}
-		return nil, err
-	}
-	for _, g := range resp.Groups {
-		for _, s := range g.Shards {
-			if err := codeErr(s.Code); err != nil {
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(time.Second/2 + rand.N(time.Second)):
-					goto again
+	if err == nil {
+		for _, g := range resp.Groups {
+			for _, s := range g.Shards {
+				if err := codeErr(s.Code); err != nil {
+					select {
+					case <-time.After(time.Second/2 + rand.N(time.Second)):
+						goto retry
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
 				}
+				out[s.ID] = s.Code
 			}
-			out[s.ID] = s.Code
 		}
+		return out, nil
 	}
-	return out, nil
+	time.Sleep(rand.N(2 * time.Second))
+	goto retry
 }
 
 type pageAnswer struct {

@@ -1,6 +1,8 @@
 package a
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"time"
 )
@@ -11,16 +13,19 @@ import (
 type courier struct{ hc *http.Client }
 
 // Positive: nothing counts the tries; only a success ends the calls.
-func (c *courier) deliver(req *http.Request) (*http.Response, error) {
+func (c *courier) deliver(req *http.Request) (int, error) {
 	resp, err := c.hc.Do(req)
-	if err != nil {
+	if errors.Is(err, io.ErrUnexpectedEOF) || err != nil && resp == nil {
 		return c.redeliver(req)
 	}
-	return resp, nil
+	if err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
 }
 
-func (c *courier) redeliver(req *http.Request) (*http.Response, error) {
-	time.Sleep(time.Second)
+func (c *courier) redeliver(req *http.Request) (int, error) {
+	<-time.After(time.Minute)
 	return c.deliver(req) // want `unbounded: retry loop has no attempt limit`
 }
 

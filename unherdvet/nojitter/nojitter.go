@@ -743,6 +743,9 @@ func (c *classifier) writes(v *types.Var) kind {
 		}
 	}
 	if len(inside) == 0 {
+		if c.passedOn(v) {
+			return growingKind
+		}
 		return fixedKind // loop-invariant
 	}
 	k, server := fixedKind, false
@@ -795,6 +798,38 @@ func (c *classifier) writes(v *types.Var) kind {
 		return growingKind
 	}
 	return k
+}
+
+// passedOn reports whether v, a delay the loop leaves alone, is a
+// parameter that a retry by recursion hands to the next attempt changed
+// by arithmetic on itself (return c.send(req, n-1, wait*2)): each call
+// waits longer, without randomness.
+func (c *classifier) passedOn(v *types.Var) bool {
+	l := c.loop
+	if l.Shape != loops.Recursion || c.scope != ast.Node(l.Stmt) || l.Func.Sig == nil {
+		return false
+	}
+	param := false
+	for i := range l.Func.Sig.Params().Len() {
+		param = param || l.Func.Sig.Params().At(i) == v
+	}
+	if !param {
+		return false
+	}
+	grown := false
+	ast.Inspect(l.At, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || grown {
+			return !grown
+		}
+		for _, a := range call.Args {
+			if b, ok := ast.Unparen(a).(*ast.BinaryExpr); ok && match.Mentions(c.info, b, v) {
+				grown = true
+			}
+		}
+		return !grown
+	})
+	return grown
 }
 
 // steps reports whether writes give a variable two different constants.

@@ -23,7 +23,11 @@
 // notimeout fix writes it. Outside for
 // statements, a goto back to a label before the attempt (Goto) and a
 // function that calls itself again on failure or on a status (Recursion)
-// are retry loops too. A select that waits on a timer may hold the
+// are retry loops too, as is one whose failure path hands over to a
+// closure or another function of the package that waits and calls it
+// again (mutual recursion). Every goto back or recursive return under an
+// error test, not only the branch's own, brings the waits on its way,
+// from inside loops over the answer's parts too. A select that waits on a timer may hold the
 // attempt in its timer case. A retry queue (Requeue, requeue.go) keeps
 // the items whose attempt failed for the next round, in a list or on the
 // channel the loop receives from.
@@ -118,7 +122,7 @@ type Shape int
 const (
 	For       Shape = iota // a for statement; Stmt is the *ast.ForStmt or *ast.RangeStmt
 	Goto                   // a goto back to a label before the attempt; Stmt spans the label to the branch
-	Recursion              // the function calls itself again on failure; Stmt spans its body up to the branch
+	Recursion              // the function calls itself again on failure, or through a closure or helper that waits; Stmt spans its body up to the branch, or the helper's block that waits and calls back
 	Requeue                // the items whose attempt failed are kept and tried again next round; Stmt is the round
 )
 
@@ -189,6 +193,16 @@ func run(pass *analysis.Pass) (any, error) {
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	f.closures = closureWaits(pass.TypesInfo, pass.Files)
+	f.decls = make(map[*types.Func]*ast.FuncDecl)
+	for _, file := range pass.Files {
+		for _, d := range file.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				if fn, ok := pass.TypesInfo.Defs[fd.Name].(*types.Func); ok {
+					f.decls[fn] = fd
+				}
+			}
+		}
+	}
 	for _, file := range pass.Files {
 		if match.Skip(pass, file) {
 			continue
@@ -225,6 +239,8 @@ type finder struct {
 	closures map[types.Object]closureWait
 	// bodies are the package's functions, to follow a call into.
 	bodies map[*types.Func]*ast.BlockStmt
+	// decls are the package's function declarations, by function.
+	decls map[*types.Func]*ast.FuncDecl
 	// forBodies are the bodies of the for statements matched as retry
 	// loops.
 	forBodies map[*ast.BlockStmt]bool

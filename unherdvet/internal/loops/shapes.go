@@ -128,8 +128,15 @@ func (f *finder) recursion(fn *Func) *Loop {
 //		}
 //	}
 //
+// It matches retries by mutual recursion alike: on a failure path (under
+// an if that tests an error) the function returns a call of another
+// function of the package, which waits and returns a call of the first
+// again (return c.retry(req, n, d) ... func (c *client) retry(req, n, d)
+// { time.Sleep(d); return c.send(req, n-1, d*2) }).
+//
 // The loop spans the block that waits and calls again; it is bounded
-// when that block runs under a condition.
+// when that block runs under a condition, or when the call passes a
+// changed argument (n-1).
 func (f *finder) retryClosures(fn *Func) []*Loop {
 	self, _ := f.info.Defs[fn.Node.(*ast.FuncDecl).Name].(*types.Func)
 	if self == nil {
@@ -147,34 +154,111 @@ func (f *finder) retryClosures(fn *Func) []*Loop {
 			continue
 		}
 		sig, _ := f.info.TypeOf(lit).(*types.Signature)
-		cl := &Func{Node: lit, Body: lit.Body, Sig: sig, Outer: fn}
-		ast.Inspect(lit.Body, func(n ast.Node) bool {
-			blk, ok := n.(*ast.BlockStmt)
-			if !ok {
-				_, lit := n.(*ast.FuncLit)
-				return !lit
+		out = append(out, f.callsBack(&Func{Node: lit, Body: lit.Body, Sig: sig, Outer: fn}, self)...)
+	}
+	for _, h := range f.retryHelpers(fn, self) {
+		out = append(out, f.callsBack(h, self)...)
+	}
+	return out
+}
+
+// callsBack returns the retries by recursion that cl, a closure or
+// helper of self, makes: each block of its body that waits and then
+// returns a call of self.
+func (f *finder) callsBack(cl *Func, self *types.Func) []*Loop {
+	var out []*Loop
+	ast.Inspect(cl.Body, func(n ast.Node) bool {
+		blk, ok := n.(*ast.BlockStmt)
+		if !ok {
+			_, lit := n.(*ast.FuncLit)
+			return !lit
+		}
+		for r, st := range blk.List {
+			ret, ok := st.(*ast.ReturnStmt)
+			if !ok || len(ret.Results) == 0 {
+				continue
 			}
-			for r, st := range blk.List {
-				ret, ok := st.(*ast.ReturnStmt)
-				if !ok || len(ret.Results) == 0 {
-					continue
+			call, ok := ast.Unparen(ret.Results[0]).(*ast.CallExpr)
+			if !ok || !f.calls(call, self) {
+				continue
+			}
+			l := &Loop{Stmt: blk, Body: blk, Func: cl, Call: call, Branch: call, At: ret,
+				Shape: Recursion, Between: blk.List[:r]}
+			if l.Waits = f.waits(l); len(l.Waits) == 0 {
+				continue
+			}
+			l.Bounded = blk != cl.Body || f.guardedExit(l, l.Between, false, false)
+			for _, a := range call.Args {
+				if _, ok := ast.Unparen(a).(*ast.BinaryExpr); ok {
+					l.Bounded = true // retries-1
 				}
-				call, ok := ast.Unparen(ret.Results[0]).(*ast.CallExpr)
-				if !ok || !f.calls(call, self) {
-					continue
+			}
+			out = append(out, l)
+		}
+		return true
+	})
+	return out
+}
+
+// retryHelpers returns the functions of the package, other than self,
+// whose call fn returns on a failure path: under an if, outside
+// function literals, whose condition tests an error (err != nil,
+// errors.Is(err, ErrX), as one operand of && or ||).
+func (f *finder) retryHelpers(fn *Func, self *types.Func) []*Func {
+	var out []*Func
+	seen := make(map[*types.Func]bool)
+	var failing []bool // per enclosing if: whether it tests an error
+	var visit func(n ast.Node)
+	visit = func(n ast.Node) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			switch m := m.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.IfStmt:
+				if m.Init != nil {
+					visit(m.Init)
 				}
-				l := &Loop{Stmt: blk, Body: blk, Func: cl, Call: call, Branch: call, At: ret,
-					Shape: Recursion, Between: blk.List[:r]}
-				if l.Waits = f.waits(l); len(l.Waits) == 0 {
-					continue
+				failing = append(failing, f.testsError(m.Cond))
+				visit(m.Body)
+				failing = failing[:len(failing)-1]
+				if m.Else != nil {
+					visit(m.Else)
 				}
-				l.Bounded = blk != lit.Body || f.guardedExit(l, l.Between, false, false)
-				out = append(out, l)
+				return false
+			case *ast.ReturnStmt:
+				if !slices.Contains(failing, true) || len(m.Results) == 0 {
+					return true
+				}
+				call, ok := ast.Unparen(m.Results[0]).(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				h := match.Callee(f.info, call)
+				if h == nil {
+					return true
+				}
+				h = h.Origin()
+				decl := f.decls[h]
+				if h == self || seen[h] || decl == nil {
+					return true
+				}
+				seen[h] = true
+				sig, _ := h.Type().(*types.Signature)
+				out = append(out, &Func{Node: decl, Body: decl.Body, Sig: sig, Name: decl.Name.Name})
 			}
 			return true
 		})
 	}
+	visit(fn.Body)
 	return out
+}
+
+// testsError reports whether cond tests an error for a failure (err !=
+// nil, errors.Is(err, ErrX)), alone or as an operand of && or ||.
+func (f *finder) testsError(cond ast.Expr) bool {
+	return slices.ContainsFunc(append(operands(cond, token.LAND), operands(cond, token.LOR)...), func(c ast.Expr) bool {
+		return f.failing(c) != nil
+	})
 }
 
 // returnsCallOf reports whether body returns a call of the function held
@@ -415,8 +499,76 @@ func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats f
 		if f.varies(l, call, l.Body) || f.unwraps(call, errv) {
 			return nil
 		}
+		l.Between = append(l.Between, f.leadIns(stmts[k+1:], l.Between, at, repeats)...)
 		l.Waits = f.waits(l)
 		return l
 	}
 	return nil
+}
+
+// leadIns returns the statements that lead to each statement in stmts,
+// other than at, that repeats the attempt too, under an if that tests an
+// error: a second goto back from inside the loops over the answer's
+// parts (if err := part.Err(); err != nil { ...; goto again }), or
+// another return of the recursive call. For each, they are the statements before it in every
+// block around it, up to the innermost loop around it or stmts' own
+// level, and the select whose case holds it (a timer case). They run
+// between a failed attempt and the next, as the branch's failure path
+// does; those already in between (or inside one of them) are left out.
+func (f *finder) leadIns(stmts, between []ast.Stmt, at ast.Stmt, repeats func(ast.Stmt) bool) []ast.Stmt {
+	var out []ast.Stmt
+	add := func(s ast.Stmt) {
+		for _, b := range append(between, out...) {
+			if contains(b, s) {
+				return
+			}
+		}
+		out = append(out, s)
+	}
+	before := func(list []ast.Stmt, child ast.Node) {
+		for _, s := range list {
+			if s == child {
+				return
+			}
+			add(s)
+		}
+	}
+	var path []ast.Node
+	for _, top := range stmts {
+		ast.Inspect(top, func(n ast.Node) bool {
+			if n == nil {
+				path = path[:len(path)-1]
+				return false
+			}
+			if _, lit := n.(*ast.FuncLit); lit {
+				return false
+			}
+			onFailure := slices.ContainsFunc(path, func(p ast.Node) bool {
+				ifs, ok := p.(*ast.IfStmt)
+				return ok && f.testsError(ifs.Cond)
+			})
+			if st, ok := n.(ast.Stmt); ok && st != at && st != top && onFailure && repeats(st) {
+				child := n
+			walk:
+				for i := len(path) - 1; i >= 0; i-- {
+					switch p := path[i].(type) {
+					case *ast.BlockStmt:
+						before(p.List, child)
+					case *ast.CaseClause:
+						before(p.Body, child)
+					case *ast.CommClause:
+						before(p.Body, child)
+					case *ast.SelectStmt:
+						add(p)
+					case *ast.ForStmt, *ast.RangeStmt:
+						break walk
+					}
+					child = path[i]
+				}
+			}
+			path = append(path, n)
+			return true
+		})
+	}
+	return out
 }

@@ -173,4 +173,3 @@ func TestFailedReleaseRetried(t *testing.T) {
 		}
 	})
 }
-

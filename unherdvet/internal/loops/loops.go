@@ -2,7 +2,8 @@
 // checks.
 //
 // A retry loop is a for statement whose body makes a call that returns an
-// error (the attempt), branches on that error, exits the loop when it is
+// error, or the package's own error interface that embeds error (the
+// attempt), branches on that error, exits the loop when it is
 // nil (return or break) and goes round again when it is not (continue,
 // or the end of the body). The branch is an if on the error (err == nil,
 // or a disjunction with it such as err == nil || n == 0; err != nil, or a
@@ -10,8 +11,13 @@
 // boolean computed from the error (retry := shouldRetry(err, n)), or the
 // loop's own condition (for errors.Is(err, ErrBusy) && r < n).
 //
+// The failure test may also ask for an answer (res == nil || err !=
+// nil), and a retry decision may be tested in the if that makes the
+// attempt (if retry, err := f(); !retry { return err }).
+//
 // The branch may give up on some errors and go round on others (a
-// continue below its top level), judge the answer as well as the error
+// continue below its top level, or one that falls, when it does not go
+// round, into the exit it shares with a success), judge the answer as well as the error
 // (err == nil && resp.StatusCode < 500), or go round on a status of the
 // answer alone (if resp.StatusCode == 429 { continue }). An endless for
 // loop that waits and goes round on failure and carries on after a
@@ -20,7 +26,7 @@
 // and returns on its failure (for { pull() }). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
-// notimeout fix writes it. Outside for
+// notimeout fix writes it, in a for loop or a recursion alike. Outside for
 // statements, a goto back to a label before the attempt (Goto) and a
 // function that calls itself again on failure or on a status (Recursion)
 // are retry loops too, as is one whose failure path hands over to a
@@ -49,7 +55,10 @@
 //     list, a new timestamped key, the next endpoint), and a walk over an
 //     error's chain unwraps the error it tests;
 //   - parsing and formatting (strconv, encoding/json) is never an
-//     attempt: trying again cannot change its result.
+//     attempt, nor is a function of the package that only checks local
+//     state and builds an error: trying again cannot change its result;
+//   - a failover picks a target each round, marks it down after a
+//     failure and leaves when none is left.
 //
 // The waits between attempts are time.Sleep, time.After, time.NewTimer,
 // Timer.Reset, and calls of the package's own functions that wait for one

@@ -123,35 +123,26 @@ func (f *finder) recursion(fn *Func) *Loop {
 // return q.read(ctx) }): the state changes once, and the next attempt
 // does not meet that error again.
 func (f *finder) repairs(l *Loop) bool {
-	found := false
-	var path []ast.Node
-	ast.Inspect(l.Body, func(n ast.Node) bool {
-		if n == nil {
-			path = path[:len(path)-1]
-			return false
+	path := pathTo(l.Body, l.At)
+	if len(path) < 2 {
+		return false
+	}
+	blk, ok := path[len(path)-1].(*ast.BlockStmt)
+	ifs, ok2 := path[len(path)-2].(*ast.IfStmt)
+	if !ok || !ok2 || ifs.Body != blk || ifs.Cond == l.Branch || f.errCond(ifs.Cond, l.Err, l.Call) != 0 || !f.mentionsErr(l, ifs.Cond) {
+		return false
+	}
+	for _, s := range blk.List {
+		if s == l.At {
+			break
 		}
-		if n == l.At && len(path) >= 2 {
-			blk, ok := path[len(path)-1].(*ast.BlockStmt)
-			ifs, ok2 := path[len(path)-2].(*ast.IfStmt)
-			if ok && ok2 && ifs.Body == blk && ifs.Cond != l.Branch && f.errCond(ifs.Cond, l.Err, l.Call) == 0 && f.mentionsErr(l, ifs.Cond) {
-				for _, s := range blk.List {
-					if s == l.At {
-						break
-					}
-					es, ok := s.(*ast.ExprStmt)
-					if !ok {
-						continue
-					}
-					if call, ok := ast.Unparen(es.X).(*ast.CallExpr); ok && creates(match.Callee(f.info, call)) {
-						found = true
-					}
-				}
+		if es, ok := s.(*ast.ExprStmt); ok {
+			if call, ok := ast.Unparen(es.X).(*ast.CallExpr); ok && creates(match.Callee(f.info, call)) {
+				return true
 			}
 		}
-		path = append(path, n)
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // mentionsErr reports whether e mentions the attempt's error.
@@ -412,24 +403,30 @@ func (f *finder) statusOf(e ast.Expr, results []types.Object) bool {
 // runs only under a condition on something else (if status == connecting
 // { goto again }), which can stop the repeats.
 func (f *finder) guardedRepeat(l *Loop) bool {
-	guarded := false
-	var path []ast.Node
-	ast.Inspect(l.Body, func(n ast.Node) bool {
+	for _, p := range pathTo(l.Body, l.At) {
+		if ifs, ok := p.(*ast.IfStmt); ok && ifs.Cond != l.Branch && f.other(l, ifs.Cond) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathTo returns the nodes from root down to target's parent, or nil
+// when root does not hold target.
+func pathTo(root, target ast.Node) []ast.Node {
+	var path, found []ast.Node
+	ast.Inspect(root, func(n ast.Node) bool {
 		if n == nil {
 			path = path[:len(path)-1]
 			return false
 		}
-		if n == l.At {
-			for _, p := range path {
-				if ifs, ok := p.(*ast.IfStmt); ok && ifs.Cond != l.Branch && f.other(l, ifs.Cond) {
-					guarded = true
-				}
-			}
+		if n == target {
+			found = slices.Clone(path)
 		}
 		path = append(path, n)
-		return !guarded
+		return found == nil
 	})
-	return guarded
+	return found
 }
 
 // nestedRepeat returns the statement in stmts, below their top level

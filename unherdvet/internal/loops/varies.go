@@ -126,8 +126,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	return refers(call, func(o types.Object) bool { return counters[o] })
 }
 
-// drawsFresh reports whether an assignment receives from a channel (the
-// next item a consumer handles), or its values call time.Now, a random
+// drawsFresh reports whether an assignment receives from a channel or
+// reads from a stream (the next item a consumer handles), or its values
+// call time.Now, a random
 // source, or a function that picks the next of several
 // (r.nextLookupdEndpoint(), p.selectMessageQueue(msg, last): failover to
 // another address).
@@ -142,7 +143,7 @@ func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
-				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || (rotation && rotates(fn))
+				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || (rotation && rotates(fn)) || takes(fn)
 			}
 			return !found
 		})
@@ -162,6 +163,21 @@ func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
 		return false
 	}
 	return match.Mentions(f.info, call, errv)
+}
+
+// takes reports whether fn is a method named for taking what comes next
+// from a stream (Read..., Recv..., Receive..., Pop...): line, err :=
+// in.ReadString('\n') gives each round a new item to send.
+func takes(fn *types.Func) bool {
+	if !match.IsMethod(fn) {
+		return false
+	}
+	for _, p := range []string{"Read", "Recv", "Receive", "Pop"} {
+		if strings.HasPrefix(fn.Name(), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // rotates reports whether fn is named for picking the next of several:

@@ -122,17 +122,11 @@ func (s *configServers) fetchAny(hc *http.Client) (*http.Response, error) {
 	}
 }
 
-// Positive: the same loop that only logs the failed server goes back to
-// the one the balancer gives, at once.
+// Positive: the server is picked again each round but never marked
+// down, so the balancer can give the failed one back, at once.
 func (s *configServers) fetchLogged(hc *http.Client) (*http.Response, error) {
-	var err error
 	for { // want `nodelay: retry loop tries again at once`
-		host := s.pick()
-		if host == "" {
-			return nil, err
-		}
-		var resp *http.Response
-		resp, err = hc.Get("http://" + host + "/config")
+		resp, err := hc.Get("http://" + s.pick() + "/config")
 		if err == nil {
 			return resp, nil
 		}
@@ -157,5 +151,44 @@ func publishEveryTick(ctx context.Context, hc *http.Client, url string, done <-c
 			}
 			resp.Body.Close()
 		}
+	}
+}
+
+type lineSource interface {
+	ReadString(delim byte) (string, error)
+}
+
+func publish(ctx context.Context, hc *http.Client, url, line string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, url+"?m="+line, nil)
+	_, err := hc.Do(req)
+	return err
+}
+
+// Negative: each round publishes the next line read; a failure drops
+// that line and goes on to the next.
+func publishLines(ctx context.Context, hc *http.Client, url string, in lineSource) {
+	for {
+		line, err := in.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if err = publish(ctx, hc, url, line); err != nil {
+			continue
+		}
+		println("sent")
+	}
+}
+
+// Positive: the line is read once; a failure publishes it again at once.
+func publishLine(ctx context.Context, hc *http.Client, url string, in lineSource) error {
+	line, err := in.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	for { // want `nodelay: retry loop tries again at once`
+		if err = publish(ctx, hc, url, line); err != nil {
+			continue
+		}
+		return nil
 	}
 }

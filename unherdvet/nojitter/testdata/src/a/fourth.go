@@ -3,7 +3,6 @@ package a
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"time"
@@ -27,17 +26,6 @@ func (n *storeNode) infoWithRetry(tries int, keys ...string) (res map[string]str
 			return res, nil
 		}
 		time.Sleep(100 * time.Millisecond) // want `nojitter: retry loop waits a constant`
-	}
-	return nil, err
-}
-
-// Negative: the same attempt, with a random wait.
-func (n *storeNode) infoWithJitter(tries int, keys ...string) (res map[string]string, err StoreError) {
-	for i := 0; i < tries; i++ {
-		if res, err = n.info(keys...); err == nil {
-			return res, nil
-		}
-		time.Sleep(rand.N(100 * time.Millisecond))
 	}
 	return nil, err
 }
@@ -80,29 +68,6 @@ func fetchConfig(hc *http.Client, req *http.Request, tries int) error {
 	return errors.New("gave up")
 }
 
-// Negative: the same test, with a random wait.
-func fetchConfigJittered(hc *http.Client, req *http.Request, tries int) error {
-	try := 0
-	for {
-		try++
-		if try > tries {
-			break
-		}
-		res, err := hc.Do(req)
-		if res == nil || err != nil {
-			time.Sleep(rand.N(2 * time.Second))
-			continue
-		}
-		switch res.StatusCode {
-		case http.StatusOK, http.StatusNotModified:
-			return nil
-		case http.StatusNotFound:
-			return errors.New(res.Status)
-		}
-	}
-	return errors.New("gave up")
-}
-
 type handler interface {
 	Do(req *http.Request) (*http.Response, error)
 }
@@ -131,29 +96,6 @@ func (h *retryHandler) Do(req *http.Request) (resp *http.Response, err error) {
 				case <-ctx.Done():
 					return resp, err
 				case <-time.After(time.Second): // want `nojitter: retry loop waits a constant`
-					retries++
-					continue
-				}
-			}
-		}
-		return resp, err
-	}
-}
-
-// Negative: the same loop, waiting a random delay.
-type jitterHandler retryHandler
-
-func (h *jitterHandler) Do(req *http.Request) (resp *http.Response, err error) {
-	ctx := req.Context()
-	retries := 0
-	for {
-		resp, err = h.next.Do(req.Clone(ctx))
-		if err != nil {
-			if retries < h.maxRetries && worthRetry(resp, err) {
-				select {
-				case <-ctx.Done():
-					return resp, err
-				case <-time.After(rand.N(time.Second)):
 					retries++
 					continue
 				}
@@ -233,7 +175,7 @@ func (p *connPool) exec(policy *cmdPolicy) error {
 type partitionTracker struct{ done bool }
 
 func (t *partitionTracker) assign(ctx context.Context) ([]string, error) { return nil, nil }
-func (t *partitionTracker) complete() (bool, error)                       { return t.done, nil }
+func (t *partitionTracker) complete() (bool, error)                      { return t.done, nil }
 
 // Negative: a scan that gives up when a round fails and waits a growing
 // pause only between rounds that succeed but are not complete: a poll.

@@ -11,8 +11,8 @@ var errNoGroup = errors.New("no such group")
 type streamQueue struct{}
 
 func (q *streamQueue) read(ctx context.Context) ([]string, error) { return nil, nil }
-func (q *streamQueue) createGroup(ctx context.Context)          {}
-func (q *streamQueue) logFailure(ctx context.Context)           {}
+func (q *streamQueue) createGroup(ctx context.Context)            {}
+func (q *streamQueue) logFailure(ctx context.Context)             {}
 
 // Negative: on the error that says the group is missing, the function
 // creates it and reads again: a state change, after which the error does

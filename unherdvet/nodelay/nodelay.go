@@ -19,7 +19,7 @@ func reportImmediate(p *check.Pass, l *loops.Loop) {
 	if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
 		return
 	}
-	if onlyOnEOF(info, l) {
+	if onlyOnEOF(info, l) || loops.Ticked(info, l) {
 		return
 	}
 	if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {

@@ -37,8 +37,11 @@ func reportLockstep(p *check.Pass, l *loops.Loop) {
 		}
 		c.wait = w
 		kinds[i] = c.expr(w.Delay)
+		if kinds[i] < unknownKind && c.spins(w.Delay, 3) {
+			kinds[i] = spinKind
+		}
 		c.scope, c.seen, c.wait = l.Stmt, make(map[types.Object]kind), nil
-		random = random || kinds[i] >= serverKind
+		random = random || (kinds[i] >= serverKind && kinds[i] != spinKind)
 	}
 	if random {
 		return
@@ -129,6 +132,54 @@ func message(pass *analysis.Pass, w *loops.Wait, k kind) string {
 	return ""
 }
 
+// spin is the constant wait below which a loop is taken to spin on a
+// local resource (a pool's free connection, a lock) rather than to retry
+// a service on a schedule: a few milliseconds, far under any network
+// round trip that could line clients up.
+const spin = 10 * time.Millisecond
+
+// spins reports whether delay starts under spin: a constant under it, or
+// a variable or field every value of which, outside the loop (the
+// package's assignments and composite literals), starts under it (interval
+// := policy.Pause, with Pause: time.Millisecond the only value given). A
+// loop that only multiplies such a delay by a factor of the caller's
+// still spins by default. depth bounds the variables followed.
+func (c *classifier) spins(delay ast.Expr, depth int) bool {
+	if tv := c.info.Types[delay]; tv.Value != nil {
+		n, ok := constant.Int64Val(constant.ToInt(tv.Value))
+		return ok && time.Duration(n) < spin
+	}
+	if depth == 0 {
+		return false
+	}
+	if call, ok := ast.Unparen(delay).(*ast.CallExpr); ok && len(call.Args) == 1 && c.info.Types[call.Fun].IsType() {
+		return c.spins(call.Args[0], depth) // time.Duration(d)
+	}
+	v := match.VarOf(c.info, delay)
+	if v == nil {
+		return false
+	}
+	var values []ast.Expr
+	for _, a := range c.idx[v] {
+		if a.Stmt.Pos() >= c.loop.Stmt.Pos() && a.Stmt.End() <= c.loop.Stmt.End() {
+			continue // inside the loop: growth, checked by the kind
+		}
+		if a.Rhs == nil || a.Tuple {
+			return false
+		}
+		values = append(values, a.Rhs)
+	}
+	if v.IsField() {
+		values = append(values, c.fieldValues(v)...)
+	}
+	for _, x := range values {
+		if !c.spins(x, depth-1) {
+			return false
+		}
+	}
+	return len(values) > 0
+}
+
 // kind is what a delay expression is, from the least to the most
 // variable; combining two takes the larger.
 type kind int
@@ -140,6 +191,7 @@ const (
 	unknownKind             // a call the analyzer does not follow
 	serverKind              // given by the server: a response's interval or Retry-After
 	randomKind              // drawn from a random source
+	spinKind                // starts under spin: a wait on a local resource, not a schedule
 )
 
 type classifier struct {

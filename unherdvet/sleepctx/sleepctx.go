@@ -82,8 +82,9 @@ func selectFix(pass *analysis.Pass, l *loops.Loop, w *loops.Wait, ctx string) []
 }
 
 // neverDone reports whether ctx is a variable that only ever holds
-// context.Background() or context.TODO(): no caller can give up through
-// it, so a sleep that ignores it loses nothing.
+// context.Background() or context.TODO(), or a request only ever made by
+// http.NewRequest (whose Context() is context.Background()): no caller
+// can give up through it, so a sleep that ignores it loses nothing.
 func neverDone(p *check.Pass, ctx types.Object) bool {
 	return neverDoneDepth(p, ctx, 3)
 }
@@ -102,6 +103,20 @@ func neverDoneDepth(p *check.Pass, ctx types.Object, depth int) bool {
 	}
 	if !declared || depth == 0 {
 		return false // a parameter, whose first value the caller gives
+	}
+	if !match.IsContext(ctx.Type()) {
+		// A request made with http.NewRequest, and never given another
+		// context: its Context() is context.Background().
+		for _, w := range writes {
+			call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
+			if !ok {
+				return false
+			}
+			if _, withCtx, ok := match.NewRequest(p.TypesInfo, call); !ok || withCtx {
+				return false
+			}
+		}
+		return true
 	}
 	for _, w := range writes {
 		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)

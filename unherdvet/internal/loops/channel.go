@@ -123,7 +123,7 @@ func (f *finder) channelRound(fn *Func, stmt ast.Stmt, body *ast.BlockStmt, over
 			if call == nil && k > 0 {
 				call, errv, results = f.errCall(blk.List[k-1])
 			}
-			if call == nil || match.Pure(match.Callee(f.info, call)) || f.errCond(ifs.Cond, errv, call) != token.NEQ {
+			if call == nil || f.cannotFail(call) || f.errCond(ifs.Cond, errv, call) != token.NEQ {
 				continue
 			}
 			failure := ifs.Body.List

@@ -2,7 +2,8 @@
 // checks.
 //
 // A retry loop is a for statement whose body makes a call that returns an
-// error (the attempt), branches on that error, exits the loop when it is
+// error, or the package's own error interface that embeds error (the
+// attempt), branches on that error, exits the loop when it is
 // nil (return or break) and goes round again when it is not (continue,
 // or the end of the body). The branch is an if on the error (err == nil,
 // or a disjunction with it such as err == nil || n == 0; err != nil, or a
@@ -10,8 +11,13 @@
 // boolean computed from the error (retry := shouldRetry(err, n)), or the
 // loop's own condition (for errors.Is(err, ErrBusy) && r < n).
 //
+// The failure test may also ask for an answer (res == nil || err !=
+// nil), and a retry decision may be tested in the if that makes the
+// attempt (if retry, err := f(); !retry { return err }).
+//
 // The branch may give up on some errors and go round on others (a
-// continue below its top level), judge the answer as well as the error
+// continue below its top level, or one that falls, when it does not go
+// round, into the exit it shares with a success), judge the answer as well as the error
 // (err == nil && resp.StatusCode < 500), or go round on a status of the
 // answer alone (if resp.StatusCode == 429 { continue }). An endless for
 // loop that waits and goes round on failure and carries on after a
@@ -20,7 +26,7 @@
 // and returns on its failure (for { pull() }). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
-// notimeout fix writes it. Outside for
+// notimeout fix writes it, in a for loop or a recursion alike. Outside for
 // statements, a goto back to a label before the attempt (Goto) and a
 // function that calls itself again on failure or on a status (Recursion)
 // are retry loops too, as is one whose failure path hands over to a
@@ -49,7 +55,10 @@
 //     list, a new timestamped key, the next endpoint), and a walk over an
 //     error's chain unwraps the error it tests;
 //   - parsing and formatting (strconv, encoding/json) is never an
-//     attempt: trying again cannot change its result.
+//     attempt, nor is a function of the package that only checks local
+//     state and builds an error: trying again cannot change its result;
+//   - a failover picks a target each round, marks it down after a
+//     failure and leaves when none is left.
 //
 // The waits between attempts are time.Sleep, time.After, time.NewTimer,
 // Timer.Reset, and calls of the package's own functions that wait for one
@@ -353,7 +362,7 @@ func (f *finder) delegated(l *Loop) bool {
 	stmts := body.List
 	for i, s := range stmts {
 		call, errv, results := f.errCall(s)
-		if call == nil || match.Pure(match.Callee(f.info, call)) {
+		if call == nil || f.cannotFail(call) {
 			continue
 		}
 		ifs, ok := s.(*ast.IfStmt)
@@ -398,16 +407,29 @@ func (f *finder) restart(l *Loop) bool {
 			continue
 		}
 		call, errv, results := f.errCall(s)
-		if call == nil || match.Pure(match.Callee(f.info, call)) {
+		if call == nil || f.cannotFail(call) {
 			continue
 		}
 		rest := l.Body.List[i+1:]
-		if f.anyTop(l, rest, leave) {
+		if f.anyTop(l, rest, leave) || f.leavesOnFailure(l, rest, errv, call) {
 			return false
 		}
 		l.Call, l.Err, l.Results, l.Branch, l.Endless = call, errv, results, call, true
 		l.Between = append(append([]ast.Stmt(nil), rest...), l.Body.List[:i]...)
 		return !f.varies(l, call, l.Body)
+	}
+	return false
+}
+
+// leavesOnFailure reports whether one of stmts is an if that tests the
+// attempt's error for a failure and leaves the loop at the end of its
+// body (if err != nil { report(err); return }): a poll or a walk that
+// gives up when the call fails, not a supervisor that calls it again.
+func (f *finder) leavesOnFailure(l *Loop, stmts []ast.Stmt, errv types.Object, call *ast.CallExpr) bool {
+	for _, s := range stmts {
+		if ifs, ok := s.(*ast.IfStmt); ok && f.errCond(ifs.Cond, errv, call) == token.NEQ && f.last(l, ifs.Body.List) == leave {
+			return true
+		}
 	}
 	return false
 }
@@ -689,7 +711,7 @@ func breaks(stmts []ast.Stmt) bool {
 func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 	for i, s := range stmts {
 		call, errv, results := f.errCall(s)
-		if call == nil || match.Pure(match.Callee(f.info, call)) {
+		if call == nil || f.cannotFail(call) {
 			continue
 		}
 		if f.unwraps(call, errv) {
@@ -702,6 +724,12 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 		j, op, cond := -1, token.Token(0), ast.Expr(nil)
 		if ifs, ok := s.(*ast.IfStmt); ok {
 			j, op, cond = i, f.errCond(ifs.Cond, errv, call), ifs.Cond
+			if op == 0 {
+				// if retry, err := run(); !retry { return err }
+				if op = f.decides(ifs.Cond, resultDecision(errv, results)); op != 0 {
+					cond = call
+				}
+			}
 		} else {
 			j, op, cond = f.branchAfter(l, stmts, i, errv, call, results)
 		}
@@ -711,9 +739,10 @@ func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
 			}
 			continue
 		}
-		if j > i+1 && f.reassigned(stmts[i+1:j], errv) {
+		if j > i && f.reassigned(append(stmts[i+1:j:j], stmts[j].(*ast.IfStmt).Init), errv) {
 			// req, err = http.NewRequest(...); resp, err = c.Do(req); if
-			// err != nil: the attempt is the last call before the branch.
+			// err != nil, or if err = c.Do(req); err != nil: the attempt
+			// is the last call before the branch.
 			continue
 		}
 		if f.branches(l, stmts[j].(*ast.IfStmt), op, stmts[j+1:]) {
@@ -762,7 +791,7 @@ func (f *finder) reassigned(stmts []ast.Stmt, errv types.Object) bool {
 		return false
 	}
 	for _, s := range stmts {
-		if _, ok := s.(*ast.AssignStmt); !ok {
+		if _, ok := s.(*ast.AssignStmt); !ok || s == nil {
 			continue
 		}
 		if call, v, _ := f.errCall(s); call != nil && v == errv {
@@ -834,19 +863,10 @@ func (f *finder) statusTest(cond ast.Expr, results []types.Object) bool {
 // return err }). It returns op 0 if there is none before a statement that
 // leaves the loop.
 func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object, call *ast.CallExpr, results []types.Object) (int, token.Token, ast.Expr) {
-	var decision types.Object
 	var decide ast.Expr
-	// retry, err = run(): the attempt's own boolean says whether to go
-	// round (if !retry { return err }), when its name says so (retry,
-	// shouldRetry, again, shouldContinue).
-	// Only a boolean named for it: more, err := it.Next() iterates.
-	for _, r := range results {
-		name := strings.ToLower(r.Name())
-		if errv != nil && types.Identical(r.Type().Underlying(), types.Typ[types.Bool]) &&
-			(strings.Contains(name, "retr") || strings.Contains(name, "again") || name == "shouldcontinue") {
-			decision, decide = r, call
-			break
-		}
+	decision := resultDecision(errv, results)
+	if decision != nil {
+		decide = call
 	}
 	for k := i + 1; k < len(stmts); k++ {
 		switch s := stmts[k].(type) {
@@ -857,18 +877,8 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 				}
 				return k, op, s.Cond
 			}
-			if decision == nil {
-				break
-			}
-			switch c := ast.Unparen(s.Cond).(type) {
-			case *ast.Ident:
-				if f.info.ObjectOf(c) == decision {
-					return k, token.NEQ, decide
-				}
-			case *ast.UnaryExpr:
-				if id, ok := ast.Unparen(c.X).(*ast.Ident); ok && c.Op == token.NOT && f.info.ObjectOf(id) == decision {
-					return k, token.EQL, decide
-				}
+			if op := f.decides(s.Cond, decision); op != 0 {
+				return k, op, decide
 			}
 		case *ast.AssignStmt:
 			if d, c := f.decision(s, errv); d != nil && decision == nil {
@@ -880,6 +890,44 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 		}
 	}
 	return -1, 0, nil
+}
+
+// resultDecision returns the attempt's own boolean result that says
+// whether to go round (retry, err = run(); if !retry { return err }),
+// when its name says so (retry, shouldRetry, again, shouldContinue); or
+// nil. Only a boolean named for it: more, err := it.Next() iterates.
+func resultDecision(errv types.Object, results []types.Object) types.Object {
+	if errv == nil {
+		return nil
+	}
+	for _, r := range results {
+		name := strings.ToLower(r.Name())
+		if types.Identical(r.Type().Underlying(), types.Typ[types.Bool]) &&
+			(strings.Contains(name, "retr") || strings.Contains(name, "again") || name == "shouldcontinue") {
+			return r
+		}
+	}
+	return nil
+}
+
+// decides returns token.NEQ when cond is the decision to go round (if
+// retry), token.EQL when it is its negation (if !retry), and 0 otherwise
+// or when decision is nil.
+func (f *finder) decides(cond ast.Expr, decision types.Object) token.Token {
+	if decision == nil {
+		return 0
+	}
+	switch c := ast.Unparen(cond).(type) {
+	case *ast.Ident:
+		if f.info.ObjectOf(c) == decision {
+			return token.NEQ
+		}
+	case *ast.UnaryExpr:
+		if id, ok := ast.Unparen(c.X).(*ast.Ident); ok && c.Op == token.NOT && f.info.ObjectOf(id) == decision {
+			return token.EQL
+		}
+	}
+	return 0
 }
 
 // onlyNotes reports whether ifs, a failure test of the attempt's error
@@ -970,7 +1018,7 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 			path = failure
 		}
 		if f.last(l, success) != leave {
-			return hasElse && f.bothRound(l, failure)
+			return hasElse && f.bothRound(l, ifs, failure)
 		}
 		if k := f.indexTop(l, path, leave); k >= 0 && !f.nestedAgain(l, path[:k]) {
 			return false
@@ -1000,7 +1048,17 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		}
 		failure = append(failure[:len(failure):len(failure)], tail...)
 		if f.last(l, failure) != again && tail == nil {
-			if k := f.indexTop(l, failure, leave); k < 0 || !f.nestedAgain(l, failure[:k]) {
+			k := f.indexTop(l, failure, leave)
+			switch {
+			case k >= 0:
+				if !f.nestedAgain(l, failure[:k]) {
+					return false
+				}
+			case !f.nestedAgain(l, failure) || !f.anyTop(l, rest, leave):
+				// if err != nil { if retryable(err) { select { ...
+				// case <-time.After(d): continue } } }; return resp, err:
+				// a failure that does not go round falls into the exit it
+				// shares with a success.
 				return false
 			}
 		} else if f.anyTop(l, failure[:len(failure)-1], leave) {
@@ -1054,20 +1112,47 @@ func (f *finder) answerExit(l *Loop, stmts []ast.Stmt) int {
 // has an else, and neither side leaves: for { select { case <-t.C: if
 // err := login(); err != nil { t.Reset(5 * time.Second) } else {
 // t.Reset(ttl) } } }. It is a retry loop when the failure side waits
-// before the next round (a timer re-armed, a sleep); the failure side is
-// what runs between attempts.
-func (f *finder) bothRound(l *Loop, failure []ast.Stmt) bool {
+// before the next round (a timer re-armed, a sleep), or sets the delay
+// of a wait at the top of the body (for { time.Sleep(wait); if err :=
+// refresh(); err != nil { wait = time.Second } else { wait = ttl } });
+// the failure side is what runs between attempts.
+func (f *finder) bothRound(l *Loop, ifs *ast.IfStmt, failure []ast.Stmt) bool {
 	fs, ok := l.Stmt.(*ast.ForStmt)
 	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || len(failure) == 0 || f.anyTop(l, failure, leave) {
 		return false
 	}
-	probe := &Loop{Func: l.Func, Between: failure}
-	if len(f.waits(probe)) == 0 {
+	if len(f.waits(&Loop{Func: l.Func, Between: failure})) == 0 && !f.setsLeadWait(l, ifs, failure) {
 		return false
 	}
 	l.Endless = true
 	l.Between = append(l.Between, failure...)
 	return true
+}
+
+// setsLeadWait reports whether failure assigns a variable that a wait
+// among the statements of l's body before ifs waits for.
+func (f *finder) setsLeadWait(l *Loop, ifs *ast.IfStmt, failure []ast.Stmt) bool {
+	var lead []ast.Stmt
+	for _, s := range l.Body.List {
+		if contains(s, ifs) {
+			break
+		}
+		lead = append(lead, s)
+	}
+	for _, w := range f.waits(&Loop{Func: l.Func, Between: lead}) {
+		for _, s := range failure {
+			as, ok := s.(*ast.AssignStmt)
+			if !ok {
+				continue
+			}
+			for _, lhs := range as.Lhs {
+				if id, ok := lhs.(*ast.Ident); ok && match.Mentions(f.info, w.Delay, f.info.ObjectOf(id)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // nestedAgain reports whether stmts hold, below their top level, a
@@ -1207,11 +1292,12 @@ func (f *finder) errCond(cond ast.Expr, errv types.Object, call *ast.CallExpr) t
 			// err == nil || giving up; err != nil && retryable(err)
 			return op
 		}
-		// err == nil && good(resp); err != nil || resp.StatusCode >= 500:
-		// the other operands must judge the answer, not wait for
-		// progress (err == nil && n > 10 is a poll).
+		// err == nil && good(resp); err != nil || resp.StatusCode >= 500;
+		// res == nil || err != nil (no answer came back): the other
+		// operands must judge the answer, not wait for progress (err ==
+		// nil && n > 10 is a poll).
 		for _, p := range ops {
-			if p != o && !answerTest(p) {
+			if p != o && !answerTest(p) && !(b.Op == token.LOR && f.missing(p)) {
 				return 0
 			}
 		}
@@ -1241,6 +1327,22 @@ func answerTest(e ast.Expr) bool {
 		}
 	}
 	return false
+}
+
+// missing reports whether e tests that a variable is nil (res == nil): in
+// a failure test beside the error, an answer that did not come back. A
+// field (c.node == nil) is state the loop looks up, not an answer.
+func (f *finder) missing(e ast.Expr) bool {
+	b, ok := ast.Unparen(e).(*ast.BinaryExpr)
+	if !ok || b.Op != token.EQL {
+		return false
+	}
+	x, y := ast.Unparen(b.X), ast.Unparen(b.Y)
+	if isNil(f.info, x) {
+		x, y = y, x
+	}
+	_, variable := x.(*ast.Ident)
+	return variable && isNil(f.info, y)
 }
 
 // answers reports whether every operand of cond's && and || is an

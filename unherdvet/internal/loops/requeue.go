@@ -238,7 +238,7 @@ func (f *finder) failedAppend(body *ast.BlockStmt, failed *types.Var) (call *ast
 				if c == nil && k > 0 {
 					c, v, rs = f.errCall(n.List[k-1])
 				}
-				if c != nil && !match.Pure(match.Callee(f.info, c)) {
+				if c != nil && !f.cannotFail(c) {
 					switch f.errCond(ifs.Cond, v, c) {
 					case token.NEQ:
 						if appends(ifs.Body.List) {

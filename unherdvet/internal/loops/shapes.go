@@ -79,6 +79,12 @@ func (f *finder) recursion(fn *Func) *Loop {
 		return nil
 	}
 	l := f.backward(fn, stmts, stmts[0].Pos(), repeats)
+	if open := f.unwrap(stmts); l == nil && open != nil {
+		// if rendered { resp, err = c.viaBrowser(req) } else { resp, err
+		// = c.viaClient(req) }: the attempt in a conditional that only
+		// picks it, as for a for loop.
+		l = f.backward(fn, open, stmts[0].Pos(), repeats)
+	}
 	if l == nil {
 		l, again = f.statusRecursion(fn, self)
 	}
@@ -105,9 +111,53 @@ func (f *finder) recursion(fn *Func) *Loop {
 				before = append(before, s)
 			}
 		}
-		l.Bounded = f.guardedExit(l, before, false, false)
+		l.Bounded = f.guardedExit(l, before, false, false) || f.repairs(l)
 	}
 	return l
+}
+
+// repairs reports whether the statement that repeats l's attempt comes,
+// in its block, after a call that creates what the attempt found missing
+// (create..., declare..., ensure...), under an if that tests the kind of
+// error rather than any failure (if isNoGroup(err) { q.createGroup(ctx);
+// return q.read(ctx) }): the state changes once, and the next attempt
+// does not meet that error again.
+func (f *finder) repairs(l *Loop) bool {
+	path := pathTo(l.Body, l.At)
+	if len(path) < 2 {
+		return false
+	}
+	blk, ok := path[len(path)-1].(*ast.BlockStmt)
+	ifs, ok2 := path[len(path)-2].(*ast.IfStmt)
+	if !ok || !ok2 || ifs.Body != blk || ifs.Cond == l.Branch || f.errCond(ifs.Cond, l.Err, l.Call) != 0 || !f.mentionsErr(l, ifs.Cond) {
+		return false
+	}
+	for _, s := range blk.List {
+		if s == l.At {
+			break
+		}
+		if es, ok := s.(*ast.ExprStmt); ok {
+			if call, ok := ast.Unparen(es.X).(*ast.CallExpr); ok && creates(match.Callee(f.info, call)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mentionsErr reports whether e mentions the attempt's error.
+func (f *finder) mentionsErr(l *Loop, e ast.Expr) bool {
+	return l.Err != nil && match.Mentions(f.info, e, l.Err)
+}
+
+// creates reports whether fn is named for creating something
+// (createStreamGroup, declareQueue, ensureTopic).
+func creates(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	n := strings.ToLower(fn.Name())
+	return strings.HasPrefix(n, "create") || strings.HasPrefix(n, "declare") || strings.HasPrefix(n, "ensure")
 }
 
 // retryClosures matches retries by recursion through a closure of the
@@ -283,7 +333,7 @@ func (f *finder) statusRecursion(fn *Func, self *types.Func) (*Loop, *ast.CallEx
 	stmts := fn.Body.List
 	for k, s := range stmts {
 		call, errv, results := f.errCall(s)
-		if call == nil || len(results) == 0 || match.Pure(match.Callee(f.info, call)) || f.calls(call, self) {
+		if call == nil || len(results) == 0 || f.cannotFail(call) || f.calls(call, self) {
 			continue
 		}
 		for m := k + 1; m < len(stmts); m++ {
@@ -353,24 +403,30 @@ func (f *finder) statusOf(e ast.Expr, results []types.Object) bool {
 // runs only under a condition on something else (if status == connecting
 // { goto again }), which can stop the repeats.
 func (f *finder) guardedRepeat(l *Loop) bool {
-	guarded := false
-	var path []ast.Node
-	ast.Inspect(l.Body, func(n ast.Node) bool {
+	for _, p := range pathTo(l.Body, l.At) {
+		if ifs, ok := p.(*ast.IfStmt); ok && ifs.Cond != l.Branch && f.other(l, ifs.Cond) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathTo returns the nodes from root down to target's parent, or nil
+// when root does not hold target.
+func pathTo(root, target ast.Node) []ast.Node {
+	var path, found []ast.Node
+	ast.Inspect(root, func(n ast.Node) bool {
 		if n == nil {
 			path = path[:len(path)-1]
 			return false
 		}
-		if n == l.At {
-			for _, p := range path {
-				if ifs, ok := p.(*ast.IfStmt); ok && ifs.Cond != l.Branch && f.other(l, ifs.Cond) {
-					guarded = true
-				}
-			}
+		if n == target {
+			found = slices.Clone(path)
 		}
 		path = append(path, n)
-		return !guarded
+		return found == nil
 	})
-	return guarded
+	return found
 }
 
 // nestedRepeat returns the statement in stmts, below their top level
@@ -429,7 +485,7 @@ func (f *finder) calls(call *ast.CallExpr, fn *types.Func) bool {
 func (f *finder) backward(fn *Func, stmts []ast.Stmt, start token.Pos, repeats func(ast.Stmt) bool) *Loop {
 	for k, s := range stmts {
 		call, errv, results := f.errCall(s)
-		if call == nil || match.Pure(match.Callee(f.info, call)) {
+		if call == nil || f.cannotFail(call) {
 			continue
 		}
 		// The branch: the if holding the attempt, or the next if that

@@ -83,6 +83,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 		}
 		return true
 	})
+	for _, v := range f.markedDown(l, call, scope) {
+		changed[v] = true
+	}
 	// A value taken, before the call, from one that changes (cur :=
 	// servers[index], with index moved on after the call) changes too.
 	// refers reports whether e names a changed variable, or indexes with
@@ -123,8 +126,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	return refers(call, func(o types.Object) bool { return counters[o] })
 }
 
-// drawsFresh reports whether an assignment receives from a channel (the
-// next item a consumer handles), or its values call time.Now, a random
+// drawsFresh reports whether an assignment receives from a channel or
+// reads from a stream (the next item a consumer handles), or its values
+// call time.Now, a random
 // source, or a function that picks the next of several
 // (r.nextLookupdEndpoint(), p.selectMessageQueue(msg, last): failover to
 // another address).
@@ -139,7 +143,7 @@ func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
-				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || (rotation && rotates(fn))
+				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || (rotation && rotates(fn)) || takes(fn)
 			}
 			return !found
 		})
@@ -159,6 +163,21 @@ func (f *finder) unwraps(call *ast.CallExpr, errv types.Object) bool {
 		return false
 	}
 	return match.Mentions(f.info, call, errv)
+}
+
+// takes reports whether fn is a method named for taking what comes next
+// from a stream (Read..., Recv..., Receive..., Pop...): line, err :=
+// in.ReadString('\n') gives each round a new item to send.
+func takes(fn *types.Func) bool {
+	if !match.IsMethod(fn) {
+		return false
+	}
+	for _, p := range []string{"Read", "Recv", "Receive", "Pop"} {
+		if strings.HasPrefix(fn.Name(), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // rotates reports whether fn is named for picking the next of several:
@@ -193,4 +212,116 @@ func (f *finder) counts(cond ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// cannotFail reports whether call is no attempt, because trying it again
+// cannot change its result unless something else does: parsing or
+// formatting (match.Pure), or a function of the package that only checks
+// local state and builds an error (func (n *node) validate() error { if
+// !n.healthy() { return newError(codeBusy) }; return nil }): it returns
+// an error under an if, and nothing it calls, two levels down, can fail
+// on its own.
+func (f *finder) cannotFail(call *ast.CallExpr) bool {
+	fn := match.Callee(f.info, call)
+	if match.Pure(fn) {
+		return true
+	}
+	body := f.bodies[fn]
+	return body != nil && f.checks(body) && !f.fails(body, 2)
+}
+
+// checks reports whether body returns an error under an if, at its top
+// level (if !n.healthy() { return newError(codeBusy) }): it judges state
+// rather than doing nothing (a stub's return nil).
+func (f *finder) checks(body *ast.BlockStmt) bool {
+	for _, s := range body.List {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || len(ifs.Body.List) == 0 {
+			continue
+		}
+		r, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.ReturnStmt)
+		if ok && len(r.Results) > 0 && !isNil(f.info, r.Results[len(r.Results)-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// fails reports whether body makes a call that returns an error and is
+// neither pure nor, followed depth levels into the package, a function
+// that cannot fail; or receives from a channel or selects.
+func (f *finder) fails(body *ast.BlockStmt, depth int) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.SelectStmt:
+			found = true
+		case *ast.UnaryExpr:
+			found = n.Op == token.ARROW
+		case *ast.CallExpr:
+			if !match.ReturnsError(f.info, n) {
+				return true
+			}
+			fn := match.Callee(f.info, n)
+			if match.Pure(fn) {
+				return true
+			}
+			inner := f.bodies[fn]
+			found = inner == nil || depth == 0 || f.fails(inner, depth-1)
+		}
+		return !found
+	})
+	return found
+}
+
+// markedDown returns the variables that a failover loop picks before
+// the call, hands to a call after a failure (marking it down), and tests
+// before the call to leave when none is left: host := pick(); if host ==
+// "" { return err }; err = request(host); ...; markDown(host). The next
+// round picks another, so the attempt's input changes.
+func (f *finder) markedDown(l *Loop, call *ast.CallExpr, scope ast.Node) []types.Object {
+	var picked []types.Object
+	ast.Inspect(scope, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || as.Pos() > call.Pos() || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+			return !ok
+		}
+		id, ok := as.Lhs[0].(*ast.Ident)
+		if _, isCall := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); ok && isCall {
+			if v := f.info.ObjectOf(id); v != nil {
+				picked = append(picked, v)
+			}
+		}
+		return true
+	})
+	var out []types.Object
+	for _, v := range picked {
+		tested, marked := false, false
+		ast.Inspect(scope, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.IfStmt:
+				if n.End() < call.Pos() && match.Mentions(f.info, n.Cond, v) && f.last(l, n.Body.List) == leave {
+					tested = true
+				}
+			case *ast.CallExpr:
+				if n.Pos() > call.End() {
+					for _, a := range n.Args {
+						if id, ok := ast.Unparen(a).(*ast.Ident); ok && f.info.ObjectOf(id) == v {
+							marked = true
+						}
+					}
+				}
+			}
+			return true
+		})
+		if tested && marked {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -307,3 +307,33 @@ func closureWaits(info *types.Info, files []*ast.File) map[types.Object]closureW
 	}
 	return out
 }
+
+// Ticked reports whether l's attempt sits in a case of a select, in the
+// loop's body, that receives from a ticker (<-ticker.C of a time.Ticker,
+// <-time.Tick(d)): every round, after a failure as after a success,
+// waits for the next tick. It is periodic work, and a failure is not
+// tried again at once.
+func Ticked(info *types.Info, l *Loop) bool {
+	if l.Shape != For || l.Call == nil {
+		return false
+	}
+	found := false
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+			return false
+		case *ast.CommClause:
+			if !contains(n, l.Call) || n.Comm == nil {
+				return true
+			}
+			switch x := ast.Unparen(recvOperand(n.Comm)).(type) {
+			case *ast.SelectorExpr:
+				found = found || (x.Sel.Name == "C" && match.Named(info.TypeOf(x.X), "time", "Ticker"))
+			case *ast.CallExpr:
+				found = found || match.Func(match.Callee(info, x), "time", "Tick")
+			}
+		}
+		return !found
+	})
+	return found
+}

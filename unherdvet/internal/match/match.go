@@ -134,8 +134,16 @@ func AnyReturn(body *ast.BlockStmt, f func(ast.Expr) bool) bool {
 // IsContext reports whether t is context.Context.
 func IsContext(t types.Type) bool { return Named(t, "context", "Context") }
 
-// IsError reports whether t is the predeclared error type.
-func IsError(t types.Type) bool { return types.Identical(t, types.Universe.Lookup("error").Type()) }
+// IsError reports whether t is the predeclared error type, or an
+// interface of a package's own that embeds it (type Error interface {
+// error; Code() int }): a call returning either fails the same way.
+func IsError(t types.Type) bool {
+	errType := types.Universe.Lookup("error").Type()
+	if types.Identical(t, errType) {
+		return true
+	}
+	return t != nil && types.IsInterface(t) && types.Implements(t, errType.Underlying().(*types.Interface))
+}
 
 // ReturnsError reports whether the call's last result is an error.
 func ReturnsError(info *types.Info, call *ast.CallExpr) bool {

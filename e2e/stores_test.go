@@ -195,6 +195,7 @@ func newCluster(t *testing.T, b backing, hold time.Duration, lose func(key strin
 		if err != nil {
 			t.Fatal(err)
 		}
+		drainOnCleanup(t, m, testLease)
 		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			key := r.Header.Get(keyHeader)
 			time.Sleep(hold)
@@ -214,6 +215,20 @@ func newCluster(t *testing.T, b backing, hold time.Duration, lose func(key strin
 		c.urls = append(c.urls, srv.URL)
 	}
 	return c
+}
+
+// drainOnCleanup waits, when the test ends, for the store calls m runs
+// in the background (after its server has closed, before its store
+// does), for at most two leases: a release tried for up to a lease
+// after it failed, or a second release of a claim whose answer was lost.
+func drainOnCleanup(t *testing.T, m *idempotency.Middleware, lease time.Duration) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*lease)
+		defer cancel()
+		if err := m.Drain(ctx); err != nil {
+			t.Errorf("draining the middleware's background store calls: %v", err)
+		}
+	})
 }
 
 // testLease is the instances' lease. An effect the store does not fence
@@ -807,6 +822,7 @@ func run(t *testing.T, store idempotency.Store, charge charger, charges func() m
 		if err != nil {
 			t.Fatal(err)
 		}
+		drainOnCleanup(t, m, 2*time.Second)
 		wrap = m.Handler
 	}
 	first := func(r *http.Request) bool { return r.Header.Get(unherdhttp.AttemptHeader) == "" }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/unherd/unherd/idempotency"
 )
@@ -125,4 +126,35 @@ func ExampleMemoryConfig() {
 	// flooder's first key: 201 then refused: true
 	// flooder's first key again: 201
 	// another caller: 201
+}
+
+// A server that shuts down stops taking requests first, then waits for
+// the store calls the middleware still runs in the background (a
+// release tried again after the store failed), then closes the store.
+func ExampleMiddleware_Drain() {
+	m, err := idempotency.New(idempotency.Config{})
+	if err != nil {
+		panic(err)
+	}
+	srv := httptest.NewServer(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	})))
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("{}"))
+	req.Header.Set("Idempotency-Key", `"order-1"`)
+	if resp, err := srv.Client().Do(req); err == nil {
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode)
+	}
+
+	srv.Close() // http.Server.Shutdown(ctx) for a real server
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Drain(ctx); err != nil {
+		fmt.Println(err) // some records may stay in flight until their lease ends
+		return
+	}
+	fmt.Println("drained; now close the store")
+	// Output:
+	// 201
+	// drained; now close the store
 }

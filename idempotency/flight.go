@@ -103,6 +103,10 @@ type Keeper struct {
 	// the same process learns at once that the first has ended, instead
 	// of at its next look at the store.
 	flights flightIndex
+
+	// bg counts the store calls run in the background, after the request
+	// that needed them has been answered (Drain).
+	bg sync.WaitGroup
 }
 
 // flightIndex is a Keeper's flights by key, sharded so that requests for
@@ -487,12 +491,12 @@ func (f *Flight) Release() {
 		f.fail(fmt.Errorf("idempotency: key %q: releasing the record: %w", key, err))
 		return
 	}
-	go func() {
+	k.bg.Go(func() {
 		err := k.persist(f.Context, k.lease, func(ctx context.Context) error { return k.store.Release(ctx, key, token) })
 		if err != nil {
 			f.fail(fmt.Errorf("idempotency: key %q: releasing the record: %w", key, err))
 		}
-	}()
+	})
 }
 
 func (f *Flight) fail(err error) {
@@ -521,23 +525,44 @@ func (k *Keeper) unclaim(ctx context.Context, key string, token uint64, cause er
 		return // the store knows the claim did not take effect
 	}
 	settled := time.Now().Add(k.storeTimeout)
-	go func() {
+	k.bg.Go(func() {
 		err := k.persist(ctx, k.lease, func(ctx context.Context) error {
 			err := k.store.Release(ctx, key, token)
 			if left := time.Until(settled); left > 0 && errors.Is(err, ErrLeaseLost) {
-				return retry.Judge(errClaimUnsettled, retry.Verdict{Class: failure.Transient, Delay: left})
+				return retry.Judge(errClaimUnsettled, retry.Verdict{Class: failure.Transient, Delay: left, HasDelay: true})
 			}
 			return err
 		})
 		if err != nil && !errors.Is(err, ErrLeaseLost) && report != nil {
 			report(fmt.Errorf("idempotency: key %q: releasing a claim whose outcome was not known (%w): %w", key, cause, err))
 		}
-	}()
+	})
 }
 
 // errClaimUnsettled is a release of a claim whose outcome was not known
 // that found no record before the claim could have landed.
 var errClaimUnsettled = errors.New("idempotency: no record of the claim yet; it may still be on its way to the store")
+
+// Drain waits until the store calls the Keeper runs in the background
+// have ended, or until ctx ends, and returns ctx's cause then. Those
+// calls outlive the requests that needed them: a release tried again
+// after it failed (Flight.Release), and the release of a claim whose
+// answer was lost (Claim), each for up to a lease while the store fails.
+// Call it when the server shuts down, after its last request, before
+// closing the store, so that no record is left in flight for a lease.
+func (k *Keeper) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		k.bg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("idempotency: background store calls still running: %w", context.Cause(ctx))
+	}
+}
 
 // persist calls op until it succeeds or finds the lease lost, or until
 // within has passed, through the Keeper's retry policy (persistPolicy).

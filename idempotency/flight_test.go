@@ -11,6 +11,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // A claim that took effect in the store but whose answer was lost (it
@@ -64,8 +65,9 @@ func TestAmbiguousClaimReleased(t *testing.T) {
 // lease is lost.
 type overtaken struct {
 	idempotency.Store
-	lose  atomic.Bool
-	early atomic.Uint64 // the token of a claim a release overtakes, once
+	lose     atomic.Bool
+	early    atomic.Uint64 // the token of a claim a release overtakes, once
+	releases atomic.Int32
 }
 
 func (s *overtaken) Claim(ctx context.Context, key string, fp idempotency.Fingerprint, lease time.Duration) (idempotency.Claim, error) {
@@ -78,6 +80,7 @@ func (s *overtaken) Claim(ctx context.Context, key string, fp idempotency.Finger
 }
 
 func (s *overtaken) Release(ctx context.Context, key string, token uint64) error {
+	s.releases.Add(1)
 	if token != 0 && s.early.CompareAndSwap(token, 0) {
 		return idempotency.ErrLeaseLost // the claim has not landed yet
 	}
@@ -170,6 +173,42 @@ func TestFailedReleaseRetried(t *testing.T) {
 		synctest.Wait()
 		if code := send(); code != http.StatusCreated || runs.Load() != 2 {
 			t.Errorf("the retry 1.5s after the store came back: %d after %d runs, want 201 from its own run (not 409 for the lease)", code, runs.Load())
+		}
+	})
+}
+
+// Drain waits for the store calls run after a request was answered: the
+// second release of a claim whose answer was lost, a store timeout
+// later. Once it returns, the key is free; a context that ends first
+// makes it return that context's cause.
+func TestDrainWaitsForBackgroundReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &overtaken{Store: newMemory(t, idempotency.MemoryConfig{})}
+		m := configtest.Must(idempotency.New(idempotency.Config{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}))(t)
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
+		store.lose.Store(true)
+		if code := do(h, http.MethodPost, "/", "k", "x").Code; code != http.StatusServiceUnavailable {
+			t.Fatalf("a claim whose connection broke: %d, want 503", code)
+		}
+		store.lose.Store(false)
+		cause := errors.New("shutdown deadline")
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		if err := m.Drain(ctx); !errors.Is(err, cause) {
+			t.Errorf("Drain with an ended context while a release is pending: %v, want its cause", err)
+		}
+		start := time.Now()
+		if err := m.Drain(context.Background()); err != nil {
+			t.Fatalf("Drain: %v", err)
+		}
+		if waited := time.Since(start); waited < 100*time.Millisecond {
+			t.Errorf("Drain returned after %v, before the second release (a store timeout, 100ms)", waited)
+		}
+		if n := store.releases.Load(); n != 2 {
+			t.Errorf("%d releases of the claim, want 2: one at once, one when it can no longer land", n)
+		}
+		if code := do(h, http.MethodPost, "/", "k", "x").Code; code != http.StatusCreated {
+			t.Errorf("after Drain: %d, want 201 (the claim released)", code)
 		}
 	})
 }

@@ -60,6 +60,12 @@ func New(cfg Config) (*Middleware, error) {
 	return m, nil
 }
 
+// Drain waits until the store calls the middleware runs in the
+// background, after the requests that needed them were answered, have
+// ended, or until ctx ends; see Keeper.Drain. Call it after the server
+// has shut down (http.Server.Shutdown), before closing the store.
+func (m *Middleware) Drain(ctx context.Context) error { return m.k.Drain(ctx) }
+
 // Handler returns next wrapped by the middleware.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })

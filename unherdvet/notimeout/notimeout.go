@@ -254,18 +254,5 @@ func (c *checker) noContext(req ast.Expr) bool {
 	if !ok {
 		return false
 	}
-	writes := c.idx[c.info.ObjectOf(id)]
-	if len(writes) == 0 {
-		return false
-	}
-	for _, w := range writes {
-		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
-		if !ok {
-			return false
-		}
-		if _, withCtx, ok := match.NewRequest(c.info, call); !ok || withCtx {
-			return false
-		}
-	}
-	return true
+	return match.BackgroundRequest(c.info, c.idx[c.info.ObjectOf(id)])
 }

@@ -107,16 +107,7 @@ func neverDoneDepth(p *check.Pass, ctx types.Object, depth int) bool {
 	if !match.IsContext(ctx.Type()) {
 		// A request made with http.NewRequest, and never given another
 		// context: its Context() is context.Background().
-		for _, w := range writes {
-			call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
-			if !ok {
-				return false
-			}
-			if _, withCtx, ok := match.NewRequest(p.TypesInfo, call); !ok || withCtx {
-				return false
-			}
-		}
-		return true
+		return match.BackgroundRequest(p.TypesInfo, writes)
 	}
 	for _, w := range writes {
 		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)

@@ -5,6 +5,8 @@ import (
 	"go/constant"
 	"go/types"
 	"strings"
+
+	"github.com/unherd/unherd/unherdvet/internal/assign"
 )
 
 // HTTPCall describes a call that sends an HTTP request.
@@ -83,4 +85,24 @@ func Remote(info *types.Info, call *ast.CallExpr) bool {
 		}
 	}
 	return false
+}
+
+// BackgroundRequest reports whether writes, every write of a request
+// variable, all give it a request made by http.NewRequest, whose
+// Context() is context.Background(): nothing can cancel it. No writes
+// report false.
+func BackgroundRequest(info *types.Info, writes []assign.Assign) bool {
+	if len(writes) == 0 {
+		return false
+	}
+	for _, w := range writes {
+		call, ok := ast.Unparen(w.Rhs).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		if _, withCtx, ok := NewRequest(info, call); !ok || withCtx {
+			return false
+		}
+	}
+	return true
 }

@@ -14,7 +14,7 @@
 #           checkout is reused and moved to the recorded commit
 #   MIRROR  a directory of bare mirrors named OWNER+NAME/repo to clone from
 #           instead of https://github.com/OWNER/NAME
-#   SET     main, holdout, fresh, fresh2, fresh3, fresh4, fresh5 or all
+#   SET     main, holdout, fresh, fresh2, fresh3, fresh4, fresh5, fresh6 or all
 #           (default all): which repositories to vet
 #
 # Exit status is 0 when every repository was vetted (whatever vet found),
@@ -43,7 +43,9 @@ out=$(cd "$out" && pwd)
 # fresh4: eleven more, chosen by the same kind of rule, committed before
 # any was opened, and measured with main 348900d before any check changes;
 # fresh5: eleven more, chosen by the same kind of rule, committed before
-# any was opened, and measured with main 67e016e before any check changes)
+# any was opened, and measured with main 67e016e before any check changes;
+# fresh6: ten more, chosen by the same kind of rule, committed before any
+# was opened, and measured with main 82be6c2 before any check changes)
 list='
 acmez mholt/acmez 7dcf056529711646f5b419cac305fa170b108bb7 main
 certmagic caddyserver/certmagic 9f98c96dc44104b5d205aef05e596cf934f9804e main
@@ -120,6 +122,16 @@ confd kelseyhightower/confd 919444eb6cf721d198b2bb18581d0f0b3734d107 fresh5
 system-agent rancher/system-agent a396bb45b168287fc20f330673e4c17dcc086f63 fresh5
 goworker benmanns/goworker f3aeb48676befd1a05a5fd241d5a7bf72dc742eb fresh5
 rollbar-go rollbar/rollbar-go dbf974f89f6ac75aec334c2a05102ebdfc6e01b1 fresh5
+rabbitroutine furdarius/rabbitroutine 7d494d08535edf319cb52a08e06c77f41f2d5a39 fresh6
+gorqlite rqlite/gorqlite ac86a4a1c9a8dadaf2a7973b6738dd6d0393746e fresh6
+packngo packethost/packngo f8b3f36ba929a29d4f1d29480e0f47c7f85790e4 fresh6
+ably-go ably/ably-go 26cb17198f4fb62a54aa2ca7c7ba1127ebdaaccc fresh6
+goirc fluffle/goirc 009c1b2d8904f0afc46ae4335362f3a60d7e734c fresh6
+Cloak cbeuw/Cloak 49357fc20b9f3d642e2c3c42546ded494f7163e7 fresh6
+gorequest parnurzeal/gorequest c915942c6890f2591cd1be9ffa92b81317ad39d1 fresh6
+go-eureka-client ArthurHlt/go-eureka-client 3b8dfe04ec6ca280d50f96356f765edb845a00e4 fresh6
+go-workflows cschleiden/go-workflows 8ef4f86f45f44c8a22b1ce2138d329ddef3aaf1c fresh6
+honeybadger-go honeybadger-io/honeybadger-go e72a8a83628af8c5c967b10f0f127a7aaab97b61 fresh6
 '
 
 failed=0

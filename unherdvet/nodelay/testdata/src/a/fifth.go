@@ -2,6 +2,7 @@ package a
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"time"
 )
@@ -69,4 +70,60 @@ func (r *reporter) sendTo(item []byte, endpoints []string) error {
 		}
 	}
 	return nil
+}
+
+type timeoutError interface{ Timeout() bool }
+
+// version asks the service for a version, waiting for it to change; the
+// client's own timeout ends a request that gets no answer.
+func (r *reporter) version(path string) (string, error) {
+	resp, err := r.client.Get(r.endpoint + path)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	return resp.Status, nil
+}
+
+func (r *reporter) versionCtx(ctx context.Context, path string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.endpoint+path, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	return resp.Status, nil
+}
+
+// Negative: the long poll goes round at once only after a timeout: the
+// try has already waited its timeout; any other error ends it.
+func (r *reporter) waitVersion(path string) (string, error) {
+	for {
+		v, err := r.version(path)
+		if err != nil {
+			if t, ok := err.(timeoutError); ok && t.Timeout() {
+				continue
+			}
+			return "", err
+		}
+		return v, nil
+	}
+}
+
+// Positive: the same with a context: once its deadline has passed, every
+// try times out at once.
+func (r *reporter) waitVersionCtx(ctx context.Context, path string) (string, error) {
+	for { // want `nodelay: retry loop tries again at once`
+		v, err := r.versionCtx(ctx, path)
+		if err != nil {
+			if t, ok := err.(timeoutError); ok && t.Timeout() {
+				continue
+			}
+			return "", err
+		}
+		return v, nil
+	}
 }

@@ -43,19 +43,18 @@ func (r *reporter) send(item []byte, left int) error {
 	return nil
 }
 
-// Negative: the same guarded recursion waits before it calls again.
+// Negative: a guarded recursion that waits before it calls again.
 func (r *reporter) sendPaced(item []byte, left int) error {
-	if r.allowed() {
-		retryable, err := r.post(item)
-		if err != nil {
-			if !retryable || left <= 0 {
-				return err
-			}
-			time.Sleep(time.Second)
-			return r.sendPaced(item, left-1)
-		}
-		r.sent++
+	if !r.allowed() {
+		return nil
 	}
+	if retryable, err := r.post(item); err != nil && retryable && left > 0 {
+		time.Sleep(time.Second)
+		return r.sendPaced(item, left-1)
+	} else if err != nil {
+		return err
+	}
+	r.sent++
 	return nil
 }
 

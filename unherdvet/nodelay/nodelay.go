@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 
 	"github.com/unherd/unherd/unherdvet/internal/check"
@@ -157,7 +158,11 @@ func waits(info *types.Info, call *ast.CallExpr) bool {
 // runs under a condition about an end of stream (errors.Is(err, io.EOF),
 // strings.HasSuffix(err.Error(), "EOF")): the connection is already
 // closed, so going round sends nothing to the service; it is a busy loop
-// over a dead stream, not a retry of a request.
+// over a dead stream, not a retry of a request. A condition that the
+// error timed out (t, ok := err.(timeout); ok && t.Timeout()) counts too
+// when the attempt takes no context: the try has then already waited
+// its own timeout, which paces the loop (with a context, the deadline
+// may have passed, and every try fails at once).
 func onlyOnEOF(info *types.Info, l *loops.Loop) bool {
 	if l.Shape != loops.For || l.Call == nil {
 		return false
@@ -170,7 +175,7 @@ func onlyOnEOF(info *types.Info, l *loops.Loop) bool {
 			case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
 				return false
 			case *ast.IfStmt:
-				inner := eof || mentionsEOF(info, m.Cond)
+				inner := eof || mentionsEOF(info, m.Cond) || (!takesContext(info, l.Call) && asksTimeout(info, m.Cond))
 				if m.Init != nil {
 					visit(m.Init, eof)
 				}
@@ -212,4 +217,32 @@ func mentionsEOF(info *types.Info, e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// asksTimeout reports whether e calls a method Timeout() bool, as a
+// net.Error has.
+func asksTimeout(info *types.Info, e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && len(call.Args) == 0 {
+			if fn := match.Callee(info, call); fn != nil && fn.Name() == "Timeout" {
+				sig := fn.Signature()
+				found = sig.Recv() != nil && sig.Results().Len() == 1 && types.Identical(sig.Results().At(0).Type(), types.Typ[types.Bool])
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// takesContext reports whether call is given a context, or a request
+// that may carry one.
+func takesContext(info *types.Info, call *ast.CallExpr) bool {
+	return slices.ContainsFunc(call.Args, func(a ast.Expr) bool {
+		t := info.TypeOf(a)
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		return match.IsContext(t) || match.Named(t, "net/http", "Request")
+	})
 }

@@ -1054,6 +1054,11 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 				if !f.nestedAgain(l, failure[:k]) {
 					return false
 				}
+			case f.waitsThenChecks(l, failure, rest):
+				l.Endless = true
+				l.Between = append(l.Between, failure...)
+				l.Between = append(l.Between, rest...)
+				return true
 			case !f.nestedAgain(l, failure) || !f.anyTop(l, rest, leave):
 				// if err != nil { if retryable(err) { select { ...
 				// case <-time.After(d): continue } } }; return resp, err:
@@ -1082,6 +1087,47 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		}
 		l.Success = rest[k]
 		l.Between = append(l.Between, failure...)
+	}
+	return true
+}
+
+// waitsThenChecks reports whether l is a for loop with no condition
+// whose failure path only waits and falls through (if err := c.serve();
+// err != nil { log(err); time.Sleep(d) }) to the rest of the body, which
+// does nothing but check whether it was stopped (a select with a
+// default, an if that leaves) before going round: a reconnect loop whose
+// success and failure paths merge. The wait on the failure path alone
+// tells it from periodic work, which waits on both.
+func (f *finder) waitsThenChecks(l *Loop, failure, rest []ast.Stmt) bool {
+	fs, ok := l.Stmt.(*ast.ForStmt)
+	if !ok || fs.Init != nil || fs.Cond != nil || fs.Post != nil || len(rest) == 0 {
+		return false
+	}
+	if f.nestedAgain(l, failure) || slices.ContainsFunc(failure, jumps) || len(f.waits(&Loop{Func: l.Func, Between: failure})) == 0 {
+		return false
+	}
+	for _, s := range rest {
+		switch s := s.(type) {
+		case *ast.SelectStmt:
+			if !slices.ContainsFunc(s.Body.List, func(c ast.Stmt) bool { return c.(*ast.CommClause).Comm == nil }) {
+				return false // blocks: paced on both paths
+			}
+			for _, c := range s.Body.List {
+				cc := c.(*ast.CommClause)
+				if len(cc.Body) == 0 {
+					continue
+				}
+				if _, ret := cc.Body[len(cc.Body)-1].(*ast.ReturnStmt); !ret {
+					return false // a break here ends the select, not the loop
+				}
+			}
+		case *ast.IfStmt:
+			if s.Else != nil || f.last(l, s.Body.List) != leave {
+				return false
+			}
+		default:
+			return false
+		}
 	}
 	return true
 }

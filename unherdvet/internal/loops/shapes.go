@@ -88,6 +88,9 @@ func (f *finder) recursion(fn *Func) *Loop {
 	if l == nil {
 		l, again = f.statusRecursion(fn, self)
 	}
+	if l == nil {
+		l = f.guardedRecursion(fn, stmts, repeats)
+	}
 	if l == nil || f.calls(l.Call, self) {
 		return nil
 	}
@@ -99,8 +102,8 @@ func (f *finder) recursion(fn *Func) *Loop {
 	// call passes a changed argument (attempt+1, retries-1), or an exit
 	// guarded by something else comes first.
 	l.Bounded = f.other(l, l.Branch) || f.guardedRepeat(l)
-	for _, a := range again.Args {
-		if _, ok := ast.Unparen(a).(*ast.BinaryExpr); ok {
+	for i, a := range again.Args {
+		if _, ok := ast.Unparen(a).(*ast.BinaryExpr); ok && !f.onlyPaces(l, fn.Sig.Params().At(i)) {
 			l.Bounded = true
 		}
 	}
@@ -114,6 +117,95 @@ func (f *finder) recursion(fn *Func) *Loop {
 		l.Bounded = f.guardedExit(l, before, false, false) || f.repairs(l)
 	}
 	return l
+}
+
+// guardedRecursion matches a recursion whose attempt sits in the body of
+// a top-level if, with no else, that only guards it (if t.allowed() {
+// err := t.post(body); if err != nil { return t.send(body, n-1) } }):
+// when the guard is false nothing is tried. The guard must not test an
+// error. It returns nil when there is none.
+func (f *finder) guardedRecursion(fn *Func, stmts []ast.Stmt, repeats func(ast.Stmt) bool) *Loop {
+	for _, s := range stmts {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || ifs.Init != nil || f.testsError(ifs.Cond) {
+			continue
+		}
+		if eb, ok := ifs.Else.(*ast.BlockStmt); ifs.Else != nil && (!ok || jumps(eb)) {
+			continue
+		}
+		if l := f.backward(fn, ifs.Body.List, stmts[0].Pos(), repeats); l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// onlyPaces reports whether param, changed by arithmetic in the call
+// that repeats l (backoff+1), is used, outside the calls of the function
+// itself, only to make the wait: inside a wait's delay, or in the value
+// of a variable a delay reads (d := jitteredWait(backoff)). Such an
+// argument counts the attempts for the schedule, not for a limit.
+func (f *finder) onlyPaces(l *Loop, param *types.Var) bool {
+	if len(l.Waits) == 0 {
+		return false
+	}
+	var delays []ast.Expr
+	feeds := make(map[types.Object]bool)
+	for _, w := range l.Waits {
+		if w.Scope != nil || w.Delay == nil {
+			return false
+		}
+		delays = append(delays, w.Delay)
+		ast.Inspect(w.Delay, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && f.info.Uses[id] != nil {
+				feeds[f.info.Uses[id]] = true
+			}
+			return true
+		})
+	}
+	self := f.info.Defs[l.Func.Node.(*ast.FuncDecl).Name]
+	within := func(path []ast.Node, id *ast.Ident) bool {
+		for i := len(path) - 1; i >= 0; i-- {
+			if e, ok := path[i].(ast.Expr); ok && slices.Contains(delays, e) {
+				return true
+			}
+			switch p := path[i].(type) {
+			case *ast.CallExpr:
+				if c := match.Callee(f.info, p); c != nil && (types.Object(c) == self || types.Object(c.Origin()) == self) {
+					return true
+				}
+			case *ast.AssignStmt:
+				if p.Tok != token.DEFINE && p.Tok != token.ASSIGN || len(p.Lhs) != len(p.Rhs) {
+					return false
+				}
+				for k, r := range p.Rhs {
+					if r.Pos() <= id.Pos() && id.End() <= r.End() {
+						lid, ok := p.Lhs[k].(*ast.Ident)
+						return ok && feeds[f.info.ObjectOf(lid)]
+					}
+				}
+				return false
+			case ast.Stmt:
+				return false
+			}
+		}
+		return false
+	}
+	ok, used := true, false
+	var path []ast.Node
+	ast.Inspect(l.Func.Body, func(n ast.Node) bool {
+		if n == nil {
+			path = path[:len(path)-1]
+			return false
+		}
+		if id, isID := n.(*ast.Ident); isID && f.info.Uses[id] == param {
+			used = true
+			ok = ok && within(path, id)
+		}
+		path = append(path, n)
+		return ok
+	})
+	return ok && used
 }
 
 // repairs reports whether the statement that repeats l's attempt comes,

@@ -15,7 +15,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
-	"github.com/unherd/unherd/internal/validate"
+	"github.com/unherd/unherd/internal/protodur"
 )
 
 // ErrServiceConfig is wrapped by every error ParseMethodConfig returns:
@@ -343,7 +343,7 @@ func requiredDuration(s *string, what string) (time.Duration, error) {
 
 // parseProtoDuration parses the JSON form of google.protobuf.Duration.
 func parseProtoDuration(s string) (time.Duration, error) {
-	d, err := validate.ProtoDuration(s)
+	d, err := protodur.Parse(s)
 	if err != nil {
 		return 0, fmt.Errorf("duration %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/internal/validate"
+	"github.com/unherd/unherd/internal/protodur"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -74,7 +74,7 @@ func isSet(m json.RawMessage) bool {
 // up to nine fractional digits and an "s" suffix. what names the field;
 // the duration must be positive.
 func protoDuration(s, what string) (time.Duration, error) {
-	d, err := validate.ProtoDuration(s)
+	d, err := protodur.Parse(s)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %w", ErrConfig, what, err)
 	}

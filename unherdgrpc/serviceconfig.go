@@ -15,7 +15,6 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
-	"github.com/unherd/unherd/internal/protodur"
 )
 
 // ErrServiceConfig is wrapped by every error ParseMethodConfig returns:
@@ -343,11 +342,32 @@ func requiredDuration(s *string, what string) (time.Duration, error) {
 
 // parseProtoDuration parses the JSON form of google.protobuf.Duration.
 func parseProtoDuration(s string) (time.Duration, error) {
-	d, err := protodur.Parse(s)
+	num, ok := strings.CutSuffix(s, "s")
+	if !ok || num == "" {
+		return 0, fmt.Errorf("duration %q is not decimal seconds ending in \"s\"", s)
+	}
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(num, "-"), ".")
+	if whole == "" && frac == "" || !digits(whole) || !digits(frac) || len(frac) > 9 {
+		return 0, fmt.Errorf("duration %q is not decimal seconds ending in \"s\"", s)
+	}
+	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("duration %w", err)
+		return 0, fmt.Errorf("duration %q: %w", s, err)
 	}
 	return d, nil
+}
+
+// digits reports whether every byte of s is an ASCII decimal digit (true
+// for the empty string). parseProtoDuration checks the number with it
+// before time.ParseDuration, which would also take units and signs
+// inside it.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // a6Hedges is the retry policy's budget for a converted hedgingPolicy

@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/unherd/unherd/failure"
-	"github.com/unherd/unherd/internal/protodur"
 	"github.com/unherd/unherd/retry"
 )
 
@@ -71,17 +71,30 @@ func isSet(m json.RawMessage) bool {
 
 // protoDuration parses the JSON form of google.protobuf.Duration, as
 // Envoy's YAML writes durations ("0.25s", "2s"): decimal seconds with
-// up to nine fractional digits and an "s" suffix. what names the field;
-// the duration must be positive.
+// up to nine fractional digits and an "s" suffix.
 func protoDuration(s, what string) (time.Duration, error) {
-	d, err := protodur.Parse(s)
+	num, ok := strings.CutSuffix(s, "s")
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(num, "-"), ".")
+	if !ok || whole == "" && frac == "" || !digits(whole) || !digits(frac) || len(frac) > 9 {
+		return 0, fmt.Errorf("%w: %s %q is not decimal seconds ending in \"s\" (such as \"0.25s\")", ErrConfig, what, s)
+	}
+	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s %w", ErrConfig, what, err)
+		return 0, fmt.Errorf("%w: %s %q: %w", ErrConfig, what, s, err)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("%w: %s %q must be positive", ErrConfig, what, s)
 	}
 	return d, nil
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // gep2257 is the Gateway API's duration format (GEP-2257), which

@@ -426,7 +426,7 @@ func ParseLinkerdAnnotations(annotations map[string]string) (unherdhttp.Config, 
 				}
 				l, err1 := strconv.Atoi(lo)
 				h, err2 := strconv.Atoi(hi)
-				if err1 != nil || err2 != nil || l < 100 || h > 599 || l > h || strings.Trim(lo+hi, "0123456789") != "" {
+				if err1 != nil || err2 != nil || l < 100 || h > 599 || l > h || !digits(lo) || !digits(hi) {
 					return unherdhttp.Config{}, fmt.Errorf("%w: annotation %s: %q is none of a status (\"504\"), a range (\"500-504\"), \"gateway-error\" or \"5xx\"", ErrConfig, annotationHTTP, el)
 				}
 				codes = append(codes, codeRange{l, h})

@@ -120,6 +120,19 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
+// Drain waits until the store calls the Server's idempotency runs in the
+// background, after the calls that needed them were answered, have
+// ended, or until ctx ends, and returns ctx's cause then; see
+// idempotency.Keeper.Drain. Call it after grpc.Server.GracefulStop,
+// before closing the store. Without ServerConfig.Idempotency it returns
+// nil at once.
+func (s *Server) Drain(ctx context.Context) error {
+	if s.idempotency == nil {
+		return nil
+	}
+	return s.idempotency.k.Drain(ctx)
+}
+
 // ServerOptions returns the options that install the Server's unary and
 // stream interceptors.
 func (s *Server) ServerOptions() []grpc.ServerOption {

@@ -447,3 +447,58 @@ func TestIdempotencyAmbiguousClaimReleased(t *testing.T) {
 		t.Errorf("handler ran %d times, want 1", n)
 	}
 }
+
+// heldReleases is a shared store whose claims, while lose is set, take
+// effect but whose answers are lost, and whose releases wait until held
+// is closed: a store slow to take the release of a claim whose answer
+// was lost, which goes on after the call was answered.
+type heldReleases struct {
+	storetest.LostAnswers
+	held chan struct{}
+}
+
+func (s *heldReleases) Release(ctx context.Context, key string, token uint64) error {
+	select {
+	case <-s.held:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.LostAnswers.Release(ctx, key, token)
+}
+
+// Server.Drain waits for the idempotency's background store calls: it
+// returns its context's cause while a release is held, and nil once the
+// release has landed, after which the key runs again at once.
+func TestServerDrain(t *testing.T) {
+	if err := newServer(t, unherdgrpc.ServerConfig{}).Drain(context.Background()); err != nil {
+		t.Fatalf("Drain without idempotency: %v", err)
+	}
+	m, err := idempotency.NewMemory(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &heldReleases{LostAnswers: storetest.LostAnswers{Store: sharedStore{m}}, held: make(chan struct{})}
+	cfg := unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}}
+	srv := newServer(t, unherdgrpc.ServerConfig{Idempotency: &cfg})
+	s := &countServer{}
+	cc := serve(t, s, false, srv.ServerOptions())
+	store.Lose.Store(true)
+	if _, _, err := call(cc, keyed("k"), "a"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a claim whose answer was lost: %v, want UNAVAILABLE", err)
+	}
+	store.Lose.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := srv.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Drain while the release is held: %v, want the context's deadline", err)
+	}
+	close(store.held)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Drain(ctx); err != nil {
+		t.Fatalf("Drain once the release is let through: %v (waited 10 s for it)", err)
+	}
+	if _, _, err := call(cc, keyed("k"), "a"); err != nil || s.runs.Load() != 1 {
+		t.Errorf("after Drain: %v after %d runs, want the call to run at once", err, s.runs.Load())
+	}
+}

@@ -106,7 +106,56 @@ type Keeper struct {
 
 	// bg counts the store calls run in the background, after the request
 	// that needed them has been answered (Drain).
-	bg sync.WaitGroup
+	bg background
+}
+
+// background counts goroutines and closes a channel when none is left,
+// so that a wait for them can end with a context without leaving a
+// goroutine behind, as a sync.WaitGroup's Wait would.
+type background struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero; nil while n is zero
+}
+
+// Go runs f in a goroutine of its own, counted until f returns.
+func (b *background) Go(f func()) {
+	b.mu.Lock()
+	if b.n == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.n++
+	b.mu.Unlock()
+	go func() {
+		defer b.done()
+		f()
+	}()
+}
+
+func (b *background) done() {
+	b.mu.Lock()
+	if b.n--; b.n == 0 {
+		close(b.idle)
+		b.idle = nil
+	}
+	b.mu.Unlock()
+}
+
+// Wait returns nil when no goroutine of b's is running, or ctx's cause
+// if ctx ends first.
+func (b *background) Wait(ctx context.Context) error {
+	b.mu.Lock()
+	idle := b.idle
+	b.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // flightIndex is a Keeper's flights by key, sharded so that requests for
@@ -551,17 +600,10 @@ var errClaimUnsettled = errors.New("idempotency: no record of the claim yet; it 
 // Call it when the server shuts down, after its last request, before
 // closing the store, so that no record is left in flight for a lease.
 func (k *Keeper) Drain(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		k.bg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("idempotency: background store calls still running: %w", context.Cause(ctx))
+	if err := k.bg.Wait(ctx); err != nil {
+		return fmt.Errorf("idempotency: background store calls still running: %w", err)
 	}
+	return nil
 }
 
 // persist calls op until it succeeds or finds the lease lost, or until

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -194,8 +195,13 @@ func TestDrainWaitsForBackgroundReleases(t *testing.T) {
 		cause := errors.New("shutdown deadline")
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cancel(cause)
+		running := runtime.NumGoroutine()
 		if err := m.Drain(ctx); !errors.Is(err, cause) {
 			t.Errorf("Drain with an ended context while a release is pending: %v, want its cause", err)
+		}
+		synctest.Wait()
+		if n := runtime.NumGoroutine(); n > running {
+			t.Errorf("%d goroutines after a Drain that gave up, %d before: it left a waiter behind", n, running)
 		}
 		start := time.Now()
 		if err := m.Drain(context.Background()); err != nil {

@@ -32,6 +32,7 @@ type Policy struct {
 	observer       observe.Observer
 	hooked         bool           // guards, an observer or a tracking budget: Admit and Done take their slow paths
 	tracker        budget.Tracker // the budget, if it counts attempts in flight
+	bare           bool           // no guards, tracking budget or attempt timeout: an attempt is the call of fn alone
 	onExhausted    BudgetExhaustion
 	guards         []admission.Guard
 	rand           func() uint64
@@ -71,6 +72,7 @@ func New(cfg Config) (*Policy, error) {
 	}
 	p.tracker, _ = b.(budget.Tracker)
 	p.hooked = len(p.guards) != 0 || p.observer != nil || p.tracker != nil
+	p.bare = len(p.guards) == 0 && p.tracker == nil && p.timeouts == nil && p.attemptTimeout <= 0
 	return p, nil
 }
 
@@ -111,9 +113,12 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 			return last, err
 		}
 		var err error
-		if len(p.guards) == 0 && p.tracker == nil {
+		switch {
+		case p.bare:
+			last, err = fn(ctx) // runAttempt's common case, without its frame
+		case len(p.guards) == 0 && p.tracker == nil:
 			last, err = runAttempt(ctx, p, fn)
-		} else {
+		default:
 			last, err = guardedAttempt(ctx, p, &c, fn)
 		}
 		if err == nil {

@@ -102,6 +102,19 @@ func roundTrippers(b *testing.B) []struct {
 	}
 }
 
+// eachRoundTripper runs bench as a sub-benchmark for each of
+// roundTrippers, with allocations reported, a loopback server of its
+// own and a GET request for that server.
+func eachRoundTripper(b *testing.B, bench func(b *testing.B, rt http.RoundTripper, srv *server, req *http.Request)) {
+	for _, tc := range roundTrippers(b) {
+		b.Run(tc.lib, func(b *testing.B) {
+			b.ReportAllocs()
+			srv := newServer(b)
+			bench(b, tc.rt, srv, srv.get(b))
+		})
+	}
+}
+
 // get sends req through rt and fails the benchmark unless it got 200 "ok".
 // It reports failures with Error, not Fatal, so that it may run on the
 // goroutines of RunParallel.
@@ -124,39 +137,29 @@ func get(b *testing.B, rt http.RoundTripper, req *http.Request) bool {
 // connection, its first attempt succeeding: what each library's HTTP
 // integration adds to a healthy request.
 func BenchmarkHTTPGet(b *testing.B) {
-	for _, tc := range roundTrippers(b) {
-		b.Run(tc.lib, func(b *testing.B) {
-			b.ReportAllocs()
-			srv := newServer(b)
-			req := srv.get(b)
-			for b.Loop() {
-				if !get(b, tc.rt, req) {
-					b.FailNow()
-				}
+	eachRoundTripper(b, func(b *testing.B, rt http.RoundTripper, srv *server, req *http.Request) {
+		for b.Loop() {
+			if !get(b, rt, req) {
+				b.FailNow()
 			}
-			srv.check(b)
-		})
-	}
+		}
+		srv.check(b)
+	})
 }
 
 // BenchmarkHTTPGetParallel is BenchmarkHTTPGet from GOMAXPROCS goroutines
 // sharing one round tripper.
 func BenchmarkHTTPGetParallel(b *testing.B) {
-	for _, tc := range roundTrippers(b) {
-		b.Run(tc.lib, func(b *testing.B) {
-			b.ReportAllocs()
-			srv := newServer(b)
-			req := srv.get(b)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if !get(b, tc.rt, req) {
-						return
-					}
+	eachRoundTripper(b, func(b *testing.B, rt http.RoundTripper, srv *server, req *http.Request) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if !get(b, rt, req) {
+					return
 				}
-			})
-			if !b.Failed() {
-				srv.check(b)
 			}
 		})
-	}
+		if !b.Failed() {
+			srv.check(b)
+		}
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/unherd/unherd/internal/configtest"
 )
 
 // The service time of the convergence model: lognormal with p90 50 ms
@@ -214,14 +216,8 @@ func TestConvergence(t *testing.T) {
 	capacity := 8 / serviceMean // requests per second
 	for seed := uint64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			g, err := NewGradient(GradientConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := New(Config{Algorithm: g})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := configtest.Must(NewGradient(GradientConfig{}))(t)
+			l := mustNew(t, Config{Algorithm: g})
 			tr, st := simulate(l, seed, 2*capacity, capacityPhases, g.Measuring)
 			for i, w := range []struct {
 				name   string
@@ -244,15 +240,9 @@ func TestConvergence(t *testing.T) {
 // TestConvergence runs: the same trace, limit for limit.
 func TestConvergenceDefault(t *testing.T) {
 	capacity := 8 / serviceMean
-	g, err := NewGradient(GradientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	explicit, _ := New(Config{Algorithm: g})
-	def, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := configtest.Must(NewGradient(GradientConfig{}))(t)
+	explicit := mustNew(t, Config{Algorithm: g})
+	def := mustNew(t, Config{})
 	want, _ := simulate(explicit, 1, 2*capacity, capacityPhases, nil)
 	got, _ := simulate(def, 1, 2*capacity, capacityPhases, nil)
 	if !slices.Equal(got, want) {
@@ -269,11 +259,8 @@ func TestConvergenceLightLoad(t *testing.T) {
 	phases := []phase{{8, 120, capacity / 5}, {8, 600, 1e-9}, {8, 60, 2 * capacity}}
 	for seed := uint64(1); seed <= 5; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			g, err := NewGradient(GradientConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, _ := New(Config{Algorithm: g})
+			g := configtest.Must(NewGradient(GradientConfig{}))(t)
+			l := mustNew(t, Config{Algorithm: g})
 			tr, _ := simulate(l, seed, capacity/5, phases, g.Measuring)
 			prev := 0
 			for k, n := range tr[:1200] {
@@ -300,11 +287,8 @@ func TestConvergenceGradient2(t *testing.T) {
 	capacity := 8 / serviceMean // requests per second
 	for seed := uint64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			g, err := NewGradient2(Gradient2Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, _ := New(Config{Algorithm: g})
+			g := configtest.Must(NewGradient2(Gradient2Config{}))(t)
+			l := mustNew(t, Config{Algorithm: g})
 			tr, _ := simulate(l, seed, 2*capacity, capacityPhases, nil)
 			m1, m2, m3 := tr.mean(30, 60), tr.mean(90, 120), tr.mean(150, 180)
 			lo1, hi1 := tr.window(30, 60)

@@ -35,7 +35,7 @@ func waitFor(ctx context.Context, l *Limiter, p Priority, name string, t0 time.T
 	synctest.Wait()
 }
 
-func mustNew(t *testing.T, cfg Config) *Limiter {
+func mustNew(t testing.TB, cfg Config) *Limiter {
 	t.Helper()
 	return configtest.Must(New(cfg))(t)
 }

@@ -18,7 +18,7 @@ const huangMetastable = `Huang et al., "Metastable Failures in the Wild", OSDI 2
 type metastableParams struct {
 	// Rate is the open stream's new requests per second at full load
 	// (--rate): Huang et al.'s 8,300.
-	Rate float64 `param:"rate" usage:"open stream: new requests per second at full load" check:"positive"`
+	Rate float64 `param:"rate" usage:"open stream: new requests per second at full load" check:"positive,max=100000"`
 	// Threads and Service are the server's workers and their mean service
 	// time at full CPU (--threads, --service): 22 workers of 1 ms serve
 	// 22,000 requests per second, 2.65 times the load.
@@ -70,8 +70,6 @@ func (p *metastableParams) Validate() error {
 		return err
 	}
 	switch {
-	case p.Rate > 1e5:
-		return invalid("rate", "%v is above the limit of 100000", p.Rate)
 	case p.Cut >= 1:
 		return invalid("cut", "%v leaves the server no CPU", p.Cut)
 	case p.SmallCut >= 1:

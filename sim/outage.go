@@ -23,7 +23,7 @@ type outageParams struct {
 	// Think is a closed client's mean pause between calls (--think).
 	Think time.Duration `param:"think" usage:"closed population: mean think time between calls" check:"positive"`
 	// Rate is the open stream's arrivals per second (--rate).
-	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive"`
+	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive,max=1000000"`
 	// Capacity is the requests per second the dependency serves when up;
 	// it sheds the rest (--capacity).
 	Capacity float64 `param:"capacity" usage:"requests per second the dependency serves when up" check:"positive"`
@@ -60,8 +60,6 @@ func (p *outageParams) Validate() error {
 		return err
 	}
 	switch {
-	case p.Rate > 1e6:
-		return invalid("rate", "%v is above the limit of 1000000", p.Rate)
 	case p.Base > p.Cap:
 		return invalid("base", "%v is above --cap %v", p.Base, p.Cap)
 	case p.Before < time.Second:

@@ -61,9 +61,9 @@ func checkPositive[T int | float64 | time.Duration](flag string, v T) error {
 
 // checkAtMost reports a size too large to simulate in reasonable memory
 // and time.
-func checkAtMost(flag string, v, max int) error {
-	if v > max {
-		return invalid(flag, "%d is above the limit of %d", v, max)
+func checkAtMost[T int | float64 | time.Duration](flag string, v T, max int) error {
+	if float64(v) > float64(max) {
+		return invalid(flag, "%v is above the limit of %d", v, max)
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func checkValue[T int | float64 | time.Duration](name, rules string, v T) error 
 			if perr != nil {
 				panic(fmt.Sprintf("sim: check tag of %s: %q is not a whole number", name, max))
 			}
-			err = checkAtMost(name, int(v), n)
+			err = checkAtMost(name, v, n)
 		default:
 			panic(fmt.Sprintf("sim: check tag of %s: unknown rule %q", name, r))
 		}

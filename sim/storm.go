@@ -19,7 +19,7 @@ const (
 // stormParams are the parameters of the storm scenario.
 type stormParams struct {
 	// Rate is the open stream's calls per second (--rate).
-	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive"`
+	Rate float64 `param:"rate" usage:"open stream: calls arriving per second" check:"positive,max=100000"`
 	// Clients and Think are the closed population's size and mean think
 	// time (--clients, --think).
 	Clients int           `param:"clients" usage:"closed population: number of clients" check:"positive,max=1000000"`
@@ -51,8 +51,6 @@ func (p *stormParams) Validate() error {
 		return err
 	}
 	switch {
-	case p.Rate > 1e5:
-		return invalid("rate", "%v is above the limit of 100000", p.Rate)
 	case p.Duration < 2*time.Second:
 		return invalid("duration", "%v is under 2s", p.Duration)
 	case p.Duration > time.Hour:

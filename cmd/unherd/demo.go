@@ -32,13 +32,14 @@ import (
 func init() {
 	addCommand(command{
 		name:     "demo",
-		synopsis: "demo payments [--payments N] [--drop P] [--seed N] [--redis ADDR | --postgres DSN]",
+		synopsis: demoSynopsis,
 		summary:  "start a payments server on loopback that drops a share of its responses after the charge commits, pay through unherd's HTTP client with and without idempotency keys, and count the charges (memory store, or Redis or PostgreSQL on loopback)",
 		run:      (*env).demo,
 	})
 }
 
-const demoSynopsis = "unherd demo payments [--payments N] [--drop P] [--seed N] [--redis ADDR | --postgres DSN]"
+// demoSynopsis is the demo command's usage line after "unherd ".
+const demoSynopsis = "demo payments [--payments N] [--drop P] [--seed N] [--redis ADDR | --postgres DSN]"
 
 // demoLedger is where the demo server keeps its records and its charges.
 type demoLedger struct {
@@ -60,11 +61,11 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	pgDSN := fs.String("postgres", "", "keep the records and the charges in the PostgreSQL at this loopback `DSN`")
 	switch {
 	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-		return e.parse(fs, args[:1], demoSynopsis) // prints the usage
+		return e.parse(fs, args[:1], "unherd "+demoSynopsis) // prints the usage
 	case len(args) == 0 || args[0] != "payments":
 		return usagef("demo: want 'demo payments', the one demo there is ('unherd demo -h' lists its flags)")
 	}
-	if err := e.parse(fs, args[1:], demoSynopsis); err != nil {
+	if err := e.parse(fs, args[1:], "unherd "+demoSynopsis); err != nil {
 		return err
 	}
 	switch {

@@ -15,11 +15,14 @@ import (
 func init() {
 	addCommand(command{
 		name:     "vet",
-		synopsis: "vet [--json] [--fix] [--timeout D] [PACKAGES]",
+		synopsis: vetSynopsis,
 		summary:  "find the retry code that causes storms (constant delays, no delay at all, no bound, sleeps that ignore ctx, calls without timeout, retried POSTs without Idempotency-Key, retries in handlers, unherd turned off) in the Go packages named as go build takes them (default .), each path in its own module; exit 1 when something is found, 2 when a package could not be checked; silence a line with //unherdvet:ignore CHECK; --fix applies the mechanical rewrites",
 		run:      (*env).vet,
 	})
 }
+
+// vetSynopsis is the vet command's usage line after "unherd ".
+const vetSynopsis = "vet [--json] [--fix] [--timeout D] [PACKAGES]"
 
 // vetDir is the directory vet resolves package patterns in; "" is the
 // current directory. Tests point it at their testdata.
@@ -71,7 +74,7 @@ func (e *env) vet(ctx context.Context, args []string) error {
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(e.stdout, "Usage: unherd vet [--json] [--fix] [--timeout D] [PACKAGES]\n\nChecks:\n")
+			fmt.Fprintf(e.stdout, "Usage: unherd %s\n\nChecks:\n", vetSynopsis)
 			for _, a := range unherdvet.Analyzers() {
 				fmt.Fprintf(e.stdout, "  %-13s %s\n", a.Name, a.Doc)
 			}

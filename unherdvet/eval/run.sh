@@ -14,7 +14,7 @@
 #           checkout is reused and moved to the recorded commit
 #   MIRROR  a directory of bare mirrors named OWNER+NAME/repo to clone from
 #           instead of https://github.com/OWNER/NAME
-#   SET     main, holdout, fresh, fresh2, fresh3, fresh4, fresh5, fresh6 or all
+#   SET     main, holdout, fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7 or all
 #           (default all): which repositories to vet
 #
 # Exit status is 0 when every repository was vetted (whatever vet found),
@@ -45,7 +45,9 @@ out=$(cd "$out" && pwd)
 # fresh5: eleven more, chosen by the same kind of rule, committed before
 # any was opened, and measured with main 67e016e before any check changes;
 # fresh6: ten more, chosen by the same kind of rule, committed before any
-# was opened, and measured with main 82be6c2 before any check changes)
+# was opened, and measured with main 82be6c2 before any check changes;
+# fresh7: eleven more, chosen by the same kind of rule, committed before
+# any was fetched, and measured with main 5cfd03f before any check changes)
 list='
 acmez mholt/acmez 7dcf056529711646f5b419cac305fa170b108bb7 main
 certmagic caddyserver/certmagic 9f98c96dc44104b5d205aef05e596cf934f9804e main
@@ -132,6 +134,17 @@ gorequest parnurzeal/gorequest c915942c6890f2591cd1be9ffa92b81317ad39d1 fresh6
 go-eureka-client ArthurHlt/go-eureka-client 3b8dfe04ec6ca280d50f96356f765edb845a00e4 fresh6
 go-workflows cschleiden/go-workflows 8ef4f86f45f44c8a22b1ce2138d329ddef3aaf1c fresh6
 honeybadger-go honeybadger-io/honeybadger-go e72a8a83628af8c5c967b10f0f127a7aaab97b61 fresh6
+gomqtt 256dpi/gomqtt 43983f404cf956c9e8f3a323aa991805fffc215a fresh7
+go-mysql go-mysql-org/go-mysql e5cf1da82e49549d91dc702d654ccc099ccf10c1 fresh7
+ns1-go ns1/ns1-go 2b174a2b74f506c7c4b2b1731592d04007281483 fresh7
+gosparkpost SparkPost/gosparkpost 7c43df49d580c42e13c65b8ceddad3917890acda fresh7
+go-twitch-irc gempir/go-twitch-irc 419fb617f28b7f80c49f7512f1bb3ce95790ea94 fresh7
+remotedialer rancher/remotedialer f631a875686264be557262f00cfabbfbc155bc26 fresh7
+fetchbot PuerkitoBio/fetchbot b01e8f8bd328c42e354e7724ebd90d59195fd1d3 fresh7
+consul-esm hashicorp/consul-esm 20a67c0a09dea1d8187bd85a34c83fa3a819f507 fresh7
+do-agent digitalocean/do-agent bc91446bfb1507ea66a4e0e76ca59bb91a6af8cd fresh7
+dkron dkron-io/dkron fc347264cfcae26bef43df12a4e199d555b9a9eb fresh7
+zipkin-go openzipkin/zipkin-go 7c09a19912aa3b88dad72eb39a9ac677685e7e2f fresh7
 '
 
 failed=0

@@ -975,7 +975,7 @@ func (c *classifier) usesRand(e ast.Expr) bool {
 // failure path that sets the delay (interval = time.Second; reconnect)
 // makes it a retry schedule again.
 func periodic(info *types.Info, l *loops.Loop) bool {
-	if l.Shape != loops.For || !l.Endless || l.Via != nil || len(l.Waits) == 0 {
+	if l.Shape != loops.For || !l.Endless || l.Via != nil || l.Drain != nil || len(l.Waits) == 0 {
 		return false
 	}
 	top := func(n ast.Node) int {

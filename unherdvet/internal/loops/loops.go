@@ -122,6 +122,10 @@ type Loop struct {
 	// and returns on its failure, when the loop only calls it (for {
 	// pull() }); nil when the attempt is in the loop itself.
 	Via *ast.CallExpr
+	// Drain is the range over the channel the attempt returned, for a
+	// loop whose failure is that channel's closing and which asks for a
+	// new one (a watch or subscription made again); nil otherwise.
+	Drain *ast.RangeStmt
 }
 
 // Shape is how a retry loop repeats its attempt.
@@ -319,7 +323,7 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		}
 		l.Body = s.Body
 	}
-	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) && !f.delegated(l) {
+	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) && !f.delegated(l) && !f.resubscribe(l) {
 		return nil
 	}
 	if accepts(match.Callee(f.info, l.Call)) {

@@ -189,13 +189,47 @@ func netMethod(fn *types.Func) bool {
 			return false
 		}
 	}
-	for _, imp := range fn.Pkg().Imports() {
+	return networked(fn.Pkg())
+}
+
+// networked reports whether pkg talks to the network itself: it imports
+// net, net/http, crypto/tls or gRPC.
+func networked(pkg *types.Package) bool {
+	for _, imp := range pkg.Imports() {
 		switch imp.Path() {
 		case "net", "net/http", "crypto/tls", "google.golang.org/grpc":
 			return true
 		}
 	}
 	return false
+}
+
+// Streams reports whether call returns a channel that another service
+// feeds: a function or method of another package that talks to the
+// network itself (a watch, a subscription), or a function of the package
+// whose body makes a call RemoteDeep reports (depth levels).
+func Streams(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
+	t := info.TypeOf(call)
+	if tup, ok := t.(*types.Tuple); ok {
+		if tup.Len() == 0 {
+			return false
+		}
+		t = tup.At(0).Type()
+	}
+	if t == nil {
+		return false
+	}
+	if _, ok := t.Underlying().(*types.Chan); !ok {
+		return false
+	}
+	fn := Callee(info, call)
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	if body := bodies[fn]; body != nil {
+		return depth > 0 && remoteIn(info, bodies, body, depth-1)
+	}
+	return fn.Pkg() != current(info) && networked(fn.Pkg())
 }
 
 // implemented reports whether a struct type of pkg (or a pointer to

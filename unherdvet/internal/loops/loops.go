@@ -23,7 +23,9 @@
 // loop that waits and goes round on failure and carries on after a
 // success is a reconnect or long-poll loop (Endless); so is an endless
 // loop that only calls a function of the package that makes the attempt
-// and returns on its failure (for { pull() }). The attempt may sit
+// and returns on its failure (for { pull() }), and one that drains a
+// channel another service feeds (a watch, a subscription) and, after it
+// closes, waits and asks for a new one (resubscribe.go). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
 // notimeout fix writes it, in a for loop or a recursion alike. Outside for

@@ -200,11 +200,12 @@ var Analyzer = &analysis.Analyzer{
 
 func run(pass *analysis.Pass) (any, error) {
 	f := &finder{
-		info:      pass.TypesInfo,
-		labels:    make(map[ast.Stmt]*ast.Ident),
-		forBodies: make(map[*ast.BlockStmt]bool),
-		bodies:    match.Bodies(pass.TypesInfo, pass.Files),
-		res:       new(Result),
+		info:       pass.TypesInfo,
+		labels:     make(map[ast.Stmt]*ast.Ident),
+		forBodies:  make(map[*ast.BlockStmt]bool),
+		nilAnswers: make(map[types.Object]bool),
+		bodies:     match.Bodies(pass.TypesInfo, pass.Files),
+		res:        new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	f.closures = closureWaits(pass.TypesInfo, pass.Files)
@@ -256,6 +257,9 @@ type finder struct {
 	bodies map[*types.Func]*ast.BlockStmt
 	// decls are the package's function declarations, by function.
 	decls map[*types.Func]*ast.FuncDecl
+	// nilAnswers are the variables and fields that hold the answer of an
+	// attempt that reports failure by a nil answer (nilOnFailure).
+	nilAnswers map[types.Object]bool
 	// forBodies are the bodies of the for statements matched as retry
 	// loops.
 	forBodies map[*ast.BlockStmt]bool
@@ -1273,6 +1277,12 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		return nil, nil, nil
 	}
 	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+	if ok && len(as.Lhs) == 1 && f.nilOnFailure(c) {
+		if v := f.answerVar(as.Lhs[0]); v != nil {
+			f.nilAnswers[v] = true
+			return c, v, nil
+		}
+	}
 	if !ok || (!match.ReturnsError(f.info, c) && !(len(as.Lhs) == 1 && carriesError(f.info.TypeOf(c)))) {
 		return nil, nil, nil
 	}
@@ -1435,6 +1445,13 @@ func (f *finder) errTest(cond ast.Expr, errv types.Object, call *ast.CallExpr) t
 	if errv == nil {
 		if x == ast.Expr(call) {
 			return b.Op
+		}
+		return 0
+	}
+	if f.nilAnswers[errv] {
+		// An answer that is nil on failure: data != nil is the success.
+		if f.answerVar(x) == errv {
+			return map[token.Token]token.Token{token.EQL: token.NEQ, token.NEQ: token.EQL}[b.Op]
 		}
 		return 0
 	}

@@ -2,8 +2,10 @@ package a
 
 import (
 	"context"
+	"encoding/json"
 	"log"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"watchlib"
@@ -72,4 +74,95 @@ func rewatchAtOnce(c *watchlib.Client, key string, apply func(watchlib.Event)) {
 			apply(ev)
 		}
 	}
+}
+
+type settings struct{ Version int }
+
+type tenant struct {
+	client   *http.Client
+	url      string
+	settings *settings
+	cache    map[string]*settings
+}
+
+// fetchSettings asks the service for the tenant's settings and answers
+// nil when that fails.
+func (t *tenant) fetchSettings() *settings {
+	resp, err := t.client.Get(t.url + "/settings")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var s settings
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return nil
+	}
+	return &s
+}
+
+// Positive: the settings fetched again, into a field, while the fetch
+// answers nil, after 1s doubling without jitter.
+func (t *tenant) loadSettings(ctx context.Context) error {
+	for d := time.Second; ; {
+		t.settings = t.fetchSettings()
+		if t.settings != nil {
+			break
+		}
+		if d < time.Minute {
+			d *= 2
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d): // want `nojitter: retry loop.s delay grows without jitter`
+		}
+	}
+	return nil
+}
+
+// Positive: the same into a variable, the failure tested first.
+func (t *tenant) settingsOrWait() *settings {
+	for i := 0; i < 5; i++ {
+		s := t.fetchSettings()
+		if s == nil {
+			time.Sleep(3 * time.Second) // want `nojitter: retry loop waits a constant 3s between attempts`
+			continue
+		}
+		return s
+	}
+	return nil
+}
+
+// cached looks the settings up in memory and answers nil when they are
+// not there yet.
+func (t *tenant) cached(key string) *settings {
+	s, ok := t.cache[key]
+	if !ok {
+		return nil
+	}
+	return s
+}
+
+// Negative: waiting for a local cache to be filled: nothing remote is
+// asked again.
+func (t *tenant) waitCached(key string) *settings {
+	for i := 0; i < 5; i++ {
+		if s := t.cached(key); s != nil {
+			return s
+		}
+		time.Sleep(time.Second)
+	}
+	return nil
+}
+
+// Negative: the fetch tried again after a jittered wait.
+func (t *tenant) settingsJittered() *settings {
+	for i := 0; i < 5; i++ {
+		s := t.fetchSettings()
+		if s != nil {
+			return s
+		}
+		time.Sleep(time.Second/2 + rand.N(time.Second))
+	}
+	return nil
 }

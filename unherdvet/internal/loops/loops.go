@@ -1286,6 +1286,11 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 	if !ok || (!match.ReturnsError(f.info, c) && !(len(as.Lhs) == 1 && carriesError(f.info.TypeOf(c)))) {
 		return nil, nil, nil
 	}
+	if step := joinedStep(f.info, c); step != nil {
+		// err = errors.Join(err, m.fetch(ctx)): the step whose error is
+		// joined is the attempt's last call.
+		c = step
+	}
 	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
 	if !ok || last.Name == "_" {
 		return nil, nil, nil
@@ -1302,6 +1307,20 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		}
 	}
 	return c, errv, results
+}
+
+// joinedStep returns the last argument of an errors.Join call that is a
+// call returning an error (errors.Join(err, step())), or nil.
+func joinedStep(info *types.Info, c *ast.CallExpr) *ast.CallExpr {
+	if !match.Func(match.Callee(info, c), "errors", "Join") {
+		return nil
+	}
+	for i := len(c.Args) - 1; i >= 0; i-- {
+		if a, ok := ast.Unparen(c.Args[i]).(*ast.CallExpr); ok && match.ReturnsError(info, a) {
+			return a
+		}
+	}
+	return nil
 }
 
 // carriesError reports whether t is a struct, or a pointer to one, with

@@ -3,6 +3,7 @@ package a
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log"
 	"math/rand/v2"
 	"net/http"
@@ -165,4 +166,75 @@ func (t *tenant) settingsJittered() *settings {
 		time.Sleep(time.Second/2 + rand.N(time.Second))
 	}
 	return nil
+}
+
+type inboxMsg struct{ ID string }
+
+func (t *tenant) receive(ctx context.Context) (*inboxMsg, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", t.url+"/messages", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var m inboxMsg
+	return &m, json.NewDecoder(resp.Body).Decode(&m)
+}
+
+func (t *tenant) ack(ctx context.Context, m *inboxMsg) error {
+	req, err := http.NewRequestWithContext(ctx, "DELETE", t.url+"/messages/"+m.ID, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+func (m *inboxMsg) load(ctx context.Context, t *tenant) error { return nil }
+
+// Positive: a long poll whose attempt is three steps, the later ones run
+// only on success and their errors joined to the first's; a constant 10s
+// after any failure.
+func (t *tenant) next(ctx context.Context) (*inboxMsg, error) {
+	for {
+		m, err := t.receive(ctx)
+		if err == nil {
+			err = t.ack(ctx, m)
+			err = errors.Join(err, m.load(ctx, t))
+		}
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Second): // want `nojitter: retry loop waits a constant 10s between attempts`
+			}
+		} else {
+			return m, nil
+		}
+	}
+}
+
+// Negative: the same, with a jittered wait.
+func (t *tenant) nextJittered(ctx context.Context) (*inboxMsg, error) {
+	for {
+		m, err := t.receive(ctx)
+		if err == nil {
+			err = errors.Join(t.ack(ctx, m), m.load(ctx, t))
+		}
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(5*time.Second + rand.N(10*time.Second)):
+			}
+		} else {
+			return m, nil
+		}
+	}
 }

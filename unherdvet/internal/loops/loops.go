@@ -576,6 +576,11 @@ func (f *finder) attempt(l *Loop) bool {
 	if f.attemptIn(l, stmts) {
 		return true
 	}
+	// The attempt guarded, the wait in a select on a timer that the
+	// flattening below would drop.
+	if open := f.unwrap(stmts); open != nil && f.attemptIn(l, open) {
+		return true
+	}
 	if flat := f.flatten(stmts); flat != nil {
 		if f.attemptIn(l, flat) {
 			return true

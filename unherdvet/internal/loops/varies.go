@@ -74,6 +74,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 		if !ok || contains(as, call) {
 			return !ok
 		}
+		if f.copiesItself(as, scope) {
+			return true // c = &cp, with cp := *c: the same target
+		}
 		after := as.Pos() > call.End()
 		fresh := !after && f.drawsFresh(as, !cycles)
 		if after || fresh {
@@ -124,6 +127,72 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 		return true
 	})
 	return refers(call, func(o types.Object) bool { return counters[o] })
+}
+
+// copiesItself reports whether as points a variable at a copy of what
+// it pointed to (cp := *c; c = &cp, in scope): a client copied before one
+// of its fields is set, whose target stays the same. A field set to
+// anything but a variable, a field or a literal (cp.addr = addrs[i],
+// cp.addr = pick()) may move it to another target, and does not count.
+func (f *finder) copiesItself(as *ast.AssignStmt, scope ast.Node) bool {
+	if len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+		return false
+	}
+	id, ok := ast.Unparen(as.Lhs[0]).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	u, ok := ast.Unparen(as.Rhs[0]).(*ast.UnaryExpr)
+	if !ok || u.Op != token.AND {
+		return false
+	}
+	cp, ok := ast.Unparen(u.X).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	self, copied := f.info.ObjectOf(id), f.info.ObjectOf(cp)
+	// A field of the copy set to the next of several (cp.addr =
+	// addrs[i], cp.addr = pick()) makes it another target.
+	moved := false
+	ast.Inspect(scope, func(n ast.Node) bool {
+		d, ok := n.(*ast.AssignStmt)
+		if !ok || moved || len(d.Lhs) != len(d.Rhs) {
+			return !moved
+		}
+		for i, lhs := range d.Lhs {
+			sel, ok := ast.Unparen(lhs).(*ast.SelectorExpr)
+			if !ok {
+				continue
+			}
+			if x, ok := ast.Unparen(sel.X).(*ast.Ident); ok && (f.info.ObjectOf(x) == self || f.info.ObjectOf(x) == copied) {
+				switch ast.Unparen(d.Rhs[i]).(type) {
+				case *ast.Ident, *ast.BasicLit, *ast.SelectorExpr:
+				default:
+					moved = true
+				}
+			}
+		}
+		return !moved
+	})
+	if moved {
+		return false
+	}
+	found := false
+	ast.Inspect(scope, func(n ast.Node) bool {
+		d, ok := n.(*ast.AssignStmt)
+		if !ok || found || len(d.Lhs) != 1 || len(d.Rhs) != 1 {
+			return !found
+		}
+		l, ok := ast.Unparen(d.Lhs[0]).(*ast.Ident)
+		star, ok2 := ast.Unparen(d.Rhs[0]).(*ast.StarExpr)
+		if ok && ok2 && f.info.ObjectOf(l) == copied {
+			if x, ok := ast.Unparen(star.X).(*ast.Ident); ok && f.info.ObjectOf(x) == self {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // drawsFresh reports whether an assignment receives from a channel or

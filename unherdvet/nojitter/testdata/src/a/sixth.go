@@ -238,3 +238,82 @@ func (t *tenant) nextJittered(ctx context.Context) (*inboxMsg, error) {
 		}
 	}
 }
+
+type runnerConn struct {
+	client *http.Client
+	base   string
+}
+
+func (c *runnerConn) request(ctx context.Context, method, path string) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// Positive: the connection is copied, and a field of the copy set to the
+// same value, in one arm each round: the target stays the same, and the
+// request is sent again 5s times the attempt later, without jitter.
+func acquireJob(ctx context.Context, c *runnerConn, serviceURL string) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if serviceURL == "" {
+			err = c.request(ctx, http.MethodGet, "/job")
+		} else {
+			cp := *c
+			c = &cp
+			c.base = serviceURL
+			err = c.request(ctx, http.MethodPost, "/acquire")
+		}
+		if err == nil {
+			return nil
+		}
+		<-time.After(5 * time.Second * time.Duration(attempt+1)) // want `nojitter: retry loop.s delay grows without jitter`
+	}
+	return err
+}
+
+// Positive: the same, waiting in a select on the context.
+func acquireJobCtx(ctx context.Context, c *runnerConn, serviceURL string) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if serviceURL == "" {
+			err = c.request(ctx, http.MethodGet, "/job")
+		} else {
+			cp := *c
+			c = &cp
+			c.base = serviceURL
+			err = c.request(ctx, http.MethodPost, "/acquire")
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second * time.Duration(attempt+1)): // want `nojitter: retry loop.s delay grows without jitter`
+		}
+	}
+	return err
+}
+
+// Negative: failover: each round's copy points at the next address.
+func acquireAny(ctx context.Context, c *runnerConn, bases []string) error {
+	var err error
+	for i := 0; i < len(bases); i++ {
+		err = c.request(ctx, http.MethodGet, "/job")
+		if err == nil {
+			return nil
+		}
+		cp := *c
+		cp.base = bases[i]
+		c = &cp
+		time.Sleep(time.Second)
+	}
+	return err
+}

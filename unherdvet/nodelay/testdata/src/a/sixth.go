@@ -69,3 +69,41 @@ func retryPaced(fn func() error) error {
 func releasePaced(q mq.Queue, id string) error {
 	return retryPaced(func() error { return q.Release(id) })
 }
+
+type item struct {
+	body        []byte
+	retriesLeft int
+}
+
+type asyncSender struct {
+	queue chan item
+	q     mq.Queue
+}
+
+// Positive: a failed send goes back into the channel the loop reads, and
+// is sent again as soon as the loop comes round to it.
+func (s *asyncSender) run() {
+	for it := range s.queue { // want `nodelay: retry loop tries again at once`
+		if err := s.q.Release(string(it.body)); err != nil {
+			if it.retriesLeft > 0 {
+				it.retriesLeft--
+				select {
+				case s.queue <- it:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// Negative: a consumer that puts back an item whose local work failed.
+func (s *asyncSender) spool(dir string) {
+	for it := range s.queue {
+		if err := os.WriteFile(dir+"/item", it.body, 0o600); err != nil {
+			if it.retriesLeft > 0 {
+				it.retriesLeft--
+				s.queue <- it
+			}
+		}
+	}
+}

@@ -209,6 +209,11 @@ func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 		if u, ok := ast.Unparen(r).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
 			return true // msg, ok := <-incoming: the next item
 		}
+		if !rotation && f.randomPick(r) {
+			// A loop that goes round for ever picking at random from
+			// the same list comes back to each entry: a reconnect.
+			continue
+		}
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
@@ -218,6 +223,32 @@ func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 		})
 	}
 	return found
+}
+
+// randomPick reports whether e makes a random source (rand.New(...),
+// rand.NewSource(...)) or draws an index into a list from one
+// (r.Intn(len(addrs)), rand.IntN(len(addrs))).
+func (f *finder) randomPick(e ast.Expr) bool {
+	c, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	fn := match.Callee(f.info, c)
+	if fn == nil || fn.Pkg() == nil || (fn.Pkg().Path() != "math/rand" && fn.Pkg().Path() != "math/rand/v2") {
+		return false
+	}
+	if strings.HasPrefix(fn.Name(), "New") {
+		return true
+	}
+	if len(c.Args) != 1 {
+		return false
+	}
+	l, ok := ast.Unparen(c.Args[0]).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	id, ok := ast.Unparen(l.Fun).(*ast.Ident)
+	return ok && id.Name == "len"
 }
 
 // unwraps reports whether call derives its error from the attempt's own

@@ -2,6 +2,9 @@ package a
 
 import (
 	"context"
+	"fmt"
+	"math/rand"
+	"net"
 	"time"
 
 	"watchlib"
@@ -50,4 +53,43 @@ func rewatchStop(c *watchlib.Client, key string, stop <-chan struct{}, apply fun
 		time.Sleep(time.Second)
 		ch = c.Watch(context.Background(), key)
 	}
+}
+
+type locator struct {
+	addrs []string
+	conn  net.Conn
+}
+
+func (l *locator) connect(addr string) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	l.conn = c
+	return nil
+}
+
+// Positive: the connection tried again on an address drawn at random
+// from the same list each round, until one answers: each address comes
+// back round, for ever.
+func (l *locator) reconnect() error {
+	err := l.connect(l.addrs[0])
+	for err != nil { // want `unbounded: retry loop has no attempt limit and no deadline`
+		time.Sleep(time.Duration(rand.Intn(5000))*time.Millisecond + time.Second)
+		r := rand.New(rand.NewSource(time.Now().UnixNano()))
+		n := r.Intn(len(l.addrs))
+		err = l.connect(l.addrs[n])
+	}
+	return nil
+}
+
+// Negative: a new name drawn at random each round until one is free: a
+// search, which tries something new each time.
+func (l *locator) claim() error {
+	err := l.connect("node-0")
+	for err != nil {
+		name := fmt.Sprintf("node-%d", rand.Int())
+		err = l.connect(name)
+	}
+	return nil
 }

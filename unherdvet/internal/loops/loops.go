@@ -13,7 +13,11 @@
 //
 // The failure test may also ask for an answer (res == nil || err !=
 // nil), and a retry decision may be tested in the if that makes the
-// attempt (if retry, err := f(); !retry { return err }).
+// attempt (if retry, err := f(); !retry { return err }). An attempt of
+// the package that answers nil when its remote call fails (func fetch()
+// *Config) is tested by that answer (cfg != nil is the success,
+// nilanswer.go), and an error joined from a later step (err =
+// errors.Join(err, step())) makes that step the attempt's last call.
 //
 // The branch may give up on some errors and go round on others (a
 // continue below its top level, or one that falls, when it does not go

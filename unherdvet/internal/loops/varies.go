@@ -16,7 +16,10 @@ import (
 // batches[it.index]: iteration), a variable the post statement or the
 // body after the call reassigns (a page token, a growing list: search and
 // pagination), or one drawn from the clock or a random source before the
-// call (a new unique key on each conflict).
+// call (a new unique key on each conflict). A client pointed at a copy of
+// itself (cp := *c; c = &cp) is the same target, and in a loop with no
+// counter a random pick from the same list (addrs[r.Intn(len(addrs))])
+// comes back to each entry: neither is a new input.
 //
 // scope is the code whose assignments count: the loop's body, or for a
 // reconnect loop only the failure path (a long poll moves its cursor on

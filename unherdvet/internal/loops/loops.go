@@ -919,6 +919,18 @@ func resultDecision(errv types.Object, results []types.Object) types.Object {
 	if errv == nil {
 		return nil
 	}
+	if carriesError(errv.Type()) {
+		// res := c.attempt(req); if !res.Retry { break }: a result that
+		// carries the error and the decision.
+		t := errv.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		st := t.Underlying().(*types.Struct)
+		for i := range st.NumFields() {
+			results = append(results, st.Field(i))
+		}
+	}
 	for _, r := range results {
 		name := strings.ToLower(r.Name())
 		if types.Identical(r.Type().Underlying(), types.Typ[types.Bool]) &&
@@ -936,15 +948,20 @@ func (f *finder) decides(cond ast.Expr, decision types.Object) token.Token {
 	if decision == nil {
 		return 0
 	}
-	switch c := ast.Unparen(cond).(type) {
-	case *ast.Ident:
-		if f.info.ObjectOf(c) == decision {
-			return token.NEQ
+	names := func(e ast.Expr) bool {
+		switch e := ast.Unparen(e).(type) {
+		case *ast.Ident:
+			return f.info.ObjectOf(e) == decision
+		case *ast.SelectorExpr:
+			return f.info.ObjectOf(e.Sel) == decision // res.Retry
 		}
-	case *ast.UnaryExpr:
-		if id, ok := ast.Unparen(c.X).(*ast.Ident); ok && c.Op == token.NOT && f.info.ObjectOf(id) == decision {
-			return token.EQL
-		}
+		return false
+	}
+	if names(cond) {
+		return token.NEQ
+	}
+	if u, ok := ast.Unparen(cond).(*ast.UnaryExpr); ok && u.Op == token.NOT && names(u.X) {
+		return token.EQL
 	}
 	return 0
 }

@@ -317,3 +317,54 @@ func acquireAny(ctx context.Context, c *runnerConn, bases []string) error {
 	}
 	return err
 }
+
+type outcome struct {
+	Resp  *http.Response
+	Err   error
+	Retry bool
+}
+
+func (t *tenant) try(ctx context.Context, req *http.Request, n int) *outcome {
+	resp, err := t.client.Do(req.WithContext(ctx))
+	if err != nil {
+		return &outcome{Err: err, Retry: n < 4}
+	}
+	return &outcome{Resp: resp, Retry: resp.StatusCode == http.StatusServiceUnavailable && n < 4}
+}
+
+// Positive: the attempt's result carries the error and the decision to
+// go round; the wait doubles without jitter.
+func (t *tenant) send(ctx context.Context, req *http.Request) (*http.Response, error) {
+	var res *outcome
+	for n := 0; ; n++ {
+		res = t.try(ctx, req, n)
+		if !res.Retry {
+			break
+		}
+		time.Sleep(time.Second << n) // want `nojitter: retry loop.s delay grows without jitter`
+	}
+	return res.Resp, res.Err
+}
+
+// Negative: a result whose boolean says there is more to read: pages,
+// not retries.
+type listing struct {
+	Items []string
+	More  bool
+	Err   error
+}
+
+func (t *tenant) fetchPage(ctx context.Context, n int) *listing { return &listing{} }
+
+func (t *tenant) all(ctx context.Context) []string {
+	var out []string
+	for n := 0; ; n++ {
+		p := t.fetchPage(ctx, n)
+		if !p.More {
+			break
+		}
+		out = append(out, p.Items...)
+		time.Sleep(time.Second)
+	}
+	return out
+}

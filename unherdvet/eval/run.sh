@@ -45,7 +45,8 @@ out=$(cd "$out" && pwd)
 # fresh5: eleven more, chosen by the same kind of rule, committed before
 # any was opened, and measured with main 67e016e before any check changes;
 # fresh6: ten more, chosen by the same kind of rule, committed before any
-# was opened, and measured with main 82be6c2 before any check changes;
+# was opened, and measured with main 82be6c2 before any check changes, a
+# training set since the second round of changes made blind to it;
 # fresh7: eleven more, chosen by the same kind of rule, committed before
 # any was fetched, and measured with main 5cfd03f before any check changes)
 list='

@@ -16,6 +16,13 @@
 // http.NewRequestWithContext with a constant method. A loop is not
 // reported when the function mentions the header's name anywhere, or
 // hands the request to another function (which might set it).
+//
+// A loop that sends again an *http.Request it was handed (a parameter,
+// or a copy made from it each round, such as req.Clone(ctx)) is
+// reported too, through whatever it calls to send it (a client's Do, a
+// wrapped handler), when its function never reads the request's Method
+// nor names the header, and the package names POST or PATCH: such a
+// wrapper resends the POSTs the package hands it.
 package idempotency
 
 import "github.com/unherd/unherd/unherdvet/internal/check"

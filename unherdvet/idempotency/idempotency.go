@@ -15,11 +15,15 @@ import (
 // reportUnkeyed reports l when it repeats a POST or PATCH without an
 // Idempotency-Key.
 func reportUnkeyed(p *check.Pass, l *loops.Loop) {
+	body := l.Func.Outermost().Body
+	if req := handed(p, l); req != nil && !readsMethod(p.TypesInfo, body) && !mentionsKey(p.TypesInfo, body) && sendsPost(p) {
+		p.Report(l.Call, "retry loop sends again the request it was handed, whatever its method, without an Idempotency-Key header, and this package hands it POST requests: if a response is lost after the server acted, the retry applies it twice; retry only GET, HEAD, OPTIONS and requests with an Idempotency-Key that stays the same on every attempt, or use unherdhttp.Transport, which does")
+		return
+	}
 	h := match.HTTP(p.TypesInfo, l.Call)
 	if h == nil {
 		return
 	}
-	body := l.Func.Outermost().Body
 	method := h.Method
 	if h.Req != nil {
 		var ok bool
@@ -175,6 +179,119 @@ func methodFromCallers(p *check.Pass, fn *types.Func, index, depth int) string {
 				}
 			}
 			return true
+		})
+	}
+	return found
+}
+
+// handed returns the *http.Request parameter of the function around l
+// that the attempt is given, as it is or as a copy the loop makes of it
+// (cloned := clone(req, ctx), req.Clone(ctx)); nil when the attempt is
+// given no request, or one the loop builds itself.
+func handed(p *check.Pass, l *loops.Loop) types.Object {
+	info := p.TypesInfo
+	params := make(map[types.Object]bool)
+	for fn := l.Func; fn != nil; fn = fn.Outer {
+		if fn.Sig == nil {
+			continue
+		}
+		for v := range fn.Sig.Params().Variables() {
+			if isRequest(v.Type()) {
+				params[v] = true
+			}
+		}
+	}
+	if len(params) == 0 {
+		return nil
+	}
+	// from returns the parameter that call copies: its receiver
+	// (req.Clone(ctx)) or one of its arguments (clone(req, ctx)).
+	from := func(call *ast.CallExpr) types.Object {
+		operands := call.Args
+		if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok {
+			operands = append([]ast.Expr{sel.X}, operands...)
+		}
+		for _, o := range operands {
+			if id, ok := ast.Unparen(o).(*ast.Ident); ok && params[info.ObjectOf(id)] {
+				return info.ObjectOf(id)
+			}
+		}
+		return nil
+	}
+	for _, a := range l.Call.Args {
+		if !isRequest(info.TypeOf(a)) {
+			continue
+		}
+		switch a := ast.Unparen(a).(type) {
+		case *ast.Ident:
+			v := info.ObjectOf(a)
+			if params[v] {
+				return v
+			}
+			// cloned, err := cloneRequest(req, ctx) in the loop.
+			var req types.Object
+			ast.Inspect(l.Body, func(n ast.Node) bool {
+				as, ok := n.(*ast.AssignStmt)
+				if !ok || len(as.Rhs) != 1 || req != nil {
+					return req == nil
+				}
+				if id, ok := ast.Unparen(as.Lhs[0]).(*ast.Ident); ok && info.ObjectOf(id) == v {
+					if c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); ok {
+						req = from(c)
+					}
+				}
+				return req == nil
+			})
+			if req != nil {
+				return req
+			}
+		case *ast.CallExpr:
+			if v := from(a); v != nil {
+				return v // h.Do(req.Clone(ctx))
+			}
+		}
+	}
+	return nil
+}
+
+// isRequest reports whether t is *http.Request.
+func isRequest(t types.Type) bool {
+	p, ok := t.(*types.Pointer)
+	return ok && match.Named(p.Elem(), "net/http", "Request")
+}
+
+// readsMethod reports whether body reads the Method of an
+// *http.Request: code that may retry only some methods.
+func readsMethod(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Method" && isRequest(info.TypeOf(sel.X)) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// sendsPost reports whether the package names the POST or PATCH method
+// (a string constant such as "POST" or http.MethodPost) outside the
+// test files: requests with those methods pass through its code.
+func sendsPost(p *check.Pass) bool {
+	found := false
+	for _, f := range p.Files {
+		if strings.HasSuffix(p.Fset.File(f.Pos()).Name(), "_test.go") {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			e, ok := n.(ast.Expr)
+			if !ok || found {
+				return !found
+			}
+			if tv := p.TypesInfo.Types[e]; tv.Value != nil && tv.Value.Kind() == constant.String {
+				m := strings.ToUpper(constant.StringVal(tv.Value))
+				found = m == "POST" || m == "PATCH"
+			}
+			return !found
 		})
 	}
 	return found

@@ -9,7 +9,10 @@
 // The fix is retry.Do, whose default policy waits so.
 //
 // Only loops whose attempt goes to another service (an HTTP request, a
-// call taking a context or gRPC call options, a dial) are reported, and
+// call taking a context or gRPC call options, a dial, a method of a
+// client package that talks to the network itself or through a package of
+// its own repository, or a function value the loop's function is handed
+// when the package's callers hand it such calls) are reported, and
 // only when nothing between attempts might wait: no sleep or timer, no
 // receive or select, no call given a time.Duration or named for waiting
 // (Wait, Sleep, Backoff, Pause, Delay, Throttle), and no other call to a

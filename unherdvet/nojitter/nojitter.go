@@ -973,9 +973,10 @@ func (c *classifier) usesRand(e ast.Expr) bool {
 // nil { failures++; continue }; interval = 5 * time.Second }). Its phase
 // is set when the loop starts, not by a failure the clients share. A
 // failure path that sets the delay (interval = time.Second; reconnect)
-// makes it a retry schedule again.
+// makes it a retry schedule again, and so does a loop that drains a
+// stream and waits only once the stream has closed (Loop.Drain).
 func periodic(info *types.Info, l *loops.Loop) bool {
-	if l.Shape != loops.For || !l.Endless || l.Via != nil || len(l.Waits) == 0 {
+	if l.Shape != loops.For || !l.Endless || l.Via != nil || l.Drain != nil || len(l.Waits) == 0 {
 		return false
 	}
 	top := func(n ast.Node) int {

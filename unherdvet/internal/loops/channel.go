@@ -31,8 +31,9 @@ import (
 //
 // The waits are those of the failure path, of the goroutine or callback
 // that sends, and of the select case that receives what it sent (or, in
-// a range over the channel, of the statements before the attempt). Only
-// rounds that wait are retry loops here.
+// a range over the channel, of the statements before the attempt). A
+// round that does not wait is a retry loop only when its attempt calls
+// another service.
 func (f *finder) channelRounds(fn *Func) []*Loop {
 	return loopsOf(fn, func(s ast.Stmt) *Loop {
 		switch s := s.(type) {
@@ -144,7 +145,10 @@ func (f *finder) channelRound(fn *Func, stmt ast.Stmt, body *ast.BlockStmt, over
 			for _, lit := range lits {
 				l.Waits = append(l.Waits, f.waits(&Loop{Func: fn, Between: lit.Body.List})...)
 			}
-			if len(l.Waits) == 0 {
+			if len(l.Waits) == 0 && !match.RemoteDeep(f.info, f.bodies, call, 3) {
+				// A consumer that puts back an item its local work
+				// failed on; a remote call sent again at once is a
+				// retry without a wait.
 				continue
 			}
 			l.Bounded = over != nil || f.guardedExit(l, body.List, false, false)

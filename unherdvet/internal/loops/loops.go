@@ -13,7 +13,11 @@
 //
 // The failure test may also ask for an answer (res == nil || err !=
 // nil), and a retry decision may be tested in the if that makes the
-// attempt (if retry, err := f(); !retry { return err }).
+// attempt (if retry, err := f(); !retry { return err }). An attempt of
+// the package that answers nil when its remote call fails (func fetch()
+// *Config) is tested by that answer (cfg != nil is the success,
+// nilanswer.go), and an error joined from a later step (err =
+// errors.Join(err, step())) makes that step the attempt's last call.
 //
 // The branch may give up on some errors and go round on others (a
 // continue below its top level, or one that falls, when it does not go
@@ -23,7 +27,9 @@
 // loop that waits and goes round on failure and carries on after a
 // success is a reconnect or long-poll loop (Endless); so is an endless
 // loop that only calls a function of the package that makes the attempt
-// and returns on its failure (for { pull() }). The attempt may sit
+// and returns on its failure (for { pull() }), and one that drains a
+// channel another service feeds (a watch, a subscription) and, after it
+// closes, waits and asks for a new one (resubscribe.go). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
 // notimeout fix writes it, in a for loop or a recursion alike. Outside for
@@ -122,6 +128,10 @@ type Loop struct {
 	// and returns on its failure, when the loop only calls it (for {
 	// pull() }); nil when the attempt is in the loop itself.
 	Via *ast.CallExpr
+	// Drain is the range over the channel the attempt returned, for a
+	// loop whose failure is that channel's closing and which asks for a
+	// new one (a watch or subscription made again); nil otherwise.
+	Drain *ast.RangeStmt
 }
 
 // Shape is how a retry loop repeats its attempt.
@@ -194,11 +204,12 @@ var Analyzer = &analysis.Analyzer{
 
 func run(pass *analysis.Pass) (any, error) {
 	f := &finder{
-		info:      pass.TypesInfo,
-		labels:    make(map[ast.Stmt]*ast.Ident),
-		forBodies: make(map[*ast.BlockStmt]bool),
-		bodies:    match.Bodies(pass.TypesInfo, pass.Files),
-		res:       new(Result),
+		info:       pass.TypesInfo,
+		labels:     make(map[ast.Stmt]*ast.Ident),
+		forBodies:  make(map[*ast.BlockStmt]bool),
+		nilAnswers: make(map[types.Object]bool),
+		bodies:     match.Bodies(pass.TypesInfo, pass.Files),
+		res:        new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
 	f.closures = closureWaits(pass.TypesInfo, pass.Files)
@@ -250,6 +261,9 @@ type finder struct {
 	bodies map[*types.Func]*ast.BlockStmt
 	// decls are the package's function declarations, by function.
 	decls map[*types.Func]*ast.FuncDecl
+	// nilAnswers are the variables and fields that hold the answer of an
+	// attempt that reports failure by a nil answer (nilOnFailure).
+	nilAnswers map[types.Object]bool
 	// forBodies are the bodies of the for statements matched as retry
 	// loops.
 	forBodies map[*ast.BlockStmt]bool
@@ -319,7 +333,7 @@ func (f *finder) match(fn *Func, s ast.Stmt) *Loop {
 		}
 		l.Body = s.Body
 	}
-	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) && !f.delegated(l) {
+	if !f.attempt(l) && !f.condAttempt(l) && !f.restart(l) && !f.delegated(l) && !f.resubscribe(l) {
 		return nil
 	}
 	if accepts(match.Callee(f.info, l.Call)) {
@@ -564,6 +578,11 @@ func (f *finder) iterates(cond ast.Expr) bool {
 func (f *finder) attempt(l *Loop) bool {
 	stmts := l.Body.List
 	if f.attemptIn(l, stmts) {
+		return true
+	}
+	// The attempt guarded, the wait in a select on a timer that the
+	// flattening below would drop.
+	if open := f.unwrap(stmts); open != nil && f.attemptIn(l, open) {
 		return true
 	}
 	if flat := f.flatten(stmts); flat != nil {
@@ -900,6 +919,18 @@ func resultDecision(errv types.Object, results []types.Object) types.Object {
 	if errv == nil {
 		return nil
 	}
+	if carriesError(errv.Type()) {
+		// res := c.attempt(req); if !res.Retry { break }: a result that
+		// carries the error and the decision.
+		t := errv.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		st := t.Underlying().(*types.Struct)
+		for i := range st.NumFields() {
+			results = append(results, st.Field(i))
+		}
+	}
 	for _, r := range results {
 		name := strings.ToLower(r.Name())
 		if types.Identical(r.Type().Underlying(), types.Typ[types.Bool]) &&
@@ -917,15 +948,20 @@ func (f *finder) decides(cond ast.Expr, decision types.Object) token.Token {
 	if decision == nil {
 		return 0
 	}
-	switch c := ast.Unparen(cond).(type) {
-	case *ast.Ident:
-		if f.info.ObjectOf(c) == decision {
-			return token.NEQ
+	names := func(e ast.Expr) bool {
+		switch e := ast.Unparen(e).(type) {
+		case *ast.Ident:
+			return f.info.ObjectOf(e) == decision
+		case *ast.SelectorExpr:
+			return f.info.ObjectOf(e.Sel) == decision // res.Retry
 		}
-	case *ast.UnaryExpr:
-		if id, ok := ast.Unparen(c.X).(*ast.Ident); ok && c.Op == token.NOT && f.info.ObjectOf(id) == decision {
-			return token.EQL
-		}
+		return false
+	}
+	if names(cond) {
+		return token.NEQ
+	}
+	if u, ok := ast.Unparen(cond).(*ast.UnaryExpr); ok && u.Op == token.NOT && names(u.X) {
+		return token.EQL
 	}
 	return 0
 }
@@ -1267,8 +1303,19 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		return nil, nil, nil
 	}
 	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+	if ok && len(as.Lhs) == 1 && f.nilOnFailure(c) {
+		if v := f.answerVar(as.Lhs[0]); v != nil {
+			f.nilAnswers[v] = true
+			return c, v, nil
+		}
+	}
 	if !ok || (!match.ReturnsError(f.info, c) && !(len(as.Lhs) == 1 && carriesError(f.info.TypeOf(c)))) {
 		return nil, nil, nil
+	}
+	if step := joinedStep(f.info, c); step != nil {
+		// err = errors.Join(err, m.fetch(ctx)): the step whose error is
+		// joined is the attempt's last call.
+		c = step
 	}
 	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
 	if !ok || last.Name == "_" {
@@ -1286,6 +1333,20 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		}
 	}
 	return c, errv, results
+}
+
+// joinedStep returns the last argument of an errors.Join call that is a
+// call returning an error (errors.Join(err, step())), or nil.
+func joinedStep(info *types.Info, c *ast.CallExpr) *ast.CallExpr {
+	if !match.Func(match.Callee(info, c), "errors", "Join") {
+		return nil
+	}
+	for i := len(c.Args) - 1; i >= 0; i-- {
+		if a, ok := ast.Unparen(c.Args[i]).(*ast.CallExpr); ok && match.ReturnsError(info, a) {
+			return a
+		}
+	}
+	return nil
 }
 
 // carriesError reports whether t is a struct, or a pointer to one, with
@@ -1429,6 +1490,13 @@ func (f *finder) errTest(cond ast.Expr, errv types.Object, call *ast.CallExpr) t
 	if errv == nil {
 		if x == ast.Expr(call) {
 			return b.Op
+		}
+		return 0
+	}
+	if f.nilAnswers[errv] {
+		// An answer that is nil on failure: data != nil is the success.
+		if f.answerVar(x) == errv {
+			return map[token.Token]token.Token{token.EQL: token.NEQ, token.NEQ: token.EQL}[b.Op]
 		}
 		return 0
 	}

@@ -16,7 +16,10 @@ import (
 // batches[it.index]: iteration), a variable the post statement or the
 // body after the call reassigns (a page token, a growing list: search and
 // pagination), or one drawn from the clock or a random source before the
-// call (a new unique key on each conflict).
+// call (a new unique key on each conflict). A client pointed at a copy of
+// itself (cp := *c; c = &cp) is the same target, and in a loop with no
+// counter a random pick from the same list (addrs[r.Intn(len(addrs))])
+// comes back to each entry: neither is a new input.
 //
 // scope is the code whose assignments count: the loop's body, or for a
 // reconnect loop only the failure path (a long poll moves its cursor on
@@ -74,6 +77,9 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 		if !ok || contains(as, call) {
 			return !ok
 		}
+		if f.copiesItself(as, scope) {
+			return true // c = &cp, with cp := *c: the same target
+		}
 		after := as.Pos() > call.End()
 		fresh := !after && f.drawsFresh(as, !cycles)
 		if after || fresh {
@@ -126,6 +132,72 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	return refers(call, func(o types.Object) bool { return counters[o] })
 }
 
+// copiesItself reports whether as points a variable at a copy of what
+// it pointed to (cp := *c; c = &cp, in scope): a client copied before one
+// of its fields is set, whose target stays the same. A field set to
+// anything but a variable, a field or a literal (cp.addr = addrs[i],
+// cp.addr = pick()) may move it to another target, and does not count.
+func (f *finder) copiesItself(as *ast.AssignStmt, scope ast.Node) bool {
+	if len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+		return false
+	}
+	id, ok := ast.Unparen(as.Lhs[0]).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	u, ok := ast.Unparen(as.Rhs[0]).(*ast.UnaryExpr)
+	if !ok || u.Op != token.AND {
+		return false
+	}
+	cp, ok := ast.Unparen(u.X).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	self, copied := f.info.ObjectOf(id), f.info.ObjectOf(cp)
+	// A field of the copy set to the next of several (cp.addr =
+	// addrs[i], cp.addr = pick()) makes it another target.
+	moved := false
+	ast.Inspect(scope, func(n ast.Node) bool {
+		d, ok := n.(*ast.AssignStmt)
+		if !ok || moved || len(d.Lhs) != len(d.Rhs) {
+			return !moved
+		}
+		for i, lhs := range d.Lhs {
+			sel, ok := ast.Unparen(lhs).(*ast.SelectorExpr)
+			if !ok {
+				continue
+			}
+			if x, ok := ast.Unparen(sel.X).(*ast.Ident); ok && (f.info.ObjectOf(x) == self || f.info.ObjectOf(x) == copied) {
+				switch ast.Unparen(d.Rhs[i]).(type) {
+				case *ast.Ident, *ast.BasicLit, *ast.SelectorExpr:
+				default:
+					moved = true
+				}
+			}
+		}
+		return !moved
+	})
+	if moved {
+		return false
+	}
+	found := false
+	ast.Inspect(scope, func(n ast.Node) bool {
+		d, ok := n.(*ast.AssignStmt)
+		if !ok || found || len(d.Lhs) != 1 || len(d.Rhs) != 1 {
+			return !found
+		}
+		l, ok := ast.Unparen(d.Lhs[0]).(*ast.Ident)
+		star, ok2 := ast.Unparen(d.Rhs[0]).(*ast.StarExpr)
+		if ok && ok2 && f.info.ObjectOf(l) == copied {
+			if x, ok := ast.Unparen(star.X).(*ast.Ident); ok && f.info.ObjectOf(x) == self {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // drawsFresh reports whether an assignment receives from a channel or
 // reads from a stream (the next item a consumer handles), or its values
 // call time.Now, a random
@@ -140,6 +212,11 @@ func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 		if u, ok := ast.Unparen(r).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
 			return true // msg, ok := <-incoming: the next item
 		}
+		if !rotation && f.randomPick(r) {
+			// A loop that goes round for ever picking at random from
+			// the same list comes back to each entry: a reconnect.
+			continue
+		}
 		ast.Inspect(r, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				fn := match.Callee(f.info, c)
@@ -149,6 +226,32 @@ func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 		})
 	}
 	return found
+}
+
+// randomPick reports whether e makes a random source (rand.New(...),
+// rand.NewSource(...)) or draws an index into a list from one
+// (r.Intn(len(addrs)), rand.IntN(len(addrs))).
+func (f *finder) randomPick(e ast.Expr) bool {
+	c, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	fn := match.Callee(f.info, c)
+	if fn == nil || fn.Pkg() == nil || (fn.Pkg().Path() != "math/rand" && fn.Pkg().Path() != "math/rand/v2") {
+		return false
+	}
+	if strings.HasPrefix(fn.Name(), "New") {
+		return true
+	}
+	if len(c.Args) != 1 {
+		return false
+	}
+	l, ok := ast.Unparen(c.Args[0]).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	id, ok := ast.Unparen(l.Fun).(*ast.Ident)
+	return ok && id.Name == "len"
 }
 
 // unwraps reports whether call derives its error from the attempt's own

@@ -135,6 +135,11 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 			return true
 		}
 	}
+	if fn == nil && depth > 0 {
+		// retry(fn func() error) calling fn(): what the package's callers
+		// pass for the parameter decides.
+		return passedRemote(info, bodies, call, depth-1)
+	}
 	body := bodies[fn]
 	if body == nil {
 		return fn != nil && fn.Pkg() != nil && fn.Pkg() != current(info) && netMethod(fn)
@@ -189,13 +194,125 @@ func netMethod(fn *types.Func) bool {
 			return false
 		}
 	}
-	for _, imp := range fn.Pkg().Imports() {
+	return networked(fn.Pkg())
+}
+
+// networked reports whether pkg talks to the network itself: it imports
+// net, net/http, crypto/tls or gRPC, or a package of its own repository
+// that does (a client whose transport is a sibling package, such as
+// example.com/acme/sdk/queue importing example.com/acme/sdk/api).
+func networked(pkg *types.Package) bool {
+	if netImport(pkg) {
+		return true
+	}
+	root := repoRoot(pkg.Path())
+	for _, imp := range pkg.Imports() {
+		if root != "" && repoRoot(imp.Path()) == root && netImport(imp) {
+			return true
+		}
+	}
+	return false
+}
+
+// netImport reports whether pkg imports net, net/http, crypto/tls or
+// gRPC.
+func netImport(pkg *types.Package) bool {
+	for _, imp := range pkg.Imports() {
 		switch imp.Path() {
 		case "net", "net/http", "crypto/tls", "google.golang.org/grpc":
 			return true
 		}
 	}
 	return false
+}
+
+// repoRoot returns the first three elements of an import path whose first
+// element is a host name (github.com/owner/repo), "" for any other path.
+func repoRoot(path string) string {
+	parts := strings.SplitN(path, "/", 4)
+	if len(parts) < 3 || !strings.Contains(parts[0], ".") {
+		return ""
+	}
+	return strings.Join(parts[:3], "/")
+}
+
+// passedRemote reports whether call calls a parameter of one of the
+// package's functions (func retry(fn func() error) { ... fn() ... })
+// that some call of that function in the package is given as a function
+// literal, or a function of the package, making a call RemoteDeep
+// reports (depth levels).
+func passedRemote(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
+	id, ok := ast.Unparen(call.Fun).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	v, ok := info.Uses[id].(*types.Var)
+	if !ok {
+		return false
+	}
+	var holder *types.Func
+	index := -1
+	for fn := range bodies {
+		params := fn.Type().(*types.Signature).Params()
+		for i := range params.Len() {
+			if params.At(i) == v {
+				holder, index = fn, i
+			}
+		}
+	}
+	if holder == nil {
+		return false
+	}
+	found := false
+	for _, body := range bodies {
+		ast.Inspect(body, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok || found || index >= len(c.Args) {
+				return !found
+			}
+			if callee := Callee(info, c); callee == nil || callee.Origin() != holder.Origin() {
+				return true
+			}
+			switch a := ast.Unparen(c.Args[index]).(type) {
+			case *ast.FuncLit:
+				found = remoteIn(info, bodies, a.Body, depth)
+			case *ast.Ident, *ast.SelectorExpr:
+				if b := bodies[calleeOf(info, a)]; b != nil {
+					found = remoteIn(info, bodies, b, depth)
+				}
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// Streams reports whether call returns a channel that another service
+// feeds: a function or method of another package that talks to the
+// network itself (a watch, a subscription), or a function of the package
+// whose body makes a call RemoteDeep reports (depth levels).
+func Streams(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *ast.CallExpr, depth int) bool {
+	t := info.TypeOf(call)
+	if tup, ok := t.(*types.Tuple); ok {
+		if tup.Len() == 0 {
+			return false
+		}
+		t = tup.At(0).Type()
+	}
+	if t == nil {
+		return false
+	}
+	if _, ok := t.Underlying().(*types.Chan); !ok {
+		return false
+	}
+	fn := Callee(info, call)
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	if body := bodies[fn]; body != nil {
+		return depth > 0 && remoteIn(info, bodies, body, depth-1)
+	}
+	return fn.Pkg() != current(info) && networked(fn.Pkg())
 }
 
 // implemented reports whether a struct type of pkg (or a pointer to

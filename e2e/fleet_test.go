@@ -13,6 +13,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/fleet"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/draws"
 	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdredis"
@@ -130,7 +131,12 @@ func fleetOutageRun(t *testing.T, seed uint64, kill time.Duration) {
 	<-timer.C
 	s.Start()
 	events[int(restart/time.Second)] = "Redis started again, empty"
-	wg.Wait()
+	loops := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(loops)
+	}()
+	await.Recv(t, loops, "the budgets' request loops to reach the run's end")
 
 	var lines []string
 	bad, most := 0, 0.0

@@ -554,11 +554,14 @@ func TestMemoryFloodKeepsCompleted(t *testing.T) {
 // principal's new key still runs.
 func TestMemoryShareBoundsPrincipal(t *testing.T) {
 	store := newMemory(t, idempotency.MemoryConfig{Shards: 1, MaxBytes: 32 << 10})
+	const attackers = 300 // in flight at once: about twice what 32 KiB holds
 	release := make(chan struct{})
+	settled := make(chan struct{}, attackers) // one per attacker request that runs or is refused
 	var attackerRuns, victimRuns atomic.Int32
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Account") == "attacker" {
 			attackerRuns.Add(1)
+			settled <- struct{}{}
 			select {
 			case <-release:
 			case <-time.After(20 * time.Second):
@@ -571,13 +574,13 @@ func TestMemoryShareBoundsPrincipal(t *testing.T) {
 	cfg := idempotency.Config{Store: store, Principal: func(r *http.Request) string { return r.Header.Get("X-Account") }}
 	url, c := serve(t, cfg, h)
 
-	const attackers = 300 // in flight at once: about twice what 32 KiB holds
 	var refused atomic.Int32
 	var wg sync.WaitGroup
 	for i := range attackers {
 		wg.Go(func() {
 			if st, _, _ := post(t, c, url, `"a-`+strconv.Itoa(i)+`"`, "attacker"); st == http.StatusServiceUnavailable {
 				refused.Add(1)
+				settled <- struct{}{}
 			}
 		})
 	}
@@ -591,8 +594,12 @@ func TestMemoryShareBoundsPrincipal(t *testing.T) {
 			t.Error("the attacker's requests did not end within 20 s of their release")
 		}
 	}()
-	for deadline := time.Now().Add(15 * time.Second); attackerRuns.Load()+refused.Load() < attackers; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	timer := time.NewTimer(15 * time.Second)
+	defer timer.Stop()
+	for range attackers {
+		select {
+		case <-settled:
+		case <-timer.C:
 			t.Fatalf("after 15 s, %d attacker requests run and %d were refused, of %d", attackerRuns.Load(), refused.Load(), attackers)
 		}
 	}

@@ -25,7 +25,16 @@ func echo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	t.Cleanup(func() { l.Close(); <-done })
+	t.Cleanup(func() {
+		l.Close()
+		timer := time.NewTimer(10 * time.Second)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			t.Error("the echo server's accept loop did not end within 10 s of its listener closing")
+		}
+	})
 	go func() {
 		defer close(done)
 		for {

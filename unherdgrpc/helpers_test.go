@@ -86,8 +86,16 @@ func stall(ctx context.Context, d time.Duration) error {
 
 func (f fault) apply(ctx context.Context) error {
 	if f.untilDone {
-		<-ctx.Done()
-		return status.FromContextError(ctx.Err()).Err()
+		// Bounded: a request whose context never ends fails, naming the
+		// wait, instead of holding the test until go test's timeout.
+		timer := time.NewTimer(await.Timeout)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-timer.C:
+			return status.Errorf(codes.Internal, "fault server: waited %v for the request's context to end", await.Timeout)
+		}
 	}
 	if err := stall(ctx, f.stall); err != nil {
 		return err

@@ -3,7 +3,6 @@ package unherdgrpc_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -154,7 +153,13 @@ func (s *countServer) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 	}
 	if s.block != nil {
 		close(s.started)
-		<-s.block
+		timer := time.NewTimer(await.Timeout)
+		defer timer.Stop()
+		select {
+		case <-s.block:
+		case <-timer.C:
+			return nil, status.Errorf(codes.Internal, "countServer: waited %v for the test to unblock the run", await.Timeout)
+		}
 	}
 	switch string(req.GetPayload().GetBody()) {
 	case "fail:unavailable":
@@ -233,18 +238,16 @@ func TestIdempotencyStatuses(t *testing.T) {
 func TestIdempotencyInFlight(t *testing.T) {
 	s := &countServer{block: make(chan struct{}), started: make(chan struct{})}
 	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Wait: -1}})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var firstErr error
+	firstDone := make(chan error, 1)
 	go func() {
-		defer wg.Done()
-		_, _, firstErr = call(cc, keyed("k"), "a")
+		_, _, err := call(cc, keyed("k"), "a")
+		firstDone <- err
 	}()
 	await.Recv(t, s.started, "the first call's handler to start")
 	var tr metadata.MD
 	_, err := testpb.NewTestServiceClient(cc).UnaryCall(keyed("k"), &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("a")}}, grpc.Trailer(&tr))
 	close(s.block)
-	wg.Wait()
+	firstErr := await.Recv(t, firstDone, "the first call to return once its handler was unblocked")
 	if status.Code(err) != codes.Unavailable || first(tr.Get(unherdgrpc.PushbackKey)) != "1000" || firstErr != nil {
 		t.Fatalf("duplicate in flight: %v, pushback %v (first: %v); want UNAVAILABLE with pushback 1000", err, tr.Get(unherdgrpc.PushbackKey), firstErr)
 	}
@@ -424,7 +427,7 @@ func TestIdempotencyAmbiguousClaimReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &storetest.LostAnswers{Store: sharedStore{m}}
+	store := &signalledReleases{LostAnswers: storetest.LostAnswers{Store: sharedStore{m}}, released: make(chan struct{}, 1)}
 	s := &countServer{}
 	cc := idempotentConn(t, s, unherdgrpc.IdempotencyConfig{KeeperConfig: idempotency.KeeperConfig{Store: store, StoreTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}})
 	store.Lose.Store(true)
@@ -432,20 +435,38 @@ func TestIdempotencyAmbiguousClaimReleased(t *testing.T) {
 		t.Fatalf("a claim whose answer was lost: %v, want UNAVAILABLE", err)
 	}
 	store.Lose.Store(false)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, _, err := call(cc, keyed("k"), "a")
-		if err == nil {
-			break
-		}
-		if status.Code(err) != codes.Aborted || time.Now().After(deadline) {
-			t.Fatalf("the retry: %v; want it to run within 5 s, not to wait out the 30 s lease", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	timer := time.NewTimer(5 * time.Second)
+	defer timer.Stop()
+	select {
+	case <-store.released:
+	case <-timer.C:
+		t.Fatal("waited 5 s for the claim whose answer was lost to be released; want it released at once, not held for its 30 s lease")
+	}
+	if _, _, err := call(cc, keyed("k"), "a"); err != nil {
+		t.Fatalf("the retry after the release: %v; want it to run", err)
 	}
 	if n := s.runs.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1", n)
 	}
+}
+
+// signalledReleases is a shared store whose claims, while Lose is set,
+// take effect but whose answers are lost, and which sends on released
+// when a release has landed.
+type signalledReleases struct {
+	storetest.LostAnswers
+	released chan struct{}
+}
+
+func (s *signalledReleases) Release(ctx context.Context, key string, token uint64) error {
+	err := s.LostAnswers.Release(ctx, key, token)
+	if err == nil {
+		select {
+		case s.released <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 // heldReleases is a shared store whose claims, while lose is set, take

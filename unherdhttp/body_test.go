@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/unherdhttp"
 )
 
@@ -108,7 +109,16 @@ func TestStalledDiscardedBody(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "partial")
 		w.(http.Flusher).Flush()
-		<-release // stall until the test ends
+		// Stall until the test ends; bounded, so that a Transport that
+		// waits for the discarded body fails the test instead of hanging
+		// it until its one-minute deadline.
+		stall := time.NewTimer(await.Timeout)
+		defer stall.Stop()
+		select {
+		case <-release:
+		case <-stall.C:
+			t.Errorf("the stalled handler waited %v for the test to end: the Transport is still reading a body it discarded", await.Timeout)
+		}
 	})
 	t.Cleanup(func() { close(release) }) // runs before the server's Close
 	for _, cfg := range []struct {

@@ -50,8 +50,14 @@ func TestHedgeWins(t *testing.T) {
 		mu.Unlock()
 		if a == "" {
 			close(primaryArrived)
-			<-r.Context().Done()
-			close(primaryCancelled)
+			timer := time.NewTimer(await.Timeout)
+			defer timer.Stop()
+			select {
+			case <-r.Context().Done():
+				close(primaryCancelled)
+			case <-timer.C: // the test's wait for primaryCancelled fails too
+				t.Errorf("the primary's handler waited %v for its request to be cancelled", await.Timeout)
+			}
 			return
 		}
 		select {

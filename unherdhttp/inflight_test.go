@@ -111,13 +111,31 @@ func TestConcurrentKeyGetsOneAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{}, 1)
-	srv := newServer(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	answered := make(chan struct{}) // closed when the second caller's first request has its answer
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
 		started <- struct{}{}
-		time.Sleep(200 * time.Millisecond)
+		// The first request's work lasts until the second caller has
+		// reached its key in flight and been answered (after its wait,
+		// 409 with Retry-After).
+		timer := time.NewTimer(await.Timeout)
+		defer timer.Stop()
+		select {
+		case <-answered:
+		case <-timer.C:
+			t.Errorf("the first request's handler waited %v for the second caller's request to be answered", await.Timeout)
+		}
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, "charged")
-	})).ServeHTTP)
+	}))
+	var arrivals atomic.Int32
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n := arrivals.Add(1)
+		h.ServeHTTP(w, r)
+		if n == 2 {
+			close(answered)
+		}
+	})
 	tr := newTransport(t, unherdhttp.Config{})
 	post := func() (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("100 EUR"))

@@ -35,7 +35,13 @@ func TestShedRefusesOverLimit(t *testing.T) {
 	started, unblock := make(chan struct{}, 3), make(chan struct{})
 	srv := newServer(t, shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
-		<-unblock
+		timer := time.NewTimer(await.Timeout)
+		defer timer.Stop()
+		select {
+		case <-unblock:
+		case <-timer.C: // the test stopped before it unblocked the slow requests
+			t.Errorf("a slow request's handler waited %v for the test to unblock it", await.Timeout)
+		}
 	})).ServeHTTP)
 	defer srv.Client().CloseIdleConnections()
 	statuses := make(chan int, 2)

@@ -18,6 +18,7 @@ import (
 	"github.com/unherd/unherd/budget"
 	"github.com/unherd/unherd/failure"
 	"github.com/unherd/unherd/hedge"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/observe"
 	"github.com/unherd/unherd/retry"
 	"github.com/unherd/unherd/timeout"
@@ -103,7 +104,13 @@ func TestBodyOutlivesAttemptTimeout(t *testing.T) {
 		case "/slow-body":
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
-			<-release
+			timer := time.NewTimer(await.Timeout)
+			defer timer.Stop()
+			select {
+			case <-release:
+			case <-timer.C: // the test stopped before it released the body
+				t.Errorf("the slow body's handler waited %v for the test to release it", await.Timeout)
+			}
 			io.WriteString(w, "late body")
 		case "/hang":
 			<-r.Context().Done()

@@ -102,7 +102,11 @@ func none(t *testing.T, c jetstream.Consumer, wait time.Duration) {
 // for the server, so it may still be on its way). It fails t after 5 s.
 func settled(t *testing.T, c jetstream.Consumer) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		info, err := c.Info(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -110,9 +114,10 @@ func settled(t *testing.T, c jetstream.Consumer) {
 		if info.NumAckPending == 0 && info.NumPending == 0 {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			t.Fatalf("after 5 s: %d messages wait for an ack, %d for delivery", info.NumAckPending, info.NumPending)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

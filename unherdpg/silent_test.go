@@ -152,8 +152,17 @@ func TestSilentConnectionsReplaced(t *testing.T) {
 	recovered := time.Since(start)
 	// The last silent connections leave the pool within OpTimeout of
 	// their claims' statements.
-	for sl.open() > 0 && time.Since(start) < recovered+bound+time.Second {
-		time.Sleep(10 * time.Millisecond)
+	deadline := time.NewTimer(time.Until(start.Add(recovered + bound + time.Second)))
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+polling:
+	for sl.open() > 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			break polling
+		}
 	}
 	t.Logf("claims: %d failed, then 8 succeeded in a row %v after the connections went silent; %d silent connections open after %v",
 		failed, recovered.Round(time.Millisecond), sl.open(), time.Since(start).Round(time.Millisecond))

@@ -304,7 +304,10 @@ func TestClaimPastCallerDeadline(t *testing.T) {
 	}
 
 	// The abandoned claim now takes effect, and the store releases it.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		c, err := s.Claim(ctx, "k", idempotency.Fingerprint{}, time.Minute)
 		if err != nil {
@@ -313,10 +316,11 @@ func TestClaimPastCallerDeadline(t *testing.T) {
 		if c.State == idempotency.Acquired {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			t.Fatalf("key still %v 5s after the abandoned claim could take effect; want it released", c.State)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if n := pool.Stat().NewConnsCount() - opened; n != 0 {
 		t.Errorf("%d connections opened after the caller's deadline; want the claim's connection kept", n)

@@ -234,20 +234,24 @@ func freePorts(t *testing.T, n int) []string {
 	return addrs
 }
 
-// waitFor polls f until it succeeds or d has passed. It waits on a real
-// process, so it waits in real time.
+// waitFor polls f, on a ticker, until it succeeds or d has passed. It
+// waits on a real process, so it waits in real time.
 func waitFor(t *testing.T, d time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		err := f()
 		if err == nil {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			services.Unavailable(t, "waiting for %s: %v", what, err)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -163,17 +163,12 @@ func newPage(t *testing.T, timeout time.Duration) *page {
 		cancelTimeout()
 		// Every chromium process carries the profile directory on its
 		// command line: none may outlive the test.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			left := processesWith("--user-data-dir=" + profile)
-			if len(left) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("chromium processes %v still running 10s after the test closed the browser", left)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
+		var left []string
+		if !waitUntil(10*time.Second, 100*time.Millisecond, func() bool {
+			left = processesWith("--user-data-dir=" + profile)
+			return len(left) == 0
+		}) {
+			t.Errorf("chromium processes %v still running 10s after the test closed the browser", left)
 		}
 	})
 	return p
@@ -240,17 +235,36 @@ func (p *page) cpuSeconds() float64 {
 // its cache.
 func (p *page) settle(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	last := p.cpuSeconds()
-	for time.Now().Before(deadline) {
-		time.Sleep(250 * time.Millisecond)
+	last, measured := p.cpuSeconds(), false
+	idle := waitUntil(15*time.Second, 250*time.Millisecond, func() bool {
 		now := p.cpuSeconds()
-		if now-last < 0.005 {
-			return
-		}
-		last = now
+		idle := measured && now-last < 0.005 // the first call starts the first quarter of a second
+		last, measured = now, true
+		return idle
+	})
+	if !idle {
+		t.Logf("the browser was still busy after 15 s; timing the page anyway")
 	}
-	t.Logf("the browser was still busy after 15 s; timing the page anyway")
+}
+
+// waitUntil calls cond now and then every interval until it returns true,
+// and reports whether it did within limit. It waits in real time, on a
+// ticker and a deadline rather than on sleeps: what it watches (processes
+// in /proc) is outside the test's goroutines and has no event to wait
+// on.
+func waitUntil(limit, interval time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
 }
 
 // consoleErrors returns the errors seen so far.

@@ -133,13 +133,12 @@ func noneLeft(t *testing.T, c *child) {
 	t.Helper()
 	pgid := c.cmd.Process.Pid
 	var left []string
-	for range 10 {
-		if left = groupMembers(t, pgid); len(left) == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !waitUntil(time.Second, 100*time.Millisecond, func() bool {
+		left = groupMembers(t, pgid)
+		return len(left) == 0
+	}) {
+		t.Errorf("still running a second after unherd exited: %v", left)
 	}
-	t.Errorf("still running after unherd exited: %v", left)
 }
 
 // writeModule writes a module called path into a new directory, with

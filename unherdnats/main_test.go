@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/services"
 	"go.uber.org/goleak"
 )
@@ -102,22 +103,16 @@ func none(t *testing.T, c jetstream.Consumer, wait time.Duration) {
 // for the server, so it may still be on its way). It fails t after 5 s.
 func settled(t *testing.T, c jetstream.Consumer) {
 	t.Helper()
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		info, err := c.Info(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.NumAckPending == 0 && info.NumPending == 0 {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("after 5 s: %d messages wait for an ack, %d for delivery", info.NumAckPending, info.NumPending)
-		}
+	var info *jetstream.ConsumerInfo
+	var err error
+	done := await.Until(5*time.Second, 10*time.Millisecond, func() bool {
+		info, err = c.Info(t.Context())
+		return err != nil || info.NumAckPending == 0 && info.NumPending == 0
+	})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case !done:
+		t.Fatalf("after 5 s: %d messages wait for an ack, %d for delivery", info.NumAckPending, info.NumPending)
 	}
 }

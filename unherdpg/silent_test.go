@@ -152,18 +152,7 @@ func TestSilentConnectionsReplaced(t *testing.T) {
 	recovered := time.Since(start)
 	// The last silent connections leave the pool within OpTimeout of
 	// their claims' statements.
-	deadline := time.NewTimer(time.Until(start.Add(recovered + bound + time.Second)))
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-polling:
-	for sl.open() > 0 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			break polling
-		}
-	}
+	await.Until(time.Until(start.Add(recovered+bound+time.Second)), 10*time.Millisecond, func() bool { return sl.open() == 0 })
 	t.Logf("claims: %d failed, then 8 succeeded in a row %v after the connections went silent; %d silent connections open after %v",
 		failed, recovered.Round(time.Millisecond), sl.open(), time.Since(start).Round(time.Millisecond))
 	if recovered > 2*bound+time.Second {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdpg"
 )
@@ -304,23 +305,15 @@ func TestClaimPastCallerDeadline(t *testing.T) {
 	}
 
 	// The abandoned claim now takes effect, and the store releases it.
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := s.Claim(ctx, "k", idempotency.Fingerprint{}, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.State == idempotency.Acquired {
-			break
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("key still %v 5s after the abandoned claim could take effect; want it released", c.State)
-		}
+	released := await.Until(5*time.Second, 20*time.Millisecond, func() bool {
+		c, err = s.Claim(ctx, "k", idempotency.Fingerprint{}, time.Minute)
+		return err != nil || c.State == idempotency.Acquired
+	})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case !released:
+		t.Fatalf("key still %v 5s after the abandoned claim could take effect; want it released", c.State)
 	}
 	if n := pool.Stat().NewConnsCount() - opened; n != 0 {
 		t.Errorf("%d connections opened after the caller's deadline; want the claim's connection kept", n)

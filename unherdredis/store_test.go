@@ -18,6 +18,7 @@ import (
 
 	"github.com/unherd/unherd/idempotency"
 	"github.com/unherd/unherd/idempotency/storetest"
+	"github.com/unherd/unherd/internal/await"
 	"github.com/unherd/unherd/internal/services"
 	"github.com/unherd/unherd/unherdredis"
 )
@@ -238,20 +239,9 @@ func freePorts(t *testing.T, n int) []string {
 // waits on a real process, so it waits in real time.
 func waitFor(t *testing.T, d time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			services.Unavailable(t, "waiting for %s: %v", what, err)
-		}
+	var err error
+	if !await.Until(d, 20*time.Millisecond, func() bool { err = f(); return err == nil }) {
+		services.Unavailable(t, "waiting for %s: %v", what, err)
 	}
 }
 

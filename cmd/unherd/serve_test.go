@@ -25,6 +25,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/unherd/unherd/internal/await"
 )
 
 // startServe runs `unherd serve --addr 127.0.0.1:0` until the test ends
@@ -164,7 +166,7 @@ func newPage(t *testing.T, timeout time.Duration) *page {
 		// Every chromium process carries the profile directory on its
 		// command line: none may outlive the test.
 		var left []string
-		if !waitUntil(10*time.Second, 100*time.Millisecond, func() bool {
+		if !await.Until(10*time.Second, 100*time.Millisecond, func() bool {
 			left = processesWith("--user-data-dir=" + profile)
 			return len(left) == 0
 		}) {
@@ -236,7 +238,7 @@ func (p *page) cpuSeconds() float64 {
 func (p *page) settle(t *testing.T) {
 	t.Helper()
 	last, measured := p.cpuSeconds(), false
-	idle := waitUntil(15*time.Second, 250*time.Millisecond, func() bool {
+	idle := await.Until(15*time.Second, 250*time.Millisecond, func() bool {
 		now := p.cpuSeconds()
 		idle := measured && now-last < 0.005 // the first call starts the first quarter of a second
 		last, measured = now, true
@@ -245,26 +247,6 @@ func (p *page) settle(t *testing.T) {
 	if !idle {
 		t.Logf("the browser was still busy after 15 s; timing the page anyway")
 	}
-}
-
-// waitUntil calls cond now and then every interval until it returns true,
-// and reports whether it did within limit. It waits in real time, on a
-// ticker and a deadline rather than on sleeps: what it watches (processes
-// in /proc) is outside the test's goroutines and has no event to wait
-// on.
-func waitUntil(limit, interval time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			return cond()
-		}
-	}
-	return true
 }
 
 // consoleErrors returns the errors seen so far.

@@ -133,7 +133,7 @@ func noneLeft(t *testing.T, c *child) {
 	t.Helper()
 	pgid := c.cmd.Process.Pid
 	var left []string
-	if !waitUntil(time.Second, 100*time.Millisecond, func() bool {
+	if !await.Until(time.Second, 100*time.Millisecond, func() bool {
 		left = groupMembers(t, pgid)
 		return len(left) == 0
 	}) {

@@ -1,7 +1,8 @@
-// Package await bounds a test's waits on channels. A bare receive in a
-// test hangs until go test's own ten-minute timeout when the machine is
-// loaded or the code is wrong; Recv fails the test after Timeout instead,
-// naming what it waited for.
+// Package await bounds a test's waits. A bare receive in a test hangs
+// until go test's own ten-minute timeout when the machine is loaded or
+// the code is wrong; Recv fails the test after Timeout instead, naming
+// what it waited for. Until polls, within a limit, what has no event to
+// wait on.
 package await
 
 import (
@@ -28,4 +29,25 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 		t.Fatalf("waited %v for %s", Timeout, what)
 		panic("unreachable")
 	}
+}
+
+// Until calls cond now and then every interval until it returns true,
+// and reports whether it did within limit (cond is asked once more when
+// limit has passed). It is for what a test must poll: a state outside
+// the test's goroutines with no event to wait on, such as another
+// process, a server's counters or a database's clock. It waits on a
+// ticker and a deadline, in real time, or in a synctest bubble's time.
+func Until(limit, interval time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
 }

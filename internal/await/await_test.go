@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/unherd/unherd/internal/await"
 )
@@ -45,6 +46,26 @@ func TestRecvTimesOut(t *testing.T) {
 		}()
 		if !strings.HasPrefix(f.msg, "waited %v for %s") {
 			t.Errorf("Fatalf format %q", f.msg)
+		}
+	})
+}
+
+func TestUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		calls := 0
+		if !await.Until(time.Second, 100*time.Millisecond, func() bool { calls++; return calls == 4 }) {
+			t.Fatal("Until gave up on a condition that held at its fourth call")
+		}
+		if took := time.Since(start); took != 300*time.Millisecond {
+			t.Errorf("Until returned after %v, want 300ms: the first call at once, then one every 100ms", took)
+		}
+		start = time.Now()
+		if await.Until(time.Second, 300*time.Millisecond, func() bool { return false }) {
+			t.Error("Until reported a condition that never held")
+		}
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("Until gave up after %v, want its 1s limit", took)
 		}
 	})
 }

@@ -88,14 +88,10 @@ func (f fault) apply(ctx context.Context) error {
 	if f.untilDone {
 		// Bounded: a request whose context never ends fails, naming the
 		// wait, instead of holding the test until go test's timeout.
-		timer := time.NewTimer(await.Timeout)
-		defer timer.Stop()
-		select {
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		case <-timer.C:
+		if !await.Within(ctx.Done()) {
 			return status.Errorf(codes.Internal, "fault server: waited %v for the request's context to end", await.Timeout)
 		}
+		return status.FromContextError(ctx.Err()).Err()
 	}
 	if err := stall(ctx, f.stall); err != nil {
 		return err

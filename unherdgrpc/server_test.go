@@ -153,11 +153,7 @@ func (s *countServer) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 	}
 	if s.block != nil {
 		close(s.started)
-		timer := time.NewTimer(await.Timeout)
-		defer timer.Stop()
-		select {
-		case <-s.block:
-		case <-timer.C:
+		if !await.Within(s.block) {
 			return nil, status.Errorf(codes.Internal, "countServer: waited %v for the test to unblock the run", await.Timeout)
 		}
 	}

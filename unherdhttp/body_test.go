@@ -112,11 +112,7 @@ func TestStalledDiscardedBody(t *testing.T) {
 		// Stall until the test ends; bounded, so that a Transport that
 		// waits for the discarded body fails the test instead of hanging
 		// it until its one-minute deadline.
-		stall := time.NewTimer(await.Timeout)
-		defer stall.Stop()
-		select {
-		case <-release:
-		case <-stall.C:
+		if !await.Within(release) {
 			t.Errorf("the stalled handler waited %v for the test to end: the Transport is still reading a body it discarded", await.Timeout)
 		}
 	})

@@ -118,11 +118,7 @@ func TestConcurrentKeyGetsOneAnswer(t *testing.T) {
 		// The first request's work lasts until the second caller has
 		// reached its key in flight and been answered (after its wait,
 		// 409 with Retry-After).
-		timer := time.NewTimer(await.Timeout)
-		defer timer.Stop()
-		select {
-		case <-answered:
-		case <-timer.C:
+		if !await.Within(answered) {
 			t.Errorf("the first request's handler waited %v for the second caller's request to be answered", await.Timeout)
 		}
 		w.WriteHeader(http.StatusCreated)

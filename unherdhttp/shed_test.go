@@ -35,11 +35,7 @@ func TestShedRefusesOverLimit(t *testing.T) {
 	started, unblock := make(chan struct{}, 3), make(chan struct{})
 	srv := newServer(t, shed(t, unherdhttp.ShedConfig{Limiter: l}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
-		timer := time.NewTimer(await.Timeout)
-		defer timer.Stop()
-		select {
-		case <-unblock:
-		case <-timer.C: // the test stopped before it unblocked the slow requests
+		if !await.Within(unblock) { // the test stopped before it unblocked the slow requests
 			t.Errorf("a slow request's handler waited %v for the test to unblock it", await.Timeout)
 		}
 	})).ServeHTTP)

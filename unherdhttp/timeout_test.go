@@ -104,11 +104,7 @@ func TestBodyOutlivesAttemptTimeout(t *testing.T) {
 		case "/slow-body":
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
-			timer := time.NewTimer(await.Timeout)
-			defer timer.Stop()
-			select {
-			case <-release:
-			case <-timer.C: // the test stopped before it released the body
+			if !await.Within(release) { // the test stopped before it released the body
 				t.Errorf("the slow body's handler waited %v for the test to release it", await.Timeout)
 			}
 			io.WriteString(w, "late body")

@@ -31,6 +31,21 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 	}
 }
 
+// Within reports whether ch delivered a value, or was closed, within
+// Timeout. It reports rather than fails, for a goroutine that must not
+// call t.Fatal (a handler, a fake server) and says what it waited for
+// in its own way: with t.Errorf, or an error to its caller.
+func Within[T any](ch <-chan T) bool {
+	timer := time.NewTimer(Timeout)
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
 // Until calls cond now and then every interval until it returns true,
 // and reports whether it did within limit (cond is asked once more when
 // limit has passed). It is for what a test must poll: a state outside

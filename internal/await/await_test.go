@@ -69,3 +69,20 @@ func TestUntil(t *testing.T) {
 		}
 	})
 }
+
+func TestWithin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		closed := make(chan struct{})
+		close(closed)
+		if !await.Within(closed) {
+			t.Error("Within(a closed channel) = false")
+		}
+		start := time.Now()
+		if await.Within(make(chan struct{})) {
+			t.Error("Within(a channel nobody sends on) = true")
+		}
+		if took := time.Since(start); took != await.Timeout {
+			t.Errorf("Within gave up after %v, want Timeout (%v)", took, await.Timeout)
+		}
+	})
+}

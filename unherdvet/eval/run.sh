@@ -14,7 +14,7 @@
 #           checkout is reused and moved to the recorded commit
 #   MIRROR  a directory of bare mirrors named OWNER+NAME/repo to clone from
 #           instead of https://github.com/OWNER/NAME
-#   SET     main, holdout, fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7 or all
+#   SET     main, holdout, fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8 or all
 #           (default all): which repositories to vet
 #
 # Exit status is 0 when every repository was vetted (whatever vet found),
@@ -48,7 +48,10 @@ out=$(cd "$out" && pwd)
 # was opened, and measured with main 82be6c2 before any check changes, a
 # training set since the second round of changes made blind to it;
 # fresh7: eleven more, chosen by the same kind of rule, committed before
-# any was fetched, and measured with main 5cfd03f before any check changes)
+# any was fetched, and measured with main 5cfd03f before any check changes;
+# fresh8: eleven more, chosen by the same kind of rule, committed before
+# any was fetched, and measured with main 2bd3260 before the round of
+# check changes that follows the seventh set)
 list='
 acmez mholt/acmez 7dcf056529711646f5b419cac305fa170b108bb7 main
 certmagic caddyserver/certmagic 9f98c96dc44104b5d205aef05e596cf934f9804e main
@@ -146,6 +149,17 @@ consul-esm hashicorp/consul-esm 20a67c0a09dea1d8187bd85a34c83fa3a819f507 fresh7
 do-agent digitalocean/do-agent bc91446bfb1507ea66a4e0e76ca59bb91a6af8cd fresh7
 dkron dkron-io/dkron fc347264cfcae26bef43df12a4e199d555b9a9eb fresh7
 zipkin-go openzipkin/zipkin-go 7c09a19912aa3b88dad72eb39a9ac677685e7e2f fresh7
+go-openai sashabaranov/go-openai 3d58ac5abb21823027ae62d50e7c056ed6a81eb1 fresh8
+redis_exporter oliver006/redis_exporter cd5941f16199f1f1fa9c12b3bf24b509875c955a fresh8
+gosnmp gosnmp/gosnmp 6d499f6542e78d437a76268af92cf08aaa0265d5 fresh8
+go-oidc coreos/go-oidc 22dfdcabd450013b4d51ac15b6423f529d957e9f fresh8
+paypal plutov/paypal 55d332e02f9ce8658e9cc90fbce64639b17bfe1b fresh8
+go-scm drone/go-scm 65473142bffd90eab641fba5434342f9bb4772bd fresh8
+typesense-go typesense/typesense-go f55adb37bbbbf3d1307c4ab2e18a649f416f8a23 fresh8
+connect-sdk-go 1Password/connect-sdk-go c154b387248b437a08409d982790e859b75ed95c fresh8
+bombardier codesenberg/bombardier 2d495aca5b233bec0a5334dc4aa3cbdaef6e1bc5 fresh8
+go-containerregistry google/go-containerregistry 3f4ff3ca60f51c876ac4bd89e9a787157aaa4f15 fresh8
+go-unifi paultyng/go-unifi 3ade17260bd421739cdc6d58f8cdaa7b230a3d9f fresh8
 '
 
 failed=0

@@ -591,10 +591,55 @@ func (f *finder) attempt(l *Loop) bool {
 		}
 		stmts = flat
 	}
-	if open := f.unwrap(stmts); open != nil {
+	if open := f.unwrap(stmts); open != nil && f.attemptIn(l, open) {
+		return true
+	}
+	if open := f.inline(l.Body.List); open != nil {
 		return f.attemptIn(l, open)
 	}
 	return false
+}
+
+// mentionsError reports whether e names a value of type error.
+func (f *finder) mentionsError(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && !found {
+			if o := f.info.ObjectOf(id); o != nil {
+				if _, v := o.(*types.Var); v && types.Identical(o.Type(), types.Universe.Lookup("error").Type()) {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// inline returns stmts with an if that only guards the attempt and its
+// branch replaced by its body: if len(addrs) > 0 { _, err :=
+// join(addrs); if err == nil { return nil } }; time.Sleep(d). When the
+// guard is false the loop waits and goes round, as after a failure. The
+// guard has no init and no else, and its condition tests no error (an
+// error test is the branch of another attempt). It returns nil when
+// there is no such if.
+func (f *finder) inline(stmts []ast.Stmt) []ast.Stmt {
+	for i, s := range stmts {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || ifs.Init != nil || ifs.Else != nil || f.mentionsError(ifs.Cond) {
+			continue
+		}
+		if !slices.ContainsFunc(ifs.Body.List, func(s ast.Stmt) bool {
+			call, _, _ := f.errCall(s)
+			return call != nil
+		}) {
+			continue
+		}
+		out := append([]ast.Stmt(nil), stmts[:i]...)
+		out = append(out, ifs.Body.List...)
+		return append(out, stmts[i+1:]...)
+	}
+	return nil
 }
 
 // unwrap returns stmts with each conditional that only guards the attempt
@@ -702,6 +747,16 @@ func (f *finder) flatten(stmts []ast.Stmt) []ast.Stmt {
 				continue
 			}
 			out := append([]ast.Stmt(nil), stmts[:i]...)
+			// The select itself, its cases emptied, stays before the
+			// body: its timer (case <-time.After(d)) is the wait before
+			// each attempt, and its other cases (<-ctx.Done()) can stop
+			// the loop.
+			var empty []ast.Stmt
+			for _, c := range sel.Body.List {
+				cc := c.(*ast.CommClause)
+				empty = append(empty, &ast.CommClause{Case: cc.Case, Comm: cc.Comm, Colon: cc.Colon})
+			}
+			out = append(out, &ast.SelectStmt{Select: sel.Select, Body: &ast.BlockStmt{Lbrace: sel.Body.Lbrace, List: empty, Rbrace: sel.Body.Rbrace}})
 			out = append(out, cc.Body...)
 			return append(out, stmts[i+1:]...)
 		}
@@ -1009,6 +1064,7 @@ func (f *finder) decision(s *ast.AssignStmt, errv types.Object) (types.Object, a
 // It records the failure path in l.Between and the success exit.
 func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.Stmt) bool {
 	success, failure := ifs.Body.List, []ast.Stmt(nil)
+	var noAnswer []ast.Stmt
 	hasElse := ifs.Else != nil
 	if elif, ok := ifs.Else.(*ast.IfStmt); ok && op == token.NEQ && f.last(l, ifs.Body.List) == again {
 		// if err != nil { <failure>; continue } else if len(r) == 0 {
@@ -1020,8 +1076,17 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		case *ast.BlockStmt:
 			failure = e.List
 		case *ast.IfStmt:
-			if op != token.EQL {
-				return false
+			if op == token.NEQ {
+				// if err != nil { log } else if leader == "" { log } else
+				// { break }: no answer yet is a failure too, and only the
+				// last else, with an answer, leaves.
+				last, ok := e.Else.(*ast.BlockStmt)
+				if !ok || e.Init != nil || !f.missing(e.Cond) || jumps(e.Body) || f.last(l, last.List) != leave {
+					return false
+				}
+				failure = last.List
+				noAnswer = e.Body.List
+				break
 			}
 			// if err == nil { ... } else if errors.Is(err, ErrX) {
 			// return }: the else-if runs on a failure.
@@ -1061,6 +1126,7 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		}
 		l.Success = success[len(success)-1]
 		l.Between = append(l.Between, path...)
+		l.Between = append(l.Between, noAnswer...)
 		if hasElse && f.last(l, failure) != again {
 			l.Between = append(l.Between, rest...)
 		}
@@ -1427,6 +1493,9 @@ func answerTest(e ast.Expr) bool {
 		if id, ok := ast.Unparen(e.Y).(*ast.Ident); ok && id.Name == "nil" && e.Op == token.NEQ {
 			return true // conn != nil: an answer came back
 		}
+		if _, v := ast.Unparen(e.X).(*ast.Ident); v && e.Op == token.NEQ && emptyString(e.Y) {
+			return true // leader != "": an answer came back
+		}
 		for _, x := range []ast.Expr{e.X, e.Y} {
 			if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
 				return true
@@ -1445,11 +1514,17 @@ func (f *finder) missing(e ast.Expr) bool {
 		return false
 	}
 	x, y := ast.Unparen(b.X), ast.Unparen(b.Y)
-	if isNil(f.info, x) {
+	if isNil(f.info, x) || emptyString(x) {
 		x, y = y, x
 	}
 	_, variable := x.(*ast.Ident)
-	return variable && isNil(f.info, y)
+	return variable && (isNil(f.info, y) || emptyString(y))
+}
+
+// emptyString reports whether e is the literal "".
+func emptyString(e ast.Expr) bool {
+	lit, ok := ast.Unparen(e).(*ast.BasicLit)
+	return ok && lit.Kind == token.STRING && (lit.Value == `""` || lit.Value == "``")
 }
 
 // answers reports whether every operand of cond's && and || is an

@@ -26,8 +26,16 @@ func (f *finder) gotoLoop(fn *Func, list []ast.Stmt, i int, s ast.Stmt) *Loop {
 	if !ok {
 		return nil
 	}
-	switch ls.Stmt.(type) {
-	case *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+	switch st := ls.Stmt.(type) {
+	case *ast.SelectStmt:
+		// A label on a stop check (select { case <-stop: return;
+		// default: }), which a goto from after it jumps back to, stands
+		// before the attempt as well as on the statement itself; on a
+		// select that blocks it is a label for break.
+		if !stopCheck(st) {
+			return nil
+		}
+	case *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt:
 		return nil // a label for break and continue
 	}
 	stmts := append([]ast.Stmt{ls.Stmt}, list[i+1:]...)
@@ -42,6 +50,29 @@ func (f *finder) gotoLoop(fn *Func, list []ast.Stmt, i int, s ast.Stmt) *Loop {
 	l.Shape, l.Label = Goto, ls.Label
 	l.Bounded = f.bounded(l) || f.guardedRepeat(l)
 	return l
+}
+
+// stopCheck reports whether sel only checks for a stop without
+// blocking: a default case, and other cases that receive and return.
+func stopCheck(sel *ast.SelectStmt) bool {
+	def := false
+	for _, c := range sel.Body.List {
+		cc := c.(*ast.CommClause)
+		if cc.Comm == nil {
+			def = true
+			if len(cc.Body) > 0 {
+				return false
+			}
+			continue
+		}
+		if len(cc.Body) == 0 {
+			return false
+		}
+		if _, ret := cc.Body[len(cc.Body)-1].(*ast.ReturnStmt); !ret {
+			return false
+		}
+	}
+	return def
 }
 
 // recursion matches a retry by recursion: a function whose failure

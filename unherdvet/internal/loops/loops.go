@@ -629,14 +629,18 @@ func (f *finder) inline(stmts []ast.Stmt) []ast.Stmt {
 		if !ok || ifs.Init != nil || ifs.Else != nil || f.mentionsError(ifs.Cond) {
 			continue
 		}
-		if !slices.ContainsFunc(ifs.Body.List, func(s ast.Stmt) bool {
+		body := ifs.Body.List
+		if open := f.unwrap(body); open != nil {
+			body = open // if c == nil { if x { c, err = dialA() } else { c, err = dialB() }; ... }
+		}
+		if !slices.ContainsFunc(body, func(s ast.Stmt) bool {
 			call, _, _ := f.errCall(s)
 			return call != nil
 		}) {
 			continue
 		}
 		out := append([]ast.Stmt(nil), stmts[:i]...)
-		out = append(out, ifs.Body.List...)
+		out = append(out, body...)
 		return append(out, stmts[i+1:]...)
 	}
 	return nil
@@ -751,17 +755,23 @@ func (f *finder) flatten(stmts []ast.Stmt) []ast.Stmt {
 			// body: its timer (case <-time.After(d)) is the wait before
 			// each attempt, and its other cases (<-ctx.Done()) can stop
 			// the loop.
-			var empty []ast.Stmt
-			for _, c := range sel.Body.List {
-				cc := c.(*ast.CommClause)
-				empty = append(empty, &ast.CommClause{Case: cc.Case, Comm: cc.Comm, Colon: cc.Colon})
-			}
-			out = append(out, &ast.SelectStmt{Select: sel.Select, Body: &ast.BlockStmt{Lbrace: sel.Body.Lbrace, List: empty, Rbrace: sel.Body.Rbrace}})
+			out = append(out, commsOnly(sel))
 			out = append(out, cc.Body...)
 			return append(out, stmts[i+1:]...)
 		}
 	}
 	return nil
+}
+
+// commsOnly returns a copy of sel with its cases emptied: what it waits
+// for and what can stop it, without what each case then does.
+func commsOnly(sel *ast.SelectStmt) *ast.SelectStmt {
+	var empty []ast.Stmt
+	for _, c := range sel.Body.List {
+		cc := c.(*ast.CommClause)
+		empty = append(empty, &ast.CommClause{Case: cc.Case, Comm: cc.Comm, Colon: cc.Colon})
+	}
+	return &ast.SelectStmt{Select: sel.Select, Body: &ast.BlockStmt{Lbrace: sel.Body.Lbrace, List: empty, Rbrace: sel.Body.Rbrace}}
 }
 
 // breaks reports whether stmts hold an unlabelled break that is not

@@ -45,6 +45,13 @@ func (f *finder) gotoLoop(fn *Func, list []ast.Stmt, i int, s ast.Stmt) *Loop {
 	}
 	l := f.backward(fn, stmts, ls.Pos(), repeats)
 	if l == nil {
+		// The attempt under an if that only guards it (if lock == nil {
+		// lock, err = c.LockKey(key); if err != nil { ...; goto again } }).
+		if open := f.inline(stmts); open != nil {
+			l = f.backward(fn, open, ls.Pos(), repeats)
+		}
+	}
+	if l == nil {
 		return nil
 	}
 	l.Shape, l.Label = Goto, ls.Label
@@ -738,7 +745,7 @@ func (f *finder) leadIns(stmts, between []ast.Stmt, at ast.Stmt, repeats func(as
 					case *ast.CommClause:
 						before(p.Body, child)
 					case *ast.SelectStmt:
-						add(p)
+						add(commsOnly(p)) // its timer; the case holding the repeat is walked above
 					case *ast.ForStmt, *ast.RangeStmt:
 						break walk
 					}

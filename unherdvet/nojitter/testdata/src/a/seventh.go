@@ -199,3 +199,38 @@ func awaitLeaderJittered(s *streamer) string {
 		time.Sleep(5*time.Second + rand.N(10*time.Second))
 	}
 }
+
+type lease struct{}
+
+func (s *streamer) newLease(key string) (*lease, error)             { return &lease{}, nil }
+func (l *lease) hold(stop <-chan struct{}) (<-chan struct{}, error) { return nil, nil }
+
+// Positive: a goto back to a stop check, the first attempt under an if
+// that only guards it, a second attempt after it; each failure waits a
+// constant 10s and goes back.
+func holdLease(s *streamer, stop <-chan struct{}) {
+	var l *lease
+WAIT:
+	select {
+	case <-stop:
+		return
+	default:
+	}
+	if l == nil {
+		var err error
+		l, err = s.newLease("leader")
+		if err != nil {
+			log.Print(err)
+			time.Sleep(10 * time.Second) // want `nojitter: retry loop waits a constant 10s between attempts`
+			goto WAIT
+		}
+	}
+	lost, err := l.hold(stop)
+	if err != nil {
+		l = nil
+		time.Sleep(10 * time.Second) // want `nojitter: retry loop waits a constant 10s between attempts`
+		goto WAIT
+	}
+	<-lost
+	goto WAIT
+}

@@ -594,10 +594,105 @@ func (f *finder) attempt(l *Loop) bool {
 	if open := f.unwrap(stmts); open != nil && f.attemptIn(l, open) {
 		return true
 	}
-	if open := f.inline(l.Body.List); open != nil {
+	if open := f.inline(l.Body.List); open != nil && f.attemptIn(l, open) {
+		return true
+	}
+	if open := f.switchIfs(l.Body.List); open != nil {
 		return f.attemptIn(l, open)
 	}
 	return false
+}
+
+// sentinel reports whether cond tests errv for one error of the program
+// (errors.Is(err, errReconnect), err == errReconnect), not nil.
+func (f *finder) sentinel(cond ast.Expr, errv types.Object) bool {
+	if errv == nil {
+		return false
+	}
+	is := func(x ast.Expr) bool {
+		id, ok := ast.Unparen(x).(*ast.Ident)
+		return ok && f.info.ObjectOf(id) == errv
+	}
+	named := func(x ast.Expr) bool {
+		if isNil(f.info, x) {
+			return false
+		}
+		var id *ast.Ident
+		switch x := ast.Unparen(x).(type) {
+		case *ast.Ident:
+			id = x
+		case *ast.SelectorExpr:
+			id = x.Sel
+		}
+		v, ok := f.info.ObjectOf(id).(*types.Var)
+		return ok && v.Parent() == v.Pkg().Scope() && match.IsError(v.Type())
+	}
+	switch c := ast.Unparen(cond).(type) {
+	case *ast.CallExpr:
+		fn := match.Callee(f.info, c)
+		return match.Func(fn, "errors", "Is") && len(c.Args) == 2 && is(c.Args[0]) && named(c.Args[1])
+	case *ast.BinaryExpr:
+		return c.Op == token.EQL && ((is(c.X) && named(c.Y)) || (is(c.Y) && named(c.X)))
+	}
+	return false
+}
+
+// switchIfs returns stmts with a switch on an error (switch err { case
+// errReconnect: continue; default: return err }) written as the if/else
+// chain it stands for, so that a case that goes round on one error is a
+// branch; or nil when there is no such switch, or one of its cases
+// breaks (out of the switch, not the loop).
+func (f *finder) switchIfs(stmts []ast.Stmt) []ast.Stmt {
+	for i, s := range stmts {
+		sw, ok := s.(*ast.SwitchStmt)
+		if !ok || sw.Init != nil || sw.Tag == nil || !match.IsError(f.info.TypeOf(sw.Tag)) {
+			continue
+		}
+		var def *ast.CaseClause
+		var cases []*ast.CaseClause
+		for _, c := range sw.Body.List {
+			cc := c.(*ast.CaseClause)
+			if breaks(cc.Body) {
+				return nil
+			}
+			if cc.List == nil {
+				def = cc
+			} else {
+				cases = append(cases, cc)
+			}
+		}
+		var chain *ast.IfStmt
+		for k := len(cases) - 1; k >= 0; k-- {
+			cc := cases[k]
+			var cond ast.Expr
+			for _, e := range cc.List {
+				if isNil(f.info, e) {
+					return nil // case nil: the success, in a case of its own
+				}
+				var t ast.Expr = &ast.BinaryExpr{X: sw.Tag, OpPos: e.Pos(), Op: token.EQL, Y: e}
+				if cond != nil {
+					t = &ast.BinaryExpr{X: cond, OpPos: e.Pos(), Op: token.LOR, Y: t}
+				}
+				cond = t
+			}
+			ifs := &ast.IfStmt{If: cc.Case, Cond: cond, Body: &ast.BlockStmt{Lbrace: cc.Colon, List: cc.Body, Rbrace: cc.End()}}
+			if chain != nil {
+				ifs.Else = chain
+			}
+			chain = ifs
+		}
+		if chain == nil {
+			return nil
+		}
+		// The default's statements follow the chain, as its rest.
+		out := append([]ast.Stmt(nil), stmts[:i]...)
+		out = append(out, chain)
+		if def != nil {
+			out = append(out, def.Body...)
+		}
+		return append(out, stmts[i+1:]...)
+	}
+	return nil
 }
 
 // mentionsError reports whether e names a value of type error.
@@ -960,6 +1055,11 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 					break // if debug && err != nil { log(err) }: not the branch
 				}
 				return k, op, s.Cond
+			}
+			if s.Init == nil && s.Else == nil && f.sentinel(s.Cond, errv) && f.last(l, s.Body.List) == again {
+				// if errors.Is(err, errReconnect) { continue }; return err:
+				// round on one error, out on any other or on success.
+				return k, token.NEQ, s.Cond
 			}
 			if op := f.decides(s.Cond, decision); op != 0 {
 				return k, op, decide

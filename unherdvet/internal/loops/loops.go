@@ -1479,7 +1479,7 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		return nil, nil, nil
 	}
 	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
-	if ok && len(as.Lhs) == 1 && f.nilOnFailure(c) {
+	if ok && len(as.Lhs) >= 1 && f.nilOnFailure(c) {
 		if v := f.answerVar(as.Lhs[0]); v != nil {
 			f.nilAnswers[v] = true
 			return c, v, nil

@@ -209,6 +209,7 @@ func run(pass *analysis.Pass) (any, error) {
 		forBodies:  make(map[*ast.BlockStmt]bool),
 		nilAnswers: make(map[types.Object]bool),
 		bodies:     match.Bodies(pass.TypesInfo, pass.Files),
+		files:      pass.Files,
 		res:        new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
@@ -267,7 +268,9 @@ type finder struct {
 	// forBodies are the bodies of the for statements matched as retry
 	// loops.
 	forBodies map[*ast.BlockStmt]bool
-	res       *Result
+	// files are the package's files.
+	files []*ast.File
+	res   *Result
 }
 
 // walk finds the retry loops of fn, and of the function literals in it.

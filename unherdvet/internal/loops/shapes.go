@@ -735,6 +735,19 @@ func (f *finder) leadIns(stmts, between []ast.Stmt, at ast.Stmt, repeats func(as
 			})
 			if st, ok := n.(ast.Stmt); ok && st != at && st != top && onFailure && repeats(st) {
 				child := n
+				// A select whose timer case makes the attempt that fails
+				// (select { case <-time.After(ttl / 2): if err :=
+				// refresh(); err != nil { goto again } }) waits before
+				// that attempt, on success and failure alike: a period,
+				// not a wait between attempts. Only a select on a failure
+				// path (if err != nil { select { case <-time.After(d):
+				// goto again } }) is one.
+				failed := func(i int) bool {
+					return slices.ContainsFunc(path[:i], func(p ast.Node) bool {
+						ifs, ok := p.(*ast.IfStmt)
+						return ok && f.testsError(ifs.Cond)
+					})
+				}
 			walk:
 				for i := len(path) - 1; i >= 0; i-- {
 					switch p := path[i].(type) {
@@ -745,7 +758,9 @@ func (f *finder) leadIns(stmts, between []ast.Stmt, at ast.Stmt, repeats func(as
 					case *ast.CommClause:
 						before(p.Body, child)
 					case *ast.SelectStmt:
-						add(commsOnly(p)) // its timer; the case holding the repeat is walked above
+						if failed(i) {
+							add(commsOnly(p)) // its timer; the case holding the repeat is walked above
+						}
 					case *ast.ForStmt, *ast.RangeStmt:
 						break walk
 					}

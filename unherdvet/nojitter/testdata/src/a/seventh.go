@@ -234,3 +234,32 @@ WAIT:
 	<-lost
 	goto WAIT
 }
+
+func (s *streamer) refresh() error { return nil }
+
+// Positive: registration retried a constant 10s apart, and registered
+// again after a failed refresh; the refresh period in the select before
+// it (ttl/2) paces success as well, and is no wait between attempts.
+func keepRegistered(s *streamer, stop <-chan struct{}, ttl time.Duration) {
+REGISTER:
+	select {
+	case <-stop:
+		return
+	default:
+	}
+	if err := s.register(); err != nil {
+		time.Sleep(10 * time.Second) // want `nojitter: retry loop waits a constant 10s between attempts`
+		goto REGISTER
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(ttl / 2):
+			if err := s.refresh(); err != nil {
+				time.Sleep(10 * time.Second) // want `nojitter: retry loop waits a constant 10s between attempts`
+				goto REGISTER
+			}
+		}
+	}
+}

@@ -32,15 +32,25 @@
 // closes, waits and asks for a new one (resubscribe.go). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
-// notimeout fix writes it, in a for loop or a recursion alike. Outside for
-// statements, a goto back to a label before the attempt (Goto) and a
-// function that calls itself again on failure or on a status (Recursion)
+// notimeout fix writes it, in a for loop or a recursion alike, and an if
+// that only guards the attempt and its branch (if len(addrs) > 0 { _, err
+// := join(addrs); if err == nil { return nil } }; time.Sleep(d)) is read
+// as its body: when the guard is false the loop waits and goes round, as
+// after a failure. A success may need an answer as well as no error (err
+// == nil && leader != "", or if err != nil { ... } else if leader == "" {
+// ... } else { break }), and a loop may go round on one named error only
+// (if errors.Is(err, errReconnect) { continue }; return err, or a switch
+// on the error). Outside for statements, a goto back to a label before
+// the attempt, or on a stop check before it (L: select { case <-stop:
+// return; default: }) (Goto), and a function that calls itself again on
+// failure or on a status (Recursion)
 // are retry loops too, as is one whose failure path hands over to a
 // closure or another function of the package that waits and calls it
 // again (mutual recursion). Every goto back or recursive return under an
 // error test, not only the branch's own, brings the waits on its way,
 // from inside loops over the answer's parts too. A select that waits on a timer may hold the
-// attempt in its timer case. A retry queue (Requeue, requeue.go) keeps
+// attempt in its timer case; its timer is then the wait before the
+// attempt, and its other cases (<-ctx.Done()) can end the loop. A retry queue (Requeue, requeue.go) keeps
 // the items whose attempt failed for the next round, in a list or on the
 // channel the loop receives from.
 //

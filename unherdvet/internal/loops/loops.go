@@ -650,6 +650,39 @@ func (f *finder) sentinel(cond ast.Expr, errv types.Object) bool {
 	return false
 }
 
+// lookedUp reports whether the receiver of call is a variable that one
+// of before, the statements ahead of it in the round, declares from a
+// call (g := ctl.getOrCreate(name); err := g.Register(p); if err ==
+// errGroupStale { continue }): going round on that error looks the
+// object up again after it went stale, a new input rather than the same
+// call again.
+func (f *finder) lookedUp(before []ast.Stmt, call *ast.CallExpr) bool {
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	id, ok := ast.Unparen(sel.X).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	recv := f.info.ObjectOf(id)
+	for _, s := range before {
+		as, ok := s.(*ast.AssignStmt)
+		if !ok || as.Tok != token.DEFINE || len(as.Rhs) != 1 {
+			continue
+		}
+		if _, isCall := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); !isCall {
+			continue
+		}
+		for _, lhs := range as.Lhs {
+			if lid, ok := lhs.(*ast.Ident); ok && f.info.Defs[lid] == recv && recv != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // switchIfs returns stmts with a switch on an error (switch err { case
 // errReconnect: continue; default: return err }) written as the if/else
 // chain it stands for, so that a case that goes round on one error is a
@@ -1069,7 +1102,7 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 				}
 				return k, op, s.Cond
 			}
-			if s.Init == nil && s.Else == nil && f.sentinel(s.Cond, errv) && f.last(l, s.Body.List) == again {
+			if s.Init == nil && s.Else == nil && f.sentinel(s.Cond, errv) && f.last(l, s.Body.List) == again && !f.lookedUp(stmts[:i], call) {
 				// if errors.Is(err, errReconnect) { continue }; return err:
 				// round on one error, out on any other or on success.
 				return k, token.NEQ, s.Cond

@@ -173,3 +173,29 @@ func (r *replicator) executeRedial(ctx context.Context, q string) error {
 	}
 	return err
 }
+
+var errGroupStale = errors.New("group stale")
+
+type group struct{ c *http.Client }
+
+func (g *group) register(ctx context.Context, name string) error {
+	_, err := g.c.Get("http://registry/" + name)
+	return err
+}
+
+type groups struct{ c *http.Client }
+
+func (gs *groups) getOrCreate(name string) *group { return &group{gs.c} }
+
+// Negative: a stale group looked up again: each round registers with
+// the group the registry holds now, not the same call again.
+func (gs *groups) register(ctx context.Context, name string) error {
+	for {
+		g := gs.getOrCreate(name)
+		err := g.register(ctx, name)
+		if err == errGroupStale {
+			continue
+		}
+		return err
+	}
+}

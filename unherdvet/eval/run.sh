@@ -48,7 +48,8 @@ out=$(cd "$out" && pwd)
 # was opened, and measured with main 82be6c2 before any check changes, a
 # training set since the second round of changes made blind to it;
 # fresh7: eleven more, chosen by the same kind of rule, committed before
-# any was fetched, and measured with main 5cfd03f before any check changes;
+# any was fetched, and measured with main 5cfd03f before any check
+# changes, a training set since the round of changes that followed it;
 # fresh8: eleven more, chosen by the same kind of rule, committed before
 # any was fetched, and measured with main 2bd3260 before the round of
 # check changes that follows the seventh set)

@@ -20,7 +20,11 @@
 // conflict), which takes its own time and changes what is tried. A loop
 // that goes round at once only on an end of stream (io.EOF, an error
 // whose text ends in "EOF") is spinning over a connection already
-// closed, not sending requests, and is not reported either.
+// closed, not sending requests, and is not reported either. Nor is a
+// bounded loop that only replaces a dead connection: its failure path
+// drops the connection (c.conn = nil), and the next round makes a new one
+// under a test for it and returns when that fails, so a service that is
+// down is not called again (database/sql's driver.ErrBadConn rule).
 package nodelay
 
 import "github.com/unherd/unherd/unherdvet/internal/check"

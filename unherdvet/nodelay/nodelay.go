@@ -20,7 +20,7 @@ func reportImmediate(p *check.Pass, l *loops.Loop) {
 	if !match.RemoteDeep(info, bodies, l.Call, 3) || match.Local(info, bodies, l.Call, 2) {
 		return
 	}
-	if onlyOnEOF(info, l) || loops.Ticked(info, l) {
+	if onlyOnEOF(info, l) || loops.Ticked(info, l) || replacesConn(info, l) {
 		return
 	}
 	if len(l.Waits) == 0 && !mayWait(info, l, l.Between) {
@@ -30,6 +30,72 @@ func reportImmediate(p *check.Pass, l *loops.Loop) {
 	if s := bareBranch(info, l); s != nil && l.Shape == loops.For {
 		p.Report(s, "this failure path of the retry loop tries again at once, without the wait the other path has: when the service fails, every client sends it the load again as fast as it answers; wait a capped, growing, jittered delay on every path, as retry.Do does by default")
 	}
+}
+
+// replacesConn reports whether l, a bounded for loop, goes round only
+// to replace a connection that turned out dead: its failure path drops
+// it (c.conn = nil), and the next round makes a new one under a test for
+// it (if c.conn == nil { c.conn, err = c.connect(); if err != nil {
+// return err } }) that leaves when the connect fails. A service that is
+// down is then not called again, as with database/sql's
+// driver.ErrBadConn rule.
+func replacesConn(info *types.Info, l *loops.Loop) bool {
+	if l.Shape != loops.For || !l.Bounded || l.Call == nil {
+		return false
+	}
+	dropped := make(map[string]bool)
+	for _, s := range l.Between {
+		if s.Pos() < l.Call.Pos() {
+			continue
+		}
+		ast.Inspect(s, func(n ast.Node) bool {
+			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 && len(as.Rhs) == 1 && isNil(info, as.Rhs[0]) {
+				dropped[types.ExprString(as.Lhs[0])] = true
+			}
+			return true
+		})
+	}
+	if len(dropped) == 0 {
+		return false
+	}
+	for _, s := range l.Between {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || s.End() > l.Call.Pos() || ifs.Init != nil || ifs.Else != nil {
+			continue
+		}
+		b, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+		if !ok || b.Op != token.EQL || !isNil(info, b.Y) || !dropped[types.ExprString(b.X)] {
+			continue
+		}
+		// The new connection, and a failure of it that leaves.
+		made, leaves := false, false
+		for _, t := range ifs.Body.List {
+			switch t := t.(type) {
+			case *ast.AssignStmt:
+				if types.ExprString(t.Lhs[0]) == types.ExprString(b.X) {
+					made = true
+				}
+			case *ast.IfStmt:
+				if made && len(t.Body.List) > 0 {
+					_, leaves = t.Body.List[len(t.Body.List)-1].(*ast.ReturnStmt)
+				}
+			}
+		}
+		if made && leaves {
+			return true
+		}
+	}
+	return false
+}
+
+// isNil reports whether e is the predeclared nil.
+func isNil(info *types.Info, e ast.Expr) bool {
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	_, isNil := info.Uses[id].(*types.Nil)
+	return isNil
 }
 
 // mayWait reports whether something between attempts might wait, or

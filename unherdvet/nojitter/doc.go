@@ -15,8 +15,9 @@
 // receiver is given in the package, such as a configuration's default
 // policy, when the package shows them all), a delay the failure path sets
 // before going round to a wait at the top of the loop, and a backoff
-// struct's method (b.Step()) when the struct has
-// a jitter field (Jitter, RandomizationFactor) left zero. A delay the
+// struct's method (b.Step(), s.backoff.Duration()) when the struct, held
+// in a variable or a field, has a jitter field (Jitter,
+// RandomizationFactor) left zero. A delay the
 // analyzer cannot follow (the result of a function call it does not know,
 // such as a backoff library's NextBackOff) is assumed to be fine; so is
 // any delay computed with math/rand, math/rand/v2 or crypto/rand, and one

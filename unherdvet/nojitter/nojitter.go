@@ -704,11 +704,20 @@ func (c *classifier) jitterless(x ast.Expr) (kind, bool) {
 	if field == nil {
 		return 0, false
 	}
-	id, ok := ast.Unparen(x).(*ast.Ident)
-	if !ok {
+	// A variable (b := &backoff.Backoff{...}), or a field (s.backoff,
+	// set to one in a constructor).
+	var v types.Object
+	switch x := ast.Unparen(x).(type) {
+	case *ast.Ident:
+		v = c.info.ObjectOf(x)
+	case *ast.SelectorExpr:
+		if fv, ok := c.info.ObjectOf(x.Sel).(*types.Var); ok && fv.IsField() {
+			v = fv
+		}
+	}
+	if v == nil {
 		return unknownKind, true
 	}
-	v := c.info.ObjectOf(id)
 	writes := c.idx[v]
 	if len(writes) == 0 {
 		return unknownKind, true
@@ -745,8 +754,15 @@ func (c *classifier) jitterless(x ast.Expr) (kind, bool) {
 	// b.Jitter = 0.2 somewhere
 	for _, w := range c.idx[field] {
 		if sel, ok := w.Lhs.(*ast.SelectorExpr); ok {
-			if xid, ok := ast.Unparen(sel.X).(*ast.Ident); ok && c.info.ObjectOf(xid) == v {
-				return randomKind, true
+			switch x := ast.Unparen(sel.X).(type) {
+			case *ast.Ident:
+				if c.info.ObjectOf(x) == v {
+					return randomKind, true
+				}
+			case *ast.SelectorExpr:
+				if c.info.ObjectOf(x.Sel) == v {
+					return randomKind, true // s.backoff.Jitter = true
+				}
 			}
 		}
 	}

@@ -7,7 +7,10 @@
 // load never drops, so the dependency cannot come back. A loop counts as
 // bounded when its condition, a range over an integer, or an exit guarded
 // by anything besides the attempt's error (a counter, the clock, a
-// context's Done channel, a backoff library's Stop) can end it. The fix
+// context's Done channel, a backoff library's Stop) can end it. A limit
+// that is off when zero (r.max > 0 && n > r.max), on a field the package
+// never sets to a constant, does not count: with the zero value of its
+// struct nothing ends the loop. The fix
 // is retry.Do, whose Config.MaxAttempts (3 by default) and the caller's
 // context deadline bound every call. A loop that goes on after a success
 // too (a reconnect or long-poll loop) is reported when nothing can stop

@@ -2,6 +2,7 @@ package loops
 
 import (
 	"go/ast"
+	"go/constant"
 	"go/token"
 	"go/types"
 	"slices"
@@ -283,7 +284,7 @@ func (f *finder) guardedExit(l *Loop, stmts []ast.Stmt, guarded, nested bool) bo
 				return true
 			}
 		case *ast.IfStmt:
-			g := guarded || f.other(l, s.Cond)
+			g := guarded || (f.other(l, s.Cond) && !f.optionalLimit(s.Cond))
 			if s.Init != nil && !contains(s.Init, l.Call) {
 				g = g || f.other(l, s.Init)
 			}
@@ -335,6 +336,60 @@ func (f *finder) guardedExit(l *Loop, stmts []ast.Stmt, guarded, nested bool) bo
 		}
 	}
 	return false
+}
+
+// optionalLimit reports whether cond is a limit that is off when zero
+// (r.maxAttempts > 0 && attempt > r.maxAttempts), on a field that the
+// package never gives a constant other than zero: off with the zero
+// value of its struct, so that with the defaults nothing ends the loop.
+func (f *finder) optionalLimit(cond ast.Expr) bool {
+	ops := operands(cond, token.LAND)
+	if len(ops) != 2 {
+		return false
+	}
+	on, ok := ast.Unparen(ops[0]).(*ast.BinaryExpr)
+	if !ok || (on.Op != token.GTR && on.Op != token.NEQ) {
+		return false
+	}
+	if tv, ok := f.info.Types[on.Y]; !ok || tv.Value == nil || constant.Sign(tv.Value) != 0 {
+		return false
+	}
+	sel, ok := ast.Unparen(on.X).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	field, ok := f.info.ObjectOf(sel.Sel).(*types.Var)
+	if !ok || !field.IsField() || !match.Mentions(f.info, ops[1], field) {
+		return false
+	}
+	if cmp, ok := ast.Unparen(ops[1]).(*ast.BinaryExpr); !ok || (cmp.Op != token.GTR && cmp.Op != token.GEQ && cmp.Op != token.LSS && cmp.Op != token.LEQ) {
+		return false
+	}
+	set := false
+	for _, file := range f.files {
+		ast.Inspect(file, func(n ast.Node) bool {
+			var key, val ast.Expr
+			switch n := n.(type) {
+			case *ast.KeyValueExpr:
+				key, val = n.Key, n.Value
+			case *ast.AssignStmt:
+				if len(n.Lhs) == len(n.Rhs) {
+					for i, lhs := range n.Lhs {
+						if ls, ok := lhs.(*ast.SelectorExpr); ok && f.info.ObjectOf(ls.Sel) == field {
+							key, val = ls.Sel, n.Rhs[i]
+						}
+					}
+				}
+			}
+			if id, ok := key.(*ast.Ident); ok && f.info.ObjectOf(id) == field {
+				if tv, ok := f.info.Types[val]; ok && tv.Value != nil && constant.Sign(tv.Value) != 0 {
+					set = true
+				}
+			}
+			return !set
+		})
+	}
+	return !set
 }
 
 // wraps reports whether e only wraps or formats an error: a call of

@@ -32,15 +32,25 @@
 // closes, waits and asks for a new one (resubscribe.go). The attempt may sit
 // in a conditional that only guards it (if err == nil { resp, err =
 // c.Do(req) }, if/else or switch arms that each make it), as vet's own
-// notimeout fix writes it, in a for loop or a recursion alike. Outside for
-// statements, a goto back to a label before the attempt (Goto) and a
-// function that calls itself again on failure or on a status (Recursion)
+// notimeout fix writes it, in a for loop or a recursion alike, and an if
+// that only guards the attempt and its branch (if len(addrs) > 0 { _, err
+// := join(addrs); if err == nil { return nil } }; time.Sleep(d)) is read
+// as its body: when the guard is false the loop waits and goes round, as
+// after a failure. A success may need an answer as well as no error (err
+// == nil && leader != "", or if err != nil { ... } else if leader == "" {
+// ... } else { break }), and a loop may go round on one named error only
+// (if errors.Is(err, errReconnect) { continue }; return err, or a switch
+// on the error). Outside for statements, a goto back to a label before
+// the attempt, or on a stop check before it (L: select { case <-stop:
+// return; default: }) (Goto), and a function that calls itself again on
+// failure or on a status (Recursion)
 // are retry loops too, as is one whose failure path hands over to a
 // closure or another function of the package that waits and calls it
 // again (mutual recursion). Every goto back or recursive return under an
 // error test, not only the branch's own, brings the waits on its way,
 // from inside loops over the answer's parts too. A select that waits on a timer may hold the
-// attempt in its timer case. A retry queue (Requeue, requeue.go) keeps
+// attempt in its timer case; its timer is then the wait before the
+// attempt, and its other cases (<-ctx.Done()) can end the loop. A retry queue (Requeue, requeue.go) keeps
 // the items whose attempt failed for the next round, in a list or on the
 // channel the loop receives from.
 //
@@ -209,6 +219,7 @@ func run(pass *analysis.Pass) (any, error) {
 		forBodies:  make(map[*ast.BlockStmt]bool),
 		nilAnswers: make(map[types.Object]bool),
 		bodies:     match.Bodies(pass.TypesInfo, pass.Files),
+		files:      pass.Files,
 		res:        new(Result),
 	}
 	f.helpers, f.sleepers = waitFuncs(pass.TypesInfo, pass.Files)
@@ -267,7 +278,9 @@ type finder struct {
 	// forBodies are the bodies of the for statements matched as retry
 	// loops.
 	forBodies map[*ast.BlockStmt]bool
-	res       *Result
+	// files are the package's files.
+	files []*ast.File
+	res   *Result
 }
 
 // walk finds the retry loops of fn, and of the function literals in it.
@@ -591,10 +604,187 @@ func (f *finder) attempt(l *Loop) bool {
 		}
 		stmts = flat
 	}
-	if open := f.unwrap(stmts); open != nil {
+	if open := f.unwrap(stmts); open != nil && f.attemptIn(l, open) {
+		return true
+	}
+	if open := f.inline(l.Body.List); open != nil && f.attemptIn(l, open) {
+		return true
+	}
+	if open := f.switchIfs(l.Body.List); open != nil {
 		return f.attemptIn(l, open)
 	}
 	return false
+}
+
+// sentinel reports whether cond tests errv for one error of the program
+// (errors.Is(err, errReconnect), err == errReconnect), not nil.
+func (f *finder) sentinel(cond ast.Expr, errv types.Object) bool {
+	if errv == nil {
+		return false
+	}
+	is := func(x ast.Expr) bool {
+		id, ok := ast.Unparen(x).(*ast.Ident)
+		return ok && f.info.ObjectOf(id) == errv
+	}
+	named := func(x ast.Expr) bool {
+		if isNil(f.info, x) {
+			return false
+		}
+		var id *ast.Ident
+		switch x := ast.Unparen(x).(type) {
+		case *ast.Ident:
+			id = x
+		case *ast.SelectorExpr:
+			id = x.Sel
+		}
+		v, ok := f.info.ObjectOf(id).(*types.Var)
+		return ok && v.Parent() == v.Pkg().Scope() && match.IsError(v.Type())
+	}
+	switch c := ast.Unparen(cond).(type) {
+	case *ast.CallExpr:
+		fn := match.Callee(f.info, c)
+		return match.Func(fn, "errors", "Is") && len(c.Args) == 2 && is(c.Args[0]) && named(c.Args[1])
+	case *ast.BinaryExpr:
+		return c.Op == token.EQL && ((is(c.X) && named(c.Y)) || (is(c.Y) && named(c.X)))
+	}
+	return false
+}
+
+// lookedUp reports whether the receiver of call is a variable that one
+// of before, the statements ahead of it in the round, declares from a
+// call (g := ctl.getOrCreate(name); err := g.Register(p); if err ==
+// errGroupStale { continue }): going round on that error looks the
+// object up again after it went stale, a new input rather than the same
+// call again.
+func (f *finder) lookedUp(before []ast.Stmt, call *ast.CallExpr) bool {
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	id, ok := ast.Unparen(sel.X).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	recv := f.info.ObjectOf(id)
+	for _, s := range before {
+		as, ok := s.(*ast.AssignStmt)
+		if !ok || as.Tok != token.DEFINE || len(as.Rhs) != 1 {
+			continue
+		}
+		if _, isCall := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); !isCall {
+			continue
+		}
+		for _, lhs := range as.Lhs {
+			if lid, ok := lhs.(*ast.Ident); ok && f.info.Defs[lid] == recv && recv != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// switchIfs returns stmts with a switch on an error (switch err { case
+// errReconnect: continue; default: return err }) written as the if/else
+// chain it stands for, so that a case that goes round on one error is a
+// branch; or nil when there is no such switch, or one of its cases
+// breaks (out of the switch, not the loop).
+func (f *finder) switchIfs(stmts []ast.Stmt) []ast.Stmt {
+	for i, s := range stmts {
+		sw, ok := s.(*ast.SwitchStmt)
+		if !ok || sw.Init != nil || sw.Tag == nil || !match.IsError(f.info.TypeOf(sw.Tag)) {
+			continue
+		}
+		var def *ast.CaseClause
+		var cases []*ast.CaseClause
+		for _, c := range sw.Body.List {
+			cc := c.(*ast.CaseClause)
+			if breaks(cc.Body) {
+				return nil
+			}
+			if cc.List == nil {
+				def = cc
+			} else {
+				cases = append(cases, cc)
+			}
+		}
+		var chain *ast.IfStmt
+		for k := len(cases) - 1; k >= 0; k-- {
+			cc := cases[k]
+			var cond ast.Expr
+			for _, e := range cc.List {
+				if isNil(f.info, e) {
+					return nil // case nil: the success, in a case of its own
+				}
+				var t ast.Expr = &ast.BinaryExpr{X: sw.Tag, OpPos: e.Pos(), Op: token.EQL, Y: e}
+				if cond != nil {
+					t = &ast.BinaryExpr{X: cond, OpPos: e.Pos(), Op: token.LOR, Y: t}
+				}
+				cond = t
+			}
+			ifs := &ast.IfStmt{If: cc.Case, Cond: cond, Body: &ast.BlockStmt{Lbrace: cc.Colon, List: cc.Body, Rbrace: cc.End()}}
+			if chain != nil {
+				ifs.Else = chain
+			}
+			chain = ifs
+		}
+		if chain == nil {
+			return nil
+		}
+		// The default's statements follow the chain, as its rest.
+		out := append([]ast.Stmt(nil), stmts[:i]...)
+		out = append(out, chain)
+		if def != nil {
+			out = append(out, def.Body...)
+		}
+		return append(out, stmts[i+1:]...)
+	}
+	return nil
+}
+
+// mentionsError reports whether e names a value of type error.
+func (f *finder) mentionsError(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && !found {
+			if o := f.info.ObjectOf(id); o != nil {
+				if _, v := o.(*types.Var); v && types.Identical(o.Type(), types.Universe.Lookup("error").Type()) {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// inline returns stmts with an if that only guards the attempt and its
+// branch replaced by its body: if len(addrs) > 0 { _, err :=
+// join(addrs); if err == nil { return nil } }; time.Sleep(d). When the
+// guard is false the loop waits and goes round, as after a failure. The
+// guard has no init and no else, and its condition tests no error (an
+// error test is the branch of another attempt). It returns nil when
+// there is no such if.
+func (f *finder) inline(stmts []ast.Stmt) []ast.Stmt {
+	for i, s := range stmts {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || ifs.Init != nil || ifs.Else != nil || f.mentionsError(ifs.Cond) {
+			continue
+		}
+		body := ifs.Body.List
+		if open := f.unwrap(body); open != nil {
+			body = open // if c == nil { if x { c, err = dialA() } else { c, err = dialB() }; ... }
+		}
+		if !slices.ContainsFunc(body, func(s ast.Stmt) bool {
+			call, _, _ := f.errCall(s)
+			return call != nil
+		}) {
+			continue
+		}
+		out := append([]ast.Stmt(nil), stmts[:i]...)
+		out = append(out, body...)
+		return append(out, stmts[i+1:]...)
+	}
+	return nil
 }
 
 // unwrap returns stmts with each conditional that only guards the attempt
@@ -702,11 +892,27 @@ func (f *finder) flatten(stmts []ast.Stmt) []ast.Stmt {
 				continue
 			}
 			out := append([]ast.Stmt(nil), stmts[:i]...)
+			// The select itself, its cases emptied, stays before the
+			// body: its timer (case <-time.After(d)) is the wait before
+			// each attempt, and its other cases (<-ctx.Done()) can stop
+			// the loop.
+			out = append(out, commsOnly(sel))
 			out = append(out, cc.Body...)
 			return append(out, stmts[i+1:]...)
 		}
 	}
 	return nil
+}
+
+// commsOnly returns a copy of sel with its cases emptied: what it waits
+// for and what can stop it, without what each case then does.
+func commsOnly(sel *ast.SelectStmt) *ast.SelectStmt {
+	var empty []ast.Stmt
+	for _, c := range sel.Body.List {
+		cc := c.(*ast.CommClause)
+		empty = append(empty, &ast.CommClause{Case: cc.Case, Comm: cc.Comm, Colon: cc.Colon})
+	}
+	return &ast.SelectStmt{Select: sel.Select, Body: &ast.BlockStmt{Lbrace: sel.Body.Lbrace, List: empty, Rbrace: sel.Body.Rbrace}}
 }
 
 // breaks reports whether stmts hold an unlabelled break that is not
@@ -896,6 +1102,11 @@ func (f *finder) branchAfter(l *Loop, stmts []ast.Stmt, i int, errv types.Object
 				}
 				return k, op, s.Cond
 			}
+			if s.Init == nil && s.Else == nil && f.sentinel(s.Cond, errv) && f.last(l, s.Body.List) == again && !f.lookedUp(stmts[:i], call) {
+				// if errors.Is(err, errReconnect) { continue }; return err:
+				// round on one error, out on any other or on success.
+				return k, token.NEQ, s.Cond
+			}
 			if op := f.decides(s.Cond, decision); op != 0 {
 				return k, op, decide
 			}
@@ -1009,6 +1220,7 @@ func (f *finder) decision(s *ast.AssignStmt, errv types.Object) (types.Object, a
 // It records the failure path in l.Between and the success exit.
 func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.Stmt) bool {
 	success, failure := ifs.Body.List, []ast.Stmt(nil)
+	var noAnswer []ast.Stmt
 	hasElse := ifs.Else != nil
 	if elif, ok := ifs.Else.(*ast.IfStmt); ok && op == token.NEQ && f.last(l, ifs.Body.List) == again {
 		// if err != nil { <failure>; continue } else if len(r) == 0 {
@@ -1020,8 +1232,17 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		case *ast.BlockStmt:
 			failure = e.List
 		case *ast.IfStmt:
-			if op != token.EQL {
-				return false
+			if op == token.NEQ {
+				// if err != nil { log } else if leader == "" { log } else
+				// { break }: no answer yet is a failure too, and only the
+				// last else, with an answer, leaves.
+				last, ok := e.Else.(*ast.BlockStmt)
+				if !ok || e.Init != nil || !f.missing(e.Cond) || jumps(e.Body) || f.last(l, last.List) != leave {
+					return false
+				}
+				failure = last.List
+				noAnswer = e.Body.List
+				break
 			}
 			// if err == nil { ... } else if errors.Is(err, ErrX) {
 			// return }: the else-if runs on a failure.
@@ -1061,6 +1282,7 @@ func (f *finder) branches(l *Loop, ifs *ast.IfStmt, op token.Token, rest []ast.S
 		}
 		l.Success = success[len(success)-1]
 		l.Between = append(l.Between, path...)
+		l.Between = append(l.Between, noAnswer...)
 		if hasElse && f.last(l, failure) != again {
 			l.Between = append(l.Between, rest...)
 		}
@@ -1303,7 +1525,7 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		return nil, nil, nil
 	}
 	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
-	if ok && len(as.Lhs) == 1 && f.nilOnFailure(c) {
+	if ok && len(as.Lhs) >= 1 && f.nilOnFailure(c) {
 		if v := f.answerVar(as.Lhs[0]); v != nil {
 			f.nilAnswers[v] = true
 			return c, v, nil
@@ -1427,6 +1649,9 @@ func answerTest(e ast.Expr) bool {
 		if id, ok := ast.Unparen(e.Y).(*ast.Ident); ok && id.Name == "nil" && e.Op == token.NEQ {
 			return true // conn != nil: an answer came back
 		}
+		if _, v := ast.Unparen(e.X).(*ast.Ident); v && e.Op == token.NEQ && emptyString(e.Y) {
+			return true // leader != "": an answer came back
+		}
 		for _, x := range []ast.Expr{e.X, e.Y} {
 			if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
 				return true
@@ -1445,11 +1670,17 @@ func (f *finder) missing(e ast.Expr) bool {
 		return false
 	}
 	x, y := ast.Unparen(b.X), ast.Unparen(b.Y)
-	if isNil(f.info, x) {
+	if isNil(f.info, x) || emptyString(x) {
 		x, y = y, x
 	}
 	_, variable := x.(*ast.Ident)
-	return variable && isNil(f.info, y)
+	return variable && (isNil(f.info, y) || emptyString(y))
+}
+
+// emptyString reports whether e is the literal "".
+func emptyString(e ast.Expr) bool {
+	lit, ok := ast.Unparen(e).(*ast.BasicLit)
+	return ok && lit.Kind == token.STRING && (lit.Value == `""` || lit.Value == "``")
 }
 
 // answers reports whether every operand of cond's && and || is an

@@ -10,7 +10,8 @@ import (
 
 // nilOnFailure reports whether call is an attempt that reports its
 // failure by a nil answer rather than an error: a function of the
-// package whose one result is a pointer, that returns nil when a call it
+// package whose first result is a pointer (the others, if any, not an
+// error: client, resumed := s.connect()), that returns nil when a call it
 // makes fails (if err != nil { return nil }) and that asks another
 // service (RemoteDeep).
 //
@@ -30,11 +31,16 @@ func (f *finder) nilOnFailure(call *ast.CallExpr) bool {
 		return false
 	}
 	res := fn.Type().(*types.Signature).Results()
-	if res.Len() != 1 {
+	if res.Len() == 0 {
 		return false
 	}
 	if _, ptr := res.At(0).Type().Underlying().(*types.Pointer); !ptr {
 		return false
+	}
+	for i := 1; i < res.Len(); i++ {
+		if match.IsError(res.At(i).Type()) {
+			return false // the error tells the failure
+		}
 	}
 	nils := false
 	ast.Inspect(body, func(n ast.Node) bool {
@@ -45,7 +51,7 @@ func (f *finder) nilOnFailure(call *ast.CallExpr) bool {
 		if !ok || !failureTest(f.info, ifs.Cond) || len(ifs.Body.List) == 0 {
 			return true
 		}
-		if ret, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.ReturnStmt); ok && len(ret.Results) == 1 && isNil(f.info, ret.Results[0]) {
+		if ret, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.ReturnStmt); ok && len(ret.Results) == res.Len() && isNil(f.info, ret.Results[0]) {
 			nils = true
 		}
 		return !nils

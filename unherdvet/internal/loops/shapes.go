@@ -26,8 +26,16 @@ func (f *finder) gotoLoop(fn *Func, list []ast.Stmt, i int, s ast.Stmt) *Loop {
 	if !ok {
 		return nil
 	}
-	switch ls.Stmt.(type) {
-	case *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+	switch st := ls.Stmt.(type) {
+	case *ast.SelectStmt:
+		// A label on a stop check (select { case <-stop: return;
+		// default: }), which a goto from after it jumps back to, stands
+		// before the attempt as well as on the statement itself; on a
+		// select that blocks it is a label for break.
+		if !stopCheck(st) {
+			return nil
+		}
+	case *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt:
 		return nil // a label for break and continue
 	}
 	stmts := append([]ast.Stmt{ls.Stmt}, list[i+1:]...)
@@ -37,11 +45,41 @@ func (f *finder) gotoLoop(fn *Func, list []ast.Stmt, i int, s ast.Stmt) *Loop {
 	}
 	l := f.backward(fn, stmts, ls.Pos(), repeats)
 	if l == nil {
+		// The attempt under an if that only guards it (if lock == nil {
+		// lock, err = c.LockKey(key); if err != nil { ...; goto again } }).
+		if open := f.inline(stmts); open != nil {
+			l = f.backward(fn, open, ls.Pos(), repeats)
+		}
+	}
+	if l == nil {
 		return nil
 	}
 	l.Shape, l.Label = Goto, ls.Label
 	l.Bounded = f.bounded(l) || f.guardedRepeat(l)
 	return l
+}
+
+// stopCheck reports whether sel only checks for a stop without
+// blocking: a default case, and other cases that receive and return.
+func stopCheck(sel *ast.SelectStmt) bool {
+	def := false
+	for _, c := range sel.Body.List {
+		cc := c.(*ast.CommClause)
+		if cc.Comm == nil {
+			def = true
+			if len(cc.Body) > 0 {
+				return false
+			}
+			continue
+		}
+		if len(cc.Body) == 0 {
+			return false
+		}
+		if _, ret := cc.Body[len(cc.Body)-1].(*ast.ReturnStmt); !ret {
+			return false
+		}
+	}
+	return def
 }
 
 // recursion matches a retry by recursion: a function whose failure
@@ -697,6 +735,19 @@ func (f *finder) leadIns(stmts, between []ast.Stmt, at ast.Stmt, repeats func(as
 			})
 			if st, ok := n.(ast.Stmt); ok && st != at && st != top && onFailure && repeats(st) {
 				child := n
+				// A select whose timer case makes the attempt that fails
+				// (select { case <-time.After(ttl / 2): if err :=
+				// refresh(); err != nil { goto again } }) waits before
+				// that attempt, on success and failure alike: a period,
+				// not a wait between attempts. Only a select on a failure
+				// path (if err != nil { select { case <-time.After(d):
+				// goto again } }) is one.
+				failed := func(i int) bool {
+					return slices.ContainsFunc(path[:i], func(p ast.Node) bool {
+						ifs, ok := p.(*ast.IfStmt)
+						return ok && f.testsError(ifs.Cond)
+					})
+				}
 			walk:
 				for i := len(path) - 1; i >= 0; i-- {
 					switch p := path[i].(type) {
@@ -707,7 +758,9 @@ func (f *finder) leadIns(stmts, between []ast.Stmt, at ast.Stmt, repeats func(as
 					case *ast.CommClause:
 						before(p.Body, child)
 					case *ast.SelectStmt:
-						add(p)
+						if failed(i) {
+							add(commsOnly(p)) // its timer; the case holding the repeat is walked above
+						}
 					case *ast.ForStmt, *ast.RangeStmt:
 						break walk
 					}

@@ -67,7 +67,8 @@ func localFunc(fn *types.Func) bool {
 }
 
 // Dials reports whether fn opens a connection to another service by
-// address: net.Dial and its kin, sql.Open, grpc.Dial.
+// address: net.Dial and its kin, sql.Open, grpc.Dial, and a third
+// party's Dial(addr).
 func Dials(fn *types.Func) bool {
 	if fn == nil || fn.Pkg() == nil {
 		return false
@@ -81,7 +82,12 @@ func Dials(fn *types.Func) bool {
 	case "google.golang.org/grpc":
 		return strings.HasPrefix(name, "Dial") || name == "NewClient"
 	}
-	return false
+	// A third party's Dial(addr) (transport.Dial(url), websocket.Dial):
+	// a package-level function outside the standard library, named for
+	// dialling, given the address as its first argument.
+	sig := fn.Signature()
+	return strings.Contains(fn.Pkg().Path(), ".") && sig.Recv() == nil && strings.HasPrefix(name, "Dial") &&
+		sig.Params().Len() > 0 && types.Identical(sig.Params().At(0).Type(), types.Typ[types.String])
 }
 
 // Bodies maps the package's declared functions and methods to their

@@ -96,19 +96,18 @@ func requestMethod(p *check.Pass, body *ast.BlockStmt, req ast.Expr, attempt *as
 // mentionsKey reports whether body holds a string constant naming the
 // Idempotency-Key (or X-Idempotency-Key) header.
 func mentionsKey(info *types.Info, body *ast.BlockStmt) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
+	for n := range ast.Preorder(body) {
 		e, ok := n.(ast.Expr)
-		if !ok || found {
-			return !found
+		if !ok {
+			continue
 		}
 		if tv := info.Types[e]; tv.Value != nil && tv.Value.Kind() == constant.String {
-			s := strings.ToLower(constant.StringVal(tv.Value))
-			found = s == "idempotency-key" || s == "x-idempotency-key"
+			if s := strings.ToLower(constant.StringVal(tv.Value)); s == "idempotency-key" || s == "x-idempotency-key" {
+				return true
+			}
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // passedMethod returns "POST" or "PATCH" when req, a call of
@@ -263,36 +262,33 @@ func isRequest(t types.Type) bool {
 // readsMethod reports whether body reads the Method of an
 // *http.Request: code that may retry only some methods.
 func readsMethod(info *types.Info, body *ast.BlockStmt) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
+	for n := range ast.Preorder(body) {
 		if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Method" && isRequest(info.TypeOf(sel.X)) {
-			found = true
+			return true
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // sendsPost reports whether the package names the POST or PATCH method
 // (a string constant such as "POST" or http.MethodPost) outside the
 // test files: requests with those methods pass through its code.
 func sendsPost(p *check.Pass) bool {
-	found := false
 	for _, f := range p.Files {
 		if strings.HasSuffix(p.Fset.File(f.Pos()).Name(), "_test.go") {
 			continue
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
+		for n := range ast.Preorder(f) {
 			e, ok := n.(ast.Expr)
-			if !ok || found {
-				return !found
+			if !ok {
+				continue
 			}
 			if tv := p.TypesInfo.Types[e]; tv.Value != nil && tv.Value.Kind() == constant.String {
-				m := strings.ToUpper(constant.StringVal(tv.Value))
-				found = m == "POST" || m == "PATCH"
+				if m := strings.ToUpper(constant.StringVal(tv.Value)); m == "POST" || m == "PATCH" {
+					return true
+				}
 			}
-			return !found
-		})
+		}
 	}
-	return found
+	return false
 }

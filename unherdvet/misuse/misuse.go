@@ -187,19 +187,18 @@ func leaves(info *types.Info, obj types.Object, scope *ast.BlockStmt, depth int)
 	// mentions reports whether n uses obj as a value (not as the receiver
 	// of a method call or a field access).
 	mentions := func(n ast.Node) bool {
-		found := false
-		ast.Inspect(n, func(k ast.Node) bool {
-			switch k := k.(type) {
-			case *ast.SelectorExpr:
-				if id, ok := ast.Unparen(k.X).(*ast.Ident); ok && info.Uses[id] == obj {
-					return false
-				}
-			case *ast.Ident:
-				found = found || info.Uses[k] == obj
+		skip := func(k ast.Node) bool {
+			sel, ok := k.(*ast.SelectorExpr)
+			if !ok {
+				return false
 			}
-			return !found
+			id, ok := ast.Unparen(sel.X).(*ast.Ident)
+			return ok && info.Uses[id] == obj
+		}
+		return match.Any(n, skip, func(k ast.Node) bool {
+			id, ok := k.(*ast.Ident)
+			return ok && info.Uses[id] == obj
 		})
-		return found
 	}
 	out := false
 	ast.Inspect(scope, func(n ast.Node) bool {

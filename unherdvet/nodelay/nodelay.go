@@ -101,36 +101,43 @@ func isNil(info *types.Info, e ast.Expr) bool {
 // mayWait reports whether something between attempts might wait, or
 // calls another service.
 func mayWait(info *types.Info, l *loops.Loop, stmts []ast.Stmt) bool {
-	found := false
+	// Below a function literal is code that runs at another time; a
+	// select is judged as a whole.
+	skip := func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit, *ast.SelectStmt:
+			return true
+		}
+		return false
+	}
+	waiting := func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectStmt:
+			// One with a default case only looks (is it stopped?).
+			for _, c := range n.Body.List {
+				if c.(*ast.CommClause).Comm == nil {
+					return slices.ContainsFunc(n.Body.List, func(c ast.Stmt) bool {
+						return mayWait(info, l, c.(*ast.CommClause).Body)
+					})
+				}
+			}
+			return true
+		case *ast.UnaryExpr:
+			return n.Op == token.ARROW
+		case *ast.CallExpr:
+			return n != l.Call && waits(info, n)
+		}
+		return false
+	}
 	for _, s := range stmts {
 		if l.Shape == loops.Recursion && ast.Node(s) == l.At {
 			continue // the call that repeats the attempt
 		}
-		ast.Inspect(s, func(n ast.Node) bool {
-			if _, lit := n.(*ast.FuncLit); found || lit {
-				return false // done, or code that runs at another time
-			}
-			switch n := n.(type) {
-			case *ast.SelectStmt:
-				// One with a default case only looks (is it stopped?).
-				for _, c := range n.Body.List {
-					if c.(*ast.CommClause).Comm == nil {
-						for _, c := range n.Body.List {
-							found = found || mayWait(info, l, c.(*ast.CommClause).Body)
-						}
-						return false
-					}
-				}
-				found = true
-			case *ast.UnaryExpr:
-				found = n.Op == token.ARROW
-			case *ast.CallExpr:
-				found = n != l.Call && waits(info, n)
-			}
-			return !found
-		})
+		if match.Any(s, skip, waiting) {
+			return true
+		}
 	}
-	return found
+	return false
 }
 
 // bareBranch returns the branch of an if/else on the failure path of a
@@ -139,35 +146,30 @@ func mayWait(info *types.Info, l *loops.Loop, stmts []ast.Stmt) bool {
 // onErr != nil { onErr(err) } else { log(err); time.Sleep(d) }), or nil.
 func bareBranch(info *types.Info, l *loops.Loop) ast.Stmt {
 	waitsIn := func(stmts []ast.Stmt) bool {
-		found := false
 		for _, s := range stmts {
-			ast.Inspect(s, func(n ast.Node) bool {
+			for n := range ast.Preorder(s) {
 				for _, w := range l.Waits {
 					if n == ast.Node(w.Call) {
-						found = true
+						return true
 					}
 				}
-				return !found
-			})
+			}
 		}
-		return found
+		return false
 	}
 	leaves := func(stmts []ast.Stmt) bool {
-		found := false
-		for _, s := range stmts {
-			ast.Inspect(s, func(n ast.Node) bool {
+		skip := func(n ast.Node) bool { _, lit := n.(*ast.FuncLit); return lit }
+		return slices.ContainsFunc(stmts, func(s ast.Stmt) bool {
+			return match.Any(s, skip, func(n ast.Node) bool {
 				switch n := n.(type) {
-				case *ast.FuncLit:
-					return false
 				case *ast.ReturnStmt:
-					found = true
+					return true
 				case *ast.BranchStmt:
-					found = found || n.Tok == token.BREAK || n.Tok == token.GOTO
+					return n.Tok == token.BREAK || n.Tok == token.GOTO
 				}
-				return !found
+				return false
 			})
-		}
-		return found
+		})
 	}
 	bare := func(stmts []ast.Stmt) bool {
 		return !waitsIn(stmts) && !leaves(stmts) && !mayWait(info, l, stmts)
@@ -270,19 +272,19 @@ func onlyOnEOF(info *types.Info, l *loops.Loop) bool {
 // mentionsEOF reports whether e names io.EOF or io.ErrUnexpectedEOF, or
 // holds a string literal with "EOF" in it.
 func mentionsEOF(info *types.Info, e ast.Expr) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
+	for n := range ast.Preorder(e) {
 		switch n := n.(type) {
 		case *ast.Ident:
 			if o := info.Uses[n]; o != nil && o.Pkg() != nil && o.Pkg().Path() == "io" && (o.Name() == "EOF" || o.Name() == "ErrUnexpectedEOF") {
-				found = true
+				return true
 			}
 		case *ast.BasicLit:
-			found = found || (n.Kind == token.STRING && strings.Contains(n.Value, "EOF"))
+			if n.Kind == token.STRING && strings.Contains(n.Value, "EOF") {
+				return true
+			}
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // asksTimeout reports whether e calls a method Timeout() bool, as a

@@ -101,16 +101,14 @@ func jitterFix(pass *analysis.Pass, w *loops.Wait) []analysis.SuggestedFix {
 // typedDuration reports whether e holds a constant or variable of type
 // time.Duration, so that rand.N(e) is a duration too.
 func typedDuration(info *types.Info, e ast.Expr) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
+	for n := range ast.Preorder(e) {
 		if id, ok := n.(*ast.Ident); ok {
 			if o := info.Uses[id]; o != nil && match.Named(o.Type(), "time", "Duration") {
-				found = true
+				return true
 			}
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 const advice = "clients that failed together retry in lockstep; use retry.Do with the default policy (capped exponential backoff with full jitter)"
@@ -971,14 +969,12 @@ func (c *classifier) neverSet(stmt ast.Node) bool {
 }
 
 func (c *classifier) usesRand(e ast.Expr) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
+	for n := range ast.Preorder(e) {
 		if call, ok := n.(*ast.CallExpr); ok && match.IsRand(match.Callee(c.info, call)) {
-			found = true
+			return true
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // periodic reports whether l is periodic work rather than a retry: an

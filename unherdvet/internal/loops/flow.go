@@ -419,42 +419,44 @@ func contains(n ast.Node, m ast.Node) bool {
 // results: another variable, or a call without arguments such as
 // shuttingDown().
 func (f *finder) other(l *Loop, n ast.Node) bool {
-	found := false
-	ast.Inspect(n, func(m ast.Node) bool {
-		if found {
-			return false
+	// A selector is judged by its operand alone; the attempt itself (if
+	// call() == nil) is not looked into.
+	skip := func(m ast.Node) bool {
+		switch m := m.(type) {
+		case *ast.SelectorExpr:
+			return true
+		case *ast.CallExpr:
+			return m == l.Call
 		}
+		return false
+	}
+	return match.Any(n, skip, func(m ast.Node) bool {
 		switch m := m.(type) {
 		case *ast.SelectorExpr:
 			// Only the operand: the selected name is a field or method.
 			if id, ok := m.X.(*ast.Ident); ok {
 				if _, pkg := f.info.Uses[id].(*types.PkgName); pkg {
-					found = stopSentinel(f.info.Uses[m.Sel])
-					return false
+					return stopSentinel(f.info.Uses[m.Sel])
 				}
 			}
-			ast.Inspect(m.X, func(k ast.Node) bool {
-				found = found || f.otherIdent(l, k)
-				return !found
-			})
-			return false
+			for k := range ast.Preorder(m.X) {
+				if f.otherIdent(l, k) {
+					return true
+				}
+			}
 		case *ast.CallExpr:
-			if m == l.Call {
-				return false // the attempt itself: if call() == nil
+			if m == l.Call || len(m.Args) != 0 {
+				return false
 			}
-			if len(m.Args) == 0 {
-				if sel, ok := ast.Unparen(m.Fun).(*ast.SelectorExpr); !ok || !f.ofAttempt(l, sel.X) {
-					if tv, ok := f.info.Types[m.Fun]; !ok || !tv.IsType() {
-						found = true
-					}
-				}
+			if sel, ok := ast.Unparen(m.Fun).(*ast.SelectorExpr); !ok || !f.ofAttempt(l, sel.X) {
+				tv, ok := f.info.Types[m.Fun]
+				return !ok || !tv.IsType()
 			}
 		case *ast.Ident:
-			found = f.otherIdent(l, m)
+			return f.otherIdent(l, m)
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 // stopSentinel reports whether o is a package-level error that says the
@@ -508,29 +510,26 @@ func (f *finder) earlier(l *Loop, v *types.Var, id *ast.Ident) bool {
 	if id.Pos() > l.Call.End() {
 		from = l.Call.End()
 	}
-	found := false
-	ast.Inspect(l.Body, func(n ast.Node) bool {
-		if found || n == nil || n.Pos() >= id.Pos() {
-			return false
-		}
-		if _, lit := n.(*ast.FuncLit); lit {
-			return false
-		}
+	// Nothing from id on is looked at, nor below a function literal.
+	skip := func(n ast.Node) bool {
+		_, lit := n.(*ast.FuncLit)
+		return lit || n.Pos() >= id.Pos()
+	}
+	return match.Any(l.Body, skip, func(n ast.Node) bool {
 		as, ok := n.(*ast.AssignStmt)
-		if !ok || contains(as, l.Call) || as.Pos() < from {
-			return true
+		if !ok || as.Pos() >= id.Pos() || contains(as, l.Call) || as.Pos() < from {
+			return false
 		}
 		if len(as.Rhs) == 1 && f.wraps(as.Rhs[0]) {
-			return true
+			return false
 		}
 		for _, e := range as.Lhs {
 			if lid, ok := e.(*ast.Ident); ok && f.info.ObjectOf(lid) == v {
-				found = true
+				return true
 			}
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 // ofAttempt reports whether e is built only from the attempt's results.

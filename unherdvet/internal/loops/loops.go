@@ -496,42 +496,37 @@ func (f *finder) growsWait(body *ast.BlockStmt) bool {
 	if len(grown) == 0 {
 		return false
 	}
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if _, lit := n.(*ast.FuncLit); lit || found {
+	skip := func(n ast.Node) bool { _, lit := n.(*ast.FuncLit); return lit }
+	return match.Any(body, skip, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
 			return false
 		}
-		if call, ok := n.(*ast.CallExpr); ok {
-			if w := f.wait(call, false); w != nil {
-				for v := range grown {
-					found = found || match.Mentions(f.info, w.Delay, v)
-				}
+		w := f.wait(call, false)
+		if w == nil {
+			return false
+		}
+		for v := range grown {
+			if match.Mentions(f.info, w.Delay, v) {
+				return true
 			}
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 // resetsBackoff reports whether body calls a Reset method, outside
 // function literals, that is not time.Timer's or time.Ticker's.
 func (f *finder) resetsBackoff(body *ast.BlockStmt) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if _, lit := n.(*ast.FuncLit); lit || found {
-			return false
-		}
+	skip := func(n ast.Node) bool { _, lit := n.(*ast.FuncLit); return lit }
+	return match.Any(body, skip, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
-			return true
+			return false
 		}
 		fn := match.Callee(f.info, call)
-		if fn != nil && fn.Name() == "Reset" && len(call.Args) == 0 && (fn.Pkg() == nil || fn.Pkg().Path() != "time") {
-			found = true
-		}
-		return !found
+		return fn != nil && fn.Name() == "Reset" && len(call.Args) == 0 && (fn.Pkg() == nil || fn.Pkg().Path() != "time")
 	})
-	return found
 }
 
 // schedule reports whether t is a slice or array of time.Duration.
@@ -554,36 +549,33 @@ func schedule(t types.Type) bool {
 // about time or a context and does not count: rows.Next(), sc.Scan(),
 // it.Valid(), but not i < policy.MaxRetries().
 func (f *finder) iterates(cond ast.Expr) bool {
-	found := false
-	ast.Inspect(cond, func(n ast.Node) bool {
-		if u, ok := n.(*ast.UnaryExpr); ok && u.Op == token.NOT {
-			return false // for !c.closed(): a state, not the next item
-		}
+	skip := func(n ast.Node) bool {
+		u, ok := n.(*ast.UnaryExpr)
+		return ok && u.Op == token.NOT // for !c.closed(): a state, not the next item
+	}
+	return match.Any(cond, skip, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
-		if !ok || found {
-			return !found
+		if !ok {
+			return false
 		}
 		fn := match.Callee(f.info, call)
 		if fn == nil {
-			return true
+			return false
 		}
 		if n := fn.Name(); strings.HasPrefix(n, "is") || strings.HasPrefix(n, "Is") {
-			return true // for c.IsRunning(): a state query
+			return false // for c.IsRunning(): a state query
 		}
 		if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
 			// A count from a method (i < policy.MaxRetries()) is a limit,
 			// not an iterator.
 			if b, ok := f.info.TypeOf(call).Underlying().(*types.Basic); ok && b.Info()&types.IsNumeric != 0 {
-				return true
+				return false
 			}
 			p := fn.Pkg()
-			if p == nil || (p.Path() != "time" && p.Path() != "context") {
-				found = true
-			}
+			return p == nil || (p.Path() != "time" && p.Path() != "context")
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 // attempt finds the loop's attempt and its branches, filling in l, and
@@ -743,18 +735,16 @@ func (f *finder) switchIfs(stmts []ast.Stmt) []ast.Stmt {
 
 // mentionsError reports whether e names a value of type error.
 func (f *finder) mentionsError(e ast.Expr) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && !found {
+	for n := range ast.Preorder(e) {
+		if id, ok := n.(*ast.Ident); ok {
 			if o := f.info.ObjectOf(id); o != nil {
 				if _, v := o.(*types.Var); v && types.Identical(o.Type(), types.Universe.Lookup("error").Type()) {
-					found = true
+					return true
 				}
 			}
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // inline returns stmts with an if that only guards the attempt and its
@@ -858,21 +848,17 @@ func (f *finder) guardedAttempt(s ast.Stmt) []ast.Stmt {
 // jumps reports whether s holds a return, goto, break, continue or panic
 // outside function literals.
 func jumps(s ast.Stmt) bool {
-	found := false
-	ast.Inspect(s, func(n ast.Node) bool {
+	skip := func(n ast.Node) bool { _, lit := n.(*ast.FuncLit); return lit }
+	return match.Any(s, skip, func(n ast.Node) bool {
 		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
 		case *ast.ReturnStmt, *ast.BranchStmt:
-			found = true
+			return true
 		case *ast.CallExpr:
-			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "panic" {
-				found = true
-			}
+			id, ok := ast.Unparen(n.Fun).(*ast.Ident)
+			return ok && id.Name == "panic"
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 // flatten returns stmts with a select that waits on a timer replaced by
@@ -918,19 +904,19 @@ func commsOnly(sel *ast.SelectStmt) *ast.SelectStmt {
 // breaks reports whether stmts hold an unlabelled break that is not
 // inside an inner for, switch or select.
 func breaks(stmts []ast.Stmt) bool {
-	found := false
-	for _, s := range stmts {
-		ast.Inspect(s, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
-				return false
-			case *ast.BranchStmt:
-				found = found || (n.Tok == token.BREAK && n.Label == nil)
-			}
-			return !found
-		})
+	skip := func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+			return true
+		}
+		return false
 	}
-	return found
+	return slices.ContainsFunc(stmts, func(s ast.Stmt) bool {
+		return match.Any(s, skip, func(n ast.Node) bool {
+			b, ok := n.(*ast.BranchStmt)
+			return ok && b.Tok == token.BREAK && b.Label == nil
+		})
+	})
 }
 
 func (f *finder) attemptIn(l *Loop, stmts []ast.Stmt) bool {
@@ -1058,24 +1044,28 @@ func (f *finder) statusBranch(l *Loop, stmts []ast.Stmt, from int, results []typ
 // statusTest reports whether cond compares a status of one of the
 // attempt's results (resp.StatusCode == 429, one operand of a && or ||).
 func (f *finder) statusTest(cond ast.Expr, results []types.Object) bool {
-	found := false
-	ast.Inspect(cond, func(n ast.Node) bool {
+	// A comparison is judged by its operands; only && and || are
+	// looked into.
+	comparison := func(n ast.Node) bool {
 		b, ok := n.(*ast.BinaryExpr)
-		if !ok || found || b.Op == token.LAND || b.Op == token.LOR {
-			return !found
+		return ok && b.Op != token.LAND && b.Op != token.LOR
+	}
+	return match.Any(cond, comparison, func(n ast.Node) bool {
+		if !comparison(n) {
+			return false
 		}
+		b := n.(*ast.BinaryExpr)
 		for _, x := range []ast.Expr{b.X, b.Y} {
 			sel, ok := ast.Unparen(x).(*ast.SelectorExpr)
 			if !ok || !strings.Contains(strings.ToLower(sel.Sel.Name), "status") {
 				continue
 			}
 			if id, ok := ast.Unparen(sel.X).(*ast.Ident); ok && slices.Contains(results, f.info.ObjectOf(id)) {
-				found = true
+				return true
 			}
 		}
 		return false
 	})
-	return found
 }
 
 // branchAfter finds the branch after the attempt at stmts[i]: the index
@@ -1462,41 +1452,43 @@ func (f *finder) setsLeadWait(l *Loop, ifs *ast.IfStmt, failure []ast.Stmt) bool
 // nestedAgain reports whether stmts hold, below their top level, a
 // continue that goes round this loop: a retry on some failures only.
 func (f *finder) nestedAgain(l *Loop, stmts []ast.Stmt) bool {
-	found := false
-	var visit func(n ast.Node, inner bool)
-	visit = func(n ast.Node, inner bool) {
-		ast.Inspect(n, func(m ast.Node) bool {
-			if found {
-				return false
-			}
+	// The body of an inner loop is searched on its own, as inner; below
+	// a function literal is code that runs at another time.
+	skip := func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+			return true
+		}
+		return false
+	}
+	var again func(n ast.Node, inner bool) bool
+	again = func(n ast.Node, inner bool) bool {
+		return match.Any(n, skip, func(m ast.Node) bool {
 			switch m := m.(type) {
-			case *ast.FuncLit:
-				return false
 			case *ast.ForStmt:
-				visit(m.Body, true)
-				return false
+				return again(m.Body, true)
 			case *ast.RangeStmt:
-				visit(m.Body, true)
-				return false
+				return again(m.Body, true)
 			case *ast.BranchStmt:
-				if m.Tok == token.CONTINUE {
+				switch m.Tok {
+				case token.CONTINUE:
 					if m.Label == nil {
-						found = !inner
-					} else {
-						found = l.Label != nil && m.Label.Name == l.Label.Name
+						return !inner
 					}
+					return l.Label != nil && m.Label.Name == l.Label.Name
+				case token.GOTO:
+					return f.toTop(l, m) || f.gotoTail(l, m) != nil
 				}
-				found = found || (m.Tok == token.GOTO && (f.toTop(l, m) || f.gotoTail(l, m) != nil))
 			}
-			return !found
+			return false
 		})
 	}
 	for _, s := range stmts {
-		if _, top := s.(*ast.BranchStmt); !top {
-			visit(s, false)
+		if _, top := s.(*ast.BranchStmt); !top && again(s, false) {
+			return true
 		}
 	}
-	return found
+	return false
 }
 
 // errCall returns the call that statement s makes and whose error it

@@ -194,27 +194,21 @@ func (f *finder) keepsFailed(body *ast.BlockStmt, next, failed *types.Var, as *a
 // for a call to another service that answers with a boolean.
 func (f *finder) failedAppend(body *ast.BlockStmt, failed *types.Var) (call *ast.CallExpr, errv types.Object, results []types.Object, cond ast.Expr) {
 	appends := func(stmts []ast.Stmt) bool {
-		found := false
-		for _, s := range stmts {
-			ast.Inspect(s, func(n ast.Node) bool {
-				if _, lit := n.(*ast.FuncLit); lit || found {
-					return false
-				}
+		skip := func(n ast.Node) bool { _, lit := n.(*ast.FuncLit); return lit }
+		return slices.ContainsFunc(stmts, func(s ast.Stmt) bool {
+			return match.Any(s, skip, func(n ast.Node) bool {
 				a, ok := n.(*ast.AssignStmt)
 				if !ok || len(a.Lhs) != 1 || len(a.Rhs) != 1 || f.sliceVar(a.Lhs[0]) != failed {
-					return true
+					return false
 				}
 				c, ok := ast.Unparen(a.Rhs[0]).(*ast.CallExpr)
 				if !ok {
-					return true
+					return false
 				}
-				if id, ok := ast.Unparen(c.Fun).(*ast.Ident); ok && id.Name == "append" && len(c.Args) > 1 && f.sliceVar(c.Args[0]) == failed {
-					found = true
-				}
-				return !found
+				id, ok := ast.Unparen(c.Fun).(*ast.Ident)
+				return ok && id.Name == "append" && len(c.Args) > 1 && f.sliceVar(c.Args[0]) == failed
 			})
-		}
-		return found
+		})
 	}
 	var elseList []ast.Stmt
 	ast.Inspect(body, func(n ast.Node) bool {

@@ -97,22 +97,21 @@ func (f *finder) varies(l *Loop, call *ast.CallExpr, scope ast.Node) bool {
 	// refers reports whether e names a changed variable, or indexes with
 	// an identifier that indexes accepts.
 	refers := func(e ast.Node, indexes func(types.Object) bool) bool {
-		found := false
-		ast.Inspect(e, func(n ast.Node) bool {
+		for n := range ast.Preorder(e) {
 			switch n := n.(type) {
 			case *ast.IndexExpr:
-				ast.Inspect(n.Index, func(m ast.Node) bool {
+				for m := range ast.Preorder(n.Index) {
 					if id, ok := m.(*ast.Ident); ok && indexes(f.info.ObjectOf(id)) {
-						found = true
+						return true
 					}
-					return !found
-				})
+				}
 			case *ast.Ident:
-				found = found || changed[f.info.ObjectOf(n)]
+				if changed[f.info.ObjectOf(n)] {
+					return true
+				}
 			}
-			return !found
-		})
-		return found
+		}
+		return false
 	}
 	derives := func(e ast.Expr) bool {
 		return refers(e, func(o types.Object) bool { return counters[o] || changed[o] })
@@ -180,22 +179,20 @@ func (f *finder) copiesItself(as *ast.AssignStmt, scope ast.Node) bool {
 	if moved {
 		return false
 	}
-	found := false
-	ast.Inspect(scope, func(n ast.Node) bool {
+	for n := range ast.Preorder(scope) {
 		d, ok := n.(*ast.AssignStmt)
-		if !ok || found || len(d.Lhs) != 1 || len(d.Rhs) != 1 {
-			return !found
+		if !ok || len(d.Lhs) != 1 || len(d.Rhs) != 1 {
+			continue
 		}
 		l, ok := ast.Unparen(d.Lhs[0]).(*ast.Ident)
 		star, ok2 := ast.Unparen(d.Rhs[0]).(*ast.StarExpr)
 		if ok && ok2 && f.info.ObjectOf(l) == copied {
 			if x, ok := ast.Unparen(star.X).(*ast.Ident); ok && f.info.ObjectOf(x) == self {
-				found = true
+				return true
 			}
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // drawsFresh reports whether an assignment receives from a channel or
@@ -207,7 +204,6 @@ func (f *finder) copiesItself(as *ast.AssignStmt, scope ast.Node) bool {
 //
 // rotation says whether picking the next of several counts.
 func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
-	found := false
 	for _, r := range as.Rhs {
 		if u, ok := ast.Unparen(r).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
 			return true // msg, ok := <-incoming: the next item
@@ -217,15 +213,15 @@ func (f *finder) drawsFresh(as *ast.AssignStmt, rotation bool) bool {
 			// the same list comes back to each entry: a reconnect.
 			continue
 		}
-		ast.Inspect(r, func(n ast.Node) bool {
+		for n := range ast.Preorder(r) {
 			if c, ok := n.(*ast.CallExpr); ok {
-				fn := match.Callee(f.info, c)
-				found = found || match.IsRand(fn) || match.Func(fn, "time", "Now") || (rotation && rotates(fn)) || takes(fn)
+				if fn := match.Callee(f.info, c); match.IsRand(fn) || match.Func(fn, "time", "Now") || (rotation && rotates(fn)) || takes(fn) {
+					return true
+				}
 			}
-			return !found
-		})
+		}
 	}
-	return found
+	return false
 }
 
 // randomPick reports whether e makes a random source (rand.New(...),
@@ -302,19 +298,17 @@ func rotates(fn *types.Func) bool {
 // counts reports whether cond compares numbers (i < n, tries <= max): a
 // loop bounded by a count.
 func (f *finder) counts(cond ast.Expr) bool {
-	found := false
-	ast.Inspect(cond, func(n ast.Node) bool {
+	for n := range ast.Preorder(cond) {
 		if b, ok := n.(*ast.BinaryExpr); ok {
 			switch b.Op {
 			case token.LSS, token.LEQ, token.GTR, token.GEQ:
 				if t, ok := f.info.TypeOf(b.X).Underlying().(*types.Basic); ok && t.Info()&types.IsNumeric != 0 {
-					found = true
+					return true
 				}
 			}
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // cannotFail reports whether call is no attempt, because trying it again
@@ -354,30 +348,28 @@ func (f *finder) checks(body *ast.BlockStmt) bool {
 // neither pure nor, followed depth levels into the package, a function
 // that cannot fail; or receives from a channel or selects.
 func (f *finder) fails(body *ast.BlockStmt, depth int) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if found {
-			return false
-		}
+	for n := range ast.Preorder(body) {
 		switch n := n.(type) {
 		case *ast.SelectStmt:
-			found = true
+			return true
 		case *ast.UnaryExpr:
-			found = n.Op == token.ARROW
+			if n.Op == token.ARROW {
+				return true
+			}
 		case *ast.CallExpr:
 			if !match.ReturnsError(f.info, n) {
-				return true
+				continue
 			}
 			fn := match.Callee(f.info, n)
 			if match.Pure(fn) {
+				continue
+			}
+			if inner := f.bodies[fn]; inner == nil || depth == 0 || f.fails(inner, depth-1) {
 				return true
 			}
-			inner := f.bodies[fn]
-			found = inner == nil || depth == 0 || f.fails(inner, depth-1)
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // markedDown returns the variables that a failover loop picks before

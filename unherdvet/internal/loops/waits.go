@@ -317,23 +317,24 @@ func Ticked(info *types.Info, l *Loop) bool {
 	if l.Shape != For || l.Call == nil {
 		return false
 	}
-	found := false
-	ast.Inspect(l.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
+	skip := func(n ast.Node) bool {
+		switch n.(type) {
 		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
-			return false
-		case *ast.CommClause:
-			if !contains(n, l.Call) || n.Comm == nil {
-				return true
-			}
-			switch x := ast.Unparen(recvOperand(n.Comm)).(type) {
-			case *ast.SelectorExpr:
-				found = found || (x.Sel.Name == "C" && match.Named(info.TypeOf(x.X), "time", "Ticker"))
-			case *ast.CallExpr:
-				found = found || match.Func(match.Callee(info, x), "time", "Tick")
-			}
+			return true
 		}
-		return !found
+		return false
+	}
+	return match.Any(l.Body, skip, func(n ast.Node) bool {
+		c, ok := n.(*ast.CommClause)
+		if !ok || !contains(c, l.Call) || c.Comm == nil {
+			return false
+		}
+		switch x := ast.Unparen(recvOperand(c.Comm)).(type) {
+		case *ast.SelectorExpr:
+			return x.Sel.Name == "C" && match.Named(info.TypeOf(x.X), "time", "Ticker")
+		case *ast.CallExpr:
+			return match.Func(match.Callee(info, x), "time", "Tick")
+		}
+		return false
 	})
-	return found
 }

@@ -159,14 +159,12 @@ func RemoteDeep(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call *a
 // remoteIn reports whether body makes a call that RemoteDeep (depth
 // levels) reports.
 func remoteIn(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, body *ast.BlockStmt, depth int) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if c, ok := n.(*ast.CallExpr); ok && !found {
-			found = RemoteDeep(info, bodies, c, depth)
+	for n := range ast.Preorder(body) {
+		if c, ok := n.(*ast.CallExpr); ok && RemoteDeep(info, bodies, c, depth) {
+			return true
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // current returns the package info describes, or nil.
@@ -269,28 +267,28 @@ func passedRemote(info *types.Info, bodies map[*types.Func]*ast.BlockStmt, call 
 	if holder == nil {
 		return false
 	}
-	found := false
 	for _, body := range bodies {
-		ast.Inspect(body, func(n ast.Node) bool {
+		for n := range ast.Preorder(body) {
 			c, ok := n.(*ast.CallExpr)
-			if !ok || found || index >= len(c.Args) {
-				return !found
+			if !ok || index >= len(c.Args) {
+				continue
 			}
 			if callee := Callee(info, c); callee == nil || callee.Origin() != holder.Origin() {
-				return true
+				continue
 			}
 			switch a := ast.Unparen(c.Args[index]).(type) {
 			case *ast.FuncLit:
-				found = remoteIn(info, bodies, a.Body, depth)
+				if remoteIn(info, bodies, a.Body, depth) {
+					return true
+				}
 			case *ast.Ident, *ast.SelectorExpr:
-				if b := bodies[calleeOf(info, a)]; b != nil {
-					found = remoteIn(info, bodies, b, depth)
+				if b := bodies[calleeOf(info, a)]; b != nil && remoteIn(info, bodies, b, depth) {
+					return true
 				}
 			}
-			return !found
-		})
+		}
 	}
-	return found
+	return false
 }
 
 // Streams reports whether call returns a channel that another service

@@ -92,14 +92,12 @@ func Object(obj types.Object, path, name string) bool {
 
 // Mentions reports whether n holds an identifier that refers to obj.
 func Mentions(info *types.Info, n ast.Node, obj types.Object) bool {
-	found := false
-	ast.Inspect(n, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && info.ObjectOf(id) == obj {
-			found = true
+	for m := range ast.Preorder(n) {
+		if id, ok := m.(*ast.Ident); ok && info.ObjectOf(id) == obj {
+			return true
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // VarOf returns the variable or field that e names (v, x.f), or nil.
@@ -118,17 +116,11 @@ func VarOf(info *types.Info, e ast.Expr) *types.Var {
 // AnyReturn reports whether f holds for a result of a return statement
 // of body, outside the function literals in it.
 func AnyReturn(body *ast.BlockStmt, f func(ast.Expr) bool) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
-		case *ast.ReturnStmt:
-			found = found || slices.ContainsFunc(n.Results, f)
-		}
-		return !found
+	skip := func(n ast.Node) bool { _, lit := n.(*ast.FuncLit); return lit }
+	return Any(body, skip, func(n ast.Node) bool {
+		r, ok := n.(*ast.ReturnStmt)
+		return ok && slices.ContainsFunc(r.Results, f)
 	})
-	return found
 }
 
 // IsContext reports whether t is context.Context.

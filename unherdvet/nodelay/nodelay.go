@@ -290,17 +290,17 @@ func mentionsEOF(info *types.Info, e ast.Expr) bool {
 // asksTimeout reports whether e calls a method Timeout() bool, as a
 // net.Error has.
 func asksTimeout(info *types.Info, e ast.Expr) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
+	for n := range ast.Preorder(e) {
 		if call, ok := n.(*ast.CallExpr); ok && len(call.Args) == 0 {
 			if fn := match.Callee(info, call); fn != nil && fn.Name() == "Timeout" {
 				sig := fn.Signature()
-				found = sig.Recv() != nil && sig.Results().Len() == 1 && types.Identical(sig.Results().At(0).Type(), types.Typ[types.Bool])
+				if sig.Recv() != nil && sig.Results().Len() == 1 && types.Identical(sig.Results().At(0).Type(), types.Typ[types.Bool]) {
+					return true
+				}
 			}
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // takesContext reports whether call is given a context, or a request

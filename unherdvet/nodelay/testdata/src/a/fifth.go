@@ -112,6 +112,26 @@ func (r *reporter) waitVersion(path string) (string, error) {
 	}
 }
 
+// Timeout says whether timed-out polls go round: a function named
+// Timeout that is not a net.Error's method.
+func Timeout() bool { return true }
+
+// Negative: the same, going round after a timeout only when Timeout
+// allows it: a call of another Timeout beside the net.Error's does not
+// hide it.
+func (r *reporter) waitVersionAllowed(path string) (string, error) {
+	for {
+		v, err := r.version(path)
+		if err != nil {
+			if t, ok := err.(timeoutError); ok && t.Timeout() && Timeout() {
+				continue
+			}
+			return "", err
+		}
+		return v, nil
+	}
+}
+
 // Positive: the same with a context: once its deadline has passed, every
 // try times out at once.
 func (r *reporter) waitVersionCtx(ctx context.Context, path string) (string, error) {

@@ -49,7 +49,7 @@ func replacesConn(info *types.Info, l *loops.Loop) bool {
 			continue
 		}
 		ast.Inspect(s, func(n ast.Node) bool {
-			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 && len(as.Rhs) == 1 && isNil(info, as.Rhs[0]) {
+			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 && len(as.Rhs) == 1 && match.IsNil(info, as.Rhs[0]) {
 				dropped[types.ExprString(as.Lhs[0])] = true
 			}
 			return true
@@ -64,7 +64,7 @@ func replacesConn(info *types.Info, l *loops.Loop) bool {
 			continue
 		}
 		b, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
-		if !ok || b.Op != token.EQL || !isNil(info, b.Y) || !dropped[types.ExprString(b.X)] {
+		if !ok || b.Op != token.EQL || !match.IsNil(info, b.Y) || !dropped[types.ExprString(b.X)] {
 			continue
 		}
 		// The new connection, and a failure of it that leaves.
@@ -86,16 +86,6 @@ func replacesConn(info *types.Info, l *loops.Loop) bool {
 		}
 	}
 	return false
-}
-
-// isNil reports whether e is the predeclared nil.
-func isNil(info *types.Info, e ast.Expr) bool {
-	id, ok := ast.Unparen(e).(*ast.Ident)
-	if !ok {
-		return false
-	}
-	_, isNil := info.Uses[id].(*types.Nil)
-	return isNil
 }
 
 // mayWait reports whether something between attempts might wait, or

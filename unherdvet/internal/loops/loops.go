@@ -619,7 +619,7 @@ func (f *finder) sentinel(cond ast.Expr, errv types.Object) bool {
 		return ok && f.info.ObjectOf(id) == errv
 	}
 	named := func(x ast.Expr) bool {
-		if isNil(f.info, x) {
+		if match.IsNil(f.info, x) {
 			return false
 		}
 		var id *ast.Ident
@@ -704,7 +704,7 @@ func (f *finder) switchIfs(stmts []ast.Stmt) []ast.Stmt {
 			cc := cases[k]
 			var cond ast.Expr
 			for _, e := range cc.List {
-				if isNil(f.info, e) {
+				if match.IsNil(f.info, e) {
 					return nil // case nil: the success, in a case of its own
 				}
 				var t ast.Expr = &ast.BinaryExpr{X: sw.Tag, OpPos: e.Pos(), Op: token.EQL, Y: e}
@@ -1505,7 +1505,7 @@ func (f *finder) errCall(s ast.Stmt) (call *ast.CallExpr, errv types.Object, res
 		} else if s.Init == nil {
 			// if f() != nil { ... }
 			if b, ok := ast.Unparen(s.Cond).(*ast.BinaryExpr); ok {
-				if c, ok := ast.Unparen(b.X).(*ast.CallExpr); ok && isNil(f.info, b.Y) && match.ReturnsError(f.info, c) {
+				if c, ok := ast.Unparen(b.X).(*ast.CallExpr); ok && match.IsNil(f.info, b.Y) && match.ReturnsError(f.info, c) {
 					if _, tuple := f.info.TypeOf(c).(*types.Tuple); !tuple {
 						return c, nil, nil
 					}
@@ -1662,11 +1662,11 @@ func (f *finder) missing(e ast.Expr) bool {
 		return false
 	}
 	x, y := ast.Unparen(b.X), ast.Unparen(b.Y)
-	if isNil(f.info, x) || emptyString(x) {
+	if match.IsNil(f.info, x) || emptyString(x) {
 		x, y = y, x
 	}
 	_, variable := x.(*ast.Ident)
-	return variable && (isNil(f.info, y) || emptyString(y))
+	return variable && (match.IsNil(f.info, y) || emptyString(y))
 }
 
 // emptyString reports whether e is the literal "".
@@ -1704,10 +1704,10 @@ func (f *finder) errTest(cond ast.Expr, errv types.Object, call *ast.CallExpr) t
 		return 0
 	}
 	x, y := ast.Unparen(b.X), ast.Unparen(b.Y)
-	if isNil(f.info, x) {
+	if match.IsNil(f.info, x) {
 		x, y = y, x
 	}
-	if !isNil(f.info, y) {
+	if !match.IsNil(f.info, y) {
 		return 0
 	}
 	if errv == nil {
@@ -1733,11 +1733,6 @@ func (f *finder) errTest(cond ast.Expr, errv types.Object, call *ast.CallExpr) t
 		}
 	}
 	return 0
-}
-
-func isNil(info *types.Info, e ast.Expr) bool {
-	id, ok := ast.Unparen(e).(*ast.Ident)
-	return ok && id.Name == "nil" && info.Types[id].IsNil()
 }
 
 // condAttempt matches a loop whose condition is the branch: it goes round
@@ -1799,7 +1794,7 @@ func (f *finder) failing(e ast.Expr) types.Object {
 	}
 	switch e := ast.Unparen(e).(type) {
 	case *ast.BinaryExpr:
-		if e.Op == token.NEQ && isNil(f.info, e.Y) {
+		if e.Op == token.NEQ && match.IsNil(f.info, e.Y) {
 			return errVar(e.X)
 		}
 	case *ast.CallExpr:

@@ -51,7 +51,7 @@ func (f *finder) nilOnFailure(call *ast.CallExpr) bool {
 		if !ok || !failureTest(f.info, ifs.Cond) || len(ifs.Body.List) == 0 {
 			return true
 		}
-		if ret, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.ReturnStmt); ok && len(ret.Results) == res.Len() && isNil(f.info, ret.Results[0]) {
+		if ret, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.ReturnStmt); ok && len(ret.Results) == res.Len() && match.IsNil(f.info, ret.Results[0]) {
 			nils = true
 		}
 		return !nils
@@ -63,7 +63,7 @@ func (f *finder) nilOnFailure(call *ast.CallExpr) bool {
 // type error.
 func failureTest(info *types.Info, cond ast.Expr) bool {
 	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
-	if !ok || b.Op != token.NEQ || !isNil(info, b.Y) {
+	if !ok || b.Op != token.NEQ || !match.IsNil(info, b.Y) {
 		return false
 	}
 	id, ok := ast.Unparen(b.X).(*ast.Ident)

@@ -233,7 +233,7 @@ func (f *finder) randomPick(e ast.Expr) bool {
 		return false
 	}
 	fn := match.Callee(f.info, c)
-	if fn == nil || fn.Pkg() == nil || (fn.Pkg().Path() != "math/rand" && fn.Pkg().Path() != "math/rand/v2") {
+	if !match.IsRand(fn) {
 		return false
 	}
 	if strings.HasPrefix(fn.Name(), "New") {
@@ -337,7 +337,7 @@ func (f *finder) checks(body *ast.BlockStmt) bool {
 			continue
 		}
 		r, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.ReturnStmt)
-		if ok && len(r.Results) > 0 && !isNil(f.info, r.Results[len(r.Results)-1]) {
+		if ok && len(r.Results) > 0 && !match.IsNil(f.info, r.Results[len(r.Results)-1]) {
 			return true
 		}
 	}

@@ -126,6 +126,12 @@ func AnyReturn(body *ast.BlockStmt, f func(ast.Expr) bool) bool {
 // IsContext reports whether t is context.Context.
 func IsContext(t types.Type) bool { return Named(t, "context", "Context") }
 
+// IsNil reports whether e is the predeclared nil.
+func IsNil(info *types.Info, e ast.Expr) bool {
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	return ok && id.Name == "nil" && info.Types[id].IsNil()
+}
+
 // IsError reports whether t is the predeclared error type, or an
 // interface of a package's own that embeds it (type Error interface {
 // error; Code() int }): a call returning either fails the same way.

@@ -31,8 +31,8 @@ type Policy struct {
 	budget         budget.Budget
 	observer       observe.Observer
 	hooked         bool           // guards, an observer or a tracking budget: Admit and Done take their slow paths
+	bare           bool           // no guards, tracking budget or attempt timeout: an attempt is the call of fn alone (beside hooked, in its padding)
 	tracker        budget.Tracker // the budget, if it counts attempts in flight
-	bare           bool           // no guards, tracking budget or attempt timeout: an attempt is the call of fn alone
 	onExhausted    BudgetExhaustion
 	guards         []admission.Guard
 	rand           func() uint64
